@@ -1,0 +1,9 @@
+/* gwr/gwr.h - everything public in one include. */
+#ifndef GWR_GWR_H
+#define GWR_GWR_H
+
+#include "gwr/core.h"
+#include "gwr/ir.h"
+#include "gwr/functional.h"
+
+#endif

@@ -1,0 +1,314 @@
+/* flayer.c - signature recording (gwr_call) and the FLayerInfo memo.
+ *
+ * The memo lives in the network (an ir extension slot) and listens to it:
+ * when a tensor is replaced, every FLayerInfo that referred to it is
+ * updated through a tensor -> FLayerInfo index, in O(references); when a
+ * layer is removed or pruned its entry is dropped. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "functional/functional_internal.h"
+#include "ir/ir_graph.h"
+
+struct gwr_flayer {
+    char *kind;
+    gwr_layer *layer;
+    gwr_args *inputs;
+    gwr_tensor **outputs;
+    int noutputs;
+};
+
+/* A tensor's referrers: the FLayerInfos whose arguments name it (an entry
+ * per reference, so a tensor named twice by one FLayerInfo is listed twice). */
+typedef struct refs {
+    gwr_flayer **v;
+    int64_t n, cap;
+} refs;
+
+typedef struct memo {
+    gwr_network *net;
+    gwr_ptrmap by_layer;   /* layer -> gwr_flayer */
+    gwr_ptrmap by_tensor;  /* tensor -> refs */
+    int listener;
+} memo;
+
+static void flayer_free(gwr_flayer *f) {
+    if (!f) return;
+    free(f->kind);
+    gwr_args_free(f->inputs);
+    free(f->outputs);
+    free(f);
+}
+
+static void memo_free(void *p) {
+    memo *m = p;
+    for (int64_t i = 0; i < m->by_layer.cap; i++)
+        if (m->by_layer.keys[i]) flayer_free(m->by_layer.vals[i]);
+    for (int64_t i = 0; i < m->by_tensor.cap; i++)
+        if (m->by_tensor.keys[i]) {
+            refs *r = m->by_tensor.vals[i];
+            free(r->v);
+            free(r);
+        }
+    gwr_ptrmap_free(&m->by_layer);
+    gwr_ptrmap_free(&m->by_tensor);
+    free(m);
+}
+
+typedef struct {
+    memo *m;
+    gwr_flayer *f;
+    int failed;
+} ref_ctx;
+
+static void ref_add(gwr_tensor *t, void *ctx) {
+    ref_ctx *c = ctx;
+    if (!t) return;
+    refs *r = gwr_ptrmap_get(&c->m->by_tensor, t);
+    if (!r) {
+        if (!(r = calloc(1, sizeof *r)) || gwr_ptrmap_put(&c->m->by_tensor, t, r)) {
+            free(r);
+            c->failed = 1;
+            return;
+        }
+    }
+    if (gwr_grow((void **)&r->v, sizeof *r->v, &r->cap, r->n + 1)) {
+        c->failed = 1;
+        return;
+    }
+    r->v[r->n++] = c->f;
+}
+
+static void ref_del(gwr_tensor *t, void *ctx) {
+    ref_ctx *c = ctx;
+    refs *r = t ? gwr_ptrmap_get(&c->m->by_tensor, t) : NULL;
+    if (!r) return;
+    for (int64_t i = 0; i < r->n; i++)
+        if (r->v[i] == c->f) {
+            r->v[i] = r->v[--r->n];
+            break;
+        }
+    if (!r->n) {
+        gwr_ptrmap_del(&c->m->by_tensor, t);
+        free(r->v);
+        free(r);
+    }
+}
+
+static void memo_drop_layer(memo *m, gwr_layer *l) {
+    gwr_flayer *f = gwr_ptrmap_get(&m->by_layer, l);
+    if (!f) return;
+    ref_ctx c = {m, f, 0};
+    gwr_fn_args_each_tensor(f->inputs, ref_del, &c);
+    gwr_ptrmap_del(&m->by_layer, l);
+    flayer_free(f);
+}
+
+/* ---- listener callbacks ---- */
+
+static void on_layer_removed(void *ctx, gwr_layer *l) { memo_drop_layer(ctx, l); }
+
+static void on_layer_dropped(void *ctx, gwr_layer *l) {
+    memo *m = ctx;
+    memo_drop_layer(m, l);
+    /* Arguments naming an output of a pruned layer become none. */
+    for (int o = 0; o < gwr_layer_num_outputs(l); o++) {
+        gwr_tensor *t = gwr_layer_output(l, o);
+        refs *r = gwr_ptrmap_get(&m->by_tensor, t);
+        if (!r) continue;
+        for (int64_t i = 0; i < r->n; i++) gwr_fn_args_replace_tensor(r->v[i]->inputs, t, NULL);
+        gwr_ptrmap_del(&m->by_tensor, t);
+        free(r->v);
+        free(r);
+    }
+}
+
+static void on_tensor_replaced(void *ctx, gwr_tensor *old_t, gwr_tensor *new_t) {
+    memo *m = ctx;
+    refs *r = gwr_ptrmap_get(&m->by_tensor, old_t);
+    if (!r) return;
+    gwr_ptrmap_del(&m->by_tensor, old_t);
+    /* Each reference to old_t becomes one to new_t (replacing is
+     * idempotent, so an FLayerInfo listed twice is fine). */
+    for (int64_t i = 0; i < r->n; i++) gwr_fn_args_replace_tensor(r->v[i]->inputs, old_t, new_t);
+    refs *nr = gwr_ptrmap_get(&m->by_tensor, new_t);
+    if (!nr) {
+        if (gwr_ptrmap_put(&m->by_tensor, new_t, r) == 0) return; /* r moves over whole */
+    } else if (!gwr_grow((void **)&nr->v, sizeof *nr->v, &nr->cap, nr->n + r->n)) {
+        memcpy(nr->v + nr->n, r->v, (size_t)r->n * sizeof *r->v);
+        nr->n += r->n;
+    }
+    free(r->v);
+    free(r);
+}
+
+static memo *memo_of(gwr_network *net, int create) {
+    memo *m = gwr_ir_ext_get(net, GWR_EXT_FLAYER_MEMO);
+    if (m || !create) return m;
+    if (!(m = calloc(1, sizeof *m))) return NULL;
+    m->net = net;
+    gwr_listener ls = {.layer_removed = on_layer_removed,
+                       .layer_dropped = on_layer_dropped,
+                       .tensor_replaced = on_tensor_replaced,
+                       .ctx = m};
+    if ((m->listener = gwr_network_add_listener(net, &ls)) < 0) {
+        free(m);
+        return NULL;
+    }
+    gwr_ir_ext_set(net, GWR_EXT_FLAYER_MEMO, m, memo_free);
+    return m;
+}
+
+/* ---- gwr_call ---- */
+
+#define MAX_OUTS 64
+
+gwr_status gwr_call(gwr_network *net, const char *kind, const gwr_args *args, gwr_tensor **outs, int max_outs,
+                    int *nouts) {
+    if (!net || !kind) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_call: NULL argument");
+    if (max_outs < 0 || (max_outs && !outs)) return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "gwr_call: bad outs");
+    const gwr_fn_functional *fn = gwr_fn_functional_find(kind);
+    if (!fn) return gwr_ir_error(net, GWR_ERR_NOT_FOUND, "gwr_call: no functional '%s' is registered", kind);
+    /* Bind the arguments onto the signature, in its order. */
+    gwr_args *bound = gwr_args_clone(fn->params);
+    if (!bound) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+    for (int i = 0; args && i < gwr_args_count(args); i++) {
+        const char *name = gwr_args_name(args, i);
+        gwr_status s = gwr_args_find(bound, name) < 0
+                           ? gwr_ir_error(net, GWR_ERR_INVALID_ARG, "%s: unknown argument '%s'", kind, name)
+                           : gwr_fn_args_copy_item(bound, args, i);
+        if (s) {
+            if (s == GWR_ERR_NOMEM) gwr_ir_error(net, s, "out of memory");
+            gwr_args_free(bound);
+            return s;
+        }
+    }
+    gwr_tensor *local[MAX_OUTS];
+    gwr_tensor **o = outs ? outs : local;
+    int cap = outs ? max_outs : MAX_OUTS, n = 0;
+    int64_t before = net->nlayers;
+    gwr_layer *last_before = net->last_added;
+    gwr_status s = fn->fn(net, bound, o, cap, &n, fn->user);
+    if (!s && (net->nlayers == before || net->last_added == last_before || !net->last_added))
+        s = gwr_ir_error(net, GWR_ERR_STATE, "%s: the functional created no layer", kind);
+    if (!s && (n < 0 || n > cap)) s = gwr_ir_error(net, GWR_ERR_STATE, "%s: bad output count %d", kind, n);
+    if (s) {
+        /* What a failed call built is dead: flag it for prune. */
+        for (int64_t i = before; i < net->nlayers; i++) gwr_layer_mark_as_removed(net->layers[i]);
+        gwr_args_free(bound);
+        return s;
+    }
+    memo *m = memo_of(net, 1);
+    gwr_flayer *f = calloc(1, sizeof *f);
+    if (!m || !f || !(f->kind = gwr_strdup(kind)) || !(f->outputs = malloc((size_t)(n ? n : 1) * sizeof *o))) {
+        if (f) free(f->kind);
+        free(f);
+        gwr_args_free(bound);
+        return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+    }
+    f->layer = net->last_added;
+    f->inputs = bound;
+    f->noutputs = n;
+    if (n) memcpy(f->outputs, o, (size_t)n * sizeof *o);
+    ref_ctx c = {m, f, 0};
+    gwr_fn_args_each_tensor(bound, ref_add, &c);
+    if (c.failed || gwr_ptrmap_put(&m->by_layer, f->layer, f)) {
+        gwr_fn_args_each_tensor(bound, ref_del, &c);
+        flayer_free(f);
+        return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+    }
+    if (nouts) *nouts = n;
+    return GWR_OK;
+}
+
+/* ---- the FLayerInfo API ---- */
+
+gwr_flayer *gwr_flayer_get(const gwr_network *net, const gwr_layer *l) {
+    if (!net || !l) return NULL;
+    memo *m = memo_of((gwr_network *)net, 0);
+    return m ? gwr_ptrmap_get(&m->by_layer, l) : NULL;
+}
+
+int64_t gwr_flayer_memo_size(const gwr_network *net) {
+    memo *m = net ? memo_of((gwr_network *)net, 0) : NULL;
+    return m ? m->by_layer.count : 0;
+}
+
+const char *gwr_flayer_kind(const gwr_flayer *f) { return f ? f->kind : NULL; }
+gwr_layer *gwr_flayer_layer(const gwr_flayer *f) { return f ? f->layer : NULL; }
+const gwr_args *gwr_flayer_inputs(const gwr_flayer *f) { return f ? f->inputs : NULL; }
+int gwr_flayer_num_outputs(const gwr_flayer *f) { return f ? f->noutputs : -1; }
+gwr_tensor *gwr_flayer_output(const gwr_flayer *f, int i) {
+    return f && i >= 0 && i < f->noutputs ? f->outputs[i] : NULL;
+}
+
+gwr_tensor *gwr_flayer_get_input(const gwr_flayer *f, const char *name) {
+    gwr_tensor *t = NULL;
+    if (!f || !name || gwr_args_get_tensor(f->inputs, name, &t)) return NULL;
+    return t;
+}
+
+gwr_args *gwr_flayer_clone_inputs(const gwr_flayer *f) {
+    if (!f) {
+        gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_flayer_clone_inputs: NULL FLayerInfo");
+        return NULL;
+    }
+    return gwr_args_clone(f->inputs);
+}
+
+gwr_status gwr_flayer_replace_input_with(gwr_flayer *f, gwr_tensor *src, gwr_tensor *dst) {
+    if (!f || !src || !dst) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_flayer_replace_input_with: NULL argument");
+    gwr_layer *l = f->layer;
+    gwr_network *net = gwr_layer_network(l);
+    memo *m = memo_of(net, 0);
+    refs *r = m ? gwr_ptrmap_get(&m->by_tensor, src) : NULL;
+    int named = 0;
+    for (int64_t i = 0; r && i < r->n; i++) named |= r->v[i] == f;
+    if (!named) return gwr_ir_error(net, GWR_ERR_NOT_FOUND, "%s on '%s' has no input '%s'", f->kind, l->name, src->name);
+    if (src->dtype != GWR_UNDEFINED && dst->dtype != GWR_UNDEFINED && src->dtype != dst->dtype)
+        return gwr_ir_error(net, GWR_ERR_TYPE, "%s on '%s': cannot replace %s input '%s' with %s '%s'", f->kind,
+                            l->name, gwr_dtype_name(src->dtype), src->name, gwr_dtype_name(dst->dtype), dst->name);
+    /* The layer first: its checks (scope, cycle) can refuse. */
+    for (int i = 0; i < l->ninputs; i++)
+        if (l->inputs[i] == src) {
+            gwr_status s = gwr_layer_set_input(l, i, dst);
+            if (s) {
+                for (int k = 0; k < i; k++)
+                    if (l->inputs[k] == dst) gwr_layer_set_input(l, k, src); /* undo */
+                return s;
+            }
+        }
+    ref_ctx c = {m, f, 0};
+    gwr_fn_args_each_tensor(f->inputs, ref_del, &c); /* re-index f */
+    gwr_fn_args_replace_tensor(f->inputs, src, dst);
+    gwr_fn_args_each_tensor(f->inputs, ref_add, &c);
+    return c.failed ? gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory") : GWR_OK;
+}
+
+gwr_status gwr_flayer_replace_outputs_uses_with(gwr_flayer *f, int n, gwr_tensor *const *new_outs) {
+    if (!f || (n && !new_outs)) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_flayer_replace_outputs_uses_with: NULL argument");
+    gwr_network *net = gwr_layer_network(f->layer);
+    if (n != f->noutputs)
+        return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "%s on '%s' has %d outputs, got %d replacements", f->kind,
+                            f->layer->name, f->noutputs, n);
+    /* Check everything before changing anything. */
+    for (int i = 0; i < n; i++) {
+        gwr_tensor *o = f->outputs[i], *nw = new_outs[i];
+        if (!nw) return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "%s: replacement %d is NULL", f->kind, i);
+        if (o->kind != nw->kind || (o->dtype != GWR_UNDEFINED && nw->dtype != GWR_UNDEFINED && o->dtype != nw->dtype))
+            return gwr_ir_error(net, GWR_ERR_TYPE, "%s on '%s': output %d is %s, replacement '%s' is %s", f->kind,
+                                f->layer->name, i, gwr_dtype_name(o->dtype), nw->name, gwr_dtype_name(nw->dtype));
+        for (int32_t k = 0; nw->producer && k < o->nuses; k++) {
+            const gwr_use *u = o->cap <= 1 ? &o->uses.one : &o->uses.many[k];
+            gwr_layer *C = gwr_ir_consumer_in(u->layer, gwr_ir_tnet(nw));
+            if (C && gwr_ir_would_cycle(nw->producer, C))
+                return gwr_ir_error(net, GWR_ERR_CYCLE, "%s on '%s': replacing output %d with '%s' would create a cycle",
+                                    f->kind, f->layer->name, i, nw->name);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        gwr_status s = gwr_tensor_replace_all_uses_with(f->outputs[i], new_outs[i]);
+        if (s) return s;
+    }
+    return GWR_OK;
+}

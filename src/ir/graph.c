@@ -1,0 +1,779 @@
+/* graph.c - use lists, rewiring (set_input, replace_all_uses_with), cycle
+ * checks, ranks, topological order, prune and verify.
+ *
+ * Ranks: every layer carries a rank with rank(producer) < rank(consumer)
+ * for each edge inside one network (a pseudo-topological order). A new
+ * edge P -> C is then safe without any search when rank(P) < rank(C), the
+ * common case for rewrites that build the replacement from the old layer's
+ * inputs. Otherwise a backward search from P, bounded to ranks >= rank(C),
+ * decides, and ranks are raised forward from C where needed. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir_graph.h"
+
+/* ---- use lists ---- */
+
+static gwr_use *uses_of(gwr_tensor *t) { return t->cap <= 1 ? &t->uses.one : t->uses.many; }
+
+static int uses_reserve(gwr_tensor *t, int64_t need) {
+    if (need <= (t->cap <= 1 ? 1 : t->cap)) return 0;
+    if (need > INT32_MAX) return -1;
+    int64_t ncap = t->cap <= 1 ? 4 : t->cap;
+    while (ncap < need) ncap *= 2;
+    if (ncap > INT32_MAX) ncap = INT32_MAX;
+    gwr_use *p;
+    if (t->cap <= 1) {
+        p = malloc((size_t)ncap * sizeof *p);
+        if (!p) return -1;
+        if (t->nuses) p[0] = t->uses.one;
+    } else {
+        p = realloc(t->uses.many, (size_t)ncap * sizeof *p);
+        if (!p) return -1;
+    }
+    t->uses.many = p;
+    t->cap = (int32_t)ncap;
+    return 0;
+}
+
+int gwr_ir_use_add(gwr_tensor *t, gwr_layer *l, int slot) {
+    if (uses_reserve(t, (int64_t)t->nuses + 1)) return -1;
+    gwr_use *u = uses_of(t);
+    u[t->nuses].layer = l;
+    u[t->nuses].slot = slot;
+    t->nuses++;
+    return 0;
+}
+
+void gwr_ir_use_del(gwr_tensor *t, gwr_layer *l, int slot) {
+    gwr_use *u = uses_of(t);
+    for (int32_t i = t->nuses - 1; i >= 0; i--)
+        if (u[i].layer == l && u[i].slot == slot) {
+            u[i] = u[t->nuses - 1];
+            t->nuses--;
+            return;
+        }
+}
+
+int64_t gwr_tensor_num_users(const gwr_tensor *t) { return t ? t->nuses : -1; }
+
+gwr_layer *gwr_tensor_user(const gwr_tensor *t, int64_t i, int *slot) {
+    if (!t) {
+        gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_tensor_user: NULL tensor");
+        return NULL;
+    }
+    if (i < 0 || i >= t->nuses) {
+        gwr_ir_error(gwr_ir_tnet(t), GWR_ERR_INVALID_ARG, "tensor '%s' has no user %lld (it has %d)", t->name,
+                     (long long)i, t->nuses);
+        return NULL;
+    }
+    const gwr_use *u = t->cap <= 1 ? &t->uses.one : t->uses.many;
+    if (slot) *slot = u[i].slot;
+    return u[i].layer;
+}
+
+gwr_layer *gwr_tensor_parent(const gwr_tensor *t) { return t ? t->producer : NULL; }
+int gwr_tensor_parent_output_index(const gwr_tensor *t) { return t && t->producer ? t->out_index : -1; }
+int gwr_tensor_is_input(const gwr_tensor *t) { return t ? (t->flags & TF_INPUT) != 0 : 0; }
+int gwr_tensor_output_index(const gwr_tensor *t) { return t ? t->output_index : -1; }
+
+/* ---- structure helpers ---- */
+
+gwr_layer *gwr_ir_consumer_in(gwr_layer *u, const gwr_network *net) {
+    while (u && u->net != net) u = u->net->owner;
+    return u;
+}
+
+/* A growable stack of layers. */
+typedef struct {
+    gwr_layer **v;
+    int64_t n, cap;
+} lstack;
+
+static int lpush(lstack *s, gwr_layer *l) {
+    if (gwr_grow((void **)&s->v, sizeof *s->v, &s->cap, s->n + 1)) return -1;
+    s->v[s->n++] = l;
+    return 0;
+}
+
+static int has_graphs(const gwr_layer *l) {
+    for (int i = 0; i < l->nattrs; i++)
+        if (l->attrs[i].type == GWR_ATTR_GRAPH || l->attrs[i].type == GWR_ATTR_GRAPHS) return 1;
+    return 0;
+}
+
+/* Producers in `net` of tensors read anywhere inside subgraph g. */
+static int collect_captures(const gwr_network *g, const gwr_network *net, lstack *out) {
+    for (int64_t i = 0; i < g->nlayers; i++) {
+        gwr_layer *x = g->layers[i];
+        for (int s = 0; s < x->ninputs; s++) {
+            gwr_tensor *t = x->inputs[s];
+            if (t && gwr_ir_tnet(t) == net && t->producer && lpush(out, t->producer)) return -1;
+        }
+        for (int a = 0; a < x->nattrs; a++) {
+            gwr_attr *at = &x->attrs[a];
+            if (at->type != GWR_ATTR_GRAPH && at->type != GWR_ATTR_GRAPHS) continue;
+            for (int64_t k = 0; k < at->n; k++)
+                if (collect_captures(at->v.graphs[k], net, out)) return -1;
+        }
+    }
+    return 0;
+}
+
+/* Appends the producers (in x's network) that x depends on. */
+static int preds_of(gwr_layer *x, lstack *out) {
+    for (int s = 0; s < x->ninputs; s++) {
+        gwr_tensor *t = x->inputs[s];
+        if (t && t->producer && gwr_ir_tnet(t) == x->net && lpush(out, t->producer)) return -1;
+    }
+    if (has_graphs(x))
+        for (int a = 0; a < x->nattrs; a++) {
+            gwr_attr *at = &x->attrs[a];
+            if (at->type != GWR_ATTR_GRAPH && at->type != GWR_ATTR_GRAPHS) continue;
+            for (int64_t k = 0; k < at->n; k++)
+                if (collect_captures(at->v.graphs[k], x->net, out)) return -1;
+        }
+    return 0;
+}
+
+int gwr_ir_would_cycle(gwr_layer *P, gwr_layer *C) {
+    if (!P || !C) return 0;
+    if (P == C) return 1;
+    if (P->rank < C->rank) return 0;
+    gwr_network *net = P->net;
+    uint32_t mark = ++net->epoch;
+    lstack st = {0}, preds = {0};
+    int found = 0;
+    if (lpush(&st, P)) found = 1; /* out of memory: refuse, to be safe */
+    P->mark = mark;
+    while (!found && st.n) {
+        gwr_layer *x = st.v[--st.n];
+        preds.n = 0;
+        if (preds_of(x, &preds)) {
+            found = 1;
+            break;
+        }
+        for (int64_t i = 0; i < preds.n; i++) {
+            gwr_layer *p = preds.v[i];
+            if (p == C) {
+                found = 1;
+                break;
+            }
+            if (p->mark == mark || p->rank < C->rank) continue;
+            p->mark = mark;
+            if (lpush(&st, p)) {
+                found = 1;
+                break;
+            }
+        }
+    }
+    free(st.v), free(preds.v);
+    return found;
+}
+
+static void retighten_ranks(gwr_network *net);
+static void set_tight_ranks(gwr_network *net, gwr_layer **order);
+
+/* Raises C's rank to at least `min` and repairs ranks downstream. Ranks
+ * stay below the longest path ever built into a layer; should a long
+ * history of rewrites push one to the int32 limit, all ranks of the
+ * network are recomputed from its edges instead. */
+static void raise_rank(gwr_layer *C, int64_t min) {
+    if (!C || C->rank >= min) return;
+    if (min >= INT32_MAX - 1) {
+        retighten_ranks(C->net);
+        return;
+    }
+    C->rank = (int32_t)min;
+    lstack st = {0};
+    if (lpush(&st, C)) return;
+    while (st.n) {
+        gwr_layer *x = st.v[--st.n];
+        for (int o = 0; o < x->noutputs; o++) {
+            gwr_tensor *t = &gwr_ir_outputs(x)[o];
+            gwr_use *u = uses_of(t);
+            for (int32_t i = 0; i < t->nuses; i++) {
+                gwr_layer *y = gwr_ir_consumer_in(u[i].layer, x->net);
+                if (y && y->rank <= x->rank) {
+                    if (x->rank >= INT32_MAX - 1) {
+                        free(st.v);
+                        retighten_ranks(x->net);
+                        return;
+                    }
+                    y->rank = x->rank + 1;
+                    if (lpush(&st, y)) goto out;
+                }
+            }
+        }
+    }
+out:
+    free(st.v);
+}
+
+void gwr_ir_capture_edge(gwr_tensor *t, gwr_layer *l) {
+    if (!t->producer) return;
+    gwr_layer *C = gwr_ir_consumer_in(l, gwr_ir_tnet(t));
+    if (C) raise_rank(C, t->producer->rank + 1);
+}
+
+gwr_status gwr_ir_attach_check(gwr_layer *l, gwr_network *g) {
+    lstack caps = {0};
+    if (collect_captures(g, l->net, &caps)) {
+        free(caps.v);
+        return gwr_ir_error(l->net, GWR_ERR_NOMEM, "out of memory");
+    }
+    for (int64_t i = 0; i < caps.n; i++)
+        if (gwr_ir_would_cycle(caps.v[i], l)) {
+            gwr_status s = gwr_ir_error(l->net, GWR_ERR_CYCLE,
+                                        "subgraph '%s' reads the output of '%s', which depends on layer '%s'",
+                                        g->name, caps.v[i]->name, l->name);
+            free(caps.v);
+            return s;
+        }
+    free(caps.v);
+    return GWR_OK;
+}
+
+void gwr_ir_attach_edges(gwr_layer *l, gwr_network *g) {
+    lstack caps = {0};
+    if (!collect_captures(g, l->net, &caps))
+        for (int64_t i = 0; i < caps.n; i++) raise_rank(l, caps.v[i]->rank + 1);
+    free(caps.v);
+}
+
+void gwr_ir_discard_new_layer(gwr_layer *l) {
+    gwr_network *net = l->net;
+    GWR_IR_NOTIFY(net, layer_dropped, l);
+    for (int s = 0; s < l->ninputs; s++)
+        if (l->inputs[s]) gwr_ir_use_del(l->inputs[s], l, s);
+    gwr_ir_namemap_del(&net->layer_names, l);
+    for (int o = 0; o < l->noutputs; o++) gwr_ir_namemap_del(&net->tensor_names, &gwr_ir_outputs(l)[o]);
+    if (net->layers[net->nlayers - 1] == l) net->nlayers--;
+    if (net->last_added == l) net->last_added = NULL;
+    char *doc = gwr_ptrmap_get(&net->docs, l);
+    if (doc) {
+        free(doc);
+        gwr_ptrmap_del(&net->docs, l);
+    }
+    gwr_ir_layer_free(l);
+}
+
+/* ---- rewiring ---- */
+
+static gwr_status check_new_input(gwr_layer *l, gwr_tensor *t) {
+    if (!gwr_ir_in_scope(gwr_ir_tnet(t), l->net))
+        return gwr_ir_error(l->net, GWR_ERR_INVALID_ARG,
+                            "tensor '%s' is not in scope of layer '%s' (another network)", t->name, l->name);
+    if (t->producer && (t->producer->flags & LF_DROPPED))
+        return gwr_ir_error(l->net, GWR_ERR_INVALID_ARG, "tensor '%s' was pruned", t->name);
+    gwr_layer *C = t->producer ? gwr_ir_consumer_in(l, gwr_ir_tnet(t)) : NULL;
+    if (C && gwr_ir_would_cycle(t->producer, C))
+        return gwr_ir_error(l->net, GWR_ERR_CYCLE,
+                            "reading '%s' in layer '%s' would create a cycle through '%s'", t->name,
+                            l->name, C->name);
+    return GWR_OK;
+}
+
+static void wired(gwr_layer *l, gwr_tensor *t) {
+    if (t && t->producer) raise_rank(gwr_ir_consumer_in(l, gwr_ir_tnet(t)), t->producer->rank + 1);
+}
+
+gwr_status gwr_layer_set_input(gwr_layer *l, int i, gwr_tensor *t) {
+    if (!l) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_layer_set_input: NULL layer");
+    if (i < 0 || i >= l->ninputs)
+        return gwr_ir_error(l->net, GWR_ERR_INVALID_ARG, "layer '%s' has no input %d (it has %d)", l->name, i,
+                            l->ninputs);
+    gwr_tensor *old = l->inputs[i];
+    if (old == t) return GWR_OK;
+    if (t) {
+        gwr_status s = check_new_input(l, t);
+        if (s) return s;
+        if (uses_reserve(t, (int64_t)t->nuses + 1)) return gwr_ir_error(l->net, GWR_ERR_NOMEM, "out of memory");
+    }
+    if (old) gwr_ir_use_del(old, l, i);
+    l->inputs[i] = t;
+    if (t) gwr_ir_use_add(t, l, i); /* reserved above: cannot fail */
+    wired(l, t);
+    GWR_IR_NOTIFY(l->net, input_changed, l, i, old);
+    return GWR_OK;
+}
+
+gwr_status gwr_layer_append_input(gwr_layer *l, gwr_tensor *t) {
+    if (!l) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_layer_append_input: NULL layer");
+    if (t) {
+        gwr_status s = check_new_input(l, t);
+        if (s) return s;
+        if (uses_reserve(t, (int64_t)t->nuses + 1)) return gwr_ir_error(l->net, GWR_ERR_NOMEM, "out of memory");
+    }
+    if (l->ninputs == l->incap) {
+        int32_t ncap = l->incap ? l->incap * 2 : 2;
+        gwr_tensor **in = malloc((size_t)ncap * sizeof *in);
+        if (!in) return gwr_ir_error(l->net, GWR_ERR_NOMEM, "out of memory");
+        if (l->ninputs) memcpy(in, l->inputs, (size_t)l->ninputs * sizeof *in);
+        if (l->flags & LF_OWN_INPUTS) free(l->inputs);
+        l->inputs = in;
+        l->incap = ncap;
+        l->flags |= LF_OWN_INPUTS;
+    }
+    int slot = l->ninputs++;
+    l->inputs[slot] = t;
+    if (t) gwr_ir_use_add(t, l, slot);
+    wired(l, t);
+    GWR_IR_NOTIFY(l->net, input_changed, l, slot, (gwr_tensor *)NULL);
+    return GWR_OK;
+}
+
+static gwr_status replace_uses(gwr_tensor *old, gwr_tensor *nw, const gwr_layer *except) {
+    if (!old || !nw) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_tensor_replace_all_uses_with: NULL tensor");
+    gwr_network *net = gwr_ir_tnet(old);
+    if (old == nw) return GWR_OK;
+    if (old->producer && (old->producer->flags & LF_DROPPED))
+        return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "tensor '%s' was pruned", old->name);
+    if (nw->producer && (nw->producer->flags & LF_DROPPED))
+        return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "tensor '%s' was pruned", nw->name);
+    if (old->kind != nw->kind ||
+        (old->dtype != GWR_UNDEFINED && nw->dtype != GWR_UNDEFINED && old->dtype != nw->dtype)) {
+        char a[128], b[128];
+        gwr_tensor_type_str(old, a, sizeof a);
+        gwr_tensor_type_str(nw, b, sizeof b);
+        return gwr_ir_error(net, GWR_ERR_TYPE, "cannot replace '%s' (%s) with '%s' (%s): types differ", old->name,
+                            a, nw->name, b);
+    }
+    if (!gwr_ir_in_scope(gwr_ir_tnet(nw), net))
+        return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "tensor '%s' is not in scope of network '%s'", nw->name,
+                            net->name);
+    gwr_use *u = uses_of(old);
+    int64_t moving = 0;
+    for (int32_t i = 0; i < old->nuses; i++) {
+        if (u[i].layer == except) continue;
+        moving++;
+        if (!gwr_ir_in_scope(gwr_ir_tnet(nw), u[i].layer->net))
+            return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "tensor '%s' is not in scope of user '%s'", nw->name,
+                                u[i].layer->name);
+        gwr_layer *C = nw->producer ? gwr_ir_consumer_in(u[i].layer, gwr_ir_tnet(nw)) : NULL;
+        if (C && gwr_ir_would_cycle(nw->producer, C))
+            return gwr_ir_error(net, GWR_ERR_CYCLE,
+                                "replacing '%s' with '%s' would create a cycle: '%s' depends on user '%s'",
+                                old->name, nw->name, nw->name, C->name);
+    }
+    int is_out = old->output_index >= 0;
+    if (is_out && (old->flags & TF_INPUT))
+        return gwr_ir_error(net, GWR_ERR_STATE,
+                            "'%s' is both a graph input and a graph output: its output name cannot move to '%s'",
+                            old->name, nw->name);
+    /* Room for the moved uses and an Identity's read, so nothing below fails. */
+    if (uses_reserve(nw, (int64_t)nw->nuses + moving + 1)) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+    /* The interface keeps old's name: nw takes it, unless nw's own name is
+     * part of the interface too (a graph input or another output) or nw
+     * lives outside this network; then an Identity carries it. */
+    gwr_tensor *carrier = nw;
+    if (is_out && ((nw->flags & TF_INPUT) || nw->output_index >= 0 || gwr_ir_tnet(nw) != net)) {
+        gwr_layer *id = gwr_network_add_layer(net, "Identity", "", NULL, 1, &nw, 1, NULL);
+        if (!id) return GWR_ERR_NOMEM;
+        carrier = gwr_ir_outputs(id);
+        gwr_type ty;
+        gwr_tensor_value_type(nw, &ty);
+        gwr_tensor_set_value_type(carrier, &ty);
+        u = uses_of(old); /* unchanged, but re-read after the call */
+    }
+    if (is_out && (gwr_ir_tensor_own_name(old) || gwr_ir_tensor_own_name(carrier)))
+        return GWR_ERR_NOMEM;
+    /* Move the uses. */
+    gwr_use *nu = uses_of(nw);
+    int32_t keep = 0;
+    for (int32_t i = 0; i < old->nuses; i++) {
+        gwr_use x = u[i];
+        if (x.layer == except) {
+            u[keep++] = x;
+            continue;
+        }
+        x.layer->inputs[x.slot] = nw;
+        nu[nw->nuses++] = x;
+    }
+    int32_t total = old->nuses;
+    old->nuses = keep;
+    if (nw->producer)
+        for (int32_t i = nw->nuses - (total - keep); i < nw->nuses; i++)
+            raise_rank(gwr_ir_consumer_in(nu[i].layer, gwr_ir_tnet(nw)), nw->producer->rank + 1);
+    if (is_out) {
+        int32_t k = old->output_index;
+        net->outputs[k] = carrier;
+        carrier->output_index = k;
+        old->output_index = -1;
+        gwr_ir_tensor_swap_names(old, carrier);
+    }
+    GWR_IR_NOTIFY(net, tensor_replaced, old, nw);
+    return GWR_OK;
+}
+
+gwr_status gwr_tensor_replace_all_uses_with(gwr_tensor *old_t, gwr_tensor *new_t) {
+    return replace_uses(old_t, new_t, NULL);
+}
+
+gwr_status gwr_tensor_replace_all_uses_except(gwr_tensor *old_t, gwr_tensor *new_t, const gwr_layer *except) {
+    return replace_uses(old_t, new_t, except);
+}
+
+/* ---- topological order ---- */
+
+/* Computes a stable topological order of net's layers into *order. On a
+ * cycle returns a layer on it (and no order). */
+static gwr_status topo_order(gwr_network *net, gwr_layer ***order, gwr_layer **on_cycle) {
+    *order = NULL;
+    *on_cycle = NULL;
+    gwr_layer **out = malloc((size_t)(net->nlayers ? net->nlayers : 1) * sizeof *out);
+    typedef struct {
+        gwr_layer *l;
+        int64_t next, npreds, base;
+    } frame;
+    frame *st = NULL;
+    int64_t nst = 0, stcap = 0, nout = 0;
+    lstack preds = {0}; /* the preds of every frame on the stack, concatenated */
+    if (!out) return GWR_ERR_NOMEM;
+    uint32_t visiting = net->epoch + 1, done = net->epoch + 2;
+    net->epoch += 2;
+    gwr_status s = GWR_OK;
+    for (int64_t i = 0; i < net->nlayers && !s; i++) {
+        gwr_layer *root = net->layers[i];
+        if (root->mark == done) continue;
+        root->mark = visiting;
+        if (gwr_grow((void **)&st, sizeof *st, &stcap, nst + 1)) { s = GWR_ERR_NOMEM; break; }
+        int64_t base = preds.n;
+        if (preds_of(root, &preds)) { s = GWR_ERR_NOMEM; break; }
+        st[nst++] = (frame){root, 0, preds.n - base, base};
+        while (nst && !s) {
+            frame *f = &st[nst - 1];
+            if (f->next < f->npreds) {
+                gwr_layer *p = preds.v[f->base + f->next++];
+                if (p->mark == done) continue;
+                if (p->mark == visiting) {
+                    *on_cycle = p;
+                    s = GWR_ERR_CYCLE;
+                    break;
+                }
+                p->mark = visiting;
+                if (gwr_grow((void **)&st, sizeof *st, &stcap, nst + 1)) { s = GWR_ERR_NOMEM; break; }
+                int64_t b = preds.n;
+                if (preds_of(p, &preds)) { s = GWR_ERR_NOMEM; break; }
+                st[nst++] = (frame){p, 0, preds.n - b, b};
+            } else {
+                f->l->mark = done;
+                out[nout++] = f->l;
+                preds.n = f->base;
+                nst--;
+            }
+        }
+    }
+    free(st), free(preds.v);
+    if (s) {
+        free(out);
+        return s;
+    }
+    *order = out;
+    return GWR_OK;
+}
+
+gwr_status gwr_network_toposort(gwr_network *net) {
+    if (!net) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_network_toposort: NULL network");
+    gwr_layer **order, *cyc;
+    gwr_status s = topo_order(net, &order, &cyc);
+    if (s == GWR_ERR_CYCLE)
+        return gwr_ir_error(net, s, "the network has a cycle through layer '%s'", cyc->name);
+    if (s) return gwr_ir_error(net, s, "out of memory");
+    memcpy(net->layers, order, (size_t)net->nlayers * sizeof *order);
+    free(order);
+    for (int64_t i = 0; i < net->nlayers; i++) net->layers[i]->index = (int32_t)i;
+    set_tight_ranks(net, net->layers);
+    return GWR_OK;
+}
+
+/* Sets every rank to the layer's longest-path depth, in network order
+ * (which must be topological). */
+static void set_tight_ranks(gwr_network *net, gwr_layer **order) {
+    lstack preds = {0};
+    for (int64_t i = 0; i < net->nlayers; i++) {
+        gwr_layer *l = order[i];
+        l->rank = 0;
+        preds.n = 0;
+        if (preds_of(l, &preds)) continue; /* out of memory: this rank stays low; see below */
+        for (int64_t k = 0; k < preds.n; k++)
+            if (preds.v[k]->rank >= l->rank) l->rank = preds.v[k]->rank + 1;
+    }
+    free(preds.v);
+}
+
+void gwr_ir_retighten_ranks(gwr_network *net) { retighten_ranks(net); }
+
+static void retighten_ranks(gwr_network *net) {
+    gwr_layer **order, *cyc;
+    if (topo_order(net, &order, &cyc) == GWR_OK) {
+        set_tight_ranks(net, order);
+        free(order);
+    }
+}
+
+/* ---- prune ---- */
+
+static void drop_layer_edges(gwr_layer *l) {
+    gwr_network *net = l->net;
+    gwr_ir_attrs_free(l); /* subgraphs detach their reads of outer tensors */
+    for (int s = 0; s < l->ninputs; s++)
+        if (l->inputs[s]) gwr_ir_use_del(l->inputs[s], l, s);
+    gwr_ir_namemap_del(&net->layer_names, l);
+    for (int o = 0; o < l->noutputs; o++) gwr_ir_namemap_del(&net->tensor_names, &gwr_ir_outputs(l)[o]);
+    char *doc = gwr_ptrmap_get(&net->docs, l);
+    if (doc) {
+        free(doc);
+        gwr_ptrmap_del(&net->docs, l);
+    }
+    if (net->last_added == l) net->last_added = NULL;
+}
+
+static gwr_status prune_net(gwr_network *net, int64_t *count) {
+    uint32_t live = ++net->epoch;
+    lstack st = {0}, preds = {0};
+    gwr_status s = GWR_OK;
+    for (int64_t i = 0; i < net->noutputs && !s; i++) {
+        gwr_layer *p = net->outputs[i]->producer;
+        if (p && p->mark != live) {
+            p->mark = live;
+            if (lpush(&st, p)) s = GWR_ERR_NOMEM;
+        }
+    }
+    while (st.n && !s) {
+        gwr_layer *x = st.v[--st.n];
+        if (x->flags & LF_REMOVED) {
+            /* Find who still needs it, for the message. */
+            const char *by = "a network output";
+            for (int o = 0; o < x->noutputs; o++) {
+                gwr_tensor *t = &gwr_ir_outputs(x)[o];
+                gwr_use *u = uses_of(t);
+                for (int32_t k = 0; k < t->nuses; k++) {
+                    gwr_layer *c = gwr_ir_consumer_in(u[k].layer, net);
+                    if (c && c->mark == live && !(c->flags & LF_REMOVED)) by = c->name;
+                }
+            }
+            s = gwr_ir_error(net, GWR_ERR_STATE,
+                             "layer '%s' is marked removed but '%s' still reads its output; replace its uses first",
+                             x->name, by);
+            break;
+        }
+        preds.n = 0;
+        if (preds_of(x, &preds)) {
+            s = gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+            break;
+        }
+        for (int64_t k = 0; k < preds.n; k++)
+            if (preds.v[k]->mark != live) {
+                preds.v[k]->mark = live;
+                if (lpush(&st, preds.v[k])) {
+                    s = gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+                    break;
+                }
+            }
+    }
+    free(st.v), free(preds.v);
+    if (s) return s;
+    int64_t dead = 0;
+    for (int64_t i = 0; i < net->nlayers; i++) {
+        gwr_layer *l = net->layers[i];
+        if (l->mark == live) continue;
+        l->flags |= LF_DROPPED;
+        dead++;
+        GWR_IR_NOTIFY(net, layer_dropped, l);
+    }
+    if (dead) {
+        for (int64_t i = 0; i < net->nlayers; i++)
+            if (net->layers[i]->flags & LF_DROPPED) drop_layer_edges(net->layers[i]);
+        int64_t n = 0;
+        for (int64_t i = 0; i < net->nlayers; i++) {
+            gwr_layer *l = net->layers[i];
+            if (l->flags & LF_DROPPED) {
+                l->nattrs = 0; /* freed above */
+                gwr_ir_layer_free(l);
+                continue;
+            }
+            l->index = (int32_t)n;
+            net->layers[n++] = l;
+        }
+        net->nlayers = n;
+    }
+    net->nremoved = 0;
+    *count += dead;
+    /* Subgraphs of the surviving layers. */
+    for (int64_t i = 0; i < net->nlayers; i++) {
+        gwr_layer *l = net->layers[i];
+        for (int a = 0; a < l->nattrs; a++) {
+            gwr_attr *at = &l->attrs[a];
+            if (at->type != GWR_ATTR_GRAPH && at->type != GWR_ATTR_GRAPHS) continue;
+            for (int64_t k = 0; k < at->n; k++)
+                if ((s = prune_net(at->v.graphs[k], count))) return s;
+        }
+    }
+    return GWR_OK;
+}
+
+gwr_status gwr_network_prune(gwr_network *net, int64_t *nremoved) {
+    if (!net) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_network_prune: NULL network");
+    int64_t count = 0;
+    gwr_status s = prune_net(net, &count);
+    if (nremoved) *nremoved = count;
+    return s;
+}
+
+/* ---- verify ---- */
+
+static const char *const constant_value_attrs[] = {"value", "value_float", "value_floats", "value_int",
+                                                   "value_ints", "value_string", "value_strings", "sparse_value"};
+
+static gwr_status verify_net(gwr_network *net, const gwr_network *top, gwr_ptrmap *slots) {
+    const char *nn = net->name;
+#define BAD(...) return gwr_ir_error(net, GWR_ERR_INVALID_GRAPH, __VA_ARGS__)
+    int64_t nremoved = 0, ntensors = net->ninputs;
+    for (int64_t i = 0; i < net->ninputs; i++) {
+        gwr_tensor *t = net->inputs[i];
+        if (gwr_ir_tnet(t) != net || !(t->flags & TF_INPUT) || t->out_index != i)
+            BAD("network '%s': input %lld ('%s') is inconsistent", nn, (long long)i, t->name);
+        if (gwr_ir_namemap_get(&net->tensor_names, t->name) != t)
+            BAD("network '%s': tensor name '%s' is not unique", nn, t->name);
+    }
+    for (int64_t i = 0; i < net->nlayers; i++) {
+        gwr_layer *l = net->layers[i];
+        if (l->net != net || l->index != i || (l->flags & LF_DROPPED))
+            BAD("network '%s': layer %lld ('%s') is inconsistent with network order", nn, (long long)i, l->name);
+        if (gwr_ir_namemap_get(&net->layer_names, l->name) != l)
+            BAD("network '%s': layer name '%s' is not unique", nn, l->name);
+        if (l->flags & LF_REMOVED) nremoved++;
+        ntensors += l->noutputs;
+        for (int s = 0; s < l->ninputs; s++) {
+            gwr_tensor *t = l->inputs[s];
+            if (!t) continue;
+            if (!gwr_ir_in_scope(gwr_ir_tnet(t), net))
+                BAD("layer '%s' input %d reads '%s', which is not in scope", l->name, s, t->name);
+            if (t->producer) {
+                if ((t->producer->flags & LF_DROPPED) || &gwr_ir_outputs(t->producer)[t->out_index] != t)
+                    BAD("layer '%s' input %d reads '%s', whose producer is gone", l->name, s, t->name);
+                if (gwr_ir_tnet(t) == net && t->producer->rank >= l->rank)
+                    BAD("internal: rank of '%s' (%lld) is not below its consumer '%s' (%lld)", t->producer->name,
+                        (long long)t->producer->rank, l->name, (long long)l->rank);
+            } else if (!(t->flags & TF_INPUT) || t->out_index >= gwr_ir_tnet(t)->ninputs ||
+                       gwr_ir_tnet(t)->inputs[t->out_index] != t) {
+                BAD("layer '%s' input %d reads '%s', which has no producer and is not a graph input", l->name, s,
+                    t->name);
+            }
+            /* Count this slot; every use must point at a counted slot once.
+             * Tensors outside the verified tree are checked with it. */
+            if (gwr_ir_in_scope(top, gwr_ir_tnet(t)) && gwr_ptrmap_put(slots, &l->inputs[s], t))
+                return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+        }
+        for (int o = 0; o < l->noutputs; o++) {
+            gwr_tensor *t = &gwr_ir_outputs(l)[o];
+            if (t->producer != l || t->out_index != o || gwr_ir_tnet(t) != net)
+                BAD("layer '%s' output %d ('%s') is inconsistent", l->name, o, t->name);
+            if (gwr_ir_namemap_get(&net->tensor_names, t->name) != t)
+                BAD("network '%s': tensor name '%s' is not unique", nn, t->name);
+        }
+        if (l->type == GWR_LAYER_CONSTANT && !strcmp(l->info->domain, "")) {
+            int n = 0;
+            for (size_t k = 0; k < sizeof constant_value_attrs / sizeof *constant_value_attrs; k++)
+                n += gwr_layer_has_attr(l, constant_value_attrs[k]);
+            if (n != 1) BAD("Constant layer '%s' has %d value attributes (needs exactly one)", l->name, n);
+        }
+        for (int a = 0; a < l->nattrs; a++) {
+            gwr_attr *at = &l->attrs[a];
+            if (at->type != GWR_ATTR_GRAPH && at->type != GWR_ATTR_GRAPHS) continue;
+            for (int64_t k = 0; k < at->n; k++) {
+                gwr_network *g = at->v.graphs[k];
+                if (g->parent != net || g->owner != l)
+                    BAD("layer '%s' attribute '%s': subgraph '%s' is not owned by it", l->name, at->name, g->name);
+                gwr_status s = verify_net(g, top, slots);
+                if (s) {
+                    char sub[GWR_ERRMSG_MAX];
+                    memcpy(sub, g->errmsg, sizeof sub);
+                    return gwr_ir_error(net, s, "in subgraph '%s' of layer '%s': %s", g->name, l->name, sub);
+                }
+            }
+        }
+    }
+    if (nremoved != net->nremoved)
+        BAD("internal: %lld layers are marked removed but the count says %lld", (long long)nremoved,
+            (long long)net->nremoved);
+    if (net->layer_names.count != net->nlayers)
+        BAD("internal: %lld layer names for %lld layers", (long long)net->layer_names.count, (long long)net->nlayers);
+    if (net->tensor_names.count != ntensors)
+        BAD("internal: %lld tensor names for %lld tensors", (long long)net->tensor_names.count, (long long)ntensors);
+    gwr_layer **order, *cyc;
+    gwr_status ts = topo_order(net, &order, &cyc);
+    if (ts == GWR_ERR_CYCLE) return gwr_ir_error(net, ts, "network '%s' has a cycle through layer '%s'", nn, cyc->name);
+    if (ts) return gwr_ir_error(net, ts, "out of memory");
+    free(order);
+    for (int64_t i = 0; i < net->noutputs; i++) {
+        gwr_tensor *t = net->outputs[i];
+        if (gwr_ir_tnet(t) != net || t->output_index != i)
+            BAD("network '%s': output %lld ('%s') is inconsistent", nn, (long long)i, t->name);
+    }
+    return GWR_OK;
+#undef BAD
+}
+
+/* Every use of every tensor must name a slot that reads it, once; and the
+ * number of uses must equal the number of slots reading the tensor. */
+static gwr_status verify_uses(gwr_network *net, const gwr_network *top, gwr_ptrmap *slots, int64_t *nuses) {
+    for (int64_t i = 0; i < net->ninputs + net->nlayers; i++) {
+        gwr_tensor *ts;
+        int nt;
+        if (i < net->ninputs) ts = net->inputs[i], nt = 1;
+        else ts = gwr_ir_outputs(net->layers[i - net->ninputs]), nt = net->layers[i - net->ninputs]->noutputs;
+        for (int k = 0; k < nt; k++) {
+            gwr_tensor *t = &ts[k];
+            gwr_use *u = uses_of(t);
+            for (int32_t j = 0; j < t->nuses; j++) {
+                gwr_layer *l = u[j].layer;
+                if (!gwr_ir_consumer_in(l, top)) continue; /* a subgraph not attached (yet) */
+                if (u[j].slot < 0 || u[j].slot >= l->ninputs || l->inputs[u[j].slot] != t ||
+                    gwr_ptrmap_get(slots, &l->inputs[u[j].slot]) != t)
+                    return gwr_ir_error(net, GWR_ERR_INVALID_GRAPH,
+                                        "use list of '%s' names input %d of '%s', which does not read it", t->name,
+                                        u[j].slot, l->name);
+                gwr_ptrmap_del(slots, &l->inputs[u[j].slot]);
+                (*nuses)++;
+            }
+        }
+    }
+    for (int64_t i = 0; i < net->nlayers; i++) {
+        gwr_layer *l = net->layers[i];
+        for (int a = 0; a < l->nattrs; a++) {
+            gwr_attr *at = &l->attrs[a];
+            if (at->type != GWR_ATTR_GRAPH && at->type != GWR_ATTR_GRAPHS) continue;
+            for (int64_t k = 0; k < at->n; k++) {
+                gwr_status s = verify_uses(at->v.graphs[k], top, slots, nuses);
+                if (s) {
+                    char sub[GWR_ERRMSG_MAX];
+                    memcpy(sub, at->v.graphs[k]->errmsg, sizeof sub);
+                    return gwr_ir_error(net, s, "in subgraph '%s': %s", at->v.graphs[k]->name, sub);
+                }
+            }
+        }
+    }
+    return GWR_OK;
+}
+
+gwr_status gwr_network_verify(gwr_network *net) {
+    if (!net) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_network_verify: NULL network");
+    gwr_ptrmap slots = {0};
+    gwr_status s = verify_net(net, net, &slots);
+    int64_t nuses = 0;
+    if (!s) s = verify_uses(net, net, &slots, &nuses);
+    if (!s && slots.count) {
+        /* A slot reads a tensor whose use list does not name it. */
+        for (int64_t i = 0; i < slots.cap; i++)
+            if (slots.keys[i]) {
+                gwr_tensor *t = slots.vals[i];
+                s = gwr_ir_error(net, GWR_ERR_INVALID_GRAPH, "tensor '%s' is read by a layer missing from its use list",
+                                 t->name);
+                break;
+            }
+    }
+    gwr_ptrmap_free(&slots);
+    return s;
+}

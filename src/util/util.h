@@ -1,0 +1,88 @@
+/* util.h - small internal helpers shared by every room: error messages,
+ * growth of dynamic arrays, hashing, an arena, and two open-addressing hash
+ * maps (string -> pointer, pointer -> pointer). Not part of the public API. */
+#ifndef GWR_UTIL_H
+#define GWR_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gwr/core.h"
+
+#if defined(__GNUC__)
+#define GWR_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define GWR_LIKELY(x) __builtin_expect(!!(x), 1)
+#define GWR_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define GWR_PRINTF(a, b)
+#define GWR_LIKELY(x) (x)
+#define GWR_UNLIKELY(x) (x)
+#endif
+
+/* ---- errors ---- */
+#define GWR_ERRMSG_MAX 512
+/* Formats into buf (GWR_ERRMSG_MAX bytes) and returns s. */
+gwr_status gwr_fmt_error(char *buf, gwr_status s, const char *fmt, ...) GWR_PRINTF(3, 4);
+gwr_status gwr_vfmt_error(char *buf, gwr_status s, const char *fmt, va_list ap);
+/* Sets the thread-local message of gwr_last_errmsg() and returns s. */
+gwr_status gwr_set_last_error(gwr_status s, const char *fmt, ...) GWR_PRINTF(2, 3);
+
+/* ---- memory ---- */
+/* Grows *arr (elements of `elem` bytes, capacity *cap) to hold `need`
+ * elements; 0 on success, -1 on overflow or allocation failure (then *arr
+ * is unchanged). */
+int gwr_grow(void **arr, size_t elem, int64_t *cap, int64_t need);
+char *gwr_strdup(const char *s);
+char *gwr_memdup(const void *p, size_t n);
+
+/* A bump allocator: objects live until the arena is freed. */
+typedef struct gwr_arena_chunk gwr_arena_chunk;
+typedef struct gwr_arena {
+    gwr_arena_chunk *head;
+    char *cur, *end;
+    size_t bytes;   /* total bytes obtained from malloc */
+} gwr_arena;
+void gwr_arena_init(gwr_arena *a);
+void gwr_arena_free(gwr_arena *a);
+/* 16-byte aligned, zeroed; NULL on allocation failure. */
+void *gwr_arena_alloc(gwr_arena *a, size_t n);
+char *gwr_arena_strdup(gwr_arena *a, const char *s);
+
+/* ---- hashing ---- */
+uint64_t gwr_hash_str(const char *s);
+static inline uint64_t gwr_hash_ptr(const void *p) {
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* String -> pointer map. Keys are borrowed: the caller keeps each key
+ * string alive while it is in the map (they are the objects' own names). */
+typedef struct gwr_strmap {
+    const char **keys;
+    void **vals;
+    uint64_t *hashes;
+    int64_t cap, count;
+} gwr_strmap;
+void gwr_strmap_free(gwr_strmap *m);
+void *gwr_strmap_get(const gwr_strmap *m, const char *key);
+/* Inserts or replaces; 0 on success, -1 on allocation failure. */
+int gwr_strmap_put(gwr_strmap *m, const char *key, void *val);
+/* Removes key if present (its value must match when val is not NULL). */
+void gwr_strmap_del(gwr_strmap *m, const char *key, const void *val);
+
+/* Pointer -> pointer map (NULL keys not allowed). */
+typedef struct gwr_ptrmap {
+    const void **keys;
+    void **vals;
+    int64_t cap, count;
+} gwr_ptrmap;
+void gwr_ptrmap_free(gwr_ptrmap *m);
+void *gwr_ptrmap_get(const gwr_ptrmap *m, const void *key);
+int gwr_ptrmap_put(gwr_ptrmap *m, const void *key, void *val);
+void gwr_ptrmap_del(gwr_ptrmap *m, const void *key);
+
+#endif

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Check include/gwr/ops.def against the ONNX schema registry.
+
+Usage: /usr/bin/python3 tests/unit/check_optable.py include/gwr/ops.def
+
+Prints one line per mismatch, then "N passed, M failed"; exits 1 on any
+failure (including when the onnx package cannot be imported).
+"""
+import os
+import re
+import sys
+
+try:
+    import onnx.defs
+except ImportError as e:
+    print("check_optable: cannot import onnx (%s); run it with /usr/bin/python3 "
+          "where python3-onnx is installed" % e)
+    print("0 passed, 1 failed")
+    sys.exit(1)
+
+OPSET = 17                       # ONNX 1.12: the default domain is pinned here
+PINNED = ("",)                   # other domains: latest version of each op
+PREFIX = {"": "", "ai.onnx.ml": "ML_", "ai.onnx.preview.training": "TRAIN_"}
+# Ops newer than onnx 1.12, listed by hand: (domain, name) -> (since, arities).
+NEWER = {("", "Gelu"): (20, (1, 1, 1, 1))}   # Gelu: opset 20
+
+LINE = re.compile(r'^\s*GWR_OP\(\s*(\w+),\s*"(\w+)",\s*"([\w.]*)",\s*(\w+),\s*(\w+),'
+                  r'\s*(-?\d+),\s*(-?\d+),\s*(-?\d+),\s*(-?\d+),\s*([\w|\s]+?),\s*(\d+)\s*\)\s*$')
+
+
+def expected():
+    """(domain, name) -> (since, (min_in, max_in, min_out, max_out))."""
+    hist = {}
+    for s in onnx.defs.get_all_schemas_with_history():
+        hist.setdefault((s.domain, s.name), []).append(s)
+    want = {}
+    for key, vers in hist.items():
+        usable = [s for s in vers if key[0] not in PINNED or s.since_version <= OPSET]
+        if not usable:
+            continue
+        s = max(usable, key=lambda s: s.since_version)
+        unb = lambda n: -1 if n == 2147483647 else n
+        want[key] = (min(v.since_version for v in vers),
+                     (s.min_input, unb(s.max_input), s.min_output, unb(s.max_output)))
+    return {k: v for k, v in want.items() if k[0] in PREFIX}
+
+
+def def_ids(path, macro):
+    with open(path) as f:
+        return set(re.findall(r"^\s*%s\((\w+)\)" % macro, f.read(), re.M))
+
+
+def main(path):
+    inc = os.path.dirname(path)
+    classes = def_ids(os.path.join(inc, "layer_classes.def"), "GWR_LAYER_CLASS")
+    ew_ops = def_ids(os.path.join(inc, "ew_ops.def"), "GWR_EW_OP")
+    want = expected()
+    passed, failed = 0, []
+
+    def check(ok, msg):
+        nonlocal passed
+        if ok:
+            passed += 1
+        else:
+            failed.append(msg)
+
+    rows, seen_ids = {}, set()
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if not line.lstrip().startswith("GWR_OP("):
+                continue
+            m = LINE.match(line)
+            check(m is not None, "%s:%d: cannot parse: %s" % (path, n, line.strip()))
+            if not m:
+                continue
+            id_, name, dom, cls, ew, *rest = m.groups()
+            ar, flags, since = tuple(map(int, rest[:4])), rest[4], int(rest[5])
+            flagset = {x.strip() for x in flags.split("|")} - {"0"}
+            where = "%s:%d: %s" % (path, n, id_)
+            check(id_ not in seen_ids and (dom, name) not in rows, where + ": duplicate op")
+            seen_ids.add(id_)
+            rows[(dom, name)] = True
+            check(dom in PREFIX and id_ == PREFIX[dom] + name,
+                  "%s: id should be %s%s" % (where, PREFIX.get(dom, "?_"), name))
+            ref = NEWER.get((dom, name)) or want.get((dom, name))
+            check(ref is not None, "%s: (%r, %r) is not an onnx op" % (where, dom, name))
+            if ref:
+                check(since == ref[0], "%s: since %d, onnx says %d" % (where, since, ref[0]))
+                check(ar == ref[1], "%s: arity %s, onnx says %s" % (where, ar, ref[1]))
+            check(cls in classes, "%s: unknown class %s" % (where, cls))
+            check(ew in ew_ops and (ew != "NONE") == (cls == "ELEMENTWISE"),
+                  "%s: ew %s does not fit class %s" % (where, ew, cls))
+            check(("GWR_OPF_VARIADIC" in flagset) == (ar[1] == -1),
+                  "%s: GWR_OPF_VARIADIC must be set iff max_in == -1" % where)
+
+    for dom, name in sorted(want):
+        check((dom, name) in rows, "missing op: (%r, %r)" % (dom, name))
+
+    for msg in failed:
+        print(msg)
+    print("%d passed, %d failed" % (passed, len(failed)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print("usage: check_optable.py path/to/ops.def")
+        sys.exit(2)
+    sys.exit(main(sys.argv[1]))

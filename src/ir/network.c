@@ -538,16 +538,18 @@ gwr_tensor *gwr_network_add_input(gwr_network *net, const char *name, gwr_dtype 
     return t;
 }
 
+/* Is i a valid index among n things of net? Leaves a message if not. */
+static int index_ok(const gwr_network *net, const char *what, int64_t i, int64_t n) {
+    if (i >= 0 && i < n) return 1;
+    gwr_ir_error((gwr_network *)net, GWR_ERR_INVALID_ARG, "%s index %lld out of range [0, %lld)", what, (long long)i,
+                 (long long)n);
+    return 0;
+}
+
 int gwr_network_num_inputs(const gwr_network *net) { return net ? (int)net->ninputs : -1; }
 
 gwr_tensor *gwr_network_input(const gwr_network *net, int i) {
-    if (!net) return NULL;
-    if (i < 0 || i >= net->ninputs) {
-        gwr_ir_error((gwr_network *)net, GWR_ERR_INVALID_ARG, "input index %d out of range [0, %lld)", i,
-                     (long long)net->ninputs);
-        return NULL;
-    }
-    return net->inputs[i];
+    return net && index_ok(net, "input", i, net->ninputs) ? net->inputs[i] : NULL;
 }
 
 gwr_status gwr_network_mark_output(gwr_network *net, gwr_tensor *t) {
@@ -581,13 +583,7 @@ gwr_status gwr_network_unmark_output(gwr_network *net, gwr_tensor *t) {
 int gwr_network_num_outputs(const gwr_network *net) { return net ? (int)net->noutputs : -1; }
 
 gwr_tensor *gwr_network_output(const gwr_network *net, int i) {
-    if (!net) return NULL;
-    if (i < 0 || i >= net->noutputs) {
-        gwr_ir_error((gwr_network *)net, GWR_ERR_INVALID_ARG, "output index %d out of range [0, %lld)", i,
-                     (long long)net->noutputs);
-        return NULL;
-    }
-    return net->outputs[i];
+    return net && index_ok(net, "output", i, net->noutputs) ? net->outputs[i] : NULL;
 }
 
 int64_t gwr_network_num_layers(const gwr_network *net) { return net ? net->nlayers : -1; }
@@ -596,13 +592,7 @@ int64_t gwr_network_num_live_layers(const gwr_network *net) {
 }
 
 gwr_layer *gwr_network_layer(const gwr_network *net, int64_t i) {
-    if (!net) return NULL;
-    if (i < 0 || i >= net->nlayers) {
-        gwr_ir_error((gwr_network *)net, GWR_ERR_INVALID_ARG, "layer index %lld out of range [0, %lld)",
-                     (long long)i, (long long)net->nlayers);
-        return NULL;
-    }
-    return net->layers[i];
+    return net && index_ok(net, "layer", i, net->nlayers) ? net->layers[i] : NULL;
 }
 
 /* ---- layers ---- */

@@ -3,20 +3,32 @@
 # missing. Safe to run again: with everything present it does nothing.
 set -eu
 
-PKGS="build-essential cmake clang libclang-rt-14-dev pkg-config graphviz python3 python3-onnx"
+PKGS="build-essential cmake clang libclang-rt-14-dev pkg-config graphviz python3 python3-onnx
+      libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata"
+# Node.js runs onnxruntime (npm onnxruntime-node) as an independent checker;
+# Debian's is used only when the machine has none.
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
-
-echo "setup: installing missing packages:$missing"
-if [ "$(id -u)" != 0 ]; then
-    echo "setup: not root; please run: apt-get install -y$missing" >&2
-    exit 1
+if [ -n "$missing" ]; then
+    echo "setup: installing missing packages:$missing"
+    if [ "$(id -u)" != 0 ]; then
+        echo "setup: not root; please run: apt-get install -y$missing" >&2
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    # shellcheck disable=SC2086
+    apt-get install -y -q $missing
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-# shellcheck disable=SC2086
-apt-get install -y -q $missing
+
+# npm packages (package.json / package-lock.json): onnxruntime-node ships its
+# CPU library inside the package, so no install script is needed.
+cd "$(dirname "$0")/.."
+if [ ! -f node_modules/onnxruntime-node/package.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    echo "setup: npm install --ignore-scripts"
+    npm install --ignore-scripts --no-audit --no-fund
+fi

@@ -5,5 +5,6 @@
 #include "gwr/core.h"
 #include "gwr/ir.h"
 #include "gwr/functional.h"
+#include "gwr/onnx.h"
 
 #endif

@@ -171,6 +171,49 @@ GWR_API gwr_status gwr_network_toposort(gwr_network *net);
  * ellipses, constants drawn small; removed layers left out. */
 GWR_API gwr_status gwr_network_write_dot(gwr_network *net, FILE *out);
 
+/* Like gwr_network_toposort, without reordering: writes a stable
+ * topological order of all num_layers layers to `order` (caller's array). */
+GWR_API gwr_status gwr_network_topo_order(gwr_network *net, gwr_layer **order);
+
+/* Opset imports, kept by the root network (subgraphs share them), in the
+ * order first set: domain "" is the default ONNX domain. */
+GWR_API gwr_status gwr_network_set_opset(gwr_network *net, const char *domain, int64_t version);
+/* The version imported for domain, or -1. */
+GWR_API int64_t gwr_network_opset(const gwr_network *net, const char *domain);
+GWR_API int gwr_network_num_opsets(const gwr_network *net);
+GWR_API const char *gwr_network_opset_domain(const gwr_network *net, int i);
+
+/* Properties: named byte strings on a network, layer or tensor, kept in
+ * the order first set. gwr's own algorithms ignore them; the edges use them
+ * to carry what a format has and the IR does not model (ONNX's producer,
+ * metadata_props, value_info doc strings, ...), so that a model survives a
+ * round trip. Values are copied; a value may hold NULs and is followed by
+ * a NUL byte not counted in *len. A getter returns NULL when absent. */
+GWR_API gwr_status gwr_network_set_prop(gwr_network *net, const char *key, const void *val, size_t len);
+GWR_API const void *gwr_network_prop(const gwr_network *net, const char *key, size_t *len);
+GWR_API gwr_status gwr_network_remove_prop(gwr_network *net, const char *key);
+GWR_API int gwr_network_num_props(const gwr_network *net);
+GWR_API const char *gwr_network_prop_key(const gwr_network *net, int i);
+GWR_API gwr_status gwr_layer_set_prop(gwr_layer *l, const char *key, const void *val, size_t len);
+GWR_API const void *gwr_layer_prop(const gwr_layer *l, const char *key, size_t *len);
+GWR_API gwr_status gwr_layer_remove_prop(gwr_layer *l, const char *key);
+GWR_API int gwr_layer_num_props(const gwr_layer *l);
+GWR_API const char *gwr_layer_prop_key(const gwr_layer *l, int i);
+GWR_API gwr_status gwr_tensor_set_prop(gwr_tensor *t, const char *key, const void *val, size_t len);
+GWR_API const void *gwr_tensor_prop(const gwr_tensor *t, const char *key, size_t *len);
+GWR_API gwr_status gwr_tensor_remove_prop(gwr_tensor *t, const char *key);
+GWR_API int gwr_tensor_num_props(const gwr_tensor *t);
+GWR_API const char *gwr_tensor_prop_key(const gwr_tensor *t, int i);
+
+/* Structural equality of two networks: interface (names, types, defaults,
+ * order), layers in network order (names, ops, domains, input and output
+ * tensor names and types, attributes with weights compared byte for byte
+ * and subgraphs recursively, doc strings and properties), network
+ * properties and opsets. Returns 1 when equal; 0 with the first difference
+ * written to why (size bytes; may be NULL), e.g. "layer 12 ('conv1'):
+ * attribute 'pads' differs: [0,0,1,1] vs [0,0,0,0]". */
+GWR_API int gwr_network_equal(gwr_network *a, gwr_network *b, char *why, size_t size);
+
 /* Listeners: called after each change. Used by the FLayerInfo memo and by
  * the rewrite driver's trace and statistics. Returns an id >= 0 for
  * gwr_network_remove_listener, or -1 on error. The struct is copied. */
@@ -316,6 +359,12 @@ GWR_API gwr_status gwr_tensor_set_value_type(gwr_tensor *t, const gwr_type *type
 /* Writes "float32[batch,128,?]" style text; returns the length it needed
  * (like snprintf). */
 GWR_API int gwr_tensor_type_str(const gwr_tensor *t, char *buf, size_t size);
+
+/* A graph input's default value (ONNX: an initializer named like a graph
+ * input). w NULL removes it. The buffer is shared (retained). */
+GWR_API gwr_status gwr_tensor_set_default(gwr_tensor *t, const gwr_weights *w);
+/* The default value, or NULL. */
+GWR_API const gwr_weights *gwr_tensor_default(const gwr_tensor *t);
 
 /* The layer producing t (O(1)); NULL for a graph input. */
 GWR_API gwr_layer *gwr_tensor_parent(const gwr_tensor *t);

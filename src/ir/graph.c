@@ -250,11 +250,8 @@ void gwr_ir_discard_new_layer(gwr_layer *l) {
     for (int o = 0; o < l->noutputs; o++) gwr_ir_namemap_del(&net->tensor_names, &gwr_ir_outputs(l)[o]);
     if (net->layers[net->nlayers - 1] == l) net->nlayers--;
     if (net->last_added == l) net->last_added = NULL;
-    char *doc = gwr_ptrmap_get(&net->docs, l);
-    if (doc) {
-        free(doc);
-        gwr_ptrmap_del(&net->docs, l);
-    }
+    gwr_ir_props_drop(net, l);
+    for (int o = 0; o < l->noutputs; o++) gwr_ir_props_drop(net, &gwr_ir_outputs(l)[o]);
     gwr_ir_layer_free(l);
 }
 
@@ -473,6 +470,17 @@ static gwr_status topo_order(gwr_network *net, gwr_layer ***order, gwr_layer **o
     return GWR_OK;
 }
 
+gwr_status gwr_network_topo_order(gwr_network *net, gwr_layer **out) {
+    if (!net || (!out && net->nlayers)) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_network_topo_order: NULL argument");
+    gwr_layer **order, *cyc;
+    gwr_status s = topo_order(net, &order, &cyc);
+    if (s == GWR_ERR_CYCLE) return gwr_ir_error(net, s, "the network has a cycle through layer '%s'", cyc->name);
+    if (s) return gwr_ir_error(net, s, "out of memory");
+    if (net->nlayers) memcpy(out, order, (size_t)net->nlayers * sizeof *order);
+    free(order);
+    return GWR_OK;
+}
+
 gwr_status gwr_network_toposort(gwr_network *net) {
     if (!net) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_network_toposort: NULL network");
     gwr_layer **order, *cyc;
@@ -521,11 +529,8 @@ static void drop_layer_edges(gwr_layer *l) {
         if (l->inputs[s]) gwr_ir_use_del(l->inputs[s], l, s);
     gwr_ir_namemap_del(&net->layer_names, l);
     for (int o = 0; o < l->noutputs; o++) gwr_ir_namemap_del(&net->tensor_names, &gwr_ir_outputs(l)[o]);
-    char *doc = gwr_ptrmap_get(&net->docs, l);
-    if (doc) {
-        free(doc);
-        gwr_ptrmap_del(&net->docs, l);
-    }
+    gwr_ir_props_drop(net, l);
+    for (int o = 0; o < l->noutputs; o++) gwr_ir_props_drop(net, &gwr_ir_outputs(l)[o]);
     if (net->last_added == l) net->last_added = NULL;
 }
 

@@ -47,6 +47,11 @@ void gwr_ir_retighten_ranks(gwr_network *net);
 /* Undoes gwr_network_add_layer of a layer nothing reads yet. */
 void gwr_ir_discard_new_layer(gwr_layer *l);
 
+/* props.c: drops the properties (and default value) kept for a layer or
+ * tensor; frees everything a network keeps aside at destruction. */
+void gwr_ir_props_drop(gwr_network *net, const void *obj);
+void gwr_ir_props_destroy(gwr_network *net);
+
 /* attrs.c */
 gwr_status gwr_ir_weights_check(gwr_network *net, const gwr_weights *w);
 

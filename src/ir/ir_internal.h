@@ -97,6 +97,22 @@ typedef struct gwr_namemap {
 
 typedef enum { GWR_EXT_FLAYER_MEMO = 0, GWR_EXT_COUNT } gwr_ext_slot;
 
+/* Named byte strings, in insertion order (props.c). */
+typedef struct gwr_prop {
+    char *key;
+    char *val;                    /* len bytes + NUL */
+    size_t len;
+} gwr_prop;
+typedef struct gwr_props {
+    gwr_prop *v;
+    int64_t n, cap;
+} gwr_props;
+
+typedef struct gwr_opset {
+    const char *domain;           /* interned */
+    int64_t version;
+} gwr_opset;
+
 typedef struct gwr_listener_entry {
     gwr_listener ls;
     int id;
@@ -119,8 +135,10 @@ struct gwr_network {
     uint32_t epoch;
     uint64_t name_counter;
     gwr_layer *last_added;
-    gwr_ptrmap docs;              /* layer -> malloc'd doc string */
+    gwr_props props;              /* the network's own */
+    gwr_ptrmap objprops;          /* layer or tensor -> gwr_props (rare: kept aside) */
     gwr_ptrmap vtypes;            /* tensor -> gwr_type, for non-tensor kinds */
+    gwr_ptrmap defaults;          /* graph input -> gwr_weights */
     void *ext[GWR_EXT_COUNT];
     void (*ext_free[GWR_EXT_COUNT])(void *);
     int tearing_down;
@@ -134,6 +152,8 @@ struct gwr_network {
     const char **syms;
     int64_t nsyms, syms_cap;
     gwr_strmap sym_index;         /* name -> index + 1 */
+    gwr_opset *opsets;
+    int64_t nopsets, opsets_cap;
     char errmsg[GWR_ERRMSG_MAX];
 };
 

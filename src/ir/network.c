@@ -266,9 +266,7 @@ void gwr_ir_network_destroy(gwr_network *net) {
         tensor_free_fields(net->inputs[i]);
         free(net->inputs[i]);
     }
-    for (int64_t i = 0; i < net->docs.cap; i++)
-        if (net->docs.keys[i]) free(net->docs.vals[i]);
-    gwr_ptrmap_free(&net->docs);
+    gwr_ir_props_destroy(net);
     for (int64_t i = 0; i < net->vtypes.cap; i++)
         if (net->vtypes.keys[i]) gwr_ir_type_free(net->vtypes.vals[i]);
     gwr_ptrmap_free(&net->vtypes);
@@ -869,25 +867,17 @@ gwr_status gwr_layer_mark_as_removed(gwr_layer *l) {
 int gwr_layer_is_removed(const gwr_layer *l) { return l ? (l->flags & LF_REMOVED) != 0 : 0; }
 
 const char *gwr_layer_doc(const gwr_layer *l) {
-    const char *d = l ? gwr_ptrmap_get(&l->net->docs, l) : NULL;
+    const char *d = gwr_layer_prop(l, "doc", NULL);
     return d ? d : "";
 }
 
 gwr_status gwr_layer_set_doc(gwr_layer *l, const char *doc) {
     if (!l || !doc) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_layer_set_doc: NULL argument");
-    char *old = gwr_ptrmap_get(&l->net->docs, l);
     if (!*doc) {
-        free(old);
-        gwr_ptrmap_del(&l->net->docs, l);
+        gwr_layer_remove_prop(l, "doc");
         return GWR_OK;
     }
-    char *d = gwr_strdup(doc);
-    if (!d || gwr_ptrmap_put(&l->net->docs, l, d)) {
-        free(d);
-        return gwr_ir_error(l->net, GWR_ERR_NOMEM, "out of memory");
-    }
-    free(old);
-    return GWR_OK;
+    return gwr_layer_set_prop(l, "doc", doc, strlen(doc));
 }
 
 /* ---- tensor accessors and types ---- */

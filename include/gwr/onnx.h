@@ -1,0 +1,57 @@
+/* gwr/onnx.h - ONNX import and export. A model file becomes a gwr_network
+ * and back; what the IR has no field for (producer, metadata, doc strings,
+ * value_info, initializer-vs-Constant, ...) rides along in properties, so an
+ * unchanged model comes out the same. docs/onnx.md is the mapping. */
+#ifndef GWR_ONNX_H
+#define GWR_ONNX_H
+
+#include "gwr/ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gwr_onnx_load_options {
+    /* 1: read external data into memory instead of memory-mapping it. */
+    int copy_external_data;
+    /* 1: run dtype and shape inference (gwr_layer_infer) on layers whose
+     * outputs the file leaves untyped; failures leave them untyped. */
+    int infer_shapes;
+} gwr_onnx_load_options;
+
+/* Loads an ONNX model file. External data is looked up relative to the
+ * model's directory and memory-mapped; a location outside that directory
+ * (absolute, or through ..) or a range past the end of its file is an
+ * error. Returns NULL on error with gwr_last_errmsg() set to one line
+ * naming the file and the problem. opt may be NULL. */
+GWR_API gwr_network *gwr_onnx_load(const char *path, const gwr_onnx_load_options *opt);
+/* The same from bytes in memory (copied where kept). base_dir (may be
+ * NULL: external data is then an error) resolves external data; name is
+ * used in messages. */
+GWR_API gwr_network *gwr_onnx_load_memory(const void *data, size_t size, const char *base_dir,
+                                          const char *name, const gwr_onnx_load_options *opt);
+
+typedef struct gwr_onnx_save_options {
+    /* 1: write tensors of at least external_threshold bytes to a side file.
+     * Also done, whatever this says, when the model would pass 2 GB
+     * (protobuf's limit). */
+    int external_data;
+    size_t external_threshold;  /* 0 means 1024 bytes */
+    const char *external_file;  /* relative to the model's directory; NULL:
+                                 * "<model file name>.data" */
+    size_t external_align;      /* 0 means 4096: offsets are multiples of it */
+} gwr_onnx_save_options;
+
+/* Saves net as an ONNX model: writes to a temporary file in the same
+ * directory and renames it over path, so a failure leaves no partial file.
+ * Layers are written in a stable topological order; opset imports gain the
+ * domains of layers that rewrites added. Message on net on error. */
+GWR_API gwr_status gwr_onnx_save(gwr_network *net, const char *path, const gwr_onnx_save_options *opt);
+/* The serialized model in a malloc'd buffer (*data, freed by the caller
+ * with free()); never uses external data. */
+GWR_API gwr_status gwr_onnx_save_memory(gwr_network *net, void **data, size_t *size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

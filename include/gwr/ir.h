@@ -325,6 +325,8 @@ GWR_API gwr_status gwr_layer_set_ints(gwr_layer *l, const char *name, const int6
 GWR_API gwr_status gwr_layer_set_floats(gwr_layer *l, const char *name, const float *v, int64_t n);
 GWR_API gwr_status gwr_layer_set_strings(gwr_layer *l, const char *name, const char *const *v,
                                          int64_t n);
+/* A STRINGS attribute from byte strings that may hold NULs. */
+GWR_API gwr_status gwr_layer_set_bytes_list(gwr_layer *l, const char *name, const gwr_bytes *v, int64_t n);
 GWR_API gwr_status gwr_layer_set_tensor(gwr_layer *l, const char *name, const gwr_weights *w);
 GWR_API gwr_status gwr_layer_set_tensors(gwr_layer *l, const char *name, const gwr_weights *w,
                                          int64_t n);

@@ -215,21 +215,21 @@ static gwr_status setter_check(gwr_layer *l, const char *name, const void *v, in
 static size_t alloc_count(int64_t n) { return n > 0 ? (size_t)n : 1; }
 
 gwr_status gwr_layer_get_int(const gwr_layer *l, const char *name, int64_t *out) {
-    const gwr_attr *a;
+    const gwr_attr *a = NULL;
     gwr_status s = attr_get(l, name, GWR_ATTR_INT, &a, out);
     if (!s && out) *out = a->v.i;
     return s;
 }
 
 gwr_status gwr_layer_get_float(const gwr_layer *l, const char *name, float *out) {
-    const gwr_attr *a;
+    const gwr_attr *a = NULL;
     gwr_status s = attr_get(l, name, GWR_ATTR_FLOAT, &a, out);
     if (!s && out) *out = a->v.f;
     return s;
 }
 
 gwr_status gwr_layer_get_string(const gwr_layer *l, const char *name, const char **out, size_t *len) {
-    const gwr_attr *a;
+    const gwr_attr *a = NULL;
     gwr_status s = attr_get(l, name, GWR_ATTR_STRING, &a, out);
     if (!s) {
         if (out) *out = a->v.s;
@@ -240,7 +240,7 @@ gwr_status gwr_layer_get_string(const gwr_layer *l, const char *name, const char
 
 #define LIST_GETTER(fn, TYPE, ctype, field)                                                  \
     gwr_status fn(const gwr_layer *l, const char *name, ctype out, int64_t *n) {             \
-        const gwr_attr *a;                                                                   \
+        const gwr_attr *a = NULL;                                                                   \
         gwr_status s = attr_get(l, name, TYPE, &a, out);                                          \
         if (!s) {                                                                            \
             if (out) *out = a->v.field;                                                      \
@@ -255,14 +255,14 @@ LIST_GETTER(gwr_layer_get_tensors, GWR_ATTR_TENSORS, const gwr_weights **, tenso
 LIST_GETTER(gwr_layer_get_graphs, GWR_ATTR_GRAPHS, gwr_network *const **, graphs)
 
 gwr_status gwr_layer_get_tensor(const gwr_layer *l, const char *name, const gwr_weights **out) {
-    const gwr_attr *a;
+    const gwr_attr *a = NULL;
     gwr_status s = attr_get(l, name, GWR_ATTR_TENSOR, &a, out);
     if (!s && out) *out = &a->v.tensors[0];
     return s;
 }
 
 gwr_status gwr_layer_get_graph(const gwr_layer *l, const char *name, gwr_network **out) {
-    const gwr_attr *a;
+    const gwr_attr *a = NULL;
     gwr_status s = attr_get(l, name, GWR_ATTR_GRAPH, &a, out);
     if (!s && out) *out = a->v.graphs[0];
     return s;
@@ -311,22 +311,40 @@ gwr_status gwr_layer_set_floats(gwr_layer *l, const char *name, const float *v, 
     return attr_put(l, name, &a);
 }
 
-gwr_status gwr_layer_set_strings(gwr_layer *l, const char *name, const char *const *v, int64_t n) {
+gwr_status gwr_layer_set_bytes_list(gwr_layer *l, const char *name, const gwr_bytes *v, int64_t n) {
     gwr_status s = setter_check(l, name, v, n);
     if (s) return s;
     for (int64_t i = 0; i < n; i++)
-        if (!v[i]) return gwr_ir_error(l->net, GWR_ERR_INVALID_ARG, "attribute '%s': NULL string %lld", name, (long long)i);
+        if (!v[i].data && v[i].len)
+            return gwr_ir_error(l->net, GWR_ERR_INVALID_ARG, "attribute '%s': NULL string %lld", name, (long long)i);
     gwr_attr a = {.type = GWR_ATTR_STRINGS, .n = n, .v.strings = calloc(alloc_count(n), sizeof(gwr_bytes))};
     if (!a.v.strings) return NOMEM(l);
     for (int64_t i = 0; i < n; i++) {
-        a.v.strings[i].len = strlen(v[i]);
-        if (!(a.v.strings[i].data = gwr_strdup(v[i]))) {
+        a.v.strings[i].len = v[i].len;
+        if (!(a.v.strings[i].data = gwr_memdup(v[i].data ? v[i].data : "", v[i].len))) {
             a.n = i;
             attr_clear(l->net, &a);
             return NOMEM(l);
         }
     }
     return attr_put(l, name, &a);
+}
+
+gwr_status gwr_layer_set_strings(gwr_layer *l, const char *name, const char *const *v, int64_t n) {
+    gwr_status s = setter_check(l, name, v, n);
+    if (s) return s;
+    gwr_bytes *b = calloc(alloc_count(n), sizeof *b);
+    if (!b) return NOMEM(l);
+    for (int64_t i = 0; i < n; i++) {
+        if (!v[i]) {
+            free(b);
+            return gwr_ir_error(l->net, GWR_ERR_INVALID_ARG, "attribute '%s': NULL string %lld", name, (long long)i);
+        }
+        b[i].len = strlen(v[i]), b[i].data = v[i];
+    }
+    s = gwr_layer_set_bytes_list(l, name, b, n);
+    free(b);
+    return s;
 }
 
 static gwr_status set_weights(gwr_layer *l, const char *name, const gwr_weights *w, int64_t n, gwr_attr_type type) {

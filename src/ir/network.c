@@ -261,6 +261,8 @@ void gwr_ir_network_destroy(gwr_network *net) {
                 if (t && gwr_ir_tnet(t) != net && !gwr_ir_tnet(t)->tearing_down) gwr_ir_use_del(t, l, s);
             }
     }
+    /* Subgraphs first, while every tensor they read is still alive. */
+    for (int64_t i = 0; i < net->nlayers; i++) gwr_ir_attrs_free(net->layers[i]);
     for (int64_t i = 0; i < net->nlayers; i++) gwr_ir_layer_free(net->layers[i]);
     for (int64_t i = 0; i < net->ninputs; i++) {
         tensor_free_fields(net->inputs[i]);

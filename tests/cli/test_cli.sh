@@ -1,7 +1,12 @@
 #!/bin/sh
-# Tests of the gwr command-line tool: exit codes, help, errors.
+# Tests of the gwr command-line tool: exit codes, help, errors; inspect,
+# convert and dot on real models, checked against ONNX's own Python package
+# (tests/cli/onnx_check.py, run with /usr/bin/python3 for python3-onnx).
 # usage: test_cli.sh path/to/gwr
 GWR=$1
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=/usr/bin/python3
+DATA=/usr/share/libonnx-testdata/data
 pass=0
 fail=0
 tmp=$(mktemp -d)
@@ -18,6 +23,11 @@ expect() {
 # has FILE PATTERN DESCRIPTION: the last command's FILE matches PATTERN.
 has() {
     if grep -q -- "$2" "$tmp/$1"; then pass=$((pass + 1)); else
+        fail=$((fail + 1)); echo "FAIL: $3: '$2' not in $1"; cat "$tmp/$1"; fi
+}
+# hasf FILE STRING DESCRIPTION: the last command's FILE contains STRING (no regex).
+hasf() {
+    if grep -q -F -- "$2" "$tmp/$1"; then pass=$((pass + 1)); else
         fail=$((fail + 1)); echo "FAIL: $3: '$2' not in $1"; cat "$tmp/$1"; fi
 }
 lines() {
@@ -58,6 +68,201 @@ fi
 expect 1 "demo --dot to an unwritable path" -- "$GWR" demo --dot "$tmp/no/such/dir/d.dot"
 has err "no/such/dir/d.dot" "unwritable path named"
 lines err 1 "unwritable path: one line"
+
+# ok DESCRIPTION -- COMMAND...: COMMAND succeeds (its output is shown if not).
+ok() {
+    desc=$1; shift 2
+    if "$@" >"$tmp/chk" 2>&1; then pass=$((pass + 1)); else
+        fail=$((fail + 1)); echo "FAIL: $desc"; cat "$tmp/chk"; fi
+}
+# absent PATH DESCRIPTION: neither PATH nor a temporary PATH.tmp.* exists.
+absent() {
+    if [ -e "$1" ] || ls "$1".tmp.* >/dev/null 2>&1; then
+        fail=$((fail + 1)); echo "FAIL: $2: $1 (or a temporary of it) was left behind"; else
+        pass=$((pass + 1)); fi
+}
+# errline NAME DESCRIPTION: the last stderr is one line that names NAME.
+errline() {
+    lines err 1 "$2: one line on stderr"
+    hasf err "$1" "$2: the message names $1"
+}
+# bad_inputs DESCRIPTION OUTPUT CMD...: CMD with each broken model appended
+# (missing, a directory, truncated, random bytes) exits 1 with one line
+# naming the model and leaves OUTPUT (may be "") absent.
+bad_inputs() {
+    desc=$1; output=$2; shift 2
+    for m in "$tmp/missing.onnx" "$tmp/adir" "$tmp/truncated.onnx" "$tmp/random.onnx"; do
+        expect 1 "$desc: $(basename "$m")" -- "$@" "$m"
+        errline "$m" "$desc: $(basename "$m")"
+        [ -n "$output" ] && absent "$output" "$desc: $(basename "$m")"
+    done
+}
+
+model_tests() {
+    ADD=$DATA/node/test_add/model.onnx
+    CONVT=$DATA/pytorch-converted/test_ConvTranspose2d/model.onnx
+    IF=$DATA/node/test_if/model.onnx
+    LOOP=$DATA/node/test_loop11/model.onnx
+    SEQ=$DATA/simple/test_sequence_model1/model.onnx
+    ADAGRAD=$DATA/node/test_adagrad/model.onnx
+    GEN=$tmp/gen.onnx # initializers, metadata, symbolic dims, a custom domain, a 4 KiB weight
+    ok "make the generated model" -- $PY "$HERE/onnx_check.py" make-model "$GEN"
+
+    # Broken inputs shared by every command.
+    mkdir "$tmp/adir"
+    size=$(wc -c < "$GEN")
+    head -c $((size / 2)) "$GEN" > "$tmp/truncated.onnx"
+    $PY -c 'import random, sys; random.seed(7); sys.stdout.buffer.write(bytes(random.getrandbits(8) for _ in range(1000)))' > "$tmp/random.onnx"
+    : > "$tmp/afile"
+
+    # ---- inspect ----
+    expect 0 "inspect --help" -- "$GWR" inspect --help
+    has out "usage: gwr inspect" "inspect help"
+    expect 0 "help inspect" -- "$GWR" help inspect
+    has out "usage: gwr inspect" "help inspect"
+    expect 0 "inspect test_add" -- "$GWR" inspect "$ADD"
+    has out "^ir_version: *7$" "test_add: ir_version"
+    has out "^producer: *backend-test$" "test_add: producer"
+    has out "^opsets: *ai.onnx 14$" "test_add: opsets"
+    hasf out "  x  float32[3,4,5]" "test_add: input x"
+    hasf out "  sum  float32[3,4,5]" "test_add: output sum"
+    has out "^layers: *1$" "test_add: layers"
+    has out "^ *1  Add$" "test_add: histogram"
+    has out "^custom domains: (none)$" "test_add: no custom domains"
+    expect 0 "inspect generated model" -- "$GWR" inspect "$GEN"
+    hasf out "x  float32[batch,32]" "symbolic dims by name"
+    hasf out "com.example::Scale" "custom op in the histogram"
+    has out "^custom domains: com.example$" "custom domains"
+    has out "^parameters: *1058 (4240 bytes" "parameter count and bytes"
+    hasf out "author: gwr \"tests\"" "metadata"
+    hasf out "purpose: line one\nline two" "metadata newline escaped"
+    expect 0 "inspect test_adagrad" -- "$GWR" inspect "$ADAGRAD"
+    has out "^custom domains: ai.onnx.preview.training$" "adagrad custom domain"
+    for m in "$ADD" "$CONVT" "$IF" "$LOOP" "$SEQ" "$ADAGRAD" "$GEN"; do
+        name=$(basename "$(dirname "$m")")
+        [ "$m" = "$GEN" ] && name=generated
+        expect 0 "inspect --json $name" -- "$GWR" inspect --json "$m"
+        cp "$tmp/out" "$tmp/inspect.json"
+        ok "inspect --json $name: valid JSON" -- $PY -m json.tool "$tmp/inspect.json"
+        ok "inspect --json $name: matches onnx" -- $PY "$HERE/onnx_check.py" inspect "$m" "$tmp/inspect.json"
+        expect 0 "inspect $name" -- "$GWR" inspect "$m"
+        cp "$tmp/out" "$tmp/inspect.txt"
+        ok "inspect $name: text matches onnx" -- $PY "$HERE/onnx_check.py" inspect-text "$m" "$tmp/inspect.txt"
+    done
+    bad_inputs "inspect" "" "$GWR" inspect
+    bad_inputs "inspect --json" "" "$GWR" inspect --json
+    expect 2 "inspect without MODEL" -- "$GWR" inspect
+    lines err 1 "inspect without MODEL: one line"
+    expect 2 "inspect unknown flag" -- "$GWR" inspect --frob "$ADD"
+    hasf err "--frob" "inspect unknown flag named"
+    lines err 1 "inspect unknown flag: one line"
+    expect 2 "inspect two models" -- "$GWR" inspect "$ADD" "$ADD"
+
+    # ---- convert ----
+    expect 0 "convert --help" -- "$GWR" convert --help
+    has out "usage: gwr convert" "convert help"
+    for m in "$ADD" "$CONVT" "$IF" "$LOOP" "$SEQ" "$GEN"; do
+        name=$(basename "$(dirname "$m")")
+        [ "$m" = "$GEN" ] && name=generated
+        rm -f "$tmp/conv.onnx"
+        expect 0 "convert $name" -- "$GWR" convert "$m" "$tmp/conv.onnx"
+        ok "convert $name: checker passes, same graph" -- $PY "$HERE/onnx_check.py" same-nodes "$m" "$tmp/conv.onnx"
+    done
+    [ -e "$tmp/conv.onnx.data" ] && { fail=$((fail + 1)); echo "FAIL: convert wrote external data unasked"; }
+    mkdir "$tmp/ext"
+    expect 0 "convert --external-data" -- "$GWR" convert "$GEN" "$tmp/ext/e.onnx" --external-data
+    ok "convert --external-data: side file" -- test -s "$tmp/ext/e.onnx.data"
+    ok "convert --external-data: onnx loads it" -- $PY "$HERE/onnx_check.py" external "$GEN" "$tmp/ext/e.onnx"
+    ok "convert --external-data: same graph" -- $PY "$HERE/onnx_check.py" same-nodes "$GEN" "$tmp/ext/e.onnx"
+    expect 0 "convert --external-threshold 1" -- "$GWR" convert --external-threshold 1 "$CONVT" "$tmp/ext/t.onnx"
+    ok "convert --external-threshold: side file" -- test -s "$tmp/ext/t.onnx.data"
+    ok "convert --external-threshold: onnx loads it" -- $PY "$HERE/onnx_check.py" external "$CONVT" "$tmp/ext/t.onnx"
+    # A model with external data converted onto itself: its tensors are read
+    # before the side file is rewritten.
+    expect 0 "convert external model onto itself" -- "$GWR" convert "$tmp/ext/e.onnx" "$tmp/ext/e.onnx" --external-data
+    ok "convert onto itself: onnx loads it" -- $PY "$HERE/onnx_check.py" external "$GEN" "$tmp/ext/e.onnx"
+    expect 0 "convert external model back to one file" -- "$GWR" convert "$tmp/ext/e.onnx" "$tmp/ext/one.onnx"
+    ok "convert back to one file: same graph" -- $PY "$HERE/onnx_check.py" same-nodes "$GEN" "$tmp/ext/one.onnx"
+    bad_inputs "convert" "$tmp/bad_out.onnx" sh -c '"$0" convert "$2" "$1"' "$GWR" "$tmp/bad_out.onnx"
+    expect 1 "convert into a missing folder" -- "$GWR" convert "$ADD" "$tmp/no/such/dir/o.onnx"
+    errline "$tmp/no/such/dir/o.onnx" "convert into a missing folder"
+    absent "$tmp/no/such/dir/o.onnx" "convert into a missing folder"
+    expect 1 "convert under a regular file" -- "$GWR" convert "$ADD" "$tmp/afile/o.onnx"
+    errline "$tmp/afile/o.onnx" "convert under a regular file"
+    if [ "$(id -u)" -ne 0 ]; then
+        mkdir "$tmp/ro" && chmod 555 "$tmp/ro"
+        expect 1 "convert into a read-only folder" -- "$GWR" convert "$ADD" "$tmp/ro/o.onnx"
+        errline "$tmp/ro/o.onnx" "convert into a read-only folder"
+        absent "$tmp/ro/o.onnx" "convert into a read-only folder"
+    fi
+    expect 2 "convert without arguments" -- "$GWR" convert
+    lines err 1 "convert without arguments: one line"
+    expect 2 "convert without OUT" -- "$GWR" convert "$ADD"
+    hasf err "OUT" "convert without OUT: says so"
+    expect 2 "convert unknown flag" -- "$GWR" convert "$ADD" "$tmp/u.onnx" --frob
+    absent "$tmp/u.onnx" "convert unknown flag"
+    expect 2 "convert bad threshold" -- "$GWR" convert "$ADD" "$tmp/u.onnx" --external-threshold lots
+    hasf err "lots" "convert bad threshold named"
+    expect 2 "convert threshold without value" -- "$GWR" convert "$ADD" "$tmp/u.onnx" --external-threshold
+    expect 2 "convert three paths" -- "$GWR" convert "$ADD" "$tmp/u.onnx" "$tmp/v.onnx"
+    absent "$tmp/u.onnx" "convert usage errors"
+
+    # ---- dot ----
+    expect 0 "dot --help" -- "$GWR" dot --help
+    has out "usage: gwr dot" "dot help"
+    for m in "$ADD" "$LOOP" "$GEN"; do
+        name=$(basename "$(dirname "$m")")
+        [ "$m" = "$GEN" ] && name=generated
+        expect 0 "dot $name .dot" -- "$GWR" dot "$m" -o "$tmp/g.dot"
+        ok "dot $name .dot: starts with digraph" -- grep -q "^digraph" "$tmp/g.dot"
+        ok "dot $name .dot: Graphviz accepts it" -- dot -Tsvg "$tmp/g.dot" -o "$tmp/check.svg"
+        expect 0 "dot $name .svg" -- "$GWR" dot "$m" -o "$tmp/g.svg"
+        ok "dot $name .svg: is SVG" -- grep -q "<svg" "$tmp/g.svg"
+        expect 0 "dot $name .png" -- "$GWR" dot -o "$tmp/g.png" "$m"
+        ok "dot $name .png: PNG magic" -- sh -c '[ "$(od -An -tx1 -N8 "$0" | tr -d " ")" = 89504e470d0a1a0a ]' "$tmp/g.png"
+    done
+    if command -v file >/dev/null 2>&1; then
+        ok "file(1) sees SVG" -- sh -c 'file "$0" | grep -q SVG' "$tmp/g.svg"
+        ok "file(1) sees PNG" -- sh -c 'file "$0" | grep -q PNG' "$tmp/g.png"
+    fi
+    mkdir "$tmp/nodot"
+    expect 1 "dot .svg without Graphviz" -- env PATH="$tmp/nodot" "$GWR" dot "$ADD" -o "$tmp/n.svg"
+    hasf err "gwr: dot: Graphviz 'dot' not found (apt-get install graphviz)" "no Graphviz message"
+    lines err 1 "no Graphviz: one line"
+    absent "$tmp/n.svg" "dot .svg without Graphviz"
+    expect 0 "dot .dot needs no Graphviz" -- env PATH="$tmp/nodot" "$GWR" dot "$ADD" -o "$tmp/n.dot"
+    mkdir "$tmp/fakebin"
+    printf '#!/bin/sh\necho "Error: something broke" >&2\necho "second line" >&2\nexit 3\n' > "$tmp/fakebin/dot"
+    chmod +x "$tmp/fakebin/dot"
+    expect 1 "dot with a failing Graphviz" -- env PATH="$tmp/fakebin" "$GWR" dot "$ADD" -o "$tmp/f.png"
+    errline "$tmp/f.png" "dot with a failing Graphviz"
+    hasf err "something broke" "Graphviz's own message passed on"
+    absent "$tmp/f.png" "dot with a failing Graphviz"
+    bad_inputs "dot" "$tmp/bad.svg" sh -c '"$0" dot -o "$1" "$2"' "$GWR" "$tmp/bad.svg"
+    bad_inputs "dot .dot" "$tmp/bad.dot" sh -c '"$0" dot -o "$1" "$2"' "$GWR" "$tmp/bad.dot"
+    expect 1 "dot into a missing folder" -- "$GWR" dot "$ADD" -o "$tmp/no/such/dir/g.svg"
+    errline "$tmp/no/such/dir/g.svg" "dot into a missing folder"
+    expect 1 "dot .dot under a regular file" -- "$GWR" dot "$ADD" -o "$tmp/afile/g.dot"
+    errline "$tmp/afile/g.dot" "dot .dot under a regular file"
+    expect 2 "dot bad extension" -- "$GWR" dot "$ADD" -o "$tmp/g.jpg"
+    hasf err "g.jpg" "bad extension named"
+    lines err 1 "bad extension: one line"
+    absent "$tmp/g.jpg" "dot bad extension"
+    expect 2 "dot without -o" -- "$GWR" dot "$ADD"
+    expect 2 "dot -o without FILE" -- "$GWR" dot "$ADD" -o
+    expect 2 "dot without MODEL" -- "$GWR" dot -o "$tmp/m.svg"
+    absent "$tmp/m.svg" "dot without MODEL"
+    expect 2 "dot unknown flag" -- "$GWR" dot "$ADD" -o "$tmp/u.svg" --frob
+    hasf err "--frob" "dot unknown flag named"
+    absent "$tmp/u.svg" "dot unknown flag"
+    ok "no temporaries left in the test folder" -- sh -c '! ls "$0"/*.tmp.* "$0"/*/*.tmp.* 2>/dev/null | grep -q .' "$tmp"
+}
+
+if [ -d "$DATA" ] && $PY -c 'import onnx' 2>/dev/null && command -v dot >/dev/null 2>&1; then
+    model_tests
+else
+    fail=$((fail + 1)); echo "FAIL: need $DATA, python3-onnx and Graphviz (scripts/setup.sh installs them)"
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

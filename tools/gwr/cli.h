@@ -2,6 +2,7 @@
 #ifndef GWR_CLI_H
 #define GWR_CLI_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include "gwr/gwr.h"
@@ -17,15 +18,45 @@ typedef struct cli_command {
 } cli_command;
 
 extern const cli_command cli_demo;
+extern const cli_command cli_inspect;
+extern const cli_command cli_convert;
+extern const cli_command cli_dot;
 
 /* Prints the layer table of net: one line per live layer with its class,
  * op, inputs and outputs (with types). */
 void cli_print_layers(gwr_network *net, FILE *out);
 
-/* Prints "gwr: <what>: <message>" on stderr as one line. */
+/* Prints "gwr: <what>: <message>" on stderr as one line (newlines in msg
+ * become spaces). When msg already starts with `what` (the library's
+ * messages start with the file name), prints "gwr: <message>". */
 void cli_error(const char *what, const char *msg);
+
+/* Bad usage of command `cmd`: prints "gwr: <cmd>: <message> (try 'gwr <cmd>
+ * --help')" as one line and returns CLI_USAGE. */
+int cli_usage(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* Does argv hold -h or --help? */
 int cli_wants_help(int argc, char **argv);
+
+/* Loads an ONNX model; on failure prints one line naming path and the
+ * problem and returns NULL. opt may be NULL. */
+gwr_network *cli_load(const char *path, const gwr_onnx_load_options *opt);
+
+/* Writes bytes s[0..len) as a JSON string, quotes included: control
+ * characters, quotes and backslashes escaped, invalid UTF-8 replaced by
+ * U+FFFD so that the output is always valid JSON. */
+void cli_json_str(FILE *out, const char *s, size_t len);
+
+/* Length of the valid UTF-8 sequence at str (at most n > 0 bytes), 0 when
+ * the bytes there are not valid UTF-8. */
+size_t cli_utf8_len(const char *str, size_t n);
+
+/* "<path>.tmp.<pid>" in a malloc'd string, for writing a file atomically;
+ * NULL when out of memory. */
+char *cli_temp_name(const char *path);
 
 #endif

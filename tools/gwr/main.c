@@ -4,7 +4,7 @@
 
 #include "cli.h"
 
-static const cli_command *const commands[] = {&cli_demo};
+static const cli_command *const commands[] = {&cli_inspect, &cli_convert, &cli_dot, &cli_demo};
 #define NCOMMANDS (sizeof commands / sizeof *commands)
 
 static void usage(FILE *out) {
@@ -16,10 +16,6 @@ static void usage(FILE *out) {
             "commands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++) fprintf(out, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
     fprintf(out, "\n'gwr <command> --help' describes a command.\n");
-}
-
-void cli_error(const char *what, const char *msg) {
-    fprintf(stderr, "gwr: %s: %s\n", what, msg && *msg ? msg : "failed");
 }
 
 int cli_wants_help(int argc, char **argv) {

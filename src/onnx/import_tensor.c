@@ -1,0 +1,434 @@
+/* import_tensor.c - TensorProto to gwr_weights: every element type, from
+ * raw_data (stolen from the unpacked message, not copied), from the typed
+ * fields (converted into a new buffer), or from an external file
+ * (memory-mapped and borrowed, or copied on request). */
+#define _DEFAULT_SOURCE /* realpath */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "onnx/onnx_import.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the ONNX importer assumes a little-endian host (raw_data is little-endian)"
+#endif
+
+/* ---- external files ---- */
+
+struct gwr_oi_map {
+    atomic_long refs;
+    void *base;
+    size_t size;
+};
+
+static void map_unref(gwr_oi_map *m) {
+    if (!m || atomic_fetch_sub(&m->refs, 1) != 1) return;
+    if (m->base) munmap(m->base, m->size);
+    free(m);
+}
+
+static void map_release(void *ctx, const void *data, size_t size) {
+    (void)data, (void)size;
+    map_unref(ctx);
+}
+
+static void free_release(void *ctx, const void *data, size_t size) {
+    (void)ctx, (void)size;
+    free((void *)data);
+}
+
+static void munmap_release(void *ctx, const void *data, size_t size) {
+    (void)ctx;
+    munmap((void *)data, size);
+}
+
+void gwr_oi_ext_close(gwr_oi_ctx *c) {
+    for (int64_t i = 0; i < c->next; i++) {
+        free(c->ext[i].location);
+        map_unref(c->ext[i].map);
+    }
+    free(c->ext);
+    c->ext = NULL;
+    c->next = c->extcap = 0;
+    free(c->base_real);
+    c->base_real = NULL;
+}
+
+/* Is the location a relative path without any ".." component? */
+static int location_ok(const char *loc) {
+    if (!*loc || loc[0] == '/') return 0;
+    for (const char *p = loc; *p;) {
+        const char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == 2 && p[0] == '.' && p[1] == '.') return 0;
+        p += n;
+        while (*p == '/') p++;
+    }
+    return 1;
+}
+
+/* The mapped external file named `loc` (checked, opened and mapped on
+ * first use). NULL with the error recorded. */
+static gwr_oi_extfile *ext_open(gwr_oi_ctx *c, const char *loc, const char *what) {
+    for (int64_t i = 0; i < c->next; i++)
+        if (!strcmp(c->ext[i].location, loc)) return &c->ext[i];
+    if (!c->base_dir) {
+        gwr_oi_fail(c, GWR_ERR_IO, "%s: external data '%s' cannot be found: the model was loaded from memory without a base directory",
+                    what, loc);
+        return NULL;
+    }
+    if (!location_ok(loc)) {
+        gwr_oi_fail(c, GWR_ERR_PARSE,
+                    "%s: external data location '%s' is not a relative path inside the model's directory", what, loc);
+        return NULL;
+    }
+    if (!c->base_real && !(c->base_real = realpath(c->base_dir, NULL))) {
+        gwr_oi_fail(c, GWR_ERR_IO, "%s: cannot resolve the model's directory '%s': %s", what, c->base_dir,
+                    strerror(errno));
+        return NULL;
+    }
+    size_t bl = strlen(c->base_dir), ll = strlen(loc);
+    char *full = malloc(bl + ll + 2);
+    if (!full) {
+        gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    memcpy(full, c->base_dir, bl);
+    full[bl] = '/';
+    memcpy(full + bl + 1, loc, ll + 1);
+    char *real = realpath(full, NULL);
+    free(full);
+    if (!real) {
+        gwr_oi_fail(c, GWR_ERR_IO, "%s: cannot open external data file '%s': %s", what, loc, strerror(errno));
+        return NULL;
+    }
+    /* Symlinks may not lead out of the model's directory either. */
+    size_t rl = strlen(c->base_real);
+    int inside = !strncmp(real, c->base_real, rl) && (real[rl] == '/' || (rl == 1 && c->base_real[0] == '/'));
+    if (!inside) {
+        free(real);
+        gwr_oi_fail(c, GWR_ERR_PARSE, "%s: external data file '%s' lies outside the model's directory", what, loc);
+        return NULL;
+    }
+    int fd = open(real, O_RDONLY | O_CLOEXEC);
+    free(real);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        int e = fd < 0 ? errno : EINVAL;
+        if (fd >= 0) close(fd);
+        gwr_oi_fail(c, GWR_ERR_IO, "%s: cannot open external data file '%s': %s", what, loc,
+                    e == EINVAL ? "not a regular file" : strerror(e));
+        return NULL;
+    }
+    gwr_oi_map *m = calloc(1, sizeof *m);
+    char *lc = gwr_strdup(loc);
+    if (!m || !lc || gwr_grow((void **)&c->ext, sizeof *c->ext, &c->extcap, c->next + 1)) {
+        close(fd);
+        free(m), free(lc);
+        gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    atomic_init(&m->refs, 1);
+    m->size = (size_t)st.st_size;
+    if (m->size) {
+        void *base = mmap(NULL, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (base == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            free(m), free(lc);
+            gwr_oi_fail(c, GWR_ERR_IO, "%s: cannot map external data file '%s': %s", what, loc, strerror(e));
+            return NULL;
+        }
+        m->base = base;
+    }
+    close(fd);
+    gwr_oi_extfile *x = &c->ext[c->next++];
+    x->location = lc;
+    x->map = m;
+    x->size = m->size;
+    return x;
+}
+
+/* A copy of len bytes at p (an external file's mapping), chunk by chunk,
+ * giving the file's whole pages back behind the copy so that the file and
+ * the copy are never both resident. Big copies go to memory mapped for
+ * huge pages. */
+static gwr_buffer *copy_out(const char *p, size_t len) {
+    gwr_buffer *b;
+    char *dst;
+    if (len >= ((size_t)2 << 20)) {
+        void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+        (void)madvise(m, len, MADV_HUGEPAGE);
+#endif
+        if (!(b = gwr_buffer_wrap(m, len, munmap_release, NULL))) {
+            munmap(m, len);
+            return NULL;
+        }
+        dst = m;
+    } else {
+        if (!(b = gwr_buffer_new_copy(NULL, len))) return NULL;
+        dst = (char *)gwr_buffer_data(b);
+    }
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE), chunk = (size_t)16 << 20;
+    for (size_t done = 0; done < len;) {
+        size_t n = len - done < chunk ? len - done : chunk;
+        memcpy(dst + done, p + done, n);
+        uintptr_t lo = ((uintptr_t)p + done + pg - 1) / pg * pg, hi = ((uintptr_t)p + done + n) / pg * pg;
+        if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        done += n;
+    }
+    return b;
+}
+
+/* A decimal size from an external_data entry; -1 when malformed. */
+static int parse_size(const char *s, uint64_t *out) {
+    uint64_t v = 0;
+    if (!s || !*s) return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > (UINT64_MAX - 9) / 10) return -1;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+/* The alignment typed reads of dtype need (complex types: their parts). */
+static size_t dtype_align(gwr_dtype t) {
+    size_t s = gwr_dtype_size(t);
+    if (t == GWR_COMPLEX64) return 4;
+    if (t == GWR_COMPLEX128) return 8;
+    return s ? s : 1;
+}
+
+static gwr_status external_data(gwr_oi_ctx *c, Onnx__TensorProto *t, const char *what, gwr_dtype dt, size_t nbytes,
+                                gwr_buffer **buf, const void **data) {
+    const char *loc = NULL;
+    uint64_t off = 0, len = 0;
+    int has_len = 0;
+    for (size_t i = 0; i < t->n_external_data; i++) {
+        const char *k = t->external_data[i]->key ? t->external_data[i]->key : "";
+        const char *v = t->external_data[i]->value ? t->external_data[i]->value : "";
+        if (!strcmp(k, "location")) {
+            loc = v;
+        } else if (!strcmp(k, "offset")) {
+            if (parse_size(v, &off))
+                return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: external data offset '%s' is not a non-negative integer", what, v);
+        } else if (!strcmp(k, "length")) {
+            if (parse_size(v, &len))
+                return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: external data length '%s' is not a non-negative integer", what, v);
+            has_len = 1;
+        }
+    }
+    if (!loc) return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: external data without a 'location'", what);
+    if (dt == GWR_STRING) return gwr_oi_fail(c, GWR_ERR_UNSUPPORTED, "%s: string tensors cannot use external data", what);
+    gwr_oi_extfile *x = ext_open(c, loc, what);
+    if (!x) return c->st;
+    uint64_t span = has_len ? len : (uint64_t)nbytes;
+    if (off > x->size || span > x->size - off)
+        return gwr_oi_fail(c, GWR_ERR_PARSE,
+                           "%s: external data [%llu, %llu) lies past the end of '%s' (%zu bytes)", what,
+                           (unsigned long long)off, (unsigned long long)off + (unsigned long long)span, loc, x->size);
+    if (has_len && len != nbytes)
+        return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: external data length %llu does not match the %zu bytes its shape needs",
+                           what, (unsigned long long)len, nbytes);
+    const char *p = (const char *)x->map->base + off;
+    if (!nbytes || c->opt.copy_external_data || (uintptr_t)p % dtype_align(dt)) {
+        /* Copied: on request, and when misaligned for typed reads. */
+        *buf = nbytes ? copy_out(p, nbytes) : gwr_buffer_new_copy(NULL, 0);
+    } else {
+        atomic_fetch_add(&x->map->refs, 1);
+        *buf = gwr_buffer_wrap(p, nbytes, map_release, x->map);
+        if (!*buf) map_unref(x->map);
+    }
+    if (!*buf) return gwr_oi_fail(c, GWR_ERR_NOMEM, "%s: out of memory", what);
+    *data = gwr_buffer_data(*buf);
+    return GWR_OK;
+}
+
+/* ---- typed fields ---- */
+
+static const char *typed_field_name(int k) {
+    static const char *const names[] = {"float_data", "int32_data", "string_data", "int64_data", "double_data",
+                                        "uint64_data"};
+    return names[k];
+}
+
+enum { TF_FLOAT, TF_INT32, TF_STRING, TF_INT64, TF_DOUBLE, TF_UINT64, TF_NONE };
+
+static size_t typed_count(const Onnx__TensorProto *t, int k) {
+    switch (k) {
+    case TF_FLOAT: return t->n_float_data;
+    case TF_INT32: return t->n_int32_data;
+    case TF_STRING: return t->n_string_data;
+    case TF_INT64: return t->n_int64_data;
+    case TF_DOUBLE: return t->n_double_data;
+    case TF_UINT64: return t->n_uint64_data;
+    default: return 0;
+    }
+}
+
+/* Which typed field holds dtype's values, and how many entries per
+ * element (2 for complex; for the 4-bit types, see want_count). */
+static int typed_field_of(gwr_dtype dt) {
+    switch (dt) {
+    case GWR_FLOAT32:
+    case GWR_COMPLEX64: return TF_FLOAT;
+    case GWR_INT64: return TF_INT64;
+    case GWR_FLOAT64:
+    case GWR_COMPLEX128: return TF_DOUBLE;
+    case GWR_UINT32:
+    case GWR_UINT64: return TF_UINT64;
+    case GWR_STRING: return TF_STRING;
+    default: return TF_INT32; /* every 4/8/16/32-bit integer, bool, float16, bfloat16, float8 */
+    }
+}
+
+static gwr_status typed_data(gwr_oi_ctx *c, Onnx__TensorProto *t, const char *what, gwr_dtype dt, int64_t numel,
+                             size_t nbytes, gwr_buffer **buf, const void **data) {
+    int k = typed_field_of(dt);
+    for (int o = TF_FLOAT; o < TF_NONE; o++)
+        if (o != k && typed_count(t, o))
+            return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: a %s tensor cannot store its values in %s", what,
+                               gwr_dtype_name(dt), typed_field_name(o));
+    uint64_t want = (uint64_t)numel;
+    if (dt == GWR_COMPLEX64 || dt == GWR_COMPLEX128) want *= 2;
+    if (dt == GWR_INT4 || dt == GWR_UINT4) want = (want + 1) / 2; /* two elements per entry */
+    size_t have = typed_count(t, k);
+    if (have != want)
+        return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: %zu values in %s, but its shape needs %llu", what, have,
+                           typed_field_name(k), (unsigned long long)want);
+    if (dt == GWR_STRING) {
+        size_t total = nbytes;
+        for (size_t i = 0; i < have; i++) total += t->string_data[i].len + 1;
+        gwr_buffer *b = gwr_buffer_new_copy(NULL, total);
+        if (!b) return gwr_oi_fail(c, GWR_ERR_NOMEM, "%s: out of memory", what);
+        gwr_bytes *arr = (gwr_bytes *)gwr_buffer_data(b);
+        char *p = (char *)(arr + have);
+        for (size_t i = 0; i < have; i++) {
+            size_t n = t->string_data[i].len;
+            if (n) memcpy(p, t->string_data[i].data, n);
+            p[n] = 0;
+            arr[i].len = n;
+            arr[i].data = p;
+            p += n + 1;
+        }
+        *buf = b;
+        *data = arr;
+        return GWR_OK;
+    }
+    gwr_buffer *b = gwr_buffer_new_copy(NULL, nbytes);
+    if (!b) return gwr_oi_fail(c, GWR_ERR_NOMEM, "%s: out of memory (%zu bytes)", what, nbytes);
+    void *out = (void *)gwr_buffer_data(b);
+    switch (k) {
+    case TF_FLOAT:
+        if (nbytes) memcpy(out, t->float_data, nbytes);
+        break;
+    case TF_INT64:
+        if (nbytes) memcpy(out, t->int64_data, nbytes);
+        break;
+    case TF_DOUBLE:
+        if (nbytes) memcpy(out, t->double_data, nbytes);
+        break;
+    case TF_UINT64:
+        if (dt == GWR_UINT64) {
+            if (nbytes) memcpy(out, t->uint64_data, nbytes);
+        } else {
+            for (size_t i = 0; i < have; i++) ((uint32_t *)out)[i] = (uint32_t)t->uint64_data[i];
+        }
+        break;
+    default: /* TF_INT32 */
+        switch (gwr_dtype_size(dt)) {
+        case 4:
+            if (nbytes) memcpy(out, t->int32_data, nbytes);
+            break;
+        case 2:
+            for (size_t i = 0; i < have; i++) ((uint16_t *)out)[i] = (uint16_t)t->int32_data[i];
+            break;
+        default:
+            if (dt == GWR_BOOL)
+                for (size_t i = 0; i < have; i++) ((uint8_t *)out)[i] = t->int32_data[i] != 0;
+            else
+                for (size_t i = 0; i < have; i++) ((uint8_t *)out)[i] = (uint8_t)t->int32_data[i];
+            break;
+        }
+    }
+    *buf = b;
+    *data = out;
+    return GWR_OK;
+}
+
+/* ---- the tensor ---- */
+
+gwr_status gwr_oi_tensor(gwr_oi_ctx *c, Onnx__TensorProto *t, const char *what, gwr_weights *w) {
+    memset(w, 0, sizeof *w);
+    if (t->segment) return gwr_oi_fail(c, GWR_ERR_UNSUPPORTED, "%s: segmented tensors are not supported", what);
+    if (!t->has_data_type || t->data_type == 0)
+        return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: no data_type", what);
+    if (!gwr_dtype_is_valid((gwr_dtype)t->data_type) || t->data_type < 0)
+        return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: unknown data_type %d", what, (int)t->data_type);
+    gwr_dtype dt = (gwr_dtype)t->data_type;
+    if (t->n_dims > GWR_MAX_RANK)
+        return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: rank %zu exceeds %d", what, t->n_dims, GWR_MAX_RANK);
+    for (size_t i = 0; i < t->n_dims; i++)
+        if (t->dims[i] < 0)
+            return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: dim %zu is negative (%lld)", what, i, (long long)t->dims[i]);
+    int64_t numel = gwr_shape_numel((int)t->n_dims, t->dims);
+    int bits = gwr_dtype_bits(dt);
+    if (numel < 0 || (dt != GWR_STRING && (uint64_t)numel > (UINT64_MAX - 7) / (uint64_t)bits) ||
+        (dt == GWR_STRING && (uint64_t)numel > SIZE_MAX / sizeof(gwr_bytes)))
+        return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: its dims overflow the element count", what);
+    uint64_t nb = dt == GWR_STRING ? (uint64_t)numel * sizeof(gwr_bytes) : ((uint64_t)numel * (uint64_t)bits + 7) / 8;
+    if (nb > SIZE_MAX / 2 || nb > (uint64_t)INT64_MAX)
+        return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: %llu bytes is too large", what, (unsigned long long)nb);
+    size_t nbytes = (size_t)nb;
+    w->dtype = dt;
+    w->rank = (int)t->n_dims;
+    w->dims = t->dims;
+    w->name = t->name && *t->name ? t->name : NULL;
+    w->nbytes = nbytes;
+    gwr_buffer *buf = NULL;
+    const void *data = NULL;
+    gwr_status s;
+    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        s = external_data(c, t, what, dt, nbytes, &buf, &data);
+    } else if (t->has_data_location && t->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__DEFAULT) {
+        s = gwr_oi_fail(c, GWR_ERR_PARSE, "%s: unknown data_location %d", what, (int)t->data_location);
+    } else if (t->has_raw_data) {
+        if (dt == GWR_STRING) return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: string tensors cannot use raw_data", what);
+        for (int o = TF_FLOAT; o < TF_NONE; o++)
+            if (typed_count(t, o))
+                return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: has both raw_data and %s", what, typed_field_name(o));
+        if (t->raw_data.len != nbytes)
+            return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: raw_data has %zu bytes, but %s%s needs %zu", what,
+                               t->raw_data.len, gwr_dtype_name(dt), t->n_dims ? " of its shape" : " scalar", nbytes);
+        if (nbytes) {
+            /* Steal the bytes protobuf-c copied out of the file: the message
+             * no longer owns them, the buffer frees them. */
+            int mapped = c->big_raw && t->raw_data.data == c->big_raw;
+            buf = gwr_buffer_wrap(t->raw_data.data, nbytes, mapped ? munmap_release : free_release, NULL);
+            if (buf) {
+                t->raw_data.data = NULL, t->raw_data.len = 0;
+                if (mapped) c->big_raw = NULL;
+            }
+        } else {
+            buf = gwr_buffer_new_copy(NULL, 0);
+        }
+        if (!buf) return gwr_oi_fail(c, GWR_ERR_NOMEM, "%s: out of memory", what);
+        data = gwr_buffer_data(buf);
+        s = GWR_OK;
+    } else {
+        s = typed_data(c, t, what, dt, numel, nbytes, &buf, &data);
+    }
+    if (s) return s;
+    w->buffer = buf;
+    w->data = data;
+    return GWR_OK;
+}

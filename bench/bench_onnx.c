@@ -44,7 +44,6 @@ static int gen(const char *path, int blocks, int hidden, int external) {
     gwr_gpt_config cfg = {.blocks = blocks, .hidden = hidden, .heads = hidden >= 64 ? hidden / 64 : 1,
                           .use_plugin = 0, .seed = 1};
     if (!gwr_build_gpt(net, &cfg)) return die("gwr_build_gpt", gwr_network_errmsg(net));
-    gwr_network_set_opset(net, "", 17);
     gwr_network_set_prop(net, "onnx.producer_name", "gwr bench", 9);
     gwr_onnx_save_options opt = {.external_data = external};
     if (gwr_onnx_save(net, path, &opt)) return die(path, gwr_network_errmsg(net));

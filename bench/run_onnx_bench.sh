@@ -13,6 +13,7 @@ BUILD=${BUILD:-build}
 cmake --build "$BUILD" --target bench_onnx gwr -j "$(nproc)" >/dev/null
 [ -f node_modules/onnxruntime-node/package.json ] || npm install --ignore-scripts --no-audit --no-fund >/dev/null
 W=${1:-$(mktemp -d)}
+mkdir -p "$W"
 [ -n "${1:-}" ] || trap 'rm -rf "$W"' EXIT
 B=./$BUILD/bench/bench_onnx
 

@@ -399,12 +399,29 @@ static int net_eq(cmp *c, gwr_network *a, gwr_network *b, int top) {
     for (int64_t i = 0; i < a->noutputs; i++)
         if (strcmp(a->outputs[i]->name, b->outputs[i]->name))
             return differ(c, "graph output %" PRId64 ": '%s' vs '%s'", i, a->outputs[i]->name, b->outputs[i]->name);
-    int64_t n = a->nlayers < b->nlayers ? a->nlayers : b->nlayers;
-    for (int64_t i = 0; i < n; i++)
-        if (!layer_check(c, i, a->layers[i], b->layers[i])) return 0;
-    if (a->nlayers != b->nlayers)
+    if (a->nlayers != b->nlayers) {
+        int64_t n = a->nlayers < b->nlayers ? a->nlayers : b->nlayers;
         return differ(c, "%" PRId64 " vs %" PRId64 " layers (first extra: '%s')", a->nlayers, b->nlayers,
                       (a->nlayers > n ? a->layers[n] : b->layers[n])->name);
+    }
+    /* Layers that read nothing (constants, generators) carry no meaning in
+     * their position: ONNX keeps initializers apart from nodes, so a round
+     * trip may move them. They are matched by name; every other layer
+     * pairwise, in network order. */
+    int64_t j = 0;
+    for (int64_t i = 0; i < a->nlayers; i++) {
+        const gwr_layer *la = a->layers[i];
+        if (!la->ninputs) {
+            const gwr_layer *lb = gwr_network_find_layer(b, la->name);
+            if (!lb) return differ(c, "layer %" PRId64 " ('%s') is missing in the second network", i, la->name);
+            if (lb->ninputs) return differ(c, "layer '%s' reads %d inputs in the second network", la->name, lb->ninputs);
+            if (!layer_check(c, i, la, lb)) return 0;
+            continue;
+        }
+        while (j < b->nlayers && !b->layers[j]->ninputs) j++;
+        if (j == b->nlayers) return differ(c, "layer %" PRId64 " ('%s') has no counterpart in the second network", i, la->name);
+        if (!layer_check(c, i, la, b->layers[j++])) return 0;
+    }
     /* Output types: an output produced by a layer was compared with it; an
      * output that is a graph input, with the inputs. */
     return 1;

@@ -547,9 +547,11 @@ static Onnx__NodeProto *ox_node(gwr_ox_ctx *c, gwr_layer *l, int props, int dept
 
 /* ---- graphs ---- */
 
-/* Is l written as a graph initializer? 1: dense, 2: sparse, 0: a node. */
+/* Is l written as a graph initializer? 1: dense, 2: sparse, 0: a node.
+ * Weights are initializers (what exporters write and runtimes expect),
+ * unless the layer was read from a Constant node. */
 static int initializer_kind(const gwr_layer *l) {
-    if (!gwr_layer_prop(l, "onnx.initializer", NULL) || l->op_id != GWR_OP_Constant || l->noutputs != 1) return 0;
+    if (l->op_id != GWR_OP_Constant || l->noutputs != 1 || gwr_layer_prop(l, "onnx.constant_node", NULL)) return 0;
     if (gwr_layer_prop(l, "onnx.sparse", NULL)) {
         int i = gwr_layer_find_attr(l, "sparse_value");
         return l->nattrs == 1 && i >= 0 && l->attrs[i].type == GWR_ATTR_STRING ? 2 : 0;
@@ -583,9 +585,9 @@ static Onnx__GraphProto *ox_graph(gwr_ox_ctx *c, gwr_network *net, int depth) {
 
     /* Initializer layers (network order), then nodes (topological order). */
     int64_t ninit = 0, nsparse = 0;
-    unsigned char *kinds = props ? ox_array(c, (size_t)nl, 1) : NULL;
-    if (props && nl && !kinds) return NULL;
-    for (int64_t i = 0; props && i < nl; i++) {
+    unsigned char *kinds = ox_array(c, (size_t)nl, 1);
+    if (nl && !kinds) return NULL;
+    for (int64_t i = 0; i < nl; i++) {
         gwr_layer *l = net->layers[i];
         kinds[i] = (l->flags & LF_REMOVED) ? 0 : (unsigned char)initializer_kind(l);
         ninit += kinds[i] == 1, nsparse += kinds[i] == 2;
@@ -598,9 +600,10 @@ static Onnx__GraphProto *ox_graph(gwr_ox_ctx *c, gwr_network *net, int depth) {
         const gwr_weights *w = gwr_tensor_default(net->inputs[i]);
         if (w && !(inits[k++] = ox_tensor(c, w, net->inputs[i]->name))) return NULL;
     }
-    for (int64_t i = 0; kinds && i < nl; i++) {
+    for (int64_t i = 0; i < nl; i++) {
         gwr_layer *l = net->layers[i];
-        const char *tname = gwr_ir_outputs(l)[0].name;
+        if (!kinds[i]) continue;
+        const char *tname = gwr_ir_outputs(l)[0].name; /* kinds: exactly one output */
         if (kinds[i] == 1) {
             if (!(inits[k++] = ox_tensor(c, &l->attrs[0].v.tensors[0], tname))) return NULL;
         } else if (kinds[i] == 2) {
@@ -631,7 +634,7 @@ static Onnx__GraphProto *ox_graph(gwr_ox_ctx *c, gwr_network *net, int depth) {
     int64_t nn = 0, nvi = 0;
     for (int64_t i = 0; i < nl; i++) {
         gwr_layer *l = order[i];
-        if ((l->flags & LF_REMOVED) || (kinds && kinds[l->index])) continue;
+        if ((l->flags & LF_REMOVED) || kinds[l->index]) continue;
         if (!(nodes[nn++] = ox_node(c, l, props, depth))) return NULL;
     }
     g->n_node = (size_t)nn, g->node = nodes;
@@ -653,7 +656,9 @@ static Onnx__GraphProto *ox_graph(gwr_ox_ctx *c, gwr_network *net, int depth) {
     g->n_output = (size_t)no, g->output = outputs;
 
     /* value_info: exactly the tensors with prop onnx.value_info, inputs
-     * first, then the written layers' outputs in the order written. */
+     * first, then the written layers' outputs in the order written
+     * (initializers, then nodes), so that saving what was loaded gives the
+     * same bytes. */
     if (props) {
         for (int pass = 0; pass < 2; pass++) {
             Onnx__ValueInfoProto **vis = NULL;
@@ -662,14 +667,15 @@ static Onnx__GraphProto *ox_graph(gwr_ox_ctx *c, gwr_network *net, int depth) {
                 if (!(vis = ox_array(c, (size_t)nvi, sizeof *vis))) return NULL;
                 nvi = 0;
             }
-            for (int64_t i = 0; i < ni + nl; i++) {
+            for (int64_t i = 0; i < ni + 2 * nl; i++) {
                 gwr_tensor *ts;
                 int nt;
                 if (i < ni) {
                     ts = net->inputs[i], nt = 1;
                 } else {
-                    gwr_layer *l = order[i - ni];
-                    if (l->flags & LF_REMOVED) continue;
+                    int first = i < ni + nl;
+                    gwr_layer *l = first ? net->layers[i - ni] : order[i - ni - nl];
+                    if ((l->flags & LF_REMOVED) || !kinds[l->index] != !first) continue;
                     ts = gwr_ir_outputs(l), nt = l->noutputs;
                 }
                 for (int o = 0; o < nt; o++) {

@@ -355,6 +355,7 @@ static gwr_status add_initializer(gwr_oi_ctx *c, gwr_oi_scope *sc, Onnx__TensorP
     if (init_name_check(c, sc, name, what, &input)) return c->st;
     gwr_weights w;
     if (gwr_oi_tensor(c, tp, what, &w)) return c->st;
+    w.name = NULL; /* the tensor carries the initializer's name */
     gwr_status s = GWR_OK;
     if (input) {
         if ((s = gwr_tensor_set_default(input, &w))) ir_fail(c, s, sc->net, "%s", what);
@@ -364,7 +365,6 @@ static gwr_status add_initializer(gwr_oi_ctx *c, gwr_oi_scope *sc, Onnx__TensorP
         else if ((s = gwr_layer_set_tensor(l, "value", &w)) ||
                  (s = gwr_tensor_set_type(gwr_layer_output(l, 0), w.dtype, w.rank, w.dims)))
             ir_fail(c, s, sc->net, "%s", what);
-        else s = layer_prop(c, l, "onnx.initializer", "");
     }
     gwr_buffer_release(w.buffer);
     return s ? c->st : GWR_OK;
@@ -414,7 +414,7 @@ static gwr_status add_sparse_initializer(gwr_oi_ctx *c, gwr_oi_scope *sc, Onnx__
     else if ((s = gwr_layer_set_bytes(l, "sparse_value", bytes, len)) ||
              (s = gwr_tensor_set_type(gwr_layer_output(l, 0), dt, (int)sp->n_dims, sp->dims)))
         ir_fail(c, s, sc->net, "%s", what);
-    else if (layer_prop(c, l, "onnx.initializer", "") || layer_prop(c, l, "onnx.sparse", ""))
+    else if (layer_prop(c, l, "onnx.sparse", ""))
         s = c->st;
     free(bytes);
     return s ? c->st : GWR_OK;
@@ -688,7 +688,9 @@ static gwr_status import_node(gwr_oi_ctx *c, gwr_oi_scope *sc, Onnx__NodeProto *
     if (n->doc_string && *n->doc_string) IR(gwr_layer_set_doc(l, n->doc_string), sc->net, "%s", nd);
     for (size_t i = 0; i < n->n_attribute; i++)
         if (import_attr(c, l, n->attribute[i], nd)) return c->st;
-    if (!strcmp(op, "Constant") && !*domain && constant_type(c, l, n, nd)) return c->st;
+    if (!strcmp(op, "Constant") && !*domain &&
+        (layer_prop(c, l, "onnx.constant_node", "") || constant_type(c, l, n, nd)))
+        return c->st;
     return GWR_OK;
 }
 

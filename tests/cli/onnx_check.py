@@ -5,6 +5,8 @@ so that gwr's output is checked against an independent reader.
   onnx_check.py make-model PATH              write a model with what the test data
                                              lacks: initializers, metadata, symbolic
                                              dims, a custom domain, a 4 KiB weight
+  onnx_check.py make-odd-model PATH          names and metadata with quotes, backslashes,
+                                             control characters and non-ASCII text
   onnx_check.py inspect MODEL JSON           gwr inspect --json output vs the model
   onnx_check.py inspect-text MODEL TEXT      the text output's key lines
   onnx_check.py same-nodes IN OUT            OUT passes onnx.checker and holds IN's
@@ -101,7 +103,8 @@ def value_type(tp):
         return {"kind": "optional", "elem": value_type(tp.optional_type.elem_type)}
     if which == "map_type":
         return {"kind": "map", "key": DTYPE[tp.map_type.key_type], "value": value_type(tp.map_type.value_type)}
-    return None
+    # No type at all: the IR has nothing better than an undefined tensor of unknown rank.
+    return {"kind": "tensor", "dtype": "undefined", "shape": None}
 
 
 def expected(path):
@@ -269,9 +272,22 @@ def make_model(path):
     onnx.save(m, path)
 
 
+def make_odd_model(path):
+    odd_in = 'in "quoted"\\back\tslash\nnewline\x01'
+    odd_out = "sortie \u00e9t\u00e9 \u65e5\u672c \U0001f600"
+    x = helper.make_tensor_value_info(odd_in, TensorProto.FLOAT, ['dim "q"\n', 3])
+    y = helper.make_tensor_value_info(odd_out, TensorProto.FLOAT, ['dim "q"\n', 3])
+    g = helper.make_graph([helper.make_node("Relu", [odd_in], [odd_out], name="n\"\\")], 'graph "g"\n', [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name='p\x7f"\\',
+                          producer_version="\t1\r")
+    m.ir_version = 8
+    helper.set_model_props(m, {'k"\n': 'v\\\x1f\u2028', "": ""})
+    onnx.save(m, path)
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"make-model": make_model, "inspect": check_inspect, "inspect-text": check_inspect_text,
+    {"make-model": make_model, "make-odd-model": make_odd_model, "inspect": check_inspect, "inspect-text": check_inspect_text,
      "same-nodes": check_same_nodes, "external": check_external}[cmd](*args)
 
 

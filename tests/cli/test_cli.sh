@@ -149,6 +149,23 @@ model_tests() {
         cp "$tmp/out" "$tmp/inspect.txt"
         ok "inspect $name: text matches onnx" -- $PY "$HERE/onnx_check.py" inspect-text "$m" "$tmp/inspect.txt"
     done
+    # Names, symbols and metadata with quotes, backslashes, control characters
+    # and non-ASCII text; a model with every kind of value type; one with a
+    # function, a sparse initializer and an If reading outer tensors.
+    ODD=$tmp/odd.onnx
+    ok "make the odd model" -- $PY "$HERE/onnx_check.py" make-odd-model "$ODD"
+    FUZZ=$HERE/../fuzz/corpus
+    for m in "$ODD" "$FUZZ/any_sequence_map_types.onnx" "$FUZZ/ok_rich.onnx"; do
+        name=$(basename "$m")
+        expect 0 "inspect --json $name" -- "$GWR" inspect --json "$m"
+        cp "$tmp/out" "$tmp/inspect.json"
+        ok "inspect --json $name: valid JSON" -- $PY -m json.tool "$tmp/inspect.json"
+        ok "inspect --json $name: matches onnx" -- $PY "$HERE/onnx_check.py" inspect "$m" "$tmp/inspect.json"
+    done
+    expect 0 "inspect odd model" -- "$GWR" inspect "$ODD"
+    hasf out 'in "quoted"\\back\x09slash\nnewline\x01  float32[dim "q"\n,3]' "odd names escaped in text"
+    expect 0 "inspect ok_rich" -- "$GWR" inspect "$FUZZ/ok_rich.onnx"
+    has out "^layers: *12 (and 2 in subgraphs)$" "subgraph layers counted apart"
     bad_inputs "inspect" "" "$GWR" inspect
     bad_inputs "inspect --json" "" "$GWR" inspect --json
     expect 2 "inspect without MODEL" -- "$GWR" inspect
@@ -189,6 +206,9 @@ model_tests() {
     absent "$tmp/no/such/dir/o.onnx" "convert into a missing folder"
     expect 1 "convert under a regular file" -- "$GWR" convert "$ADD" "$tmp/afile/o.onnx"
     errline "$tmp/afile/o.onnx" "convert under a regular file"
+    expect 1 "convert onto a directory" -- "$GWR" convert "$ADD" "$tmp/adir"
+    errline "$tmp/adir" "convert onto a directory"
+    ok "convert onto a directory: still a directory" -- test -d "$tmp/adir"
     if [ "$(id -u)" -ne 0 ]; then
         mkdir "$tmp/ro" && chmod 555 "$tmp/ro"
         expect 1 "convert into a read-only folder" -- "$GWR" convert "$ADD" "$tmp/ro/o.onnx"

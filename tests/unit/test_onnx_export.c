@@ -308,11 +308,10 @@ static gwr_network *control_flow(void) {
     gwr_tensor *bi = gwr_network_add_input(body, "i", GWR_INT64, 0, NULL);
     gwr_tensor *bc = gwr_network_add_input(body, "c_in", GWR_BOOL, 0, NULL);
     gwr_tensor *bv = gwr_network_add_input(body, "v_in", GWR_FLOAT32, 1, d);
-    /* An initializer's weights carry its name (as an imported one would). */
+    /* A weights layer is written as an initializer, named by its tensor. */
     static const float hv = 0.5f;
-    gwr_weights hw = {GWR_FLOAT32, 0, NULL, &hv, sizeof hv, NULL, "half"};
+    gwr_weights hw = {GWR_FLOAT32, 0, NULL, &hv, sizeof hv, NULL, NULL};
     gwr_tensor *half = gwr_network_add_constant(body, "half", &hw);
-    gwr_layer_set_prop(gwr_tensor_parent(half), "onnx.initializer", "", 0);
     gwr_tensor *fi = gwr_cast(body, bi, GWR_FLOAT32);
     gwr_tensor *step = gwr_mul(body, gwr_mul(body, x, fi), half);
     gwr_tensor *v2 = gwr_add(body, bv, step);
@@ -554,20 +553,18 @@ static gwr_network *props_net(void) {
     gwr_tensor *dflt = gwr_network_add_input(net, "with_default", GWR_FLOAT32, 1, d2);
     float dv[2] = {1.5f, -2.0f};
     int64_t dd[1] = {2};
-    gwr_weights dw = {GWR_FLOAT32, 1, dd, dv, sizeof dv, NULL, "with_default"};
+    gwr_weights dw = {GWR_FLOAT32, 1, dd, dv, sizeof dv, NULL, NULL} /* named by its input */;
     CHECK_OK(gwr_tensor_set_default(dflt, &dw));
 
     /* Initializers: dense and sparse. */
     float wv[16];
     for (int i = 0; i < 16; i++) wv[i] = (float)i;
     int64_t wd[2] = {4, 4};
-    gwr_weights w = {GWR_FLOAT32, 2, wd, wv, sizeof wv, NULL, "W"};
+    gwr_weights w = {GWR_FLOAT32, 2, wd, wv, sizeof wv, NULL, NULL};
     gwr_tensor *W = gwr_network_add_constant(net, "W", &w);
-    lprop(gwr_tensor_parent(W), "onnx.initializer", "");
     gwr_layer *sl = gwr_network_add_layer(net, "Constant", "", "S", 0, NULL, 1, (const char *[]){"S"});
     pb sp = sparse_proto("S", 1.0f, 4);
     gwr_layer_set_bytes(sl, "sparse_value", sp.b, sp.n);
-    lprop(sl, "onnx.initializer", "");
     lprop(sl, "onnx.sparse", "");
     gwr_tensor_set_type(gwr_layer_output(sl, 0), GWR_FLOAT32, 1, d4);
 
@@ -620,6 +617,7 @@ static gwr_network *props_net(void) {
     /* A Constant node (not an initializer) with value_float. */
     gwr_layer *cf = gwr_network_add_layer(net, "Constant", "", "cf", 0, NULL, 1, (const char *[]){"cf_out"});
     gwr_layer_set_float(cf, "value_float", 0.5f);
+    lprop(cf, "onnx.constant_node", ""); /* not a tensor value: written, and read back, as a node */
     gwr_tensor_set_type(gwr_layer_output(cf, 0), GWR_FLOAT32, 0, NULL);
     gwr_tensor *sum = gwr_add(net, gwr_layer_output(k, 0), gwr_layer_output(cf, 0));
     gwr_tensor_set_name(sum, "sum");

@@ -98,7 +98,7 @@ TEST(td_constant) {
     CHECK_EQ_INT(gwr_network_num_layers(n), 1);
     gwr_layer *l = gwr_network_layer(n, 0);
     CHECK_EQ_INT(gwr_layer_type(l), GWR_LAYER_CONSTANT);
-    CHECK(gwr_layer_prop(l, "onnx.initializer", NULL) == NULL);
+    CHECK(gwr_layer_prop(l, "onnx.constant_node", NULL) != NULL);
     const gwr_weights *w;
     if (CHECK_OK(gwr_layer_get_tensor(l, "value", &w))) {
         CHECK_EQ_INT(w->dtype, GWR_FLOAT32);
@@ -245,7 +245,7 @@ TEST(td_conv_transpose) {
         CHECK_EQ_INT(d->rank, 4);
         CHECK_EQ_INT(d->dims[0], 3);
         CHECK_EQ_INT(d->nbytes, 3 * 4 * 3 * 3 * 4);
-        CHECK_STR(d->name, "1");
+        CHECK(d->name == NULL); /* named by its input */
     }
     gwr_layer *l = gwr_network_layer(n, 0);
     CHECK_EQ_INT(gwr_layer_type(l), GWR_LAYER_DECONVOLUTION);
@@ -363,21 +363,21 @@ TEST(features) {
     gwr_layer *lw = gwr_network_layer(n, 0);
     CHECK_STR(gwr_layer_name(lw), "W");
     CHECK_EQ_INT(gwr_layer_type(lw), GWR_LAYER_CONSTANT);
-    CHECK(gwr_layer_prop(lw, "onnx.initializer", NULL) != NULL);
+    CHECK(gwr_layer_prop(lw, "onnx.constant_node", NULL) == NULL);
     CHECK_STR(gwr_tensor_name(gwr_layer_output(lw, 0)), "W");
     CHECK(type_is(gwr_layer_output(lw, 0), "float32[4,4]"));
     const gwr_weights *w;
     if (CHECK_OK(gwr_layer_get_tensor(lw, "value", &w))) {
         CHECK(((const float *)w->data)[15] == 15.0f);
-        CHECK_STR(w->name, "W");
+        CHECK(w->name == NULL); /* named by its tensor */
     }
     /* the initializer "clash" gives its layer name to the node "clash" */
     gwr_layer *lc = gwr_network_layer(n, 1);
     CHECK_STR(gwr_tensor_name(gwr_layer_output(lc, 0)), "clash");
     CHECK(strcmp(gwr_layer_name(lc), "clash") != 0);
-    CHECK(gwr_layer_prop(lc, "onnx.initializer", NULL) != NULL);
+    CHECK(gwr_layer_prop(lc, "onnx.constant_node", NULL) == NULL);
     gwr_layer *sp = gwr_network_layer(n, 2);
-    CHECK(gwr_layer_prop(sp, "onnx.initializer", NULL) != NULL);
+    CHECK(gwr_layer_prop(sp, "onnx.sparse", NULL) != NULL);
     CHECK(gwr_layer_prop(sp, "onnx.sparse", NULL) != NULL);
     CHECK_STR(gwr_tensor_name(gwr_layer_output(sp, 0)), "sp");
     CHECK(type_is(gwr_layer_output(sp, 0), "float32[3,3]"));
@@ -476,7 +476,7 @@ TEST(features) {
     if (CHECK(ci && cf)) {
         gwr_layer *l = gwr_tensor_parent(ci);
         CHECK_EQ_INT(gwr_layer_type(l), GWR_LAYER_CONSTANT);
-        CHECK(gwr_layer_prop(l, "onnx.initializer", NULL) == NULL);
+        CHECK(gwr_layer_prop(l, "onnx.constant_node", NULL) != NULL);
         const int64_t *iv;
         int64_t ni;
         CHECK_OK(gwr_layer_get_ints(l, "value_ints", &iv, &ni));
@@ -554,7 +554,7 @@ TEST(subgraphs) {
     if (!CHECK(tg && eg)) goto out;
     /* an initializer inside a subgraph is a layer of the subgraph */
     gwr_tensor *k = gwr_network_find_tensor(tg, "k");
-    CHECK(k && gwr_layer_prop(gwr_tensor_parent(k), "onnx.initializer", NULL));
+    CHECK(k && !gwr_layer_prop(gwr_tensor_parent(k), "onnx.constant_node", NULL));
     gwr_layer *tadd = layer_named(tg, "then_add");
     if (CHECK(tadd)) {
         CHECK(gwr_layer_input(tadd, 0) == gwr_network_find_tensor(n, "x"));

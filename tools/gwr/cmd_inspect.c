@@ -180,13 +180,14 @@ static int is_integer(const char *v, size_t len) {
 
 /* ---- text ----------------------------------------------------------------- */
 
-/* Bytes as readable text on one line: control characters and bytes that
- * are not UTF-8 escaped. */
+/* Bytes as readable text on one line: backslashes, control characters and
+ * bytes that are not UTF-8 escaped (\\, \n, \xNN). */
 static void text_str(FILE *out, const char *s, size_t len) {
     for (size_t i = 0; i < len;) {
         unsigned char c = (unsigned char)s[i];
         size_t n = cli_utf8_len(s + i, len - i);
         if (c == '\n') fputs("\\n", out);
+        else if (c == '\\') fputs("\\\\", out);
         else if (c < 0x20 || c == 0x7f || n == 0) fprintf(out, "\\x%02x", c);
         else {
             fwrite(s + i, 1, n, out);

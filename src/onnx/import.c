@@ -598,6 +598,21 @@ static gwr_status constant_type(gwr_oi_ctx *c, gwr_layer *l, const Onnx__NodePro
     const int64_t *dims = NULL;
     int64_t len1;
     const gwr_weights *w;
+    static const struct {
+        const char *name;
+        gwr_attr_type type;
+    } value_attrs[] = {{"value", GWR_ATTR_TENSOR},         {"value_float", GWR_ATTR_FLOAT},
+                       {"value_int", GWR_ATTR_INT},        {"value_string", GWR_ATTR_STRING},
+                       {"value_floats", GWR_ATTR_FLOATS},  {"value_ints", GWR_ATTR_INTS},
+                       {"value_strings", GWR_ATTR_STRINGS}, {"sparse_value", GWR_ATTR_STRING}};
+    /* A value attribute of another type than its name says would give the
+     * output a type its value does not have. */
+    for (size_t k = 0; k < sizeof value_attrs / sizeof *value_attrs; k++) {
+        int i = gwr_layer_find_attr(l, value_attrs[k].name);
+        if (i >= 0 && gwr_layer_attr_type(l, i) != value_attrs[k].type)
+            return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: attribute '%s' is %s, must be %s", nd, value_attrs[k].name,
+                               gwr_attr_type_name(gwr_layer_attr_type(l, i)), gwr_attr_type_name(value_attrs[k].type));
+    }
     for (size_t i = 0; i < n->n_attribute; i++) {
         const Onnx__AttributeProto *a = n->attribute[i];
         const char *an = a->name;

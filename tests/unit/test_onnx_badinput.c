@@ -5,7 +5,8 @@
  * (the ASan build catches memory errors), and either a network that
  * verifies, saves and loads again, or NULL with a one-line message naming
  * the input. Corpus names say more (tests/fuzz/make_seeds.py): td_* and
- * ok_* must load, bad_* must be refused. */
+ * ok_* must load, bad_* must be refused; those that load, and every crash
+ * file, must also round-trip exactly (fuzz_onnx_check.h's compare mode). */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -109,8 +110,9 @@ static void check_dir(const char *dir, int named_rules) {
         int must_load = named_rules && (starts(nm, "td_") || starts(nm, "ok_"));
         int must_fail = named_rules && starts(nm, "bad_");
         int loaded = 0;
-        /* Valid models also promise an equal network after save + load. */
-        if (run_one(data, size, nm, must_load, path, &loaded)) {
+        /* Valid models, and the fuzzer's finds (some come from its compare
+         * mode), also promise an exact round trip. */
+        if (run_one(data, size, nm, must_load || !named_rules, path, &loaded)) {
             if (must_load && !CHECK(loaded)) fprintf(stderr, "    %s: refused: %s\n", nm, gwr_last_errmsg());
             if (must_fail && !CHECK(!loaded)) fprintf(stderr, "    %s: loaded, but is malformed\n", nm);
             if (!loaded && !CHECK(strstr(gwr_last_errmsg(), nm) != NULL))

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ir/ir_internal.h"
+#include "onnx/onnx_common.h"
 #include "onnx/onnx_export.h"
 
 #define DEFAULT_THRESHOLD 1024
@@ -183,18 +184,6 @@ static size_t dir_len(const char *path) {
 }
 
 /* A side file name must stay inside the model's directory. */
-static int location_ok(const char *loc) {
-    if (!*loc || loc[0] == '/') return 0;
-    for (const char *p = loc; *p;) {
-        const char *e = strchr(p, '/');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        if (n == 2 && p[0] == '.' && p[1] == '.') return 0;
-        if (n == 0 && e) return 0; /* "a//b" */
-        p += n + (e != NULL);
-        if (e && !*p) return 0;    /* trailing slash: a directory */
-    }
-    return 1;
-}
 
 /* ---- saving ---- */
 
@@ -232,7 +221,7 @@ gwr_status gwr_onnx_save(gwr_network *net, const char *path, const gwr_onnx_save
     size_t align = o.external_align ? o.external_align : DEFAULT_ALIGN;
     size_t dl = dir_len(path);
     if (!path[dl]) return save_error(net, path, GWR_ERR_INVALID_ARG, "the path names a directory");
-    if (o.external_file && !location_ok(o.external_file))
+    if (o.external_file && !gwr_onnx_location_ok(o.external_file, 1))
         return save_error(net, path, GWR_ERR_INVALID_ARG,
                           "the external data file must be a relative path inside the model's directory (no '..')");
 

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "onnx/onnx_common.h"
 #include "onnx/onnx_import.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -60,18 +61,6 @@ void gwr_oi_ext_close(gwr_oi_ctx *c) {
     c->base_real = NULL;
 }
 
-/* Is the location a relative path without any ".." component? */
-static int location_ok(const char *loc) {
-    if (!*loc || loc[0] == '/') return 0;
-    for (const char *p = loc; *p;) {
-        const char *e = strchr(p, '/');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        if (n == 2 && p[0] == '.' && p[1] == '.') return 0;
-        p += n;
-        while (*p == '/') p++;
-    }
-    return 1;
-}
 
 /* The mapped external file named `loc` (checked, opened and mapped on
  * first use). NULL with the error recorded. */
@@ -83,7 +72,7 @@ static gwr_oi_extfile *ext_open(gwr_oi_ctx *c, const char *loc, const char *what
                     what, loc);
         return NULL;
     }
-    if (!location_ok(loc)) {
+    if (!gwr_onnx_location_ok(loc, 0)) {
         gwr_oi_fail(c, GWR_ERR_PARSE,
                     "%s: external data location '%s' is not a relative path inside the model's directory", what, loc);
         return NULL;

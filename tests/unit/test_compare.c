@@ -70,32 +70,6 @@ typedef enum {
     V_COUNT
 } variant;
 
-/* Frees a network, first detaching its subgraphs innermost first.
- * Works around an IR bug (src/ir/network.c, gwr_ir_network_destroy): it
- * frees layers in network order, so a subgraph attached to a later layer
- * reads, while being torn down, tensors of earlier layers already freed. */
-static void strip_graphs(gwr_network *net) {
-    for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
-        gwr_layer *l = gwr_network_layer(net, i);
-        for (int k = gwr_layer_num_attrs(l) - 1; k >= 0; k--) {
-            gwr_attr_type t = gwr_layer_attr_type(l, k);
-            if (t != GWR_ATTR_GRAPH && t != GWR_ATTR_GRAPHS) continue;
-            const char *name = gwr_layer_attr_name(l, k);
-            gwr_network *const *gs = NULL;
-            gwr_network *g = NULL;
-            int64_t n = 1;
-            if (t == GWR_ATTR_GRAPH) gwr_layer_get_graph(l, name, &g), gs = &g;
-            else gwr_layer_get_graphs(l, name, &gs, &n);
-            for (int64_t j = 0; j < n; j++) strip_graphs(gs[j]);
-            gwr_layer_remove_attr(l, name);
-        }
-    }
-}
-
-static void net_free(gwr_network *net) {
-    if (net) strip_graphs(net);
-    gwr_network_free(net);
-}
 
 static const float W16[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 
@@ -246,8 +220,8 @@ static void expect(variant v, int equal, const char *needle) {
     /* Symmetric verdict. */
     char why2[512];
     CHECK_EQ_INT(gwr_network_equal(b, a, why2, sizeof why2), equal);
-    net_free(a);
-    net_free(b);
+    gwr_network_free(a);
+    gwr_network_free(b);
 }
 
 TEST(equal_pairs) {
@@ -258,7 +232,7 @@ TEST(equal_pairs) {
     expect(V_ATTR_ORDER, 1, NULL);
     gwr_network *a = build(V_NONE);
     CHECK_EQ_INT(gwr_network_equal(a, a, NULL, 0), 1);
-    net_free(a);
+    gwr_network_free(a);
 }
 
 TEST(network_level) {
@@ -342,8 +316,8 @@ TEST(null_and_truncation) {
     CHECK_EQ_INT((int)strlen(tiny), 7); /* cut, terminated */
     CHECK_EQ_INT(gwr_network_equal(a, b, tiny, 1), 0);
     CHECK_STR(tiny, "");
-    net_free(a);
-    net_free(b);
+    gwr_network_free(a);
+    gwr_network_free(b);
 }
 
 static double now_s(void) {
@@ -381,9 +355,9 @@ TEST(huge_networks_linear) {
     CHECK_CONTAINS(why, "layer 999999 ('L999999'): op 'Relu' vs 'Neg'");
     /* Generous: about 0.1 s each on a laptop, even under sanitizers < 10 s. */
     if (!CHECK(dt < 20.0)) fprintf(stderr, "  two compares of 1M layers took %.2f s\n", dt);
-    net_free(a);
-    net_free(b);
-    net_free(c);
+    gwr_network_free(a);
+    gwr_network_free(b);
+    gwr_network_free(c);
 }
 
 int main(void) {

@@ -27,32 +27,6 @@ static char tmpdir[256];
 
 /* ---- helpers ------------------------------------------------------------- */
 
-/* Frees a network, first detaching its subgraphs innermost first: works
- * around an IR bug (src/ir/network.c, gwr_ir_network_destroy frees layers in
- * network order, so a subgraph of a later layer reads freed tensors of
- * earlier ones while it is torn down). */
-static void strip_graphs(gwr_network *net) {
-    for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
-        gwr_layer *l = gwr_network_layer(net, i);
-        for (int k = gwr_layer_num_attrs(l) - 1; k >= 0; k--) {
-            gwr_attr_type t = gwr_layer_attr_type(l, k);
-            if (t != GWR_ATTR_GRAPH && t != GWR_ATTR_GRAPHS) continue;
-            const char *name = gwr_layer_attr_name(l, k);
-            gwr_network *const *gs = NULL;
-            gwr_network *g = NULL;
-            int64_t n = 1;
-            if (t == GWR_ATTR_GRAPH) gwr_layer_get_graph(l, name, &g), gs = &g;
-            else gwr_layer_get_graphs(l, name, &gs, &n);
-            for (int64_t j = 0; j < n; j++) strip_graphs(gs[j]);
-            gwr_layer_remove_attr(l, name);
-        }
-    }
-}
-
-static void net_free(gwr_network *net) {
-    if (net) strip_graphs(net);
-    gwr_network_free(net);
-}
 
 static char *path_in(const char *name) {
     static char buf[4][512];
@@ -220,7 +194,7 @@ static void roundtrip(gwr_network *orig, int infer, const opset *want, int nwant
             if (!CHECK(n1 == n2 && !memcmp(b1, b2, n1))) fprintf(stderr, "  second save: %zu vs %zu bytes\n", n1, n2);
         }
     }
-    net_free(back);
+    gwr_network_free(back);
     free(b2);
     if (bytes) *bytes = b1, *nbytes = n1;
     else free(b1);
@@ -351,7 +325,7 @@ TEST(gpt_roundtrip) {
         /* Gelu is opset 20: the default domain is imported at 20, not 17. */
         opset want[2] = {{"", 20}, {"gwr", 1}};
         roundtrip(net, 0, want, plugin ? 2 : 1, NULL, NULL);
-        net_free(net);
+        gwr_network_free(net);
     }
 }
 
@@ -361,7 +335,7 @@ TEST(gpt_roundtrip_inferred_types) {
         gwr_network *net = gpt(plugin, 1, 32, 0);
         opset want[2] = {{"", 20}, {"gwr", 1}};
         roundtrip(net, 1, want, plugin ? 2 : 1, NULL, NULL);
-        net_free(net);
+        gwr_network_free(net);
     }
 }
 
@@ -381,7 +355,7 @@ TEST(convnet_roundtrip_and_checker) {
         onnx_check(f);
     }
     free(b);
-    net_free(net);
+    gwr_network_free(net);
 }
 
 TEST(control_flow_roundtrip_and_checker) {
@@ -390,7 +364,7 @@ TEST(control_flow_roundtrip_and_checker) {
     roundtrip(net, 0, want, 1, NULL, NULL);
     const char *f = path_in("control.onnx");
     if (save_file(net, f, NULL)) onnx_check(f);
-    net_free(net);
+    gwr_network_free(net);
 }
 
 TEST(gpt_checker) {
@@ -405,7 +379,7 @@ TEST(gpt_checker) {
                "print(sorted((o.domain, o.version) for o in m.opset_import))\n",
                f, NULL, out, sizeof out);
         CHECK_CONTAINS(out, plugin ? "[('', 17), ('gwr', 1)]" : "[('', 17)]");
-        net_free(net);
+        gwr_network_free(net);
     }
 }
 
@@ -683,7 +657,7 @@ TEST(every_property_maps_to_its_field) {
     gwr_network *net = props_net();
     const char *f = path_in("props.onnx");
     if (!save_file(net, f, NULL)) {
-        net_free(net);
+        gwr_network_free(net);
         return;
     }
     char out[16384];
@@ -741,7 +715,7 @@ TEST(every_property_maps_to_its_field) {
         gwr_network *b = load_bytes(b2, n2, 0);
         char why[600];
         if (b && !CHECK_EQ_INT(gwr_network_equal(a, b, why, sizeof why), 1)) fprintf(stderr, "  %s\n", why);
-        net_free(b);
+        gwr_network_free(b);
     }
     /* Against the original: the differences are exactly the documented
      * ones, so after applying them the networks are equal. */
@@ -772,10 +746,10 @@ TEST(every_property_maps_to_its_field) {
         }
         if (!CHECK_EQ_INT(gwr_network_equal(net, a, why, sizeof why), 1)) fprintf(stderr, "  vs original: %s\n", why);
     }
-    net_free(a);
+    gwr_network_free(a);
     free(b1);
     free(b2);
-    net_free(net);
+    gwr_network_free(net);
 }
 
 /* ---- external data -------------------------------------------------------- */
@@ -869,14 +843,14 @@ static void external_roundtrip(gwr_network *net, const char *model, const gwr_on
     } else {
         fprintf(stderr, "  load %s: %s\n", f, gwr_last_errmsg());
     }
-    net_free(back);
+    gwr_network_free(back);
     /* And the bytes python found at the offsets are the network's. */
     size_t in;
     void *ib = read_file(inl, &in);
     gwr_network *viapy = ib ? load_bytes(ib, in, 0) : NULL;
     if (viapy && !CHECK_EQ_INT(gwr_network_equal(net, viapy, why, sizeof why), 1))
         fprintf(stderr, "  via python: %s\n", why);
-    net_free(viapy);
+    gwr_network_free(viapy);
     free(ib);
 }
 
@@ -894,7 +868,7 @@ static void prepare(gwr_network *net, int plugin) {
     gwr_network *back = load_bytes(b, n, 0);
     opset want[2] = {{"", 17}, {"gwr", 1}};
     if (back) add_export_defaults(net, back, want, plugin ? 2 : 1);
-    net_free(back);
+    gwr_network_free(back);
     free(b);
 }
 
@@ -908,7 +882,7 @@ TEST(external_data_default_file) {
     size_t n;
     if (CHECK_OK(gwr_onnx_save_memory(net, &b, &n))) CHECK(file_size(path_in("ext.onnx")) < (long)n / 4);
     free(b);
-    net_free(net);
+    gwr_network_free(net);
 }
 
 TEST(external_data_options) {
@@ -922,7 +896,7 @@ TEST(external_data_options) {
     o.external_align = 512;
     external_roundtrip(net, "ext2.onnx", &o, "sub/w.bin", 512, 100, 1);
     CHECK_EQ_INT(count_entries(path_in("sub"), ".tmp."), 0);
-    net_free(net);
+    gwr_network_free(net);
 }
 
 TEST(external_data_control_flow) {
@@ -933,7 +907,7 @@ TEST(external_data_control_flow) {
     gwr_network_set_opset(net, "", 17);
     gwr_onnx_save_options o = {.external_data = 1, .external_threshold = 4, .external_align = 16};
     external_roundtrip(net, "cf_ext.onnx", &o, "cf_ext.onnx.data", 16, 4, 0);
-    net_free(net);
+    gwr_network_free(net);
 }
 
 TEST(external_file_names_refused) {
@@ -953,7 +927,7 @@ TEST(external_file_names_refused) {
     gwr_onnx_save_options dots = {.external_data = 1, .external_file = "w..v.bin"};
     CHECK_OK(gwr_onnx_save(net, path_in("dots.onnx"), &dots));
     CHECK(file_exists(path_in("w..v.bin")));
-    net_free(net);
+    gwr_network_free(net);
 }
 
 /* ---- failures leave nothing behind --------------------------------------- */
@@ -996,7 +970,7 @@ TEST(no_output_on_error) {
         CHECK_EQ_INT(file_size(keep), before);
         CHECK_EQ_INT(count_entries(tmpdir, ".tmp."), 0);
     }
-    net_free(net);
+    gwr_network_free(net);
 }
 
 TEST(removed_layers) {
@@ -1014,7 +988,7 @@ TEST(removed_layers) {
     if (CHECK_OK(gwr_onnx_save_memory(net, &buf, &n))) {
         gwr_network *back = load_bytes(buf, n, 0);
         if (back) CHECK_EQ_INT(gwr_network_num_layers(back), 2);
-        net_free(back);
+        gwr_network_free(back);
     }
     free(buf);
     /* A removed layer still read: refused, "prune first". */
@@ -1034,8 +1008,8 @@ TEST(removed_layers) {
     gwr_layer_mark_as_removed(gwr_tensor_parent(y2));
     CHECK_EQ_INT(gwr_onnx_save_memory(net2, &buf, &n), GWR_ERR_STATE);
     CHECK_CONTAINS(gwr_network_errmsg(net2), "prune first");
-    net_free(net2);
-    net_free(net);
+    gwr_network_free(net2);
+    gwr_network_free(net);
 }
 
 /* The opset imports a file gets, as "domain:version ..." in file order. */
@@ -1050,7 +1024,7 @@ static void opsets_of(gwr_network *net, char *out, size_t size) {
         size_t k = strlen(out);
         snprintf(out + k, size - k, "%s%s:%lld", i ? " " : "", d, (long long)gwr_network_opset(back, d));
     }
-    net_free(back);
+    gwr_network_free(back);
     free(b);
 }
 
@@ -1061,7 +1035,7 @@ TEST(opset_rules) {
     gwr_network_mark_output(empty, gwr_network_add_input(empty, "in", GWR_FLOAT32, 0, NULL));
     opsets_of(empty, got, sizeof got);
     CHECK_STR(got, ":17");
-    net_free(empty);
+    gwr_network_free(empty);
     /* Only custom domains: no default domain is added. */
     gwr_network *net = gwr_network_new("custom");
     gwr_dim d[1] = {2};
@@ -1078,7 +1052,7 @@ TEST(opset_rules) {
     gwr_network_add_layer(net, "Gelu", "", "g", 1, &x, 1, NULL);
     opsets_of(net, got, sizeof got);
     CHECK_STR(got, "ai.onnx.ml:2 my.ops:1 :20");
-    net_free(net);
+    gwr_network_free(net);
 }
 
 TEST(unverifiable_network_refused) {
@@ -1097,7 +1071,7 @@ TEST(unverifiable_network_refused) {
     CHECK_EQ_INT(count_entries(tmpdir, ".tmp."), 0);
     net->nremoved--;
     if (CHECK_OK(gwr_onnx_save_memory(net, &buf, &n))) free(buf);
-    net_free(net);
+    gwr_network_free(net);
 }
 
 TEST(bad_arguments_and_properties) {
@@ -1142,7 +1116,7 @@ TEST(bad_arguments_and_properties) {
     gwr_layer_set_int(l, "blob", 1);
     lprop(l, "onnx.attr_type.blob", "sparse_tensor");
     if (CHECK_OK(gwr_onnx_save_memory(net, &buf, &n))) free(buf);
-    net_free(net);
+    gwr_network_free(net);
 }
 
 /* ---- sizes ---------------------------------------------------------------- */
@@ -1169,9 +1143,9 @@ TEST(many_layers) {
         CHECK(file_size(path_in("many.onnx.data")) < 1 << 20);
         gwr_network *back = gwr_onnx_load(f, NULL);
         if (CHECK(back != NULL)) CHECK_EQ_INT(gwr_network_num_layers(back), nl);
-        net_free(back);
+        gwr_network_free(back);
     }
-    net_free(net);
+    gwr_network_free(net);
 }
 
 TEST(over_2gb_goes_external) {
@@ -1192,9 +1166,9 @@ TEST(over_2gb_goes_external) {
         CHECK(file_size(f) < 64L << 20);
         gwr_network *back = gwr_onnx_load(f, NULL);
         if (CHECK(back != NULL)) CHECK_EQ_INT(gwr_network_num_layers(back), gwr_network_num_layers(net));
-        net_free(back);
+        gwr_network_free(back);
     }
-    net_free(net);
+    gwr_network_free(net);
 }
 
 int main(void) {

@@ -295,16 +295,8 @@ gwr_status gwr_flayer_replace_outputs_uses_with(gwr_flayer *f, int n, gwr_tensor
     for (int i = 0; i < n; i++) {
         gwr_tensor *o = f->outputs[i], *nw = new_outs[i];
         if (!nw) return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "%s: replacement %d is NULL", f->kind, i);
-        if (o->kind != nw->kind || (o->dtype != GWR_UNDEFINED && nw->dtype != GWR_UNDEFINED && o->dtype != nw->dtype))
-            return gwr_ir_error(net, GWR_ERR_TYPE, "%s on '%s': output %d is %s, replacement '%s' is %s", f->kind,
-                                f->layer->name, i, gwr_dtype_name(o->dtype), nw->name, gwr_dtype_name(nw->dtype));
-        for (int32_t k = 0; nw->producer && k < o->nuses; k++) {
-            const gwr_use *u = o->cap <= 1 ? &o->uses.one : &o->uses.many[k];
-            gwr_layer *C = gwr_ir_consumer_in(u->layer, gwr_ir_tnet(nw));
-            if (C && gwr_ir_would_cycle(nw->producer, C))
-                return gwr_ir_error(net, GWR_ERR_CYCLE, "%s on '%s': replacing output %d with '%s' would create a cycle",
-                                    f->kind, f->layer->name, i, nw->name);
-        }
+        gwr_status s = o == nw ? GWR_OK : gwr_ir_replace_check(o, nw, NULL, NULL);
+        if (s) return s;
     }
     for (int i = 0; i < n; i++) {
         gwr_status s = gwr_tensor_replace_all_uses_with(f->outputs[i], new_outs[i]);

@@ -320,10 +320,8 @@ gwr_status gwr_layer_append_input(gwr_layer *l, gwr_tensor *t) {
     return GWR_OK;
 }
 
-static gwr_status replace_uses(gwr_tensor *old, gwr_tensor *nw, const gwr_layer *except) {
-    if (!old || !nw) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_tensor_replace_all_uses_with: NULL tensor");
+gwr_status gwr_ir_replace_check(gwr_tensor *old, gwr_tensor *nw, const gwr_layer *except, int64_t *nmoving) {
     gwr_network *net = gwr_ir_tnet(old);
-    if (old == nw) return GWR_OK;
     if (old->producer && (old->producer->flags & LF_DROPPED))
         return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "tensor '%s' was pruned", old->name);
     if (nw->producer && (nw->producer->flags & LF_DROPPED))
@@ -358,6 +356,19 @@ static gwr_status replace_uses(gwr_tensor *old, gwr_tensor *nw, const gwr_layer 
         return gwr_ir_error(net, GWR_ERR_STATE,
                             "'%s' is both a graph input and a graph output: its output name cannot move to '%s'",
                             old->name, nw->name);
+    if (nmoving) *nmoving = moving;
+    return GWR_OK;
+}
+
+static gwr_status replace_uses(gwr_tensor *old, gwr_tensor *nw, const gwr_layer *except) {
+    if (!old || !nw) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_tensor_replace_all_uses_with: NULL tensor");
+    if (old == nw) return GWR_OK;
+    int64_t moving;
+    gwr_status st = gwr_ir_replace_check(old, nw, except, &moving);
+    if (st) return st;
+    gwr_network *net = gwr_ir_tnet(old);
+    gwr_use *u = uses_of(old);
+    int is_out = old->output_index >= 0;
     /* Room for the moved uses and an Identity's read, so nothing below fails. */
     if (uses_reserve(nw, (int64_t)nw->nuses + moving + 1)) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
     /* The interface keeps old's name: nw takes it, unless nw's own name is

@@ -38,6 +38,10 @@ int gwr_ir_would_cycle(gwr_layer *P, gwr_layer *C);
 /* l (in a subgraph) reads t of an enclosing network: record the implied
  * edge from t's producer to l's enclosing layer (ranks). */
 void gwr_ir_capture_edge(gwr_tensor *t, gwr_layer *l);
+/* Every check gwr_tensor_replace_all_uses_with / _except makes, without
+ * changing anything (old != nw, both non-NULL); *nmoving (may be NULL)
+ * gets the number of uses that would move. Message on old's network. */
+gwr_status gwr_ir_replace_check(gwr_tensor *old, gwr_tensor *nw, const gwr_layer *except, int64_t *nmoving);
 /* Attaching subgraph g to layer l: refuses (GWR_ERR_CYCLE) when a tensor g
  * reads from l's network depends on l; otherwise records the edges. */
 gwr_status gwr_ir_attach_check(gwr_layer *l, gwr_network *g);

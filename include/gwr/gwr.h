@@ -5,6 +5,8 @@
 #include "gwr/core.h"
 #include "gwr/ir.h"
 #include "gwr/functional.h"
+#include "gwr/rewrite.h"
+#include "gwr/passes.h"
 #include "gwr/onnx.h"
 
 #endif

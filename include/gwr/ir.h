@@ -224,6 +224,8 @@ typedef struct gwr_listener {
     void (*tensor_replaced)(void *ctx, gwr_tensor *old_t, gwr_tensor *new_t);
     void (*input_changed)(void *ctx, gwr_layer *l, int slot, gwr_tensor *old_t);
     void *ctx;
+    /* An attribute of l was set or removed. */
+    void (*layer_modified)(void *ctx, gwr_layer *l);
 } gwr_listener;
 GWR_API int gwr_network_add_listener(gwr_network *net, const gwr_listener *ls);
 GWR_API gwr_status gwr_network_remove_listener(gwr_network *net, int id);
@@ -379,6 +381,9 @@ GWR_API int gwr_tensor_output_index(const gwr_tensor *t);
  * twice. Layers of nested networks reading t are listed too. */
 GWR_API int64_t gwr_tensor_num_users(const gwr_tensor *t);
 GWR_API gwr_layer *gwr_tensor_user(const gwr_tensor *t, int64_t i, int *slot);
+/* Uses by layers not marked as removed: what a rewrite pattern should
+ * count ("is this intermediate used only here?"). O(users). */
+GWR_API int64_t gwr_tensor_num_live_users(const gwr_tensor *t);
 
 /* Makes every user of old_t read new_t instead, in O(users). When old_t is
  * a network output, new_t takes its place and its name (the two swap

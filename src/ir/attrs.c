@@ -160,6 +160,7 @@ gwr_status gwr_layer_remove_attr(gwr_layer *l, const char *name) {
     attr_clear(l->net, &l->attrs[i]);
     memmove(&l->attrs[i], &l->attrs[i + 1], (size_t)(l->nattrs - i - 1) * sizeof *l->attrs);
     l->nattrs--;
+    GWR_IR_NOTIFY(l->net, layer_modified, l);
     return GWR_OK;
 }
 
@@ -198,6 +199,7 @@ static gwr_status attr_put(gwr_layer *l, const char *name, gwr_attr *a) {
         attr_clear(l->net, &l->attrs[i]);
     }
     l->attrs[i] = *a;
+    GWR_IR_NOTIFY(l->net, layer_modified, l);
     return GWR_OK;
 }
 

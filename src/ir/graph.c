@@ -72,6 +72,14 @@ gwr_layer *gwr_tensor_user(const gwr_tensor *t, int64_t i, int *slot) {
     return u[i].layer;
 }
 
+int64_t gwr_tensor_num_live_users(const gwr_tensor *t) {
+    if (!t) return 0;
+    const gwr_use *u = t->cap <= 1 ? &t->uses.one : t->uses.many;
+    int64_t n = 0;
+    for (int32_t i = 0; i < t->nuses; i++) n += !(u[i].layer->flags & LF_REMOVED);
+    return n;
+}
+
 gwr_layer *gwr_tensor_parent(const gwr_tensor *t) { return t ? t->producer : NULL; }
 int gwr_tensor_parent_output_index(const gwr_tensor *t) { return t && t->producer ? t->out_index : -1; }
 int gwr_tensor_is_input(const gwr_tensor *t) { return t ? (t->flags & TF_INPUT) != 0 : 0; }

@@ -2046,8 +2046,8 @@ done:
 /* ---- listeners --------------------------------------------------------------- */
 
 typedef struct ev_log {
-    int added, removed, dropped, replaced, changed;
-    gwr_layer *last_added, *last_removed;
+    int added, removed, dropped, replaced, changed, modified;
+    gwr_layer *last_added, *last_removed, *last_modified;
     gwr_tensor *old_t, *new_t;
     gwr_layer *changed_layer;
     int changed_slot;
@@ -2087,13 +2087,19 @@ static void on_changed(void *ctx, gwr_layer *l, int slot, gwr_tensor *old_t) {
     e->changed_now = gwr_layer_input(l, slot); /* called after the change */
 }
 
+static void on_modified(void *ctx, gwr_layer *l) {
+    ev_log *e = ctx;
+    e->modified++;
+    e->last_modified = l;
+}
+
 TEST(test_listeners) {
     gwr_network *net = gwr_network_new("listen");
     gwr_tensor *x = in_f32(net, "x"), *y = in_f32(net, "y");
     ev_log e, e2;
     memset(&e, 0, sizeof e);
     memset(&e2, 0, sizeof e2);
-    gwr_listener ls = {on_added, on_removed, on_dropped, on_replaced, on_changed, &e};
+    gwr_listener ls = {on_added, on_removed, on_dropped, on_replaced, on_changed, &e, on_modified};
     int id = gwr_network_add_listener(net, &ls);
     CHECK(id >= 0);
     ls.ctx = NULL; /* the struct was copied */
@@ -2110,6 +2116,17 @@ TEST(test_listeners) {
     CHECK(e.changed_now == y);
     CHECK_EQ_INT(gwr_layer_set_input(l, 5, y), GWR_ERR_INVALID_ARG);
     CHECK_EQ_INT(e.changed, 1); /* a refused change is not reported */
+
+    /* attribute edits are reported as modifications; refused ones are not */
+    CHECK_OK(gwr_layer_set_int(l, "k", 3));
+    CHECK_OK(gwr_layer_set_int(l, "k", 4));
+    CHECK_EQ_INT(e.modified, 2);
+    CHECK(e.last_modified == l);
+    CHECK_OK(gwr_layer_remove_attr(l, "k"));
+    CHECK_EQ_INT(e.modified, 3);
+    CHECK_EQ_INT(gwr_layer_remove_attr(l, "k"), GWR_ERR_NOT_FOUND);
+    CHECK_EQ_INT(gwr_layer_set_int(l, "", 1), GWR_ERR_INVALID_ARG);
+    CHECK_EQ_INT(e.modified, 3);
 
     gwr_layer *la = lay1n(net, "Relu", "la", x, "a");
     gwr_layer *lb = lay1n(net, "Tanh", "lb", x, "b");

@@ -1,0 +1,46 @@
+/* gwr/passes.h - built-in rewrite patterns, by label: the seed examples of
+ * TensorRT-LLM's Graph Rewriting module now, the optimization library
+ * later. Each has a default benefit; gwr_passes_add puts one in a manager
+ * under its label. */
+#ifndef GWR_PASSES_H
+#define GWR_PASSES_H
+
+#include "gwr/rewrite.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Every SUM (Add) becomes a SUB with the same inputs and consumers. Root
+ * ELEMENTWISE, separate match and rewrite. The tutorial pattern: it
+ * changes the numbers on purpose. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_replace_add_with_sub;
+/* A gwr::GPTAttention plugin not yet in remove-padding mode is re-created
+ * through its FLayerInfo with qkv reshaped to (1, batch_size*in_len,
+ * hidden_size) and remove_padding set; its context output is reshaped
+ * back to (batch_size, in_len, hidden). Needs the manager's args
+ * batch_size, in_len and hidden_size (the qkv width). Does not fire when
+ * qkv's known dims disagree with the args or when the plugin's present
+ * output is read (its packed layout differs). */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_gpt_attention_remove_padding;
+/* An Add of a non-constant tensor and a 1-D constant whose output is read
+ * only by a GPTAttention plugin's qkv, with qkv_bias unset and not a
+ * network output: the constant moves into qkv_bias, the plugin is
+ * re-created, the Add is removed. Root ELEMENTWISE. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_attention_with_bias;
+
+/* The built-in patterns, in a stable order. */
+GWR_API int gwr_passes_count(void);
+GWR_API const char *gwr_passes_label(int i);
+GWR_API const char *gwr_passes_summary(int i);
+GWR_API int gwr_passes_benefit(int i);
+/* The pattern of a label, or NULL. */
+GWR_API const gwr_pattern_rewriter *gwr_passes_find(const char *label, int *benefit);
+/* Adds the built-in pattern `label` to m with its default benefit.
+ * GWR_ERR_NOT_FOUND (message on m naming the known labels). */
+GWR_API gwr_status gwr_passes_add(gwr_rewrite_manager *m, const char *label);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

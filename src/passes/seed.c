@@ -1,0 +1,191 @@
+/* seed.c - the three seed patterns of TensorRT-LLM's Graph Rewriting
+ * module, written as a gwr user would write them. Each follows the four
+ * stages of a rewrite: take the old subgraph's inputs and outputs, build
+ * the replacement from those inputs, redirect the old outputs' users, mark
+ * the old layers removed (the manager prunes them at the end). */
+#include <string.h>
+
+#include "gwr/passes.h"
+
+/* ---- replace_add_with_sub ------------------------------------------------ */
+
+static int add_match(gwr_rewrite_ctx *c, gwr_layer *l) {
+    if (gwr_layer_ew_op(l) != GWR_EW_SUM) return gwr_rewrite_no_match(c, "not a SUM");
+    if (gwr_layer_num_inputs(l) != 2) return gwr_rewrite_no_match(c, "a SUM of %d inputs", gwr_layer_num_inputs(l));
+    return 1;
+}
+
+static gwr_status add_rewrite(gwr_rewrite_ctx *c, gwr_layer *l) {
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    /* 1: the old layer's inputs and output. */
+    gwr_tensor *a = gwr_layer_input(l, 0), *b = gwr_layer_input(l, 1), *o = gwr_layer_output(l, 0);
+    /* 2: the replacement, reading the same inputs. */
+    gwr_tensor *d = gwr_sub(net, a, b);
+    if (!d) return GWR_ERR_SHAPE;
+    /* 3: every reader of o (and its network-output mark) moves to d. */
+    gwr_status s = gwr_tensor_replace_all_uses_with(o, d);
+    if (s) return s;
+    /* 4: the old layer is dead. */
+    return gwr_layer_mark_as_removed(l);
+}
+
+const gwr_pattern_rewriter gwr_pattern_replace_add_with_sub = {
+    .name = "replace_add_with_sub",
+    .root_classes = GWR_ROOT_CLASS(GWR_LAYER_ELEMENTWISE),
+    .separate_match_rewrite = 1,
+    .match = add_match,
+    .rewrite = add_rewrite,
+};
+
+/* ---- helpers for the plugin patterns ---------------------------------------- */
+
+static int is_gpt_attention(const gwr_layer *l) {
+    return l && !strcmp(gwr_layer_op(l), "GPTAttention") && !strcmp(gwr_layer_domain(l), GWR_PLUGIN_DOMAIN);
+}
+
+static int is_constant(const gwr_tensor *t) {
+    gwr_layer *p = gwr_tensor_parent(t);
+    return p && gwr_layer_type(p) == GWR_LAYER_CONSTANT;
+}
+
+/* The one live reader of t, or NULL. */
+static gwr_layer *sole_reader(const gwr_tensor *t) {
+    gwr_layer *r = NULL;
+    for (int64_t i = 0; i < gwr_tensor_num_users(t); i++) {
+        gwr_layer *u = gwr_tensor_user(t, i, NULL);
+        if (gwr_layer_is_removed(u)) continue;
+        if (r) return NULL;
+        r = u;
+    }
+    return r;
+}
+
+/* Re-creates the recorded functional of f with `args`, redirects the old
+ * outputs to new ones (after `fix`, which may wrap them) and marks the old
+ * layer removed. Returns 1, or < 0 through gwr_rewrite_fail. */
+typedef gwr_status (*fix_outputs_fn)(gwr_rewrite_ctx *c, gwr_tensor **outs, int n);
+
+static int recreate(gwr_rewrite_ctx *c, gwr_flayer *f, const gwr_args *args, fix_outputs_fn fix) {
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    gwr_layer *old = gwr_flayer_layer(f);
+    gwr_tensor *outs[8] = {0};
+    int n = 0;
+    gwr_status s = gwr_call(net, gwr_flayer_kind(f), args, outs, 8, &n);
+    if (s) return gwr_rewrite_fail(c, s, "re-creating %s: %s", gwr_flayer_kind(f), gwr_network_errmsg(net));
+    if (fix && (s = fix(c, outs, n))) return gwr_rewrite_fail(c, s, "%s", gwr_network_errmsg(net));
+    s = gwr_flayer_replace_outputs_uses_with(f, n, outs);
+    if (!s) s = gwr_layer_mark_as_removed(old);
+    if (s) return gwr_rewrite_fail(c, s, "%s", gwr_network_errmsg(net));
+    return 1;
+}
+
+/* ---- gpt_attention_remove_padding ------------------------------------------- */
+
+static int get_arg(gwr_rewrite_ctx *c, const char *name, int64_t *v) {
+    return gwr_args_get_int(gwr_rewrite_ctx_args(c), name, v) == GWR_OK && *v > 0 && *v <= (INT64_C(1) << 31);
+}
+
+static gwr_status unpad_context(gwr_rewrite_ctx *c, gwr_tensor **outs, int n) {
+    (void)n;
+    int64_t b, s;
+    get_arg(c, "batch_size", &b);
+    get_arg(c, "in_len", &s);
+    int64_t back[3] = {b, s, gwr_tensor_dim(outs[0], 2)};
+    gwr_tensor *t = gwr_reshape(gwr_rewrite_ctx_network(c), outs[0], 3, back);
+    if (!t) return GWR_ERR_SHAPE;
+    outs[0] = t;
+    return GWR_OK;
+}
+
+static int remove_padding(gwr_rewrite_ctx *c, gwr_layer *l) {
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    gwr_flayer *f = gwr_flayer_get(net, l);
+    if (!f) return gwr_rewrite_no_match(c, "no FLayerInfo recorded");
+    int64_t rp = 0, b, s, h;
+    gwr_args_get_int(gwr_flayer_inputs(f), "remove_padding", &rp);
+    if (rp) return gwr_rewrite_no_match(c, "already in remove-padding mode");
+    if (!get_arg(c, "batch_size", &b) || !get_arg(c, "in_len", &s) || !get_arg(c, "hidden_size", &h))
+        return gwr_rewrite_fail(c, GWR_ERR_INVALID_ARG,
+                                "needs positive int args batch_size, in_len and hidden_size from the manager");
+    gwr_tensor *qkv = gwr_flayer_get_input(f, "qkv");
+    if (!qkv || gwr_tensor_rank(qkv) != 3) return gwr_rewrite_no_match(c, "qkv is not of rank 3");
+    const int64_t want[3] = {b, s, h};
+    for (int i = 0; i < 3; i++) {
+        gwr_dim d = gwr_tensor_dim(qkv, i);
+        if (GWR_DIM_IS_KNOWN(d) && d != want[i])
+            return gwr_rewrite_no_match(c, "qkv dim %d is %lld, the args say %lld", i, (long long)d,
+                                        (long long)want[i]);
+    }
+    for (int i = 1; i < gwr_layer_num_outputs(l); i++) {
+        gwr_tensor *o = gwr_layer_output(l, i);
+        if (gwr_tensor_num_live_users(o) || gwr_tensor_output_index(o) >= 0)
+            return gwr_rewrite_no_match(c, "output '%s' is read (its packed layout would differ)", gwr_tensor_name(o));
+    }
+    const int64_t packed_dims[3] = {1, b * s, h};
+    gwr_tensor *packed = gwr_reshape(net, qkv, 3, packed_dims);
+    if (!packed) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "packing qkv: %s", gwr_network_errmsg(net));
+    gwr_args *args = gwr_flayer_clone_inputs(f);
+    if (!args) return gwr_rewrite_fail(c, GWR_ERR_NOMEM, "out of memory");
+    int r = -1;
+    if (!gwr_args_set_tensor(args, "qkv", packed) && !gwr_args_set_int(args, "remove_padding", 1))
+        r = recreate(c, f, args, unpad_context);
+    else
+        r = gwr_rewrite_fail(c, GWR_ERR_NOMEM, "out of memory");
+    gwr_args_free(args);
+    return r;
+}
+
+static const char *const gpt_attention_ops[] = {"gwr::GPTAttention", NULL};
+
+const gwr_pattern_rewriter gwr_pattern_gpt_attention_remove_padding = {
+    .name = "gpt_attention_remove_padding",
+    .root_ops = gpt_attention_ops,
+    .match_and_rewrite = remove_padding,
+};
+
+/* ---- fuse_attention_with_bias ----------------------------------------------- */
+
+static int fuse_bias(gwr_rewrite_ctx *c, gwr_layer *l) {
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    if (gwr_layer_ew_op(l) != GWR_EW_SUM || gwr_layer_num_inputs(l) != 2)
+        return gwr_rewrite_no_match(c, "not a two-input SUM");
+    gwr_tensor *o = gwr_layer_output(l, 0);
+    if (gwr_tensor_output_index(o) >= 0) return gwr_rewrite_no_match(c, "'%s' is a network output", gwr_tensor_name(o));
+    gwr_layer *user = sole_reader(o);
+    if (!user) return gwr_rewrite_no_match(c, "'%s' has %lld readers", gwr_tensor_name(o), (long long)gwr_tensor_num_live_users(o));
+    if (!is_gpt_attention(user)) return gwr_rewrite_no_match(c, "read by '%s', not a GPTAttention", gwr_layer_name(user));
+    gwr_flayer *f = gwr_flayer_get(net, user);
+    if (!f) return gwr_rewrite_no_match(c, "'%s' has no FLayerInfo", gwr_layer_name(user));
+    if (gwr_flayer_get_input(f, "qkv") != o) return gwr_rewrite_no_match(c, "not the plugin's qkv");
+    if (gwr_flayer_get_input(f, "qkv_bias")) return gwr_rewrite_no_match(c, "qkv_bias is already set");
+    gwr_tensor *in[2] = {gwr_layer_input(l, 0), gwr_layer_input(l, 1)};
+    int k = is_constant(in[1]) ? 1 : is_constant(in[0]) ? 0 : -1;
+    if (k < 0) return gwr_rewrite_no_match(c, "neither input is a constant");
+    gwr_tensor *bias = in[k], *x = in[1 - k];
+    if (is_constant(x)) return gwr_rewrite_no_match(c, "both inputs are constants");
+    /* The bias must be 1-D over qkv's last dim, and x already of qkv's
+     * shape (the Add must not broadcast x). */
+    int r = gwr_tensor_rank(o);
+    if (gwr_tensor_rank(bias) != 1 || r < 1 || gwr_tensor_dim(bias, 0) != gwr_tensor_dim(o, -1) ||
+        !GWR_DIM_IS_KNOWN(gwr_tensor_dim(bias, 0)) || gwr_tensor_rank(x) != r ||
+        memcmp(gwr_tensor_dims(x), gwr_tensor_dims(o), (size_t)r * sizeof(gwr_dim)) ||
+        gwr_tensor_dtype(x) != gwr_tensor_dtype(bias))
+        return gwr_rewrite_no_match(c, "the bias is not a 1-D constant over qkv's last dim");
+    gwr_args *args = gwr_flayer_clone_inputs(f);
+    if (!args) return gwr_rewrite_fail(c, GWR_ERR_NOMEM, "out of memory");
+    int ret;
+    if (!gwr_args_set_tensor(args, "qkv", x) && !gwr_args_set_tensor(args, "qkv_bias", bias)) {
+        ret = recreate(c, f, args, NULL);
+        if (ret > 0 && gwr_layer_mark_as_removed(l)) ret = gwr_rewrite_fail(c, GWR_ERR_STATE, "cannot remove the Add");
+    } else {
+        ret = gwr_rewrite_fail(c, GWR_ERR_NOMEM, "out of memory");
+    }
+    gwr_args_free(args);
+    return ret;
+}
+
+const gwr_pattern_rewriter gwr_pattern_fuse_attention_with_bias = {
+    .name = "fuse_attention_with_bias",
+    .root_classes = GWR_ROOT_CLASS(GWR_LAYER_ELEMENTWISE),
+    .match_and_rewrite = fuse_bias,
+};

@@ -1,0 +1,519 @@
+/* driver.c - the rewrite manager and its driver.
+ *
+ * The driver keeps a worklist (a stack of layers, with a flag per layer
+ * index saying whether it is on it). It starts with every live layer, so
+ * that popping visits them in network order; each layer is offered to the
+ * patterns that root on it, best first, until one changes the network.
+ * A listener on the network sees every change a pattern makes and pushes
+ * what it touched: layers created, users of replaced tensors, layers whose
+ * inputs or attributes changed, producers whose outputs lost a reader, and
+ * the root itself when it survives. So the run reaches a fixpoint while
+ * visiting only what changed, and a rewrite limit turns a pattern set that
+ * never settles into GWR_ERR_NOT_CONVERGED.
+ *
+ * Layer indices do not change during a run (no prune or toposort until the
+ * end), so the flag array is indexed by gwr_layer_index. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rewrite/rewrite_internal.h"
+
+typedef struct rw_listener_entry {
+    gwr_rewrite_listener ls;
+    int id;
+} rw_listener_entry;
+
+struct gwr_rewrite_manager {
+    rw_table table;
+    gwr_rewrite_options opts;
+    rw_listener_entry *listeners;
+    int64_t nlisteners, listeners_cap;
+    int next_listener_id;
+    gwr_rewrite_summary summary;
+    int running;
+    void **kept;                  /* trace states (trace.c), freed with the manager */
+    int64_t nkept, kept_cap;
+    char errmsg[GWR_ERRMSG_MAX];
+};
+
+#define LAST_N 16
+
+typedef struct rw_run {
+    gwr_rewrite_manager *m;
+    gwr_network *net;
+    gwr_rewrite_ctx ctx;
+    gwr_layer **wl;               /* the worklist: a stack */
+    int64_t nwl, wl_cap;
+    uint8_t *on;                  /* on[i]: layer of index i is on the worklist */
+    int64_t on_cap;
+    int revisit;                  /* push what changes touch (not in single pass) */
+    int nomem;
+    uint64_t rng;
+    /* The change being made now. */
+    gwr_layer **added, **removed;
+    int64_t nadded, added_cap, nremoved, removed_cap;
+    int64_t nreplaced, nmodified, nevents;
+    int64_t rewrites, limit;
+    int last[LAST_N];             /* indices of the patterns that fired last */
+} rw_run;
+
+/* ---- the worklist ---- */
+
+static int on_reserve(rw_run *r, int64_t idx) {
+    if (idx < r->on_cap) return 0;
+    int64_t old = r->on_cap;
+    if (gwr_grow((void **)&r->on, 1, &r->on_cap, idx + 1)) return -1;
+    memset(r->on + old, 0, (size_t)(r->on_cap - old));
+    return 0;
+}
+
+static void push(rw_run *r, gwr_layer *l) {
+    if (!l || l->net != r->net || (l->flags & LF_REMOVED)) return;
+    if (on_reserve(r, l->index) || gwr_grow((void **)&r->wl, sizeof *r->wl, &r->wl_cap, r->nwl + 1)) {
+        r->nomem = 1;
+        return;
+    }
+    if (r->on[l->index]) return;
+    r->on[l->index] = 1;
+    r->wl[r->nwl++] = l;
+}
+
+static uint64_t rng_next(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+static gwr_layer *pop(rw_run *r) {
+    if (r->rng) {
+        int64_t k = (int64_t)(rng_next(&r->rng) % (uint64_t)r->nwl);
+        gwr_layer *t = r->wl[k];
+        r->wl[k] = r->wl[r->nwl - 1];
+        r->wl[r->nwl - 1] = t;
+    }
+    gwr_layer *l = r->wl[--r->nwl];
+    r->on[l->index] = 0;
+    return l;
+}
+
+/* ---- what the network tells us ---- */
+
+static int record(gwr_layer ***v, int64_t *n, int64_t *cap, gwr_layer *l) {
+    if (gwr_grow((void **)v, sizeof **v, cap, *n + 1)) return -1;
+    (*v)[(*n)++] = l;
+    return 0;
+}
+
+#define EACH_LISTENER(r, cb, ...)                                                   \
+    do {                                                                            \
+        for (int64_t i_ = 0; i_ < (r)->m->nlisteners; i_++)                         \
+            if ((r)->m->listeners[i_].ls.cb)                                        \
+                (r)->m->listeners[i_].ls.cb((r)->m->listeners[i_].ls.ctx, __VA_ARGS__); \
+    } while (0)
+
+static const char *cur_label(const rw_run *r) { return r->ctx.cur ? r->ctx.cur->label : NULL; }
+
+static void on_added(void *ctx, gwr_layer *l) {
+    rw_run *r = ctx;
+    r->nevents++;
+    if (l->net != r->net) return;
+    if (record(&r->added, &r->nadded, &r->added_cap, l)) r->nomem = 1;
+    if (r->revisit) push(r, l);
+    EACH_LISTENER(r, layer_added, cur_label(r), l);
+}
+
+static void on_removed(void *ctx, gwr_layer *l) {
+    rw_run *r = ctx;
+    r->nevents++;
+    if (l->net != r->net) return;
+    if (record(&r->removed, &r->nremoved, &r->removed_cap, l)) r->nomem = 1;
+    /* Its producers lost a reader: "used only once" may now hold. */
+    if (r->revisit)
+        for (int i = 0; i < l->ninputs; i++)
+            if (l->inputs[i]) push(r, l->inputs[i]->producer);
+    EACH_LISTENER(r, layer_removed, cur_label(r), l);
+}
+
+/* A layer created in this change was taken out again (a builder failed):
+ * forget it. It was pushed last, so it is near the top. */
+static void on_dropped(void *ctx, gwr_layer *l) {
+    rw_run *r = ctx;
+    if (l->net != r->net) return;
+    if (l->index < r->on_cap && r->on[l->index]) {
+        for (int64_t i = r->nwl - 1; i >= 0; i--)
+            if (r->wl[i] == l) {
+                memmove(&r->wl[i], &r->wl[i + 1], (size_t)(r->nwl - i - 1) * sizeof *r->wl);
+                r->nwl--;
+                break;
+            }
+        r->on[l->index] = 0;
+    }
+    for (int64_t i = r->nadded - 1; i >= 0; i--)
+        if (r->added[i] == l) {
+            memmove(&r->added[i], &r->added[i + 1], (size_t)(r->nadded - i - 1) * sizeof *r->added);
+            r->nadded--;
+            break;
+        }
+}
+
+static void on_replaced(void *ctx, gwr_tensor *old_t, gwr_tensor *new_t) {
+    rw_run *r = ctx;
+    r->nevents++;
+    r->nreplaced++;
+    if (r->revisit) {
+        const gwr_use *u = new_t->cap <= 1 ? &new_t->uses.one : new_t->uses.many;
+        for (int32_t i = 0; i < new_t->nuses; i++) push(r, u[i].layer);
+        push(r, new_t->producer);
+        push(r, old_t->producer);
+    }
+    EACH_LISTENER(r, tensor_replaced, cur_label(r), old_t, new_t);
+}
+
+static void on_input_changed(void *ctx, gwr_layer *l, int slot, gwr_tensor *old_t) {
+    (void)slot;
+    rw_run *r = ctx;
+    r->nevents++;
+    r->nmodified++;
+    if (r->revisit) {
+        push(r, l);
+        if (old_t) push(r, old_t->producer);
+        if (l->inputs[slot]) push(r, l->inputs[slot]->producer);
+    }
+}
+
+static void on_modified(void *ctx, gwr_layer *l) {
+    rw_run *r = ctx;
+    r->nevents++;
+    r->nmodified++;
+    if (r->revisit) push(r, l);
+}
+
+/* ---- the manager ---- */
+
+gwr_rewrite_manager *gwr_rewrite_manager_new(void) {
+    gwr_rewrite_manager *m = calloc(1, sizeof *m);
+    if (!m) gwr_set_last_error(GWR_ERR_NOMEM, "out of memory");
+    return m;
+}
+
+void gwr_rewrite_manager_free(gwr_rewrite_manager *m) {
+    if (!m) return;
+    rw_table_free(&m->table);
+    free(m->listeners);
+    for (int64_t i = 0; i < m->nkept; i++) free(m->kept[i]);
+    free(m->kept);
+    free(m);
+}
+
+const char *gwr_rewrite_manager_errmsg(const gwr_rewrite_manager *m) { return m ? m->errmsg : ""; }
+
+#define NULL_CHECK(m, what)                                                        \
+    if (!(m)) return gwr_set_last_error(GWR_ERR_INVALID_ARG, what ": NULL manager"); \
+    if ((m)->running) return gwr_fmt_error((m)->errmsg, GWR_ERR_STATE, what ": the manager is running")
+
+gwr_status gwr_rewrite_manager_add(gwr_rewrite_manager *m, const char *label, const gwr_pattern_rewriter *p,
+                                   int benefit) {
+    NULL_CHECK(m, "gwr_rewrite_manager_add");
+    if (!p) return gwr_fmt_error(m->errmsg, GWR_ERR_INVALID_ARG, "gwr_rewrite_manager_add: NULL pattern");
+    const char *who = label ? label : "?";
+    if (p->separate_match_rewrite ? !p->match || !p->rewrite : !p->match_and_rewrite)
+        return gwr_fmt_error(m->errmsg, GWR_ERR_INVALID_ARG,
+                             "pattern '%s': %s", who,
+                             p->separate_match_rewrite ? "separate_match_rewrite needs match and rewrite"
+                                                       : "needs match_and_rewrite (or separate_match_rewrite with "
+                                                         "match and rewrite)");
+    rw_pattern *r;
+    gwr_status s = rw_table_add(&m->table, m->errmsg, "gwr_rewrite_manager_add", label, p->name, p->root_classes,
+                                p->root_ops, benefit, &r);
+    if (s) return s;
+    r->rw = *p;
+    r->rw.name = r->name;
+    r->rw.root_ops = r->nops ? (const char *const *)r->ops : NULL;
+    return GWR_OK;
+}
+
+const gwr_pattern_rewriter *gwr_rewrite_manager_get(const gwr_rewrite_manager *m, const char *label) {
+    rw_pattern *p = m ? rw_table_find(&m->table, label) : NULL;
+    return p ? &p->rw : NULL;
+}
+
+int gwr_rewrite_manager_count(const gwr_rewrite_manager *m) { return m ? (int)m->table.n : 0; }
+
+const char *gwr_rewrite_manager_label(const gwr_rewrite_manager *m, int i) {
+    return m && i >= 0 && i < m->table.n ? m->table.v[i]->label : NULL;
+}
+
+int gwr_rewrite_manager_benefit(const gwr_rewrite_manager *m, int i) {
+    return m && i >= 0 && i < m->table.n ? m->table.v[i]->benefit : 0;
+}
+
+gwr_status gwr_rewrite_manager_set_options(gwr_rewrite_manager *m, const gwr_rewrite_options *o) {
+    NULL_CHECK(m, "gwr_rewrite_manager_set_options");
+    if (!o) memset(&m->opts, 0, sizeof m->opts);
+    else m->opts = *o;
+    return GWR_OK;
+}
+
+int gwr_rewrite_manager_add_listener(gwr_rewrite_manager *m, const gwr_rewrite_listener *ls) {
+    if (!m || !ls || m->running) {
+        if (m) gwr_fmt_error(m->errmsg, GWR_ERR_INVALID_ARG, "gwr_rewrite_manager_add_listener: NULL listener or running");
+        return -1;
+    }
+    if (gwr_grow((void **)&m->listeners, sizeof *m->listeners, &m->listeners_cap, m->nlisteners + 1)) {
+        gwr_fmt_error(m->errmsg, GWR_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    m->listeners[m->nlisteners].ls = *ls;
+    m->listeners[m->nlisteners].id = m->next_listener_id;
+    m->nlisteners++;
+    return m->next_listener_id++;
+}
+
+gwr_status gwr_rewrite_manager_remove_listener(gwr_rewrite_manager *m, int id) {
+    NULL_CHECK(m, "gwr_rewrite_manager_remove_listener");
+    for (int64_t i = 0; i < m->nlisteners; i++)
+        if (m->listeners[i].id == id) {
+            memmove(&m->listeners[i], &m->listeners[i + 1], (size_t)(m->nlisteners - i - 1) * sizeof *m->listeners);
+            m->nlisteners--;
+            return GWR_OK;
+        }
+    return gwr_fmt_error(m->errmsg, GWR_ERR_NOT_FOUND, "no listener with id %d", id);
+}
+
+gwr_status gwr_rewrite_manager_stats(const gwr_rewrite_manager *m, int i, gwr_pattern_stats *out) {
+    if (!m || !out || i < 0 || i >= m->table.n)
+        return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_rewrite_manager_stats: bad argument");
+    *out = m->table.v[i]->stats;
+    return GWR_OK;
+}
+
+gwr_status gwr_rewrite_manager_summary(const gwr_rewrite_manager *m, gwr_rewrite_summary *out) {
+    if (!m || !out) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_rewrite_manager_summary: NULL argument");
+    *out = m->summary;
+    return GWR_OK;
+}
+
+gwr_status rw_manager_error(gwr_rewrite_manager *m, gwr_status s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    gwr_vfmt_error(m->errmsg, s, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+/* Internal to trace.c: the manager frees `state` (malloc'd) with itself. */
+int rw_manager_keep(gwr_rewrite_manager *m, void *state);
+int rw_manager_keep(gwr_rewrite_manager *m, void *state) {
+    if (gwr_grow((void **)&m->kept, sizeof *m->kept, &m->kept_cap, m->nkept + 1)) return -1;
+    m->kept[m->nkept++] = state;
+    return 0;
+}
+
+/* ---- one run ---- */
+
+/* "'a' (12 of the last 16 rewrites), 'b' (4)" */
+static void name_last(rw_run *r, char *buf, size_t size) {
+    int n = r->rewrites < LAST_N ? (int)r->rewrites : LAST_N;
+    int counts[LAST_N] = {0}, idx[LAST_N], k = 0;
+    for (int i = 0; i < n; i++) {
+        int j = 0;
+        while (j < k && idx[j] != r->last[i]) j++;
+        if (j == k) idx[k++] = r->last[i];
+        counts[j]++;
+    }
+    size_t off = 0;
+    buf[0] = 0;
+    for (int j = 0; j < k && off < size; j++) {
+        int best = j;
+        for (int q = j + 1; q < k; q++)
+            if (counts[q] > counts[best]) best = q;
+        int tc = counts[j], ti = idx[j];
+        counts[j] = counts[best], idx[j] = idx[best];
+        counts[best] = tc, idx[best] = ti;
+        int w = snprintf(buf + off, size - off, "%s'%s' (%d of the last %d)", j ? ", " : "",
+                         r->m->table.v[idx[j]]->label, counts[j], n);
+        if (w < 0) break;
+        off += (size_t)w;
+    }
+}
+
+static void begin_change(rw_run *r) {
+    r->nadded = r->nremoved = 0;
+    r->nreplaced = r->nmodified = 0;
+}
+
+/* Offers layer l to its patterns until one changes the network.
+ * Returns 1 changed, 0 not, or a failure status as -status. */
+static int offer(rw_run *r, gwr_layer *l, rw_pattern *const *cands) {
+    gwr_rewrite_manager *m = r->m;
+    const gwr_rewrite_options *o = &m->opts;
+    gwr_rewrite_ctx *c = &r->ctx;
+    for (; *cands; cands++) {
+        rw_pattern *p = *cands;
+        rw_ctx_begin(c, p, l);
+        p->stats.attempts++;
+        double t0 = o->time_patterns ? rw_now() : 0;
+        begin_change(r);
+        int64_t ev0 = r->nevents;
+        int ret;
+        const char *bad = NULL;
+        if (p->rw.separate_match_rewrite) {
+            ret = p->rw.match(c, l);
+            if (ret > 0) {
+                if (o->debug && r->nevents != ev0) bad = "changed the network in match";
+                p->stats.matches++;
+                gwr_status s = bad ? GWR_OK : p->rw.rewrite(c, l);
+                ret = s ? -(int)s : 1;
+                if (!s && !bad && o->debug && r->nevents == ev0) bad = "claimed a change (rewrite returned GWR_OK) and made none";
+            } else if (ret == 0 && o->debug && r->nevents != ev0) {
+                bad = "changed the network in match";
+            }
+        } else {
+            ret = p->rw.match_and_rewrite(c, l);
+            if (ret > 0) p->stats.matches++;
+            if (o->debug && ret > 0 && r->nevents == ev0) bad = "claimed a change (match_and_rewrite returned 1) and made none";
+            if (o->debug && ret == 0 && r->nevents != ev0) bad = "returned 0 (no match) but changed the network";
+        }
+        if (o->time_patterns) p->stats.seconds += rw_now() - t0;
+        if (r->nomem) return -(int)gwr_fmt_error(m->errmsg, GWR_ERR_NOMEM, "out of memory");
+        if (bad)
+            return -(int)gwr_fmt_error(m->errmsg, GWR_ERR_STATE, "pattern '%s' %s, at layer '%s' (%s)", p->label, bad,
+                                       l->name, l->info->name);
+        if (ret < 0) {
+            gwr_status s;
+            const char *msg = rw_ctx_failure(c, ret, &s);
+            return -(int)gwr_fmt_error(m->errmsg, s, "pattern '%s' failed at layer '%s' (%s): %s", p->label, l->name,
+                                       l->info->name, msg);
+        }
+        if (ret == 0) {
+            if (c->want_reason) EACH_LISTENER(r, match_failed, p->label, l, c->reason);
+            continue;
+        }
+        /* A change. */
+        p->stats.rewrites++;
+        r->last[r->rewrites % LAST_N] = p->index;
+        r->rewrites++;
+        if (m->nlisteners) {
+            gwr_rewrite_event e = {r->rewrites, p->label, p->name, l, r->added, r->nadded, r->removed, r->nremoved,
+                                   r->nreplaced, r->nmodified};
+            EACH_LISTENER(r, pattern_applied, &e);
+        }
+        if (o->debug && gwr_network_verify(r->net))
+            return -(int)gwr_fmt_error(m->errmsg, GWR_ERR_INVALID_GRAPH,
+                                       "the network is invalid after pattern '%s' at layer '%s': %s", p->label,
+                                       l->name, gwr_network_errmsg(r->net));
+        if (r->revisit) push(r, l);
+        if (r->nomem) return -(int)gwr_fmt_error(m->errmsg, GWR_ERR_NOMEM, "out of memory");
+        if (r->limit >= 0 && r->rewrites > r->limit) {
+            char names[300];
+            name_last(r, names, sizeof names);
+            return -(int)gwr_fmt_error(m->errmsg, GWR_ERR_NOT_CONVERGED,
+                                       "no fixpoint after %lld rewrites (limit %lld); still firing: %s",
+                                       (long long)r->rewrites, (long long)r->limit, names);
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static int visit(rw_run *r, gwr_layer *l) {
+    rw_pattern *const *cands = rw_candidates(&r->m->table, l);
+    if (!cands) return -(int)gwr_fmt_error(r->m->errmsg, GWR_ERR_NOMEM, "out of memory");
+    if (!*cands) return 0;
+    return offer(r, l, cands);
+}
+
+static int run_worklist(rw_run *r) {
+    gwr_network *net = r->net;
+    int64_t n = net->nlayers;
+    if (on_reserve(r, n) || gwr_grow((void **)&r->wl, sizeof *r->wl, &r->wl_cap, n + 1))
+        return -(int)gwr_fmt_error(r->m->errmsg, GWR_ERR_NOMEM, "out of memory");
+    /* Pushed in reverse so that pops follow network order. */
+    for (int64_t i = n - 1; i >= 0; i--) {
+        gwr_layer *l = net->layers[i];
+        if (l->flags & LF_REMOVED) continue;
+        r->on[l->index] = 1;
+        r->wl[r->nwl++] = l;
+    }
+    while (r->nwl) {
+        gwr_layer *l = pop(r);
+        if (l->flags & LF_REMOVED) continue;
+        r->m->summary.visited++;
+        int ret = visit(r, l);
+        if (ret < 0) return ret;
+    }
+    return 0;
+}
+
+/* The reference's behaviour: after every change, scan again from the
+ * first layer. Quadratic; kept to measure what the worklist saves. */
+static int run_rescan(rw_run *r) {
+    int64_t i = 0;
+    while (i < r->net->nlayers) {
+        gwr_layer *l = r->net->layers[i++];
+        if (l->flags & LF_REMOVED) continue;
+        r->m->summary.visited++;
+        int ret = visit(r, l);
+        if (ret < 0) return ret;
+        if (ret > 0) i = 0;
+    }
+    return 0;
+}
+
+gwr_status gwr_rewrite_manager_rewrite(gwr_rewrite_manager *m, gwr_network *net, const gwr_args *args) {
+    NULL_CHECK(m, "gwr_rewrite_manager_rewrite");
+    if (!net) return gwr_fmt_error(m->errmsg, GWR_ERR_INVALID_ARG, "gwr_rewrite_manager_rewrite: NULL network");
+    double t0 = rw_now();
+    m->errmsg[0] = 0;
+    memset(&m->summary, 0, sizeof m->summary);
+    for (int64_t i = 0; i < m->table.n; i++) memset(&m->table.v[i]->stats, 0, sizeof m->table.v[i]->stats);
+    gwr_status s = rw_table_freeze(&m->table, m->errmsg);
+    if (s) return s;
+    const gwr_rewrite_options *o = &m->opts;
+    rw_run r = {.m = m, .net = net, .revisit = !o->single_pass && !o->full_rescan};
+    r.rng = o->shuffle_seed ? o->shuffle_seed * 0x9E3779B97F4A7C15ULL | 1 : 0;
+    r.ctx.net = net;
+    r.ctx.args = args;
+    for (int64_t i = 0; i < m->nlisteners; i++)
+        if (m->listeners[i].ls.match_failed) r.ctx.want_reason = 1;
+    int64_t live = gwr_network_num_live_layers(net);
+    m->summary.layers_before = live;
+    r.limit = o->max_rewrites ? o->max_rewrites : 8 * net->nlayers + 64;
+    gwr_listener ls = {.layer_added = on_added,
+                       .layer_removed = on_removed,
+                       .layer_dropped = on_dropped,
+                       .tensor_replaced = on_replaced,
+                       .input_changed = on_input_changed,
+                       .layer_modified = on_modified,
+                       .ctx = &r};
+    int id = gwr_network_add_listener(net, &ls);
+    if (id < 0) {
+        rw_table_thaw(&m->table);
+        return gwr_fmt_error(m->errmsg, GWR_ERR_NOMEM, "cannot listen to the network: %s", gwr_network_errmsg(net));
+    }
+    m->running = 1;
+    int ret = o->full_rescan ? run_rescan(&r) : run_worklist(&r);
+    m->running = 0;
+    gwr_network_remove_listener(net, id);
+    rw_table_thaw(&m->table);
+    free(r.wl);
+    free(r.on);
+    free(r.added);
+    free(r.removed);
+    free(r.ctx.match);
+    m->summary.rewrites = r.rewrites;
+    s = ret < 0 ? (gwr_status)-ret : GWR_OK;
+    if (!s && !o->keep_dead) {
+        int64_t pruned = 0;
+        s = gwr_network_prune(net, &pruned);
+        if (s) gwr_fmt_error(m->errmsg, s, "after the rewrites: %s", gwr_network_errmsg(net));
+        m->summary.pruned = pruned;
+    }
+    m->summary.converged = s == GWR_OK;
+    m->summary.layers_after = gwr_network_num_live_layers(net);
+    m->summary.seconds = rw_now() - t0;
+    return s;
+}

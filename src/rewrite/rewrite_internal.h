@@ -1,0 +1,96 @@
+/* rewrite_internal.h - the pattern table shared by the two managers: each
+ * pattern's copy, the priority order, and the dispatch index (layer class
+ * and op -> the patterns to offer, best first). Not part of the public
+ * API. */
+#ifndef GWR_REWRITE_INTERNAL_H
+#define GWR_REWRITE_INTERNAL_H
+
+#include "gwr/rewrite.h"
+#include "ir/ir_internal.h"
+#include "util/util.h"
+
+/* One pattern kept by a manager. */
+typedef struct rw_pattern {
+    char *label, *name;
+    int benefit;
+    int64_t order;                /* insertion number: ties keep it */
+    int index;                    /* position in priority order */
+    uint64_t classes;
+    int any;                      /* no root class and no root op */
+    int nops;
+    char **ops;                   /* NULL-terminated copies of root_ops, as given */
+    char **op_domain, **op_name;  /* parsed root ops */
+    gwr_op_id *op_id;             /* GWR_OP_CUSTOM for ops the table lacks */
+    gwr_pattern_rewriter rw;      /* the caller's struct, strings pointing at our copies */
+    gwr_pattern_analyzer an;
+    gwr_pattern_stats stats;
+} rw_pattern;
+
+typedef struct rw_table {
+    rw_pattern **v;               /* priority order: benefit descending, then insertion */
+    int64_t n, cap;
+    int64_t next_order;
+    int frozen;
+    rw_pattern **class_lists[GWR_LAYER_TYPE_COUNT]; /* NULL-terminated */
+    rw_pattern ***op_lists;       /* by op id; NULL where no pattern names the op */
+    gwr_ptrmap custom;            /* custom op info -> list, filled lazily per run */
+    int has_custom_ops;
+} rw_table;
+
+/* Adds a pattern record (strings copied); the caller fills rw or an.
+ * GWR_ERR_DUPLICATE, GWR_ERR_INVALID_ARG (message in errbuf). */
+gwr_status rw_table_add(rw_table *t, char *errbuf, const char *what, const char *label, const char *name,
+                        uint64_t classes, const char *const *root_ops, int benefit, rw_pattern **out);
+rw_pattern *rw_table_find(const rw_table *t, const char *label);
+/* Builds the dispatch index; GWR_ERR_NOMEM. */
+gwr_status rw_table_freeze(rw_table *t, char *errbuf);
+/* Drops the index (the custom-op cache refers to a network's op infos). */
+void rw_table_thaw(rw_table *t);
+void rw_table_free(rw_table *t);
+/* Patterns of custom-op layer l (filled lazily); NULL on allocation failure. */
+rw_pattern *const *rw_custom_candidates(rw_table *t, const gwr_layer *l);
+
+/* The patterns to offer layer l, best first, NULL-terminated; NULL only
+ * on allocation failure. */
+static inline rw_pattern *const *rw_candidates(rw_table *t, const gwr_layer *l) {
+    if (l->op_id != GWR_OP_CUSTOM) {
+        rw_pattern **o = t->op_lists ? t->op_lists[l->op_id] : NULL;
+        return o ? o : t->class_lists[l->type];
+    }
+    return t->has_custom_ops ? rw_custom_candidates(t, l) : t->class_lists[l->type];
+}
+
+/* What callbacks see (gwr_rewrite_ctx). */
+struct gwr_rewrite_ctx {
+    gwr_network *net;
+    const gwr_args *args;
+    rw_pattern *cur;
+    gwr_layer *root;
+    int want_reason;
+    char reason[256];
+    int failed;
+    gwr_status fail_status;
+    char fail_msg[GWR_ERRMSG_MAX];
+    int analyzing;
+    gwr_layer **match;
+    int64_t nmatch, match_cap;
+};
+
+/* Resets the per-attempt fields of c. */
+static inline void rw_ctx_begin(gwr_rewrite_ctx *c, rw_pattern *p, gwr_layer *l) {
+    c->cur = p;
+    c->root = l;
+    c->reason[0] = 0;
+    c->failed = 0;
+    c->nmatch = 0;
+}
+
+/* The message of a failed callback: its own, or the network's. */
+const char *rw_ctx_failure(const gwr_rewrite_ctx *c, int ret, gwr_status *status);
+
+double rw_now(void);
+
+/* Leaves a message on a rewrite manager (for the passes room). */
+gwr_status rw_manager_error(gwr_rewrite_manager *m, gwr_status s, const char *fmt, ...) GWR_PRINTF(3, 4);
+
+#endif

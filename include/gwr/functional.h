@@ -272,6 +272,12 @@ GWR_API gwr_status gwr_call(gwr_network *net, const char *kind, const gwr_args *
 /* FLayerInfo: a recorded call signature. Owned by the network's memo. */
 typedef struct gwr_flayer gwr_flayer;
 
+/* Records an FLayerInfo of functional `kind` on an existing layer l (one
+ * loaded from a file, say), as if gwr_call had made it: args are bound
+ * onto kind's signature, the outputs are l's. GWR_ERR_DUPLICATE when l
+ * has one already, GWR_ERR_NOT_FOUND for an unregistered kind. */
+GWR_API gwr_status gwr_flayer_record(gwr_network *net, gwr_layer *l, const char *kind, const gwr_args *args);
+
 /* The FLayerInfo recorded on l, or NULL (none, or l was removed). O(1). */
 GWR_API gwr_flayer *gwr_flayer_get(const gwr_network *net, const gwr_layer *l);
 /* Number of entries in the network's memo. */

@@ -29,6 +29,11 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_gpt_attention_remove_paddi
  * re-created, the Add is removed. Root ELEMENTWISE. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_attention_with_bias;
 
+/* Records the FLayerInfo of every gwr::GPTAttention plugin layer that has
+ * none (one loaded from ONNX), from its inputs and attributes, so that the
+ * plugin patterns can re-create it. *nrecorded (may be NULL) gets the count. */
+GWR_API gwr_status gwr_passes_recover_flayers(gwr_network *net, int64_t *nrecorded);
+
 /* The built-in patterns, in a stable order. */
 GWR_API int gwr_passes_count(void);
 GWR_API const char *gwr_passes_label(int i);

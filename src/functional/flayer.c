@@ -159,17 +159,37 @@ static memo *memo_of(gwr_network *net, int create) {
     return m;
 }
 
-/* ---- gwr_call ---- */
-
 #define MAX_OUTS 64
 
-gwr_status gwr_call(gwr_network *net, const char *kind, const gwr_args *args, gwr_tensor **outs, int max_outs,
-                    int *nouts) {
-    if (!net || !kind) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_call: NULL argument");
-    if (max_outs < 0 || (max_outs && !outs)) return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "gwr_call: bad outs");
-    const gwr_fn_functional *fn = gwr_fn_functional_find(kind);
-    if (!fn) return gwr_ir_error(net, GWR_ERR_NOT_FOUND, "gwr_call: no functional '%s' is registered", kind);
-    /* Bind the arguments onto the signature, in its order. */
+/* Records an FLayerInfo on layer l: takes `bound` (the arguments bound
+ * onto kind's signature), copies the n outputs. */
+static gwr_status memo_record(gwr_network *net, gwr_layer *l, const char *kind, gwr_args *bound,
+                              gwr_tensor *const *o, int n) {
+    memo *m = memo_of(net, 1);
+    gwr_flayer *f = calloc(1, sizeof *f);
+    if (!m || !f || !(f->kind = gwr_strdup(kind)) || !(f->outputs = malloc((size_t)(n ? n : 1) * sizeof *o))) {
+        if (f) free(f->kind);
+        free(f);
+        gwr_args_free(bound);
+        return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+    }
+    f->layer = l;
+    f->inputs = bound;
+    f->noutputs = n;
+    if (n) memcpy(f->outputs, o, (size_t)n * sizeof *o);
+    ref_ctx c = {m, f, 0};
+    gwr_fn_args_each_tensor(bound, ref_add, &c);
+    if (c.failed || gwr_ptrmap_put(&m->by_layer, f->layer, f)) {
+        gwr_fn_args_each_tensor(bound, ref_del, &c);
+        flayer_free(f);
+        return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+    }
+    return GWR_OK;
+}
+
+/* Binds args onto the signature of fn into a new list; message on net. */
+static gwr_status bind_args(gwr_network *net, const gwr_fn_functional *fn, const char *kind, const gwr_args *args,
+                            gwr_args **out) {
     gwr_args *bound = gwr_args_clone(fn->params);
     if (!bound) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
     for (int i = 0; args && i < gwr_args_count(args); i++) {
@@ -183,12 +203,53 @@ gwr_status gwr_call(gwr_network *net, const char *kind, const gwr_args *args, gw
             return s;
         }
     }
+    *out = bound;
+    return GWR_OK;
+}
+
+gwr_status gwr_flayer_record(gwr_network *net, gwr_layer *l, const char *kind, const gwr_args *args) {
+    if (!net || !l || !kind) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_flayer_record: NULL argument");
+    if (gwr_layer_network(l) != net)
+        return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "gwr_flayer_record: layer '%s' is not in this network",
+                            gwr_layer_name(l));
+    if (gwr_layer_is_removed(l))
+        return gwr_ir_error(net, GWR_ERR_STATE, "gwr_flayer_record: layer '%s' is removed", gwr_layer_name(l));
+    if (gwr_flayer_get(net, l))
+        return gwr_ir_error(net, GWR_ERR_DUPLICATE, "gwr_flayer_record: layer '%s' already has an FLayerInfo",
+                            gwr_layer_name(l));
+    const gwr_fn_functional *fn = gwr_fn_functional_find(kind);
+    if (!fn) return gwr_ir_error(net, GWR_ERR_NOT_FOUND, "gwr_flayer_record: no functional '%s' is registered", kind);
+    gwr_args *bound;
+    gwr_status s = bind_args(net, fn, kind, args, &bound);
+    if (s) return s;
+    gwr_tensor *outs[MAX_OUTS];
+    int n = gwr_layer_num_outputs(l);
+    if (n > MAX_OUTS) {
+        gwr_args_free(bound);
+        return gwr_ir_error(net, GWR_ERR_UNSUPPORTED, "gwr_flayer_record: more than %d outputs", MAX_OUTS);
+    }
+    for (int i = 0; i < n; i++) outs[i] = gwr_layer_output(l, i);
+    return memo_record(net, l, kind, bound, outs, n);
+}
+
+/* ---- gwr_call ---- */
+
+gwr_status gwr_call(gwr_network *net, const char *kind, const gwr_args *args, gwr_tensor **outs, int max_outs,
+                    int *nouts) {
+    if (!net || !kind) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_call: NULL argument");
+    if (max_outs < 0 || (max_outs && !outs)) return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "gwr_call: bad outs");
+    const gwr_fn_functional *fn = gwr_fn_functional_find(kind);
+    if (!fn) return gwr_ir_error(net, GWR_ERR_NOT_FOUND, "gwr_call: no functional '%s' is registered", kind);
+    /* Bind the arguments onto the signature, in its order. */
+    gwr_args *bound;
+    gwr_status s = bind_args(net, fn, kind, args, &bound);
+    if (s) return s;
     gwr_tensor *local[MAX_OUTS];
     gwr_tensor **o = outs ? outs : local;
     int cap = outs ? max_outs : MAX_OUTS, n = 0;
     int64_t before = net->nlayers;
     gwr_layer *last_before = net->last_added;
-    gwr_status s = fn->fn(net, bound, o, cap, &n, fn->user);
+    s = fn->fn(net, bound, o, cap, &n, fn->user);
     if (!s && (net->nlayers == before || net->last_added == last_before || !net->last_added))
         s = gwr_ir_error(net, GWR_ERR_STATE, "%s: the functional created no layer", kind);
     if (!s && (n < 0 || n > cap)) s = gwr_ir_error(net, GWR_ERR_STATE, "%s: bad output count %d", kind, n);
@@ -198,25 +259,7 @@ gwr_status gwr_call(gwr_network *net, const char *kind, const gwr_args *args, gw
         gwr_args_free(bound);
         return s;
     }
-    memo *m = memo_of(net, 1);
-    gwr_flayer *f = calloc(1, sizeof *f);
-    if (!m || !f || !(f->kind = gwr_strdup(kind)) || !(f->outputs = malloc((size_t)(n ? n : 1) * sizeof *o))) {
-        if (f) free(f->kind);
-        free(f);
-        gwr_args_free(bound);
-        return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
-    }
-    f->layer = net->last_added;
-    f->inputs = bound;
-    f->noutputs = n;
-    if (n) memcpy(f->outputs, o, (size_t)n * sizeof *o);
-    ref_ctx c = {m, f, 0};
-    gwr_fn_args_each_tensor(bound, ref_add, &c);
-    if (c.failed || gwr_ptrmap_put(&m->by_layer, f->layer, f)) {
-        gwr_fn_args_each_tensor(bound, ref_del, &c);
-        flayer_free(f);
-        return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
-    }
+    if ((s = memo_record(net, net->last_added, kind, bound, o, n))) return s;
     if (nouts) *nouts = n;
     return GWR_OK;
 }

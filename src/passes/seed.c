@@ -189,3 +189,30 @@ const gwr_pattern_rewriter gwr_pattern_fuse_attention_with_bias = {
     .root_classes = GWR_ROOT_CLASS(GWR_LAYER_ELEMENTWISE),
     .match_and_rewrite = fuse_bias,
 };
+
+/* ---- FLayerInfo for plugins loaded from files ------------------------------- */
+
+gwr_status gwr_passes_recover_flayers(gwr_network *net, int64_t *nrecorded) {
+    if (!net) return GWR_ERR_INVALID_ARG;
+    int64_t n = 0;
+    gwr_status s = GWR_OK;
+    for (int64_t i = 0; i < gwr_network_num_layers(net) && !s; i++) {
+        gwr_layer *l = gwr_network_layer(net, i);
+        if (!is_gpt_attention(l) || gwr_layer_is_removed(l) || gwr_flayer_get(net, l)) continue;
+        gwr_args *a = gwr_args_new();
+        if (!a) return GWR_ERR_NOMEM;
+        static const char *const tensors[] = {"qkv", "qkv_bias", "attention_mask"};
+        static const char *const ints[] = {"num_heads", "head_size", "remove_padding"};
+        for (int k = 0; k < 3; k++)
+            if (k < gwr_layer_num_inputs(l) && gwr_layer_input(l, k)) gwr_args_set_tensor(a, tensors[k], gwr_layer_input(l, k));
+        for (int k = 0; k < 3; k++) {
+            int64_t v;
+            if (!gwr_layer_get_int(l, ints[k], &v)) gwr_args_set_int(a, ints[k], v);
+        }
+        s = gwr_flayer_record(net, l, GWR_GPT_ATTENTION, a);
+        gwr_args_free(a);
+        n += !s;
+    }
+    if (nrecorded) *nrecorded = n;
+    return s;
+}

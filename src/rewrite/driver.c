@@ -172,11 +172,17 @@ static void on_replaced(void *ctx, gwr_tensor *old_t, gwr_tensor *new_t) {
     EACH_LISTENER(r, tensor_replaced, cur_label(r), old_t, new_t);
 }
 
+/* Was l created by the change being made (its own set-up is no edit)? */
+static int added_now(const rw_run *r, const gwr_layer *l) {
+    for (int64_t i = r->nadded - 1; i >= 0; i--)
+        if (r->added[i] == l) return 1;
+    return 0;
+}
+
 static void on_input_changed(void *ctx, gwr_layer *l, int slot, gwr_tensor *old_t) {
-    (void)slot;
     rw_run *r = ctx;
     r->nevents++;
-    r->nmodified++;
+    if (!added_now(r, l)) r->nmodified++;
     if (r->revisit) {
         push(r, l);
         if (old_t) push(r, old_t->producer);
@@ -187,7 +193,7 @@ static void on_input_changed(void *ctx, gwr_layer *l, int slot, gwr_tensor *old_
 static void on_modified(void *ctx, gwr_layer *l) {
     rw_run *r = ctx;
     r->nevents++;
-    r->nmodified++;
+    if (!added_now(r, l)) r->nmodified++;
     if (r->revisit) push(r, l);
 }
 

@@ -285,10 +285,76 @@ def make_odd_model(path):
     onnx.save(m, path)
 
 
+def count_ops(g):
+    c = {}
+    for n in g.node:
+        c[n.op_type] = c.get(n.op_type, 0) + 1
+    return c
+
+
+def check_add_to_sub(a_path, b_path):
+    """b is a with every two-input Add replaced by a Sub on the same inputs,
+    read by the same consumers; the interface is unchanged."""
+    a, b = onnx.load(a_path), onnx.load(b_path)
+    ca, cb = count_ops(a.graph), count_ops(b.graph)
+    expect("Add nodes after", cb.get("Add", 0), 0)
+    expect("Sub nodes after", cb.get("Sub", 0), ca.get("Sub", 0) + ca.get("Add", 0))
+    expect("other nodes", {k: v for k, v in cb.items() if k not in ("Add", "Sub")},
+           {k: v for k, v in ca.items() if k not in ("Add", "Sub")})
+    expect("inputs", [i.name for i in b.graph.input], [i.name for i in a.graph.input])
+    expect("outputs", [o.name for o in b.graph.output], [o.name for o in a.graph.output])
+    # Same dataflow: map each tensor to its expression with Add read as Sub.
+    def exprs(g, rename):
+        prod = {o: n for n in g.node for o in n.output}
+        memo = {}
+        def e(t):
+            if t in memo:
+                return memo[t]
+            n = prod.get(t)
+            if n is None:
+                r = t
+            elif n.op_type == "Constant" or not n.input:
+                r = n.op_type
+            else:
+                r = rename.get(n.op_type, n.op_type) + "(" + ",".join(e(i) for i in n.input) + ")"
+            memo[t] = r
+            return r
+        sys.setrecursionlimit(100000)
+        return [e(o.name) for o in g.output]
+    expect("dataflow", exprs(b.graph, {}), exprs(a.graph, {"Add": "Sub"}))
+
+
+def check_fused_attention(a_path, b_path, nplugins):
+    """b has every GPTAttention with its qkv bias folded in and remove_padding set."""
+    a, b = onnx.load(a_path), onnx.load(b_path)
+    ca, cb = count_ops(a.graph), count_ops(b.graph)
+    n = int(nplugins)
+    expect("GPTAttention nodes", cb.get("GPTAttention", 0), n)
+    expect("Add nodes", cb.get("Add", 0), ca.get("Add", 0) - n)
+    inits = {t.name: list(t.dims) for t in b.graph.initializer}
+    prod = {o: nd for nd in b.graph.node for o in nd.output}
+    for nd in b.graph.node:
+        if nd.op_type != "GPTAttention":
+            continue
+        expect("plugin domain", nd.domain, "gwr")
+        attrs = {x.name: onnx.helper.get_attribute_value(x) for x in nd.attribute}
+        expect("remove_padding", attrs.get("remove_padding"), 1)
+        bias = nd.input[1] if len(nd.input) > 1 else ""
+        if bias in inits:
+            expect("bias dims", inits[bias], [3 * attrs["num_heads"] * attrs["head_size"]])
+        elif bias in prod and prod[bias].op_type == "Constant":
+            pass
+        else:
+            fail("plugin %s: qkv_bias %r is not a constant" % (nd.name, bias))
+        expect("qkv producer", prod[nd.input[0]].op_type, "Reshape")
+    expect("outputs", [o.name for o in b.graph.output], [o.name for o in a.graph.output])
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     {"make-model": make_model, "make-odd-model": make_odd_model, "inspect": check_inspect, "inspect-text": check_inspect_text,
-     "same-nodes": check_same_nodes, "external": check_external}[cmd](*args)
+     "same-nodes": check_same_nodes, "external": check_external, "add-to-sub": check_add_to_sub,
+     "fused-attention": check_fused_attention}[cmd](*args)
 
 
 if __name__ == "__main__":

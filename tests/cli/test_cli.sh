@@ -36,6 +36,13 @@ lines() {
         fail=$((fail + 1)); echo "FAIL: $3: $n lines in $1, expected $2"; cat "$tmp/$1"; fi
 }
 
+# ok DESCRIPTION -- COMMAND...: COMMAND succeeds (its output is shown if not).
+ok() {
+    desc=$1; shift 2
+    if "$@" >"$tmp/chk" 2>&1; then pass=$((pass + 1)); else
+        fail=$((fail + 1)); echo "FAIL: $desc"; cat "$tmp/chk"; fi
+}
+
 expect 0 "--version" -- "$GWR" --version
 has out "^gwr [0-9]*\.[0-9]*\.[0-9]*$" "version line"
 expect 0 "--help" -- "$GWR" --help
@@ -49,32 +56,35 @@ expect 0 "demo --help" -- "$GWR" demo --help
 has out "usage: gwr demo" "demo help"
 expect 0 "help demo" -- "$GWR" help demo
 has out "usage: gwr demo" "help demo"
-expect 0 "demo" -- "$GWR" demo
+mkdir "$tmp/demo"
+expect 0 "demo" -- "$GWR" demo --dir "$tmp/demo"
 has out "network 'demo'" "demo prints the network"
 has out "GPTAttention" "demo has the attention plugin"
 has out "FLayerInfo of" "demo shows an FLayerInfo"
-expect 0 "demo with ONNX attention" -- "$GWR" demo --onnx-attention --blocks 1
+has out "^#1 fuse_attention_with_bias at 'Add_6' (Add): +GPTAttention_" "demo traces the fusion first"
+has out "^#2 gpt_attention_remove_padding at 'GPTAttention_" "then remove-padding on the new plugin"
+has out "^replace_add_with_sub  *1  *27  *10  *10 " "demo statistics"
+has out "converged" "demo converges"
+for f in demo.onnx demo.rewritten.onnx demo.dot demo.rewritten.dot; do
+    ok "demo wrote $f" -- test -s "$tmp/demo/$f"
+done
+expect 0 "demo --onnx-attention" -- "$GWR" demo --onnx-attention --blocks 1 --dir "$tmp/demo"
 has out "Softmax" "ONNX attention has a Softmax"
 expect 2 "demo bad --blocks" -- "$GWR" demo --blocks zero
 has err "blocks" "bad --blocks message"
 lines err 1 "bad --blocks: one line"
 expect 2 "demo unknown flag" -- "$GWR" demo --frob
-expect 0 "demo --dot" -- "$GWR" demo --dot "$tmp/d.dot"
 if command -v dot >/dev/null 2>&1; then
-    expect 0 "Graphviz accepts the demo's DOT" -- dot -Tsvg "$tmp/d.dot" -o "$tmp/d.svg"
+    expect 0 "Graphviz accepts the demo's DOT" -- dot -Tsvg "$tmp/demo/demo.rewritten.dot" -o "$tmp/d.svg"
+    expect 0 "demo --svg" -- "$GWR" demo --svg --dir "$tmp/demo"
+    ok "demo --svg wrote SVG" -- grep -q "<svg" "$tmp/demo/demo.rewritten.svg"
 else
     fail=$((fail + 1)); echo "FAIL: Graphviz 'dot' is not installed (scripts/setup.sh installs it)"
 fi
-expect 1 "demo --dot to an unwritable path" -- "$GWR" demo --dot "$tmp/no/such/dir/d.dot"
-has err "no/such/dir/d.dot" "unwritable path named"
-lines err 1 "unwritable path: one line"
+expect 1 "demo into a missing directory" -- "$GWR" demo --dir "$tmp/no/such/dir"
+has err "no/such/dir/demo.onnx" "missing directory named"
+lines err 1 "missing directory: one line"
 
-# ok DESCRIPTION -- COMMAND...: COMMAND succeeds (its output is shown if not).
-ok() {
-    desc=$1; shift 2
-    if "$@" >"$tmp/chk" 2>&1; then pass=$((pass + 1)); else
-        fail=$((fail + 1)); echo "FAIL: $desc"; cat "$tmp/chk"; fi
-}
 # absent PATH DESCRIPTION: neither PATH nor a temporary PATH.tmp.* exists.
 absent() {
     if [ -e "$1" ] || ls "$1".tmp.* >/dev/null 2>&1; then
@@ -247,7 +257,7 @@ model_tests() {
     fi
     mkdir "$tmp/nodot"
     expect 1 "dot .svg without Graphviz" -- env PATH="$tmp/nodot" "$GWR" dot "$ADD" -o "$tmp/n.svg"
-    hasf err "gwr: dot: Graphviz 'dot' not found (apt-get install graphviz)" "no Graphviz message"
+    hasf err "gwr: $tmp/n.svg: Graphviz 'dot' not found (apt-get install graphviz)" "no Graphviz message"
     lines err 1 "no Graphviz: one line"
     absent "$tmp/n.svg" "dot .svg without Graphviz"
     expect 0 "dot .dot needs no Graphviz" -- env PATH="$tmp/nodot" "$GWR" dot "$ADD" -o "$tmp/n.dot"
@@ -283,6 +293,56 @@ if [ -d "$DATA" ] && $PY -c 'import onnx' 2>/dev/null && command -v dot >/dev/nu
 else
     fail=$((fail + 1)); echo "FAIL: need $DATA, python3-onnx and Graphviz (scripts/setup.sh installs them)"
 fi
+
+# ---- gwr rewrite ----
+expect 0 "rewrite --help" -- "$GWR" rewrite --help
+has out "usage: gwr rewrite" "rewrite help"
+expect 0 "rewrite --list" -- "$GWR" rewrite --list
+for p in replace_add_with_sub fuse_attention_with_bias gpt_attention_remove_padding; do has out "^$p " "--list names $p"; done
+D="$tmp/demo/demo.onnx"
+"$GWR" demo --dir "$tmp/demo" >/dev/null 2>&1
+expect 2 "rewrite without MODEL" -- "$GWR" rewrite --pattern replace_add_with_sub -o "$tmp/r.onnx"
+errline "missing MODEL" "rewrite without MODEL"
+expect 2 "rewrite without -o" -- "$GWR" rewrite "$D" --pattern replace_add_with_sub
+errline "missing -o OUT" "rewrite without -o"
+expect 2 "rewrite without --pattern" -- "$GWR" rewrite "$D" -o "$tmp/r.onnx"
+errline "no --pattern" "rewrite without --pattern"
+expect 2 "rewrite unknown pattern" -- "$GWR" rewrite "$D" --pattern nope -o "$tmp/r.onnx"
+errline "no built-in pattern 'nope'" "rewrite unknown pattern"
+expect 2 "rewrite pattern twice" -- "$GWR" rewrite "$D" --pattern replace_add_with_sub --pattern replace_add_with_sub -o "$tmp/r.onnx"
+expect 2 "rewrite bad --arg" -- "$GWR" rewrite "$D" --pattern replace_add_with_sub --arg batch -o "$tmp/r.onnx"
+errline "NAME=INTEGER" "rewrite bad --arg"
+expect 2 "rewrite bad --max-rewrites" -- "$GWR" rewrite "$D" --pattern replace_add_with_sub --max-rewrites 0 -o "$tmp/r.onnx"
+expect 1 "rewrite missing model" -- "$GWR" rewrite "$tmp/none.onnx" --pattern replace_add_with_sub -o "$tmp/r.onnx"
+errline "$tmp/none.onnx" "rewrite missing model"
+absent "$tmp/r.onnx" "rewrite missing model"
+printf 'not a model' > "$tmp/junk.onnx"
+expect 1 "rewrite junk model" -- "$GWR" rewrite "$tmp/junk.onnx" --pattern replace_add_with_sub -o "$tmp/r.onnx"
+errline "$tmp/junk.onnx" "rewrite junk model"
+absent "$tmp/r.onnx" "rewrite junk model"
+expect 0 "rewrite add->sub" -- "$GWR" rewrite "$D" --pattern replace_add_with_sub -o "$tmp/r.onnx" --trace --stats
+has out "^#1 replace_add_with_sub at '" "rewrite --trace"
+has out "^#12 replace_add_with_sub" "rewrite traces 12 rewrites"
+has out "^replace_add_with_sub  *1 " "rewrite --stats"
+has out "^wrote $tmp/r.onnx: 12 rewrites, 55 -> 55 layers" "rewrite summary line"
+ok "rewrite add->sub: onnx sees every Add turned into a Sub, same dataflow" -- $PY "$HERE/onnx_check.py" add-to-sub "$D" "$tmp/r.onnx"
+expect 0 "rewrite --trace-json" -- "$GWR" rewrite "$D" --pattern replace_add_with_sub -o "$tmp/r2.onnx" --trace-json
+ok "trace-json lines are JSON" -- $PY -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]; n=sum(1 for l in open(sys.argv[1]) if l.startswith("{\"event\":\"rewrite\"")); sys.exit(n != 12)' "$tmp/out"
+expect 0 "rewrite --explain" -- "$GWR" rewrite "$D" --pattern fuse_attention_with_bias -o "$tmp/r2.onnx" --explain
+has out "does not match 'Add_11': read by 'Add_12', not a GPTAttention" "explain gives reasons"
+expect 1 "rewrite remove padding without args" -- "$GWR" rewrite "$D" --pattern gpt_attention_remove_padding -o "$tmp/r3.onnx"
+errline "batch_size, in_len and hidden_size" "remove padding without args"
+absent "$tmp/r3.onnx" "remove padding without args"
+expect 0 "rewrite fuse + remove padding on the ONNX file" -- "$GWR" rewrite "$D" --pattern fuse_attention_with_bias --pattern gpt_attention_remove_padding --arg batch_size=2 --arg in_len=16 --arg hidden_size=192 -o "$tmp/r3.onnx"
+has out "4 rewrites" "fuse + remove padding: 4 rewrites"
+ok "fuse + remove padding: onnx sees fused plugins" -- $PY "$HERE/onnx_check.py" fused-attention "$D" "$tmp/r3.onnx" 2
+expect 1 "rewrite that does not converge" -- "$GWR" rewrite "$D" --pattern replace_add_with_sub --max-rewrites 3 -o "$tmp/r4.onnx"
+errline "no fixpoint after 4 rewrites (limit 3)" "rewrite limit"
+absent "$tmp/r4.onnx" "rewrite limit"
+expect 1 "rewrite to a missing directory" -- "$GWR" rewrite "$D" --pattern replace_add_with_sub -o "$tmp/no/dir/r.onnx"
+errline "$tmp/no/dir/r.onnx" "rewrite to a missing directory"
+expect 0 "rewrite --single-pass --debug --seed" -- "$GWR" rewrite "$D" --pattern replace_add_with_sub --single-pass --debug --seed 3 -o "$tmp/r5.onnx"
+ok "seeded single pass: same result" -- $PY "$HERE/onnx_check.py" add-to-sub "$D" "$tmp/r5.onnx"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -392,6 +392,57 @@ TEST(all_three) {
     gwr_network_free(net);
 }
 
+/* A plugin read back from ONNX has no recorded call until
+ * gwr_passes_recover_flayers rebuilds it; then the patterns work on it. */
+TEST(recovered_flayers) {
+    gwr_network *net = gpt(2);
+    if (!CHECK(net)) return;
+    void *buf = NULL;
+    size_t size = 0;
+    if (!CHECK_OK(gwr_onnx_save_memory(net, &buf, &size))) return;
+    gwr_onnx_load_options lo = {.infer_shapes = 1};
+    gwr_network *back = gwr_onnx_load_memory(buf, size, NULL, "gpt.onnx", &lo);
+    free(buf);
+    if (!CHECK(back)) {
+        fprintf(stderr, "%s\n", gwr_last_errmsg());
+        gwr_network_free(net);
+        return;
+    }
+    CHECK_EQ_INT(gwr_flayer_memo_size(back), 0);
+    static const char *const labels[] = {"fuse_attention_with_bias"};
+    gwr_rewrite_summary sum;
+    CHECK_OK(apply(back, labels, 1, NULL, &sum, NULL, 0));
+    CHECK_EQ_INT(sum.rewrites, 0); /* no FLayerInfo: nothing to re-create */
+    int64_t n = -1;
+    CHECK_OK(gwr_passes_recover_flayers(back, &n));
+    CHECK_EQ_INT(n, 2);
+    check_flayers(back, 2);
+    CHECK_OK(gwr_passes_recover_flayers(back, &n));
+    CHECK_EQ_INT(n, 0); /* idempotent */
+    CHECK_OK(apply(back, labels, 1, NULL, &sum, NULL, 0));
+    CHECK_EQ_INT(sum.rewrites, 2);
+    check_flayers(back, 2);
+    /* gwr_flayer_record's refusals */
+    gwr_layer *p = NULL;
+    for (int64_t i = 0; i < gwr_network_num_layers(back) && !p; i++)
+        if (!strcmp(gwr_layer_op(gwr_network_layer(back, i)), "GPTAttention")) p = gwr_network_layer(back, i);
+    if (CHECK(p)) {
+        CHECK_EQ_INT(gwr_flayer_record(back, p, "gpt_attention", NULL), GWR_ERR_DUPLICATE);
+        gwr_layer *other = gwr_network_layer(back, 0);
+        CHECK_EQ_INT(gwr_flayer_record(back, other, "no_such_kind", NULL), GWR_ERR_NOT_FOUND);
+        gwr_args *bad = gwr_args_new();
+        gwr_args_set_int(bad, "bogus", 1);
+        CHECK_EQ_INT(gwr_flayer_record(back, other, "gpt_attention", bad), GWR_ERR_INVALID_ARG);
+        CHECK_CONTAINS(gwr_network_errmsg(back), "unknown argument 'bogus'");
+        gwr_args_free(bad);
+        CHECK_EQ_INT(gwr_flayer_record(net, other, "gpt_attention", NULL), GWR_ERR_INVALID_ARG);
+        CHECK_EQ_INT(gwr_flayer_record(NULL, other, "gpt_attention", NULL), GWR_ERR_INVALID_ARG);
+    }
+    CHECK_OK(gwr_network_verify(back));
+    gwr_network_free(back);
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(replace_add_with_sub_on_gpt);
     RUN(replace_add_with_sub_connectivity);
@@ -401,5 +452,6 @@ int main(void) {
     RUN(remove_padding_needs_args);
     RUN(remove_padding_skips_read_present);
     RUN(all_three);
+    RUN(recovered_flayers);
     return check_report();
 }

@@ -21,6 +21,7 @@ extern const cli_command cli_demo;
 extern const cli_command cli_inspect;
 extern const cli_command cli_convert;
 extern const cli_command cli_dot;
+extern const cli_command cli_rewrite;
 
 /* Prints the layer table of net: one line per live layer with its class,
  * op, inputs and outputs (with types). */
@@ -54,6 +55,11 @@ void cli_json_str(FILE *out, const char *s, size_t len);
 /* Length of the valid UTF-8 sequence at str (at most n > 0 bytes), 0 when
  * the bytes there are not valid UTF-8. */
 size_t cli_utf8_len(const char *str, size_t n);
+
+/* Draws net to file: .dot writes the DOT text, .svg and .png go through
+ * Graphviz's `dot` (an error when it is not installed). Atomic (temporary
+ * file renamed); on failure prints one line naming the file and returns -1. */
+int cli_draw(gwr_network *net, const char *file);
 
 /* "<path>.tmp.<pid>" in a malloc'd string, for writing a file atomically;
  * NULL when out of memory. */

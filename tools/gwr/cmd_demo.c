@@ -1,5 +1,7 @@
-/* cmd_demo.c - `gwr demo`: builds a small GPT-style network with the
- * functional API, checks it, and prints it. */
+/* cmd_demo.c - `gwr demo`, what `make demo` runs: builds a small GPT-style
+ * network with the functional C API, applies the three seed rewrite
+ * patterns with the trace on, and writes the network before and after as
+ * ONNX and as pictures. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,51 +9,75 @@
 
 static void help(FILE *out) {
     fprintf(out,
-            "usage: gwr demo [--blocks N] [--onnx-attention] [--dot FILE]\n"
+            "usage: gwr demo [--blocks N] [--dir DIR] [--svg] [--onnx-attention]\n"
             "\n"
-            "Builds a GPT-style decoder of N blocks (default 2) with gwr's functional C API,\n"
-            "verifies it, shows a tensor's parent and users and the recorded FLayerInfo of the\n"
-            "attention plugin, and prints the layer table. --onnx-attention builds attention\n"
-            "from plain ONNX ops instead of the GPTAttention plugin; --dot writes a Graphviz\n"
-            "picture of the network.\n");
+            "Builds a GPT-style decoder of N blocks (default 2) with gwr's functional C API\n"
+            "(attention is the GPTAttention plugin, recorded with its FLayerInfo), prints its\n"
+            "layer table, then applies the three seed patterns of TensorRT-LLM's graph\n"
+            "rewriting module with the trace on:\n"
+            "  fuse_attention_with_bias      (benefit 20) the qkv bias Add moves into the plugin\n"
+            "  gpt_attention_remove_padding  (benefit 10) plugins re-created in remove-padding mode\n"
+            "  replace_add_with_sub          (benefit 1)  the remaining Adds become Subs\n"
+            "and prints the table again and the statistics. Writes, in DIR (default .):\n"
+            "  demo.onnx, demo.rewritten.onnx      the network before and after\n"
+            "  demo.dot, demo.rewritten.dot        Graphviz pictures of both (--svg: .svg too)\n"
+            "--onnx-attention builds attention from plain ONNX ops instead of the plugin (then\n"
+            "only replace_add_with_sub finds work).\n");
 }
+
+static int save_all(gwr_network *net, const char *dir, const char *stem, int svg) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.onnx", dir, stem);
+    if (gwr_onnx_save(net, path, NULL)) {
+        cli_error(path, gwr_network_errmsg(net));
+        return -1;
+    }
+    printf("wrote %s\n", path);
+    const char *exts[2] = {"dot", "svg"};
+    for (int i = 0; i < 1 + svg; i++) {
+        snprintf(path, sizeof path, "%s/%s.%s", dir, stem, exts[i]);
+        if (cli_draw(net, path)) return -1;
+        printf("wrote %s\n", path);
+    }
+    return 0;
+}
+
+static void heading(const char *text) { printf("\n== %s\n\n", text); }
 
 static int run(int argc, char **argv) {
     gwr_gpt_config cfg = {.blocks = 2, .hidden = 64, .heads = 4, .use_plugin = 1, .seed = 1};
-    const char *dot = NULL;
+    const char *dir = ".";
+    int svg = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--blocks") && i + 1 < argc) {
             char *end;
             long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > 100000) {
-                cli_error("demo", "--blocks needs a number from 1 to 100000");
-                return CLI_USAGE;
-            }
+            if (*end || v < 1 || v > 100000) return cli_usage("demo", "--blocks needs a number from 1 to 100000");
             cfg.blocks = (int)v;
+        } else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
+            dir = argv[++i];
+        } else if (!strcmp(argv[i], "--svg")) {
+            svg = 1;
         } else if (!strcmp(argv[i], "--onnx-attention")) {
             cfg.use_plugin = 0;
-        } else if (!strcmp(argv[i], "--dot") && i + 1 < argc) {
-            dot = argv[++i];
         } else {
-            fprintf(stderr, "gwr: demo: unknown argument '%s' (try 'gwr demo --help')\n", argv[i]);
-            return CLI_USAGE;
+            return cli_usage("demo", "unknown argument '%s'", argv[i]);
         }
     }
     gwr_network *net = gwr_network_new("demo");
-    if (!net) {
-        cli_error("demo", gwr_last_errmsg());
-        return CLI_FAIL;
-    }
+    gwr_rewrite_manager *m = gwr_rewrite_manager_new();
+    gwr_args *args = gwr_args_new();
     int rc = CLI_FAIL;
+    if (!net || !m || !args) {
+        cli_error("demo", "out of memory");
+        goto out;
+    }
     gwr_tensor *y = gwr_build_gpt(net, &cfg);
-    if (!y) {
+    if (!y || gwr_network_verify(net)) {
         cli_error("demo", gwr_network_errmsg(net));
         goto out;
     }
-    if (gwr_network_verify(net)) {
-        cli_error("demo", gwr_network_errmsg(net));
-        goto out;
-    }
+    heading("the network, built with the functional C API");
     cli_print_layers(net, stdout);
 
     /* A short walk: the input's users, the output's parent, and the
@@ -79,20 +105,44 @@ static int run(int argc, char **argv) {
         printf(")\n");
         break;
     }
-    if (dot) {
-        FILE *f = fopen(dot, "w");
-        if (!f || gwr_network_write_dot(net, f) || fclose(f)) {
-            if (f) fclose(f);
-            remove(dot);
-            cli_error(dot, "cannot write the DOT file");
+    printf("\n");
+    if (save_all(net, dir, "demo", svg)) goto out;
+
+    /* The three seed patterns; remove-padding reads its shapes from the
+     * manager's args. */
+    static const char *const seeds[] = {"replace_add_with_sub", "gpt_attention_remove_padding",
+                                        "fuse_attention_with_bias"};
+    for (int i = 0; i < 3; i++)
+        if (gwr_passes_add(m, seeds[i])) {
+            cli_error("demo", gwr_rewrite_manager_errmsg(m));
             goto out;
         }
-        printf("wrote %s\n", dot);
+    gwr_args_set_int(args, "batch_size", 2);
+    gwr_args_set_int(args, "in_len", 16);
+    gwr_args_set_int(args, "hidden_size", 3 * cfg.hidden);
+    gwr_rewrite_manager_set_options(m, &(gwr_rewrite_options){.time_patterns = 1});
+    if (gwr_rewrite_manager_trace(m, stdout, GWR_TRACE_TEXT, 0) < 0) {
+        cli_error("demo", "out of memory");
+        goto out;
     }
+    heading("rewriting (batch_size=2, in_len=16, hidden_size=192): the trace");
+    if (gwr_rewrite_manager_rewrite(m, net, args) || gwr_network_verify(net)) {
+        cli_error("demo", *gwr_rewrite_manager_errmsg(m) ? gwr_rewrite_manager_errmsg(m) : gwr_network_errmsg(net));
+        goto out;
+    }
+    heading("the network after rewriting");
+    cli_print_layers(net, stdout);
+    heading("statistics");
+    gwr_rewrite_manager_print_stats(m, stdout);
+    printf("\n");
+    if (save_all(net, dir, "demo.rewritten", svg)) goto out;
     rc = CLI_OK;
 out:
+    gwr_args_free(args);
+    gwr_rewrite_manager_free(m);
     gwr_network_free(net);
     return rc;
 }
 
-const cli_command cli_demo = {"demo", "build a GPT-style network with the C API and print it", run, help};
+const cli_command cli_demo = {"demo", "build a GPT-style network, rewrite it with the seed patterns, save both",
+                              run, help};

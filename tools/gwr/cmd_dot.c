@@ -178,19 +178,29 @@ static int run(int argc, char **argv) {
     }
     if (!model) return cli_usage("dot", "missing MODEL");
     if (!file || !*file) return cli_usage("dot", "missing -o FILE");
-    const char *fmt = format_of(file);
-    if (!fmt) return cli_usage("dot", "%s: FILE must end in .dot, .svg or .png", file);
+    if (!format_of(file)) return cli_usage("dot", "%s: FILE must end in .dot, .svg or .png", file);
+    gwr_network *net = cli_load(model, NULL);
+    if (!net) return CLI_FAIL;
+    int rc = cli_draw(net, file) ? CLI_FAIL : CLI_OK;
+    if (rc == CLI_OK) printf("wrote %s\n", file);
+    gwr_network_free(net);
+    return rc;
+}
 
+int cli_draw(gwr_network *net, const char *file) {
+    const char *fmt = format_of(file);
+    if (!fmt) {
+        cli_error(file, "a picture must end in .dot, .svg or .png");
+        return -1;
+    }
     char *dot_exe = NULL;
     if (strcmp(fmt, "dot") != 0 && !(dot_exe = find_on_path("dot"))) {
-        fprintf(stderr, "gwr: dot: Graphviz 'dot' not found (apt-get install graphviz)\n");
-        return CLI_FAIL;
+        cli_error(file, "Graphviz 'dot' not found (apt-get install graphviz)");
+        return -1;
     }
-    int rc = CLI_FAIL;
-    char *tmp = NULL;
-    gwr_network *net = cli_load(model, NULL);
-    if (!net) goto out;
-    if (!(tmp = cli_temp_name(file))) {
+    int bad = 1;
+    char *tmp = cli_temp_name(file);
+    if (!tmp) {
         cli_error(file, "out of memory");
         goto out;
     }
@@ -203,7 +213,6 @@ static int run(int argc, char **argv) {
         cli_error(file, msg);
         goto out;
     }
-    int bad;
     if (!dot_exe) {
         bad = write_dot_file(net, fd, file);
     } else {
@@ -216,17 +225,11 @@ static int run(int argc, char **argv) {
         cli_error(file, msg);
         bad = 1;
     }
-    if (bad) {
-        unlink(tmp);
-        goto out;
-    }
-    printf("wrote %s\n", file);
-    rc = CLI_OK;
+    if (bad) unlink(tmp);
 out:
     free(tmp);
     free(dot_exe);
-    gwr_network_free(net);
-    return rc;
+    return bad ? -1 : 0;
 }
 
 const cli_command cli_dot = {"dot", "draw an ONNX model with Graphviz (.dot, .svg or .png)", run, help};

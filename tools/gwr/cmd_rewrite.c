@@ -1,0 +1,172 @@
+/* cmd_rewrite.c - `gwr rewrite MODEL --pattern LABEL... -o OUT`: applies
+ * built-in rewrite patterns to an ONNX model and saves the result. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void help(FILE *out) {
+    fprintf(out,
+            "usage: gwr rewrite MODEL --pattern LABEL [--pattern LABEL...] -o OUT\n"
+            "                   [--arg NAME=INT...] [--trace | --trace-json] [--stats]\n"
+            "                   [--explain] [--max-rewrites N] [--single-pass] [--keep-dead] [--debug] [--seed N]\n"
+            "       gwr rewrite --list\n"
+            "\n"
+            "Loads the ONNX model MODEL, applies the built-in patterns named by --pattern\n"
+            "(higher benefit first) until none matches, prunes dead layers and writes OUT\n"
+            "(a temporary file renamed at the end: a failure leaves no partial file).\n"
+            "\n"
+            "  --pattern LABEL   a built-in pattern (--list shows them); repeatable\n"
+            "  --arg NAME=INT    an integer argument the patterns read (batch_size=2 ...)\n"
+            "  --trace           print one line per rewrite: pattern, root layer, layers\n"
+            "                    added (+) and removed (-); --trace-json prints JSON lines\n"
+            "  --explain         with the trace, also print why each pattern did not match\n"
+            "  --stats           print attempts, matches, rewrites and time per pattern\n"
+            "  --max-rewrites N  stop with an error after N rewrites (default: 8 per layer + 64)\n"
+            "  --single-pass     visit each layer once, in order; no fixpoint\n"
+            "  --keep-dead       do not prune dead layers\n"
+            "  --debug           verify the network after every rewrite and check that\n"
+            "                    patterns report their changes truthfully\n"
+            "  --seed N          visit layers in a random order drawn from seed N\n"
+            "\n"
+            "Exit status: 0 success, 1 the model cannot be read or written or a pattern failed\n"
+            "or did not converge, 2 bad usage.\n");
+}
+
+static int list(void) {
+    printf("%-30s %7s  %s\n", "pattern", "benefit", "what it does");
+    for (int i = 0; i < gwr_passes_count(); i++)
+        printf("%-30s %7d  %s\n", gwr_passes_label(i), gwr_passes_benefit(i), gwr_passes_summary(i));
+    return CLI_OK;
+}
+
+static int parse_i64(const char *s, int64_t *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || errno) return -1;
+    *out = v;
+    return 0;
+}
+
+static int run(int argc, char **argv) {
+    const char *in = NULL, *out = NULL;
+    int trace = -1, stats = 0, nopts = 0, explain = 0;
+    gwr_rewrite_options ro = {0};
+    gwr_rewrite_manager *m = gwr_rewrite_manager_new();
+    gwr_args *args = gwr_args_new();
+    gwr_network *net = NULL;
+    int rc = CLI_USAGE;
+    if (!m || !args) {
+        cli_error("rewrite", "out of memory");
+        rc = CLI_FAIL;
+        goto done;
+    }
+#define USAGE(...)                                  \
+    do {                                            \
+        rc = cli_usage("rewrite", __VA_ARGS__);     \
+        goto done;                                  \
+    } while (0)
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--list")) {
+            rc = list();
+            goto done;
+        } else if (!strcmp(a, "--pattern") || !strcmp(a, "-p")) {
+            if (!v) USAGE("--pattern needs a label (see 'gwr rewrite --list')");
+            i++;
+            if (gwr_rewrite_manager_get(m, v)) USAGE("pattern '%s' given twice", v);
+            if (gwr_passes_add(m, v)) USAGE("%s", gwr_rewrite_manager_errmsg(m));
+            nopts++;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (!v) USAGE("%s needs a file name", a);
+            out = argv[++i];
+        } else if (!strcmp(a, "--arg")) {
+            const char *eq = v ? strchr(v, '=') : NULL;
+            int64_t n;
+            if (!eq || eq == v || parse_i64(eq + 1, &n)) USAGE("--arg needs NAME=INTEGER, not '%s'", v ? v : "");
+            char name[128];
+            size_t len = (size_t)(eq - v);
+            if (len >= sizeof name) USAGE("--arg: name too long");
+            memcpy(name, v, len);
+            name[len] = 0;
+            gwr_args_set_int(args, name, n);
+            i++;
+        } else if (!strcmp(a, "--trace")) {
+            trace = GWR_TRACE_TEXT;
+        } else if (!strcmp(a, "--trace-json")) {
+            trace = GWR_TRACE_JSON;
+        } else if (!strcmp(a, "--explain")) {
+            explain = 1;
+        } else if (!strcmp(a, "--stats")) {
+            stats = 1;
+        } else if (!strcmp(a, "--max-rewrites") || !strcmp(a, "--seed")) {
+            int64_t n;
+            if (!v || parse_i64(v, &n) || n < (a[2] == 'm' ? 1 : 0))
+                USAGE("%s needs a %s integer", a, a[2] == 'm' ? "positive" : "non-negative");
+            if (a[2] == 'm') ro.max_rewrites = n;
+            else ro.shuffle_seed = (uint64_t)n + 1;
+            i++;
+        } else if (!strcmp(a, "--single-pass")) {
+            ro.single_pass = 1;
+        } else if (!strcmp(a, "--keep-dead")) {
+            ro.keep_dead = 1;
+        } else if (!strcmp(a, "--debug")) {
+            ro.debug = 1;
+        } else if (a[0] == '-' && a[1]) {
+            USAGE("unknown option '%s'", a);
+        } else if (!in) {
+            in = a;
+        } else {
+            USAGE("unexpected argument '%s': one MODEL only", a);
+        }
+    }
+    if (!in) USAGE("missing MODEL");
+    if (!nopts) USAGE("no --pattern given (see 'gwr rewrite --list')");
+    if (!out) USAGE("missing -o OUT");
+    ro.time_patterns = stats;
+    gwr_rewrite_manager_set_options(m, &ro);
+    if (explain && trace < 0) trace = GWR_TRACE_TEXT;
+    if (trace >= 0 && gwr_rewrite_manager_trace(m, stdout, (gwr_trace_format)trace, explain) < 0) {
+        cli_error("rewrite", "out of memory");
+        rc = CLI_FAIL;
+        goto done;
+    }
+    rc = CLI_FAIL;
+    /* External data is copied: OUT may overwrite the file it lives in.
+     * Shapes are inferred: patterns check them. */
+    gwr_onnx_load_options lo = {.copy_external_data = 1, .infer_shapes = 1};
+    if (!(net = cli_load(in, &lo))) goto done;
+    /* Plugins read from a file carry no recorded call: rebuild it. */
+    if (gwr_passes_recover_flayers(net, NULL)) {
+        cli_error(in, gwr_network_errmsg(net));
+        goto done;
+    }
+    gwr_status s = gwr_rewrite_manager_rewrite(m, net, args);
+    if (stats) gwr_rewrite_manager_print_stats(m, stdout);
+    if (s) {
+        char msg[700];
+        snprintf(msg, sizeof msg, "%s: %s", in, gwr_rewrite_manager_errmsg(m));
+        cli_error(in, msg);
+        goto done;
+    }
+    if (gwr_onnx_save(net, out, NULL)) {
+        cli_error(out, gwr_network_errmsg(net));
+        goto done;
+    }
+    gwr_rewrite_summary sum;
+    gwr_rewrite_manager_summary(m, &sum);
+    printf("wrote %s: %lld rewrites, %lld -> %lld layers\n", out, (long long)sum.rewrites, (long long)sum.layers_before,
+           (long long)sum.layers_after);
+    rc = CLI_OK;
+done:
+    gwr_network_free(net);
+    gwr_args_free(args);
+    gwr_rewrite_manager_free(m);
+    return rc;
+#undef USAGE
+}
+
+const cli_command cli_rewrite = {"rewrite", "apply built-in rewrite patterns to an ONNX model", run, help};

@@ -226,6 +226,9 @@ typedef struct gwr_listener {
     void *ctx;
     /* An attribute of l was set or removed. */
     void (*layer_modified)(void *ctx, gwr_layer *l);
+    /* t's type, name or default value changed, or it was marked or
+     * unmarked as a network output. */
+    void (*tensor_modified)(void *ctx, gwr_tensor *t);
 } gwr_listener;
 GWR_API int gwr_network_add_listener(gwr_network *net, const gwr_listener *ls);
 GWR_API gwr_status gwr_network_remove_listener(gwr_network *net, int id);

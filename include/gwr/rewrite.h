@@ -50,7 +50,10 @@ GWR_API int gwr_rewrite_no_match(gwr_rewrite_ctx *c, const char *fmt, ...)
 /* Records a failure (status and message) of the running callback and
  * returns -(int)s, so an int-returning callback can end with
  * `return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "...")`. The manager stops and
- * reports it with the pattern's label and the layer's name. */
+ * reports it with the pattern's label and the layer's name. A callback
+ * that fails without it is reported with the status it returned (a
+ * rewrite's or analyze's gwr_status; GWR_ERR_STATE for a bare negative
+ * int) and the network's message, which is cleared before each call. */
 GWR_API int gwr_rewrite_fail(gwr_rewrite_ctx *c, gwr_status s, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -244,6 +247,9 @@ GWR_API const char *gwr_analysis_manager_label(const gwr_analysis_manager *m, in
  * on it (higher benefit first) and calls analyze on each match. Fails,
  * naming the analyzer and the layer, when a callback fails or changes
  * the network. */
+/* Attempts and matches of analyzer i (manager order) in the last run. */
+GWR_API gwr_status gwr_analysis_manager_stats(const gwr_analysis_manager *m, int i,
+                                              gwr_pattern_stats *out);
 GWR_API gwr_status gwr_analysis_manager_analyze(gwr_analysis_manager *m, gwr_network *net,
                                                 const gwr_args *args);
 

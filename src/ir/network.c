@@ -411,13 +411,19 @@ gwr_status gwr_ir_tensor_rename(gwr_tensor *t, const char *name) {
     return GWR_OK;
 }
 
-gwr_status gwr_tensor_set_name(gwr_tensor *t, const char *name) {
+static gwr_status gwr_tensor_set_name_impl(gwr_tensor *t, const char *name) {
     if (!t || !name) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_tensor_set_name: NULL argument");
     if (!strcmp(t->name, name)) return GWR_OK;
     if (!name_ok(gwr_ir_tnet(t), name, "tensor")) return GWR_ERR_INVALID_ARG;
     if (gwr_ir_namemap_get(&gwr_ir_tnet(t)->tensor_names, name))
         return gwr_ir_error(gwr_ir_tnet(t), GWR_ERR_DUPLICATE, "tensor name '%s' is already taken", name);
     return gwr_ir_tensor_rename(t, name);
+}
+
+gwr_status gwr_tensor_set_name(gwr_tensor *t, const char *name) {
+    gwr_status s = gwr_tensor_set_name_impl(t, name);
+    if (s == GWR_OK) GWR_IR_NOTIFY(gwr_ir_tnet(t), tensor_modified, t);
+    return s;
 }
 
 /* Gives t a malloc'd copy of its name (output 0 shares its layer's block
@@ -552,7 +558,7 @@ gwr_tensor *gwr_network_input(const gwr_network *net, int i) {
     return net && index_ok(net, "input", i, net->ninputs) ? net->inputs[i] : NULL;
 }
 
-gwr_status gwr_network_mark_output(gwr_network *net, gwr_tensor *t) {
+static gwr_status gwr_network_mark_output_impl(gwr_network *net, gwr_tensor *t) {
     if (!net || !t) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_network_mark_output: NULL argument");
     if (gwr_ir_tnet(t) != net)
         return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "tensor '%s' belongs to another network", t->name);
@@ -568,7 +574,13 @@ gwr_status gwr_network_mark_output(gwr_network *net, gwr_tensor *t) {
     return GWR_OK;
 }
 
-gwr_status gwr_network_unmark_output(gwr_network *net, gwr_tensor *t) {
+gwr_status gwr_network_mark_output(gwr_network *net, gwr_tensor *t) {
+    gwr_status s = gwr_network_mark_output_impl(net, t);
+    if (s == GWR_OK) GWR_IR_NOTIFY(net, tensor_modified, t);
+    return s;
+}
+
+static gwr_status gwr_network_unmark_output_impl(gwr_network *net, gwr_tensor *t) {
     if (!net || !t) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_network_unmark_output: NULL argument");
     if (gwr_ir_tnet(t) != net || t->output_index < 0)
         return gwr_ir_error(net, GWR_ERR_NOT_FOUND, "tensor '%s' is not an output of this network", t->name);
@@ -578,6 +590,12 @@ gwr_status gwr_network_unmark_output(gwr_network *net, gwr_tensor *t) {
     for (int64_t i = k; i < net->noutputs; i++) net->outputs[i]->output_index = (int32_t)i;
     t->output_index = -1;
     return GWR_OK;
+}
+
+gwr_status gwr_network_unmark_output(gwr_network *net, gwr_tensor *t) {
+    gwr_status s = gwr_network_unmark_output_impl(net, t);
+    if (s == GWR_OK) GWR_IR_NOTIFY(net, tensor_modified, t);
+    return s;
 }
 
 int gwr_network_num_outputs(const gwr_network *net) { return net ? (int)net->noutputs : -1; }
@@ -910,7 +928,7 @@ static gwr_status check_dims(gwr_network *net, const char *what, int rank, const
     return GWR_OK;
 }
 
-gwr_status gwr_tensor_set_type(gwr_tensor *t, gwr_dtype dtype, int rank, const gwr_dim *dims) {
+static gwr_status gwr_tensor_set_type_impl(gwr_tensor *t, gwr_dtype dtype, int rank, const gwr_dim *dims) {
     if (!t) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_tensor_set_type: NULL tensor");
     if ((unsigned)dtype >= GWR_DTYPE_COUNT)
         return gwr_ir_error(gwr_ir_tnet(t), GWR_ERR_TYPE, "tensor '%s': invalid dtype %d", t->name, (int)dtype);
@@ -923,6 +941,12 @@ gwr_status gwr_tensor_set_type(gwr_tensor *t, gwr_dtype dtype, int rank, const g
     t->dtype = (uint8_t)dtype;
     t->shape = s;
     return GWR_OK;
+}
+
+gwr_status gwr_tensor_set_type(gwr_tensor *t, gwr_dtype dtype, int rank, const gwr_dim *dims) {
+    gwr_status s = gwr_tensor_set_type_impl(t, dtype, rank, dims);
+    if (s == GWR_OK) GWR_IR_NOTIFY(gwr_ir_tnet(t), tensor_modified, t);
+    return s;
 }
 
 void gwr_ir_type_free(gwr_type *ty) {
@@ -974,7 +998,7 @@ nomem:
     return NULL;
 }
 
-gwr_status gwr_tensor_set_value_type(gwr_tensor *t, const gwr_type *type) {
+static gwr_status gwr_tensor_set_value_type_impl(gwr_tensor *t, const gwr_type *type) {
     if (!t || !type) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_tensor_set_value_type: NULL argument");
     if (type->kind == GWR_VALUE_TENSOR) return gwr_tensor_set_type(t, type->dtype, type->rank, type->dims);
     gwr_status st = GWR_OK;
@@ -991,6 +1015,12 @@ gwr_status gwr_tensor_set_value_type(gwr_tensor *t, const gwr_type *type) {
     t->dtype = (uint8_t)(type->kind == GWR_VALUE_SPARSE_TENSOR ? type->dtype : GWR_UNDEFINED);
     t->shape = type->kind == GWR_VALUE_SPARSE_TENSOR ? gwr_ir_intern_shape(gwr_ir_tnet(t), c->rank, c->dims) : NULL;
     return GWR_OK;
+}
+
+gwr_status gwr_tensor_set_value_type(gwr_tensor *t, const gwr_type *type) {
+    gwr_status s = gwr_tensor_set_value_type_impl(t, type);
+    if (s == GWR_OK) GWR_IR_NOTIFY(gwr_ir_tnet(t), tensor_modified, t);
+    return s;
 }
 
 gwr_status gwr_tensor_value_type(const gwr_tensor *t, gwr_type *out) {

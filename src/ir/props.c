@@ -150,7 +150,7 @@ OBJ_PROPS(tensor, gwr_tensor, TENSOR_NET)
 
 /* ---- default values of graph inputs ---- */
 
-gwr_status gwr_tensor_set_default(gwr_tensor *t, const gwr_weights *w) {
+static gwr_status gwr_tensor_set_default_impl(gwr_tensor *t, const gwr_weights *w) {
     if (!t) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_tensor_set_default: NULL tensor");
     gwr_network *net = gwr_ir_tnet(t);
     if (!(t->flags & TF_INPUT))
@@ -177,6 +177,12 @@ gwr_status gwr_tensor_set_default(gwr_tensor *t, const gwr_weights *w) {
         free(old);
     }
     return GWR_OK;
+}
+
+gwr_status gwr_tensor_set_default(gwr_tensor *t, const gwr_weights *w) {
+    gwr_status s = gwr_tensor_set_default_impl(t, w);
+    if (s == GWR_OK) GWR_IR_NOTIFY(gwr_ir_tnet(t), tensor_modified, t);
+    return s;
 }
 
 const gwr_weights *gwr_tensor_default(const gwr_tensor *t) {

@@ -58,6 +58,13 @@ const char *gwr_analysis_manager_label(const gwr_analysis_manager *m, int i) {
     return m && i >= 0 && i < m->table.n ? m->table.v[i]->label : NULL;
 }
 
+gwr_status gwr_analysis_manager_stats(const gwr_analysis_manager *m, int i, gwr_pattern_stats *out) {
+    if (!m || !out || i < 0 || i >= m->table.n)
+        return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_analysis_manager_stats: bad argument");
+    *out = m->table.v[i]->stats;
+    return GWR_OK;
+}
+
 /* Listener callbacks: any change bumps the counter in ctx. */
 static void on_layer(void *ctx, gwr_layer *l) {
     (void)l;
@@ -65,6 +72,10 @@ static void on_layer(void *ctx, gwr_layer *l) {
 }
 static void on_tensor(void *ctx, gwr_tensor *a, gwr_tensor *b) {
     (void)a, (void)b;
+    ++*(int64_t *)ctx;
+}
+static void on_tmod(void *ctx, gwr_tensor *t) {
+    (void)t;
     ++*(int64_t *)ctx;
 }
 static void on_input(void *ctx, gwr_layer *l, int s, gwr_tensor *t) {
@@ -77,6 +88,7 @@ gwr_status gwr_analysis_manager_analyze(gwr_analysis_manager *m, gwr_network *ne
     if (m->running) return gwr_fmt_error(m->errmsg, GWR_ERR_STATE, "gwr_analysis_manager_analyze: already running");
     if (!net) return gwr_fmt_error(m->errmsg, GWR_ERR_INVALID_ARG, "gwr_analysis_manager_analyze: NULL network");
     m->errmsg[0] = 0;
+    for (int64_t i = 0; i < m->table.n; i++) memset(&m->table.v[i]->stats, 0, sizeof m->table.v[i]->stats);
     gwr_status s = rw_table_freeze(&m->table, m->errmsg);
     if (s) return s;
     int64_t changes = 0;
@@ -85,6 +97,7 @@ gwr_status gwr_analysis_manager_analyze(gwr_analysis_manager *m, gwr_network *ne
                        .tensor_replaced = on_tensor,
                        .input_changed = on_input,
                        .layer_modified = on_layer,
+                       .tensor_modified = on_tmod,
                        .ctx = &changes};
     int id = gwr_network_add_listener(net, &ls);
     if (id < 0) {
@@ -110,14 +123,15 @@ gwr_status gwr_analysis_manager_analyze(gwr_analysis_manager *m, gwr_network *ne
                 break;
             }
             int ret = p->an.match ? p->an.match(&c, l) : 1;
+            gwr_status as = GWR_OK;
             if (ret > 0) {
                 p->stats.matches++;
-                gwr_status as = p->an.analyze(&c, c.match, (int)c.nmatch);
-                ret = as ? -(int)as : 1;
+                as = p->an.analyze(&c, c.match, (int)c.nmatch);
+                ret = as ? -1 : 1;
             }
             if (ret < 0) {
                 gwr_status fs;
-                const char *msg = rw_ctx_failure(&c, ret, &fs);
+                const char *msg = rw_ctx_failure(&c, as, &fs);
                 s = gwr_fmt_error(m->errmsg, fs, "analyzer '%s' failed at layer '%s' (%s): %s", p->label, l->name,
                                   l->info->name, msg);
             } else if (changes) {

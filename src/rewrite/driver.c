@@ -197,6 +197,17 @@ static void on_modified(void *ctx, gwr_layer *l) {
     if (r->revisit) push(r, l);
 }
 
+static void on_tensor_modified(void *ctx, gwr_tensor *t) {
+    rw_run *r = ctx;
+    r->nevents++;
+    if (!t->producer || !added_now(r, t->producer)) r->nmodified++;
+    if (r->revisit) {
+        push(r, t->producer);
+        const gwr_use *u = t->cap <= 1 ? &t->uses.one : t->uses.many;
+        for (int32_t i = 0; i < t->nuses; i++) push(r, u[i].layer);
+    }
+}
+
 /* ---- the manager ---- */
 
 gwr_rewrite_manager *gwr_rewrite_manager_new(void) {
@@ -365,6 +376,7 @@ static int offer(rw_run *r, gwr_layer *l, rw_pattern *const *cands) {
         begin_change(r);
         int64_t ev0 = r->nevents;
         int ret;
+        gwr_status returned = GWR_OK;
         const char *bad = NULL;
         if (p->rw.separate_match_rewrite) {
             ret = p->rw.match(c, l);
@@ -372,7 +384,8 @@ static int offer(rw_run *r, gwr_layer *l, rw_pattern *const *cands) {
                 if (o->debug && r->nevents != ev0) bad = "changed the network in match";
                 p->stats.matches++;
                 gwr_status s = bad ? GWR_OK : p->rw.rewrite(c, l);
-                ret = s ? -(int)s : 1;
+                ret = s ? -1 : 1;
+                returned = s;
                 if (!s && !bad && o->debug && r->nevents == ev0) bad = "claimed a change (rewrite returned GWR_OK) and made none";
             } else if (ret == 0 && o->debug && r->nevents != ev0) {
                 bad = "changed the network in match";
@@ -390,7 +403,7 @@ static int offer(rw_run *r, gwr_layer *l, rw_pattern *const *cands) {
                                        l->name, l->info->name);
         if (ret < 0) {
             gwr_status s;
-            const char *msg = rw_ctx_failure(c, ret, &s);
+            const char *msg = rw_ctx_failure(c, returned, &s);
             return -(int)gwr_fmt_error(m->errmsg, s, "pattern '%s' failed at layer '%s' (%s): %s", p->label, l->name,
                                        l->info->name, msg);
         }
@@ -494,6 +507,7 @@ gwr_status gwr_rewrite_manager_rewrite(gwr_rewrite_manager *m, gwr_network *net,
                        .tensor_replaced = on_replaced,
                        .input_changed = on_input_changed,
                        .layer_modified = on_modified,
+                       .tensor_modified = on_tensor_modified,
                        .ctx = &r};
     int id = gwr_network_add_listener(net, &ls);
     if (id < 0) {

@@ -83,10 +83,15 @@ static inline void rw_ctx_begin(gwr_rewrite_ctx *c, rw_pattern *p, gwr_layer *l)
     c->reason[0] = 0;
     c->failed = 0;
     c->nmatch = 0;
+    /* A callback that fails without gwr_rewrite_fail is reported with the
+     * network's message: make sure it is its own, not an older one. */
+    c->net->errmsg[0] = 0;
 }
 
-/* The message of a failed callback: its own, or the network's. */
-const char *rw_ctx_failure(const gwr_rewrite_ctx *c, int ret, gwr_status *status);
+/* The message and status of a failed callback: what it gave
+ * gwr_rewrite_fail, else the status it returned (0 for a bare negative
+ * int: GWR_ERR_STATE) and the network's message. */
+const char *rw_ctx_failure(const gwr_rewrite_ctx *c, gwr_status returned, gwr_status *status);
 
 double rw_now(void);
 

@@ -225,12 +225,14 @@ gwr_status gwr_rewrite_ctx_add_match(gwr_rewrite_ctx *c, gwr_layer *l) {
     return GWR_OK;
 }
 
-const char *rw_ctx_failure(const gwr_rewrite_ctx *c, int ret, gwr_status *status) {
+const char *rw_ctx_failure(const gwr_rewrite_ctx *c, gwr_status returned, gwr_status *status) {
     if (c->failed) {
         *status = c->fail_status;
         return c->fail_msg;
     }
-    *status = ret < 0 && -ret <= (int)GWR_ERR_STATE ? (gwr_status)-ret : GWR_ERR_STATE;
+    /* A status a rewrite or analyze callback returned; a bare negative int
+     * from match is GWR_ERR_STATE. */
+    *status = returned ? returned : GWR_ERR_STATE;
     const char *m = gwr_network_errmsg(c->net);
     return *m ? m : "the callback reported a failure without a message";
 }

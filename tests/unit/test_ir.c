@@ -2046,7 +2046,7 @@ done:
 /* ---- listeners --------------------------------------------------------------- */
 
 typedef struct ev_log {
-    int added, removed, dropped, replaced, changed, modified;
+    int added, removed, dropped, replaced, changed, modified, tmodified;
     gwr_layer *last_added, *last_removed, *last_modified;
     gwr_tensor *old_t, *new_t;
     gwr_layer *changed_layer;
@@ -2093,13 +2093,18 @@ static void on_modified(void *ctx, gwr_layer *l) {
     e->last_modified = l;
 }
 
+static void on_tmodified(void *ctx, gwr_tensor *t) {
+    (void)t;
+    ((ev_log *)ctx)->tmodified++;
+}
+
 TEST(test_listeners) {
     gwr_network *net = gwr_network_new("listen");
     gwr_tensor *x = in_f32(net, "x"), *y = in_f32(net, "y");
     ev_log e, e2;
     memset(&e, 0, sizeof e);
     memset(&e2, 0, sizeof e2);
-    gwr_listener ls = {on_added, on_removed, on_dropped, on_replaced, on_changed, &e, on_modified};
+    gwr_listener ls = {on_added, on_removed, on_dropped, on_replaced, on_changed, &e, on_modified, on_tmodified};
     int id = gwr_network_add_listener(net, &ls);
     CHECK(id >= 0);
     ls.ctx = NULL; /* the struct was copied */
@@ -2127,6 +2132,18 @@ TEST(test_listeners) {
     CHECK_EQ_INT(gwr_layer_remove_attr(l, "k"), GWR_ERR_NOT_FOUND);
     CHECK_EQ_INT(gwr_layer_set_int(l, "", 1), GWR_ERR_INVALID_ARG);
     CHECK_EQ_INT(e.modified, 3);
+
+    /* tensor edits: type, name, output marks, defaults */
+    int tm = e.tmodified;
+    gwr_dim d2[1] = {7};
+    CHECK_OK(gwr_tensor_set_type(out0(l), GWR_FLOAT32, 1, d2));
+    CHECK_OK(gwr_tensor_set_name(out0(l), "renamed"));
+    CHECK_OK(gwr_network_mark_output(net, out0(l)));
+    CHECK_OK(gwr_network_unmark_output(net, out0(l)));
+    CHECK_EQ_INT(e.tmodified, tm + 4);
+    CHECK_EQ_INT(gwr_tensor_set_name(out0(l), ""), GWR_ERR_INVALID_ARG);
+    CHECK_EQ_INT(gwr_network_unmark_output(net, out0(l)), GWR_ERR_NOT_FOUND);
+    CHECK_EQ_INT(e.tmodified, tm + 4); /* refused: not reported */
 
     gwr_layer *la = lay1n(net, "Relu", "la", x, "a");
     gwr_layer *lb = lay1n(net, "Tanh", "lb", x, "b");

@@ -615,6 +615,73 @@ TEST(full_rescan_mode) {
     gwr_network_free(net);
 }
 
+static int fails_silently(gwr_rewrite_ctx *c, gwr_layer *l) {
+    (void)c, (void)l;
+    return -1;
+}
+
+static int renames_once(gwr_rewrite_ctx *c, gwr_layer *l) {
+    (void)c;
+    gwr_tensor *o = gwr_layer_output(l, 0);
+    if (!strncmp(gwr_tensor_name(o), "seen_", 5)) return 0;
+    char name[64];
+    snprintf(name, sizeof name, "seen_%s", gwr_tensor_name(o));
+    return gwr_tensor_set_name(o, name) ? -1 : 1;
+}
+
+static int is_add(gwr_rewrite_ctx *c, gwr_layer *l) {
+    (void)c;
+    return gwr_layer_ew_op(l) == GWR_EW_SUM;
+}
+
+static gwr_status count_matched(gwr_rewrite_ctx *c, gwr_layer *const *layers, int n) {
+    (void)layers;
+    *(int *)gwr_rewrite_ctx_user(c) += n;
+    return GWR_OK;
+}
+
+/* Messages are never an older failure's; tensor edits count as changes;
+ * analyzers have statistics. */
+TEST(messages_edits_analysis_stats) {
+    gwr_network *net = small_net();
+    gwr_rewrite_manager *m = gwr_rewrite_manager_new();
+    CHECK_EQ_INT(gwr_tensor_set_name(gwr_network_input(net, 0), ""), GWR_ERR_INVALID_ARG); /* an old error */
+    gwr_pattern_rewriter f = {.name = "f", .root_ops = ADD, .match_and_rewrite = fails_silently};
+    CHECK_OK(gwr_rewrite_manager_add(m, "silent", &f, 0));
+    CHECK_EQ_INT(gwr_rewrite_manager_rewrite(m, net, NULL), GWR_ERR_STATE);
+    CHECK_CONTAINS(gwr_rewrite_manager_errmsg(m), "failure without a message");
+    gwr_rewrite_manager_free(m);
+
+    /* a pattern that only renames tensors is a real change (debug mode agrees) */
+    m = gwr_rewrite_manager_new();
+    gwr_pattern_rewriter r = {.name = "r", .root_classes = GWR_ROOT_CLASS(GWR_LAYER_ELEMENTWISE), .match_and_rewrite = renames_once};
+    CHECK_OK(gwr_rewrite_manager_add(m, "rename", &r, 0));
+    CHECK_OK(gwr_rewrite_manager_set_options(m, &(gwr_rewrite_options){.debug = 1}));
+    CHECK_OK(gwr_rewrite_manager_rewrite(m, net, NULL));
+    gwr_rewrite_summary sum;
+    gwr_rewrite_manager_summary(m, &sum);
+    CHECK_EQ_INT(sum.rewrites, 3);
+    gwr_rewrite_manager_free(m);
+
+    gwr_analysis_manager *am = gwr_analysis_manager_new();
+    int matched = 0;
+    gwr_pattern_analyzer a = {.name = "adds", .root_classes = GWR_ROOT_CLASS(GWR_LAYER_ELEMENTWISE), .match = is_add,
+                              .analyze = count_matched, .user = &matched};
+    CHECK_OK(gwr_analysis_manager_add(am, "adds", &a, 0));
+    CHECK_OK(gwr_analysis_manager_analyze(am, net, NULL));
+    CHECK_EQ_INT(matched, 2);
+    gwr_pattern_stats st;
+    CHECK_OK(gwr_analysis_manager_stats(am, 0, &st));
+    CHECK_EQ_INT(st.attempts, 3);
+    CHECK_EQ_INT(st.matches, 2);
+    CHECK_OK(gwr_analysis_manager_analyze(am, net, NULL));
+    CHECK_OK(gwr_analysis_manager_stats(am, 0, &st));
+    CHECK_EQ_INT(st.attempts, 3); /* per run */
+    CHECK_EQ_INT(gwr_analysis_manager_stats(am, 1, &st), GWR_ERR_INVALID_ARG);
+    gwr_analysis_manager_free(am);
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(manager_basics);
     RUN(benefit_decides);
@@ -628,5 +695,6 @@ int main(void) {
     RUN(listeners_trace_stats);
     RUN(args_reach_callbacks);
     RUN(full_rescan_mode);
+    RUN(messages_edits_analysis_stats);
     return check_report();
 }

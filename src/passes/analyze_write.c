@@ -8,31 +8,13 @@
 
 #include "passes/analyze_internal.h"
 
-/* Length of the valid UTF-8 sequence at s (n > 0 bytes left); 0 if none. */
-static size_t utf8_len(const unsigned char *s, size_t n) {
-    unsigned c = s[0], cp, min;
-    size_t len;
-    if (c < 0x80) return 1;
-    if (c >= 0xc2 && c <= 0xdf) len = 2, min = 0x80;
-    else if (c >= 0xe0 && c <= 0xef) len = 3, min = 0x800;
-    else if (c >= 0xf0 && c <= 0xf4) len = 4, min = 0x10000;
-    else return 0;
-    if (len > n) return 0;
-    cp = c & (0x7fu >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    return cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ? 0 : len;
-}
-
 /* Prints str escaped; returns the columns it took (a UTF-8 character is one). */
 static int text_str(FILE *out, const char *str) {
     const unsigned char *s = (const unsigned char *)(str ? str : "");
     size_t len = strlen((const char *)s);
     int cols = 0;
     for (size_t i = 0; i < len;) {
-        size_t n = utf8_len(s + i, len - i);
+        size_t n = gwr_utf8_len((const char *)s + i, len - i);
         if (s[i] == '\\') cols += fputs("\\\\", out) >= 0 ? 2 : 0;
         else if (s[i] == '\n') cols += fputs("\\n", out) >= 0 ? 2 : 0;
         else if (s[i] < 0x20 || s[i] == 0x7f || n == 0) cols += fprintf(out, "\\x%02x", s[i]) > 0 ? 4 : 0;
@@ -47,27 +29,7 @@ static int text_str(FILE *out, const char *str) {
     return cols;
 }
 
-static void json_str(FILE *out, const char *str) {
-    const unsigned char *s = (const unsigned char *)(str ? str : "");
-    size_t len = strlen((const char *)s);
-    fputc('"', out);
-    for (size_t i = 0; i < len;) {
-        unsigned c = s[i];
-        size_t n = utf8_len(s + i, len - i);
-        if (c == '"' || c == '\\') fprintf(out, "\\%c", (int)c);
-        else if (c == '\n') fputs("\\n", out);
-        else if (c == '\t') fputs("\\t", out);
-        else if (c < 0x20 || c == 0x7f) fprintf(out, "\\u%04x", c);
-        else if (n == 0) fputs("\\ufffd", out);
-        else {
-            fwrite(s + i, 1, n, out);
-            i += n;
-            continue;
-        }
-        i++;
-    }
-    fputc('"', out);
-}
+static void json_str(FILE *out, const char *str) { gwr_json_str(out, str ? str : "", str ? strlen(str) : 0); }
 
 /* "4240 bytes (4.1 KiB)" */
 static void human_bytes(FILE *out, int64_t b) {

@@ -12,16 +12,7 @@ typedef struct trace {
     gwr_trace_format fmt;
 } trace;
 
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
+static void json_str(FILE *f, const char *s) { gwr_json_str(f, s, strlen(s)); }
 
 static void json_layers(FILE *f, const char *key, gwr_layer *const *v, int64_t n) {
     fprintf(f, ",\"%s\":[", key);

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "gwr/core.h"
 
@@ -18,6 +19,15 @@
 #define GWR_PRINTF(a, b)
 #define GWR_LIKELY(x) (x)
 #define GWR_UNLIKELY(x) (x)
+/* ---- text ---- */
+/* Length of the valid UTF-8 sequence at str (at most n > 0 bytes), 0 when
+ * the bytes there are not valid UTF-8. */
+size_t gwr_utf8_len(const char *str, size_t n);
+/* Writes bytes s[0..len) as a JSON string, quotes included: control
+ * characters, quotes and backslashes escaped, invalid UTF-8 replaced by
+ * U+FFFD, so that the output is always valid JSON. */
+void gwr_json_str(FILE *out, const char *s, size_t len);
+
 #endif
 
 /* ---- errors ---- */
@@ -84,5 +94,14 @@ void gwr_ptrmap_free(gwr_ptrmap *m);
 void *gwr_ptrmap_get(const gwr_ptrmap *m, const void *key);
 int gwr_ptrmap_put(gwr_ptrmap *m, const void *key, void *val);
 void gwr_ptrmap_del(gwr_ptrmap *m, const void *key);
+
+/* ---- text ---- */
+/* Length of the valid UTF-8 sequence at str (at most n > 0 bytes), 0 when
+ * the bytes there are not valid UTF-8. */
+size_t gwr_utf8_len(const char *str, size_t n);
+/* Writes bytes s[0..len) as a JSON string, quotes included: control
+ * characters, quotes and backslashes escaped, invalid UTF-8 replaced by
+ * U+FFFD, so that the output is always valid JSON. */
+void gwr_json_str(FILE *out, const char *s, size_t len);
 
 #endif

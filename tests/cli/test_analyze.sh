@@ -6,44 +6,8 @@
 # usage: test_analyze.sh path/to/gwr
 GWR=$1
 PY=/usr/bin/python3
-pass=0
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-# expect CODE DESCRIPTION -- COMMAND...: runs COMMAND, checks its exit code.
-expect() {
-    code=$1; desc=$2; shift 3
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    got=$?
-    if [ "$got" -eq "$code" ]; then pass=$((pass + 1)); else
-        fail=$((fail + 1)); echo "FAIL: $desc: exit $got, expected $code"; cat "$tmp/err"; fi
-}
-# hasf FILE STRING DESCRIPTION: the last command's FILE contains STRING.
-hasf() {
-    if grep -q -F -- "$2" "$tmp/$1"; then pass=$((pass + 1)); else
-        fail=$((fail + 1)); echo "FAIL: $3: '$2' not in $1"; cat "$tmp/$1"; fi
-}
-lacks() {
-    if grep -q -F -- "$2" "$tmp/$1"; then
-        fail=$((fail + 1)); echo "FAIL: $3: '$2' in $1"; cat "$tmp/$1"; else pass=$((pass + 1)); fi
-}
-lines() {
-    n=$(wc -l < "$tmp/$1")
-    if [ "$n" -eq "$2" ]; then pass=$((pass + 1)); else
-        fail=$((fail + 1)); echo "FAIL: $3: $n lines in $1, expected $2"; cat "$tmp/$1"; fi
-}
-# ok DESCRIPTION -- COMMAND...: COMMAND succeeds (its output is shown if not).
-ok() {
-    desc=$1; shift 2
-    if "$@" >"$tmp/chk" 2>&1; then pass=$((pass + 1)); else
-        fail=$((fail + 1)); echo "FAIL: $desc"; cat "$tmp/chk"; fi
-}
-# errline NAME DESCRIPTION: the last stderr is one line that names NAME.
-errline() {
-    lines err 1 "$2: one line on stderr"
-    hasf err "$1" "$2: the message names $1"
-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
 
 if ! $PY -c 'import onnx' 2>/dev/null; then
     echo "FAIL: need python3-onnx for $PY (scripts/setup.sh installs it)"

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "gwr/gwr.h"
+#include "util/util.h" /* gwr_json_str, gwr_utf8_len */
 
 /* Exit codes: 0 success, 1 failure, 2 bad usage. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
@@ -48,14 +49,6 @@ int cli_wants_help(int argc, char **argv);
  * problem and returns NULL. opt may be NULL. */
 gwr_network *cli_load(const char *path, const gwr_onnx_load_options *opt);
 
-/* Writes bytes s[0..len) as a JSON string, quotes included: control
- * characters, quotes and backslashes escaped, invalid UTF-8 replaced by
- * U+FFFD so that the output is always valid JSON. */
-void cli_json_str(FILE *out, const char *s, size_t len);
-
-/* Length of the valid UTF-8 sequence at str (at most n > 0 bytes), 0 when
- * the bytes there are not valid UTF-8. */
-size_t cli_utf8_len(const char *str, size_t n);
 
 /* Draws net to file: .dot writes the DOT text, .svg and .png go through
  * Graphviz's `dot` (an error when it is not installed). Atomic (temporary

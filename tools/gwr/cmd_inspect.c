@@ -185,7 +185,7 @@ static int is_integer(const char *v, size_t len) {
 static void text_str(FILE *out, const char *s, size_t len) {
     for (size_t i = 0; i < len;) {
         unsigned char c = (unsigned char)s[i];
-        size_t n = cli_utf8_len(s + i, len - i);
+        size_t n = gwr_utf8_len(s + i, len - i);
         if (c == '\n') fputs("\\n", out);
         else if (c == '\\') fputs("\\\\", out);
         else if (c < 0x20 || c == 0x7f || n == 0) fprintf(out, "\\x%02x", c);
@@ -296,7 +296,7 @@ static void print_text(FILE *out, const char *path, gwr_network *net, const summ
 
 /* ---- JSON ----------------------------------------------------------------- */
 
-static void json_cstr(FILE *out, const char *s) { cli_json_str(out, s ? s : "", s ? strlen(s) : 0); }
+static void json_cstr(FILE *out, const char *s) { gwr_json_str(out, s ? s : "", s ? strlen(s) : 0); }
 
 /* A property as a JSON string (or number when `numeric` and it is one),
  * null when absent. */
@@ -305,7 +305,7 @@ static void json_prop(FILE *out, gwr_network *net, const char *key, int numeric)
     const char *v = prop(net, key, &len);
     if (!v) fputs("null", out);
     else if (numeric && is_integer(v, len)) fwrite(v, 1, len, out);
-    else cli_json_str(out, v, len);
+    else gwr_json_str(out, v, len);
 }
 
 static void json_type(FILE *out, gwr_network *net, const gwr_type *ty, int depth) {

@@ -180,20 +180,24 @@ static gwr_status gpt_attention_infer(gwr_layer *l, void *user) {
     char ty[128];
     int64_t hidden = heads * hs;
     if (!qkv) return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "GPTAttention '%s': qkv is required", nm);
-    gwr_tensor_type_str(qkv, ty, sizeof ty);
+    /* Type strings are formatted only for a message: this runs for every
+     * plugin a rewrite re-creates. */
     if (!gwr_dtype_is_float(gwr_tensor_dtype(qkv)) || gwr_tensor_rank(qkv) != 3 ||
-        !dim_is(gwr_tensor_dim(qkv, 2), 3 * hidden))
+        !dim_is(gwr_tensor_dim(qkv, 2), 3 * hidden)) {
+        gwr_tensor_type_str(qkv, ty, sizeof ty);
         return gwr_ir_error(net, GWR_ERR_SHAPE, "GPTAttention '%s': qkv must be float [batch, seq, %lld], got %s", nm,
                             (long long)(3 * hidden), ty);
-    if (rp && !dim_is(gwr_tensor_dim(qkv, 0), 1))
+    }
+    if (rp && !dim_is(gwr_tensor_dim(qkv, 0), 1)) {
+        gwr_tensor_type_str(qkv, ty, sizeof ty);
         return gwr_ir_error(net, GWR_ERR_SHAPE, "GPTAttention '%s': with remove_padding qkv must be [1, tokens, %lld], got %s",
                             nm, (long long)(3 * hidden), ty);
-    if (bias) {
+    }
+    if (bias && (gwr_tensor_dtype(bias) != gwr_tensor_dtype(qkv) || gwr_tensor_rank(bias) != 1 ||
+                 !dim_is(gwr_tensor_dim(bias, 0), 3 * hidden))) {
         gwr_tensor_type_str(bias, ty, sizeof ty);
-        if (gwr_tensor_dtype(bias) != gwr_tensor_dtype(qkv) || gwr_tensor_rank(bias) != 1 ||
-            !dim_is(gwr_tensor_dim(bias, 0), 3 * hidden))
-            return gwr_ir_error(net, GWR_ERR_SHAPE, "GPTAttention '%s': qkv_bias must be [%lld] of qkv's dtype, got %s",
-                                nm, (long long)(3 * hidden), ty);
+        return gwr_ir_error(net, GWR_ERR_SHAPE, "GPTAttention '%s': qkv_bias must be [%lld] of qkv's dtype, got %s", nm,
+                            (long long)(3 * hidden), ty);
     }
     gwr_dim b = gwr_tensor_dim(qkv, 0), s = gwr_tensor_dim(qkv, 1);
     gwr_dtype dt = gwr_tensor_dtype(qkv);

@@ -6,7 +6,11 @@
  * edge P -> C is then safe without any search when rank(P) < rank(C), the
  * common case for rewrites that build the replacement from the old layer's
  * inputs. Otherwise a backward search from P, bounded to ranks >= rank(C),
- * decides, and ranks are raised forward from C where needed. */
+ * decides. Then the ranks of that region are first lowered (new layers sit
+ * GWR_RANK_STEP above their inputs, so a freshly built chain usually fits
+ * below C), and only if that is not enough are ranks raised forward from
+ * C. Without the lowering, a rewrite that makes a path one layer longer
+ * would raise every layer downstream: quadratic over a pass. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,6 +186,48 @@ int gwr_ir_would_cycle(gwr_layer *P, gwr_layer *C) {
 static void retighten_ranks(gwr_network *net);
 static void set_tight_ranks(gwr_network *net, gwr_layer **order);
 
+static int by_rank(const void *a, const void *b) {
+    int32_t x = (*(gwr_layer *const *)a)->rank, y = (*(gwr_layer *const *)b)->rank;
+    return (x > y) - (x < y);
+}
+
+/* Before an edge P -> C with rank(P) >= rank(C) raises C and everything
+ * downstream: new layers sit GWR_RANK_STEP above their inputs, so a chain
+ * a rewrite has just built may fit below C once it is ranked tightly. This
+ * re-ranks the layers upstream of P whose rank is >= bound (the region the
+ * cycle check searched), in rank order, each one above its highest
+ * predecessor. Ranks only go down, so every edge stays valid. */
+static void lower_region(gwr_layer *P, int32_t bound) {
+    if (!P || P->rank < bound) return;
+    uint32_t mark = ++P->net->epoch;
+    lstack region = {0}, st = {0}, preds = {0};
+    if (lpush(&st, P)) goto out;
+    P->mark = mark;
+    while (st.n) {
+        gwr_layer *x = st.v[--st.n];
+        preds.n = 0;
+        if (lpush(&region, x) || preds_of(x, &preds)) goto out;
+        for (int64_t i = 0; i < preds.n; i++) {
+            gwr_layer *p = preds.v[i];
+            if (p->mark == mark || p->rank < bound) continue;
+            p->mark = mark;
+            if (lpush(&st, p)) goto out;
+        }
+    }
+    qsort(region.v, (size_t)region.n, sizeof *region.v, by_rank);
+    for (int64_t i = 0; i < region.n; i++) {
+        gwr_layer *x = region.v[i];
+        preds.n = 0;
+        if (preds_of(x, &preds)) goto out;
+        int32_t r = 0;
+        for (int64_t k = 0; k < preds.n; k++)
+            if (preds.v[k]->rank >= r) r = preds.v[k]->rank + 1;
+        if (r < x->rank) x->rank = r;
+    }
+out:
+    free(region.v), free(st.v), free(preds.v);
+}
+
 /* Raises C's rank to at least `min` and repairs ranks downstream. Ranks
  * stay below the longest path ever built into a layer; should a long
  * history of rewrites push one to the int32 limit, all ranks of the
@@ -280,7 +326,10 @@ static gwr_status check_new_input(gwr_layer *l, gwr_tensor *t) {
 }
 
 static void wired(gwr_layer *l, gwr_tensor *t) {
-    if (t && t->producer) raise_rank(gwr_ir_consumer_in(l, gwr_ir_tnet(t)), t->producer->rank + 1);
+    if (!t || !t->producer) return;
+    gwr_layer *C = gwr_ir_consumer_in(l, gwr_ir_tnet(t));
+    if (C && t->producer->rank >= C->rank) lower_region(t->producer, C->rank);
+    raise_rank(C, t->producer->rank + 1);
 }
 
 gwr_status gwr_layer_set_input(gwr_layer *l, int i, gwr_tensor *t) {
@@ -408,9 +457,16 @@ static gwr_status replace_uses(gwr_tensor *old, gwr_tensor *nw, const gwr_layer 
     }
     int32_t total = old->nuses;
     old->nuses = keep;
-    if (nw->producer)
+    if (nw->producer) {
+        int32_t lowest = INT32_MAX;
+        for (int32_t i = nw->nuses - (total - keep); i < nw->nuses; i++) {
+            gwr_layer *C = gwr_ir_consumer_in(nu[i].layer, gwr_ir_tnet(nw));
+            if (C && C->rank < lowest) lowest = C->rank;
+        }
+        if (nw->producer->rank >= lowest) lower_region(nw->producer, lowest);
         for (int32_t i = nw->nuses - (total - keep); i < nw->nuses; i++)
             raise_rank(gwr_ir_consumer_in(nu[i].layer, gwr_ir_tnet(nw)), nw->producer->rank + 1);
+    }
     if (is_out) {
         int32_t k = old->output_index;
         net->outputs[k] = carrier;
@@ -514,17 +570,19 @@ gwr_status gwr_network_toposort(gwr_network *net) {
     return GWR_OK;
 }
 
-/* Sets every rank to the layer's longest-path depth, in network order
- * (which must be topological). */
+/* Sets every rank to GWR_RANK_STEP times the layer's longest-path depth,
+ * in network order (which must be topological). */
 static void set_tight_ranks(gwr_network *net, gwr_layer **order) {
     lstack preds = {0};
+    /* Spaced ranks while they fit in int32 (networks hold < 2^31 layers). */
+    int32_t step = net->nlayers < INT32_MAX / (2 * GWR_RANK_STEP) ? GWR_RANK_STEP : 1;
     for (int64_t i = 0; i < net->nlayers; i++) {
         gwr_layer *l = order[i];
         l->rank = 0;
         preds.n = 0;
         if (preds_of(l, &preds)) continue; /* out of memory: this rank stays low; see below */
         for (int64_t k = 0; k < preds.n; k++)
-            if (preds.v[k]->rank >= l->rank) l->rank = preds.v[k]->rank + 1;
+            if (preds.v[k]->rank + step > l->rank) l->rank = preds.v[k]->rank + step;
     }
     free(preds.v);
 }

@@ -36,6 +36,12 @@ struct gwr_tensor {
     uint8_t dtype, kind, flags;
 };
 
+/* A new layer's rank is this far above its highest input's, so that a
+ * chain a rewrite later inserts between two layers usually fits between
+ * their ranks (see lower_region in graph.c) instead of raising every rank
+ * downstream. */
+#define GWR_RANK_STEP 8
+
 enum { LF_REMOVED = 1, LF_DROPPED = 2, LF_OWN_NAME = 4, LF_OWN_INPUTS = 8 };
 
 typedef struct gwr_attr {

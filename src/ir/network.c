@@ -787,7 +787,7 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
     }
     /* Wire inputs; a new layer cannot close a cycle (nothing reads its
      * outputs yet), so only ranks need care. */
-    int32_t rank = 0;
+    int64_t rank = 0;
     for (int i = 0; i < ninputs; i++) {
         gwr_tensor *t = inputs[i];
         l->inputs[i] = t;
@@ -804,12 +804,13 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
             gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
             return NULL;
         }
-        if (t->producer && gwr_ir_tnet(t) == net && t->producer->rank >= rank) rank = t->producer->rank + 1;
+        if (t->producer && gwr_ir_tnet(t) == net && t->producer->rank + (int64_t)GWR_RANK_STEP > rank)
+            rank = t->producer->rank + (int64_t)GWR_RANK_STEP;
     }
-    l->rank = rank;
+    l->rank = (int32_t)(rank < INT32_MAX - 1 ? rank : INT32_MAX - 1);
     l->index = (int32_t)net->nlayers;
     net->layers[net->nlayers++] = l;
-    if (rank >= INT32_MAX - 2) gwr_ir_retighten_ranks(net);
+    if (rank >= INT32_MAX - 2 * (int64_t)GWR_RANK_STEP) gwr_ir_retighten_ranks(net);
     net->last_added = l;
     /* A layer in an attached subgraph that reads an outer tensor makes its
      * owner depend on that tensor's producer. */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "gwr/gwr.h"
+#include "ir/ir_internal.h" /* ranks, for the test of their upkeep */
 #include "check.h"
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -2473,8 +2474,50 @@ done:
     gwr_network_free(net);
 }
 
+/* Inserting a chain between two layers re-ranks the chain, not the
+ * network downstream: a rewrite that lengthens a path must not cost
+ * O(layers downstream) (it did, and made a pass quadratic). */
+TEST(test_rank_insertion_is_local) {
+    gwr_network *net = gwr_network_new("ranks");
+    gwr_tensor *t = in_f32(net, "x");
+    gwr_layer *first = NULL;
+    for (int i = 0; i < 200; i++) {
+        gwr_layer *l = lay1(net, "Relu", NULL, t);
+        if (!first) first = l;
+        t = gwr_layer_output(l, 0);
+    }
+    gwr_network_mark_output(net, t);
+    gwr_layer *second = gwr_tensor_user(gwr_layer_output(first, 0), 0, NULL);
+    int32_t before[200];
+    for (int i = 0; i < 200; i++) before[i] = gwr_network_layer(net, i)->rank;
+    /* Three times: a chain of 3 new layers between first and second. */
+    for (int k = 0; k < 3; k++) {
+        gwr_tensor *o = gwr_layer_output(first, 0), *c = o;
+        for (int j = 0; j < 3; j++) c = gwr_layer_output(lay1(net, "Neg", NULL, c), 0);
+        gwr_layer *reader = gwr_tensor_user(o, 0, NULL);
+        CHECK_OK(gwr_layer_set_input(reader, 0, c));
+        CHECK_OK(gwr_network_verify(net)); /* ranks stay below consumers */
+    }
+    int raised = 0;
+    for (int i = 1; i < 200; i++) raised += gwr_network_layer(net, i)->rank != before[i];
+    /* The first insertion fits below `second`; later ones raise at most a
+     * few layers, never the whole chain. */
+    CHECK(raised <= 4);
+    CHECK(second->rank >= before[1]);
+    /* The same through replace_all_uses_with. */
+    gwr_tensor *o = gwr_layer_output(second, 0), *c = o;
+    for (int j = 0; j < 3; j++) c = gwr_layer_output(lay1(net, "Neg", NULL, c), 0);
+    CHECK_OK(gwr_tensor_replace_all_uses_except(o, c, gwr_tensor_parent(gwr_layer_input(gwr_tensor_parent(gwr_layer_input(gwr_tensor_parent(c), 0)), 0))));
+    CHECK_OK(gwr_network_verify(net));
+    raised = 0;
+    for (int i = 2; i < 200; i++) raised += gwr_network_layer(net, i)->rank != before[i];
+    CHECK(raised <= 8);
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(test_errmsg_initially_empty);
+    RUN(test_rank_insertion_is_local);
     RUN(test_version_and_status);
     RUN(test_dtypes);
     RUN(test_value_kind_and_numel);

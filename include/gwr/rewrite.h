@@ -209,7 +209,9 @@ GWR_API gwr_status gwr_rewrite_manager_remove_listener(gwr_rewrite_manager *m, i
  * before the failure, dead layers included (no prune). The message names
  * the pattern and the layer (a failing callback), or the patterns that
  * fired last (GWR_ERR_NOT_CONVERGED). Only the layers of net itself are
- * visited, not those of If/Loop/Scan bodies. */
+ * visited, not those of If/Loop/Scan bodies. While it runs, prune,
+ * toposort and free of net are refused (GWR_ERR_STATE), and so is a second
+ * manager on the same network. */
 GWR_API gwr_status gwr_rewrite_manager_rewrite(gwr_rewrite_manager *m, gwr_network *net,
                                                const gwr_args *args);
 /* Statistics of the last run for pattern i (manager order). */

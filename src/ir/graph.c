@@ -558,6 +558,8 @@ gwr_status gwr_network_topo_order(gwr_network *net, gwr_layer **out) {
 
 gwr_status gwr_network_toposort(gwr_network *net) {
     if (!net) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_network_toposort: NULL network");
+    if (net->driven)
+        return gwr_ir_error(net, GWR_ERR_STATE, "gwr_network_toposort: network '%s' is being rewritten", net->name);
     gwr_layer **order, *cyc;
     gwr_status s = topo_order(net, &order, &cyc);
     if (s == GWR_ERR_CYCLE)
@@ -697,6 +699,10 @@ static gwr_status prune_net(gwr_network *net, int64_t *count) {
 
 gwr_status gwr_network_prune(gwr_network *net, int64_t *nremoved) {
     if (!net) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_network_prune: NULL network");
+    if (net->driven)
+        return gwr_ir_error(net, GWR_ERR_STATE,
+                            "gwr_network_prune: network '%s' is being rewritten (the manager prunes at the end)",
+                            net->name);
     int64_t count = 0;
     gwr_status s = prune_net(net, &count);
     if (nremoved) *nremoved = count;

@@ -148,6 +148,9 @@ struct gwr_network {
     void *ext[GWR_EXT_COUNT];
     void (*ext_free[GWR_EXT_COUNT])(void *);
     int tearing_down;
+    /* Set while a rewrite manager drives this network: prune, toposort
+     * and free would move or drop layers its worklist holds. */
+    int driven;
     /* root only */
     gwr_arena arena;              /* interned strings and shapes */
     gwr_strmap strings;           /* interned strings */

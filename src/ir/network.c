@@ -237,6 +237,10 @@ void gwr_ir_layer_free(gwr_layer *l) {
 
 void gwr_network_free(gwr_network *net) {
     if (!net) return;
+    if (net->driven) {
+        gwr_ir_error(net, GWR_ERR_STATE, "gwr_network_free: network '%s' is being rewritten", net->name);
+        return;
+    }
     if (net->owner) {
         gwr_ir_error(net, GWR_ERR_STATE,
                      "gwr_network_free: subgraph '%s' is owned by layer '%s'; free its network",

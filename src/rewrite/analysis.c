@@ -104,7 +104,13 @@ gwr_status gwr_analysis_manager_analyze(gwr_analysis_manager *m, gwr_network *ne
         rw_table_thaw(&m->table);
         return gwr_fmt_error(m->errmsg, GWR_ERR_NOMEM, "cannot listen to the network: %s", gwr_network_errmsg(net));
     }
+    if (net->driven) {
+        gwr_network_remove_listener(net, id);
+        rw_table_thaw(&m->table);
+        return gwr_fmt_error(m->errmsg, GWR_ERR_STATE, "network '%s' is being rewritten or analyzed", net->name);
+    }
     m->running = 1;
+    net->driven = 1;
     gwr_rewrite_ctx c = {.net = net, .args = args, .analyzing = 1};
     for (int64_t i = 0; i < net->nlayers && !s; i++) {
         gwr_layer *l = net->layers[i];
@@ -141,6 +147,7 @@ gwr_status gwr_analysis_manager_analyze(gwr_analysis_manager *m, gwr_network *ne
         }
     }
     m->running = 0;
+    net->driven = 0;
     free(c.match);
     gwr_network_remove_listener(net, id);
     rw_table_thaw(&m->table);

@@ -514,8 +514,15 @@ gwr_status gwr_rewrite_manager_rewrite(gwr_rewrite_manager *m, gwr_network *net,
         rw_table_thaw(&m->table);
         return gwr_fmt_error(m->errmsg, GWR_ERR_NOMEM, "cannot listen to the network: %s", gwr_network_errmsg(net));
     }
+    if (net->driven) {
+        gwr_network_remove_listener(net, id);
+        rw_table_thaw(&m->table);
+        return gwr_fmt_error(m->errmsg, GWR_ERR_STATE, "network '%s' is already being rewritten", net->name);
+    }
     m->running = 1;
+    net->driven = 1;
     int ret = o->full_rescan ? run_rescan(&r) : run_worklist(&r);
+    net->driven = 0;
     m->running = 0;
     gwr_network_remove_listener(net, id);
     rw_table_thaw(&m->table);

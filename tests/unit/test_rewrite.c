@@ -682,6 +682,63 @@ TEST(messages_edits_analysis_stats) {
     gwr_network_free(net);
 }
 
+/* What a callback must not do to the network it is driven over. */
+static int meddles(gwr_rewrite_ctx *c, gwr_layer *l) {
+    (void)l;
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    gwr_rewrite_manager *other = gwr_rewrite_ctx_user(c);
+    int refused = gwr_network_prune(net, NULL) == GWR_ERR_STATE && gwr_network_toposort(net) == GWR_ERR_STATE &&
+                  gwr_rewrite_manager_rewrite(other, net, NULL) == GWR_ERR_STATE;
+    gwr_network_free(net); /* refused too: the network survives */
+    if (!refused) return gwr_rewrite_fail(c, GWR_ERR_STATE, "meddling was allowed");
+    return 0;
+}
+
+TEST(network_is_guarded_while_driven) {
+    gwr_network *net = small_net();
+    gwr_rewrite_manager *m = gwr_rewrite_manager_new(), *other = gwr_rewrite_manager_new();
+    gwr_pattern_rewriter p = {.name = "m", .root_ops = ADD, .match_and_rewrite = meddles, .user = other};
+    gwr_pattern_rewriter q = swapper("q", ADD, "Sub");
+    CHECK_OK(gwr_rewrite_manager_add(other, "q", &q, 0));
+    CHECK_OK(gwr_rewrite_manager_add(m, "meddle", &p, 0));
+    CHECK_OK(gwr_rewrite_manager_rewrite(m, net, NULL));
+    CHECK_CONTAINS(gwr_network_errmsg(net), "is being rewritten");
+    CHECK_CONTAINS(gwr_rewrite_manager_errmsg(other), "already being rewritten");
+    /* afterwards everything works again */
+    CHECK_OK(gwr_network_toposort(net));
+    CHECK_OK(gwr_rewrite_manager_rewrite(other, net, NULL));
+    CHECK_EQ_INT(count_op(net, "Sub"), 2);
+    gwr_rewrite_manager_free(m);
+    gwr_rewrite_manager_free(other);
+    gwr_network_free(net);
+}
+
+static int prunes(gwr_rewrite_ctx *c, gwr_layer *l) {
+    (void)l;
+    return gwr_network_prune(gwr_rewrite_ctx_network(c), NULL) == GWR_ERR_STATE;
+}
+
+static gwr_status nothing(gwr_rewrite_ctx *c, gwr_layer *const *layers, int n) {
+    (void)c, (void)layers, (void)n;
+    return GWR_OK;
+}
+
+TEST(network_is_guarded_while_analyzed) {
+    gwr_network *net = small_net();
+    /* a dead layer a prune would drop under the analyzer's feet */
+    gwr_relu(net, gwr_network_input(net, 0));
+    gwr_analysis_manager *am = gwr_analysis_manager_new();
+    gwr_pattern_analyzer a = {.name = "p", .root_classes = GWR_ROOT_ANY, .match = prunes, .analyze = nothing};
+    CHECK_OK(gwr_analysis_manager_add(am, "p", &a, 0));
+    CHECK_OK(gwr_analysis_manager_analyze(am, net, NULL));
+    gwr_pattern_stats st;
+    gwr_analysis_manager_stats(am, 0, &st);
+    CHECK_EQ_INT(st.matches, 5); /* every prune was refused */
+    CHECK_EQ_INT(gwr_network_num_layers(net), 5);
+    gwr_analysis_manager_free(am);
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(manager_basics);
     RUN(benefit_decides);
@@ -696,5 +753,7 @@ int main(void) {
     RUN(args_reach_callbacks);
     RUN(full_rescan_mode);
     RUN(messages_edits_analysis_stats);
+    RUN(network_is_guarded_while_driven);
+    RUN(network_is_guarded_while_analyzed);
     return check_report();
 }

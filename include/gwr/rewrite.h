@@ -182,6 +182,7 @@ typedef struct gwr_rewrite_summary {
 
 /* NULL on allocation failure (gwr_last_errmsg). */
 GWR_API gwr_rewrite_manager *gwr_rewrite_manager_new(void);
+/* Refused (a message on m) from inside one of m's own callbacks. */
 GWR_API void gwr_rewrite_manager_free(gwr_rewrite_manager *m);
 /* The message of the last failing call on m; "" when none. */
 GWR_API const char *gwr_rewrite_manager_errmsg(const gwr_rewrite_manager *m);

@@ -20,6 +20,10 @@ gwr_analysis_manager *gwr_analysis_manager_new(void) {
 
 void gwr_analysis_manager_free(gwr_analysis_manager *m) {
     if (!m) return;
+    if (m->running) { /* from one of its own callbacks: refused */
+        gwr_fmt_error(m->errmsg, GWR_ERR_STATE, "gwr_analysis_manager_free: the manager is running");
+        return;
+    }
     rw_table_free(&m->table);
     free(m);
 }

@@ -218,6 +218,10 @@ gwr_rewrite_manager *gwr_rewrite_manager_new(void) {
 
 void gwr_rewrite_manager_free(gwr_rewrite_manager *m) {
     if (!m) return;
+    if (m->running) { /* from one of its own callbacks: refused */
+        gwr_fmt_error(m->errmsg, GWR_ERR_STATE, "gwr_rewrite_manager_free: the manager is running");
+        return;
+    }
     rw_table_free(&m->table);
     free(m->listeners);
     for (int64_t i = 0; i < m->nkept; i++) free(m->kept[i]);

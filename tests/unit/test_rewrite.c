@@ -694,6 +694,25 @@ static int meddles(gwr_rewrite_ctx *c, gwr_layer *l) {
     return 0;
 }
 
+static int frees_manager(gwr_rewrite_ctx *c, gwr_layer *l) {
+    (void)l;
+    gwr_rewrite_manager_free(gwr_rewrite_ctx_user(c)); /* its own manager: refused */
+    return 0;
+}
+
+TEST(manager_survives_its_callbacks) {
+    gwr_network *net = small_net();
+    gwr_rewrite_manager *m = gwr_rewrite_manager_new();
+    gwr_pattern_rewriter p = {.name = "f", .root_ops = ADD, .match_and_rewrite = frees_manager, .user = m};
+    CHECK_OK(gwr_rewrite_manager_add(m, "f", &p, 0));
+    CHECK_OK(gwr_rewrite_manager_rewrite(m, net, NULL));
+    gwr_rewrite_summary s;
+    CHECK_OK(gwr_rewrite_manager_summary(m, &s));
+    CHECK_EQ_INT(s.visited, 4);
+    gwr_rewrite_manager_free(m);
+    gwr_network_free(net);
+}
+
 TEST(network_is_guarded_while_driven) {
     gwr_network *net = small_net();
     gwr_rewrite_manager *m = gwr_rewrite_manager_new(), *other = gwr_rewrite_manager_new();
@@ -754,6 +773,7 @@ int main(void) {
     RUN(full_rescan_mode);
     RUN(messages_edits_analysis_stats);
     RUN(network_is_guarded_while_driven);
+    RUN(manager_survives_its_callbacks);
     RUN(network_is_guarded_while_analyzed);
     return check_report();
 }

@@ -54,6 +54,7 @@ typedef struct rw_run {
     gwr_layer **added, **removed;
     int64_t nadded, added_cap, nremoved, removed_cap;
     int64_t nreplaced, nmodified, nevents;
+    int64_t change_base;          /* net->nlayers when the change began */
     int64_t rewrites, limit;
     int last[LAST_N];             /* indices of the patterns that fired last */
 } rw_run;
@@ -172,12 +173,10 @@ static void on_replaced(void *ctx, gwr_tensor *old_t, gwr_tensor *new_t) {
     EACH_LISTENER(r, tensor_replaced, cur_label(r), old_t, new_t);
 }
 
-/* Was l created by the change being made (its own set-up is no edit)? */
-static int added_now(const rw_run *r, const gwr_layer *l) {
-    for (int64_t i = r->nadded - 1; i >= 0; i--)
-        if (r->added[i] == l) return 1;
-    return 0;
-}
+/* Was l created by the change being made (its own set-up is no edit)?
+ * New layers are appended and nothing is compacted during a run, so they
+ * are exactly those at or past the index where the change began. */
+static int added_now(const rw_run *r, const gwr_layer *l) { return l->index >= r->change_base; }
 
 static void on_input_changed(void *ctx, gwr_layer *l, int slot, gwr_tensor *old_t) {
     rw_run *r = ctx;
@@ -362,6 +361,7 @@ static void name_last(rw_run *r, char *buf, size_t size) {
 }
 
 static void begin_change(rw_run *r) {
+    r->change_base = r->net->nlayers;
     r->nadded = r->nremoved = 0;
     r->nreplaced = r->nmodified = 0;
 }

@@ -71,6 +71,7 @@ static void ref_add(gwr_tensor *t, void *ctx) {
             c->failed = 1;
             return;
         }
+        t->flags |= TF_FLAYER_REF;
     }
     if (gwr_grow((void **)&r->v, sizeof *r->v, &r->cap, r->n + 1)) {
         c->failed = 1;
@@ -81,7 +82,7 @@ static void ref_add(gwr_tensor *t, void *ctx) {
 
 static void ref_del(gwr_tensor *t, void *ctx) {
     ref_ctx *c = ctx;
-    refs *r = t ? gwr_ptrmap_get(&c->m->by_tensor, t) : NULL;
+    refs *r = t && (t->flags & TF_FLAYER_REF) ? gwr_ptrmap_get(&c->m->by_tensor, t) : NULL;
     if (!r) return;
     for (int64_t i = 0; i < r->n; i++)
         if (r->v[i] == c->f) {
@@ -90,12 +91,15 @@ static void ref_del(gwr_tensor *t, void *ctx) {
         }
     if (!r->n) {
         gwr_ptrmap_del(&c->m->by_tensor, t);
+        t->flags &= (uint8_t)~TF_FLAYER_REF;
         free(r->v);
         free(r);
     }
 }
 
 static void memo_drop_layer(memo *m, gwr_layer *l) {
+    if (!(l->flags & LF_HAS_FLAYER)) return;
+    l->flags &= (uint8_t)~LF_HAS_FLAYER;
     gwr_flayer *f = gwr_ptrmap_get(&m->by_layer, l);
     if (!f) return;
     ref_ctx c = {m, f, 0};
@@ -114,8 +118,9 @@ static void on_layer_dropped(void *ctx, gwr_layer *l) {
     /* Arguments naming an output of a pruned layer become none. */
     for (int o = 0; o < gwr_layer_num_outputs(l); o++) {
         gwr_tensor *t = gwr_layer_output(l, o);
-        refs *r = gwr_ptrmap_get(&m->by_tensor, t);
+        refs *r = (t->flags & TF_FLAYER_REF) ? gwr_ptrmap_get(&m->by_tensor, t) : NULL;
         if (!r) continue;
+        t->flags &= (uint8_t)~TF_FLAYER_REF;
         for (int64_t i = 0; i < r->n; i++) gwr_fn_args_replace_tensor(r->v[i]->inputs, t, NULL);
         gwr_ptrmap_del(&m->by_tensor, t);
         free(r->v);
@@ -125,15 +130,20 @@ static void on_layer_dropped(void *ctx, gwr_layer *l) {
 
 static void on_tensor_replaced(void *ctx, gwr_tensor *old_t, gwr_tensor *new_t) {
     memo *m = ctx;
+    if (!(old_t->flags & TF_FLAYER_REF)) return;
     refs *r = gwr_ptrmap_get(&m->by_tensor, old_t);
     if (!r) return;
     gwr_ptrmap_del(&m->by_tensor, old_t);
+    old_t->flags &= (uint8_t)~TF_FLAYER_REF;
     /* Each reference to old_t becomes one to new_t (replacing is
      * idempotent, so an FLayerInfo listed twice is fine). */
     for (int64_t i = 0; i < r->n; i++) gwr_fn_args_replace_tensor(r->v[i]->inputs, old_t, new_t);
-    refs *nr = gwr_ptrmap_get(&m->by_tensor, new_t);
+    refs *nr = (new_t->flags & TF_FLAYER_REF) ? gwr_ptrmap_get(&m->by_tensor, new_t) : NULL;
     if (!nr) {
-        if (gwr_ptrmap_put(&m->by_tensor, new_t, r) == 0) return; /* r moves over whole */
+        if (gwr_ptrmap_put(&m->by_tensor, new_t, r) == 0) { /* r moves over whole */
+            new_t->flags |= TF_FLAYER_REF;
+            return;
+        }
     } else if (!gwr_grow((void **)&nr->v, sizeof *nr->v, &nr->cap, nr->n + r->n)) {
         memcpy(nr->v + nr->n, r->v, (size_t)r->n * sizeof *r->v);
         nr->n += r->n;
@@ -184,6 +194,7 @@ static gwr_status memo_record(gwr_network *net, gwr_layer *l, const char *kind, 
         flayer_free(f);
         return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
     }
+    l->flags |= LF_HAS_FLAYER;
     return GWR_OK;
 }
 
@@ -267,7 +278,7 @@ gwr_status gwr_call(gwr_network *net, const char *kind, const gwr_args *args, gw
 /* ---- the FLayerInfo API ---- */
 
 gwr_flayer *gwr_flayer_get(const gwr_network *net, const gwr_layer *l) {
-    if (!net || !l) return NULL;
+    if (!net || !l || !(l->flags & LF_HAS_FLAYER)) return NULL;
     memo *m = memo_of((gwr_network *)net, 0);
     return m ? gwr_ptrmap_get(&m->by_layer, l) : NULL;
 }

@@ -18,7 +18,9 @@ typedef struct gwr_ishape {
     gwr_dim dims[];
 } gwr_ishape;
 
-enum { TF_INPUT = 1, TF_OWN_NAME = 2 };
+/* TF_FLAYER_REF: some FLayerInfo names this tensor (kept by the
+ * functional room's memo, so that its listener skips the others). */
+enum { TF_INPUT = 1, TF_OWN_NAME = 2, TF_FLAYER_REF = 4 };
 
 /* Owned by its producer layer's block (layer outputs) or by the network
  * (graph inputs). `name` is first: the name maps read it as the key. */
@@ -42,7 +44,8 @@ struct gwr_tensor {
  * downstream. */
 #define GWR_RANK_STEP 8
 
-enum { LF_REMOVED = 1, LF_DROPPED = 2, LF_OWN_NAME = 4, LF_OWN_INPUTS = 8 };
+/* LF_HAS_FLAYER: an FLayerInfo is recorded on the layer (the memo's). */
+enum { LF_REMOVED = 1, LF_DROPPED = 2, LF_OWN_NAME = 4, LF_OWN_INPUTS = 8, LF_HAS_FLAYER = 16 };
 
 typedef struct gwr_attr {
     const char *name;             /* interned in the root network */

@@ -64,7 +64,7 @@ typedef struct {
 static void ref_add(gwr_tensor *t, void *ctx) {
     ref_ctx *c = ctx;
     if (!t) return;
-    refs *r = gwr_ptrmap_get(&c->m->by_tensor, t);
+    refs *r = (t->flags & TF_FLAYER_REF) ? gwr_ptrmap_get(&c->m->by_tensor, t) : NULL;
     if (!r) {
         if (!(r = calloc(1, sizeof *r)) || gwr_ptrmap_put(&c->m->by_tensor, t, r)) {
             free(r);

@@ -3,6 +3,7 @@
  * stages of a rewrite: take the old subgraph's inputs and outputs, build
  * the replacement from those inputs, redirect the old outputs' users, mark
  * the old layers removed (the manager prunes them at the end). */
+#include <stdio.h>
 #include <string.h>
 
 #include "gwr/passes.h"
@@ -81,6 +82,28 @@ static int recreate(gwr_rewrite_ctx *c, gwr_flayer *f, const gwr_args *args, fix
 
 /* ---- gpt_attention_remove_padding ------------------------------------------- */
 
+/* x reshaped to `dims` (3 values). Every plugin of a network is packed to
+ * the same shape, so the shape constant is shared: one layer per distinct
+ * shape, found again by its name, instead of one per rewrite. */
+static gwr_tensor *reshape3(gwr_network *net, gwr_tensor *x, const int64_t dims[3]) {
+    char name[128];
+    snprintf(name, sizeof name, "gwr.reshape_to.%lldx%lldx%lld", (long long)dims[0], (long long)dims[1],
+             (long long)dims[2]);
+    gwr_layer *k = gwr_network_find_layer(net, name);
+    const gwr_weights *w = NULL;
+    int ok = k && !gwr_layer_is_removed(k) && gwr_layer_type(k) == GWR_LAYER_CONSTANT &&
+             !gwr_layer_get_tensor(k, "value", &w) && w->dtype == GWR_INT64 && w->rank == 1 && w->dims[0] == 3 &&
+             w->nbytes == sizeof(int64_t) * 3 && !memcmp(w->data, dims, sizeof(int64_t) * 3);
+    gwr_tensor *shape = ok ? gwr_layer_output(k, 0) : NULL;
+    if (!shape) {
+        shape = gwr_constant_i64s(net, 3, dims);
+        /* Named for reuse when the name is free; a clash just means no reuse. */
+        if (shape && !k && !gwr_layer_set_name(gwr_tensor_parent(shape), name)) gwr_tensor_set_name(shape, name);
+    }
+    gwr_tensor *in[2] = {x, shape}, *out = NULL;
+    return shape && gwr_op_call(net, "", "Reshape", 2, in, NULL, 1, &out) ? out : NULL;
+}
+
 static int get_arg(gwr_rewrite_ctx *c, const char *name, int64_t *v) {
     return gwr_args_get_int(gwr_rewrite_ctx_args(c), name, v) == GWR_OK && *v > 0 && *v <= (INT64_C(1) << 31);
 }
@@ -91,7 +114,7 @@ static gwr_status unpad_context(gwr_rewrite_ctx *c, gwr_tensor **outs, int n) {
     get_arg(c, "batch_size", &b);
     get_arg(c, "in_len", &s);
     int64_t back[3] = {b, s, gwr_tensor_dim(outs[0], 2)};
-    gwr_tensor *t = gwr_reshape(gwr_rewrite_ctx_network(c), outs[0], 3, back);
+    gwr_tensor *t = reshape3(gwr_rewrite_ctx_network(c), outs[0], back);
     if (!t) return GWR_ERR_SHAPE;
     outs[0] = t;
     return GWR_OK;
@@ -122,7 +145,7 @@ static int remove_padding(gwr_rewrite_ctx *c, gwr_layer *l) {
             return gwr_rewrite_no_match(c, "output '%s' is read (its packed layout would differ)", gwr_tensor_name(o));
     }
     const int64_t packed_dims[3] = {1, b * s, h};
-    gwr_tensor *packed = gwr_reshape(net, qkv, 3, packed_dims);
+    gwr_tensor *packed = reshape3(net, qkv, packed_dims);
     if (!packed) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "packing qkv: %s", gwr_network_errmsg(net));
     gwr_args *args = gwr_flayer_clone_inputs(f);
     if (!args) return gwr_rewrite_fail(c, GWR_ERR_NOMEM, "out of memory");

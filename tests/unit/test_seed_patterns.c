@@ -285,6 +285,17 @@ TEST(remove_padding_on_gpt) {
             CHECK_STR(gwr_layer_op(gwr_tensor_user(u, 0, NULL)), "MatMul");
         }
     }
+    /* both plugins' packing Reshapes read one shared shape constant */
+    gwr_tensor *shapes[2] = {NULL, NULL};
+    int ns = 0;
+    for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
+        gwr_layer *l = gwr_network_layer(net, i);
+        if (!strcmp(gwr_layer_op(l), "GPTAttention") && ns < 2)
+            shapes[ns++] = gwr_layer_input(gwr_tensor_parent(gwr_layer_input(l, 0)), 1);
+    }
+    CHECK_EQ_INT(ns, 2);
+    CHECK(shapes[0] && shapes[0] == shapes[1]);
+    CHECK_STR(gwr_tensor_name(shapes[0]), "gwr.reshape_to.1x16x192");
     check_flayers(net, 2);
     CHECK_STR(gwr_tensor_name(gwr_network_output(net, 0)), "y");
     CHECK_OK(gwr_network_verify(net));

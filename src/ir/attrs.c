@@ -117,10 +117,10 @@ static void attr_clear(gwr_network *net, gwr_attr *a) {
         for (int64_t i = 0; i < a->n; i++) {
             gwr_network *g = a->v.graphs[i];
             g->owner = NULL;
-            (void)net;
             gwr_ir_network_destroy(g);
         }
         free(a->v.graphs);
+        net->ngraph_attrs--;
         break;
     default: break;
     }
@@ -199,6 +199,7 @@ static gwr_status attr_put(gwr_layer *l, const char *name, gwr_attr *a) {
         attr_clear(l->net, &l->attrs[i]);
     }
     l->attrs[i] = *a;
+    if (a->type == GWR_ATTR_GRAPH || a->type == GWR_ATTR_GRAPHS) l->net->ngraph_attrs++;
     GWR_IR_NOTIFY(l->net, layer_modified, l);
     return GWR_OK;
 }

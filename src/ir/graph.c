@@ -109,6 +109,7 @@ static int lpush(lstack *s, gwr_layer *l) {
 }
 
 static int has_graphs(const gwr_layer *l) {
+    if (!l->net->ngraph_attrs) return 0;
     for (int i = 0; i < l->nattrs; i++)
         if (l->attrs[i].type == GWR_ATTR_GRAPH || l->attrs[i].type == GWR_ATTR_GRAPHS) return 1;
     return 0;
@@ -685,7 +686,7 @@ static gwr_status prune_net(gwr_network *net, int64_t *count) {
     net->nremoved = 0;
     *count += dead;
     /* Subgraphs of the surviving layers. */
-    for (int64_t i = 0; i < net->nlayers; i++) {
+    for (int64_t i = 0; net->ngraph_attrs && i < net->nlayers; i++) {
         gwr_layer *l = net->layers[i];
         for (int a = 0; a < l->nattrs; a++) {
             gwr_attr *at = &l->attrs[a];
@@ -717,7 +718,7 @@ static const char *const constant_value_attrs[] = {"value", "value_float", "valu
 static gwr_status verify_net(gwr_network *net, const gwr_network *top, gwr_ptrmap *slots) {
     const char *nn = net->name;
 #define BAD(...) return gwr_ir_error(net, GWR_ERR_INVALID_GRAPH, __VA_ARGS__)
-    int64_t nremoved = 0, ntensors = net->ninputs;
+    int64_t nremoved = 0, ntensors = net->ninputs, ngraphs = 0;
     for (int64_t i = 0; i < net->ninputs; i++) {
         gwr_tensor *t = net->inputs[i];
         if (gwr_ir_tnet(t) != net || !(t->flags & TF_INPUT) || t->out_index != i)
@@ -770,6 +771,7 @@ static gwr_status verify_net(gwr_network *net, const gwr_network *top, gwr_ptrma
         for (int a = 0; a < l->nattrs; a++) {
             gwr_attr *at = &l->attrs[a];
             if (at->type != GWR_ATTR_GRAPH && at->type != GWR_ATTR_GRAPHS) continue;
+            ngraphs++;
             for (int64_t k = 0; k < at->n; k++) {
                 gwr_network *g = at->v.graphs[k];
                 if (g->parent != net || g->owner != l)
@@ -786,6 +788,9 @@ static gwr_status verify_net(gwr_network *net, const gwr_network *top, gwr_ptrma
     if (nremoved != net->nremoved)
         BAD("internal: %lld layers are marked removed but the count says %lld", (long long)nremoved,
             (long long)net->nremoved);
+    if (ngraphs != net->ngraph_attrs)
+        BAD("internal: %lld graph attributes but the count says %lld", (long long)ngraphs,
+            (long long)net->ngraph_attrs);
     if (net->layer_names.count != net->nlayers)
         BAD("internal: %lld layer names for %lld layers", (long long)net->layer_names.count, (long long)net->nlayers);
     if (net->tensor_names.count != ntensors)

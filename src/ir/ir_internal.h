@@ -154,6 +154,9 @@ struct gwr_network {
     /* Set while a rewrite manager drives this network: prune, toposort
      * and free would move or drop layers its worklist holds. */
     int driven;
+    /* Graph-valued attributes held by this network's layers: while 0,
+     * walks skip looking for subgraphs in every layer's attributes. */
+    int64_t ngraph_attrs;
     /* root only */
     gwr_arena arena;              /* interned strings and shapes */
     gwr_strmap strings;           /* interned strings */

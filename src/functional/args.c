@@ -69,7 +69,7 @@ const char *gwr_args_errmsg(const gwr_args *a) { return a ? a->errmsg : gwr_last
 int gwr_args_find(const gwr_args *a, const char *name) {
     if (!a || !name) return -1;
     for (int64_t i = 0; i < a->n; i++)
-        if (!strcmp(a->items[i].name, name)) return (int)i;
+        if (a->items[i].name[0] == name[0] && !strcmp(a->items[i].name, name)) return (int)i;
     return -1;
 }
 

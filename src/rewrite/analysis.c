@@ -47,7 +47,7 @@ gwr_status gwr_analysis_manager_add(gwr_analysis_manager *m, const char *label, 
     if (s) return s;
     r->an = *p;
     r->an.name = r->name;
-    r->an.root_ops = r->nops ? (const char *const *)r->ops : NULL;
+    r->an.root_ops = rw_pattern_ops(r);
     return GWR_OK;
 }
 
@@ -59,13 +59,14 @@ const gwr_pattern_analyzer *gwr_analysis_manager_get(const gwr_analysis_manager 
 int gwr_analysis_manager_count(const gwr_analysis_manager *m) { return m ? (int)m->table.n : 0; }
 
 const char *gwr_analysis_manager_label(const gwr_analysis_manager *m, int i) {
-    return m && i >= 0 && i < m->table.n ? m->table.v[i]->label : NULL;
+    rw_pattern *p = rw_table_at(m ? &m->table : NULL, i);
+    return p ? p->label : NULL;
 }
 
 gwr_status gwr_analysis_manager_stats(const gwr_analysis_manager *m, int i, gwr_pattern_stats *out) {
-    if (!m || !out || i < 0 || i >= m->table.n)
-        return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_analysis_manager_stats: bad argument");
-    *out = m->table.v[i]->stats;
+    rw_pattern *p = rw_table_at(m ? &m->table : NULL, i);
+    if (!p || !out) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_analysis_manager_stats: bad argument");
+    *out = p->stats;
     return GWR_OK;
 }
 
@@ -92,7 +93,7 @@ gwr_status gwr_analysis_manager_analyze(gwr_analysis_manager *m, gwr_network *ne
     if (m->running) return gwr_fmt_error(m->errmsg, GWR_ERR_STATE, "gwr_analysis_manager_analyze: already running");
     if (!net) return gwr_fmt_error(m->errmsg, GWR_ERR_INVALID_ARG, "gwr_analysis_manager_analyze: NULL network");
     m->errmsg[0] = 0;
-    for (int64_t i = 0; i < m->table.n; i++) memset(&m->table.v[i]->stats, 0, sizeof m->table.v[i]->stats);
+    rw_table_reset_stats(&m->table);
     gwr_status s = rw_table_freeze(&m->table, m->errmsg);
     if (s) return s;
     int64_t changes = 0;

@@ -251,7 +251,7 @@ gwr_status gwr_rewrite_manager_add(gwr_rewrite_manager *m, const char *label, co
     if (s) return s;
     r->rw = *p;
     r->rw.name = r->name;
-    r->rw.root_ops = r->nops ? (const char *const *)r->ops : NULL;
+    r->rw.root_ops = rw_pattern_ops(r);
     return GWR_OK;
 }
 
@@ -263,11 +263,13 @@ const gwr_pattern_rewriter *gwr_rewrite_manager_get(const gwr_rewrite_manager *m
 int gwr_rewrite_manager_count(const gwr_rewrite_manager *m) { return m ? (int)m->table.n : 0; }
 
 const char *gwr_rewrite_manager_label(const gwr_rewrite_manager *m, int i) {
-    return m && i >= 0 && i < m->table.n ? m->table.v[i]->label : NULL;
+    rw_pattern *p = rw_table_at(m ? &m->table : NULL, i);
+    return p ? p->label : NULL;
 }
 
 int gwr_rewrite_manager_benefit(const gwr_rewrite_manager *m, int i) {
-    return m && i >= 0 && i < m->table.n ? m->table.v[i]->benefit : 0;
+    rw_pattern *p = rw_table_at(m ? &m->table : NULL, i);
+    return p ? p->benefit : 0;
 }
 
 gwr_status gwr_rewrite_manager_set_options(gwr_rewrite_manager *m, const gwr_rewrite_options *o) {
@@ -304,9 +306,9 @@ gwr_status gwr_rewrite_manager_remove_listener(gwr_rewrite_manager *m, int id) {
 }
 
 gwr_status gwr_rewrite_manager_stats(const gwr_rewrite_manager *m, int i, gwr_pattern_stats *out) {
-    if (!m || !out || i < 0 || i >= m->table.n)
-        return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_rewrite_manager_stats: bad argument");
-    *out = m->table.v[i]->stats;
+    rw_pattern *p = rw_table_at(m ? &m->table : NULL, i);
+    if (!p || !out) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_rewrite_manager_stats: bad argument");
+    *out = p->stats;
     return GWR_OK;
 }
 
@@ -492,7 +494,7 @@ gwr_status gwr_rewrite_manager_rewrite(gwr_rewrite_manager *m, gwr_network *net,
     double t0 = rw_now();
     m->errmsg[0] = 0;
     memset(&m->summary, 0, sizeof m->summary);
-    for (int64_t i = 0; i < m->table.n; i++) memset(&m->table.v[i]->stats, 0, sizeof m->table.v[i]->stats);
+    rw_table_reset_stats(&m->table);
     gwr_status s = rw_table_freeze(&m->table, m->errmsg);
     if (s) return s;
     const gwr_rewrite_options *o = &m->opts;

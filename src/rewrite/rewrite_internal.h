@@ -42,6 +42,14 @@ typedef struct rw_table {
 gwr_status rw_table_add(rw_table *t, char *errbuf, const char *what, const char *label, const char *name,
                         uint64_t classes, const char *const *root_ops, int benefit, rw_pattern **out);
 rw_pattern *rw_table_find(const rw_table *t, const char *label);
+/* Pattern i in priority order, or NULL out of range (t may be NULL). */
+rw_pattern *rw_table_at(const rw_table *t, int i);
+/* Zeroes every pattern's statistics (a run starts). */
+void rw_table_reset_stats(rw_table *t);
+/* The pattern's own copy of its root ops, for the struct get() returns. */
+static inline const char *const *rw_pattern_ops(const rw_pattern *p) {
+    return p->nops ? (const char *const *)p->ops : NULL;
+}
 /* Builds the dispatch index; GWR_ERR_NOMEM. */
 gwr_status rw_table_freeze(rw_table *t, char *errbuf);
 /* Drops the index (the custom-op cache refers to a network's op infos). */

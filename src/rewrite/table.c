@@ -49,6 +49,12 @@ rw_pattern *rw_table_find(const rw_table *t, const char *label) {
     return NULL;
 }
 
+rw_pattern *rw_table_at(const rw_table *t, int i) { return t && i >= 0 && i < t->n ? t->v[i] : NULL; }
+
+void rw_table_reset_stats(rw_table *t) {
+    for (int64_t i = 0; i < t->n; i++) memset(&t->v[i]->stats, 0, sizeof t->v[i]->stats);
+}
+
 gwr_status rw_table_add(rw_table *t, char *errbuf, const char *what, const char *label, const char *name,
                         uint64_t classes, const char *const *root_ops, int benefit, rw_pattern **out) {
     if (!label || !*label) return gwr_fmt_error(errbuf, GWR_ERR_INVALID_ARG, "%s: a pattern needs a label", what);

@@ -35,6 +35,7 @@
 
 #include "gwr/gwr.h"
 #include "unit/check.h"
+#include "property/prop_rng.h"
 
 enum { STEPS = 200, MAX_LAYERS = 5000 };
 
@@ -47,16 +48,6 @@ static const uint64_t SEEDS[] = {
     0xb, 0xe, 0x10, 0xdeadbeef, 0xc0ffee,
     0x2545f4914f6cdd1d, 0x9e3779b97f4a7c15, 0x31337, 0xabcdef, 0xfeedface,
 };
-
-/* ---- random numbers (splitmix64) ------------------------------------------ */
-
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-static int64_t rng_below(uint64_t *s, int64_t n) { return n <= 0 ? 0 : (int64_t)(rng_next(s) % (uint64_t)n); }
 
 /* ---- the ops the generator uses ------------------------------------------- */
 

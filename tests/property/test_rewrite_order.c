@@ -25,14 +25,8 @@
 
 #include "gwr/gwr.h"
 #include "unit/check.h"
+#include "property/prop_rng.h"
 
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-static int64_t rng_below(uint64_t *s, int64_t n) { return n <= 0 ? 0 : (int64_t)(rng_next(s) % (uint64_t)n); }
 
 static uint64_t mix(uint64_t h, uint64_t v) {
     h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);

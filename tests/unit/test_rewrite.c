@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "gwr/gwr.h"
+#include "net_count.h"
 
 static const gwr_dim D4[1] = {4};
 
@@ -14,14 +15,6 @@ static gwr_tensor *in4(gwr_network *net, const char *name) {
     return gwr_network_add_input(net, name, GWR_FLOAT32, 1, D4);
 }
 
-static int64_t count_op(gwr_network *net, const char *op) {
-    int64_t n = 0;
-    for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
-        gwr_layer *l = gwr_network_layer(net, i);
-        if (!gwr_layer_is_removed(l) && !strcmp(gwr_layer_op(l), op)) n++;
-    }
-    return n;
-}
 
 /* The expression computing t, e.g. "Sub(x,Mul(x,y))": compares networks
  * whatever the order and names of their layers. */

@@ -6,15 +6,8 @@
 
 #include "check.h"
 #include "gwr/gwr.h"
+#include "net_count.h"
 
-static int64_t count_op(gwr_network *net, const char *op) {
-    int64_t n = 0;
-    for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
-        gwr_layer *l = gwr_network_layer(net, i);
-        if (!gwr_layer_is_removed(l) && !strcmp(gwr_layer_op(l), op)) n++;
-    }
-    return n;
-}
 
 /* The reader counts of the live layers of `op`, in network order, into
  * out (at most max); returns how many layers there are. */

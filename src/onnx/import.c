@@ -311,6 +311,7 @@ static gwr_status defer(gwr_oi_ctx *c, int k, gwr_layer *l, int slot, const char
     if (gwr_grow((void **)&sc->def, sizeof *sc->def, &sc->defcap, sc->ndef + 1))
         return gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
     sc->def[sc->ndef++] = (gwr_oi_deferred){l, slot, name, n, idx};
+    c->deferred = 1;
     return GWR_OK;
 }
 
@@ -346,15 +347,10 @@ static gwr_status init_name_check(gwr_oi_ctx *c, gwr_oi_scope *sc, const char *n
     return GWR_OK;
 }
 
-static gwr_status add_initializer(gwr_oi_ctx *c, gwr_oi_scope *sc, Onnx__TensorProto *tp, size_t idx) {
-    char what[256];
-    const char *name = tp->name;
-    if (!name || !*name) return gwr_oi_fail(c, GWR_ERR_PARSE, "initializer #%zu has no name", idx);
-    snprintf(what, sizeof what, "initializer '%.200s'", name);
-    gwr_tensor *input;
-    if (init_name_check(c, sc, name, what, &input)) return c->st;
-    gwr_weights w;
-    if (gwr_oi_tensor(c, tp, what, &w)) return c->st;
+/* The initializer `name` (checked free): the default of graph input
+ * `input`, or a CONSTANT layer. Releases w's buffer. */
+static gwr_status put_initializer(gwr_oi_ctx *c, gwr_oi_scope *sc, const char *name, gwr_tensor *input, gwr_weights w,
+                                  const char *what) {
     w.name = NULL; /* the tensor carries the initializer's name */
     gwr_status s = GWR_OK;
     if (input) {
@@ -368,6 +364,36 @@ static gwr_status add_initializer(gwr_oi_ctx *c, gwr_oi_scope *sc, Onnx__TensorP
     }
     gwr_buffer_release(w.buffer);
     return s ? c->st : GWR_OK;
+}
+
+static gwr_status add_initializer(gwr_oi_ctx *c, gwr_oi_scope *sc, Onnx__TensorProto *tp, size_t idx) {
+    char what[256];
+    const char *name = tp->name;
+    if (!name || !*name) return gwr_oi_fail(c, GWR_ERR_PARSE, "initializer #%zu has no name", idx);
+    snprintf(what, sizeof what, "initializer '%.200s'", name);
+    gwr_tensor *input;
+    gwr_weights w;
+    if (init_name_check(c, sc, name, what, &input) || gwr_oi_tensor(c, tp, what, &w)) return c->st;
+    return put_initializer(c, sc, name, input, w, what);
+}
+
+/* An initializer in the plain form (gwr_oi_wire_plain_tensor): the same
+ * checks and result as add_initializer without unpacking it. */
+static gwr_status add_plain_initializer(gwr_oi_ctx *c, gwr_oi_scope *sc, const gwr_oi_plain_tensor *pt, size_t idx) {
+    char what[256], small[192];
+    if (!pt->name_len) return gwr_oi_fail(c, GWR_ERR_PARSE, "initializer #%zu has no name", idx);
+    char *name = pt->name_len < sizeof small ? small : malloc(pt->name_len + 1);
+    if (!name) return gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
+    memcpy(name, pt->name, pt->name_len);
+    name[pt->name_len] = 0;
+    snprintf(what, sizeof what, "initializer '%.200s'", name);
+    gwr_tensor *input;
+    gwr_weights w;
+    gwr_status s = init_name_check(c, sc, name, what, &input) || gwr_oi_plain_weights(c, pt, what, &w)
+                       ? c->st
+                       : put_initializer(c, sc, name, input, w, what);
+    if (name != small) free(name);
+    return s;
 }
 
 static gwr_status check_sparse_dims(gwr_oi_ctx *c, const Onnx__SparseTensorProto *sp, const char *what) {
@@ -607,12 +633,17 @@ static gwr_status constant_type(gwr_oi_ctx *c, gwr_layer *l, const Onnx__NodePro
                        {"value_strings", GWR_ATTR_STRINGS}, {"sparse_value", GWR_ATTR_STRING}};
     /* A value attribute of another type than its name says would give the
      * output a type its value does not have. */
+    int nvalues = 0;
     for (size_t k = 0; k < sizeof value_attrs / sizeof *value_attrs; k++) {
         int i = gwr_layer_find_attr(l, value_attrs[k].name);
+        nvalues += i >= 0;
         if (i >= 0 && gwr_layer_attr_type(l, i) != value_attrs[k].type)
             return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: attribute '%s' is %s, must be %s", nd, value_attrs[k].name,
                                gwr_attr_type_name(gwr_layer_attr_type(l, i)), gwr_attr_type_name(value_attrs[k].type));
     }
+    if (nvalues != 1)
+        return gwr_oi_fail(c, GWR_ERR_INVALID_GRAPH, "invalid graph: Constant layer '%s' has %d value attributes (needs exactly one)",
+                           gwr_layer_name(l), nvalues);
     for (size_t i = 0; i < n->n_attribute; i++) {
         const Onnx__AttributeProto *a = n->attribute[i];
         const char *an = a->name;
@@ -758,7 +789,7 @@ static gwr_status resolve_deferred(gwr_oi_ctx *c, gwr_oi_scope *sc) {
     return GWR_OK;
 }
 
-static void drop_consumed(gwr_oi_ctx *c, size_t upto) {
+void gwr_oi_drop_consumed(gwr_oi_ctx *c, size_t upto) {
     if (!c->drop_pages) return;
     size_t pg = (size_t)sysconf(_SC_PAGESIZE);
     size_t end = upto / pg * pg;
@@ -801,7 +832,7 @@ static Onnx__TensorProto *unpack_initializer(gwr_oi_ctx *c, gwr_oi_span span, si
         size_t n = raw.len - done < COPY_CHUNK ? raw.len - done : COPY_CHUNK;
         memcpy((char *)buf + done, c->data + raw.off + done, n);
         done += n;
-        drop_consumed(c, raw.off + done);
+        gwr_oi_drop_consumed(c, raw.off + done);
     }
     t->has_raw_data = 1;
     t->raw_data.data = buf;
@@ -860,12 +891,19 @@ static gwr_status graph_body(gwr_oi_ctx *c, gwr_oi_scope *sc, Onnx__GraphProto *
     if (prepass(c, sc, g)) return c->st;
     if (spans) {
         for (size_t i = 0; i < nspans; i++) {
-            Onnx__TensorProto *t = unpack_initializer(c, spans[i], i);
-            if (!t) return c->st;
-            gwr_status s = add_initializer(c, sc, t, i);
-            free_initializer(c, t);
-            if (s) return s;
-            drop_consumed(c, spans[i].off + spans[i].len);
+            gwr_oi_plain_tensor pt;
+            int plain = gwr_oi_wire_plain_tensor(c, spans[i], &pt);
+            if (plain < 0) return c->st;
+            if (plain) {
+                if (add_plain_initializer(c, sc, &pt, i)) return c->st;
+            } else {
+                Onnx__TensorProto *t = unpack_initializer(c, spans[i], i);
+                if (!t) return c->st;
+                gwr_status s = add_initializer(c, sc, t, i);
+                free_initializer(c, t);
+                if (s) return s;
+            }
+            gwr_oi_drop_consumed(c, spans[i].off + spans[i].len);
         }
     }
     for (size_t i = 0; i < g->n_initializer; i++)
@@ -998,11 +1036,11 @@ static gwr_status model_props(gwr_oi_ctx *c, gwr_network *net, const Onnx__Model
 /* opt->infer_shapes: types for what the file left untyped, in topological
  * order (subgraphs before their owner). A failure restores the layer's
  * outputs as they were; types the file gave are never replaced. */
-static void infer_net(gwr_network *net) {
+static void infer_net(gwr_network *net, int in_order) {
     int64_t n = gwr_network_num_layers(net);
     gwr_layer **order = malloc((size_t)(n ? n : 1) * sizeof *order);
     if (!order) return;
-    if (gwr_network_topo_order(net, order))
+    if (in_order || gwr_network_topo_order(net, order))
         for (int64_t i = 0; i < n; i++) order[i] = gwr_network_layer(net, i);
     for (int64_t i = 0; i < n; i++) {
         gwr_layer *l = order[i];
@@ -1010,9 +1048,9 @@ static void infer_net(gwr_network *net) {
             gwr_attr_type at = gwr_layer_attr_type(l, a);
             gwr_network *g1, *const *gs;
             int64_t ng = 0;
-            if (at == GWR_ATTR_GRAPH && !gwr_layer_get_graph(l, gwr_layer_attr_name(l, a), &g1)) infer_net(g1);
+            if (at == GWR_ATTR_GRAPH && !gwr_layer_get_graph(l, gwr_layer_attr_name(l, a), &g1)) infer_net(g1, in_order);
             if (at == GWR_ATTR_GRAPHS && !gwr_layer_get_graphs(l, gwr_layer_attr_name(l, a), &gs, &ng))
-                for (int64_t k = 0; k < ng; k++) infer_net(gs[k]);
+                for (int64_t k = 0; k < ng; k++) infer_net(gs[k], in_order);
         }
         int nout = gwr_layer_num_outputs(l), untyped = 0, other_kind = 0;
         for (int o = 0; o < nout; o++) {
@@ -1073,12 +1111,12 @@ static gwr_network *load(gwr_oi_ctx *c) {
     if (model_props(c, net, m) || import_graph(c, m->graph, net, spans, nspans)) goto out;
     onnx__model_proto__free_unpacked(m, &c->alloc);
     m = NULL;
-    gwr_status s = gwr_network_verify(net);
-    if (s) {
-        gwr_oi_fail(c, s, "%s%s", s == GWR_ERR_CYCLE ? "cycle: " : "invalid graph: ", gwr_network_errmsg(net));
-        goto out;
-    }
-    if (c->opt.infer_shapes) infer_net(net);
+    /* No gwr_network_verify here: the network was built through the IR's
+     * API, which keeps its invariants and refuses a cycle where a deferred
+     * input would close one (resolve_deferred reports it). */
+    /* When no node read a name produced after it, the file's order, which
+     * the network kept, is topological. */
+    if (c->opt.infer_shapes) infer_net(net, !c->deferred);
 out:
     if (m) onnx__model_proto__free_unpacked(m, &c->alloc);
     free(spans);

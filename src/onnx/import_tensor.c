@@ -50,6 +50,8 @@ static void munmap_release(void *ctx, const void *data, size_t size) {
 }
 
 void gwr_oi_ext_close(gwr_oi_ctx *c) {
+    map_unref(c->raw_chunk);
+    c->raw_chunk = NULL;
     for (int64_t i = 0; i < c->next; i++) {
         free(c->ext[i].location);
         map_unref(c->ext[i].map);
@@ -356,20 +358,18 @@ static gwr_status typed_data(gwr_oi_ctx *c, Onnx__TensorProto *t, const char *wh
 
 /* ---- the tensor ---- */
 
-gwr_status gwr_oi_tensor(gwr_oi_ctx *c, Onnx__TensorProto *t, const char *what, gwr_weights *w) {
-    memset(w, 0, sizeof *w);
-    if (t->segment) return gwr_oi_fail(c, GWR_ERR_UNSUPPORTED, "%s: segmented tensors are not supported", what);
-    if (!t->has_data_type || t->data_type == 0)
-        return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: no data_type", what);
-    if (!gwr_dtype_is_valid((gwr_dtype)t->data_type) || t->data_type < 0)
-        return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: unknown data_type %d", what, (int)t->data_type);
-    gwr_dtype dt = (gwr_dtype)t->data_type;
-    if (t->n_dims > GWR_MAX_RANK)
-        return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: rank %zu exceeds %d", what, t->n_dims, GWR_MAX_RANK);
-    for (size_t i = 0; i < t->n_dims; i++)
-        if (t->dims[i] < 0)
-            return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: dim %zu is negative (%lld)", what, i, (long long)t->dims[i]);
-    int64_t numel = gwr_shape_numel((int)t->n_dims, t->dims);
+/* Checks data_type and dims; w gets dtype, rank, dims and nbytes. */
+static gwr_status tensor_header(gwr_oi_ctx *c, int has_dtype, int32_t dtype, size_t rank, const int64_t *dims,
+                                const char *what, gwr_weights *w) {
+    if (!has_dtype || dtype == 0) return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: no data_type", what);
+    if (!gwr_dtype_is_valid((gwr_dtype)dtype) || dtype < 0)
+        return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: unknown data_type %d", what, (int)dtype);
+    gwr_dtype dt = (gwr_dtype)dtype;
+    if (rank > GWR_MAX_RANK) return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: rank %zu exceeds %d", what, rank, GWR_MAX_RANK);
+    for (size_t i = 0; i < rank; i++)
+        if (dims[i] < 0)
+            return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: dim %zu is negative (%lld)", what, i, (long long)dims[i]);
+    int64_t numel = gwr_shape_numel((int)rank, dims);
     int bits = gwr_dtype_bits(dt);
     if (numel < 0 || (dt != GWR_STRING && (uint64_t)numel > (UINT64_MAX - 7) / (uint64_t)bits) ||
         (dt == GWR_STRING && (uint64_t)numel > SIZE_MAX / sizeof(gwr_bytes)))
@@ -377,12 +377,29 @@ gwr_status gwr_oi_tensor(gwr_oi_ctx *c, Onnx__TensorProto *t, const char *what, 
     uint64_t nb = dt == GWR_STRING ? (uint64_t)numel * sizeof(gwr_bytes) : ((uint64_t)numel * (uint64_t)bits + 7) / 8;
     if (nb > SIZE_MAX / 2 || nb > (uint64_t)INT64_MAX)
         return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: %llu bytes is too large", what, (unsigned long long)nb);
-    size_t nbytes = (size_t)nb;
     w->dtype = dt;
-    w->rank = (int)t->n_dims;
-    w->dims = t->dims;
+    w->rank = (int)rank;
+    w->dims = dims;
+    w->nbytes = (size_t)nb;
+    return GWR_OK;
+}
+
+static gwr_status raw_len_check(gwr_oi_ctx *c, const gwr_weights *w, size_t len, const char *what) {
+    if (w->dtype == GWR_STRING) return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: string tensors cannot use raw_data", what);
+    if (len != w->nbytes)
+        return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: raw_data has %zu bytes, but %s%s needs %zu", what, len,
+                           gwr_dtype_name(w->dtype), w->rank ? " of its shape" : " scalar", w->nbytes);
+    return GWR_OK;
+}
+
+gwr_status gwr_oi_tensor(gwr_oi_ctx *c, Onnx__TensorProto *t, const char *what, gwr_weights *w) {
+    memset(w, 0, sizeof *w);
+    if (t->segment) return gwr_oi_fail(c, GWR_ERR_UNSUPPORTED, "%s: segmented tensors are not supported", what);
+    if (tensor_header(c, t->has_data_type, t->data_type, t->n_dims, t->dims, what, w)) return c->st;
+    gwr_dtype dt = w->dtype;
+    int64_t numel = gwr_shape_numel(w->rank, w->dims);
+    size_t nbytes = w->nbytes;
     w->name = t->name && *t->name ? t->name : NULL;
-    w->nbytes = nbytes;
     gwr_buffer *buf = NULL;
     const void *data = NULL;
     gwr_status s;
@@ -395,9 +412,7 @@ gwr_status gwr_oi_tensor(gwr_oi_ctx *c, Onnx__TensorProto *t, const char *what, 
         for (int o = TF_FLOAT; o < TF_NONE; o++)
             if (typed_count(t, o))
                 return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: has both raw_data and %s", what, typed_field_name(o));
-        if (t->raw_data.len != nbytes)
-            return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: raw_data has %zu bytes, but %s%s needs %zu", what,
-                               t->raw_data.len, gwr_dtype_name(dt), t->n_dims ? " of its shape" : " scalar", nbytes);
+        if (raw_len_check(c, w, t->raw_data.len, what)) return c->st;
         if (nbytes) {
             /* Steal the bytes protobuf-c copied out of the file: the message
              * no longer owns them, the buffer frees them. */
@@ -419,5 +434,88 @@ gwr_status gwr_oi_tensor(gwr_oi_ctx *c, Onnx__TensorProto *t, const char *what, 
     if (s) return s;
     w->buffer = buf;
     w->data = data;
+    return GWR_OK;
+}
+
+/* ---- plain tensors: raw_data copied into shared chunks ---- */
+
+/* The raw_data of a model's initializers is copied into chunks of
+ * anonymous memory (huge pages where the kernel gives them), each tensor at
+ * a 64-byte aligned offset and holding a reference on its chunk: a few
+ * allocations and page faults per chunk, where a malloc per tensor faulted
+ * its pages one by one. A chunk is unmapped when its last tensor is
+ * released, so a rewrite that drops a weight frees its bytes only with
+ * its neighbours'. Tensors of at least RAW_OWN bytes get a mapping of
+ * their own. */
+#define RAW_CHUNK ((size_t)32 << 20)
+#define RAW_OWN ((size_t)4 << 20)
+#define RAW_ALIGN 64
+
+static void drop_chunk(gwr_oi_ctx *c) {
+    map_unref(c->raw_chunk);
+    c->raw_chunk = NULL;
+    c->raw_used = 0;
+}
+
+static gwr_oi_map *new_mapping(size_t size) {
+    gwr_oi_map *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) {
+        free(m);
+        return NULL;
+    }
+#ifdef MADV_HUGEPAGE
+    (void)madvise(base, size, MADV_HUGEPAGE);
+#endif
+    atomic_init(&m->refs, 1);
+    m->base = base, m->size = size;
+    return m;
+}
+
+/* Room for len bytes; *m gets the mapping (a new reference). */
+static char *raw_room(gwr_oi_ctx *c, size_t len, gwr_oi_map **m) {
+    if (len >= RAW_OWN) {
+        if (!(*m = new_mapping(len))) return NULL;
+        return (*m)->base;
+    }
+    size_t at = (c->raw_used + RAW_ALIGN - 1) / RAW_ALIGN * RAW_ALIGN;
+    if (!c->raw_chunk || at + len > c->raw_chunk->size) {
+        drop_chunk(c);
+        if (!(c->raw_chunk = new_mapping(RAW_CHUNK))) return NULL;
+        at = 0;
+    }
+    c->raw_used = at + len;
+    atomic_fetch_add(&c->raw_chunk->refs, 1);
+    *m = c->raw_chunk;
+    return (char *)c->raw_chunk->base + at;
+}
+
+gwr_status gwr_oi_plain_weights(gwr_oi_ctx *c, const gwr_oi_plain_tensor *t, const char *what, gwr_weights *w) {
+    memset(w, 0, sizeof *w);
+    if (tensor_header(c, t->has_dtype, t->dtype, (size_t)t->rank, t->dims, what, w) ||
+        raw_len_check(c, w, t->raw.len, what))
+        return c->st;
+    if (!w->nbytes) {
+        if (!(w->buffer = gwr_buffer_new_copy(NULL, 0))) return gwr_oi_fail(c, GWR_ERR_NOMEM, "%s: out of memory", what);
+    } else {
+        gwr_oi_map *m;
+        char *dst = raw_room(c, w->nbytes, &m);
+        if (!dst)
+            return gwr_oi_fail(c, GWR_ERR_NOMEM, "%s: out of memory (%zu bytes)", what, w->nbytes);
+        /* Big ones in steps, giving the file's pages back behind the copy,
+         * so that the file and the copy are never both resident whole. */
+        for (size_t done = 0; done < w->nbytes;) {
+            size_t n = w->nbytes - done < RAW_OWN ? w->nbytes - done : RAW_OWN;
+            memcpy(dst + done, c->data + t->raw.off + done, n);
+            done += n;
+            if (w->nbytes >= RAW_OWN) gwr_oi_drop_consumed(c, t->raw.off + done);
+        }
+        if (!(w->buffer = gwr_buffer_wrap(dst, w->nbytes, map_release, m))) {
+            map_unref(m);
+            return gwr_oi_fail(c, GWR_ERR_NOMEM, "%s: out of memory", what);
+        }
+    }
+    w->data = gwr_buffer_data(w->buffer);
     return GWR_OK;
 }

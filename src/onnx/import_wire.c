@@ -269,3 +269,52 @@ gwr_status gwr_oi_wire_tensor_split(gwr_oi_ctx *c, gwr_oi_span tensor, size_t mi
     *rest_len = other;
     return GWR_OK;
 }
+
+/* TensorProto fields of the plain form (numbers from onnx.proto; a unit
+ * test checks them against protobuf-c's descriptor). */
+enum { TENSOR_DIMS = 1, TENSOR_DATA_TYPE = 2, TENSOR_NAME = 8 };
+
+int gwr_oi_wire_plain_tensor(gwr_oi_ctx *c, gwr_oi_span tensor, gwr_oi_plain_tensor *t) {
+    const uint8_t *p = c->data + tensor.off, *end = p + tensor.len;
+    wire_field f;
+    uint64_t v = 0;
+    memset(t, 0, sizeof *t);
+    while (p < end) {
+        if (rd_field(c, &p, end, "TensorProto", &f)) return -1;
+        const uint8_t *q = f.payload;
+        switch (f.number) {
+        case TENSOR_DIMS:
+            if (f.wt == 0) { /* one element */
+                if (t->rank == GWR_MAX_RANK) return 0;
+                (void)rd_varint(&q, f.end, 10, &v); /* rd_field read it already */
+                t->dims[t->rank++] = (int64_t)v;
+            } else if (f.wt == 2) { /* packed */
+                while (q < f.end) {
+                    if (t->rank == GWR_MAX_RANK || rd_varint(&q, f.end, 10, &v)) return 0;
+                    t->dims[t->rank++] = (int64_t)v;
+                }
+            } else {
+                return 0;
+            }
+            break;
+        case TENSOR_DATA_TYPE:
+            if (f.wt != 0) return 0;
+            (void)rd_varint(&q, f.end, 10, &v);
+            t->has_dtype = 1;
+            t->dtype = (int32_t)(uint32_t)v; /* protobuf's int32: the low 32 bits */
+            break;
+        case TENSOR_NAME:
+            if (f.wt != 2) return 0;
+            t->name = (const char *)f.payload, t->name_len = f.len;
+            break;
+        case TENSOR_RAW_DATA:
+            if (f.wt != 2) return 0;
+            t->has_raw = 1;
+            t->raw = (gwr_oi_span){(size_t)(f.payload - c->data), f.len};
+            break;
+        default:
+            return 0; /* anything else: protobuf-c and gwr_oi_tensor decide */
+        }
+    }
+    return t->has_raw;
+}

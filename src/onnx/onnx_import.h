@@ -65,10 +65,13 @@ typedef struct gwr_oi_ctx {
     ProtobufCAllocator alloc;         /* malloc/free, so that bytes can be stolen */
     void *big_raw;                    /* raw_data put into a TensorProto by the importer, */
     size_t big_raw_len;               /* mmap'd (released with munmap, not free) */
+    gwr_oi_map *raw_chunk;            /* the chunk raw_data is copied into now */
+    size_t raw_used;                  /* bytes of it given out */
     gwr_oi_extfile *ext;
     int64_t next, extcap;
     gwr_oi_scope scopes[GWR_OI_MAX_GRAPH_DEPTH + 1];
     int depth;                        /* index of the innermost scope in use */
+    int deferred;                     /* some node read a name produced after it */
     int wraps;                        /* subgraph contexts put in front of err */
     gwr_status st;
     char err[GWR_ERRMSG_MAX];         /* the problem, without the path */
@@ -97,12 +100,37 @@ gwr_status gwr_oi_wire_split(gwr_oi_ctx *c, uint8_t **skel, size_t *skel_len, gw
 gwr_status gwr_oi_wire_tensor_split(gwr_oi_ctx *c, gwr_oi_span tensor, size_t min_raw, gwr_oi_span *raw,
                                     uint8_t **rest, size_t *rest_len);
 
+/* A TensorProto in its common form: dims, data_type, name and raw_data
+ * and nothing else (the last occurrence of a singular field wins, as
+ * protobuf says). name points into the model, not NUL-terminated. */
+typedef struct gwr_oi_plain_tensor {
+    const char *name;
+    size_t name_len;
+    int has_dtype, has_raw;
+    int32_t dtype;
+    int rank;
+    int64_t dims[GWR_MAX_RANK];
+    gwr_oi_span raw;
+} gwr_oi_plain_tensor;
+
+/* Reads the TensorProto at `tensor` without protobuf-c: 1 when it is in
+ * the plain form (raw_data present, at most GWR_MAX_RANK dims), 0 when it
+ * is not (the caller unpacks it), -1 when it is malformed (c->err set). */
+int gwr_oi_wire_plain_tensor(gwr_oi_ctx *c, gwr_oi_span tensor, gwr_oi_plain_tensor *t);
+
 /* import_tensor.c. Converts a TensorProto into weights: w->dims and
  * w->name point into t, w->buffer is a new reference the caller releases.
  * raw_data is stolen from t (t no longer holds it) rather than copied.
  * `what` names the tensor in messages ("initializer 'W'"). */
 gwr_status gwr_oi_tensor(gwr_oi_ctx *c, Onnx__TensorProto *t, const char *what, gwr_weights *w);
-/* Drops the import's references to the external files. */
+/* Weights for a plain TensorProto: its raw_data copied once, into shared
+ * 64-byte aligned chunks of anonymous memory (see import_tensor.c). The
+ * same checks and messages as gwr_oi_tensor; w->dims point into t. */
+gwr_status gwr_oi_plain_weights(gwr_oi_ctx *c, const gwr_oi_plain_tensor *t, const char *what, gwr_weights *w);
+/* import.c. Gives the pages of the model's own mapping before byte
+ * `upto` back to the kernel (when the model is a file gwr mapped). */
+void gwr_oi_drop_consumed(gwr_oi_ctx *c, size_t upto);
+/* Drops the import's references to the external files and raw chunks. */
 void gwr_oi_ext_close(gwr_oi_ctx *c);
 
 #endif

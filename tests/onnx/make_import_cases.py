@@ -264,6 +264,34 @@ def merged_graph_fields():
     save("merged.onnx", head + ld(7, g1.SerializeToString()) + ld(7, g2.SerializeToString()))
 
 
+def wire_forms():
+    """Initializers in the wire forms gwr reads without protobuf-c (docs/onnx.md): dims packed or not,
+    singular fields repeated (the last wins), an empty tensor; one with float_data, which goes through
+    protobuf-c, for comparison."""
+    import struct
+    def tensor(*fields):
+        return b"".join(fields)
+    raw = struct.pack("<6f", 1, 2, 3, 4, 5, 6)
+    a = tensor(fld(1, 0, varint(2)), fld(1, 0, varint(3)), fld(2, 0, varint(1)), ld(8, "A"), ld(9, raw))
+    b = tensor(ld(1, varint(2) + varint(3)), fld(2, 0, varint(1)), ld(8, "B"), ld(9, raw))  # packed dims
+    c = tensor(ld(9, b"\0" * 4), fld(2, 0, varint(6)), ld(8, "wrong"), fld(1, 0, varint(3)),
+               fld(2, 0, varint(7)), ld(8, "C"), ld(9, struct.pack("<3q", -1, 0, 2**40)))  # last wins: int64 [3]
+    d = tensor(fld(1, 0, varint(0)), fld(2, 0, varint(1)), ld(8, "D"), ld(9, b""))  # float[0]
+    # protobuf's own parser reads the hand-encoded bytes as intended (field numbers, last-wins)
+    for t, name, dt, dims in ((a, "A", 1, [2, 3]), (b, "B", 1, [2, 3]), (c, "C", 7, [3]), (d, "D", 1, [0])):
+        pt = TensorProto.FromString(t)
+        assert (pt.name, pt.data_type, list(pt.dims)) == (name, dt, dims), (pt.name, pt.data_type, pt.dims)
+    assert TensorProto.FromString(c).raw_data == struct.pack("<3q", -1, 0, 2**40)
+    e = f32("E", [2, 3], 1.0)
+    e.ClearField("raw_data")
+    e.float_data.extend([1, 2, 3, 4, 5, 6])
+    outs = [vi(n + "_y", 0, None) for n in "ABCDE"]
+    g = helper.make_graph([helper.make_node("Identity", [n], [n + "_y"]) for n in "ABCDE"], "wire", [], outs)
+    body = g.SerializeToString() + b"".join(ld(5, t) for t in (a, b, c, d)) + ld(5, e.SerializeToString())
+    head = fld(1, 0, varint(8)) + ld(8, ld(1, b"") + fld(2, 0, varint(17)))
+    save("wire_forms.onnx", head + ld(7, body))
+
+
 # ---- external data ----
 
 def external():
@@ -440,6 +468,7 @@ def main():
     types()
     infer()
     merged_graph_fields()
+    wire_forms()
     external()
     errors()
     save("ok_deep_if.onnx", nested_if(60))

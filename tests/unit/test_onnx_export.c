@@ -1055,21 +1055,31 @@ TEST(opset_rules) {
     gwr_network_free(net);
 }
 
-TEST(unverifiable_network_refused) {
+/* Save checks what a valid file needs beyond the IR's invariants (which
+ * the API keeps, so save does not run gwr_network_verify): here a Constant
+ * with no value, which the API lets a user build. */
+TEST(constant_without_value_refused) {
     gwr_network *net = gwr_network_new("broken");
     gwr_dim d[1] = {3};
     gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 1, d);
-    gwr_network_mark_output(net, gwr_relu(net, x));
-    net->nremoved++; /* the removed count no longer matches the flags */
+    gwr_layer *k = gwr_network_add_layer(net, "Constant", "", "k", 0, NULL, 1, NULL);
+    gwr_tensor *in[2] = {x, gwr_layer_output(k, 0)};
+    gwr_layer *a = gwr_network_add_layer(net, "Add", "", "a", 2, in, 1, NULL);
+    gwr_network_mark_output(net, gwr_layer_output(a, 0));
     void *buf = NULL;
     size_t n = 0;
     CHECK_EQ_INT(gwr_onnx_save_memory(net, &buf, &n), GWR_ERR_INVALID_GRAPH);
-    CHECK_CONTAINS(gwr_network_errmsg(net), "fails verification");
+    CHECK_CONTAINS(gwr_network_errmsg(net), "Constant layer 'k' has 0 value attributes");
     CHECK_EQ_INT(gwr_onnx_save(net, path_in("broken.onnx"), NULL), GWR_ERR_INVALID_GRAPH);
     CHECK_CONTAINS(gwr_network_errmsg(net), "broken.onnx");
     CHECK(!file_exists(path_in("broken.onnx")));
     CHECK_EQ_INT(count_entries(tmpdir, ".tmp."), 0);
-    net->nremoved--;
+    /* Two values are as wrong as none. */
+    CHECK_OK(gwr_layer_set_float(k, "value_float", 1.0f));
+    CHECK_OK(gwr_layer_set_int(k, "value_int", 1));
+    CHECK_EQ_INT(gwr_onnx_save_memory(net, &buf, &n), GWR_ERR_INVALID_GRAPH);
+    CHECK_CONTAINS(gwr_network_errmsg(net), "has 2 value attributes");
+    CHECK_OK(gwr_layer_remove_attr(k, "value_int"));
     if (CHECK_OK(gwr_onnx_save_memory(net, &buf, &n))) free(buf);
     gwr_network_free(net);
 }
@@ -1190,7 +1200,7 @@ int main(void) {
     RUN(no_output_on_error);
     RUN(removed_layers);
     RUN(opset_rules);
-    RUN(unverifiable_network_refused);
+    RUN(constant_without_value_refused);
     RUN(bad_arguments_and_properties);
     RUN(many_layers);
     RUN(over_2gb_goes_external);

@@ -625,6 +625,45 @@ TEST(merged_graph_fields) {
     gwr_network_free(n);
 }
 
+/* Initializers in the forms the importer reads from the wire itself
+ * (docs/onnx.md) give what protobuf-c's unpacking gives: packed and
+ * unpacked dims, the last of a repeated singular field, an empty tensor;
+ * E (float_data) is unpacked by protobuf-c, for comparison. The bytes of
+ * those read from the wire are copied to 64-byte aligned memory. */
+TEST(initializer_wire_forms) {
+    gwr_network *n = load(cs("wire_forms.onnx"));
+    if (!CHECK(n)) return;
+    static const float want[6] = {1, 2, 3, 4, 5, 6};
+    const char *names[] = {"A", "B", "E"};
+    for (int k = 0; k < 3; k++) {
+        gwr_layer *l = layer_named(n, names[k]);
+        const gwr_weights *w;
+        if (!CHECK(l) || !CHECK_OK(gwr_layer_get_tensor(l, "value", &w))) continue;
+        CHECK_EQ_INT(w->dtype, GWR_FLOAT32);
+        CHECK_EQ_INT(w->rank, 2);
+        CHECK(w->rank == 2 && w->dims[0] == 2 && w->dims[1] == 3);
+        CHECK(w->nbytes == sizeof want && !memcmp(w->data, want, sizeof want));
+        if (k < 2) CHECK_EQ_INT((uintptr_t)w->data % 64, 0);
+        CHECK(type_is(gwr_layer_output(l, 0), "float32[2,3]"));
+    }
+    const gwr_weights *w;
+    gwr_layer *c = layer_named(n, "C");
+    CHECK(!layer_named(n, "wrong"));
+    if (CHECK(c) && CHECK_OK(gwr_layer_get_tensor(c, "value", &w))) {
+        static const int64_t cw[3] = {-1, 0, (int64_t)1 << 40};
+        CHECK_EQ_INT(w->dtype, GWR_INT64);
+        CHECK(w->rank == 1 && w->dims[0] == 3);
+        CHECK(w->nbytes == sizeof cw && !memcmp(w->data, cw, sizeof cw));
+    }
+    gwr_layer *d = layer_named(n, "D");
+    if (CHECK(d) && CHECK_OK(gwr_layer_get_tensor(d, "value", &w))) {
+        CHECK(w->rank == 1 && w->dims[0] == 0 && w->nbytes == 0);
+        CHECK(type_is(gwr_layer_output(d, 0), "float32[0]"));
+    }
+    CHECK_OK(gwr_network_verify(n));
+    gwr_network_free(n);
+}
+
 /* STRINGS attributes are bytes: an entry may hold NULs. */
 TEST(strings_with_nul) {
     gwr_network *n = load(cs("strings_nul.onnx"));
@@ -943,6 +982,7 @@ int main(void) {
         RUN(types);
         RUN(infer);
         RUN(merged_graph_fields);
+    RUN(initializer_wire_forms);
         RUN(strings_with_nul);
     RUN(deep_ok);
         RUN(passthrough);

@@ -6,6 +6,7 @@
  * Both files are written under temporary names in their directory and
  * renamed into place, so a failure leaves nothing behind. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,13 +194,13 @@ static gwr_status save_error(gwr_network *net, const char *path, gwr_status s, c
     return gwr_ir_error(net, s, "cannot save '%s': %s", path, m);
 }
 
-/* Streams message m to file `tmp`; 0 or an errno. */
-static int write_model(const Onnx__ModelProto *m, size_t expect, const char *tmp) {
-    ox_writer w;
-    if (writer_open(&w, tmp)) return w.err;
-    size_t n = onnx__model_proto__pack_to_buffer(m, &w.base);
-    if (n != expect && !w.err) w.err = EIO;
-    return writer_close(&w);
+/* Writes the packed model to file `tmp`; 0 or an errno. */
+static int write_model(const gwr_pb_out *packed, const char *tmp) {
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) return errno;
+    int err = gwr_pb_write(packed, fd);
+    if (close(fd) && !err) err = errno ? errno : EIO;
+    return err;
 }
 
 static int write_side_file(const ext_plan *p, const char *tmp) {
@@ -231,9 +232,14 @@ gwr_status gwr_onnx_save(gwr_network *net, const char *path, const gwr_onnx_save
     char *loc = NULL, *data_path = NULL, *data_tmp = NULL, *model_tmp = NULL;
     int data_written = 0, model_written = 0;
     Onnx__ModelProto *m;
+    gwr_pb_out packed = {0};
     gwr_status s = gwr_ox_build(&c, net, &m);
     if (s) goto fail;
-    size_t size = onnx__model_proto__get_packed_size(m);
+    if (gwr_pb_pack(&packed, &m->base)) {
+        s = gwr_ox_fail(&c, GWR_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    size_t size = packed.total;
     if (o.external_data || size > GWR_OX_MAX_MODEL) {
         /* The side file's name as the model records it, and its path. */
         if (o.external_file) {
@@ -252,7 +258,11 @@ gwr_status gwr_onnx_save(gwr_network *net, const char *path, const gwr_onnx_save
             goto fail;
         }
         if ((s = plan_external(&c, &plan, loc, threshold, align))) goto fail;
-        size = onnx__model_proto__get_packed_size(m);
+        if (gwr_pb_pack(&packed, &m->base)) {
+            s = gwr_ox_fail(&c, GWR_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+        size = packed.total;
     }
     if (size > GWR_OX_MAX_MODEL) {
         s = gwr_ox_fail(&c, GWR_ERR_UNSUPPORTED,
@@ -274,7 +284,7 @@ gwr_status gwr_onnx_save(gwr_network *net, const char *path, const gwr_onnx_save
         }
     }
     model_written = 1;
-    if ((err = write_model(m, size, model_tmp))) {
+    if ((err = write_model(&packed, model_tmp))) {
         s = gwr_ox_fail(&c, GWR_ERR_IO, "cannot write '%s': %s", model_tmp, strerror(err));
         goto fail;
     }
@@ -287,6 +297,7 @@ gwr_status gwr_onnx_save(gwr_network *net, const char *path, const gwr_onnx_save
         if (plan.n) unlink(data_path); /* it belongs to the model that failed */
         goto fail;
     }
+    gwr_pb_free(&packed);
     gwr_ox_free(&c);
     free(plan.ranges), free(loc), free(data_path), free(data_tmp), free(model_tmp);
     return GWR_OK;
@@ -295,6 +306,7 @@ fail:
     if (data_written && data_tmp) unlink(data_tmp);
     if (model_written && model_tmp) unlink(model_tmp);
     s = save_error(net, path, s, c.err);
+    gwr_pb_free(&packed);
     gwr_ox_free(&c);
     free(plan.ranges), free(loc), free(data_path), free(data_tmp), free(model_tmp);
     return s;
@@ -309,8 +321,10 @@ gwr_status gwr_onnx_save_memory(gwr_network *net, void **data, size_t *size) {
     gwr_arena_init(&c.arena);
     Onnx__ModelProto *m;
     gwr_status s = gwr_ox_build(&c, net, &m);
+    gwr_pb_out packed = {0};
+    if (!s && gwr_pb_pack(&packed, &m->base)) s = gwr_ox_fail(&c, GWR_ERR_NOMEM, "out of memory");
     if (!s) {
-        size_t n = onnx__model_proto__get_packed_size(m);
+        size_t n = packed.total;
         uint8_t *buf = NULL;
         if (n > GWR_OX_MAX_MODEL)
             s = gwr_ox_fail(&c, GWR_ERR_UNSUPPORTED,
@@ -319,8 +333,8 @@ gwr_status gwr_onnx_save_memory(gwr_network *net, void **data, size_t *size) {
                             n);
         else if (!(buf = malloc(n ? n : 1)))
             s = gwr_ox_fail(&c, GWR_ERR_NOMEM, "out of memory for %zu bytes", n);
-        else if (onnx__model_proto__pack(m, buf) != n)
-            s = gwr_ox_fail(&c, GWR_ERR_IO, "internal: packed size changed");
+        else
+            gwr_pb_copy(&packed, buf);
         if (s) {
             free(buf);
         } else {
@@ -333,6 +347,7 @@ gwr_status gwr_onnx_save_memory(gwr_network *net, void **data, size_t *size) {
         snprintf(m2, sizeof m2, "%s", c.err);
         gwr_ir_error(net, s, "cannot save to memory: %s", m2);
     }
+    gwr_pb_free(&packed);
     gwr_ox_free(&c);
     return s;
 }

@@ -66,11 +66,41 @@ static gwr_status ir_fail(gwr_oi_ctx *c, gwr_status s, const gwr_network *net, c
         if (s_) return ir_fail(c, s_, (net), __VA_ARGS__);     \
     } while (0)
 
+/* Appends at most max bytes of s at *p (bounded by end). Message parts are
+ * built for every node and initializer, so without snprintf. */
+static void cat(char **p, const char *end, const char *s, size_t max) {
+    size_t n = strlen(s);
+    if (n > max) n = max;
+    if (n > (size_t)(end - *p)) n = (size_t)(end - *p);
+    memcpy(*p, s, n);
+    *p += n;
+}
+
+/* "<kind> '<name>'" in buf (size >= 2), the name cut at 200 bytes. */
+static const char *quoted(char *buf, size_t size, const char *kind, const char *name) {
+    char *p = buf, *end = buf + size - 1;
+    cat(&p, end, kind, size);
+    cat(&p, end, " '", 2);
+    cat(&p, end, name, 200);
+    cat(&p, end, "'", 1);
+    *p = 0;
+    return buf;
+}
+
 /* "node 'Conv_3' (Conv)", or "node #12 (Conv)" for an unnamed one. */
 static const char *node_desc(const Onnx__NodeProto *n, size_t idx, char *buf, size_t size) {
     const char *op = n->op_type ? n->op_type : "";
-    if (n->name && *n->name) snprintf(buf, size, "node '%.160s' (%.80s)", n->name, op);
-    else snprintf(buf, size, "node #%zu (%.80s)", idx, op);
+    if (!(n->name && *n->name)) {
+        snprintf(buf, size, "node #%zu (%.80s)", idx, op);
+        return buf;
+    }
+    char *p = buf, *end = buf + size - 1;
+    cat(&p, end, "node '", 6);
+    cat(&p, end, n->name, 160);
+    cat(&p, end, "' (", 3);
+    cat(&p, end, op, 80);
+    cat(&p, end, ")", 1);
+    *p = 0;
     return buf;
 }
 
@@ -370,7 +400,7 @@ static gwr_status add_initializer(gwr_oi_ctx *c, gwr_oi_scope *sc, Onnx__TensorP
     char what[256];
     const char *name = tp->name;
     if (!name || !*name) return gwr_oi_fail(c, GWR_ERR_PARSE, "initializer #%zu has no name", idx);
-    snprintf(what, sizeof what, "initializer '%.200s'", name);
+    quoted(what, sizeof what, "initializer", name);
     gwr_tensor *input;
     gwr_weights w;
     if (init_name_check(c, sc, name, what, &input) || gwr_oi_tensor(c, tp, what, &w)) return c->st;
@@ -386,7 +416,7 @@ static gwr_status add_plain_initializer(gwr_oi_ctx *c, gwr_oi_scope *sc, const g
     if (!name) return gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
     memcpy(name, pt->name, pt->name_len);
     name[pt->name_len] = 0;
-    snprintf(what, sizeof what, "initializer '%.200s'", name);
+    quoted(what, sizeof what, "initializer", name);
     gwr_tensor *input;
     gwr_weights w;
     gwr_status s = init_name_check(c, sc, name, what, &input) || gwr_oi_plain_weights(c, pt, what, &w)

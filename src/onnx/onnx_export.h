@@ -60,6 +60,33 @@ gwr_status gwr_ox_build(gwr_ox_ctx *c, gwr_network *net, Onnx__ModelProto **out)
 /* Frees the tree and everything else the context holds. */
 void gwr_ox_free(gwr_ox_ctx *c);
 
+/* export_pack.c. A message serialized back to front (see there): the
+ * bytes buf[pos, cap) with the large bytes fields kept by reference. */
+typedef struct gwr_pb_ref {
+    const void *data;
+    size_t len;
+    size_t after; /* bytes of buf that follow it in the output */
+} gwr_pb_ref;
+
+typedef struct gwr_pb_out {
+    uint8_t *buf;
+    size_t cap, pos;
+    gwr_pb_ref *refs;
+    int64_t nrefs, refcap;
+    uint8_t **owned; /* bytes packed by protobuf-c that refs point into */
+    int64_t nowned, owncap;
+    uint64_t total;  /* bytes of the output: buffer and references */
+} gwr_pb_out;
+
+/* Serializes m into w (emptied first); GWR_ERR_NOMEM on failure. The
+ * references point into m's data, which must outlive w's use. */
+gwr_status gwr_pb_pack(gwr_pb_out *w, const ProtobufCMessage *m);
+/* Copies the output (w->total bytes) to dst. */
+void gwr_pb_copy(const gwr_pb_out *w, void *dst);
+/* Writes the output to fd; 0 or an errno. */
+int gwr_pb_write(const gwr_pb_out *w, int fd);
+void gwr_pb_free(gwr_pb_out *w);
+
 /* Protobuf's limit on a message: a serialized model may not pass it. */
 #define GWR_OX_MAX_MODEL ((size_t)INT32_MAX)
 

@@ -4,7 +4,7 @@
 set -eu
 
 PKGS="build-essential cmake clang libclang-rt-14-dev pkg-config graphviz python3 python3-onnx
-      libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata"
+      libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata libopenblas-dev"
 # Node.js runs onnxruntime (npm onnxruntime-node) as an independent checker;
 # Debian's is used only when the machine has none.
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"

@@ -9,5 +9,6 @@
 #include "gwr/passes.h"
 #include "gwr/analyze.h"
 #include "gwr/onnx.h"
+#include "gwr/exec.h"
 
 #endif

@@ -51,6 +51,15 @@ GWR_API gwr_status gwr_onnx_save(gwr_network *net, const char *path, const gwr_o
  * with free()); never uses external data. */
 GWR_API gwr_status gwr_onnx_save_memory(gwr_network *net, void **data, size_t *size);
 
+/* One serialized TensorProto per file, as ONNX's test data keeps inputs
+ * and outputs (test_data_set_0/input_0.pb). Reading: w gets the tensor
+ * (w->buffer a new reference the caller releases; w->dims = dims, which
+ * must hold GWR_MAX_RANK entries), *name (may be NULL) a malloc'd copy of
+ * its name or NULL. A file that is not a TensorProto (a SequenceProto,
+ * say) is GWR_ERR_PARSE. Writing is atomic (temporary file, rename). */
+GWR_API gwr_status gwr_onnx_read_tensor(const char *path, gwr_weights *w, int64_t *dims, char **name);
+GWR_API gwr_status gwr_onnx_write_tensor(const char *path, const char *name, const gwr_weights *w);
+
 #ifdef __cplusplus
 }
 #endif

@@ -24,6 +24,7 @@ extern const cli_command cli_convert;
 extern const cli_command cli_dot;
 extern const cli_command cli_rewrite;
 extern const cli_command cli_analyze;
+extern const cli_command cli_test_onnx;
 
 /* Prints the layer table of net: one line per live layer with its class,
  * op, inputs and outputs (with types). */

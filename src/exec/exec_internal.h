@@ -1,0 +1,121 @@
+/* exec_internal.h - what the session and the kernels share (src/exec).
+ *
+ * A kernel is a function of a gwr_kctx: it reads the layer's attributes
+ * and its input values, and sets its outputs, allocated with gwr_k_out
+ * (memory from the session's pool) or passed through with gwr_k_set_out /
+ * gwr_k_alias. It returns GWR_OK or the status of gwr_k_fail, whose
+ * message the session prefixes with the layer. Kernels never see
+ * patterns, ONNX files or other kernels (DESIGN.md). */
+#ifndef GWR_EXEC_INTERNAL_H
+#define GWR_EXEC_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gwr/exec.h"
+#include "util/util.h"
+
+struct gwr_value {
+    atomic_long refs;
+    gwr_dtype dtype;
+    int rank;
+    int64_t *dims;            /* dims_small or malloc'd */
+    int64_t dims_small[6];
+    int64_t numel;
+    size_t nbytes;
+    void *data;               /* inside buf; for STRING, gwr_bytes[numel] owned by the value */
+    gwr_buffer *buf;          /* NULL for STRING values */
+};
+
+/* A value of numel elements over bytes of `buf` at `data` (retained), with
+ * a copy of dims. */
+gwr_value *gwr_value_over(gwr_buffer *buf, void *data, gwr_dtype dtype, int rank, const int64_t *dims);
+
+typedef struct gwr_frame gwr_frame;
+typedef struct gwr_exec_pool gwr_exec_pool;
+
+typedef struct gwr_kctx {
+    gwr_layer *layer;
+    int64_t opset;            /* of the layer's domain, from the root network */
+    int nin, nout;
+    gwr_value *const *in;     /* in[i] is NULL for an absent optional input */
+    gwr_value **out;          /* set by the kernel */
+    gwr_session *session;
+    gwr_frame *frame;         /* for subgraphs */
+    gwr_exec_pool *pool;
+    int threads;
+    const void *step;         /* the session's, for gwr_k_out_used */
+} gwr_kctx;
+
+typedef gwr_status (*gwr_kernel_fn)(gwr_kctx *k);
+
+typedef struct gwr_kernel_entry {
+    const char *domain; /* "" for ONNX */
+    const char *op;
+    gwr_kernel_fn fn;
+} gwr_kernel_entry;
+
+/* The kernel for (domain, op), or NULL (kernels/registry.c). */
+gwr_kernel_fn gwr_kernel_find(const char *domain, const char *op);
+
+/* ---- for kernels --------------------------------------------------------- */
+
+/* Allocates output i (uninitialized bytes; STRING entries empty). NULL
+ * after gwr_k_fail(NOMEM) when out of memory or on a bad shape. */
+gwr_value *gwr_k_out(gwr_kctx *k, int i, gwr_dtype dtype, int rank, const int64_t *dims);
+/* Output i is v (a new reference is taken). */
+void gwr_k_set_out(gwr_kctx *k, int i, gwr_value *v);
+/* Output i shares v's bytes with another shape of the same element count. */
+gwr_status gwr_k_alias(gwr_kctx *k, int i, gwr_value *v, int rank, const int64_t *dims);
+/* Is output i read by anything (a layer, a subgraph, the caller)? */
+int gwr_k_out_used(const gwr_kctx *k, int i);
+/* Records "msg" for the layer; returns s. */
+gwr_status gwr_k_fail(gwr_kctx *k, gwr_status s, const char *fmt, ...) GWR_PRINTF(3, 4);
+
+/* Attributes, with defaults when absent. */
+int64_t gwr_k_int(const gwr_kctx *k, const char *name, int64_t def);
+float gwr_k_float(const gwr_kctx *k, const char *name, float def);
+const char *gwr_k_string(const gwr_kctx *k, const char *name, const char *def);
+/* Number of elements of an INTS / FLOATS attribute (*v set), -1 when absent. */
+int64_t gwr_k_ints(const gwr_kctx *k, const char *name, const int64_t **v);
+int64_t gwr_k_floats(const gwr_kctx *k, const char *name, const float **v);
+
+/* Input i as int64s (a 1-D or scalar int32/int64 tensor of at most max
+ * elements, as Reshape's shape or Slice's starts): count, or -1 after
+ * gwr_k_fail. */
+int64_t gwr_k_in_ints(gwr_kctx *k, int i, int64_t *out, int64_t max);
+/* Element j of a numeric value as double / int64 (any numeric dtype). */
+double gwr_v_get_f64(const gwr_value *v, int64_t j);
+int64_t gwr_v_get_i64(const gwr_value *v, int64_t j);
+/* Sets element j of a numeric value from a double (rounded / converted as
+ * a C cast; float16 and bfloat16 round to nearest even). */
+void gwr_v_set_f64(gwr_value *v, int64_t j, double x);
+
+/* Runs subgraph g (an attribute of k's layer) with its inputs bound in
+ * order and its outputs returned (new references), names of enclosing
+ * graphs resolved through k's frame. */
+gwr_status gwr_k_run_graph(gwr_kctx *k, gwr_network *g, int nin, gwr_value *const *in, int nout, gwr_value **out);
+
+/* ---- shapes -------------------------------------------------------------- */
+
+/* NumPy broadcasting of two shapes into out (rank *orank); GWR_ERR_INVALID_ARG
+ * when they do not broadcast. */
+gwr_status gwr_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *orank, int64_t *out);
+/* Element strides of a shape (rank r, dims d) read as shape (orank, od)
+ * after broadcasting: 0 along broadcast dims. */
+void gwr_bcast_strides(int r, const int64_t *d, int orank, const int64_t *od, int64_t *strides);
+/* Row-major strides of a shape. */
+void gwr_strides(int r, const int64_t *d, int64_t *strides);
+/* Normalizes axis (negative counts from the end) into [0, rank); -1 when
+ * out of range (Unsqueeze passes the output rank). */
+int gwr_axis(int64_t axis, int rank);
+
+/* ---- half precision ------------------------------------------------------ */
+
+float gwr_f16_to_f32(uint16_t h);
+uint16_t gwr_f32_to_f16(float f);
+float gwr_bf16_to_f32(uint16_t h);
+uint16_t gwr_f32_to_bf16(float f);
+
+#endif

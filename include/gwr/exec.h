@@ -50,6 +50,10 @@ GWR_API gwr_status gwr_value_to_weights(const gwr_value *v, gwr_weights *w);
  * truncated toward zero); NaN / 0 for other dtypes or a bad index. */
 GWR_API double gwr_value_get_f64(const gwr_value *v, int64_t i);
 GWR_API int64_t gwr_value_get_i64(const gwr_value *v, int64_t i);
+/* Sets element i of a numeric (or bool) value from a double, as a C
+ * conversion would (float16 / bfloat16 rounded to nearest even); ignored
+ * for other dtypes or a bad index. */
+GWR_API void gwr_value_set_f64(gwr_value *v, int64_t i, double x);
 /* "float32[2,3]" into buf; returns what snprintf returns. */
 GWR_API int gwr_value_type_str(const gwr_value *v, char *buf, size_t size);
 

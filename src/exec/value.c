@@ -343,3 +343,6 @@ static int numeric(const gwr_value *v, int64_t i) {
 
 double gwr_value_get_f64(const gwr_value *v, int64_t i) { return numeric(v, i) ? gwr_v_get_f64(v, i) : NAN; }
 int64_t gwr_value_get_i64(const gwr_value *v, int64_t i) { return numeric(v, i) ? gwr_v_get_i64(v, i) : 0; }
+void gwr_value_set_f64(gwr_value *v, int64_t i, double x) {
+    if (numeric(v, i)) gwr_v_set_f64(v, i, x);
+}

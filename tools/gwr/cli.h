@@ -25,6 +25,8 @@ extern const cli_command cli_dot;
 extern const cli_command cli_rewrite;
 extern const cli_command cli_analyze;
 extern const cli_command cli_test_onnx;
+extern const cli_command cli_run;
+extern const cli_command cli_verify;
 
 /* Prints the layer table of net: one line per live layer with its class,
  * op, inputs and outputs (with types). */

@@ -1,0 +1,512 @@
+/* cmd_run.c - `gwr run MODEL` (run a model on the executor and show or
+ * save its outputs) and `gwr verify A B` (run two models on the same
+ * inputs and compare their outputs): the proof that a rewrite changed no
+ * output. */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- inputs -------------------------------------------------------------- */
+
+typedef struct named {
+    const char *arg;  /* "NAME=..." as given */
+    size_t namelen;
+    const char *rest; /* after '=' */
+    int used;
+} named;
+
+typedef struct input_spec {
+    named *files, *shapes;
+    int nfiles, nshapes;
+    uint64_t seed;
+} input_spec;
+
+/* Splits "NAME=REST" (NAME non-empty); -1 on a bad form. */
+static int split_named(const char *arg, named *out) {
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1]) return -1;
+    *out = (named){arg, (size_t)(eq - arg), eq + 1, 0};
+    return 0;
+}
+
+static named *find_named(named *v, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (strlen(name) == v[i].namelen && !strncmp(v[i].arg, name, v[i].namelen)) return &v[i];
+    return NULL;
+}
+
+/* "D0,D1,..." (each an integer >= 0; "" for a scalar is "scalar"). */
+static int parse_dims(const char *s, int64_t *dims, int *rank) {
+    *rank = 0;
+    if (!strcmp(s, "scalar")) return 0;
+    while (*s) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || errno || v < 0 || *rank == GWR_MAX_RANK || (*end && *end != ',')) return -1;
+        dims[(*rank)++] = v;
+        s = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+static uint64_t next_rand(uint64_t *s) {
+    *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;
+    return *s * 0x2545f4914f6cdd1dULL;
+}
+
+/* Seeded random data: floats uniform in [-1, 1), integers in [0, 3],
+ * bools 0/1, strings "s0".."s3": small integers stay valid as indices. */
+static gwr_value *random_value(gwr_dtype dt, int rank, const int64_t *dims, uint64_t *state) {
+    gwr_value *v = gwr_value_new(dt, rank, dims);
+    if (!v) return NULL;
+    int64_t n = gwr_value_numel(v);
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t r = next_rand(state);
+        if (dt == GWR_STRING) {
+            char s[4] = {'s', (char)('0' + (r & 3)), 0, 0};
+            if (gwr_value_set_string(v, i, s, 2)) {
+                gwr_value_release(v);
+                return NULL;
+            }
+        } else if (dt == GWR_FLOAT32 || dt == GWR_FLOAT64 || dt == GWR_FLOAT16 || dt == GWR_BFLOAT16) {
+            gwr_value_set_f64(v, i, (double)(r >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+        } else if (dt == GWR_BOOL) {
+            gwr_value_set_f64(v, i, (double)(r & 1));
+        } else {
+            gwr_value_set_f64(v, i, (double)(r & 3));
+        }
+    }
+    return v;
+}
+
+typedef struct inputs {
+    int n;
+    const char **names;
+    gwr_value **vals;
+} inputs;
+
+static void inputs_free(inputs *in) {
+    for (int i = 0; i < in->n; i++) gwr_value_release(in->vals[i]);
+    free(in->names), free(in->vals);
+    memset(in, 0, sizeof *in);
+}
+
+/* Values for every input of net without a default (and those given): from
+ * --input files, else random with --shape or the declared dims (unknown
+ * and symbolic ones 1). One line on error. */
+static int make_inputs(const char *cmd, gwr_network *net, input_spec *spec, inputs *out) {
+    int ni = gwr_network_num_inputs(net);
+    out->names = calloc((size_t)ni + 1, sizeof *out->names);
+    out->vals = calloc((size_t)ni + 1, sizeof *out->vals);
+    if (!out->names || !out->vals) {
+        cli_error(cmd, "out of memory");
+        return CLI_FAIL;
+    }
+    uint64_t state = spec->seed * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL;
+    for (int i = 0; i < ni; i++) {
+        gwr_tensor *t = gwr_network_input(net, i);
+        const char *name = gwr_tensor_name(t);
+        named *f = find_named(spec->files, spec->nfiles, name), *sh = find_named(spec->shapes, spec->nshapes, name);
+        gwr_value *v = NULL;
+        if (f) {
+            f->used = 1;
+            gwr_weights w;
+            int64_t dims[GWR_MAX_RANK];
+            if (gwr_onnx_read_tensor(f->rest, &w, dims, NULL)) {
+                cli_error(f->rest, gwr_last_errmsg());
+                return CLI_FAIL;
+            }
+            v = gwr_value_from_weights(&w);
+            gwr_buffer_release(w.buffer);
+        } else if (gwr_tensor_default(t) && !sh) {
+            continue; /* the initializer's value */
+        } else {
+            gwr_dtype dt = gwr_tensor_dtype(t);
+            if (dt == GWR_UNDEFINED || gwr_tensor_kind(t) != GWR_VALUE_TENSOR) {
+                fprintf(stderr, "gwr: %s: input '%s' has no tensor type: give its data with --input %s=FILE.pb\n", cmd,
+                        name, name);
+                return CLI_FAIL;
+            }
+            int64_t dims[GWR_MAX_RANK];
+            int rank = gwr_tensor_rank(t);
+            if (sh) {
+                sh->used = 1;
+                int r2;
+                if (parse_dims(sh->rest, dims, &r2))
+                    return cli_usage(cmd, "--shape '%s': expected NAME=D0,D1,... (integers >= 0) or NAME=scalar", sh->arg);
+                if (rank >= 0 && r2 != rank)
+                    return cli_usage(cmd, "--shape '%s': input '%s' has rank %d", sh->arg, name, rank);
+                for (int d = 0; d < r2 && rank >= 0; d++) {
+                    gwr_dim dd = gwr_tensor_dim(t, d);
+                    if (GWR_DIM_IS_KNOWN(dd) && dd != dims[d])
+                        return cli_usage(cmd, "--shape '%s': dim %d of '%s' is %lld", sh->arg, d, name, (long long)dd);
+                }
+                rank = r2;
+            } else {
+                if (rank < 0) rank = 1;
+                for (int d = 0; d < rank; d++) {
+                    gwr_dim dd = gwr_tensor_dim(t, d);
+                    dims[d] = GWR_DIM_IS_KNOWN(dd) ? dd : 1;
+                }
+            }
+            v = random_value(dt, rank, dims, &state);
+        }
+        if (!v) {
+            cli_error(cmd, gwr_last_errmsg());
+            return CLI_FAIL;
+        }
+        out->names[out->n] = name;
+        out->vals[out->n++] = v;
+    }
+    for (int i = 0; i < spec->nfiles; i++)
+        if (!spec->files[i].used) return cli_usage(cmd, "--input '%s': the model has no such input", spec->files[i].arg);
+    for (int i = 0; i < spec->nshapes; i++)
+        if (!spec->shapes[i].used) return cli_usage(cmd, "--shape '%s': the model has no such input", spec->shapes[i].arg);
+    return CLI_OK;
+}
+
+/* Parses the options run and verify share; 1 when argv[*i] was one. */
+static int input_option(const char *cmd, int argc, char **argv, int *i, input_spec *spec, int *rc) {
+    const char *a = argv[*i];
+    int more = *i + 1 < argc;
+    if ((!strcmp(a, "--input") || !strcmp(a, "--shape")) && more) {
+        named nm;
+        if (split_named(argv[++*i], &nm)) {
+            *rc = cli_usage(cmd, "%s '%s': expected NAME=%s", a, argv[*i], a[2] == 'i' ? "FILE.pb" : "D0,D1,...");
+            return 1;
+        }
+        named **v = a[2] == 'i' ? &spec->files : &spec->shapes;
+        int *n = a[2] == 'i' ? &spec->nfiles : &spec->nshapes;
+        for (int k = 0; k < *n; k++)
+            if ((*v)[k].namelen == nm.namelen && !strncmp((*v)[k].arg, nm.arg, nm.namelen)) {
+                *rc = cli_usage(cmd, "%s '%s': input given twice", a, nm.arg);
+                return 1;
+            }
+        named *nv = realloc(*v, (size_t)(*n + 1) * sizeof *nv);
+        if (!nv) {
+            cli_error(cmd, "out of memory");
+            *rc = CLI_FAIL;
+            return 1;
+        }
+        *v = nv;
+        nv[(*n)++] = nm;
+        return 1;
+    }
+    if ((!strcmp(a, "--random") || !strcmp(a, "--seed")) && more) {
+        char *end;
+        errno = 0;
+        unsigned long long s = strtoull(argv[++*i], &end, 10);
+        if (!*argv[*i] || *end || errno || argv[*i][0] == '-') *rc = cli_usage(cmd, "%s needs an integer >= 0", a);
+        spec->seed = s;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- printing ------------------------------------------------------------ */
+
+static void print_values(const gwr_value *v, FILE *out) {
+    int64_t n = gwr_value_numel(v), show = n < 8 ? n : 8;
+    gwr_dtype dt = gwr_value_dtype(v);
+    fputs(" [", out);
+    for (int64_t i = 0; i < show; i++) {
+        if (i) fputs(", ", out);
+        if (dt == GWR_STRING) {
+            const gwr_bytes *b = (const gwr_bytes *)gwr_value_cdata(v) + i;
+            fprintf(out, "\"%.*s\"", (int)(b->len < 40 ? b->len : 40), b->data);
+        } else if (dt == GWR_FLOAT32 || dt == GWR_FLOAT64 || dt == GWR_FLOAT16 || dt == GWR_BFLOAT16) {
+            fprintf(out, "%.6g", gwr_value_get_f64(v, i));
+        } else {
+            fprintf(out, "%lld", (long long)gwr_value_get_i64(v, i));
+        }
+    }
+    fprintf(out, "%s]", n > show ? ", ..." : "");
+}
+
+/* ---- gwr run ------------------------------------------------------------- */
+
+static void run_help(FILE *out) {
+    fprintf(out,
+            "usage: gwr run MODEL [--input NAME=FILE.pb ...] [--random SEED] [--shape NAME=D0,D1,...]\n"
+            "               [-o DIR] [--threads N] [--repeat N]\n"
+            "\n"
+            "Runs an ONNX model on gwr's CPU executor. Inputs come from TensorProto files\n"
+            "(--input); the others get seeded random data (floats in [-1, 1), integers in\n"
+            "[0, 3]) of the shape given with --shape, or of the declared shape with unknown\n"
+            "dims taken as 1. Prints each output's name, type and first values, the time of\n"
+            "the run and the memory plan's peak against the sum of all tensor sizes.\n"
+            "\n"
+            "  --input NAME=FILE.pb  input NAME from a serialized TensorProto\n"
+            "  --random SEED         seed of the random inputs (default 0)\n"
+            "  --shape NAME=DIMS     the shape of random input NAME, e.g. x=1,128,256\n"
+            "  -o DIR                write DIR/output_0.pb, output_1.pb, ... (TensorProto, named)\n"
+            "  --threads N           intra-op threads (default 1)\n"
+            "  --repeat N            run N times, report the best and the median time\n"
+            "\n"
+            "Exit status: 0 success, 1 the model cannot be read or run, 2 bad usage.\n");
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int mkdir_p(const char *dir) {
+    char *p = gwr_strdup(dir);
+    if (!p) return -1;
+    for (char *q = p + 1; *q; q++)
+        if (*q == '/') {
+            *q = 0;
+            if (mkdir(p, 0777) && errno != EEXIST) return free(p), -1;
+            *q = '/';
+        }
+    int r = mkdir(p, 0777) && errno != EEXIST ? -1 : 0;
+    free(p);
+    return r;
+}
+
+static int run_cmd(int argc, char **argv) {
+    if (cli_wants_help(argc, argv)) {
+        run_help(stdout);
+        return CLI_OK;
+    }
+    const char *model = NULL, *odir = NULL;
+    input_spec spec = {0};
+    int threads = 1, repeat = 1, rc = CLI_OK;
+    for (int i = 1; i < argc && rc == CLI_OK; i++) {
+        const char *a = argv[i];
+        if (input_option("run", argc, argv, &i, &spec, &rc)) continue;
+        if (!strcmp(a, "-o") && i + 1 < argc) odir = argv[++i];
+        else if ((!strcmp(a, "--threads") || !strcmp(a, "--repeat")) && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 1 || v > 1000000) rc = cli_usage("run", "%s needs an integer >= 1, not '%s'", a, argv[i]);
+            else if (a[2] == 't') threads = (int)v;
+            else repeat = (int)v;
+        } else if (a[0] == '-' && a[1]) rc = cli_usage("run", "unknown option or missing value: '%s'", a);
+        else if (!model) model = a;
+        else rc = cli_usage("run", "unexpected argument '%s': one MODEL", a);
+    }
+    if (rc == CLI_OK && !model) rc = cli_usage("run", "no MODEL given");
+    gwr_network *net = NULL;
+    gwr_session *s = NULL;
+    inputs in = {0};
+    gwr_value **outs = NULL;
+    double *times = NULL;
+    if (rc) goto done;
+    rc = CLI_FAIL;
+    gwr_onnx_load_options lo = {.infer_shapes = 1};
+    if (!(net = cli_load(model, &lo))) goto done;
+    double t0 = now_s();
+    gwr_session_options so = {.threads = threads};
+    if (!(s = gwr_session_new(net, &so))) {
+        cli_error(model, gwr_last_errmsg());
+        goto done;
+    }
+    double plan_s = now_s() - t0;
+    if ((rc = make_inputs("run", net, &spec, &in))) goto done;
+    rc = CLI_FAIL;
+    int no = gwr_network_num_outputs(net);
+    outs = calloc((size_t)no + 1, sizeof *outs);
+    times = calloc((size_t)repeat, sizeof *times);
+    if (!outs || !times) goto done;
+    for (int r = 0; r < repeat; r++) {
+        for (int i = 0; i < no; i++) gwr_value_release(outs[i]), outs[i] = NULL;
+        double a = now_s();
+        if (gwr_session_run(s, in.n, in.names, in.vals, no, NULL, outs)) {
+            cli_error(model, gwr_session_errmsg(s));
+            goto done;
+        }
+        times[r] = now_s() - a;
+    }
+    for (int i = 0; i < no; i++) {
+        char ty[256];
+        gwr_value_type_str(outs[i], ty, sizeof ty);
+        printf("%s: %s", gwr_tensor_name(gwr_network_output(net, i)), ty);
+        print_values(outs[i], stdout);
+        putchar('\n');
+    }
+    qsort(times, (size_t)repeat, sizeof *times, cmp_d);
+    if (repeat > 1) printf("run: best %.3f ms, median %.3f ms of %d (plan %.3f ms, %d thread%s)\n", times[0] * 1e3,
+                           times[repeat / 2] * 1e3, repeat, plan_s * 1e3, threads, threads > 1 ? "s" : "");
+    else printf("run: %.3f ms (plan %.3f ms, %d thread%s)\n", times[0] * 1e3, plan_s * 1e3, threads, threads > 1 ? "s" : "");
+    printf("memory: peak %lld bytes of intermediate values; %lld bytes if none were reused\n",
+           (long long)gwr_session_peak_bytes(s), (long long)gwr_session_total_bytes(s));
+    if (odir) {
+        if (mkdir_p(odir)) {
+            char m[300];
+            snprintf(m, sizeof m, "cannot create the directory: %s", strerror(errno));
+            cli_error(odir, m);
+            goto done;
+        }
+        for (int i = 0; i < no; i++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/output_%d.pb", odir, i);
+            gwr_weights w;
+            if (gwr_value_to_weights(outs[i], &w)) goto done;
+            gwr_status st = gwr_onnx_write_tensor(path, gwr_tensor_name(gwr_network_output(net, i)), &w);
+            gwr_buffer_release(w.buffer);
+            if (st) {
+                cli_error(path, gwr_last_errmsg());
+                goto done;
+            }
+        }
+        printf("wrote %d output%s to %s\n", no, no == 1 ? "" : "s", odir);
+    }
+    rc = CLI_OK;
+done:
+    for (int i = 0; outs && net && i < gwr_network_num_outputs(net); i++) gwr_value_release(outs[i]);
+    free(outs), free(times);
+    inputs_free(&in);
+    gwr_session_free(s);
+    gwr_network_free(net);
+    free(spec.files), free(spec.shapes);
+    return rc;
+}
+
+/* ---- gwr verify ---------------------------------------------------------- */
+
+static void verify_help(FILE *out) {
+    fprintf(out,
+            "usage: gwr verify A B [--input NAME=FILE.pb ...] [--random SEED] [--shape NAME=D0,D1,...]\n"
+            "                  [--rtol R] [--atol A]\n"
+            "\n"
+            "Runs two ONNX models (a model and its rewrite, say) on the same inputs (as gwr run\n"
+            "makes them) and compares their outputs by name: prints the largest absolute and\n"
+            "relative error of each. An output is within tolerance when every element has\n"
+            "|a - b| <= atol + rtol * |b| (NaN matching NaN).\n"
+            "\n"
+            "  --rtol R   relative tolerance (default 1e-4)\n"
+            "  --atol A   absolute tolerance (default 1e-5)\n"
+            "\n"
+            "Exit status: 0 all outputs within tolerance, 1 an output differs (or a model\n"
+            "cannot be read or run), 2 bad usage.\n");
+}
+
+static int run_model(const char *path, gwr_network *net, inputs *in, gwr_value **outs) {
+    gwr_session *s = gwr_session_new(net, NULL);
+    if (!s) {
+        cli_error(path, gwr_last_errmsg());
+        return CLI_FAIL;
+    }
+    int rc = CLI_OK;
+    if (gwr_session_run(s, in->n, in->names, in->vals, gwr_network_num_outputs(net), NULL, outs)) {
+        cli_error(path, gwr_session_errmsg(s));
+        rc = CLI_FAIL;
+    }
+    gwr_session_free(s);
+    return rc;
+}
+
+static int verify_cmd(int argc, char **argv) {
+    if (cli_wants_help(argc, argv)) {
+        verify_help(stdout);
+        return CLI_OK;
+    }
+    const char *pa = NULL, *pb = NULL;
+    input_spec spec = {0};
+    double rtol = 1e-4, atol = 1e-5;
+    int rc = CLI_OK;
+    for (int i = 1; i < argc && rc == CLI_OK; i++) {
+        const char *a = argv[i];
+        if (input_option("verify", argc, argv, &i, &spec, &rc)) continue;
+        if ((!strcmp(a, "--rtol") || !strcmp(a, "--atol")) && i + 1 < argc) {
+            char *end;
+            double v = strtod(argv[++i], &end);
+            if (*end || !(v >= 0)) rc = cli_usage("verify", "%s needs a number >= 0, not '%s'", a, argv[i]);
+            else if (a[2] == 'r') rtol = v;
+            else atol = v;
+        } else if (a[0] == '-' && a[1]) rc = cli_usage("verify", "unknown option or missing value: '%s'", a);
+        else if (!pa) pa = a;
+        else if (!pb) pb = a;
+        else rc = cli_usage("verify", "unexpected argument '%s': two models", a);
+    }
+    if (rc == CLI_OK && !pb) rc = cli_usage("verify", "two models needed, A and B");
+    gwr_network *na = NULL, *nb = NULL;
+    inputs in = {0};
+    gwr_value **oa = NULL, **ob = NULL;
+    if (rc) goto done;
+    rc = CLI_FAIL;
+    gwr_onnx_load_options lo = {.infer_shapes = 1};
+    if (!(na = cli_load(pa, &lo)) || !(nb = cli_load(pb, &lo))) goto done;
+    if ((rc = make_inputs("verify", na, &spec, &in))) goto done;
+    rc = CLI_FAIL;
+    for (int i = 0; i < in.n; i++) {
+        gwr_tensor *t = gwr_network_find_tensor(nb, in.names[i]);
+        if (!t || !gwr_tensor_is_input(t)) {
+            fprintf(stderr, "gwr: %s: has no input '%s' (which %s has)\n", pb, in.names[i], pa);
+            goto done;
+        }
+    }
+    int noa = gwr_network_num_outputs(na), nob = gwr_network_num_outputs(nb);
+    oa = calloc((size_t)noa + 1, sizeof *oa), ob = calloc((size_t)nob + 1, sizeof *ob);
+    if (!oa || !ob || run_model(pa, na, &in, oa) || run_model(pb, nb, &in, ob)) goto done;
+    int bad = 0;
+    for (int i = 0; i < noa; i++) {
+        const char *name = gwr_tensor_name(gwr_network_output(na, i));
+        int j = 0;
+        while (j < nob && strcmp(gwr_tensor_name(gwr_network_output(nb, j)), name)) j++;
+        if (j == nob) {
+            printf("%s: missing from %s\n", name, pb);
+            bad = 1;
+            continue;
+        }
+        const gwr_value *x = oa[i], *y = ob[j];
+        char tx[256], ty[256];
+        gwr_value_type_str(x, tx, sizeof tx);
+        gwr_value_type_str(y, ty, sizeof ty);
+        if (strcmp(tx, ty)) {
+            printf("%s: %s in %s, %s in %s\n", name, tx, pa, ty, pb);
+            bad = 1;
+            continue;
+        }
+        double maxabs = 0, maxrel = 0;
+        int64_t nbad = 0, n = gwr_value_numel(x);
+        if (gwr_value_dtype(x) == GWR_STRING) {
+            const gwr_bytes *bx = gwr_value_cdata(x), *by = gwr_value_cdata(y);
+            for (int64_t e = 0; e < n; e++) nbad += bx[e].len != by[e].len || memcmp(bx[e].data, by[e].data, bx[e].len);
+        } else {
+            for (int64_t e = 0; e < n; e++) {
+                double u = gwr_value_get_f64(x, e), v = gwr_value_get_f64(y, e);
+                if ((isnan(u) && isnan(v)) || u == v) continue;
+                double d = fabs(u - v), r = d / (fabs(v) > 1e-30 ? fabs(v) : 1e-30);
+                if (isnan(d)) d = INFINITY, r = INFINITY;
+                if (d > maxabs) maxabs = d;
+                if (r > maxrel) maxrel = r;
+                if (!(d <= atol + rtol * fabs(v))) nbad++;
+            }
+        }
+        printf("%s: %s, max abs error %.3g, max rel error %.3g%s\n", name, tx, maxabs, maxrel,
+               nbad ? " -> beyond tolerance" : "");
+        if (nbad) printf("  %lld of %lld elements beyond atol %.3g + rtol %.3g * |b|\n", (long long)nbad, (long long)n,
+                         atol, rtol);
+        bad |= nbad > 0;
+    }
+    printf("%s\n", bad ? "outputs differ" : "outputs match");
+    rc = bad ? CLI_FAIL : CLI_OK;
+done:
+    for (int i = 0; oa && i < gwr_network_num_outputs(na); i++) gwr_value_release(oa[i]);
+    for (int i = 0; ob && i < gwr_network_num_outputs(nb); i++) gwr_value_release(ob[i]);
+    free(oa), free(ob);
+    inputs_free(&in);
+    gwr_network_free(na), gwr_network_free(nb);
+    free(spec.files), free(spec.shapes);
+    return rc;
+}
+
+const cli_command cli_run = {"run", "run a model on the CPU executor", run_cmd, run_help};
+const cli_command cli_verify = {"verify", "run two models on the same inputs and compare the outputs", verify_cmd,
+                                verify_help};

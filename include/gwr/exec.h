@@ -89,6 +89,13 @@ GWR_API gwr_status gwr_session_run(gwr_session *s, int nin, const char *const *i
 GWR_API int64_t gwr_session_peak_bytes(const gwr_session *s);
 GWR_API int64_t gwr_session_total_bytes(const gwr_session *s);
 
+/* Runs one layer's kernel on input values (inputs[i] NULL for an absent
+ * optional input), outside any session: what constant folding needs.
+ * outputs[i] (gwr_layer_num_outputs of them) get new references, NULL for
+ * an output the kernel did not make. Layers with subgraphs are refused.
+ * On error the message (naming the layer) is in gwr_last_errmsg(). */
+GWR_API gwr_status gwr_exec_layer(gwr_layer *l, gwr_value *const *inputs, gwr_value **outputs);
+
 /* 1 when the executor has a kernel for the op (domain "" is ONNX). */
 GWR_API int gwr_exec_has_kernel(const char *domain, const char *op);
 

@@ -29,6 +29,13 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_gpt_attention_remove_paddi
  * re-created, the Add is removed. Root ELEMENTWISE. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_attention_with_bias;
 
+/* Constant folding: a layer whose inputs are all CONSTANT layers (or a
+ * Shape of a tensor whose dims are known) is replaced by CONSTANT layers
+ * holding its outputs, computed by the executor (gwr/exec.h). Skips random
+ * ops, layers with subgraphs, ops without a kernel, and outputs over the
+ * manager arg fold_max_bytes (default 16 MiB). Root: any layer. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_constants;
+
 /* Records the FLayerInfo of every gwr::GPTAttention plugin layer that has
  * none (one loaded from ONNX), from its inputs and attributes, so that the
  * plugin patterns can re-create it. *nrecorded (may be NULL) gets the count. */

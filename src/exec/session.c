@@ -546,6 +546,7 @@ gwr_status gwr_k_alias(gwr_kctx *k, int i, gwr_value *v, int rank, const int64_t
 
 int gwr_k_out_used(const gwr_kctx *k, int i) {
     const step *st = k->step;
+    if (!st) return 1; /* gwr_exec_layer: every output is wanted */
     return i >= 0 && i < st->nout && k->frame->p->used[st->out[i]];
 }
 
@@ -587,6 +588,7 @@ int64_t gwr_k_in_ints(gwr_kctx *k, int i, int64_t *out, int64_t max) {
 
 gwr_status gwr_k_run_graph(gwr_kctx *k, gwr_network *g, int nin, gwr_value *const *in, int nout, gwr_value **out) {
     gwr_session *s = k->session;
+    if (!k->frame) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "subgraphs run only in a session");
     gplan *p = gwr_ptrmap_get(&s->subplans, g);
     if (!p) {
         if (!(p = plan_new(s, g))) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "in subgraph '%s': %s", gwr_network_name(g), s->errmsg);
@@ -608,4 +610,38 @@ gwr_status gwr_k_run_graph(gwr_kctx *k, gwr_network *g, int nin, gwr_value *cons
     }
     memcpy(s->kmsg, saved, sizeof saved);
     return GWR_OK;
+}
+
+gwr_status gwr_exec_layer(gwr_layer *l, gwr_value *const *inputs, gwr_value **outputs) {
+    if (!l || !outputs || (gwr_layer_num_inputs(l) && !inputs))
+        return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_exec_layer: NULL argument");
+    int nin = gwr_layer_num_inputs(l), nout = gwr_layer_num_outputs(l);
+    for (int o = 0; o < nout; o++) outputs[o] = NULL;
+    for (int a = 0; a < gwr_layer_num_attrs(l); a++)
+        if (gwr_layer_attr_type(l, a) == GWR_ATTR_GRAPH || gwr_layer_attr_type(l, a) == GWR_ATTR_GRAPHS)
+            return gwr_set_last_error(GWR_ERR_UNSUPPORTED, "layer '%s' (%s): has a subgraph", gwr_layer_name(l),
+                                      gwr_layer_op(l));
+    gwr_kernel_fn fn = gwr_kernel_find(gwr_layer_domain(l), gwr_layer_op(l));
+    if (!fn)
+        return gwr_set_last_error(GWR_ERR_UNSUPPORTED, "layer '%s': no kernel for %s", gwr_layer_name(l),
+                                  gwr_layer_op(l));
+    /* A session without a plan: the message buffer and a pool. */
+    gwr_session *s = calloc(1, sizeof *s);
+    if (!s || !(s->pool = calloc(1, sizeof *s->pool))) {
+        free(s);
+        return gwr_set_last_error(GWR_ERR_NOMEM, "gwr_exec_layer: out of memory");
+    }
+    atomic_init(&s->pool->refs, 1);
+    gwr_network *root = root_of(gwr_layer_network(l));
+    gwr_kctx kc = {l, gwr_network_opset(root, gwr_layer_domain(l)), nin, nout, inputs, outputs, s, NULL, s->pool, 1, NULL};
+    gwr_status rc = fn(&kc);
+    if (rc) {
+        for (int o = 0; o < nout; o++) gwr_value_release(outputs[o]), outputs[o] = NULL;
+        gwr_set_last_error(rc, "layer '%s' (%s): %s", gwr_layer_name(l), gwr_layer_op(l),
+                           s->kmsg[0] ? s->kmsg : gwr_status_name(rc));
+    }
+    s->pool->closed = 1;
+    pool_unref(s->pool);
+    free(s);
+    return rc;
 }

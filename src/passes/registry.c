@@ -19,6 +19,8 @@ static const builtin builtins[] = {
      "fold a constant Add feeding a GPTAttention's qkv into its qkv_bias"},
     {"gpt_attention_remove_padding", &gwr_pattern_gpt_attention_remove_padding, 10,
      "re-create GPTAttention plugins in remove-padding mode (args batch_size, in_len, hidden_size)"},
+    {"fold_constants", &gwr_pattern_fold_constants, 30,
+     "compute layers whose inputs are all constants into constants (arg fold_max_bytes, default 16 MiB)"},
     {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1,
      "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},
 };

@@ -43,6 +43,15 @@ from onnx import numpy_helper
 a = onnx.load_tensor('$tmp/o1/output_0.pb'); b = onnx.load_tensor('$ID/test_data_set_0/output_0.pb')
 assert a.name == 'y', a.name
 assert np.array_equal(numpy_helper.to_array(a), numpy_helper.to_array(b))"
+ok "-o also writes the inputs, named: a test case in ONNX's layout" -- "$PY" -c "
+import onnx, numpy as np
+from onnx import numpy_helper
+a = onnx.load_tensor('$tmp/o1/input_0.pb'); b = onnx.load_tensor('$ID/test_data_set_0/input_0.pb')
+assert a.name == 'x', a.name
+assert np.array_equal(numpy_helper.to_array(a), numpy_helper.to_array(b))"
+mkdir -p "$tmp/case/test_again" && cp "$ID/model.onnx" "$tmp/case/test_again/" && mv "$tmp/o1" "$tmp/case/test_again/test_data_set_0"
+expect 0 "the written case passes gwr test-onnx" -- "$G" test-onnx "$tmp/case"
+hasf out "1 passed, 0 failed" "the written case passes gwr test-onnx"
 expect 0 "run with random inputs and a shape" -- "$G" run "$tmp/same.onnx" --random 7 --repeat 3
 has out "^run: best [0-9.]* ms, median" "--repeat reports best and median"
 "$G" run "$tmp/same.onnx" --random 7 >"$tmp/r1" 2>&1

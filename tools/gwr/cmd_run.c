@@ -252,7 +252,8 @@ static void run_help(FILE *out) {
             "  --input NAME=FILE.pb  input NAME from a serialized TensorProto\n"
             "  --random SEED         seed of the random inputs (default 0)\n"
             "  --shape NAME=DIMS     the shape of random input NAME, e.g. x=1,128,256\n"
-            "  -o DIR                write DIR/output_0.pb, output_1.pb, ... (TensorProto, named)\n"
+            "  -o DIR                write DIR/input_0.pb, ..., output_0.pb, ... (TensorProto,\n"
+            "                        named): ONNX's test-case layout\n"
             "  --threads N           intra-op threads (default 1)\n"
             "  --repeat N            run N times, report the best and the median time\n"
             "\n"
@@ -352,19 +353,22 @@ static int run_cmd(int argc, char **argv) {
             cli_error(odir, m);
             goto done;
         }
-        for (int i = 0; i < no; i++) {
+        /* The inputs too: DIR is then a test case of ONNX's layout. */
+        for (int i = 0; i < in.n + no; i++) {
             char path[4096];
-            snprintf(path, sizeof path, "%s/output_%d.pb", odir, i);
+            int io = i >= in.n;
+            snprintf(path, sizeof path, "%s/%s_%d.pb", odir, io ? "output" : "input", io ? i - in.n : i);
             gwr_weights w;
-            if (gwr_value_to_weights(outs[i], &w)) goto done;
-            gwr_status st = gwr_onnx_write_tensor(path, gwr_tensor_name(gwr_network_output(net, i)), &w);
+            if (gwr_value_to_weights(io ? outs[i - in.n] : in.vals[i], &w)) goto done;
+            gwr_status st = gwr_onnx_write_tensor(
+                path, io ? gwr_tensor_name(gwr_network_output(net, i - in.n)) : in.names[i], &w);
             gwr_buffer_release(w.buffer);
             if (st) {
                 cli_error(path, gwr_last_errmsg());
                 goto done;
             }
         }
-        printf("wrote %d output%s to %s\n", no, no == 1 ? "" : "s", odir);
+        printf("wrote %d input%s and %d output%s to %s\n", in.n, in.n == 1 ? "" : "s", no, no == 1 ? "" : "s", odir);
     }
     rc = CLI_OK;
 done:

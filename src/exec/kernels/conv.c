@@ -1,4 +1,608 @@
-/* conv.c - the conv kernel family (none yet). */
+/* conv.c - the convolutions: Conv, ConvTranspose, ConvInteger and
+ * QLinearConv, over 1 to 3 spatial dims, NCHW.
+ *
+ * Conv is im2col + GEMM (CBLAS) per image and group: the columns of a
+ * group hold, for every output position, the input patch it reads (zeros
+ * in the padding), so the group's output is W_g (Mg x Cg*K) times them.
+ * The columns are built a block of output rows at a time (a few hundred
+ * KiB), so the GEMM packs them from cache: a third of the time of one
+ * GEMM over all columns. A 1x1 stride-1 unpadded conv reads the input as
+ * its own columns.
+ * ConvTranspose is the same read backwards: one GEMM makes the columns
+ * W_g^T X_g, and col2im adds each into the output position it came from.
+ *
+ * Every geometry is held as 3-D (leading spatial dims of size 1), so one
+ * im2col / col2im serves 1-D, 2-D and 3-D. float32 and float64 go straight
+ * to sgemm / dgemm; float16 and bfloat16 are widened to float32; the
+ * integer convolutions run in float64 (exact for any realistic sum) after
+ * the zero points are subtracted. */
+#include <cblas.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "exec/exec_internal.h"
 
-const gwr_kernel_entry gwr_kernels_conv[] = {{NULL, NULL, NULL}};
+#define MAXSP 3
+#define ATTR_MAX ((int64_t)1 << 24) /* kernel, stride, dilation, pad: keeps every product in range */
+#define DIM_MAX ((int64_t)1 << 36)
+
+enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
+
+/* A convolution window over 3 spatial dims; the op's dims are the last nsp. */
+typedef struct geom {
+    int nsp;
+    int64_t in[MAXSP], out[MAXSP], k[MAXSP], s[MAXSP], d[MAXSP], pb[MAXSP], pe[MAXSP];
+} geom;
+
+static int64_t floordiv(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    if (a % b != 0 && (a < 0) != (b < 0)) q--;
+    return q;
+}
+static int64_t ceildiv(int64_t a, int64_t b) { return -floordiv(-a, b); }
+
+static int64_t prod3(const int64_t *v) { return v[0] * v[1] * v[2]; }
+
+static void blas_threads(int n) {
+    if (n < 1) n = 1;
+    if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
+}
+
+/* An INTS attribute of exactly want values in [lo, ATTR_MAX]: 1 and *v
+ * set, 0 when absent, -1 after gwr_k_fail. */
+static int read_list(gwr_kctx *k, const char *name, int64_t want, int64_t lo, const int64_t **v) {
+    int64_t n = gwr_k_ints(k, name, v);
+    if (n < 0) return 0;
+    if (n != want) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s has %lld values, expected %lld", name, (long long)n, (long long)want), -1;
+    for (int64_t i = 0; i < n; i++)
+        if ((*v)[i] < lo || (*v)[i] > ATTR_MAX)
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s[%lld] = %lld is out of range", name, (long long)i, (long long)(*v)[i]), -1;
+    return 1;
+}
+
+static int read_auto_pad(gwr_kctx *k) {
+    const char *a = gwr_k_string(k, "auto_pad", "NOTSET");
+    if (!strcmp(a, "NOTSET") || !*a) return PAD_NOTSET;
+    if (!strcmp(a, "SAME_UPPER")) return PAD_SAME_UPPER;
+    if (!strcmp(a, "SAME_LOWER")) return PAD_SAME_LOWER;
+    if (!strcmp(a, "VALID")) return PAD_VALID;
+    gwr_k_fail(k, GWR_ERR_INVALID_ARG, "auto_pad '%s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", a);
+    return -1;
+}
+
+/* kernel_shape (checked against the weights' wk), strides, dilations and
+ * pads of nsp spatial dims into g (in and out left to the caller). */
+static gwr_status read_window(gwr_kctx *k, int nsp, const int64_t *wk, geom *g) {
+    if (nsp < 1 || nsp > MAXSP)
+        return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "%d spatial dims (1 to %d supported)", nsp, MAXSP);
+    g->nsp = nsp;
+    for (int i = 0; i < MAXSP; i++) g->in[i] = g->out[i] = g->k[i] = g->s[i] = g->d[i] = 1, g->pb[i] = g->pe[i] = 0;
+    int off = MAXSP - nsp;
+    const int64_t *ks, *st, *dl, *pd;
+    int r;
+    if ((r = read_list(k, "kernel_shape", nsp, 1, &ks)) < 0) return GWR_ERR_INVALID_ARG;
+    for (int i = 0; i < nsp; i++) {
+        if (wk[i] < 1 || wk[i] > ATTR_MAX)
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "weight spatial dim %d is %lld", i, (long long)wk[i]);
+        if (r && ks[i] != wk[i])
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "kernel_shape[%d] = %lld but the weights have %lld", i, (long long)ks[i],
+                              (long long)wk[i]);
+        g->k[off + i] = wk[i];
+    }
+    if ((r = read_list(k, "strides", nsp, 1, &st)) < 0) return GWR_ERR_INVALID_ARG;
+    for (int i = 0; r && i < nsp; i++) g->s[off + i] = st[i];
+    if ((r = read_list(k, "dilations", nsp, 1, &dl)) < 0) return GWR_ERR_INVALID_ARG;
+    for (int i = 0; r && i < nsp; i++) g->d[off + i] = dl[i];
+    if ((r = read_list(k, "pads", 2 * nsp, 0, &pd)) < 0) return GWR_ERR_INVALID_ARG;
+    for (int i = 0; r && i < nsp; i++) g->pb[off + i] = pd[i], g->pe[off + i] = pd[nsp + i];
+    return GWR_OK;
+}
+
+/* The output size of a forward window over g->in (set), and the pads that
+ * auto_pad implies. */
+static gwr_status forward_out(gwr_kctx *k, geom *g, int autopad) {
+    for (int i = MAXSP - g->nsp; i < MAXSP; i++) {
+        int64_t ek = (g->k[i] - 1) * g->d[i] + 1, in = g->in[i];
+        if (autopad == PAD_SAME_UPPER || autopad == PAD_SAME_LOWER) {
+            g->out[i] = ceildiv(in, g->s[i]);
+            int64_t total = (g->out[i] - 1) * g->s[i] + ek - in;
+            if (total < 0) total = 0;
+            g->pb[i] = autopad == PAD_SAME_UPPER ? total / 2 : total - total / 2;
+            g->pe[i] = total - g->pb[i];
+            continue;
+        }
+        if (autopad == PAD_VALID) g->pb[i] = g->pe[i] = 0;
+        int64_t span = in + g->pb[i] + g->pe[i] - ek;
+        if (span < 0)
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "kernel extent %lld is larger than the padded input %lld (spatial dim %d)",
+                              (long long)ek, (long long)(in + g->pb[i] + g->pe[i]), i - (MAXSP - g->nsp));
+        g->out[i] = span / g->s[i] + 1;
+    }
+    return GWR_OK;
+}
+
+/* ---- im2col / col2im ----------------------------------------------------- */
+
+/* For output positions o in [0, n) reading input o*s - p + kk*d: the range
+ * [*lo, *hi) that lands inside [0, in). */
+static void valid_range(int64_t n, int64_t s, int64_t start, int64_t in, int64_t *lo, int64_t *hi) {
+    /* o*s + start in [0, in) */
+    int64_t a = ceildiv(-start, s), b = ceildiv(in - start, s);
+    if (a < 0) a = 0;
+    if (b > n) b = n;
+    if (b < a) b = a;
+    *lo = a, *hi = b;
+}
+
+/* Columns for the output rows [r0, r1) (a row: one (o0, o1) pair, O2
+ * positions): col is C*K rows of (r1 - r0) * O2 elements, read from x (C
+ * planes of g->in), zeros in the padding. Type-agnostic: it only moves
+ * elements of esz bytes. */
+static void im2col(const char *x, const geom *g, int64_t C, size_t esz, int64_t r0, int64_t r1, char *col) {
+    int64_t I0 = g->in[0], I1 = g->in[1], I2 = g->in[2], O1 = g->out[1], O2 = g->out[2];
+    int64_t XS = prod3(g->in), s2 = g->s[2];
+    char *dst = col;
+    for (int64_t c = 0; c < C; c++) {
+        const char *xc = x + (size_t)(c * XS) * esz;
+        for (int64_t k0 = 0; k0 < g->k[0]; k0++)
+            for (int64_t k1 = 0; k1 < g->k[1]; k1++)
+                for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
+                    int64_t st2 = k2 * g->d[2] - g->pb[2], lo2, hi2;
+                    valid_range(O2, s2, st2, I2, &lo2, &hi2);
+                    for (int64_t r = r0; r < r1; r++, dst += (size_t)O2 * esz) {
+                        int64_t o0 = r / O1, o1 = r - o0 * O1;
+                        int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0], i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
+                        if (i0 < 0 || i0 >= I0 || i1 < 0 || i1 >= I1 || lo2 == hi2) {
+                            memset(dst, 0, (size_t)O2 * esz);
+                            continue;
+                        }
+                        const char *src = xc + (size_t)((i0 * I1 + i1) * I2) * esz;
+                        if (lo2) memset(dst, 0, (size_t)lo2 * esz);
+                        if (s2 == 1) {
+                            memcpy(dst + (size_t)lo2 * esz, src + (size_t)(lo2 + st2) * esz, (size_t)(hi2 - lo2) * esz);
+                        } else if (esz == 4) {
+                            uint32_t *dd = (uint32_t *)(void *)dst;
+                            const uint32_t *ss = (const uint32_t *)(const void *)src;
+                            for (int64_t o2 = lo2; o2 < hi2; o2++) dd[o2] = ss[o2 * s2 + st2];
+                        } else {
+                            for (int64_t o2 = lo2; o2 < hi2; o2++)
+                                memcpy(dst + (size_t)o2 * esz, src + (size_t)(o2 * s2 + st2) * esz, esz);
+                        }
+                        if (hi2 < O2) memset(dst + (size_t)hi2 * esz, 0, (size_t)(O2 - hi2) * esz);
+                    }
+                }
+    }
+}
+
+/* y (C planes of g->in) += col read back to where im2col took it from. */
+#define DEFINE_COL2IM(T, SFX)                                                                         \
+    static void col2im_##SFX(const T *col, const geom *g, int64_t C, T *y) {                          \
+        int64_t I1 = g->in[1], I2 = g->in[2], O0 = g->out[0], O1 = g->out[1], O2 = g->out[2];         \
+        int64_t YS = prod3(g->in);                                                                    \
+        const T *src = col;                                                                           \
+        for (int64_t c = 0; c < C; c++) {                                                             \
+            T *yc = y + c * YS;                                                                       \
+            for (int64_t k0 = 0; k0 < g->k[0]; k0++)                                                  \
+                for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                              \
+                    for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                        \
+                        int64_t st2 = k2 * g->d[2] - g->pb[2], lo2, hi2;                              \
+                        valid_range(O2, g->s[2], st2, I2, &lo2, &hi2);                                \
+                        for (int64_t o0 = 0; o0 < O0; o0++) {                                         \
+                            int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0];                      \
+                            if (i0 < 0 || i0 >= g->in[0]) {                                           \
+                                src += O1 * O2;                                                       \
+                                continue;                                                             \
+                            }                                                                         \
+                            for (int64_t o1 = 0; o1 < O1; o1++, src += O2) {                          \
+                                int64_t i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];                  \
+                                if (i1 < 0 || i1 >= I1) continue;                                     \
+                                T *dst = yc + (i0 * I1 + i1) * I2;                                    \
+                                for (int64_t o2 = lo2; o2 < hi2; o2++) dst[o2 * g->s[2] + st2] += src[o2]; \
+                            }                                                                         \
+                        }                                                                             \
+                    }                                                                                 \
+        }                                                                                             \
+    }
+DEFINE_COL2IM(float, f32)
+DEFINE_COL2IM(double, f64)
+
+/* ---- the typed pieces ---------------------------------------------------- */
+
+/* C (M x N, row-major) = A' B' + beta C; A' is A (M x K) or A^T. */
+typedef void (*gemm_fn)(int ta, int M, int N, int K, const void *A, int lda, const void *B, int ldb, double beta, void *C, int ldc);
+
+static void gemm_f32(int ta, int M, int N, int K, const void *A, int lda, const void *B, int ldb, double beta, void *C, int ldc) {
+    if (!M || !N) return;
+    if (!K) {
+        if (beta == 0)
+            for (int i = 0; i < M; i++) memset((float *)C + (size_t)i * ldc, 0, (size_t)N * sizeof(float));
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, lda, B, ldb, (float)beta, C, ldc);
+}
+
+static void gemm_f64(int ta, int M, int N, int K, const void *A, int lda, const void *B, int ldb, double beta, void *C, int ldc) {
+    if (!M || !N) return;
+    if (!K) {
+        if (beta == 0)
+            for (int i = 0; i < M; i++) memset((double *)C + (size_t)i * ldc, 0, (size_t)N * sizeof(double));
+        return;
+    }
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
+}
+
+typedef struct cops {
+    size_t esz;
+    gemm_fn gemm;
+    void (*col2im)(const void *col, const geom *g, int64_t C, void *y);
+    void (*fill)(void *y, int64_t M, int64_t S, const void *b); /* row m = b[m] (0 without b) */
+} cops;
+
+static void col2im_f32v(const void *col, const geom *g, int64_t C, void *y) { col2im_f32(col, g, C, y); }
+static void col2im_f64v(const void *col, const geom *g, int64_t C, void *y) { col2im_f64(col, g, C, y); }
+
+static void fill_f32(void *yv, int64_t M, int64_t S, const void *bv) {
+    float *y = yv;
+    const float *b = bv;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t s = 0; s < S; s++) y[m * S + s] = b ? b[m] : 0.0f;
+}
+static void fill_f64(void *yv, int64_t M, int64_t S, const void *bv) {
+    double *y = yv;
+    const double *b = bv;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t s = 0; s < S; s++) y[m * S + s] = b ? b[m] : 0.0;
+}
+
+static const cops OPS_F32 = {sizeof(float), gemm_f32, col2im_f32v, fill_f32};
+static const cops OPS_F64 = {sizeof(double), gemm_f64, col2im_f64v, fill_f64};
+
+/* ---- the problem --------------------------------------------------------- */
+
+typedef struct cprob {
+    geom g;              /* forward geometry; for ConvTranspose from Y (g.in) to X (g.out) */
+    int transpose;
+    int64_t N, C, M, G;  /* images, input channels, output channels, groups */
+    int64_t K;           /* kernel elements */
+    int64_t XS, YS;      /* spatial elements of X and of Y */
+    int rank;
+    int64_t ydims[2 + MAXSP];
+} cprob;
+
+static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+/* Shapes and attributes of a convolution of x by w (ConvTranspose when
+ * transpose) into p. */
+static gwr_status conv_setup(gwr_kctx *k, const gwr_value *x, const gwr_value *w, int transpose, cprob *p) {
+    memset(p, 0, sizeof *p);
+    p->transpose = transpose;
+    if (x->rank < 3) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "X has rank %d, expected at least 3 (N, C, spatial...)", x->rank);
+    if (x->rank > 2 + MAXSP) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "X has rank %d (1 to %d spatial dims supported)", x->rank, MAXSP);
+    if (w->rank != x->rank) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "W has rank %d, X has rank %d", w->rank, x->rank);
+    for (int i = 0; i < x->rank; i++)
+        if (x->dims[i] > DIM_MAX || w->dims[i] > DIM_MAX) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dims too large");
+    int nsp = x->rank - 2, off = MAXSP - nsp;
+    int64_t G = gwr_k_int(k, "group", 1);
+    if (G < 1 || G > ATTR_MAX) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "group = %lld", (long long)G);
+    p->N = x->dims[0], p->C = x->dims[1], p->G = G;
+    if (p->C % G) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%lld input channels are not divisible by group %lld", (long long)p->C, (long long)G);
+    if (!transpose) {
+        p->M = w->dims[0];
+        if (p->M % G) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%lld output channels are not divisible by group %lld", (long long)p->M, (long long)G);
+        if (w->dims[1] != p->C / G)
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "W has %lld channels per group, X has %lld / group %lld", (long long)w->dims[1],
+                              (long long)p->C, (long long)G);
+    } else {
+        if (w->dims[0] != p->C)
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "W dim 0 is %lld, X has %lld channels", (long long)w->dims[0], (long long)p->C);
+        p->M = w->dims[1] * G;
+    }
+    gwr_status st = read_window(k, nsp, w->dims + 2, &p->g);
+    if (st) return st;
+    int ap = read_auto_pad(k);
+    if (ap < 0) return GWR_ERR_INVALID_ARG;
+    geom *g = &p->g;
+    p->K = prod3(g->k);
+    if (!transpose) {
+        for (int i = 0; i < nsp; i++) g->in[off + i] = x->dims[2 + i];
+        if ((st = forward_out(k, g, ap))) return st;
+        p->XS = prod3(g->in), p->YS = prod3(g->out);
+        for (int i = 0; i < nsp; i++) p->ydims[2 + i] = g->out[off + i];
+    } else {
+        const int64_t *op = NULL, *os = NULL;
+        int hop = read_list(k, "output_padding", nsp, 0, &op);
+        if (hop < 0) return GWR_ERR_INVALID_ARG;
+        int64_t nos = gwr_k_ints(k, "output_shape", &os);
+        if (nos >= 0 && nos != nsp && nos != nsp + 2)
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output_shape has %lld values, expected %d", (long long)nos, nsp);
+        if (nos > nsp) os += 2;
+        for (int i = 0; i < nsp; i++) {
+            int j = off + i;
+            int64_t xin = x->dims[2 + i], ek = (g->k[j] - 1) * g->d[j] + 1, opad = hop ? op[i] : 0, full, yo;
+            if (xin < 1) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "X spatial dim %d is %lld", i, (long long)xin);
+            full = g->s[j] * (xin - 1) + opad + ek;
+            if (nos >= 0 || ap == PAD_SAME_UPPER || ap == PAD_SAME_LOWER) {
+                if (nos >= 0) {
+                    yo = os[i];
+                    if (yo < 1 || yo > DIM_MAX) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output_shape[%d] = %lld", i, (long long)yo);
+                } else {
+                    yo = xin * g->s[j];
+                }
+                int64_t total = full - yo;
+                if (ap == PAD_SAME_UPPER) g->pb[j] = floordiv(total, 2), g->pe[j] = total - g->pb[j];
+                else g->pe[j] = floordiv(total, 2), g->pb[j] = total - g->pe[j];
+            } else {
+                if (ap == PAD_VALID) g->pb[j] = g->pe[j] = 0;
+                yo = full - g->pb[j] - g->pe[j];
+                if (yo < 1)
+                    return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output spatial dim %d would be %lld (pads too large)", i, (long long)yo);
+            }
+            g->in[j] = yo, g->out[j] = xin;
+            p->ydims[2 + i] = yo;
+        }
+        p->XS = prod3(g->out), p->YS = prod3(g->in);
+    }
+    p->rank = x->rank;
+    p->ydims[0] = p->N, p->ydims[1] = p->M;
+    int64_t Cg = p->C / G, Mg = p->M / G;
+    int64_t rows = transpose ? Mg * p->K : Cg * p->K;
+    if (!fits_int(rows) || !fits_int(p->XS) || !fits_int(p->YS) || !fits_int(Mg) || !fits_int(Cg) ||
+        (double)rows * (double)(transpose ? p->XS : p->YS) > (double)((int64_t)1 << 40))
+        return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "convolution too large for this executor");
+    return GWR_OK;
+}
+
+/* Forward convolution of dense x, w (and b, M values, or NULL) into y.
+ * The columns are made a block of output rows at a time, sized to stay in
+ * cache while the GEMM packs them. */
+#define COL_BLOCK_BYTES ((size_t)384 << 10)
+static gwr_status conv_forward(gwr_kctx *k, const cops *o, const cprob *p, const char *x, const char *w, const char *b, char *y) {
+    const geom *g = &p->g;
+    int64_t G = p->G, Cg = p->C / G, Mg = p->M / G, rows = Cg * p->K;
+    int64_t nrows = g->out[0] * g->out[1], O2 = g->out[2]; /* output rows of O2 positions */
+    size_t esz = o->esz;
+    int direct = p->K == 1;
+    for (int i = 0; i < MAXSP; i++) direct &= g->s[i] == 1 && g->pb[i] == 0 && g->pe[i] == 0;
+    int64_t per = (int64_t)(COL_BLOCK_BYTES / ((size_t)(rows * O2) * esz + 1));
+    if (per * O2 < 256) per = (256 + O2 - 1) / (O2 ? O2 : 1); /* GEMMs narrower than this lose more than the cache gains */
+    if (per > nrows) per = nrows;
+    if (per < 1) per = 1;
+    char *col = NULL;
+    if (!direct && rows && p->YS && p->N && Mg) {
+        col = malloc((size_t)(rows * per * O2) * esz);
+        if (!col) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the im2col buffer");
+    }
+    blas_threads(k->threads);
+    for (int64_t n = 0; n < p->N; n++)
+        for (int64_t gi = 0; gi < G; gi++) {
+            const char *xg = x + (size_t)((n * p->C + gi * Cg) * p->XS) * esz;
+            char *yg = y + (size_t)((n * p->M + gi * Mg) * p->YS) * esz;
+            const char *wg = w + (size_t)(gi * Mg * rows) * esz;
+            if (b) o->fill(yg, Mg, p->YS, b + (size_t)(gi * Mg) * esz);
+            if (!col) {
+                o->gemm(0, (int)Mg, (int)p->YS, (int)rows, wg, (int)rows, xg, (int)p->YS, b ? 1.0 : 0.0, yg, (int)p->YS);
+                continue;
+            }
+            for (int64_t r0 = 0; r0 < nrows; r0 += per) {
+                int64_t r1 = r0 + per < nrows ? r0 + per : nrows, nb = (r1 - r0) * O2;
+                im2col(xg, g, Cg, esz, r0, r1, col);
+                o->gemm(0, (int)Mg, (int)nb, (int)rows, wg, (int)rows, col, (int)nb, b ? 1.0 : 0.0, yg + (size_t)(r0 * O2) * esz,
+                        (int)p->YS);
+            }
+        }
+    free(col);
+    return GWR_OK;
+}
+
+/* Transposed convolution: x (N, C, g.out) by w (C, M/G, k) into y (N, M, g.in). */
+static gwr_status conv_transpose(gwr_kctx *k, const cops *o, const cprob *p, const char *x, const char *w, const char *b, char *y) {
+    const geom *g = &p->g;
+    int64_t G = p->G, Cg = p->C / G, Mg = p->M / G, rows = Mg * p->K;
+    size_t esz = o->esz;
+    int direct = p->K == 1 && p->XS == p->YS;
+    for (int i = 0; i < MAXSP; i++) direct &= g->s[i] == 1 && g->pb[i] == 0 && g->in[i] == g->out[i];
+    char *col = NULL;
+    if (!direct && rows && p->XS && p->N) {
+        col = malloc((size_t)(rows * p->XS) * esz);
+        if (!col) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the col2im buffer");
+    }
+    blas_threads(k->threads);
+    for (int64_t n = 0; n < p->N; n++)
+        for (int64_t gi = 0; gi < G; gi++) {
+            const char *xg = x + (size_t)((n * p->C + gi * Cg) * p->XS) * esz;
+            char *yg = y + (size_t)((n * p->M + gi * Mg) * p->YS) * esz;
+            const char *wg = w + (size_t)(gi * Cg * rows) * esz;
+            o->fill(yg, Mg, p->YS, b ? b + (size_t)(gi * Mg) * esz : NULL);
+            if (direct) {
+                o->gemm(1, (int)Mg, (int)p->XS, (int)Cg, wg, (int)Mg, xg, (int)p->XS, 1.0, yg, (int)p->YS);
+            } else if (col) {
+                o->gemm(1, (int)rows, (int)p->XS, (int)Cg, wg, (int)rows, xg, (int)p->XS, 0.0, col, (int)p->XS);
+                o->col2im(col, g, Mg, yg);
+            }
+        }
+    free(col);
+    return GWR_OK;
+}
+
+static gwr_status conv_run(gwr_kctx *k, const cops *o, const cprob *p, const void *x, const void *w, const void *b, void *y) {
+    return p->transpose ? conv_transpose(k, o, p, x, w, b, y) : conv_forward(k, o, p, x, w, b, y);
+}
+
+/* ---- dtype handling ------------------------------------------------------ */
+
+static int is_float_type(gwr_dtype t) {
+    return t == GWR_FLOAT32 || t == GWR_FLOAT64 || t == GWR_FLOAT16 || t == GWR_BFLOAT16;
+}
+
+/* A malloc'd float32 copy of a float16 / bfloat16 / float32 value. */
+static float *widen(const gwr_value *v) {
+    float *f = malloc((size_t)(v->numel ? v->numel : 1) * sizeof *f);
+    if (!f) return NULL;
+    const uint16_t *h = v->data;
+    if (v->dtype == GWR_FLOAT16)
+        for (int64_t i = 0; i < v->numel; i++) f[i] = gwr_f16_to_f32(h[i]);
+    else if (v->dtype == GWR_BFLOAT16)
+        for (int64_t i = 0; i < v->numel; i++) f[i] = gwr_bf16_to_f32(h[i]);
+    else
+        memcpy(f, v->data, (size_t)v->numel * sizeof *f);
+    return f;
+}
+
+static void narrow(const float *f, gwr_value *v) {
+    uint16_t *h = v->data;
+    if (v->dtype == GWR_FLOAT16)
+        for (int64_t i = 0; i < v->numel; i++) h[i] = gwr_f32_to_f16(f[i]);
+    else
+        for (int64_t i = 0; i < v->numel; i++) h[i] = gwr_f32_to_bf16(f[i]);
+}
+
+/* Conv and ConvTranspose: X, W, optional B, all of one float dtype. */
+static gwr_status conv_float(gwr_kctx *k, int transpose) {
+    const gwr_value *x = k->nin > 0 ? k->in[0] : NULL, *w = k->nin > 1 ? k->in[1] : NULL, *b = k->nin > 2 ? k->in[2] : NULL;
+    if (!x || !w) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %s is missing", x ? "W" : "X");
+    if (!is_float_type(x->dtype)) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported", gwr_dtype_name(x->dtype));
+    if (w->dtype != x->dtype || (b && b->dtype != x->dtype))
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "X is %s but %s is %s", gwr_dtype_name(x->dtype), w->dtype != x->dtype ? "W" : "B",
+                          gwr_dtype_name(w->dtype != x->dtype ? w->dtype : b->dtype));
+    cprob p;
+    gwr_status st = conv_setup(k, x, w, transpose, &p);
+    if (st) return st;
+    if (b && (b->rank != 1 || b->dims[0] != p.M))
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "B must have shape [%lld]", (long long)p.M);
+    gwr_value *y = gwr_k_out(k, 0, x->dtype, p.rank, p.ydims);
+    if (!y) return GWR_ERR_NOMEM;
+    if (x->dtype == GWR_FLOAT32) return conv_run(k, &OPS_F32, &p, x->data, w->data, b ? b->data : NULL, y->data);
+    if (x->dtype == GWR_FLOAT64) return conv_run(k, &OPS_F64, &p, x->data, w->data, b ? b->data : NULL, y->data);
+    float *xf = widen(x), *wf = widen(w), *bf = b ? widen(b) : NULL;
+    float *yf = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
+    if (!xf || !wf || (b && !bf) || !yf) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    else if (!(st = conv_run(k, &OPS_F32, &p, xf, wf, bf, yf))) narrow(yf, y);
+    free(xf), free(wf), free(bf), free(yf);
+    return st;
+}
+
+static gwr_status k_conv(gwr_kctx *k) { return conv_float(k, 0); }
+static gwr_status k_conv_transpose(gwr_kctx *k) { return conv_float(k, 1); }
+
+/* ---- integer convolutions ------------------------------------------------ */
+
+static int is_q8(gwr_dtype t) { return t == GWR_INT8 || t == GWR_UINT8; }
+
+static double q8_get(const gwr_value *v, int64_t i) {
+    return v->dtype == GWR_INT8 ? (double)((const int8_t *)v->data)[i] : (double)((const uint8_t *)v->data)[i];
+}
+
+/* A zero point (or scale): absent (def), a scalar / one element, or, when
+ * per > 0, `per` values. count set to 1 or per; -1 after gwr_k_fail. */
+static int check_param(gwr_kctx *k, const gwr_value *v, const char *name, gwr_dtype want, int64_t per) {
+    if (!v) return 0;
+    if (want != GWR_UNDEFINED && v->dtype != want)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s is %s, expected %s", name, gwr_dtype_name(v->dtype), gwr_dtype_name(want)), -1;
+    if (v->numel == 1 && v->rank <= 1) return 1;
+    if (per > 0 && v->rank == 1 && v->numel == per) return 2;
+    return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s must be a scalar%s", name, per > 0 ? " or one value per output channel" : ""), -1;
+}
+
+/* x - xzp and w - wzp[m] as float64 arrays; NULL after gwr_k_fail. */
+static gwr_status q_operands(gwr_kctx *k, const gwr_value *x, const gwr_value *xzp, const gwr_value *w, const gwr_value *wzp,
+                             int64_t M, double **xd, double **wd) {
+    *xd = malloc((size_t)(x->numel ? x->numel : 1) * sizeof **xd);
+    *wd = malloc((size_t)(w->numel ? w->numel : 1) * sizeof **wd);
+    if (!*xd || !*wd) {
+        free(*xd), free(*wd);
+        *xd = *wd = NULL;
+        return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    }
+    double zx = xzp ? q8_get(xzp, 0) : 0;
+    for (int64_t i = 0; i < x->numel; i++) (*xd)[i] = q8_get(x, i) - zx;
+    int64_t per = M ? w->numel / M : 0;
+    for (int64_t i = 0; i < w->numel; i++) {
+        double zw = !wzp ? 0 : wzp->numel == 1 ? q8_get(wzp, 0) : q8_get(wzp, i / per);
+        (*wd)[i] = q8_get(w, i) - zw;
+    }
+    return GWR_OK;
+}
+
+/* ConvInteger: x, w (int8 / uint8), optional zero points; int32 out. */
+static gwr_status k_conv_integer(gwr_kctx *k) {
+    const gwr_value *x = k->nin > 0 ? k->in[0] : NULL, *w = k->nin > 1 ? k->in[1] : NULL;
+    const gwr_value *xzp = k->nin > 2 ? k->in[2] : NULL, *wzp = k->nin > 3 ? k->in[3] : NULL;
+    if (!x || !w) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %s is missing", x ? "w" : "x");
+    if (!is_q8(x->dtype) || !is_q8(w->dtype))
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "x and w must be int8 or uint8 (got %s, %s)", gwr_dtype_name(x->dtype), gwr_dtype_name(w->dtype));
+    cprob p;
+    gwr_status st = conv_setup(k, x, w, 0, &p);
+    if (st) return st;
+    if (check_param(k, xzp, "x_zero_point", x->dtype, 0) < 0 || check_param(k, wzp, "w_zero_point", w->dtype, p.M) < 0)
+        return GWR_ERR_INVALID_ARG;
+    gwr_value *y = gwr_k_out(k, 0, GWR_INT32, p.rank, p.ydims);
+    if (!y) return GWR_ERR_NOMEM;
+    double *xd, *wd, *yd = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yd);
+    if (!yd) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    if ((st = q_operands(k, x, xzp, w, wzp, p.M, &xd, &wd))) {
+        free(yd);
+        return st;
+    }
+    if (!(st = conv_run(k, &OPS_F64, &p, xd, wd, NULL, yd))) {
+        int32_t *yo = y->data;
+        for (int64_t i = 0; i < y->numel; i++) yo[i] = (int32_t)(int64_t)yd[i]; /* exact integers */
+    }
+    free(xd), free(wd), free(yd);
+    return st;
+}
+
+/* QLinearConv: x, x_scale, x_zero_point, w, w_scale, w_zero_point,
+ * y_scale, y_zero_point, optional B (int32). */
+static gwr_status k_qlinear_conv(gwr_kctx *k) {
+    if (k->nin < 8) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "QLinearConv takes 8 or 9 inputs, got %d", k->nin);
+    static const char *const names[8] = {"x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale", "y_zero_point"};
+    for (int i = 0; i < 8; i++)
+        if (!k->in[i]) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %s is missing", names[i]);
+    const gwr_value *x = k->in[0], *xs = k->in[1], *xzp = k->in[2], *w = k->in[3], *ws = k->in[4], *wzp = k->in[5];
+    const gwr_value *ys = k->in[6], *yzp = k->in[7], *b = k->nin > 8 ? k->in[8] : NULL;
+    if (!is_q8(x->dtype) || !is_q8(w->dtype) || !is_q8(yzp->dtype))
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "x, w and y_zero_point must be int8 or uint8");
+    cprob p;
+    gwr_status st = conv_setup(k, x, w, 0, &p);
+    if (st) return st;
+    if (check_param(k, xs, "x_scale", GWR_FLOAT32, 0) < 0 || check_param(k, xzp, "x_zero_point", x->dtype, 0) < 0 ||
+        check_param(k, ws, "w_scale", GWR_FLOAT32, p.M) < 0 || check_param(k, wzp, "w_zero_point", w->dtype, p.M) < 0 ||
+        check_param(k, ys, "y_scale", GWR_FLOAT32, 0) < 0 || check_param(k, yzp, "y_zero_point", GWR_UNDEFINED, 0) < 0)
+        return GWR_ERR_INVALID_ARG;
+    if (b && (b->dtype != GWR_INT32 || b->rank != 1 || b->dims[0] != p.M))
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "B must be int32 of shape [%lld]", (long long)p.M);
+    gwr_value *y = gwr_k_out(k, 0, yzp->dtype, p.rank, p.ydims);
+    if (!y) return GWR_ERR_NOMEM;
+    double *xd, *wd, *yd = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yd);
+    if (!yd) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    if ((st = q_operands(k, x, xzp, w, wzp, p.M, &xd, &wd))) {
+        free(yd);
+        return st;
+    }
+    if (!(st = conv_run(k, &OPS_F64, &p, xd, wd, NULL, yd))) {
+        float xsc = ((const float *)xs->data)[0], ysc = ((const float *)ys->data)[0];
+        double zy = q8_get(yzp, 0), lo = yzp->dtype == GWR_INT8 ? -128 : 0, hi = yzp->dtype == GWR_INT8 ? 127 : 255;
+        int64_t plane = p.YS;
+        for (int64_t i = 0; i < y->numel; i++) {
+            int64_t m = p.M ? (i / plane) % p.M : 0;
+            float scale = xsc * ((const float *)ws->data)[ws->numel == 1 ? 0 : m] / ysc;
+            double acc = yd[i] + (b ? (double)((const int32_t *)b->data)[m] : 0.0);
+            double q = nearbyint((double)((float)acc * scale)) + zy;
+            q = q < lo ? lo : q > hi ? hi : q;
+            if (y->dtype == GWR_INT8) ((int8_t *)y->data)[i] = (int8_t)q;
+            else ((uint8_t *)y->data)[i] = (uint8_t)q;
+        }
+    }
+    free(xd), free(wd), free(yd);
+    return st;
+}
+
+const gwr_kernel_entry gwr_kernels_conv[] = {
+    {"", "Conv", k_conv},
+    {"", "ConvTranspose", k_conv_transpose},
+    {"", "ConvInteger", k_conv_integer},
+    {"", "QLinearConv", k_qlinear_conv},
+    {NULL, NULL, NULL},
+};

@@ -1,4 +1,631 @@
-/* linalg.c - the linalg kernel family (none yet). */
+/* linalg.c - matrix products: MatMul (NumPy matmul: batch dims broadcast,
+ * 1-D operands promoted and their dim dropped), Gemm, MatMulInteger,
+ * QLinearMatMul and Einsum.
+ *
+ * float32 and float64 go to sgemm / dgemm, one call per batch matrix, or
+ * one call for all when B is a single matrix (A's batch folds into M: the
+ * decoder's activations-times-weights case). float16 and bfloat16 are
+ * widened to float32; the 8-bit integer products run in float64 after the
+ * zero points are subtracted (exact for any realistic K); int32 / int64 /
+ * uint32 / uint64 are plain loops in wrapping unsigned arithmetic. Einsum
+ * is one generic loop nest over the labels, with strides for repeated
+ * labels (diagonals) and broadcast ellipsis dims. */
+#include <cblas.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "exec/exec_internal.h"
 
-const gwr_kernel_entry gwr_kernels_linalg[] = {{NULL, NULL, NULL}};
+#define MAXR 16 /* batch dims of a matrix product */
+
+static void blas_threads(int n) {
+    if (n < 1) n = 1;
+    if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
+}
+
+static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+static int is_uint(gwr_dtype t) { return t == GWR_UINT8 || t == GWR_UINT16 || t == GWR_UINT32 || t == GWR_UINT64; }
+static int is_int(gwr_dtype t) {
+    return is_uint(t) || t == GWR_INT8 || t == GWR_INT16 || t == GWR_INT32 || t == GWR_INT64;
+}
+
+/* Element i of an integer value as uint64 (sign-extended). */
+static uint64_t iget(const gwr_value *v, int64_t i) {
+    switch (v->dtype) {
+    case GWR_INT8: return (uint64_t)(int64_t)((const int8_t *)v->data)[i];
+    case GWR_UINT8: return ((const uint8_t *)v->data)[i];
+    case GWR_INT16: return (uint64_t)(int64_t)((const int16_t *)v->data)[i];
+    case GWR_UINT16: return ((const uint16_t *)v->data)[i];
+    case GWR_INT32: return (uint64_t)(int64_t)((const int32_t *)v->data)[i];
+    case GWR_UINT32: return ((const uint32_t *)v->data)[i];
+    default: return ((const uint64_t *)v->data)[i];
+    }
+}
+
+/* Stores the low bits of x into element i (two's complement wrap). */
+static void iset(gwr_value *v, int64_t i, uint64_t x) {
+    switch (v->dtype) {
+    case GWR_INT8: case GWR_UINT8: ((uint8_t *)v->data)[i] = (uint8_t)x; break;
+    case GWR_INT16: case GWR_UINT16: ((uint16_t *)v->data)[i] = (uint16_t)x; break;
+    case GWR_INT32: case GWR_UINT32: ((uint32_t *)v->data)[i] = (uint32_t)x; break;
+    default: ((uint64_t *)v->data)[i] = x; break;
+    }
+}
+
+/* A malloc'd float32 copy of a float16 / bfloat16 / float32 value. */
+static float *widen(const gwr_value *v) {
+    float *f = malloc((size_t)(v->numel ? v->numel : 1) * sizeof *f);
+    if (!f) return NULL;
+    const uint16_t *h = v->data;
+    if (v->dtype == GWR_FLOAT16)
+        for (int64_t i = 0; i < v->numel; i++) f[i] = gwr_f16_to_f32(h[i]);
+    else if (v->dtype == GWR_BFLOAT16)
+        for (int64_t i = 0; i < v->numel; i++) f[i] = gwr_bf16_to_f32(h[i]);
+    else
+        memcpy(f, v->data, (size_t)v->numel * sizeof *f);
+    return f;
+}
+
+static void narrow(const float *f, gwr_value *v) {
+    uint16_t *h = v->data;
+    if (v->dtype == GWR_FLOAT16)
+        for (int64_t i = 0; i < v->numel; i++) h[i] = gwr_f32_to_f16(f[i]);
+    else
+        for (int64_t i = 0; i < v->numel; i++) h[i] = gwr_f32_to_bf16(f[i]);
+}
+
+/* C (M x N) = alpha A' B' + beta C, row-major; K = 0 handled (BLAS
+ * rejects lda = 0). */
+static void gemm_f32(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+                     float *C, int ldc) {
+    if (!M || !N) return;
+    if (!K) {
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0 ? 0 : beta * C[(size_t)i * ldc + j];
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+static void gemm_f64(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda, const double *B, int ldb, double beta,
+                     double *C, int ldc) {
+    if (!M || !N) return;
+    if (!K) {
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0 ? 0 : beta * C[(size_t)i * ldc + j];
+        return;
+    }
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* ---- MatMul -------------------------------------------------------------- */
+
+typedef struct mmshape {
+    int64_t M, N, K, batch;
+    int64_t *aoff, *boff;  /* per batch matrix: offsets in elements */
+    int fold;              /* B is one matrix and A's batch is dense: one product of batch*M rows */
+    int orank;
+    int64_t odims[MAXR + 2];
+} mmshape;
+
+/* The shapes of matmul(a, b) into p (p->aoff / boff malloc'd unless fold). */
+static gwr_status mm_setup(gwr_kctx *k, const gwr_value *a, const gwr_value *b, mmshape *p) {
+    memset(p, 0, sizeof *p);
+    if (a->rank < 1 || b->rank < 1) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "MatMul operands must have rank 1 or more (got %d and %d)", a->rank, b->rank);
+    if (a->rank > MAXR + 2 || b->rank > MAXR + 2) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "rank above %d", MAXR + 2);
+    int abr = a->rank > 1 ? a->rank - 2 : 0, bbr = b->rank > 1 ? b->rank - 2 : 0, obr;
+    p->M = a->rank > 1 ? a->dims[a->rank - 2] : 1;
+    p->K = a->dims[a->rank - 1];
+    int64_t kb = b->rank > 1 ? b->dims[b->rank - 2] : b->dims[0];
+    p->N = b->rank > 1 ? b->dims[b->rank - 1] : 1;
+    if (kb != p->K)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "inner dims differ: A has %lld columns, B has %lld rows", (long long)p->K, (long long)kb);
+    int64_t obd[MAXR];
+    if (gwr_broadcast(abr, a->dims, bbr, b->dims, &obr, obd))
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "batch dims of A and B do not broadcast");
+    p->batch = gwr_shape_numel(obr, obd);
+    p->orank = obr;
+    memcpy(p->odims, obd, (size_t)obr * sizeof *obd);
+    if (a->rank > 1) p->odims[p->orank++] = p->M;
+    if (b->rank > 1) p->odims[p->orank++] = p->N;
+    if (!fits_int(p->M) || !fits_int(p->N) || !fits_int(p->K) || p->batch < 0)
+        return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "matrix dims too large for BLAS");
+    int64_t anum = gwr_shape_numel(abr, a->dims), bnum = gwr_shape_numel(bbr, b->dims);
+    if (bnum == 1 && anum == p->batch && fits_int(p->batch * p->M)) {
+        p->fold = 1;
+        return GWR_OK;
+    }
+    if (!p->batch) return GWR_OK;
+    int64_t sa[MAXR], sb[MAXR], idx[MAXR] = {0};
+    gwr_bcast_strides(abr, a->dims, obr, obd, sa);
+    gwr_bcast_strides(bbr, b->dims, obr, obd, sb);
+    p->aoff = malloc((size_t)p->batch * sizeof *p->aoff);
+    p->boff = malloc((size_t)p->batch * sizeof *p->boff);
+    if (!p->aoff || !p->boff) {
+        free(p->aoff), free(p->boff);
+        p->aoff = p->boff = NULL;
+        return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    }
+    int64_t ao = 0, bo = 0;
+    for (int64_t t = 0; t < p->batch; t++) {
+        p->aoff[t] = ao * p->M * p->K, p->boff[t] = bo * p->K * p->N;
+        for (int d = obr - 1; d >= 0; d--) {
+            ao += sa[d], bo += sb[d];
+            if (++idx[d] < obd[d]) break;
+            ao -= sa[d] * obd[d], bo -= sb[d] * obd[d], idx[d] = 0;
+        }
+    }
+    return GWR_OK;
+}
+
+static void mm_free(mmshape *p) { free(p->aoff), free(p->boff); }
+
+static void mm_f32(const mmshape *p, const float *A, const float *B, float *Y) {
+    int M = (int)p->M, N = (int)p->N, K = (int)p->K;
+    if (p->fold) {
+        gemm_f32(0, 0, (int)(p->batch * p->M), N, K, 1, A, K, B, N, 0, Y, N);
+        return;
+    }
+    for (int64_t t = 0; t < p->batch; t++) gemm_f32(0, 0, M, N, K, 1, A + p->aoff[t], K, B + p->boff[t], N, 0, Y + t * p->M * p->N, N);
+}
+
+static void mm_f64(const mmshape *p, const double *A, const double *B, double *Y) {
+    int M = (int)p->M, N = (int)p->N, K = (int)p->K;
+    if (p->fold) {
+        gemm_f64(0, 0, (int)(p->batch * p->M), N, K, 1, A, K, B, N, 0, Y, N);
+        return;
+    }
+    for (int64_t t = 0; t < p->batch; t++) gemm_f64(0, 0, M, N, K, 1, A + p->aoff[t], K, B + p->boff[t], N, 0, Y + t * p->M * p->N, N);
+}
+
+/* Integer matmul, wrapping: Y[t] = A[t] B[t]. */
+static int mm_int(const mmshape *p, const gwr_value *a, const gwr_value *b, gwr_value *y) {
+    int64_t M = p->M, N = p->N, K = p->K;
+    uint64_t *row = malloc((size_t)(N ? N : 1) * sizeof *row);
+    if (!row) return -1;
+    for (int64_t t = 0; t < p->batch; t++) {
+        int64_t ao = p->fold ? t * M * K : p->aoff[t], bo = p->fold ? 0 : p->boff[t];
+        for (int64_t i = 0; i < M; i++) {
+            memset(row, 0, (size_t)N * sizeof *row);
+            for (int64_t q = 0; q < K; q++) {
+                uint64_t av = iget(a, ao + i * K + q);
+                if (!av) continue;
+                for (int64_t j = 0; j < N; j++) row[j] += av * iget(b, bo + q * N + j);
+            }
+            for (int64_t j = 0; j < N; j++) iset(y, (t * M + i) * N + j, row[j]);
+        }
+    }
+    free(row);
+    return 0;
+}
+
+static gwr_status k_matmul(gwr_kctx *k) {
+    const gwr_value *a = k->nin > 0 ? k->in[0] : NULL, *b = k->nin > 1 ? k->in[1] : NULL;
+    if (!a || !b) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %s is missing", a ? "B" : "A");
+    if (a->dtype != b->dtype)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "A is %s but B is %s", gwr_dtype_name(a->dtype), gwr_dtype_name(b->dtype));
+    gwr_dtype dt = a->dtype;
+    if (dt != GWR_FLOAT32 && dt != GWR_FLOAT64 && dt != GWR_FLOAT16 && dt != GWR_BFLOAT16 && dt != GWR_INT32 && dt != GWR_INT64 &&
+        dt != GWR_UINT32 && dt != GWR_UINT64)
+        return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported", gwr_dtype_name(dt));
+    mmshape p;
+    gwr_status st = mm_setup(k, a, b, &p);
+    if (st) return st;
+    gwr_value *y = gwr_k_out(k, 0, dt, p.orank, p.odims);
+    if (!y) {
+        mm_free(&p);
+        return GWR_ERR_NOMEM;
+    }
+    blas_threads(k->threads);
+    if (dt == GWR_FLOAT32) {
+        mm_f32(&p, a->data, b->data, y->data);
+    } else if (dt == GWR_FLOAT64) {
+        mm_f64(&p, a->data, b->data, y->data);
+    } else if (dt == GWR_FLOAT16 || dt == GWR_BFLOAT16) {
+        float *af = widen(a), *bf = widen(b), *yf = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
+        if (!af || !bf || !yf) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+        else mm_f32(&p, af, bf, yf), narrow(yf, y);
+        free(af), free(bf), free(yf);
+    } else {
+        if (mm_int(&p, a, b, y)) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    }
+    mm_free(&p);
+    return st;
+}
+
+/* ---- 8-bit integer products ---------------------------------------------- */
+
+static int is_q8(gwr_dtype t) { return t == GWR_INT8 || t == GWR_UINT8; }
+
+static double q8(const gwr_value *v, int64_t i) {
+    return v->dtype == GWR_INT8 ? (double)((const int8_t *)v->data)[i] : (double)((const uint8_t *)v->data)[i];
+}
+
+/* A zero point or scale: absent (0), a scalar (1), or a 1-D value of
+ * `per` elements (2); -1 after gwr_k_fail. */
+static int qparam(gwr_kctx *k, const gwr_value *v, const char *name, gwr_dtype want, int64_t per) {
+    if (!v) return 0;
+    if (want != GWR_UNDEFINED && v->dtype != want)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s is %s, expected %s", name, gwr_dtype_name(v->dtype), gwr_dtype_name(want)), -1;
+    if (v->numel == 1) return 1;
+    if (per >= 0 && v->rank == 1 && v->numel == per) return 2;
+    if (per < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s must be a scalar", name), -1;
+    return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s must be a scalar or a 1-D tensor of %lld elements", name, (long long)per), -1;
+}
+
+/* (a - azp) (b - bzp) in float64 into *acc (y->numel values); azp per row
+ * of A (M values) or scalar, bzp per column of B (N values) or scalar. */
+static gwr_status q_matmul(gwr_kctx *k, const gwr_value *a, const gwr_value *azp, const gwr_value *b, const gwr_value *bzp,
+                           mmshape *p, double **acc) {
+    int64_t M = p->M, N = p->N, K = p->K, ynum = p->batch * M * N;
+    double *ad = malloc((size_t)(a->numel ? a->numel : 1) * sizeof *ad), *bd = malloc((size_t)(b->numel ? b->numel : 1) * sizeof *bd);
+    *acc = malloc((size_t)(ynum ? ynum : 1) * sizeof **acc);
+    if (!ad || !bd || !*acc) {
+        free(ad), free(bd), free(*acc);
+        *acc = NULL;
+        return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    }
+    for (int64_t i = 0; i < a->numel; i++) ad[i] = q8(a, i) - (!azp ? 0 : azp->numel == 1 ? q8(azp, 0) : q8(azp, (i / (K ? K : 1)) % M));
+    for (int64_t i = 0; i < b->numel; i++) bd[i] = q8(b, i) - (!bzp ? 0 : bzp->numel == 1 ? q8(bzp, 0) : q8(bzp, i % N));
+    blas_threads(k->threads);
+    mm_f64(p, ad, bd, *acc);
+    free(ad), free(bd);
+    return GWR_OK;
+}
+
+static gwr_status k_matmul_integer(gwr_kctx *k) {
+    const gwr_value *a = k->nin > 0 ? k->in[0] : NULL, *b = k->nin > 1 ? k->in[1] : NULL;
+    const gwr_value *azp = k->nin > 2 ? k->in[2] : NULL, *bzp = k->nin > 3 ? k->in[3] : NULL;
+    if (!a || !b) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %s is missing", a ? "B" : "A");
+    if (!is_q8(a->dtype) || !is_q8(b->dtype))
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "A and B must be int8 or uint8 (got %s, %s)", gwr_dtype_name(a->dtype), gwr_dtype_name(b->dtype));
+    mmshape p;
+    gwr_status st = mm_setup(k, a, b, &p);
+    if (st) return st;
+    double *acc = NULL;
+    gwr_value *y;
+    if (qparam(k, azp, "a_zero_point", a->dtype, p.M) < 0 || qparam(k, bzp, "b_zero_point", b->dtype, p.N) < 0) st = GWR_ERR_INVALID_ARG;
+    else if (!(y = gwr_k_out(k, 0, GWR_INT32, p.orank, p.odims))) st = GWR_ERR_NOMEM;
+    else if (!(st = q_matmul(k, a, azp, b, bzp, &p, &acc)))
+        for (int64_t i = 0; i < y->numel; i++) ((int32_t *)y->data)[i] = (int32_t)(uint32_t)(uint64_t)(int64_t)acc[i];
+    free(acc);
+    mm_free(&p);
+    return st;
+}
+
+static gwr_status k_qlinear_matmul(gwr_kctx *k) {
+    static const char *const names[8] = {"a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"};
+    if (k->nin < 8) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "QLinearMatMul takes 8 inputs, got %d", k->nin);
+    for (int i = 0; i < 8; i++)
+        if (!k->in[i]) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %s is missing", names[i]);
+    const gwr_value *a = k->in[0], *as = k->in[1], *azp = k->in[2], *b = k->in[3], *bs = k->in[4], *bzp = k->in[5], *ys = k->in[6],
+                    *yzp = k->in[7];
+    if (!is_q8(a->dtype) || !is_q8(b->dtype) || !is_q8(yzp->dtype))
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "a, b and y_zero_point must be int8 or uint8");
+    mmshape p;
+    gwr_status st = mm_setup(k, a, b, &p);
+    if (st) return st;
+    double *acc = NULL;
+    gwr_value *y = NULL;
+    int ras = 0, rbs = 0;
+    if ((ras = qparam(k, as, "a_scale", GWR_FLOAT32, p.M)) < 0 || qparam(k, azp, "a_zero_point", a->dtype, p.M) < 0 ||
+        (rbs = qparam(k, bs, "b_scale", GWR_FLOAT32, p.N)) < 0 || qparam(k, bzp, "b_zero_point", b->dtype, p.N) < 0 ||
+        qparam(k, ys, "y_scale", GWR_FLOAT32, -1) < 0 || qparam(k, yzp, "y_zero_point", GWR_UNDEFINED, -1) < 0)
+        st = GWR_ERR_INVALID_ARG;
+    else if (!(y = gwr_k_out(k, 0, yzp->dtype, p.orank, p.odims))) st = GWR_ERR_NOMEM;
+    else if (!(st = q_matmul(k, a, azp, b, bzp, &p, &acc))) {
+        const float *asv = as->data, *bsv = bs->data;
+        float ysc = ((const float *)ys->data)[0];
+        double zy = q8(yzp, 0), lo = yzp->dtype == GWR_INT8 ? -128 : 0, hi = yzp->dtype == GWR_INT8 ? 127 : 255;
+        for (int64_t i = 0; i < y->numel; i++) {
+            int64_t col = i % p.N, row = (i / p.N) % p.M;
+            float scale = asv[ras == 2 ? row : 0] * bsv[rbs == 2 ? col : 0] / ysc;
+            double q = nearbyint((double)((float)acc[i] * scale)) + zy;
+            q = q < lo ? lo : q > hi ? hi : q;
+            if (y->dtype == GWR_INT8) ((int8_t *)y->data)[i] = (int8_t)q;
+            else ((uint8_t *)y->data)[i] = (uint8_t)q;
+        }
+    }
+    free(acc);
+    mm_free(&p);
+    return st;
+}
+
+/* ---- Gemm ---------------------------------------------------------------- */
+
+static gwr_status k_gemm(gwr_kctx *k) {
+    const gwr_value *a = k->nin > 0 ? k->in[0] : NULL, *b = k->nin > 1 ? k->in[1] : NULL, *c = k->nin > 2 ? k->in[2] : NULL;
+    if (!a || !b) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %s is missing", a ? "B" : "A");
+    gwr_dtype dt = a->dtype;
+    if (b->dtype != dt || (c && c->dtype != dt))
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "A is %s but %s is %s", gwr_dtype_name(dt), b->dtype != dt ? "B" : "C",
+                          gwr_dtype_name(b->dtype != dt ? b->dtype : c->dtype));
+    if (dt != GWR_FLOAT32 && dt != GWR_FLOAT64 && dt != GWR_FLOAT16 && dt != GWR_BFLOAT16 && dt != GWR_INT32 && dt != GWR_INT64 &&
+        dt != GWR_UINT32 && dt != GWR_UINT64)
+        return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported", gwr_dtype_name(dt));
+    if (a->rank != 2 || b->rank != 2) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "A and B must be 2-D (ranks %d and %d)", a->rank, b->rank);
+    int ta = gwr_k_int(k, "transA", 0) != 0, tb = gwr_k_int(k, "transB", 0) != 0;
+    float alpha = gwr_k_float(k, "alpha", 1.0f), beta = gwr_k_float(k, "beta", 1.0f);
+    int64_t M = ta ? a->dims[1] : a->dims[0], K = ta ? a->dims[0] : a->dims[1];
+    int64_t kb = tb ? b->dims[1] : b->dims[0], N = tb ? b->dims[0] : b->dims[1];
+    if (kb != K) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "inner dims differ: A' has %lld columns, B' has %lld rows", (long long)K, (long long)kb);
+    if (!fits_int(M) || !fits_int(N) || !fits_int(K)) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "matrix dims too large for BLAS");
+    int64_t cs[2] = {0, 0}; /* strides of C over (M, N) */
+    if (c) {
+        int64_t od[2] = {M, N};
+        if (c->rank > 2) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "C has rank %d, expected at most 2", c->rank);
+        for (int i = 0; i < c->rank; i++) {
+            int64_t cd = c->dims[i], want = od[2 - c->rank + i];
+            if (cd != 1 && cd != want)
+                return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "C of shape dim %d = %lld does not broadcast to [%lld, %lld]", i, (long long)cd,
+                                  (long long)M, (long long)N);
+        }
+        gwr_bcast_strides(c->rank, c->dims, 2, od, cs);
+    }
+    int64_t od[2] = {M, N};
+    gwr_value *y = gwr_k_out(k, 0, dt, 2, od);
+    if (!y) return GWR_ERR_NOMEM;
+    int use_c = c && beta != 0;
+    int lda = (int)a->dims[1], ldb = (int)b->dims[1];
+    blas_threads(k->threads);
+    if (dt == GWR_FLOAT32 || dt == GWR_FLOAT16 || dt == GWR_BFLOAT16) {
+        int wide = dt != GWR_FLOAT32;
+        float *af = wide ? widen(a) : a->data, *bf = wide ? widen(b) : b->data, *cf = wide && use_c ? widen(c) : NULL;
+        float *yf = wide ? malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf) : y->data;
+        gwr_status st = GWR_OK;
+        if (!af || !bf || !yf || (wide && use_c && !cf)) {
+            st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+        } else {
+            const float *cv = wide ? cf : c ? c->data : NULL;
+            if (use_c)
+                for (int64_t i = 0; i < M; i++)
+                    for (int64_t j = 0; j < N; j++) yf[i * N + j] = beta * cv[i * cs[0] + j * cs[1]];
+            gemm_f32(ta, tb, (int)M, (int)N, (int)K, alpha, af, lda, bf, ldb, use_c ? 1.0f : 0.0f, yf, (int)N);
+            if (wide) narrow(yf, y);
+        }
+        if (wide) free(af), free(bf), free(cf), free(yf);
+        return st;
+    }
+    if (dt == GWR_FLOAT64) {
+        double *yd = y->data;
+        const double *cv = c ? c->data : NULL;
+        if (use_c)
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) yd[i * N + j] = (double)beta * cv[i * cs[0] + j * cs[1]];
+        gemm_f64(ta, tb, (int)M, (int)N, (int)K, alpha, a->data, lda, b->data, ldb, use_c ? 1.0 : 0.0, yd, (int)N);
+        return GWR_OK;
+    }
+    /* integers: exact wrapping products; alpha and beta other than 1 through
+     * float64, saturated */
+    int exact = alpha == 1.0f && (!use_c || beta == 1.0f);
+    int sgn = !is_uint(dt);
+    double lo = dt == GWR_INT32 ? -2147483648.0 : dt == GWR_INT64 ? -9223372036854775808.0 : 0;
+    double hi = dt == GWR_INT32 ? 2147483647.0 : dt == GWR_UINT32 ? 4294967295.0 : dt == GWR_INT64 ? 9223372036854774784.0 : 18446744073709549568.0;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            uint64_t s = 0;
+            for (int64_t q = 0; q < K; q++)
+                s += iget(a, ta ? q * M + i : i * K + q) * iget(b, tb ? j * K + q : q * N + j);
+            uint64_t cv = use_c ? iget(c, i * cs[0] + j * cs[1]) : 0;
+            if (exact) {
+                iset(y, i * N + j, s + cv);
+            } else {
+                double sv = sgn ? (double)(int64_t)s : (double)s, cd = sgn ? (double)(int64_t)cv : (double)cv;
+                if (dt == GWR_INT32 || dt == GWR_UINT32) sv = sgn ? (double)(int32_t)(uint32_t)s : (double)(uint32_t)s;
+                double r = alpha * sv + (use_c ? beta * cd : 0);
+                r = r != r ? 0 : r < lo ? lo : r > hi ? hi : r;
+                iset(y, i * N + j, sgn ? (uint64_t)(int64_t)r : (uint64_t)r);
+            }
+        }
+    return GWR_OK;
+}
+
+/* ---- Einsum -------------------------------------------------------------- */
+
+#define EIN_LETTERS 52
+#define EIN_MAXELL 16
+#define EIN_LABELS (EIN_LETTERS + EIN_MAXELL)
+#define EIN_MAXIN 16
+
+static int ein_letter(char c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return 26 + (c - 'a');
+    return -1;
+}
+
+/* One term: its labels in order, -2 standing for the ellipsis; count or
+ * -1 on a bad character. */
+static int ein_term(const char *s, size_t n, int *lab, int max, int *nell) {
+    int cnt = 0;
+    *nell = 0;
+    for (size_t i = 0; i < n;) {
+        if (s[i] == '.') {
+            if (i + 3 > n || s[i + 1] != '.' || s[i + 2] != '.' || *nell) return -1;
+            if (cnt >= max) return -1;
+            lab[cnt++] = -2, (*nell)++, i += 3;
+            continue;
+        }
+        int l = ein_letter(s[i]);
+        if (l < 0 || cnt >= max) return -1;
+        lab[cnt++] = l, i++;
+    }
+    return cnt;
+}
+
+static gwr_status k_einsum(gwr_kctx *k) {
+    const char *eq = gwr_k_string(k, "equation", NULL);
+    if (!eq) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "the equation attribute is missing");
+    int nin = k->nin;
+    if (nin < 1 || nin > EIN_MAXIN) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "Einsum takes 1 to %d inputs, got %d", EIN_MAXIN, nin);
+    gwr_dtype dt = GWR_UNDEFINED;
+    for (int i = 0; i < nin; i++) {
+        if (!k->in[i]) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d is missing", i);
+        if (i && k->in[i]->dtype != dt)
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d is %s, input 0 is %s", i, gwr_dtype_name(k->in[i]->dtype), gwr_dtype_name(dt));
+        dt = k->in[i]->dtype;
+        if (k->in[i]->rank > 32) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "input %d has rank %d", i, k->in[i]->rank);
+    }
+    int isint = is_int(dt);
+    if (!isint && dt != GWR_FLOAT32 && dt != GWR_FLOAT64 && dt != GWR_FLOAT16 && dt != GWR_BFLOAT16)
+        return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported", gwr_dtype_name(dt));
+    /* the equation without spaces */
+    char buf[512];
+    size_t n = 0;
+    for (const char *c = eq; *c; c++)
+        if (*c != ' ') {
+            if (n + 1 >= sizeof buf) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "equation too long");
+            buf[n++] = *c;
+        }
+    buf[n] = 0;
+    char *arrow = strstr(buf, "->");
+    size_t lhs_len = arrow ? (size_t)(arrow - buf) : n;
+    /* the terms */
+    int lab[EIN_MAXIN][64], nlab[EIN_MAXIN], nell[EIN_MAXIN];
+    int64_t size[EIN_LABELS];
+    int seen[EIN_LABELS] = {0}; /* occurrences over the inputs */
+    for (int l = 0; l < EIN_LABELS; l++) size[l] = -1;
+    size_t pos = 0;
+    int E = 0; /* ellipsis dims */
+    for (int i = 0; i < nin; i++) {
+        size_t end = pos;
+        while (end < lhs_len && buf[end] != ',') end++;
+        if ((i < nin - 1) != (end < lhs_len))
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "equation '%s' has a term count other than the %d inputs", eq, nin);
+        nlab[i] = ein_term(buf + pos, end - pos, lab[i], 64, &nell[i]);
+        if (nlab[i] < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "bad term %d in equation '%s'", i, eq);
+        int e = nell[i] ? k->in[i]->rank - (nlab[i] - 1) : 0;
+        if ((nell[i] && e < 0) || (!nell[i] && nlab[i] != k->in[i]->rank))
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "term %d has %d labels but input %d has rank %d", i, nlab[i] - nell[i], i, k->in[i]->rank);
+        if (e > EIN_MAXELL) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "ellipsis of %d dims", e);
+        if (e > E) E = e;
+        pos = end + 1;
+    }
+    /* sizes and strides: label ids 0..51 letters, 52 + j the ellipsis dims
+     * (right-aligned over E) */
+    int64_t strides[EIN_MAXIN][EIN_LABELS];
+    memset(strides, 0, sizeof strides);
+    for (int i = 0; i < nin; i++) {
+        const gwr_value *v = k->in[i];
+        int64_t vs[32];
+        gwr_strides(v->rank, v->dims, vs);
+        int e = nell[i] ? v->rank - (nlab[i] - 1) : 0, dim = 0;
+        for (int t = 0; t < nlab[i]; t++) {
+            if (lab[i][t] == -2) {
+                for (int j = 0; j < e; j++, dim++) {
+                    int l = EIN_LETTERS + E - e + j;
+                    int64_t d = v->dims[dim];
+                    if (size[l] < 0 || size[l] == 1) size[l] = d;
+                    else if (d != 1 && d != size[l])
+                        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "ellipsis dims of input %d do not broadcast", i);
+                    if (d != 1) strides[i][l] += vs[dim];
+                    seen[l]++;
+                }
+                continue;
+            }
+            int l = lab[i][t];
+            int64_t d = v->dims[dim];
+            if (size[l] >= 0 && size[l] != d)
+                return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "label '%c' has sizes %lld and %lld", l < 26 ? 'A' + l : 'a' + l - 26,
+                                  (long long)size[l], (long long)d);
+            size[l] = d;
+            strides[i][l] += vs[dim];
+            seen[l]++;
+            dim++;
+        }
+    }
+    /* the output labels */
+    int out[EIN_LABELS], nout = 0, inout[EIN_LABELS] = {0};
+    if (arrow) {
+        int olab[64], oell;
+        int no = ein_term(arrow + 2, strlen(arrow + 2), olab, 64, &oell);
+        if (no < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "bad output term in equation '%s'", eq);
+        for (int t = 0; t < no; t++) {
+            if (olab[t] == -2) {
+                for (int l = EIN_LETTERS; l < EIN_LETTERS + E; l++) out[nout++] = l, inout[l] = 1;
+                continue;
+            }
+            int l = olab[t];
+            if (!seen[l] || inout[l])
+                return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output label '%c' is %s", l < 26 ? 'A' + l : 'a' + l - 26,
+                                  inout[l] ? "repeated" : "not an input label");
+            out[nout++] = l, inout[l] = 1;
+        }
+    } else {
+        for (int l = EIN_LETTERS; l < EIN_LETTERS + E; l++) out[nout++] = l, inout[l] = 1;
+        for (int l = 0; l < EIN_LETTERS; l++)
+            if (seen[l] == 1) out[nout++] = l, inout[l] = 1;
+    }
+    int con[EIN_LABELS], ncon = 0;
+    for (int l = 0; l < EIN_LETTERS + E; l++)
+        if (seen[l] && !inout[l]) con[ncon++] = l;
+    int64_t odims[EIN_LABELS], total_c = 1;
+    for (int t = 0; t < nout; t++) odims[t] = size[out[t]] < 0 ? 1 : size[out[t]];
+    double work = 1;
+    for (int c = 0; c < ncon; c++) total_c *= size[con[c]], work *= (double)size[con[c]];
+    for (int t = 0; t < nout; t++) work *= (double)odims[t];
+    if (work > 1e15) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "einsum '%s' is too large for the generic loop", eq);
+    gwr_value *y = gwr_k_out(k, 0, dt, nout, odims);
+    if (!y) return GWR_ERR_NOMEM;
+    /* the operands as float64 or uint64 */
+    void *data[EIN_MAXIN] = {0};
+    gwr_status st = GWR_OK;
+    for (int i = 0; i < nin && !st; i++) {
+        const gwr_value *v = k->in[i];
+        data[i] = malloc((size_t)(v->numel ? v->numel : 1) * 8);
+        if (!data[i]) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+        else if (isint)
+            for (int64_t j = 0; j < v->numel; j++) ((uint64_t *)data[i])[j] = iget(v, j);
+        else
+            for (int64_t j = 0; j < v->numel; j++) ((double *)data[i])[j] = gwr_v_get_f64(v, j);
+    }
+    if (!st) {
+        int64_t oidx[EIN_LABELS] = {0}, cidx[EIN_LABELS], base[EIN_MAXIN] = {0}, off[EIN_MAXIN];
+        for (int64_t e = 0; e < y->numel; e++) {
+            double acc = 0;
+            uint64_t iacc = 0;
+            memset(cidx, 0, (size_t)ncon * sizeof *cidx);
+            memcpy(off, base, (size_t)nin * sizeof *off);
+            for (int64_t t = 0; t < total_c; t++) {
+                if (isint) {
+                    uint64_t pr = 1;
+                    for (int i = 0; i < nin; i++) pr *= ((const uint64_t *)data[i])[off[i]];
+                    iacc += pr;
+                } else {
+                    double pr = 1;
+                    for (int i = 0; i < nin; i++) pr *= ((const double *)data[i])[off[i]];
+                    acc += pr;
+                }
+                for (int c = ncon - 1; c >= 0; c--) {
+                    int l = con[c];
+                    for (int i = 0; i < nin; i++) off[i] += strides[i][l];
+                    if (++cidx[c] < size[l]) break;
+                    for (int i = 0; i < nin; i++) off[i] -= strides[i][l] * size[l];
+                    cidx[c] = 0;
+                }
+            }
+            if (isint) iset(y, e, iacc);
+            else gwr_v_set_f64(y, e, acc);
+            for (int t = nout - 1; t >= 0; t--) {
+                int l = out[t];
+                for (int i = 0; i < nin; i++) base[i] += strides[i][l];
+                if (++oidx[t] < odims[t]) break;
+                for (int i = 0; i < nin; i++) base[i] -= strides[i][l] * odims[t];
+                oidx[t] = 0;
+            }
+        }
+    }
+    for (int i = 0; i < nin; i++) free(data[i]);
+    return st;
+}
+
+const gwr_kernel_entry gwr_kernels_linalg[] = {
+    {"", "MatMul", k_matmul},
+    {"", "Gemm", k_gemm},
+    {"", "MatMulInteger", k_matmul_integer},
+    {"", "QLinearMatMul", k_qlinear_matmul},
+    {"", "Einsum", k_einsum},
+    {NULL, NULL, NULL},
+};

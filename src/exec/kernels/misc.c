@@ -1,0 +1,201 @@
+/* misc.c - linear quantization (QuantizeLinear, DequantizeLinear,
+ * DynamicQuantizeLinear), the window functions of signal processing
+ * (HannWindow, HammingWindow, BlackmanWindow) and Det. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec_internal.h"
+
+static int is_float(gwr_dtype t) {
+    return t == GWR_FLOAT32 || t == GWR_FLOAT64 || t == GWR_FLOAT16 || t == GWR_BFLOAT16;
+}
+
+/* ---- quantization -------------------------------------------------------- */
+
+static int quant_range(gwr_dtype t, double *lo, double *hi) {
+    switch (t) {
+    case GWR_UINT8: *lo = 0, *hi = 255; return 1;
+    case GWR_INT8: *lo = -128, *hi = 127; return 1;
+    case GWR_UINT16: *lo = 0, *hi = 65535; return 1;
+    case GWR_INT16: *lo = -32768, *hi = 32767; return 1;
+    case GWR_INT32: *lo = -2147483648.0, *hi = 2147483647.0; return 1;
+    default: return 0;
+    }
+}
+
+/* Where scale and zero point apply: per tensor (scalar or one value) or
+ * per axis (a 1-D tensor of the axis' extent). *inner is the product of
+ * the dims after the axis; *n the count of scales. */
+static gwr_status qparams(gwr_kctx *k, const gwr_value *x, const gwr_value *scale, const gwr_value *zp, int64_t *n,
+                          int64_t *inner) {
+    if (zp && (zp->rank != scale->rank || zp->numel != scale->numel))
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "scale and zero point must have the same shape");
+    *n = scale->numel, *inner = 1;
+    if (scale->rank == 0 || (scale->rank == 1 && scale->numel == 1)) {
+        *n = 1;
+        return GWR_OK;
+    }
+    if (scale->rank != 1) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "scale must be a scalar or 1-D, not rank %d", scale->rank);
+    int axis = gwr_axis(gwr_k_int(k, "axis", 1), x->rank);
+    if (axis < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis is out of range for rank %d", x->rank);
+    if (x->dims[axis] != scale->numel)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%lld scales for axis %d of extent %lld", (long long)scale->numel, axis,
+                          (long long)x->dims[axis]);
+    for (int i = axis + 1; i < x->rank; i++) *inner *= x->dims[i];
+    return GWR_OK;
+}
+
+static double round_even(double v) { return v - floor(v) == 0.5 ? 2.0 * round(v / 2.0) : round(v); }
+
+static gwr_status k_quantize(gwr_kctx *k) {
+    const gwr_value *x = k->nin > 0 ? k->in[0] : NULL, *scale = k->nin > 1 ? k->in[1] : NULL,
+                    *zp = k->nin > 2 ? k->in[2] : NULL;
+    if (!x || !scale) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "needs x and y_scale");
+    if (!is_float(x->dtype) && x->dtype != GWR_INT32)
+        return gwr_k_fail(k, GWR_ERR_TYPE, "x must be float or int32, not %s", gwr_dtype_name(x->dtype));
+    gwr_dtype ot = zp ? zp->dtype : GWR_UINT8;
+    double lo, hi;
+    if (!quant_range(ot, &lo, &hi) || ot == GWR_INT32)
+        return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "quantizing to %s is not supported", gwr_dtype_name(ot));
+    int64_t n, inner;
+    if (qparams(k, x, scale, zp, &n, &inner)) return GWR_ERR_INVALID_ARG;
+    gwr_value *y = gwr_k_out(k, 0, ot, x->rank, x->dims);
+    if (!y) return GWR_ERR_NOMEM;
+    for (int64_t i = 0; i < x->numel; i++) {
+        int64_t q = n == 1 ? 0 : (i / inner) % n;
+        double s = gwr_v_get_f64(scale, q), z = zp ? (double)gwr_v_get_i64(zp, q) : 0;
+        /* x / scale in x's precision, as the spec's reference does. */
+        double r = x->dtype == GWR_FLOAT64 ? gwr_v_get_f64(x, i) / s : (double)((float)gwr_v_get_f64(x, i) / (float)s);
+        double v = round_even(r) + z;
+        gwr_v_set_f64(y, i, isnan(v) ? 0 : v < lo ? lo : v > hi ? hi : v);
+    }
+    return GWR_OK;
+}
+
+static gwr_status k_dequantize(gwr_kctx *k) {
+    const gwr_value *x = k->nin > 0 ? k->in[0] : NULL, *scale = k->nin > 1 ? k->in[1] : NULL,
+                    *zp = k->nin > 2 ? k->in[2] : NULL;
+    double lo, hi;
+    if (!x || !scale) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "needs x and x_scale");
+    if (!quant_range(x->dtype, &lo, &hi))
+        return gwr_k_fail(k, GWR_ERR_TYPE, "x must be an 8, 16 or 32-bit integer, not %s", gwr_dtype_name(x->dtype));
+    if (!is_float(scale->dtype)) return gwr_k_fail(k, GWR_ERR_TYPE, "x_scale must be float");
+    if (zp && zp->dtype != x->dtype) return gwr_k_fail(k, GWR_ERR_TYPE, "x_zero_point must have x's dtype");
+    int64_t n, inner;
+    if (qparams(k, x, scale, zp, &n, &inner)) return GWR_ERR_INVALID_ARG;
+    gwr_value *y = gwr_k_out(k, 0, scale->dtype, x->rank, x->dims);
+    if (!y) return GWR_ERR_NOMEM;
+    for (int64_t i = 0; i < x->numel; i++) {
+        int64_t q = n == 1 ? 0 : (i / inner) % n;
+        double z = zp ? (double)gwr_v_get_i64(zp, q) : 0;
+        gwr_v_set_f64(y, i, ((double)gwr_v_get_i64(x, i) - z) * gwr_v_get_f64(scale, q));
+    }
+    return GWR_OK;
+}
+
+static gwr_status k_dynamic_quantize(gwr_kctx *k) {
+    const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
+    if (!x || x->dtype != GWR_FLOAT32) return gwr_k_fail(k, GWR_ERR_TYPE, "x must be float32");
+    double mn = 0, mx = 0; /* the range always includes 0 */
+    for (int64_t i = 0; i < x->numel; i++) {
+        double v = ((const float *)x->data)[i];
+        if (v < mn) mn = v;
+        if (v > mx) mx = v;
+    }
+    float scale = (float)((mx - mn) / 255.0);
+    double zpd = scale ? round_even(fmin(255.0, fmax(0.0, 0.0 - mn / scale))) : 0;
+    gwr_value *y = gwr_k_out(k, 0, GWR_UINT8, x->rank, x->dims), *ys = gwr_k_out(k, 1, GWR_FLOAT32, 0, NULL),
+              *yz = gwr_k_out(k, 2, GWR_UINT8, 0, NULL);
+    if (!y || !ys || !yz) return GWR_ERR_NOMEM;
+    *(float *)ys->data = scale;
+    *(uint8_t *)yz->data = (uint8_t)zpd;
+    for (int64_t i = 0; i < x->numel; i++) {
+        double v = scale ? round_even(((const float *)x->data)[i] / scale) + zpd : zpd;
+        ((uint8_t *)y->data)[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+    }
+    return GWR_OK;
+}
+
+/* ---- windows ------------------------------------------------------------- */
+
+/* w[n] = a0 - a1 cos(2 pi n / D) + a2 cos(4 pi n / D), D = N (periodic) or
+ * N - 1 (symmetric). */
+static gwr_status window(gwr_kctx *k, double a0, double a1, double a2) {
+    int64_t size;
+    if (gwr_k_in_ints(k, 0, &size, 1) != 1) return GWR_ERR_INVALID_ARG;
+    if (size < 0 || size > ((int64_t)1 << 31)) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "size %lld is out of range", (long long)size);
+    gwr_dtype ot = (gwr_dtype)gwr_k_int(k, "output_datatype", GWR_FLOAT32);
+    if (!gwr_dtype_is_valid(ot) || ot == GWR_STRING || ot == GWR_UNDEFINED || gwr_dtype_bits(ot) < 8 || ot >= GWR_FLOAT8E4M3FN)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output_datatype %d is not a numeric type", (int)ot);
+    double d = gwr_k_int(k, "periodic", 1) ? (double)size : (double)size - 1;
+    gwr_value *y = gwr_k_out(k, 0, ot, 1, &size);
+    if (!y) return GWR_ERR_NOMEM;
+    const double pi = 3.14159265358979323846;
+    for (int64_t i = 0; i < size; i++) {
+        double t = d > 0 ? 2.0 * pi * (double)i / d : 0;
+        gwr_v_set_f64(y, i, a0 - a1 * cos(t) + a2 * cos(2 * t));
+    }
+    return GWR_OK;
+}
+
+static gwr_status k_hann(gwr_kctx *k) { return window(k, 0.5, 0.5, 0); }
+static gwr_status k_hamming(gwr_kctx *k) { return window(k, 25.0 / 46.0, 21.0 / 46.0, 0); }
+static gwr_status k_blackman(gwr_kctx *k) { return window(k, 0.42, 0.5, 0.08); }
+
+/* ---- Det ----------------------------------------------------------------- */
+
+/* The determinant of each trailing M x M matrix: LU with partial pivoting
+ * in double. */
+static gwr_status k_det(gwr_kctx *k) {
+    const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
+    if (!x || !is_float(x->dtype)) return gwr_k_fail(k, GWR_ERR_TYPE, "input must be a float tensor");
+    if (x->rank < 2 || x->dims[x->rank - 1] != x->dims[x->rank - 2])
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input must be [..., M, M]");
+    int64_t m = x->dims[x->rank - 1], batch = m ? x->numel / (m * m) : 0;
+    if (m == 0) batch = gwr_shape_numel(x->rank - 2, x->dims);
+    gwr_value *y = gwr_k_out(k, 0, x->dtype, x->rank - 2, x->dims);
+    if (!y) return GWR_ERR_NOMEM;
+    int64_t mm = m * m;
+    double *a = malloc((size_t)(mm > 0 ? mm : 1) * sizeof *a);
+    if (!a) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    for (int64_t b = 0; b < batch; b++) {
+        for (int64_t i = 0; i < m * m; i++) a[i] = gwr_v_get_f64(x, b * m * m + i);
+        double det = 1;
+        for (int64_t c = 0; c < m && det != 0; c++) {
+            int64_t p = c;
+            for (int64_t r = c + 1; r < m; r++)
+                if (fabs(a[r * m + c]) > fabs(a[p * m + c])) p = r;
+            if (a[p * m + c] == 0) {
+                det = 0;
+                break;
+            }
+            if (p != c) {
+                for (int64_t j = 0; j < m; j++) {
+                    double t = a[c * m + j];
+                    a[c * m + j] = a[p * m + j], a[p * m + j] = t;
+                }
+                det = -det;
+            }
+            det *= a[c * m + c];
+            for (int64_t r = c + 1; r < m; r++) {
+                double f = a[r * m + c] / a[c * m + c];
+                for (int64_t j = c; j < m; j++) a[r * m + j] -= f * a[c * m + j];
+            }
+        }
+        gwr_v_set_f64(y, b, det);
+    }
+    free(a);
+    return GWR_OK;
+}
+
+const gwr_kernel_entry gwr_kernels_misc[] = {
+    {"", "QuantizeLinear", k_quantize},
+    {"", "DequantizeLinear", k_dequantize},
+    {"", "DynamicQuantizeLinear", k_dynamic_quantize},
+    {"", "HannWindow", k_hann},
+    {"", "HammingWindow", k_hamming},
+    {"", "BlackmanWindow", k_blackman},
+    {"", "Det", k_det},
+    {NULL, NULL, NULL},
+};

@@ -1,4 +1,380 @@
-/* gather.c - the gather kernel family (none yet). */
+/* gather.c - the gather kernel family: Gather, GatherElements, GatherND and
+ * their scatter counterparts (Scatter, ScatterElements, ScatterND, with
+ * ONNX's reductions). Elements move as bytes (every dtype of whole bytes,
+ * STRING entries through gwr_value_set_string); reductions work on every
+ * numeric dtype and bool. Every index is checked before it is used:
+ * negative ones wrap once (-n..-1), anything else out of range is an
+ * error naming the index and the bound. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "exec/exec_internal.h"
 
-const gwr_kernel_entry gwr_kernels_gather[] = {{NULL, NULL, NULL}};
+#define MAXR GWR_MAX_RANK
+
+static const gwr_value *need(gwr_kctx *k, int i) {
+    const gwr_value *v = i < k->nin ? k->in[i] : NULL;
+    if (!v) gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d is missing", i);
+    return v;
+}
+
+/* Element size in bytes (0 for STRING); -1 after gwr_k_fail. */
+static int64_t elem_size(gwr_kctx *k, gwr_dtype dt) {
+    if (dt == GWR_STRING) return 0;
+    int bits = gwr_dtype_bits(dt);
+    if (bits < 8 || bits % 8)
+        return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported by this op", gwr_dtype_name(dt)), -1;
+    return bits / 8;
+}
+
+/* Copies n elements of v from vi to o at oi (esz 0: strings). */
+static gwr_status copy_run(gwr_kctx *k, gwr_value *o, int64_t oi, const gwr_value *v, int64_t vi, int64_t n,
+                           int64_t esz) {
+    if (n <= 0) return GWR_OK;
+    if (esz) {
+        char *d = (char *)o->data + oi * esz;
+        const char *s = (const char *)v->data + vi * esz;
+        switch (n * esz) { /* single elements: no memcpy call */
+        case 4: memcpy(d, s, 4); break;
+        case 8: memcpy(d, s, 8); break;
+        default: memcpy(d, s, (size_t)(n * esz)); break;
+        }
+        return GWR_OK;
+    }
+    const gwr_bytes *b = (const gwr_bytes *)v->data + vi;
+    for (int64_t j = 0; j < n; j++)
+        if (gwr_value_set_string(o, oi + j, b[j].data, b[j].len)) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    return GWR_OK;
+}
+
+/* A copy of v as output 0 (the start of every scatter). */
+static gwr_value *copy_out(gwr_kctx *k, const gwr_value *v, int64_t esz) {
+    gwr_value *o = gwr_k_out(k, 0, v->dtype, v->rank, v->dims);
+    if (o && copy_run(k, o, 0, v, 0, v->numel, esz)) return NULL;
+    return o;
+}
+
+static int is_index(const gwr_value *v) { return v->dtype == GWR_INT64 || v->dtype == GWR_INT32; }
+
+static int64_t index_at(const gwr_value *v, int64_t j) {
+    if (v->dtype == GWR_INT64) {
+        int64_t x;
+        memcpy(&x, (const int64_t *)v->data + j, sizeof x);
+        return x;
+    }
+    int32_t x;
+    memcpy(&x, (const int32_t *)v->data + j, sizeof x);
+    return x;
+}
+
+/* Index j of v wrapped into [0, n); -1 after gwr_k_fail when out of range. */
+static int64_t wrap_index(gwr_kctx *k, const gwr_value *v, int64_t j, int64_t n, const char *what) {
+    int64_t i = index_at(v, j), w = i < 0 ? i + n : i;
+    if (w < 0 || w >= n)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s %lld (entry %lld) is out of range for a dim of %lld", what,
+                          (long long)i, (long long)j, (long long)n), -1;
+    return w;
+}
+
+/* ---- Gather --------------------------------------------------------------- */
+
+static gwr_status k_gather(gwr_kctx *k) {
+    const gwr_value *x = need(k, 0), *ix = need(k, 1);
+    if (!x || !ix) return GWR_ERR_INVALID_ARG;
+    int64_t esz = elem_size(k, x->dtype);
+    if (esz < 0) return GWR_ERR_UNSUPPORTED;
+    if (!is_index(ix)) return gwr_k_fail(k, GWR_ERR_TYPE, "indices must be int32 or int64, not %s", gwr_dtype_name(ix->dtype));
+    int r = x->rank, q = ix->rank;
+    if (r < 1) return gwr_k_fail(k, GWR_ERR_SHAPE, "data must have rank 1 or more");
+    int64_t axis_attr = gwr_k_int(k, "axis", 0);
+    int axis = gwr_axis(axis_attr, r);
+    if (axis < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis %lld is out of range for rank %d", (long long)axis_attr, r);
+    if (r - 1 + q > MAXR) return gwr_k_fail(k, GWR_ERR_SHAPE, "the output rank would exceed %d", MAXR);
+    int64_t od[MAXR], n = x->dims[axis];
+    int orank = 0;
+    for (int i = 0; i < axis; i++) od[orank++] = x->dims[i];
+    for (int i = 0; i < q; i++) od[orank++] = ix->dims[i];
+    for (int i = axis + 1; i < r; i++) od[orank++] = x->dims[i];
+    for (int64_t j = 0; j < ix->numel; j++)
+        if (wrap_index(k, ix, j, n, "index") < 0) return GWR_ERR_INVALID_ARG;
+    gwr_value *o = gwr_k_out(k, 0, x->dtype, orank, od);
+    if (!o) return GWR_ERR_NOMEM;
+    if (!o->numel) return GWR_OK;
+    int64_t outer = gwr_shape_numel(axis, x->dims), inner = gwr_shape_numel(r - axis - 1, x->dims + axis + 1);
+    int64_t ni = ix->numel, oi = 0;
+    if (esz == 4 && inner == 1) { /* gathering single floats / int32s */
+        const char *s = x->data;
+        char *d = o->data;
+        for (int64_t p = 0; p < outer; p++)
+            for (int64_t j = 0; j < ni; j++) {
+                int64_t i = index_at(ix, j);
+                if (i < 0) i += n;
+                memcpy(d + 4 * oi++, s + 4 * (p * n + i), 4);
+            }
+        return GWR_OK;
+    }
+    for (int64_t p = 0; p < outer; p++)
+        for (int64_t j = 0; j < ni; j++) {
+            int64_t i = index_at(ix, j);
+            if (i < 0) i += n;
+            if (copy_run(k, o, oi, x, (p * n + i) * inner, inner, esz)) return GWR_ERR_NOMEM;
+            oi += inner;
+        }
+    return GWR_OK;
+}
+
+/* ---- GatherElements, ScatterElements, Scatter ---------------------------- */
+
+/* Checks the common frame of GatherElements / ScatterElements: indices of
+ * the data's rank, no larger than the data off the axis; sets *axis. */
+static gwr_status elements_axis(gwr_kctx *k, const gwr_value *x, const gwr_value *ix, int *axis) {
+    if (!is_index(ix)) return gwr_k_fail(k, GWR_ERR_TYPE, "indices must be int32 or int64, not %s", gwr_dtype_name(ix->dtype));
+    int r = x->rank;
+    if (r < 1) return gwr_k_fail(k, GWR_ERR_SHAPE, "data must have rank 1 or more");
+    if (ix->rank != r) return gwr_k_fail(k, GWR_ERR_SHAPE, "indices have rank %d, data rank %d", ix->rank, r);
+    int64_t axis_attr = gwr_k_int(k, "axis", 0);
+    if ((*axis = gwr_axis(axis_attr, r)) < 0)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis %lld is out of range for rank %d", (long long)axis_attr, r);
+    for (int i = 0; i < r; i++)
+        if (i != *axis && ix->dims[i] > x->dims[i])
+            return gwr_k_fail(k, GWR_ERR_SHAPE, "indices dim %d is %lld, larger than the data's %lld", i, (long long)ix->dims[i],
+                              (long long)x->dims[i]);
+    return GWR_OK;
+}
+
+/* Calls each (j, data offset) of the index tensor in order: the data
+ * offset of element j of ix with its axis coordinate replaced by the index
+ * (wrapped and checked). Written as a macro so the body is inlined. */
+#define FOR_ELEMENTS(k, x, ix, axis, J, OFF, BODY)                                                      \
+    do {                                                                                                \
+        int64_t xs_[MAXR], idx_[MAXR] = {0}, base_ = 0, n_ = (x)->dims[axis];                           \
+        int r_ = (x)->rank;                                                                             \
+        gwr_strides(r_, (x)->dims, xs_);                                                                \
+        for (int64_t J = 0; J < (ix)->numel; J++) {                                                     \
+            int64_t w_ = wrap_index(k, ix, J, n_, "index");                                             \
+            if (w_ < 0) return GWR_ERR_INVALID_ARG;                                                     \
+            int64_t OFF = base_ + w_ * xs_[axis];                                                       \
+            BODY;                                                                                       \
+            for (int a_ = r_ - 1; a_ >= 0; a_--) {                                                      \
+                if (a_ != (axis)) base_ += xs_[a_];                                                     \
+                if (++idx_[a_] < (ix)->dims[a_]) break;                                                 \
+                if (a_ != (axis)) base_ -= xs_[a_] * idx_[a_];                                          \
+                idx_[a_] = 0;                                                                           \
+            }                                                                                           \
+        }                                                                                               \
+    } while (0)
+
+static gwr_status k_gather_elements(gwr_kctx *k) {
+    const gwr_value *x = need(k, 0), *ix = need(k, 1);
+    if (!x || !ix) return GWR_ERR_INVALID_ARG;
+    int64_t esz = elem_size(k, x->dtype);
+    if (esz < 0) return GWR_ERR_UNSUPPORTED;
+    int axis;
+    gwr_status rc = elements_axis(k, x, ix, &axis);
+    if (rc) return rc;
+    gwr_value *o = gwr_k_out(k, 0, x->dtype, ix->rank, ix->dims);
+    if (!o) return GWR_ERR_NOMEM;
+    FOR_ELEMENTS(k, x, ix, axis, j, off, if (copy_run(k, o, j, x, off, 1, esz)) return GWR_ERR_NOMEM);
+    return GWR_OK;
+}
+
+/* ---- reductions ------------------------------------------------------------ */
+
+enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN };
+
+/* The reduction attribute (opset 16: none/add/mul, 18: max/min too). */
+static gwr_status reduction_of(gwr_kctx *k, const gwr_value *x, int *mode) {
+    const char *s = gwr_k_string(k, "reduction", "none");
+    int m = !strcmp(s, "none") ? RED_NONE
+            : !strcmp(s, "add") ? RED_ADD
+            : !strcmp(s, "mul") ? RED_MUL
+            : !strcmp(s, "max") ? RED_MAX
+            : !strcmp(s, "min") ? RED_MIN
+                                : -1;
+    if (m < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "unknown reduction '%s'", s);
+    if (m != RED_NONE && (x->dtype == GWR_STRING || x->dtype == GWR_COMPLEX64 || x->dtype == GWR_COMPLEX128 ||
+                          x->dtype >= GWR_FLOAT8E4M3FN))
+        return gwr_k_fail(k, GWR_ERR_TYPE, "reduction '%s' is not supported for %s", s, gwr_dtype_name(x->dtype));
+    *mode = m;
+    return GWR_OK;
+}
+
+/* T the element type, U the type arithmetic is done in (unsigned for the
+ * integers: wrapping without undefined behaviour; compare in T). */
+#define RED_T(T, U)                                                                                      \
+    for (int64_t j = 0; j < n; j++) {                                                                    \
+        T a, b;                                                                                          \
+        memcpy(&a, d + j * sizeof(T), sizeof(T));                                                        \
+        memcpy(&b, s + j * sizeof(T), sizeof(T));                                                        \
+        a = mode == RED_ADD   ? (T)((U)a + (U)b)                                                         \
+            : mode == RED_MUL ? (T)((U)a * (U)b)                                                         \
+            : mode == RED_MAX ? (a > b ? a : b)                                                          \
+                              : (a < b ? a : b);                                                         \
+        memcpy(d + j * sizeof(T), &a, sizeof(T));                                                        \
+    }
+
+#define RED_H(TO, FROM)                                                                                  \
+    for (int64_t j = 0; j < n; j++) {                                                                    \
+        uint16_t ha, hb;                                                                                 \
+        memcpy(&ha, d + 2 * j, 2);                                                                       \
+        memcpy(&hb, s + 2 * j, 2);                                                                       \
+        float a = FROM(ha), b = FROM(hb);                                                                \
+        a = mode == RED_ADD ? a + b : mode == RED_MUL ? a * b : mode == RED_MAX ? (a > b ? a : b) : (a < b ? a : b); \
+        ha = TO(a);                                                                                      \
+        memcpy(d + 2 * j, &ha, 2);                                                                       \
+    }
+
+/* d[0..n) = d op s (element-wise), for dtype dt. */
+static void reduce_run(gwr_dtype dt, int mode, char *d, const char *s, int64_t n) {
+    switch (dt) {
+    case GWR_FLOAT32: RED_T(float, float) break;
+    case GWR_FLOAT64: RED_T(double, double) break;
+    case GWR_INT8: RED_T(int8_t, uint32_t) break;
+    case GWR_UINT8: RED_T(uint8_t, uint32_t) break;
+    case GWR_INT16: RED_T(int16_t, uint32_t) break;
+    case GWR_UINT16: RED_T(uint16_t, uint32_t) break;
+    case GWR_INT32: RED_T(int32_t, uint32_t) break;
+    case GWR_UINT32: RED_T(uint32_t, uint32_t) break;
+    case GWR_INT64: RED_T(int64_t, uint64_t) break;
+    case GWR_UINT64: RED_T(uint64_t, uint64_t) break;
+    case GWR_FLOAT16: RED_H(gwr_f32_to_f16, gwr_f16_to_f32) break;
+    case GWR_BFLOAT16: RED_H(gwr_f32_to_bf16, gwr_bf16_to_f32) break;
+    case GWR_BOOL:
+        for (int64_t j = 0; j < n; j++) {
+            int a = d[j] != 0, b = s[j] != 0;
+            d[j] = (char)(mode == RED_ADD || mode == RED_MAX ? (a | b) : (a & b));
+        }
+        break;
+    default: break;
+    }
+}
+
+static gwr_status apply(gwr_kctx *k, gwr_value *o, int64_t oi, const gwr_value *u, int64_t ui, int64_t n, int64_t esz,
+                        int mode) {
+    if (mode == RED_NONE) return copy_run(k, o, oi, u, ui, n, esz);
+    char *d = (char *)o->data + oi * esz;
+    const char *s = (const char *)u->data + ui * esz;
+    reduce_run(o->dtype, mode, d, s, n);
+    return GWR_OK;
+}
+
+static gwr_status scatter_elements(gwr_kctx *k, int with_reduction) {
+    const gwr_value *x = need(k, 0), *ix = need(k, 1), *u = need(k, 2);
+    if (!x || !ix || !u) return GWR_ERR_INVALID_ARG;
+    int64_t esz = elem_size(k, x->dtype);
+    if (esz < 0) return GWR_ERR_UNSUPPORTED;
+    int axis;
+    gwr_status rc = elements_axis(k, x, ix, &axis);
+    if (rc) return rc;
+    if (u->dtype != x->dtype)
+        return gwr_k_fail(k, GWR_ERR_TYPE, "updates are %s, data %s", gwr_dtype_name(u->dtype), gwr_dtype_name(x->dtype));
+    if (u->rank != ix->rank || memcmp(u->dims, ix->dims, (size_t)ix->rank * sizeof *u->dims))
+        return gwr_k_fail(k, GWR_ERR_SHAPE, "updates and indices differ in shape");
+    int mode = RED_NONE;
+    if (with_reduction && (rc = reduction_of(k, x, &mode))) return rc;
+    /* Check every index before writing anything. */
+    for (int64_t j = 0; j < ix->numel; j++)
+        if (wrap_index(k, ix, j, x->dims[axis], "index") < 0) return GWR_ERR_INVALID_ARG;
+    gwr_value *o = copy_out(k, x, esz);
+    if (!o) return GWR_ERR_NOMEM;
+    FOR_ELEMENTS(k, o, ix, axis, j, off, if (apply(k, o, off, u, j, 1, esz, mode)) return GWR_ERR_NOMEM);
+    return GWR_OK;
+}
+
+static gwr_status k_scatter_elements(gwr_kctx *k) { return scatter_elements(k, 1); }
+static gwr_status k_scatter(gwr_kctx *k) { return scatter_elements(k, 0); }
+
+/* ---- GatherND, ScatterND ----------------------------------------------------- */
+
+static gwr_status k_gather_nd(gwr_kctx *k) {
+    const gwr_value *x = need(k, 0), *ix = need(k, 1);
+    if (!x || !ix) return GWR_ERR_INVALID_ARG;
+    int64_t esz = elem_size(k, x->dtype);
+    if (esz < 0) return GWR_ERR_UNSUPPORTED;
+    if (!is_index(ix)) return gwr_k_fail(k, GWR_ERR_TYPE, "indices must be int64, not %s", gwr_dtype_name(ix->dtype));
+    int r = x->rank, q = ix->rank;
+    int64_t b = gwr_k_int(k, "batch_dims", 0);
+    if (r < 1 || q < 1) return gwr_k_fail(k, GWR_ERR_SHAPE, "data and indices must have rank 1 or more");
+    if (b < 0 || b >= q || b >= r)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "batch_dims %lld must be below both ranks (%d and %d)", (long long)b, r, q);
+    int64_t m = ix->dims[q - 1];
+    if (m < 1 || m > r - b)
+        return gwr_k_fail(k, GWR_ERR_SHAPE, "the last dim of indices is %lld, must be in [1, %lld]", (long long)m, (long long)(r - b));
+    for (int i = 0; i < b; i++)
+        if (ix->dims[i] != x->dims[i])
+            return gwr_k_fail(k, GWR_ERR_SHAPE, "batch dim %d is %lld in indices, %lld in data", i, (long long)ix->dims[i],
+                              (long long)x->dims[i]);
+    int64_t od[MAXR], xs[MAXR];
+    if (q - 1 + r - b - m > MAXR) return gwr_k_fail(k, GWR_ERR_SHAPE, "the output rank would exceed %d", MAXR);
+    int orank = 0;
+    for (int i = 0; i < q - 1; i++) od[orank++] = ix->dims[i];
+    for (int i = (int)(b + m); i < r; i++) od[orank++] = x->dims[i];
+    gwr_strides(r, x->dims, xs);
+    int64_t nb = gwr_shape_numel((int)b, x->dims), slice = gwr_shape_numel(r - (int)(b + m), x->dims + b + m);
+    int64_t per = nb ? ix->numel / m / nb : 0, bstride = b ? xs[b - 1] : 0;
+    /* Check first, then copy. */
+    for (int64_t t = 0; t < ix->numel; t++)
+        if (wrap_index(k, ix, t, x->dims[b + t % m], "index") < 0) return GWR_ERR_INVALID_ARG;
+    gwr_value *o = gwr_k_out(k, 0, x->dtype, orank, od);
+    if (!o) return GWR_ERR_NOMEM;
+    int64_t oi = 0, t = 0;
+    for (int64_t bi = 0; bi < nb; bi++)
+        for (int64_t p = 0; p < per; p++) {
+            int64_t off = bi * bstride;
+            for (int64_t c = 0; c < m; c++, t++) {
+                int64_t i = index_at(ix, t);
+                off += (i < 0 ? i + x->dims[b + c] : i) * xs[b + c];
+            }
+            if (copy_run(k, o, oi, x, off, slice, esz)) return GWR_ERR_NOMEM;
+            oi += slice;
+        }
+    return GWR_OK;
+}
+
+static gwr_status k_scatter_nd(gwr_kctx *k) {
+    const gwr_value *x = need(k, 0), *ix = need(k, 1), *u = need(k, 2);
+    if (!x || !ix || !u) return GWR_ERR_INVALID_ARG;
+    int64_t esz = elem_size(k, x->dtype);
+    if (esz < 0) return GWR_ERR_UNSUPPORTED;
+    if (!is_index(ix)) return gwr_k_fail(k, GWR_ERR_TYPE, "indices must be int64, not %s", gwr_dtype_name(ix->dtype));
+    if (u->dtype != x->dtype)
+        return gwr_k_fail(k, GWR_ERR_TYPE, "updates are %s, data %s", gwr_dtype_name(u->dtype), gwr_dtype_name(x->dtype));
+    int r = x->rank, q = ix->rank;
+    if (r < 1 || q < 1) return gwr_k_fail(k, GWR_ERR_SHAPE, "data and indices must have rank 1 or more");
+    int64_t m = ix->dims[q - 1];
+    if (m < 1 || m > r) return gwr_k_fail(k, GWR_ERR_SHAPE, "the last dim of indices is %lld, must be in [1, %d]", (long long)m, r);
+    /* updates: indices.shape[:-1] + data.shape[m:] */
+    int ur = q - 1 + r - (int)m, ok = u->rank == ur;
+    for (int i = 0; ok && i < q - 1; i++) ok = u->dims[i] == ix->dims[i];
+    for (int i = (int)m; ok && i < r; i++) ok = u->dims[q - 1 + i - m] == x->dims[i];
+    if (!ok) return gwr_k_fail(k, GWR_ERR_SHAPE, "updates must have shape indices.shape[:-1] + data.shape[%lld:]", (long long)m);
+    int mode;
+    gwr_status rc = reduction_of(k, x, &mode);
+    if (rc) return rc;
+    for (int64_t t = 0; t < ix->numel; t++)
+        if (wrap_index(k, ix, t, x->dims[t % m], "index") < 0) return GWR_ERR_INVALID_ARG;
+    int64_t xs[MAXR];
+    gwr_strides(r, x->dims, xs);
+    int64_t slice = gwr_shape_numel(r - (int)m, x->dims + m), nt = ix->numel / m;
+    gwr_value *o = copy_out(k, x, esz);
+    if (!o) return GWR_ERR_NOMEM;
+    for (int64_t p = 0, t = 0; p < nt; p++) {
+        int64_t off = 0;
+        for (int64_t c = 0; c < m; c++, t++) {
+            int64_t i = index_at(ix, t);
+            off += (i < 0 ? i + x->dims[c] : i) * xs[c];
+        }
+        if (apply(k, o, off, u, p * slice, slice, esz, mode)) return GWR_ERR_NOMEM;
+    }
+    return GWR_OK;
+}
+
+const gwr_kernel_entry gwr_kernels_gather[] = {
+    {"", "Gather", k_gather},
+    {"", "GatherElements", k_gather_elements},
+    {"", "GatherND", k_gather_nd},
+    {"", "Scatter", k_scatter},
+    {"", "ScatterElements", k_scatter_elements},
+    {"", "ScatterND", k_scatter_nd},
+    {NULL, NULL, NULL},
+};

@@ -37,7 +37,8 @@ typedef struct gwr_exec_pool gwr_exec_pool;
 
 typedef struct gwr_kctx {
     gwr_layer *layer;
-    int64_t opset;            /* of the layer's domain, from the root network */
+    int64_t opset;            /* of the layer's domain, from the root network; 0 when the
+                               * model imports none (read it as the newest) */
     int nin, nout;
     gwr_value *const *in;     /* in[i] is NULL for an absent optional input */
     gwr_value **out;          /* set by the kernel */

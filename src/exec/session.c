@@ -211,6 +211,7 @@ static gplan *plan_new(gwr_session *s, gwr_network *net) {
             goto fail;
         }
         st->opset = gwr_network_opset(root, gwr_layer_domain(l));
+        if (st->opset < 0) st->opset = 0; /* no import: 0, "the newest", as kernels read it */
         st->nin = gwr_layer_num_inputs(l), st->nout = gwr_layer_num_outputs(l);
         st->in = malloc((size_t)(st->nin ? st->nin : 1) * sizeof *st->in);
         st->out = malloc((size_t)(st->nout ? st->nout : 1) * sizeof *st->out);
@@ -633,7 +634,8 @@ gwr_status gwr_exec_layer(gwr_layer *l, gwr_value *const *inputs, gwr_value **ou
     }
     atomic_init(&s->pool->refs, 1);
     gwr_network *root = root_of(gwr_layer_network(l));
-    gwr_kctx kc = {l, gwr_network_opset(root, gwr_layer_domain(l)), nin, nout, inputs, outputs, s, NULL, s->pool, 1, NULL};
+    int64_t opset = gwr_network_opset(root, gwr_layer_domain(l));
+    gwr_kctx kc = {l, opset < 0 ? 0 : opset, nin, nout, inputs, outputs, s, NULL, s->pool, 1, NULL};
     gwr_status rc = fn(&kc);
     if (rc) {
         for (int o = 0; o < nout; o++) gwr_value_release(outputs[o]), outputs[o] = NULL;

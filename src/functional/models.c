@@ -23,6 +23,7 @@ typedef struct gen {
     uint64_t state;
     /* Shared buffers (share_weights), indexed by weight kind. */
     gwr_buffer *shared[16];
+    gwr_tensor *causal; /* [seq, seq]: 0 on and below the diagonal, -inf above */
 } gen;
 
 /* A float32 constant of the given dims, from a shared or fresh buffer. */
@@ -57,6 +58,29 @@ static gwr_tensor *layer_norm(gen *g, gwr_tensor *x, int kind, int64_t h) {
     return b ? gwr_layer_norm(g->net, x, s, b, -1, 1e-5f) : NULL;
 }
 
+/* The additive causal mask of the plain-ONNX attention, built once from
+ * x's sequence length: Trilu(ConstantOfShape([seq, seq], -inf), k = 1)
+ * keeps -inf strictly above the diagonal (a query cannot see later keys)
+ * and zeroes the rest, as the GPTAttention plugin does implicitly. */
+static gwr_tensor *causal_mask(gen *g, gwr_tensor *x) {
+    gwr_network *net = g->net;
+    int64_t one_start = 1, one_end = 2;
+    gwr_tensor *seq = gwr_slice(net, gwr_shape_of(net, x), 1, &one_start, &one_end, NULL, NULL);
+    gwr_tensor *ss[2] = {seq, seq}, *shape = seq ? gwr_concat(net, 2, ss, 0) : NULL, *fill = NULL, *mask = NULL;
+    gwr_layer *c = shape ? gwr_op_call(net, "", "ConstantOfShape", 1, &shape, NULL, 1, &fill) : NULL;
+    float ninf = -INFINITY;
+    int64_t one = 1;
+    gwr_buffer *b = c ? gwr_buffer_new_copy(&ninf, sizeof ninf) : NULL;
+    gwr_weights w = {GWR_FLOAT32, 1, &one, b ? gwr_buffer_data(b) : NULL, sizeof ninf, b, NULL};
+    if (!b || gwr_layer_set_tensor(c, "value", &w) || gwr_layer_infer(c)) {
+        gwr_buffer_release(b);
+        return NULL;
+    }
+    gwr_buffer_release(b);
+    gwr_tensor *tri[2] = {fill, gwr_constant_i64(net, 1)};
+    return tri[1] && gwr_op_call(net, "", "Trilu", 2, tri, NULL, 1, &mask) ? mask : NULL;
+}
+
 /* Attention out of plain ONNX ops, causal. */
 static gwr_tensor *attention_onnx(gen *g, gwr_tensor *qkv) {
     gwr_network *net = g->net;
@@ -71,7 +95,7 @@ static gwr_tensor *attention_onnx(gen *g, gwr_tensor *qkv) {
     gwr_tensor *v = gwr_transpose(net, gwr_reshape(net, parts[2], 4, heads_shape), 4, perm_q);
     if (!q || !k || !v) return NULL;
     gwr_tensor *scores = gwr_mul(net, gwr_matmul(net, q, k), gwr_constant_f32(net, 1.0f / sqrtf((float)hs)));
-    gwr_tensor *p = gwr_softmax(net, scores, -1);
+    gwr_tensor *p = scores ? gwr_softmax(net, gwr_add(net, scores, g->causal), -1) : NULL;
     gwr_tensor *ctx = gwr_transpose(net, gwr_matmul(net, p, v), 4, perm_q);
     int64_t merged[3] = {0, 0, h};
     return ctx ? gwr_reshape(net, ctx, 3, merged) : NULL;
@@ -119,6 +143,7 @@ gwr_tensor *gwr_build_gpt(gwr_network *net, const gwr_gpt_config *cfg) {
     gen g = {.net = net, .cfg = cfg, .state = cfg->seed * 2654435761ULL + 1};
     gwr_dim dims[3] = {gwr_network_dim_sym(net, "batch"), gwr_network_dim_sym(net, "seq"), cfg->hidden};
     gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 3, dims);
+    if (x && !cfg->use_plugin && cfg->blocks && !(g.causal = causal_mask(&g, x))) x = NULL;
     for (int i = 0; x && i < cfg->blocks; i++) x = block(&g, x);
     gwr_tensor *y = x ? layer_norm(&g, x, 12, cfg->hidden) : NULL;
     if (y && (gwr_tensor_set_name(y, "y") || gwr_network_mark_output(net, y))) y = NULL;

@@ -97,7 +97,7 @@ static void expect_error(const char *what, const char *op, int xr, const int64_t
 
 TEST(bad_inputs_named) {
     static const int64_t x2[2] = {2, 3}, t1[1] = {2}, t1b[1] = {3}, x1[1] = {3};
-    static const int64_t ok[2] = {0, 2}, far[2] = {0, 3}, neg[2] = {-1, 0};
+    static const int64_t ok[3] = {0, 2, 1}, far[3] = {0, 3, 0}, neg[3] = {-1, 0, 0};
     expect_error("bad reduction", "NegativeLogLikelihoodLoss", 2, x2, 1, t1, ok, "avg", 0, "reduction 'avg'");
     expect_error("target past C", "NegativeLogLikelihoodLoss", 2, x2, 1, t1, far, NULL, 0, "target 3 is outside [0, 3)");
     expect_error("negative target", "SoftmaxCrossEntropyLoss", 2, x2, 1, t1, neg, NULL, 0, "target -1 is outside");

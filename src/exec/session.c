@@ -472,6 +472,29 @@ gwr_status gwr_session_run(gwr_session *s, int nin, const char *const *in_names,
         if (i == no) rc = sess_error(s, GWR_ERR_NOT_FOUND, "'%s' is not an output of the network", out_names[k] ? out_names[k] : "(null)");
         pick[k] = i;
     }
+    /* A symbolic dim ("batch") takes one value across all inputs. */
+    struct binding {
+        gwr_dim sym;
+        int64_t v;
+        int input;
+    } bound[32];
+    int nbound = 0;
+    for (int i = 0; i < ni && !rc; i++) {
+        gwr_tensor *t = gwr_network_input(net, i);
+        if (!ins[i] || gwr_tensor_rank(t) != ins[i]->rank) continue; /* run_plan reports it */
+        for (int d = 0; d < ins[i]->rank && !rc; d++) {
+            gwr_dim sym = gwr_tensor_dim(t, d);
+            if (!GWR_DIM_IS_SYM(sym)) continue;
+            int b = 0;
+            while (b < nbound && bound[b].sym != sym) b++;
+            if (b == nbound && nbound < 32) bound[nbound++] = (struct binding){sym, ins[i]->dims[d], i};
+            else if (b < nbound && bound[b].v != ins[i]->dims[d])
+                rc = sess_error(s, GWR_ERR_INVALID_ARG, "dim '%s' is %lld in input '%s' but %lld in input '%s'",
+                                gwr_network_dim_name(net, sym), (long long)bound[b].v,
+                                gwr_tensor_name(gwr_network_input(net, bound[b].input)), (long long)ins[i]->dims[d],
+                                gwr_tensor_name(t));
+        }
+    }
     s->pool->total = 0;
     s->pool->peak = s->pool->live;
     if (!rc) rc = run_plan(s, s->root, NULL, ins, outs);

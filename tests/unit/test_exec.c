@@ -151,7 +151,36 @@ TEST(aliasing_and_memory_figures) {
     gwr_network_free(net);
 }
 
+/* A symbolic dim takes one value across the inputs of a run. */
+TEST(symbolic_dims_agree) {
+    gwr_network *net = gwr_network_new("sym");
+    gwr_dim n[1] = {gwr_network_dim_sym(net, "n")};
+    gwr_tensor *a = gwr_network_add_input(net, "a", GWR_FLOAT32, 1, n);
+    gwr_tensor *b = gwr_network_add_input(net, "b", GWR_FLOAT32, 1, n);
+    gwr_network_mark_output(net, gwr_layer_output(gwr_network_add_layer(net, "Identity", "", "ia", 1, &a, 1, NULL), 0));
+    gwr_network_mark_output(net, gwr_layer_output(gwr_network_add_layer(net, "Identity", "", "ib", 1, &b, 1, NULL), 0));
+    gwr_session *s = gwr_session_new(net, NULL);
+    int64_t two = 2, three = 3;
+    gwr_value *v2 = gwr_value_new(GWR_FLOAT32, 1, &two), *v3 = gwr_value_new(GWR_FLOAT32, 1, &three), *out[2] = {0};
+    const char *names[2] = {"a", "b"};
+    gwr_value *same[2] = {v2, v2}, *differ[2] = {v2, v3};
+    if (CHECK(s)) {
+        CHECK_OK(gwr_session_run(s, 2, names, same, 2, NULL, out));
+        gwr_value_release(out[0]), gwr_value_release(out[1]);
+        CHECK_EQ_INT(gwr_session_run(s, 2, names, differ, 2, NULL, out), GWR_ERR_INVALID_ARG);
+        CHECK_CONTAINS(gwr_session_errmsg(s), "dim 'n' is 2 in input 'a' but 3 in input 'b'");
+        /* other shapes in a later run are fine */
+        gwr_value *again[2] = {v3, v3};
+        CHECK_OK(gwr_session_run(s, 2, names, again, 2, NULL, out));
+        gwr_value_release(out[0]), gwr_value_release(out[1]);
+    }
+    gwr_value_release(v2), gwr_value_release(v3);
+    gwr_session_free(s);
+    gwr_network_free(net);
+}
+
 int main(void) {
+    RUN(symbolic_dims_agree);
     RUN(values);
     RUN(run_and_errors);
     RUN(no_kernel_named);

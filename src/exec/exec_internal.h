@@ -63,7 +63,9 @@ gwr_kernel_fn gwr_kernel_find(const char *domain, const char *op);
 /* ---- for kernels --------------------------------------------------------- */
 
 /* Allocates output i (uninitialized bytes; STRING entries empty). NULL
- * after gwr_k_fail(NOMEM) when out of memory or on a bad shape. */
+ * after gwr_k_fail when out of memory (NOMEM) or on a bad shape
+ * (INVALID_ARG); the kernel may return GWR_ERR_NOMEM either way: the
+ * status gwr_k_fail recorded is the one reported. */
 gwr_value *gwr_k_out(gwr_kctx *k, int i, gwr_dtype dtype, int rank, const int64_t *dims);
 /* Output i is v (a new reference is taken). */
 void gwr_k_set_out(gwr_kctx *k, int i, gwr_value *v);

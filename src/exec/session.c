@@ -123,6 +123,7 @@ struct gwr_session {
     int64_t peak, total;
     char errmsg[GWR_ERRMSG_MAX];
     char kmsg[GWR_ERRMSG_MAX];
+    gwr_status kstatus; /* of the kernel's last gwr_k_fail: what it reports */
 };
 
 static gwr_status sess_error(gwr_session *s, gwr_status st, const char *fmt, ...) GWR_PRINTF(3, 4);
@@ -384,7 +385,11 @@ static gwr_status run_steps(gwr_session *s, gwr_frame *f) {
         if (!rc) {
             gwr_kctx kc = {st->l, st->opset, st->nin, st->nout, in, out, s, f, s->pool, s->threads, st};
             s->kmsg[0] = 0;
+            s->kstatus = GWR_OK;
             rc = st->fn(&kc);
+            /* The status gwr_k_fail recorded wins: a kernel that returns
+             * NOMEM after gwr_k_out refused a bad shape reports the shape. */
+            if (rc && s->kstatus) rc = s->kstatus;
             if (rc) {
                 sess_error(s, rc, "layer '%s' (%s): %s", gwr_layer_name(st->l), gwr_layer_op(st->l),
                            s->kmsg[0] ? s->kmsg : gwr_status_name(rc));
@@ -512,6 +517,7 @@ gwr_status gwr_k_fail(gwr_kctx *k, gwr_status st, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(k->session->kmsg, sizeof k->session->kmsg, fmt, ap);
     va_end(ap);
+    k->session->kstatus = st;
     return st;
 }
 
@@ -660,6 +666,7 @@ gwr_status gwr_exec_layer(gwr_layer *l, gwr_value *const *inputs, gwr_value **ou
     int64_t opset = gwr_network_opset(root, gwr_layer_domain(l));
     gwr_kctx kc = {l, opset < 0 ? 0 : opset, nin, nout, inputs, outputs, s, NULL, s->pool, 1, NULL};
     gwr_status rc = fn(&kc);
+    if (rc && s->kstatus) rc = s->kstatus;
     if (rc) {
         for (int o = 0; o < nout; o++) gwr_value_release(outputs[o]), outputs[o] = NULL;
         gwr_set_last_error(rc, "layer '%s' (%s): %s", gwr_layer_name(l), gwr_layer_op(l),

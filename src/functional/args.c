@@ -5,8 +5,15 @@
 
 #include "functional/functional_internal.h"
 
+/* A named value. Names shorter than ARG_INLINE bytes (all the usual ones)
+ * live in the item itself: a list is cloned for every recorded call and
+ * every plugin a rewrite re-creates, and a malloc per name was most of
+ * that cost. */
+enum { ARG_INLINE = 16 };
+
 typedef struct arg {
-    char *name;
+    char *heap_name;       /* a malloc'd copy of a long name, or NULL */
+    char inl[ARG_INLINE];  /* a short name, when heap_name is NULL */
     gwr_arg_type type;
     int n;                 /* element count for lists */
     union {
@@ -26,14 +33,34 @@ struct gwr_args {
     char errmsg[GWR_ERRMSG_MAX];
 };
 
+static const char *arg_name(const arg *x) { return x->heap_name ? x->heap_name : x->inl; }
+
+/* Gives x a copy of name; -1 on allocation failure. */
+static int arg_set_name(arg *x, const char *name) {
+    size_t len = strlen(name);
+    if (len < ARG_INLINE) {
+        memcpy(x->inl, name, len + 1);
+        x->heap_name = NULL;
+        return 0;
+    }
+    return (x->heap_name = gwr_strdup(name)) ? 0 : -1;
+}
+
 const char *gwr_arg_type_name(gwr_arg_type t) {
     static const char *const names[] = {"none", "tensor", "tensors", "int", "float", "string", "ints", "floats"};
     return (unsigned)t <= GWR_ARG_FLOATS ? names[t] : "unknown";
 }
 
 gwr_args *gwr_args_new(void) {
-    gwr_args *a = calloc(1, sizeof *a);
-    if (!a) gwr_set_last_error(GWR_ERR_NOMEM, "gwr_args_new: out of memory");
+    /* Not calloc: the message buffer need not be zeroed. */
+    gwr_args *a = malloc(sizeof *a);
+    if (!a) {
+        gwr_set_last_error(GWR_ERR_NOMEM, "gwr_args_new: out of memory");
+        return NULL;
+    }
+    a->items = NULL;
+    a->n = a->cap = 0;
+    a->errmsg[0] = 0;
     return a;
 }
 
@@ -49,18 +76,47 @@ static void value_free(arg *x) {
     x->n = 0;
 }
 
+/* Sets dst's value (freed first) to a deep copy of src's; on allocation
+ * failure dst is left NONE and -1 returned. */
+static int value_copy(arg *dst, const arg *src) {
+    value_free(dst);
+    arg v = *src;
+    switch (src->type) {
+    case GWR_ARG_TENSORS:
+        v.v.ts = (gwr_tensor **)gwr_memdup(src->v.ts, (size_t)src->n * sizeof *src->v.ts);
+        if (!v.v.ts) return -1;
+        break;
+    case GWR_ARG_STRING:
+        if (!(v.v.s = gwr_strdup(src->v.s))) return -1;
+        break;
+    case GWR_ARG_INTS:
+        v.v.ints = (int64_t *)gwr_memdup(src->v.ints, (size_t)src->n * sizeof *src->v.ints);
+        if (!v.v.ints) return -1;
+        break;
+    case GWR_ARG_FLOATS:
+        v.v.floats = (double *)gwr_memdup(src->v.floats, (size_t)src->n * sizeof *src->v.floats);
+        if (!v.v.floats) return -1;
+        break;
+    default: break;
+    }
+    dst->type = v.type;
+    dst->n = v.n;
+    dst->v = v.v;
+    return 0;
+}
+
 void gwr_args_free(gwr_args *a) {
     if (!a) return;
     for (int64_t i = 0; i < a->n; i++) {
         value_free(&a->items[i]);
-        free(a->items[i].name);
+        free(a->items[i].heap_name);
     }
     free(a->items);
     free(a);
 }
 
 int gwr_args_count(const gwr_args *a) { return a ? (int)a->n : -1; }
-const char *gwr_args_name(const gwr_args *a, int i) { return a && i >= 0 && i < a->n ? a->items[i].name : NULL; }
+const char *gwr_args_name(const gwr_args *a, int i) { return a && i >= 0 && i < a->n ? arg_name(&a->items[i]) : NULL; }
 gwr_arg_type gwr_args_type(const gwr_args *a, int i) {
     return a && i >= 0 && i < a->n ? a->items[i].type : GWR_ARG_NONE;
 }
@@ -68,8 +124,10 @@ const char *gwr_args_errmsg(const gwr_args *a) { return a ? a->errmsg : gwr_last
 
 int gwr_args_find(const gwr_args *a, const char *name) {
     if (!a || !name) return -1;
-    for (int64_t i = 0; i < a->n; i++)
-        if (a->items[i].name[0] == name[0] && !strcmp(a->items[i].name, name)) return (int)i;
+    for (int64_t i = 0; i < a->n; i++) {
+        const char *n = arg_name(&a->items[i]);
+        if (n[0] == name[0] && !strcmp(n, name)) return (int)i;
+    }
     return -1;
 }
 
@@ -78,7 +136,7 @@ gwr_status gwr_args_remove(gwr_args *a, const char *name) {
     int i = gwr_args_find(a, name);
     if (i < 0) return gwr_fmt_error(a->errmsg, GWR_ERR_NOT_FOUND, "no argument '%s'", name);
     value_free(&a->items[i]);
-    free(a->items[i].name);
+    free(a->items[i].heap_name);
     memmove(&a->items[i], &a->items[i + 1], (size_t)(a->n - i - 1) * sizeof *a->items);
     a->n--;
     return GWR_OK;
@@ -96,15 +154,17 @@ static arg *slot_for(gwr_args *a, const char *name, gwr_status *st) {
     }
     int i = gwr_args_find(a, name);
     if (i >= 0) return &a->items[i];
-    char *d = gwr_strdup(name);
-    if (!d || gwr_grow((void **)&a->items, sizeof *a->items, &a->cap, a->n + 1)) {
-        free(d);
+    if (gwr_grow((void **)&a->items, sizeof *a->items, &a->cap, a->n + 1)) {
         *st = gwr_fmt_error(a->errmsg, GWR_ERR_NOMEM, "out of memory");
         return NULL;
     }
-    arg *x = &a->items[a->n++];
+    arg *x = &a->items[a->n];
     memset(x, 0, sizeof *x);
-    x->name = d;
+    if (arg_set_name(x, name)) {
+        *st = gwr_fmt_error(a->errmsg, GWR_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    a->n++;
     return x;
 }
 
@@ -186,18 +246,8 @@ gwr_status gwr_args_set_floats(gwr_args *a, const char *name, int n, const doubl
     return s;
 }
 
-gwr_status gwr_fn_args_copy_item(gwr_args *dst, const gwr_args *src, int i) {
-    const arg *x = &src->items[i];
-    switch (x->type) {
-    case GWR_ARG_TENSOR: return gwr_args_set_tensor(dst, x->name, x->v.t);
-    case GWR_ARG_TENSORS: return gwr_args_set_tensors(dst, x->name, x->n, x->v.ts);
-    case GWR_ARG_INT: return gwr_args_set_int(dst, x->name, x->v.i);
-    case GWR_ARG_FLOAT: return gwr_args_set_float(dst, x->name, x->v.f);
-    case GWR_ARG_STRING: return gwr_args_set_string(dst, x->name, x->v.s);
-    case GWR_ARG_INTS: return gwr_args_set_ints(dst, x->name, x->n, x->v.ints);
-    case GWR_ARG_FLOATS: return gwr_args_set_floats(dst, x->name, x->n, x->v.floats);
-    default: return gwr_args_set_none(dst, x->name);
-    }
+gwr_status gwr_fn_args_set_item(gwr_args *dst, int j, const gwr_args *src, int i) {
+    return value_copy(&dst->items[j], &src->items[i]) ? nomem(dst) : GWR_OK;
 }
 
 gwr_args *gwr_args_clone(const gwr_args *a) {
@@ -207,13 +257,21 @@ gwr_args *gwr_args_clone(const gwr_args *a) {
     }
     gwr_args *c = gwr_args_new();
     if (!c) return NULL;
-    for (int64_t i = 0; i < a->n; i++)
-        if (gwr_fn_args_copy_item(c, a, (int)i)) {
-            gwr_set_last_error(GWR_ERR_NOMEM, "gwr_args_clone: %s", c->errmsg);
-            gwr_args_free(c);
-            return NULL;
-        }
+    /* Item by item, without looking names up: they are distinct in a. */
+    if (a->n && !(c->items = malloc((size_t)a->n * sizeof *c->items))) goto nomem;
+    c->cap = a->n;
+    for (int64_t i = 0; i < a->n; i++) {
+        arg *x = &c->items[i];
+        memset(x, 0, sizeof *x);
+        if (arg_set_name(x, arg_name(&a->items[i]))) goto nomem;
+        c->n++;
+        if (value_copy(x, &a->items[i])) goto nomem;
+    }
     return c;
+nomem:
+    gwr_set_last_error(GWR_ERR_NOMEM, "gwr_args_clone: out of memory");
+    gwr_args_free(c);
+    return NULL;
 }
 
 /* ---- getters ---- */
@@ -232,7 +290,7 @@ static const arg *get(const gwr_args *a, const char *name, gwr_status *st) {
 }
 
 static gwr_status mistyped(const gwr_args *a, const arg *x, gwr_arg_type want) {
-    return gwr_fmt_error(((gwr_args *)a)->errmsg, GWR_ERR_TYPE, "argument '%s' is %s, not %s", x->name,
+    return gwr_fmt_error(((gwr_args *)a)->errmsg, GWR_ERR_TYPE, "argument '%s' is %s, not %s", arg_name(x),
                          gwr_arg_type_name(x->type), gwr_arg_type_name(want));
 }
 
@@ -346,21 +404,21 @@ gwr_status gwr_fn_set_attrs(gwr_layer *l, const gwr_args *attrs) {
         gwr_status s = GWR_OK;
         switch (x->type) {
         case GWR_ARG_NONE: break;
-        case GWR_ARG_INT: s = gwr_layer_set_int(l, x->name, x->v.i); break;
-        case GWR_ARG_FLOAT: s = gwr_layer_set_float(l, x->name, (float)x->v.f); break;
-        case GWR_ARG_STRING: s = gwr_layer_set_string(l, x->name, x->v.s); break;
-        case GWR_ARG_INTS: s = gwr_layer_set_ints(l, x->name, x->v.ints, x->n); break;
+        case GWR_ARG_INT: s = gwr_layer_set_int(l, arg_name(x), x->v.i); break;
+        case GWR_ARG_FLOAT: s = gwr_layer_set_float(l, arg_name(x), (float)x->v.f); break;
+        case GWR_ARG_STRING: s = gwr_layer_set_string(l, arg_name(x), x->v.s); break;
+        case GWR_ARG_INTS: s = gwr_layer_set_ints(l, arg_name(x), x->v.ints, x->n); break;
         case GWR_ARG_FLOATS: {
             float *f = malloc((size_t)(x->n ? x->n : 1) * sizeof *f);
             if (!f) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
             for (int k = 0; k < x->n; k++) f[k] = (float)x->v.floats[k];
-            s = gwr_layer_set_floats(l, x->name, f, x->n);
+            s = gwr_layer_set_floats(l, arg_name(x), f, x->n);
             free(f);
             break;
         }
         default:
             return gwr_ir_error(net, GWR_ERR_TYPE, "%s '%s': argument '%s' is a %s, which cannot be an attribute",
-                                gwr_layer_op(l), gwr_layer_name(l), x->name, gwr_arg_type_name(x->type));
+                                gwr_layer_op(l), gwr_layer_name(l), arg_name(x), gwr_arg_type_name(x->type));
         }
         if (s) return s;
     }

@@ -117,9 +117,13 @@ gwr_status gwr_layer_infer(gwr_layer *l) {
     gwr_status st;
     if (!l)
         return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_layer_infer: layer is NULL");
-    st = gwr_fn_infer_plugin(l, &found);
-    if (found)
-        return st;
+    /* Plugins are ops the table lacks (gwr_plugin_register refuses the
+     * others): a table op skips the registry and its lock. */
+    if (gwr_layer_op_id(l) == GWR_OP_CUSTOM) {
+        st = gwr_fn_infer_plugin(l, &found);
+        if (found)
+            return st;
+    }
     return gwr_fn_infer_op(l);
 }
 

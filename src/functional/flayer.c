@@ -205,9 +205,9 @@ static gwr_status bind_args(gwr_network *net, const gwr_fn_functional *fn, const
     if (!bound) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
     for (int i = 0; args && i < gwr_args_count(args); i++) {
         const char *name = gwr_args_name(args, i);
-        gwr_status s = gwr_args_find(bound, name) < 0
-                           ? gwr_ir_error(net, GWR_ERR_INVALID_ARG, "%s: unknown argument '%s'", kind, name)
-                           : gwr_fn_args_copy_item(bound, args, i);
+        int j = gwr_args_find(bound, name);
+        gwr_status s = j < 0 ? gwr_ir_error(net, GWR_ERR_INVALID_ARG, "%s: unknown argument '%s'", kind, name)
+                             : gwr_fn_args_set_item(bound, j, args, i);
         if (s) {
             if (s == GWR_ERR_NOMEM) gwr_ir_error(net, s, "out of memory");
             gwr_args_free(bound);

@@ -25,8 +25,9 @@ gwr_status gwr_fn_set_attrs(gwr_layer *l, const gwr_args *attrs);
 /* args.c: replaces every reference to `from` by `to` (NULL makes a
  * single-tensor value NONE); returns how many were replaced. */
 int gwr_fn_args_replace_tensor(gwr_args *a, gwr_tensor *from, gwr_tensor *to);
-/* args.c: sets item i of src, under its name, into dst (a deep copy). */
-gwr_status gwr_fn_args_copy_item(gwr_args *dst, const gwr_args *src, int i);
+/* args.c: sets item j of dst (keeping its name) to a deep copy of the
+ * value of item i of src; j must be in range. */
+gwr_status gwr_fn_args_set_item(gwr_args *dst, int j, const gwr_args *src, int i);
 /* args.c: calls fn for every tensor the list references. */
 void gwr_fn_args_each_tensor(const gwr_args *a, void (*fn)(gwr_tensor *t, void *ctx), void *ctx);
 

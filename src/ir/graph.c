@@ -40,12 +40,20 @@ static int uses_reserve(gwr_tensor *t, int64_t need) {
     return 0;
 }
 
+/* Keeps the count of uses of t's network's tensors by other networks'
+ * layers (d: +1 or -1 for a use of t by l). */
+static void count_foreign(gwr_tensor *t, const gwr_layer *l, int d) {
+    gwr_network *tn = gwr_ir_tnet(t);
+    if (l->net != tn) tn->nforeign_uses += d;
+}
+
 int gwr_ir_use_add(gwr_tensor *t, gwr_layer *l, int slot) {
     if (uses_reserve(t, (int64_t)t->nuses + 1)) return -1;
     gwr_use *u = uses_of(t);
     u[t->nuses].layer = l;
     u[t->nuses].slot = slot;
     t->nuses++;
+    count_foreign(t, l, 1);
     return 0;
 }
 
@@ -55,6 +63,7 @@ void gwr_ir_use_del(gwr_tensor *t, gwr_layer *l, int slot) {
         if (u[i].layer == l && u[i].slot == slot) {
             u[i] = u[t->nuses - 1];
             t->nuses--;
+            count_foreign(t, l, -1);
             return;
         }
 }
@@ -427,13 +436,16 @@ static gwr_status replace_uses(gwr_tensor *old, gwr_tensor *nw, const gwr_layer 
     gwr_network *net = gwr_ir_tnet(old);
     gwr_use *u = uses_of(old);
     int is_out = old->output_index >= 0;
-    /* Room for the moved uses and an Identity's read, so nothing below fails. */
-    if (uses_reserve(nw, (int64_t)nw->nuses + moving + 1)) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
     /* The interface keeps old's name: nw takes it, unless nw's own name is
      * part of the interface too (a graph input or another output) or nw
      * lives outside this network; then an Identity carries it. */
+    int identity = is_out && ((nw->flags & TF_INPUT) || nw->output_index >= 0 || gwr_ir_tnet(nw) != net);
+    /* Room for the moved uses and the Identity's read, so nothing below
+     * fails (and no more: a single reader needs no array). */
+    if (uses_reserve(nw, (int64_t)nw->nuses + moving + identity))
+        return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
     gwr_tensor *carrier = nw;
-    if (is_out && ((nw->flags & TF_INPUT) || nw->output_index >= 0 || gwr_ir_tnet(nw) != net)) {
+    if (identity) {
         gwr_layer *id = gwr_network_add_layer(net, "Identity", "", NULL, 1, &nw, 1, NULL);
         if (!id) return GWR_ERR_NOMEM;
         carrier = gwr_ir_outputs(id);
@@ -455,6 +467,10 @@ static gwr_status replace_uses(gwr_tensor *old, gwr_tensor *nw, const gwr_layer 
         }
         x.layer->inputs[x.slot] = nw;
         nu[nw->nuses++] = x;
+        if (gwr_ir_tnet(nw) != net) {
+            count_foreign(old, x.layer, -1);
+            count_foreign(nw, x.layer, 1);
+        }
     }
     int32_t total = old->nuses;
     old->nuses = keep;
@@ -607,15 +623,22 @@ static void drop_layer_edges(gwr_layer *l) {
     gwr_ir_attrs_free(l); /* subgraphs detach their reads of outer tensors */
     for (int s = 0; s < l->ninputs; s++)
         if (l->inputs[s]) gwr_ir_use_del(l->inputs[s], l, s);
-    gwr_ir_namemap_del(&net->layer_names, l);
-    for (int o = 0; o < l->noutputs; o++) gwr_ir_namemap_del(&net->tensor_names, &gwr_ir_outputs(l)[o]);
+    /* Output 0 usually shares the layer's name (and so its hash). */
+    uint32_t h = gwr_ir_name_hash(l->name);
+    gwr_ir_namemap_del_h(&net->layer_names, l, h);
+    for (int o = 0; o < l->noutputs; o++) {
+        gwr_tensor *t = &gwr_ir_outputs(l)[o];
+        gwr_ir_namemap_del_h(&net->tensor_names, t, t->name == l->name ? h : gwr_ir_name_hash(t->name));
+    }
     gwr_ir_props_drop(net, l);
     for (int o = 0; o < l->noutputs; o++) gwr_ir_props_drop(net, &gwr_ir_outputs(l)[o]);
     if (net->last_added == l) net->last_added = NULL;
 }
 
-static gwr_status prune_net(gwr_network *net, int64_t *count) {
-    uint32_t live = ++net->epoch;
+/* Marks with `live` every layer of net that a network output depends on
+ * (a search from the outputs). On a removed layer that is still needed,
+ * stops and leaves a message. */
+static gwr_status mark_live(gwr_network *net, uint32_t live) {
     lstack st = {0}, preds = {0};
     gwr_status s = GWR_OK;
     for (int64_t i = 0; i < net->noutputs && !s; i++) {
@@ -645,46 +668,192 @@ static gwr_status prune_net(gwr_network *net, int64_t *count) {
         }
         preds.n = 0;
         if (preds_of(x, &preds)) {
-            s = gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+            s = GWR_ERR_NOMEM;
             break;
         }
         for (int64_t k = 0; k < preds.n; k++)
             if (preds.v[k]->mark != live) {
                 preds.v[k]->mark = live;
                 if (lpush(&st, preds.v[k])) {
-                    s = gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+                    s = GWR_ERR_NOMEM;
                     break;
                 }
             }
     }
     free(st.v), free(preds.v);
-    if (s) return s;
-    int64_t dead = 0;
-    for (int64_t i = 0; i < net->nlayers; i++) {
+    return s == GWR_ERR_NOMEM ? gwr_ir_error(net, s, "out of memory") : s;
+}
+
+/* How many places ahead of the layer being worked on the loops below
+ * start loading what they will read: in a network far bigger than the
+ * cache nearly every layer, tensor and name-map slot they touch is a miss,
+ * and the reads of one layer depend on each other (layer -> input slots ->
+ * input tensor -> its producer), so each link of such a chain is requested
+ * one stage ahead of the next. */
+#define PRUNE_AHEAD 16
+/* For the loops that do little per layer, so that the loads still have
+ * the time a miss takes. */
+#define PRUNE_AHEAD_SCAN 64
+
+/* Marks with `dead`, and lists in *dead, every layer of net that no network
+ * output depends on, from use counts: a layer is dead when it makes no
+ * network output and every reader of its outputs is dead. Only for a
+ * network whose tensors are read by its own layers alone, without
+ * subgraphs: then a tensor's use list names every reader, and a layer
+ * depends on its inputs' producers only. Unlike mark_live, which follows
+ * every edge of the live part (most of a network, with a cache miss per
+ * edge in a big one), this reads each layer once in network order, where
+ * the next ones are known and are loaded ahead, and follows edges from
+ * dead layers only. On a removed layer that is still needed, leaves a
+ * message. */
+static gwr_status mark_dead(gwr_network *net, uint32_t dead, lstack *q) {
+    int64_t n = net->nlayers;
+    /* Readers not known to be dead; -1: makes a network output. */
+    int64_t *left = malloc((size_t)(n ? n : 1) * sizeof *left);
+    if (!left) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+    gwr_status s = GWR_OK;
+    for (int64_t i = 0; i < n && !s; i++) {
+        if (i + PRUNE_AHEAD_SCAN < n) { /* the layer and its first output: no read needed to find them */
+            __builtin_prefetch(net->layers[i + PRUNE_AHEAD_SCAN]);
+            __builtin_prefetch(&gwr_ir_outputs(net->layers[i + PRUNE_AHEAD_SCAN])->nuses);
+        }
         gwr_layer *l = net->layers[i];
-        if (l->mark == live) continue;
-        l->flags |= LF_DROPPED;
-        dead++;
-        GWR_IR_NOTIFY(net, layer_dropped, l);
+        int64_t readers = 0;
+        for (int o = 0; o < l->noutputs && readers >= 0; o++) {
+            gwr_tensor *t = &gwr_ir_outputs(l)[o];
+            readers = t->output_index >= 0 ? -1 : readers + t->nuses;
+        }
+        left[i] = readers;
+        if (!readers) {
+            l->mark = dead;
+            if (lpush(q, l)) s = gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+        }
     }
-    if (dead) {
-        for (int64_t i = 0; i < net->nlayers; i++)
-            if (net->layers[i]->flags & LF_DROPPED) drop_layer_edges(net->layers[i]);
+    /* The dead readers' inputs lose a reader, in list order: the layer, its
+     * input slots, the tensors, their producers, the producers' counts. */
+    int64_t removed = 0; /* removed layers found dead */
+    for (int64_t h = 0; h < q->n && !s; h++) {
+        gwr_layer *const *v = q->v;
+        if (h + 4 * PRUNE_AHEAD < q->n) __builtin_prefetch(v[h + 4 * PRUNE_AHEAD]);
+        if (h + 3 * PRUNE_AHEAD < q->n && v[h + 3 * PRUNE_AHEAD]->ninputs)
+            __builtin_prefetch(v[h + 3 * PRUNE_AHEAD]->inputs);
+        for (int k = 0; h + 2 * PRUNE_AHEAD < q->n && k < v[h + 2 * PRUNE_AHEAD]->ninputs; k++)
+            if (v[h + 2 * PRUNE_AHEAD]->inputs[k]) __builtin_prefetch(&v[h + 2 * PRUNE_AHEAD]->inputs[k]->producer);
+        for (int k = 0; h + PRUNE_AHEAD < q->n && k < v[h + PRUNE_AHEAD]->ninputs; k++) {
+            gwr_tensor *t = v[h + PRUNE_AHEAD]->inputs[k];
+            if (t && t->producer) __builtin_prefetch(&t->producer->index);
+        }
+        for (int k = 0; h + PRUNE_AHEAD / 2 < q->n && k < v[h + PRUNE_AHEAD / 2]->ninputs; k++) {
+            gwr_tensor *t = v[h + PRUNE_AHEAD / 2]->inputs[k];
+            if (t && t->producer && t->producer->net == net) __builtin_prefetch(&left[t->producer->index], 1);
+        }
+        gwr_layer *x = v[h];
+        removed += (x->flags & LF_REMOVED) != 0;
+        for (int k = 0; k < x->ninputs; k++) {
+            gwr_tensor *t = x->inputs[k];
+            gwr_layer *p = t ? t->producer : NULL;
+            if (!p || p->net != net || --left[p->index]) continue;
+            p->mark = dead;
+            if (lpush(q, p)) {
+                s = gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+                break;
+            }
+        }
+    }
+    free(left);
+    for (int64_t i = 0; removed < net->nremoved && !s && i < n; i++) {
+        gwr_layer *x = net->layers[i];
+        if (!(x->flags & LF_REMOVED) || x->mark == dead) continue;
+        /* Needed: name a live reader, for the message. */
+        const char *by = "a network output";
+        for (int o = 0; o < x->noutputs; o++) {
+            gwr_tensor *t = &gwr_ir_outputs(x)[o];
+            gwr_use *u = uses_of(t);
+            for (int32_t k = 0; k < t->nuses; k++)
+                if (u[k].layer->mark != dead && !(u[k].layer->flags & LF_REMOVED)) by = u[k].layer->name;
+        }
+        s = gwr_ir_error(net, GWR_ERR_STATE,
+                         "layer '%s' is marked removed but '%s' still reads its output; replace its uses first",
+                         x->name, by);
+    }
+    return s;
+}
+
+/* Starts loading what drop_layer_edges reads for the layers of v ahead of
+ * i, in stages: the layer; its name (to hash) and input slots; the input
+ * tensors' use lists; the name-map slots. */
+static void prefetch_drop(gwr_layer *const *v, int64_t i, int64_t n) {
+    if (i + 4 * PRUNE_AHEAD < n) __builtin_prefetch(v[i + 4 * PRUNE_AHEAD]);
+    if (i + 3 * PRUNE_AHEAD < n) {
+        const gwr_layer *l = v[i + 3 * PRUNE_AHEAD];
+        __builtin_prefetch(l->name);
+        if (l->ninputs) __builtin_prefetch(l->inputs);
+    }
+    if (i + 2 * PRUNE_AHEAD < n) {
+        const gwr_layer *l = v[i + 2 * PRUNE_AHEAD];
+        for (int s = 0; s < l->ninputs; s++)
+            if (l->inputs[s]) __builtin_prefetch(&l->inputs[s]->uses);
+    }
+    if (i + PRUNE_AHEAD < n) {
+        const gwr_layer *l = v[i + PRUNE_AHEAD];
+        uint32_t h = gwr_ir_name_hash(l->name);
+        gwr_ir_namemap_prefetch(&l->net->layer_names, h);
+        gwr_ir_namemap_prefetch(&l->net->tensor_names, h); /* output 0 is usually named after the layer */
+    }
+}
+
+static gwr_status prune_net(gwr_network *net, int64_t *count) {
+    uint32_t mark = ++net->epoch;
+    lstack drop = {0};
+    gwr_status s;
+    if (!net->nforeign_uses && !net->ngraph_attrs) {
+        /* Counting: marks and lists the dead layers. */
+        s = mark_dead(net, mark, &drop);
+        for (int64_t i = 0; !s && i < drop.n; i++) drop.v[i]->flags |= LF_DROPPED;
+    } else {
+        /* Searching: marks the live layers; the others are dead. */
+        s = mark_live(net, mark);
+        for (int64_t i = 0; !s && i < net->nlayers; i++) {
+            gwr_layer *l = net->layers[i];
+            if (l->mark == mark) continue;
+            l->flags |= LF_DROPPED;
+            if (lpush(&drop, l)) s = gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+        }
+    }
+    if (s) {
+        for (int64_t i = 0; i < drop.n; i++) drop.v[i]->flags &= (uint8_t)~LF_DROPPED;
+        free(drop.v);
+        return s;
+    }
+    for (int64_t i = 0; i < drop.n; i++) GWR_IR_NOTIFY(net, layer_dropped, drop.v[i]);
+    /* Every edge first (subgraphs may read outputs of other dropped
+     * layers), then the layers; their slots are cleared by index. */
+    for (int64_t i = 0; i < drop.n; i++) {
+        prefetch_drop(drop.v, i, drop.n);
+        drop_layer_edges(drop.v[i]);
+    }
+    for (int64_t i = 0; i < drop.n; i++) {
+        if (i + PRUNE_AHEAD_SCAN < drop.n) __builtin_prefetch(gwr_ir_outputs(drop.v[i + PRUNE_AHEAD_SCAN]));
+        gwr_layer *l = drop.v[i];
+        net->layers[l->index] = NULL;
+        l->nattrs = 0; /* freed above */
+        gwr_ir_layer_free(l);
+    }
+    if (drop.n) {
         int64_t n = 0;
         for (int64_t i = 0; i < net->nlayers; i++) {
+            if (i + PRUNE_AHEAD_SCAN < net->nlayers && net->layers[i + PRUNE_AHEAD_SCAN])
+                __builtin_prefetch(&net->layers[i + PRUNE_AHEAD_SCAN]->index, 1);
             gwr_layer *l = net->layers[i];
-            if (l->flags & LF_DROPPED) {
-                l->nattrs = 0; /* freed above */
-                gwr_ir_layer_free(l);
-                continue;
-            }
+            if (!l) continue;
             l->index = (int32_t)n;
             net->layers[n++] = l;
         }
         net->nlayers = n;
     }
+    *count += drop.n;
+    free(drop.v);
     net->nremoved = 0;
-    *count += dead;
     /* Subgraphs of the surviving layers. */
     for (int64_t i = 0; net->ngraph_attrs && i < net->nlayers; i++) {
         gwr_layer *l = net->layers[i];
@@ -812,6 +981,7 @@ static gwr_status verify_net(gwr_network *net, const gwr_network *top, gwr_ptrma
 /* Every use of every tensor must name a slot that reads it, once; and the
  * number of uses must equal the number of slots reading the tensor. */
 static gwr_status verify_uses(gwr_network *net, const gwr_network *top, gwr_ptrmap *slots, int64_t *nuses) {
+    int64_t foreign = 0;
     for (int64_t i = 0; i < net->ninputs + net->nlayers; i++) {
         gwr_tensor *ts;
         int nt;
@@ -822,6 +992,7 @@ static gwr_status verify_uses(gwr_network *net, const gwr_network *top, gwr_ptrm
             gwr_use *u = uses_of(t);
             for (int32_t j = 0; j < t->nuses; j++) {
                 gwr_layer *l = u[j].layer;
+                foreign += l->net != net;
                 if (!gwr_ir_consumer_in(l, top)) continue; /* a subgraph not attached (yet) */
                 if (u[j].slot < 0 || u[j].slot >= l->ninputs || l->inputs[u[j].slot] != t ||
                     gwr_ptrmap_get(slots, &l->inputs[u[j].slot]) != t)
@@ -833,6 +1004,9 @@ static gwr_status verify_uses(gwr_network *net, const gwr_network *top, gwr_ptrm
             }
         }
     }
+    if (foreign != net->nforeign_uses)
+        return gwr_ir_error(net, GWR_ERR_INVALID_GRAPH, "internal: %lld uses by other networks' layers but the count says %lld",
+                            (long long)foreign, (long long)net->nforeign_uses);
     for (int64_t i = 0; i < net->nlayers; i++) {
         gwr_layer *l = net->layers[i];
         for (int a = 0; a < l->nattrs; a++) {

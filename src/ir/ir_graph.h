@@ -19,6 +19,10 @@ void *gwr_ir_namemap_get_h(const gwr_namemap *m, const char *name, uint32_t h);
 int gwr_ir_namemap_put(gwr_namemap *m, void *obj);
 int gwr_ir_namemap_put_h(gwr_namemap *m, void *obj, uint32_t h);
 void gwr_ir_namemap_del(gwr_namemap *m, void *obj);
+/* Starts loading the slot where a lookup of hash h begins. */
+void gwr_ir_namemap_prefetch(const gwr_namemap *m, uint32_t h);
+/* h: gwr_ir_name_hash of obj's name, when the caller has it. */
+void gwr_ir_namemap_del_h(gwr_namemap *m, void *obj, uint32_t h);
 gwr_status gwr_ir_tensor_rename(gwr_tensor *t, const char *name);
 gwr_status gwr_ir_tensor_own_name(gwr_tensor *t);
 void gwr_ir_tensor_swap_names(gwr_tensor *a, gwr_tensor *b);

@@ -96,11 +96,17 @@ static inline gwr_network *gwr_ir_tnet(const gwr_tensor *t) {
 }
 
 /* A hash set of objects keyed by their name (first field): linear probing
- * with 32 bits of each name's hash kept beside its slot, so a probe touches
- * an object only when the hashes match and growing never re-reads names. */
+ * with 32 bits of each name's hash kept in the slot, so a probe touches an
+ * object only when the hashes match and growing never re-reads names. The
+ * hash and the pointer share one 12-byte slot (the pointer unaligned, read
+ * with memcpy): a lookup in a big network's map costs one cache miss, not
+ * one in a hash array and another in a pointer array. */
+typedef struct gwr_name_slot {
+    uint32_t hash;                /* 0: empty (hashes are made nonzero) */
+    unsigned char obj[sizeof(void *)];
+} gwr_name_slot;
 typedef struct gwr_namemap {
-    void **slots;
-    uint32_t *hashes;             /* 0: empty (hashes are made nonzero) */
+    gwr_name_slot *slots;
     int64_t cap, count;
 } gwr_namemap;
 
@@ -143,6 +149,12 @@ struct gwr_network {
     int next_listener_id;
     uint32_t epoch;
     uint64_t name_counter;
+    /* Every name put in this network's maps other than a generated
+     * "<base>_<n>" (or "<base>_<n>:<i>") whose last '_' is followed by
+     * digits has that number below name_floor: a name generated with a
+     * counter value >= name_floor cannot be taken, and add_layer skips
+     * looking it up (see next_name). */
+    uint64_t name_floor;
     gwr_layer *last_added;
     gwr_props props;              /* the network's own */
     gwr_ptrmap objprops;          /* layer or tensor -> gwr_props (rare: kept aside) */
@@ -157,6 +169,11 @@ struct gwr_network {
     /* Graph-valued attributes held by this network's layers: while 0,
      * walks skip looking for subgraphs in every layer's attributes. */
     int64_t ngraph_attrs;
+    /* Uses of this network's tensors by layers of other networks (its
+     * subgraphs, attached or not): while 0, and ngraph_attrs is 0, a
+     * tensor's use list names all its readers and they are all layers of
+     * this network (prune counts on it). */
+    int64_t nforeign_uses;
     /* root only */
     gwr_arena arena;              /* interned strings and shapes */
     gwr_strmap strings;           /* interned strings */

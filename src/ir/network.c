@@ -34,21 +34,28 @@ uint32_t gwr_ir_name_hash(const char *name) {
     return x ? x : 1;
 }
 
+static void *slot_obj(const gwr_name_slot *s) {
+    void *obj;
+    memcpy(&obj, s->obj, sizeof obj);
+    return obj;
+}
+
+static void slot_set(gwr_name_slot *s, void *obj, uint32_t h) {
+    s->hash = h;
+    memcpy(s->obj, &obj, sizeof obj);
+}
+
 static int namemap_resize(gwr_namemap *m, int64_t ncap) {
-    void **slots = calloc((size_t)ncap, sizeof *slots);
-    uint32_t *hashes = calloc((size_t)ncap, sizeof *hashes);
-    if (!slots || !hashes) {
-        free(slots), free(hashes);
-        return -1;
-    }
+    gwr_name_slot *slots = calloc((size_t)ncap, sizeof *slots);
+    if (!slots) return -1;
     for (int64_t i = 0; i < m->cap; i++) {
-        if (!m->hashes[i]) continue;
-        int64_t j = (int64_t)(m->hashes[i] & (uint64_t)(ncap - 1));
-        while (hashes[j]) j = (j + 1) & (ncap - 1);
-        slots[j] = m->slots[i], hashes[j] = m->hashes[i];
+        if (!m->slots[i].hash) continue;
+        int64_t j = (int64_t)(m->slots[i].hash & (uint64_t)(ncap - 1));
+        while (slots[j].hash) j = (j + 1) & (ncap - 1);
+        slots[j] = m->slots[i];
     }
-    free(m->slots), free(m->hashes);
-    m->slots = slots, m->hashes = hashes, m->cap = ncap;
+    free(m->slots);
+    m->slots = slots, m->cap = ncap;
     return 0;
 }
 
@@ -56,8 +63,8 @@ static int namemap_resize(gwr_namemap *m, int64_t ncap) {
 static int64_t namemap_find(const gwr_namemap *m, const char *name, uint32_t h) {
     if (!m->cap) return -1;
     int64_t j = (int64_t)(h & (uint64_t)(m->cap - 1));
-    while (m->hashes[j]) {
-        if (m->hashes[j] == h && !strcmp(obj_name(m->slots[j]), name)) return j;
+    while (m->slots[j].hash) {
+        if (m->slots[j].hash == h && !strcmp(obj_name(slot_obj(&m->slots[j])), name)) return j;
         j = (j + 1) & (m->cap - 1);
     }
     return -1;
@@ -65,17 +72,15 @@ static int64_t namemap_find(const gwr_namemap *m, const char *name, uint32_t h) 
 
 void *gwr_ir_namemap_get_h(const gwr_namemap *m, const char *name, uint32_t h) {
     int64_t j = namemap_find(m, name, h);
-    return j >= 0 ? m->slots[j] : NULL;
+    return j >= 0 ? slot_obj(&m->slots[j]) : NULL;
 }
 
 /* Starts loading the slot a lookup of hash h will read first: the maps of a
  * big network miss the cache on every lookup, and add_layer has other work
  * to overlap with the miss. */
-static void namemap_prefetch(const gwr_namemap *m, uint32_t h) {
+void gwr_ir_namemap_prefetch(const gwr_namemap *m, uint32_t h) {
     if (!m->cap) return;
-    int64_t j = (int64_t)(h & (uint64_t)(m->cap - 1));
-    __builtin_prefetch(&m->hashes[j]);
-    __builtin_prefetch(&m->slots[j]);
+    __builtin_prefetch(&m->slots[h & (uint64_t)(m->cap - 1)]);
 }
 
 void *gwr_ir_namemap_get(const gwr_namemap *m, const char *name) {
@@ -86,8 +91,8 @@ void *gwr_ir_namemap_get(const gwr_namemap *m, const char *name) {
 int gwr_ir_namemap_put_h(gwr_namemap *m, void *obj, uint32_t h) {
     if ((m->count + 1) * 4 > m->cap * 3 && namemap_resize(m, m->cap ? m->cap * 2 : 16)) return -1;
     int64_t j = (int64_t)(h & (uint64_t)(m->cap - 1));
-    while (m->hashes[j]) j = (j + 1) & (m->cap - 1);
-    m->slots[j] = obj, m->hashes[j] = h;
+    while (m->slots[j].hash) j = (j + 1) & (m->cap - 1);
+    slot_set(&m->slots[j], obj, h);
     m->count++;
     return 0;
 }
@@ -96,25 +101,57 @@ int gwr_ir_namemap_put(gwr_namemap *m, void *obj) {
     return gwr_ir_namemap_put_h(m, obj, gwr_ir_name_hash(obj_name(obj)));
 }
 
-void gwr_ir_namemap_del(gwr_namemap *m, void *obj) {
-    int64_t i = namemap_find(m, obj_name(obj), gwr_ir_name_hash(obj_name(obj)));
-    if (i < 0 || m->slots[i] != obj) return;
-    int64_t mask = m->cap - 1, j = i;
+void gwr_ir_namemap_del_h(gwr_namemap *m, void *obj, uint32_t h) {
+    if (!m->cap) return;
+    /* obj is in the map at most once: look for the pointer itself, with no
+     * name to read and compare. */
+    int64_t mask = m->cap - 1, i = (int64_t)(h & (uint64_t)mask);
+    for (;; i = (i + 1) & mask) {
+        if (!m->slots[i].hash) return;
+        if (m->slots[i].hash == h && slot_obj(&m->slots[i]) == obj) break;
+    }
+    int64_t j = i;
     for (;;) {
-        m->hashes[i] = 0;
-        m->slots[i] = NULL;
+        m->slots[i].hash = 0;
         for (;;) {
             j = (j + 1) & mask;
-            if (!m->hashes[j]) {
+            if (!m->slots[j].hash) {
                 m->count--;
                 return;
             }
-            int64_t home = (int64_t)(m->hashes[j] & (uint64_t)mask);
+            int64_t home = (int64_t)(m->slots[j].hash & (uint64_t)mask);
             if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) break;
         }
-        m->slots[i] = m->slots[j], m->hashes[i] = m->hashes[j];
+        m->slots[i] = m->slots[j];
         i = j;
     }
+}
+
+void gwr_ir_namemap_del(gwr_namemap *m, void *obj) {
+    gwr_ir_namemap_del_h(m, obj, gwr_ir_name_hash(obj_name(obj)));
+}
+
+/* Keeps net->name_floor above the number a name ends with when it looks
+ * generated (its last '_' followed by digits; see next_name). */
+static void note_name(gwr_network *net, const char *name) {
+    const char *u = strrchr(name, '_');
+    if (!u || u[1] < '0' || u[1] > '9') return;
+    uint64_t v = 0;
+    for (const char *p = u + 1; *p >= '0' && *p <= '9'; p++) {
+        if (v > (UINT64_MAX - 9) / 10) {
+            net->name_floor = UINT64_MAX; /* no counter gets there */
+            return;
+        }
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (v >= net->name_floor) net->name_floor = v + 1;
+}
+
+/* Every name that enters one of net's maps goes through here, except those
+ * add_layer makes from the counter (they need no note: see next_name). */
+static int name_put(gwr_network *net, gwr_namemap *m, void *obj, uint32_t h) {
+    note_name(net, obj_name(obj));
+    return gwr_ir_namemap_put_h(m, obj, h);
 }
 
 /* ---- interning (root network) ---- */
@@ -278,7 +315,6 @@ void gwr_ir_network_destroy(gwr_network *net) {
     gwr_ptrmap_free(&net->vtypes);
     free(net->layers), free(net->inputs), free(net->outputs), free(net->listeners);
     free(net->layer_names.slots), free(net->tensor_names.slots);
-    free(net->layer_names.hashes), free(net->tensor_names.hashes);
     if (net->root == net) {
         gwr_arena_free(&net->arena);
         gwr_strmap_free(&net->strings);
@@ -348,8 +384,12 @@ const char *gwr_network_dim_name(const gwr_network *net, gwr_dim d) {
 /* ---- names ---- */
 
 /* Writes "<base>_<n>" with the network's next counter value into buf (at
- * least 160 bytes; base is cut at 120) and its hash into *hash. */
-static const char *next_name(gwr_network *net, const char *base, char *buf, uint32_t *hash) {
+ * least 160 bytes; base is cut at 120) and its hash into *hash. *fresh (may
+ * be NULL) is set when the name is known to be free in both maps without
+ * looking: n >= name_floor. (Names generated before have smaller numbers;
+ * any other name equal to this one would end in "_<n>" too and have raised
+ * the floor past n when it was put; so would one equal to "<this>:<i>".) */
+static const char *next_name(gwr_network *net, const char *base, char *buf, uint32_t *hash, int *fresh) {
     size_t n = strlen(base);
     if (n > 120) n = 120;
     memmove(buf, base, n);
@@ -357,6 +397,7 @@ static const char *next_name(gwr_network *net, const char *base, char *buf, uint
     char digits[24];
     int k = 0;
     uint64_t v = net->name_counter++;
+    if (fresh) *fresh = v >= net->name_floor;
     do digits[k++] = (char)('0' + v % 10);
     while ((v /= 10) != 0);
     for (int i = 0; i < k; i++) buf[n + (size_t)i] = digits[k - 1 - i];
@@ -373,7 +414,7 @@ static const char *unique_name(gwr_network *net, const gwr_namemap *m, const cha
     if (bl > 120) bl = 120;
     memcpy(tmp, base, bl);
     tmp[bl] = 0;
-    do next_name(net, tmp, buf, hash);
+    do next_name(net, tmp, buf, hash, NULL);
     while (gwr_ir_namemap_get_h(m, buf, *hash));
     return buf;
 }
@@ -399,7 +440,7 @@ gwr_status gwr_layer_set_name(gwr_layer *l, const char *name) {
     if (l->flags & LF_OWN_NAME) free((void *)l->name);
     l->name = d;
     l->flags |= LF_OWN_NAME;
-    if (gwr_ir_namemap_put(&net->layer_names, l)) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+    if (name_put(net, &net->layer_names, l, gwr_ir_name_hash(d))) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
     return GWR_OK;
 }
 
@@ -411,7 +452,8 @@ gwr_status gwr_ir_tensor_rename(gwr_tensor *t, const char *name) {
     if (t->flags & TF_OWN_NAME) free((void *)t->name);
     t->name = d;
     t->flags |= TF_OWN_NAME;
-    if (gwr_ir_namemap_put(&gwr_ir_tnet(t)->tensor_names, t)) return gwr_ir_error(gwr_ir_tnet(t), GWR_ERR_NOMEM, "out of memory");
+    if (name_put(gwr_ir_tnet(t), &gwr_ir_tnet(t)->tensor_names, t, gwr_ir_name_hash(d)))
+        return gwr_ir_error(gwr_ir_tnet(t), GWR_ERR_NOMEM, "out of memory");
     return GWR_OK;
 }
 
@@ -538,7 +580,7 @@ gwr_tensor *gwr_network_add_input(gwr_network *net, const char *name, gwr_dtype 
         free(d), free(t);
         return NULL;
     }
-    if (gwr_ir_namemap_put(&net->tensor_names, t)) {
+    if (name_put(net, &net->tensor_names, t, gwr_ir_name_hash(d))) {
         free(d), free(t);
         gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
         return NULL;
@@ -682,14 +724,16 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
     }
     char buf[160];
     uint32_t hl;
+    int fresh = 0; /* a generated name known to be free (next_name) */
+    int generated = !name;
     if (name) {
         if (!name_ok(net, name, "layer")) return NULL;
         hl = gwr_ir_name_hash(name);
     } else {
-        name = next_name(net, op, buf, &hl);
+        name = next_name(net, op, buf, &hl, &fresh);
     }
-    namemap_prefetch(&net->layer_names, hl);
-    namemap_prefetch(&net->tensor_names, hl); /* output 0 is usually named after the layer */
+    gwr_ir_namemap_prefetch(&net->layer_names, hl);
+    gwr_ir_namemap_prefetch(&net->tensor_names, hl); /* output 0 is usually named after the layer */
     gwr_op_id id = gwr_op_lookup(domain, op);
     if (name != buf) {
         if (gwr_ir_namemap_get_h(&net->layer_names, name, hl)) {
@@ -697,8 +741,12 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
             return NULL;
         }
     } else {
-        while (gwr_ir_namemap_get_h(&net->layer_names, name, hl)) name = next_name(net, op, buf, &hl);
+        while (!fresh && gwr_ir_namemap_get_h(&net->layer_names, name, hl))
+            name = next_name(net, op, buf, &hl, &fresh);
     }
+    /* Given output names are checked against the map only, not against
+     * the names made for the other outputs: look those up. */
+    if (output_names) fresh = 0;
     /* Output names: given, or the layer's name for output 0 and
      * "<layer>:<i>" for the others, made unique among tensors. */
     for (int i = 0; output_names && i < noutputs; i++) {
@@ -715,6 +763,8 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
             }
     }
     size_t namelen = strlen(name) + 1;
+    /* "<layer>:<i>" keeps the layer's number only when not cut below. */
+    int fresh_outs = fresh && namelen - 1 <= 120;
     int incap = ninputs;
     size_t size = sizeof(gwr_layer) + (size_t)noutputs * sizeof(gwr_tensor) +
                   (size_t)incap * sizeof(gwr_tensor *) + namelen;
@@ -759,10 +809,18 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
             if (i == 0) {
                 tn = lname, th = hl;
             } else {
-                snprintf(tbuf, sizeof tbuf, "%.120s:%d", lname, i);
+                /* "%.120s:%d", without printf's cost (plugins have two outputs) */
+                size_t n = namelen - 1 < 120 ? namelen - 1 : 120;
+                memcpy(tbuf, lname, n);
+                tbuf[n++] = ':';
+                char digits[12];
+                int k = 0;
+                for (int v = i; k == 0 || v; v /= 10) digits[k++] = (char)('0' + v % 10);
+                while (k) tbuf[n++] = digits[--k];
+                tbuf[n] = 0;
                 tn = tbuf, th = gwr_ir_name_hash(tn);
             }
-            if (gwr_ir_namemap_get_h(&net->tensor_names, tn, th))
+            if (!(i ? fresh_outs : fresh) && gwr_ir_namemap_get_h(&net->tensor_names, tn, th))
                 tn = unique_name(net, &net->tensor_names, tn == lname ? lname : tbuf, buf, &th);
         } else {
             th = gwr_ir_name_hash(tn);
@@ -770,7 +828,11 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
         if (tn == lname) t->name = lname; /* shares the block's copy */
         else if (!(t->name = gwr_strdup(tn))) failed = 1;
         else t->flags |= TF_OWN_NAME;
-        if (failed || gwr_ir_namemap_put_h(&net->tensor_names, t, th)) {
+        /* Names from the counter (a generated layer name and those made
+         * from it, or unique_name's) need no note (see next_name). */
+        int from_counter = !(output_names && output_names[i]) && (generated || tn == buf);
+        if (failed || (from_counter ? gwr_ir_namemap_put_h(&net->tensor_names, t, th)
+                                    : name_put(net, &net->tensor_names, t, th))) {
             for (int j = 0; j <= i; j++) {
                 gwr_ir_namemap_del(&net->tensor_names, &outs[j]);
                 if (outs[j].flags & TF_OWN_NAME) free((void *)outs[j].name);
@@ -780,7 +842,7 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
             return NULL;
         }
     }
-    if (gwr_ir_namemap_put_h(&net->layer_names, l, hl)) {
+    if (generated ? gwr_ir_namemap_put_h(&net->layer_names, l, hl) : name_put(net, &net->layer_names, l, hl)) {
         for (int j = 0; j < noutputs; j++) {
             gwr_ir_namemap_del(&net->tensor_names, &outs[j]);
             if (outs[j].flags & TF_OWN_NAME) free((void *)outs[j].name);

@@ -3,7 +3,6 @@
  * stages of a rewrite: take the old subgraph's inputs and outputs, build
  * the replacement from those inputs, redirect the old outputs' users, mark
  * the old layers removed (the manager prunes them at the end). */
-#include <stdio.h>
 #include <string.h>
 
 #include "gwr/passes.h"
@@ -85,10 +84,30 @@ static int recreate(gwr_rewrite_ctx *c, gwr_flayer *f, const gwr_args *args, fix
 /* x reshaped to `dims` (3 values). Every plugin of a network is packed to
  * the same shape, so the shape constant is shared: one layer per distinct
  * shape, found again by its name, instead of one per rewrite. */
+/* Writes v in decimal at p; returns the end. (snprintf's cost showed in
+ * every rewrite of this pattern.) */
+static char *put_i64(char *p, int64_t v) {
+    char d[24];
+    int k = 0;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do d[k++] = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    if (v < 0) *p++ = '-';
+    while (k) *p++ = d[--k];
+    return p;
+}
+
 static gwr_tensor *reshape3(gwr_network *net, gwr_tensor *x, const int64_t dims[3]) {
-    char name[128];
-    snprintf(name, sizeof name, "gwr.reshape_to.%lldx%lldx%lld", (long long)dims[0], (long long)dims[1],
-             (long long)dims[2]);
+    /* "gwr.reshape_to.<d0>x<d1>x<d2>" */
+    static const char prefix[] = "gwr.reshape_to.";
+    char name[sizeof prefix + 3 * 21];
+    char *p = name + sizeof prefix - 1;
+    memcpy(name, prefix, sizeof prefix - 1);
+    for (int i = 0; i < 3; i++) {
+        if (i) *p++ = 'x';
+        p = put_i64(p, dims[i]);
+    }
+    *p = 0;
     gwr_layer *k = gwr_network_find_layer(net, name);
     const gwr_weights *w = NULL;
     int ok = k && !gwr_layer_is_removed(k) && gwr_layer_type(k) == GWR_LAYER_CONSTANT &&

@@ -1495,6 +1495,147 @@ done:
     gwr_network_free(net);
 }
 
+/* Generated names skip the uniqueness lookup once the counter has passed
+ * every number an explicit name ends in: names that look generated, given
+ * before or after, must still never be taken twice. */
+TEST(test_generated_names_vs_explicit) {
+    gwr_network *net = gwr_network_new("gen");
+    gwr_tensor *x = in_f32(net, "x");
+    gwr_layer *first = lay1(net, "Relu", "Relu_3", x); /* what the counter will make */
+    if (!CHECK(x && first)) goto done;
+    gwr_layer *g[12];
+    for (int i = 0; i < 12; i++) {
+        g[i] = lay1(net, "Relu", NULL, x);
+        if (!CHECK(g[i])) goto done;
+        CHECK(gwr_network_find_layer(net, gwr_layer_name(g[i])) == g[i]);
+        CHECK(gwr_network_find_tensor(net, gwr_tensor_name(out0(g[i]))) == out0(g[i]));
+    }
+    CHECK(gwr_network_find_layer(net, "Relu_3") == first);
+    /* Explicit names ahead of the counter, given after: a layer, a tensor,
+     * and the "<layer>:<i>" form of a second output. */
+    CHECK_OK(gwr_layer_set_name(g[0], "Relu_40"));
+    CHECK_OK(gwr_tensor_set_name(out0(g[1]), "Relu_41"));
+    CHECK_OK(gwr_tensor_set_name(out0(g[2]), "Split_44:1"));
+    CHECK_OK(gwr_layer_set_name(g[3], "a_99999999999999999999999999")); /* past any counter */
+    gwr_tensor *ins[1] = {x};
+    for (int i = 0; i < 50; i++) {
+        gwr_layer *l = i % 2 ? lay1(net, "Relu", NULL, x) : gwr_network_add_layer(net, "Split", "", NULL, 1, ins, 2, NULL);
+        if (!CHECK(l)) goto done;
+        CHECK(gwr_network_find_layer(net, gwr_layer_name(l)) == l);
+        for (int o = 0; o < gwr_layer_num_outputs(l); o++)
+            CHECK(gwr_network_find_tensor(net, gwr_tensor_name(gwr_layer_output(l, o))) == gwr_layer_output(l, o));
+    }
+    CHECK(gwr_network_find_layer(net, "Relu_40") == g[0]);
+    CHECK(gwr_network_find_tensor(net, "Relu_41") == out0(g[1]));
+    CHECK(gwr_network_find_tensor(net, "Split_44:1") == out0(g[2]));
+    CHECK_OK(gwr_network_verify(net)); /* every name once in its map */
+done:
+    gwr_network_free(net);
+}
+
+/* The name maps through churn: many layers dropped and added again, every
+ * surviving name still found, every dropped one gone. */
+TEST(test_names_under_churn) {
+    enum { N = 6000 };
+    gwr_network *net = gwr_network_new("churn");
+    gwr_tensor *x = in_f32(net, "x");
+    static char names[N][32];
+    gwr_layer *l[N];
+    if (!CHECK(x)) goto done;
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < N; i++) {
+            l[i] = lay1(net, i % 2 ? "Relu" : "Neg", NULL, x);
+            if (!CHECK(l[i])) goto done;
+            snprintf(names[i], sizeof names[i], "%s", gwr_layer_name(l[i]));
+            if (i % 3 == 0) CHECK_OK(gwr_network_mark_output(net, out0(l[i])));
+        }
+        int64_t n = -1;
+        CHECK_OK(gwr_network_prune(net, &n));
+        CHECK_EQ_INT(n, N - N / 3 + (round ? N / 3 : 0)); /* and the last round's, no longer outputs */
+        for (int i = 0; i < N; i++) {
+            gwr_layer *f = gwr_network_find_layer(net, names[i]);
+            gwr_tensor *t = gwr_network_find_tensor(net, names[i]);
+            if (i % 3 == 0) CHECK(f == l[i] && t == out0(l[i]));
+            else CHECK(!f && !t);
+        }
+        for (int i = 0; i < N; i += 3) CHECK_OK(gwr_network_unmark_output(net, out0(l[i])));
+        CHECK_OK(gwr_network_verify(net));
+    }
+    int64_t n = -1;
+    CHECK_OK(gwr_network_prune(net, &n)); /* no outputs left: all dead */
+    CHECK_EQ_INT(n, N / 3);
+    CHECK_EQ_INT(gwr_network_num_layers(net), 0);
+    CHECK_OK(gwr_network_verify(net));
+done:
+    gwr_network_free(net);
+}
+
+/* Prune by counting readers: dead chains go whole, a layer reading one
+ * dead tensor twice, a removed layer read only by dead ones; a removed
+ * layer still read by a live one is refused, naming that reader. */
+TEST(test_prune_dead_chains) {
+    gwr_network *net = gwr_network_new("chains");
+    gwr_tensor *x = in_f32(net, "x");
+    gwr_layer *keep = lay1(net, "Relu", "keep", x);
+    gwr_layer *a = lay1(net, "Relu", "a", out0(keep));
+    gwr_layer *b = lay2(net, "Add", "b", out0(a), out0(a)); /* reads a twice */
+    gwr_layer *c = lay1(net, "Neg", "c", out0(b));
+    gwr_layer *r = lay1(net, "Exp", "r", x);                /* removed */
+    gwr_layer *rd = lay1(net, "Neg", "rd", out0(r));        /* dead, reads r */
+    if (!CHECK(x && keep && a && b && c && r && rd)) goto done;
+    CHECK_OK(gwr_network_mark_output(net, out0(keep)));
+    CHECK_OK(gwr_layer_mark_as_removed(r));
+    int64_t n = -1;
+    CHECK_OK(gwr_network_prune(net, &n));
+    CHECK_EQ_INT(n, 5);
+    CHECK_EQ_INT(gwr_network_num_layers(net), 1);
+    CHECK(gwr_network_layer(net, 0) == keep);
+    CHECK_EQ_INT(gwr_tensor_num_users(out0(keep)), 0);
+    CHECK_EQ_INT(gwr_tensor_num_users(x), 1);
+    CHECK_OK(gwr_network_verify(net));
+    /* A removed layer with a live reader. */
+    gwr_layer *m = lay1(net, "Relu", "m", x);
+    gwr_layer *u = lay1(net, "Relu", "u", out0(m));
+    if (!CHECK(m && u)) goto done;
+    CHECK_OK(gwr_network_mark_output(net, out0(u)));
+    CHECK_OK(gwr_layer_mark_as_removed(m));
+    CHECK_EQ_INT(gwr_network_prune(net, &n), GWR_ERR_STATE);
+    CHECK(strstr(gwr_network_errmsg(net), "'m'") && strstr(gwr_network_errmsg(net), "'u'"));
+    CHECK_EQ_INT(gwr_network_num_layers(net), 3);
+    CHECK_OK(gwr_network_verify(net));
+done:
+    gwr_network_free(net);
+}
+
+/* A subgraph not attached to any layer that reads a tensor of its parent:
+ * the parent's use lists then name a layer of another network (counted,
+ * checked by verify) and prune takes the search from the outputs, as it
+ * does with subgraphs attached; after the subgraph is freed, counting
+ * again. Either way the same layers go. */
+TEST(test_prune_with_detached_subgraph) {
+    gwr_network *net = gwr_network_new("outer");
+    gwr_tensor *x = in_f32(net, "x");
+    gwr_layer *p = lay1(net, "Relu", "p", x);
+    gwr_layer *q = lay1(net, "Relu", "q", x);
+    gwr_network *g = gwr_network_new_subgraph(net, "g");
+    if (!CHECK(x && p && q && g)) goto done;
+    CHECK_OK(gwr_network_mark_output(net, out0(q)));
+    gwr_layer *inner = lay1(g, "Neg", "inner", out0(p));
+    if (!CHECK(inner)) goto done;
+    CHECK_EQ_INT(gwr_tensor_num_users(out0(p)), 1);
+    CHECK_OK(gwr_network_verify(net));
+    gwr_network_free(g);
+    CHECK_EQ_INT(gwr_tensor_num_users(out0(p)), 0);
+    CHECK_OK(gwr_network_verify(net));
+    int64_t n = -1;
+    CHECK_OK(gwr_network_prune(net, &n));
+    CHECK_EQ_INT(n, 1);
+    CHECK(gwr_network_find_layer(net, "p") == NULL);
+    CHECK_OK(gwr_network_verify(net));
+done:
+    gwr_network_free(net);
+}
+
 /* ---- subgraphs and graph attributes ---------------------------------------- */
 
 TEST(test_subgraphs) {
@@ -2537,6 +2678,10 @@ int main(void) {
     RUN(test_mark_removed);
     RUN(test_prune);
     RUN(test_prune_refuses_used_removed);
+    RUN(test_generated_names_vs_explicit);
+    RUN(test_names_under_churn);
+    RUN(test_prune_dead_chains);
+    RUN(test_prune_with_detached_subgraph);
     RUN(test_subgraphs);
     RUN(test_attrs_scalars_lists);
     RUN(test_attrs_tensors);

@@ -48,6 +48,7 @@ static void slot_set(gwr_name_slot *s, void *obj, uint32_t h) {
 static int namemap_resize(gwr_namemap *m, int64_t ncap) {
     gwr_name_slot *slots = calloc((size_t)ncap, sizeof *slots);
     if (!slots) return -1;
+    gwr_advise_huge(slots, (size_t)ncap * sizeof *slots);
     for (int64_t i = 0; i < m->cap; i++) {
         if (!m->slots[i].hash) continue;
         int64_t j = (int64_t)(m->slots[i].hash & (uint64_t)(ncap - 1));

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* ---- errors ---- */
 
@@ -214,6 +215,17 @@ void gwr_strmap_del(gwr_strmap *m, const char *key, const void *val) {
     }
 }
 
+void gwr_advise_huge(void *p, size_t n) {
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    if (!p || n < 2 * huge) return;
+    uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + n) & ~(huge - 1);
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+    (void)p, (void)n;
+#endif
+}
+
 static int ptrmap_resize(gwr_ptrmap *m, int64_t ncap) {
     const void **keys = calloc((size_t)ncap, sizeof *keys);
     void **vals = calloc((size_t)ncap, sizeof *vals);
@@ -221,6 +233,8 @@ static int ptrmap_resize(gwr_ptrmap *m, int64_t ncap) {
         free(keys), free(vals);
         return -1;
     }
+    gwr_advise_huge(keys, (size_t)ncap * sizeof *keys);
+    gwr_advise_huge(vals, (size_t)ncap * sizeof *vals);
     for (int64_t i = 0; i < m->cap; i++) {
         if (!m->keys[i]) continue;
         int64_t j = (int64_t)(gwr_hash_ptr(m->keys[i]) & (uint64_t)(ncap - 1));

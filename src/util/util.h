@@ -46,6 +46,12 @@ int gwr_grow(void **arr, size_t elem, int64_t *cap, int64_t need);
 char *gwr_strdup(const char *s);
 char *gwr_memdup(const void *p, size_t n);
 
+/* Asks the kernel for huge pages under the 2 MB-aligned part of [p, p+n)
+ * (a big hash table probed at random: one TLB entry per 2 MB instead of
+ * per 4 KB). Only for memory not touched yet (fresh calloc of 4 MB and
+ * more, which glibc maps anew); a hint, ignored where unsupported. */
+void gwr_advise_huge(void *p, size_t n);
+
 /* A bump allocator: objects live until the arena is freed. */
 typedef struct gwr_arena_chunk gwr_arena_chunk;
 typedef struct gwr_arena {

@@ -19,9 +19,12 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_replace_add_with_sub;
  * through its FLayerInfo with qkv reshaped to (1, batch_size*in_len,
  * hidden_size) and remove_padding set; its context output is reshaped
  * back to (batch_size, in_len, hidden). Needs the manager's args
- * batch_size, in_len and hidden_size (the qkv width). Does not fire when
- * qkv's known dims disagree with the args or when the plugin's present
- * output is read (its packed layout differs). */
+ * batch_size, in_len and hidden_size (the qkv width). A plugin without an
+ * attention_mask gets the sequence lengths (a constant of batch_size
+ * in_len's, shared) so the packed sequences stay apart; a (batch, seq)
+ * mask marks them already. Does not fire when qkv's known dims disagree
+ * with the args or when the plugin's present output is read (its packed
+ * layout differs). */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_gpt_attention_remove_padding;
 /* An Add of a non-constant tensor and a 1-D constant whose output is read
  * only by a GPTAttention plugin's qkv, with qkv_bias unset and not a

@@ -3,6 +3,7 @@
  * stages of a rewrite: take the old subgraph's inputs and outputs, build
  * the replacement from those inputs, redirect the old outputs' users, mark
  * the old layers removed (the manager prunes them at the end). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "gwr/passes.h"
@@ -123,6 +124,31 @@ static gwr_tensor *reshape3(gwr_network *net, gwr_tensor *x, const int64_t dims[
     return shape && gwr_op_call(net, "", "Reshape", 2, in, NULL, 1, &out) ? out : NULL;
 }
 
+/* The sequence lengths of b sequences of s tokens, as a 1-D int64
+ * constant ("gwr.seq_lengths.<b>x<s>", shared like reshape3's shapes):
+ * what tells a packed plugin where each sequence starts. */
+static gwr_tensor *seq_lengths(gwr_network *net, int64_t b, int64_t s) {
+    static const char prefix[] = "gwr.seq_lengths.";
+    char name[sizeof prefix + 2 * 21];
+    char *p = name + sizeof prefix - 1;
+    memcpy(name, prefix, sizeof prefix - 1);
+    p = put_i64(p, b);
+    *p++ = 'x';
+    *put_i64(p, s) = 0;
+    gwr_layer *k = gwr_network_find_layer(net, name);
+    const gwr_weights *w = NULL;
+    if (k && !gwr_layer_is_removed(k) && gwr_layer_type(k) == GWR_LAYER_CONSTANT &&
+        !gwr_layer_get_tensor(k, "value", &w) && w->dtype == GWR_INT64 && w->rank == 1 && w->dims[0] == b)
+        return gwr_layer_output(k, 0);
+    int64_t *v = malloc((size_t)b * sizeof *v);
+    if (!v) return NULL;
+    for (int64_t i = 0; i < b; i++) v[i] = s;
+    gwr_tensor *t = gwr_constant(net, GWR_INT64, 1, &b, v);
+    free(v);
+    if (t && !k && !gwr_layer_set_name(gwr_tensor_parent(t), name)) gwr_tensor_set_name(t, name);
+    return t;
+}
+
 static int get_arg(gwr_rewrite_ctx *c, const char *name, int64_t *v) {
     return gwr_args_get_int(gwr_rewrite_ctx_args(c), name, v) == GWR_OK && *v > 0 && *v <= (INT64_C(1) << 31);
 }
@@ -169,7 +195,13 @@ static int remove_padding(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_args *args = gwr_flayer_clone_inputs(f);
     if (!args) return gwr_rewrite_fail(c, GWR_ERR_NOMEM, "out of memory");
     int r = -1;
-    if (!gwr_args_set_tensor(args, "qkv", packed) && !gwr_args_set_int(args, "remove_padding", 1))
+    /* Packed, the batch rows run together: without a mask, whose (batch,
+     * seq) shape marks them, the plugin gets the lengths. */
+    gwr_tensor *lengths = gwr_flayer_get_input(f, "attention_mask") ? NULL : seq_lengths(net, b, s);
+    if (!gwr_flayer_get_input(f, "attention_mask") && !lengths)
+        r = gwr_rewrite_fail(c, GWR_ERR_NOMEM, "out of memory");
+    else if (!gwr_args_set_tensor(args, "qkv", packed) && !gwr_args_set_int(args, "remove_padding", 1) &&
+             (!lengths || !gwr_args_set_tensor(args, "attention_mask", lengths)))
         r = recreate(c, f, args, unpad_context);
     else
         r = gwr_rewrite_fail(c, GWR_ERR_NOMEM, "out of memory");

@@ -109,7 +109,7 @@ static int compare(const gwr_value *got, const gwr_value *want, double rtol, dou
     if (dt == GWR_STRING) {
         const gwr_bytes *x = gwr_value_cdata(got), *y = gwr_value_cdata(want);
         for (int64_t i = 0; i < n; i++)
-            if (x[i].len != y[i].len || memcmp(x[i].data, y[i].data, x[i].len)) {
+            if (x[i].len != y[i].len || (x[i].len && memcmp(x[i].data, y[i].data, x[i].len))) {
                 snprintf(why, size, "string %lld differs", (long long)i);
                 return 1;
             }

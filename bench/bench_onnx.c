@@ -1,6 +1,9 @@
 /* bench_onnx.c - generators and timers for the ONNX benchmarks (issue 3).
  *
- *   bench_onnx gen-gpt BLOCKS HIDDEN FILE      a GPT-style decoder in plain ONNX ops
+ *   bench_onnx gen-gpt BLOCKS HIDDEN FILE [--static]
+ *                                              a GPT-style decoder in plain ONNX ops; with
+ *                                              --static the input and output dims are fixed
+ *                                              (batch 1, seq 128) instead of symbolic
  *   bench_onnx gen-big MIB FILE [--external]   a decoder holding about MIB MiB of weights
  *   bench_onnx load FILE [REPEAT]              time gwr_onnx_load (best of REPEAT), peak RSS
  *   bench_onnx convert IN OUT [REPEAT]         time load + save (the work of `gwr convert`)
@@ -39,26 +42,35 @@ static int die(const char *what, const char *msg) {
     return 1;
 }
 
-static int gen(const char *path, int blocks, int hidden, int external) {
+static int gen(const char *path, int blocks, int hidden, int external, int fixed) {
     gwr_network *net = gwr_network_new("gpt");
     gwr_gpt_config cfg = {.blocks = blocks, .hidden = hidden, .heads = hidden >= 64 ? hidden / 64 : 1,
                           .use_plugin = 0, .seed = 1};
-    if (!gwr_build_gpt(net, &cfg)) return die("gwr_build_gpt", gwr_network_errmsg(net));
+    gwr_tensor *y = gwr_build_gpt(net, &cfg);
+    if (!y) return die("gwr_build_gpt", gwr_network_errmsg(net));
+    if (fixed) {
+        /* Only the graph's input and output: the file keeps no inner shapes. */
+        gwr_dim dims[3] = {1, 128, hidden};
+        gwr_tensor *x = gwr_network_find_tensor(net, "x");
+        if (!x || gwr_tensor_set_type(x, GWR_FLOAT32, 3, dims) || gwr_tensor_set_type(y, GWR_FLOAT32, 3, dims))
+            return die("--static", gwr_network_errmsg(net));
+    }
     gwr_network_set_prop(net, "onnx.producer_name", "gwr bench", 9);
     gwr_onnx_save_options opt = {.external_data = external};
     if (gwr_onnx_save(net, path, &opt)) return die(path, gwr_network_errmsg(net));
-    printf("%s: %d blocks, hidden %d, %lld layers, %.1f MiB%s\n", path, blocks, hidden,
-           (long long)gwr_network_num_layers(net), file_mib(path), external ? " (+ external data)" : "");
+    printf("%s: %d blocks, hidden %d, %lld layers, %.1f MiB%s%s\n", path, blocks, hidden,
+           (long long)gwr_network_num_layers(net), file_mib(path), external ? " (+ external data)" : "",
+           fixed ? ", input and output [1, 128, hidden]" : ", input and output [batch, seq, hidden]");
     gwr_network_free(net);
     return 0;
 }
 
 int main(int argc, char **argv) {
-    if (argc >= 5 && !strcmp(argv[1], "gen-gpt")) return gen(argv[4], atoi(argv[2]), atoi(argv[3]), 0);
+    if (argc >= 5 && !strcmp(argv[1], "gen-gpt")) return gen(argv[4], atoi(argv[2]), atoi(argv[3]), 0, argc > 5 && !strcmp(argv[5], "--static"));
     if (argc >= 4 && !strcmp(argv[1], "gen-big")) {
         /* Weights per block: 12 * hidden^2 floats; hidden 1024 gives 48 MiB. */
         int mib = atoi(argv[2]), blocks = (mib + 47) / 48;
-        return gen(argv[3], blocks, 1024, argc > 4 && !strcmp(argv[4], "--external"));
+        return gen(argv[3], blocks, 1024, argc > 4 && !strcmp(argv[4], "--external"), 0);
     }
     if (argc >= 3 && !strcmp(argv[1], "load")) {
         int rep = argc > 3 ? atoi(argv[3]) : 1;

@@ -685,6 +685,15 @@ static const gwr_op_info *custom_op(gwr_network *net, const char *domain, const 
     return info;
 }
 
+/* Takes the first n outputs of a layer being added, all in the tensor name
+ * map, back out of it, and frees the names they own. */
+static void undo_outputs(gwr_network *net, gwr_tensor *outs, int n) {
+    for (int j = 0; j < n; j++) {
+        gwr_ir_namemap_del(&net->tensor_names, &outs[j]);
+        if (outs[j].flags & TF_OWN_NAME) free((void *)outs[j].name);
+    }
+}
+
 gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *domain, const char *name,
                                  int ninputs, gwr_tensor *const *inputs, int noutputs,
                                  const char *const *output_names) {
@@ -797,7 +806,7 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
     l->ninputs = l->incap = ninputs;
     l->noutputs = noutputs;
     gwr_tensor *outs = gwr_ir_outputs(l);
-    int failed = 0;
+    int made = 0; /* outputs named here, not given: a given name may equal one */
     for (int i = 0; i < noutputs; i++) {
         gwr_tensor *t = &outs[i];
         t->producer = l;
@@ -823,9 +832,18 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
             }
             if (!(i ? fresh_outs : fresh) && gwr_ir_namemap_get_h(&net->tensor_names, tn, th))
                 tn = unique_name(net, &net->tensor_names, tn == lname ? lname : tbuf, buf, &th);
+            made = 1;
         } else {
             th = gwr_ir_name_hash(tn);
+            /* Checked against the map above, before the names made here. */
+            if (made && gwr_ir_namemap_get_h(&net->tensor_names, tn, th)) {
+                undo_outputs(net, outs, i);
+                free(l);
+                gwr_ir_error(net, GWR_ERR_DUPLICATE, "output name '%s' is also the name made for another output", tn);
+                return NULL;
+            }
         }
+        int failed = 0;
         if (tn == lname) t->name = lname; /* shares the block's copy */
         else if (!(t->name = gwr_strdup(tn))) failed = 1;
         else t->flags |= TF_OWN_NAME;
@@ -834,20 +852,15 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
         int from_counter = !(output_names && output_names[i]) && (generated || tn == buf);
         if (failed || (from_counter ? gwr_ir_namemap_put_h(&net->tensor_names, t, th)
                                     : name_put(net, &net->tensor_names, t, th))) {
-            for (int j = 0; j <= i; j++) {
-                gwr_ir_namemap_del(&net->tensor_names, &outs[j]);
-                if (outs[j].flags & TF_OWN_NAME) free((void *)outs[j].name);
-            }
+            if (t->flags & TF_OWN_NAME) free((void *)t->name); /* not in the map */
+            undo_outputs(net, outs, i);
             free(l);
             gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
             return NULL;
         }
     }
     if (generated ? gwr_ir_namemap_put_h(&net->layer_names, l, hl) : name_put(net, &net->layer_names, l, hl)) {
-        for (int j = 0; j < noutputs; j++) {
-            gwr_ir_namemap_del(&net->tensor_names, &outs[j]);
-            if (outs[j].flags & TF_OWN_NAME) free((void *)outs[j].name);
-        }
+        undo_outputs(net, outs, noutputs);
         free(l);
         gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
         return NULL;
@@ -863,10 +876,7 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
             for (int j = 0; j < i; j++)
                 if (l->inputs[j]) gwr_ir_use_del(l->inputs[j], l, j);
             gwr_ir_namemap_del(&net->layer_names, l);
-            for (int j = 0; j < noutputs; j++) {
-                gwr_ir_namemap_del(&net->tensor_names, &outs[j]);
-                if (outs[j].flags & TF_OWN_NAME) free((void *)outs[j].name);
-            }
+            undo_outputs(net, outs, noutputs);
             free(l);
             gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
             return NULL;

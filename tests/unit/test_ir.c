@@ -685,6 +685,30 @@ TEST(test_names_lookup_rename) {
     CHECK(gwr_network_input(net, 0) == x);
     CHECK_OK(gwr_network_verify(net));
 
+    /* a given output name equal to the name made for an earlier output of
+     * the same layer ("sp" for output 0, "sp:1" for output 1): refused,
+     * and nothing of the layer is left behind */
+    {
+        int64_t before = gwr_network_num_layers(net);
+        gwr_tensor *sins[1] = {x};
+        const char *clash0[2] = {NULL, "sp"}, *clash1[3] = {NULL, NULL, "sp:1"};
+        CHECK(gwr_network_add_layer(net, "Split", "", "sp", 1, sins, 2, clash0) == NULL);
+        CHECK_CONTAINS(gwr_network_errmsg(net), "'sp'");
+        CHECK(gwr_network_add_layer(net, "Split", "", "sp", 1, sins, 3, clash1) == NULL);
+        CHECK_CONTAINS(gwr_network_errmsg(net), "'sp:1'");
+        CHECK_EQ_INT(gwr_network_num_layers(net), before);
+        CHECK(gwr_network_find_tensor(net, "sp") == NULL);
+        CHECK(gwr_network_find_tensor(net, "sp:1") == NULL);
+        CHECK(gwr_network_find_layer(net, "sp") == NULL);
+        const char *fine[2] = {NULL, "sp_second"};
+        gwr_layer *sp = gwr_network_add_layer(net, "Split", "", "sp", 1, sins, 2, fine);
+        if (CHECK(sp != NULL)) {
+            CHECK_STR(gwr_tensor_name(gwr_layer_output(sp, 0)), "sp");
+            CHECK_STR(gwr_tensor_name(gwr_layer_output(sp, 1)), "sp_second");
+        }
+        CHECK_OK(gwr_network_verify(net));
+    }
+
     /* auto-generated names: unique, even against names a user took that
      * look exactly like generated ones */
     enum { N = 60 };

@@ -232,7 +232,8 @@ int main(int argc, char **argv) {
            bytes_per_layer[0] <= 256.0 ? "met" : "MISSED");
     printf("(for reference: sizeof(gwr_layer) %zu, sizeof(gwr_tensor) %zu, sizeof(gwr_use) %zu; each layer is\n"
            " one malloc block of layer + output tensor + 2 input pointers + name, plus a slot in the layer\n"
-           " array, in each name map, and in the use list of the shared input)\n",
+           " array, in the generated-name index (names generated, so in neither name map), and in\n"
+           " the use list of the shared input)\n",
            sizeof(gwr_layer), sizeof(gwr_tensor), sizeof(gwr_use));
 
     /* (b) per-call costs by network size */

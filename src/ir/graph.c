@@ -310,8 +310,8 @@ void gwr_ir_discard_new_layer(gwr_layer *l) {
     GWR_IR_NOTIFY(net, layer_dropped, l);
     for (int s = 0; s < l->ninputs; s++)
         if (l->inputs[s]) gwr_ir_use_del(l->inputs[s], l, s);
-    gwr_ir_namemap_del(&net->layer_names, l);
-    for (int o = 0; o < l->noutputs; o++) gwr_ir_namemap_del(&net->tensor_names, &gwr_ir_outputs(l)[o]);
+    gwr_ir_unname_layer(net, l, 0);
+    for (int o = 0; o < l->noutputs; o++) gwr_ir_unname_tensor(net, &gwr_ir_outputs(l)[o], 0);
     if (net->layers[net->nlayers - 1] == l) net->nlayers--;
     if (net->last_added == l) net->last_added = NULL;
     gwr_ir_props_drop(net, l);
@@ -624,12 +624,12 @@ static void drop_layer_edges(gwr_layer *l) {
     for (int s = 0; s < l->ninputs; s++)
         if (l->inputs[s]) gwr_ir_use_del(l->inputs[s], l, s);
     /* Output 0 usually shares the layer's name (and so its hash). */
-    uint32_t h = gwr_ir_name_hash(l->name);
-    gwr_ir_namemap_del_h(&net->layer_names, l, h);
+    uint32_t h = l->flags & LF_GEN_NAME ? 0 : gwr_ir_name_hash(l->name);
     for (int o = 0; o < l->noutputs; o++) {
         gwr_tensor *t = &gwr_ir_outputs(l)[o];
-        gwr_ir_namemap_del_h(&net->tensor_names, t, t->name == l->name ? h : gwr_ir_name_hash(t->name));
+        gwr_ir_unname_tensor(net, t, t->name == l->name ? h : 0);
     }
+    gwr_ir_unname_layer(net, l, h);
     gwr_ir_props_drop(net, l);
     for (int o = 0; o < l->noutputs; o++) gwr_ir_props_drop(net, &gwr_ir_outputs(l)[o]);
     if (net->last_added == l) net->last_added = NULL;
@@ -794,7 +794,7 @@ static void prefetch_drop(gwr_layer *const *v, int64_t i, int64_t n) {
         for (int s = 0; s < l->ninputs; s++)
             if (l->inputs[s]) __builtin_prefetch(&l->inputs[s]->uses);
     }
-    if (i + PRUNE_AHEAD < n) {
+    if (i + PRUNE_AHEAD < n && !(v[i + PRUNE_AHEAD]->flags & LF_GEN_NAME)) {
         const gwr_layer *l = v[i + PRUNE_AHEAD];
         uint32_t h = gwr_ir_name_hash(l->name);
         gwr_ir_namemap_prefetch(&l->net->layer_names, h);
@@ -892,14 +892,14 @@ static gwr_status verify_net(gwr_network *net, const gwr_network *top, gwr_ptrma
         gwr_tensor *t = net->inputs[i];
         if (gwr_ir_tnet(t) != net || !(t->flags & TF_INPUT) || t->out_index != i)
             BAD("network '%s': input %lld ('%s') is inconsistent", nn, (long long)i, t->name);
-        if (gwr_ir_namemap_get(&net->tensor_names, t->name) != t)
+        if (gwr_ir_find_tensor(net, t->name) != t)
             BAD("network '%s': tensor name '%s' is not unique", nn, t->name);
     }
     for (int64_t i = 0; i < net->nlayers; i++) {
         gwr_layer *l = net->layers[i];
         if (l->net != net || l->index != i || (l->flags & LF_DROPPED))
             BAD("network '%s': layer %lld ('%s') is inconsistent with network order", nn, (long long)i, l->name);
-        if (gwr_ir_namemap_get(&net->layer_names, l->name) != l)
+        if (gwr_ir_find_layer(net, l->name) != l)
             BAD("network '%s': layer name '%s' is not unique", nn, l->name);
         if (l->flags & LF_REMOVED) nremoved++;
         ntensors += l->noutputs;
@@ -928,7 +928,7 @@ static gwr_status verify_net(gwr_network *net, const gwr_network *top, gwr_ptrma
             gwr_tensor *t = &gwr_ir_outputs(l)[o];
             if (t->producer != l || t->out_index != o || gwr_ir_tnet(t) != net)
                 BAD("layer '%s' output %d ('%s') is inconsistent", l->name, o, t->name);
-            if (gwr_ir_namemap_get(&net->tensor_names, t->name) != t)
+            if (gwr_ir_find_tensor(net, t->name) != t)
                 BAD("network '%s': tensor name '%s' is not unique", nn, t->name);
         }
         if (l->type == GWR_LAYER_CONSTANT && !strcmp(l->info->domain, "")) {
@@ -960,10 +960,12 @@ static gwr_status verify_net(gwr_network *net, const gwr_network *top, gwr_ptrma
     if (ngraphs != net->ngraph_attrs)
         BAD("internal: %lld graph attributes but the count says %lld", (long long)ngraphs,
             (long long)net->ngraph_attrs);
-    if (net->layer_names.count != net->nlayers)
-        BAD("internal: %lld layer names for %lld layers", (long long)net->layer_names.count, (long long)net->nlayers);
-    if (net->tensor_names.count != ntensors)
-        BAD("internal: %lld tensor names for %lld tensors", (long long)net->tensor_names.count, (long long)ntensors);
+    if (net->layer_names.count + net->ngen_layers != net->nlayers)
+        BAD("internal: %lld + %lld layer names for %lld layers", (long long)net->layer_names.count,
+            (long long)net->ngen_layers, (long long)net->nlayers);
+    if (net->tensor_names.count + net->ngen_tensors != ntensors)
+        BAD("internal: %lld + %lld tensor names for %lld tensors", (long long)net->tensor_names.count,
+            (long long)net->ngen_tensors, (long long)ntensors);
     gwr_layer **order, *cyc;
     gwr_status ts = topo_order(net, &order, &cyc);
     if (ts == GWR_ERR_CYCLE) return gwr_ir_error(net, ts, "network '%s' has a cycle through layer '%s'", nn, cyc->name);

@@ -23,6 +23,13 @@ void gwr_ir_namemap_del(gwr_namemap *m, void *obj);
 void gwr_ir_namemap_prefetch(const gwr_namemap *m, uint32_t h);
 /* h: gwr_ir_name_hash of obj's name, when the caller has it. */
 void gwr_ir_namemap_del_h(gwr_namemap *m, void *obj, uint32_t h);
+/* Name lookups in a network: its maps, then its generated names. */
+gwr_layer *gwr_ir_find_layer(const gwr_network *net, const char *name);
+gwr_tensor *gwr_ir_find_tensor(const gwr_network *net, const char *name);
+/* Takes a layer's or tensor's name out of where lookups find it (before
+ * the name changes or the object goes). h: the name's hash, or 0. */
+void gwr_ir_unname_layer(gwr_network *net, gwr_layer *l, uint32_t h);
+void gwr_ir_unname_tensor(gwr_network *net, gwr_tensor *t, uint32_t h);
 gwr_status gwr_ir_tensor_rename(gwr_tensor *t, const char *name);
 gwr_status gwr_ir_tensor_own_name(gwr_tensor *t);
 void gwr_ir_tensor_swap_names(gwr_tensor *a, gwr_tensor *b);

@@ -20,7 +20,9 @@ typedef struct gwr_ishape {
 
 /* TF_FLAYER_REF: some FLayerInfo names this tensor (kept by the
  * functional room's memo, so that its listener skips the others). */
-enum { TF_INPUT = 1, TF_OWN_NAME = 2, TF_FLAYER_REF = 4 };
+/* TF_GEN_NAME: the tensor's name was made from its generated layer's and
+ * is found through net->gen, not tensor_names (see gwr_network.gen). */
+enum { TF_INPUT = 1, TF_OWN_NAME = 2, TF_FLAYER_REF = 4, TF_GEN_NAME = 8 };
 
 /* Owned by its producer layer's block (layer outputs) or by the network
  * (graph inputs). `name` is first: the name maps read it as the key. */
@@ -45,7 +47,9 @@ struct gwr_tensor {
 #define GWR_RANK_STEP 8
 
 /* LF_HAS_FLAYER: an FLayerInfo is recorded on the layer (the memo's). */
-enum { LF_REMOVED = 1, LF_DROPPED = 2, LF_OWN_NAME = 4, LF_OWN_INPUTS = 8, LF_HAS_FLAYER = 16 };
+/* LF_GEN_NAME: the layer's name came fresh from the counter and is found
+ * through net->gen, not layer_names (see gwr_network.gen). */
+enum { LF_REMOVED = 1, LF_DROPPED = 2, LF_OWN_NAME = 4, LF_OWN_INPUTS = 8, LF_HAS_FLAYER = 16, LF_GEN_NAME = 32 };
 
 typedef struct gwr_attr {
     const char *name;             /* interned in the root network */
@@ -155,6 +159,19 @@ struct gwr_network {
      * counter value >= name_floor cannot be taken, and add_layer skips
      * looking it up (see next_name). */
     uint64_t name_floor;
+    /* Generated names, kept out of the maps: a layer added with a fresh
+     * counter name "<op>_<n>" (n < GWR_GEN_MAX) is gen[n], marked
+     * LF_GEN_NAME, and its outputs named after it ("<op>_<n>",
+     * "<op>_<n>:<i>") are marked TF_GEN_NAME; none of them is in
+     * layer_names or tensor_names. A lookup that misses the maps parses n
+     * (and i) back from the name. A layer built by a rewrite then costs no
+     * name-map slot, and no cache miss to insert or delete one, which is
+     * most of what naming costs in a network of a million layers. gen[n]
+     * is cleared when neither the layer nor an output keeps the mark.
+     * ngen_*: how many layers and tensors are marked (verify counts them
+     * with the maps). */
+    gwr_layer **gen;
+    int64_t gen_cap, ngen_layers, ngen_tensors;
     gwr_layer *last_added;
     gwr_props props;              /* the network's own */
     gwr_ptrmap objprops;          /* layer or tensor -> gwr_props (rare: kept aside) */

@@ -155,6 +155,100 @@ static int name_put(gwr_network *net, gwr_namemap *m, void *obj, uint32_t h) {
     return gwr_ir_namemap_put_h(m, obj, h);
 }
 
+/* ---- generated names (see gwr_network.gen) ---- */
+
+#define GWR_GEN_MAX (INT64_C(1) << 31)
+
+/* n of a name "..._<n>" (*k = 0) or "..._<n>:<k>", as next_name and
+ * add_layer write them (no leading zeros); -1 for any other name. */
+static int64_t gen_parse(const char *name, int *k) {
+    const char *end = name + strlen(name), *p = end;
+    *k = 0;
+    while (p > name && p[-1] >= '0' && p[-1] <= '9') p--;
+    if (p == end || end - p > 10 || (*p == '0' && end - p > 1)) return -1;
+    if (p > name && p[-1] == ':') {
+        int v = 0;
+        for (const char *q = p; q < end; q++) v = v * 10 + (*q - '0');
+        if (v > (1 << 24)) return -1;
+        *k = v;
+        end = p - 1, p = end;
+        while (p > name && p[-1] >= '0' && p[-1] <= '9') p--;
+        if (p == end || end - p > 10 || (*p == '0' && end - p > 1)) return -1;
+    }
+    if (p == name || p[-1] != '_') return -1;
+    int64_t v = 0;
+    for (const char *q = p; q < end; q++) v = v * 10 + (*q - '0');
+    return v < GWR_GEN_MAX ? v : -1;
+}
+
+static int gen_marked(const gwr_layer *l) {
+    if (l->flags & LF_GEN_NAME) return 1;
+    for (int o = 0; o < l->noutputs; o++)
+        if (gwr_ir_outputs(l)[o].flags & TF_GEN_NAME) return 1;
+    return 0;
+}
+
+/* After a mark was taken off l or one of its outputs (whose name gave n). */
+static void gen_release(gwr_network *net, gwr_layer *l, int64_t n) {
+    if (n >= 0 && n < net->gen_cap && net->gen[n] == l && !gen_marked(l)) net->gen[n] = NULL;
+}
+
+static gwr_layer *gen_layer(const gwr_network *net, const char *name) {
+    int k;
+    int64_t n = gen_parse(name, &k);
+    if (n < 0 || k || n >= net->gen_cap || !net->gen[n]) return NULL;
+    gwr_layer *l = net->gen[n];
+    return (l->flags & LF_GEN_NAME) && !strcmp(l->name, name) ? l : NULL;
+}
+
+static gwr_tensor *gen_tensor(const gwr_network *net, const char *name) {
+    int k;
+    int64_t n = gen_parse(name, &k);
+    if (n < 0 || n >= net->gen_cap || !net->gen[n] || k >= net->gen[n]->noutputs) return NULL;
+    gwr_tensor *t = &gwr_ir_outputs(net->gen[n])[k];
+    return (t->flags & TF_GEN_NAME) && !strcmp(t->name, name) ? t : NULL;
+}
+
+static gwr_layer *find_layer_h(const gwr_network *net, const char *name, uint32_t h) {
+    gwr_layer *l = gwr_ir_namemap_get_h(&net->layer_names, name, h);
+    return l ? l : net->ngen_layers ? gen_layer(net, name) : NULL;
+}
+
+static gwr_tensor *find_tensor_h(const gwr_network *net, const char *name, uint32_t h) {
+    gwr_tensor *t = gwr_ir_namemap_get_h(&net->tensor_names, name, h);
+    return t ? t : net->ngen_tensors ? gen_tensor(net, name) : NULL;
+}
+
+gwr_layer *gwr_ir_find_layer(const gwr_network *net, const char *name) {
+    return find_layer_h(net, name, gwr_ir_name_hash(name));
+}
+
+gwr_tensor *gwr_ir_find_tensor(const gwr_network *net, const char *name) {
+    return find_tensor_h(net, name, gwr_ir_name_hash(name));
+}
+
+void gwr_ir_unname_layer(gwr_network *net, gwr_layer *l, uint32_t h) {
+    if (!(l->flags & LF_GEN_NAME)) {
+        gwr_ir_namemap_del_h(&net->layer_names, l, h ? h : gwr_ir_name_hash(l->name));
+        return;
+    }
+    int k;
+    l->flags &= (uint8_t)~LF_GEN_NAME;
+    net->ngen_layers--;
+    gen_release(net, l, gen_parse(l->name, &k));
+}
+
+void gwr_ir_unname_tensor(gwr_network *net, gwr_tensor *t, uint32_t h) {
+    if (!(t->flags & TF_GEN_NAME)) {
+        gwr_ir_namemap_del_h(&net->tensor_names, t, h ? h : gwr_ir_name_hash(t->name));
+        return;
+    }
+    int k;
+    t->flags &= (uint8_t)~TF_GEN_NAME;
+    net->ngen_tensors--;
+    gen_release(net, t->producer, gen_parse(t->name, &k));
+}
+
 /* ---- interning (root network) ---- */
 
 const char *gwr_ir_intern(gwr_network *net, const char *s) {
@@ -315,7 +409,7 @@ void gwr_ir_network_destroy(gwr_network *net) {
         if (net->vtypes.keys[i]) gwr_ir_type_free(net->vtypes.vals[i]);
     gwr_ptrmap_free(&net->vtypes);
     free(net->layers), free(net->inputs), free(net->outputs), free(net->listeners);
-    free(net->layer_names.slots), free(net->tensor_names.slots);
+    free(net->layer_names.slots), free(net->tensor_names.slots), free(net->gen);
     if (net->root == net) {
         gwr_arena_free(&net->arena);
         gwr_strmap_free(&net->strings);
@@ -408,15 +502,14 @@ static const char *next_name(gwr_network *net, const char *base, char *buf, uint
 }
 
 /* next_name until the name is free in m. */
-static const char *unique_name(gwr_network *net, const gwr_namemap *m, const char *base, char *buf,
-                               uint32_t *hash) {
+static const char *unique_tensor_name(gwr_network *net, const char *base, char *buf, uint32_t *hash) {
     char tmp[128]; /* buf may hold base itself */
     size_t bl = strlen(base);
     if (bl > 120) bl = 120;
     memcpy(tmp, base, bl);
     tmp[bl] = 0;
     do next_name(net, tmp, buf, hash, NULL);
-    while (gwr_ir_namemap_get_h(m, buf, *hash));
+    while (find_tensor_h(net, buf, *hash));
     return buf;
 }
 
@@ -433,11 +526,11 @@ gwr_status gwr_layer_set_name(gwr_layer *l, const char *name) {
     gwr_network *net = l->net;
     if (!strcmp(l->name, name)) return GWR_OK;
     if (!name_ok(net, name, "layer")) return GWR_ERR_INVALID_ARG;
-    if (gwr_ir_namemap_get(&net->layer_names, name))
+    if (gwr_ir_find_layer(net, name))
         return gwr_ir_error(net, GWR_ERR_DUPLICATE, "layer name '%s' is already taken", name);
     char *d = gwr_strdup(name);
     if (!d) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
-    gwr_ir_namemap_del(&net->layer_names, l);
+    gwr_ir_unname_layer(net, l, 0);
     if (l->flags & LF_OWN_NAME) free((void *)l->name);
     l->name = d;
     l->flags |= LF_OWN_NAME;
@@ -449,7 +542,7 @@ gwr_status gwr_layer_set_name(gwr_layer *l, const char *name) {
 gwr_status gwr_ir_tensor_rename(gwr_tensor *t, const char *name) {
     char *d = gwr_strdup(name);
     if (!d) return gwr_ir_error(gwr_ir_tnet(t), GWR_ERR_NOMEM, "out of memory");
-    gwr_ir_namemap_del(&gwr_ir_tnet(t)->tensor_names, t);
+    gwr_ir_unname_tensor(gwr_ir_tnet(t), t, 0);
     if (t->flags & TF_OWN_NAME) free((void *)t->name);
     t->name = d;
     t->flags |= TF_OWN_NAME;
@@ -462,7 +555,7 @@ static gwr_status gwr_tensor_set_name_impl(gwr_tensor *t, const char *name) {
     if (!t || !name) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_tensor_set_name: NULL argument");
     if (!strcmp(t->name, name)) return GWR_OK;
     if (!name_ok(gwr_ir_tnet(t), name, "tensor")) return GWR_ERR_INVALID_ARG;
-    if (gwr_ir_namemap_get(&gwr_ir_tnet(t)->tensor_names, name))
+    if (gwr_ir_find_tensor(gwr_ir_tnet(t), name))
         return gwr_ir_error(gwr_ir_tnet(t), GWR_ERR_DUPLICATE, "tensor name '%s' is already taken", name);
     return gwr_ir_tensor_rename(t, name);
 }
@@ -476,6 +569,15 @@ gwr_status gwr_tensor_set_name(gwr_tensor *t, const char *name) {
 /* Gives t a malloc'd copy of its name (output 0 shares its layer's block
  * copy, which must not travel to another tensor). */
 gwr_status gwr_ir_tensor_own_name(gwr_tensor *t) {
+    gwr_network *net = gwr_ir_tnet(t);
+    if (t->flags & TF_GEN_NAME) { /* into the map, where swap_names works */
+        uint32_t h = gwr_ir_name_hash(t->name);
+        if (gwr_ir_namemap_put_h(&net->tensor_names, t, h)) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+        int k;
+        t->flags &= (uint8_t)~TF_GEN_NAME;
+        net->ngen_tensors--;
+        gen_release(net, t->producer, gen_parse(t->name, &k));
+    }
     if (t->flags & TF_OWN_NAME) return GWR_OK;
     char *d = gwr_strdup(t->name);
     if (!d) return gwr_ir_error(gwr_ir_tnet(t), GWR_ERR_NOMEM, "out of memory");
@@ -486,7 +588,8 @@ gwr_status gwr_ir_tensor_own_name(gwr_tensor *t) {
 }
 
 /* Swaps the names of two tensors of one network (maps stay consistent).
- * Both must own their names (gwr_ir_tensor_own_name). */
+ * Both must own their names (gwr_ir_tensor_own_name), which also puts
+ * them in the map. */
 void gwr_ir_tensor_swap_names(gwr_tensor *a, gwr_tensor *b) {
     gwr_namemap *m = &gwr_ir_tnet(a)->tensor_names;
     gwr_ir_namemap_del(m, a);
@@ -503,16 +606,16 @@ void gwr_ir_tensor_swap_names(gwr_tensor *a, gwr_tensor *b) {
 }
 
 gwr_layer *gwr_network_find_layer(const gwr_network *net, const char *name) {
-    return net && name ? gwr_ir_namemap_get(&net->layer_names, name) : NULL;
+    return net && name ? gwr_ir_find_layer(net, name) : NULL;
 }
 
 gwr_tensor *gwr_network_find_tensor(const gwr_network *net, const char *name) {
-    return net && name ? gwr_ir_namemap_get(&net->tensor_names, name) : NULL;
+    return net && name ? gwr_ir_find_tensor(net, name) : NULL;
 }
 
 gwr_tensor *gwr_network_lookup_tensor(const gwr_network *net, const char *name) {
     for (; net && name; net = net->parent) {
-        gwr_tensor *t = gwr_ir_namemap_get(&net->tensor_names, name);
+        gwr_tensor *t = gwr_ir_find_tensor(net, name);
         if (t) return t;
     }
     return NULL;
@@ -561,7 +664,7 @@ gwr_tensor *gwr_network_add_input(gwr_network *net, const char *name, gwr_dtype 
         return NULL;
     }
     if (!name_ok(net, name, "input")) return NULL;
-    if (gwr_ir_namemap_get(&net->tensor_names, name)) {
+    if (gwr_ir_find_tensor(net, name)) {
         gwr_ir_error(net, GWR_ERR_DUPLICATE, "input name '%s' is already taken", name);
         return NULL;
     }
@@ -689,7 +792,7 @@ static const gwr_op_info *custom_op(gwr_network *net, const char *domain, const 
  * map, back out of it, and frees the names they own. */
 static void undo_outputs(gwr_network *net, gwr_tensor *outs, int n) {
     for (int j = 0; j < n; j++) {
-        gwr_ir_namemap_del(&net->tensor_names, &outs[j]);
+        gwr_ir_unname_tensor(net, &outs[j], 0);
         if (outs[j].flags & TF_OWN_NAME) free((void *)outs[j].name);
     }
 }
@@ -742,16 +845,27 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
     } else {
         name = next_name(net, op, buf, &hl, &fresh);
     }
-    gwr_ir_namemap_prefetch(&net->layer_names, hl);
-    gwr_ir_namemap_prefetch(&net->tensor_names, hl); /* output 0 is usually named after the layer */
+    /* A fresh counter name goes to net->gen, not to the maps. */
+    int64_t gen_n = generated && fresh && net->name_counter - 1 < (uint64_t)GWR_GEN_MAX ? (int64_t)net->name_counter - 1 : -1;
+    if (gen_n < 0) {
+        gwr_ir_namemap_prefetch(&net->layer_names, hl);
+        gwr_ir_namemap_prefetch(&net->tensor_names, hl); /* output 0 is usually named after the layer */
+    } else if (gen_n >= net->gen_cap) {
+        int64_t old = net->gen_cap;
+        if (gwr_grow((void **)&net->gen, sizeof *net->gen, &net->gen_cap, gen_n + 1)) {
+            gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+            return NULL;
+        }
+        memset(net->gen + old, 0, (size_t)(net->gen_cap - old) * sizeof *net->gen);
+    }
     gwr_op_id id = gwr_op_lookup(domain, op);
     if (name != buf) {
-        if (gwr_ir_namemap_get_h(&net->layer_names, name, hl)) {
+        if (find_layer_h(net, name, hl)) {
             gwr_ir_error(net, GWR_ERR_DUPLICATE, "layer name '%s' is already taken", name);
             return NULL;
         }
     } else {
-        while (!fresh && gwr_ir_namemap_get_h(&net->layer_names, name, hl))
+        while (!fresh && find_layer_h(net, name, hl))
             name = next_name(net, op, buf, &hl, &fresh);
     }
     /* Given output names are checked against the map only, not against
@@ -762,7 +876,7 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
     for (int i = 0; output_names && i < noutputs; i++) {
         if (!output_names[i]) continue;
         if (!name_ok(net, output_names[i], "tensor")) return NULL;
-        if (gwr_ir_namemap_get(&net->tensor_names, output_names[i])) {
+        if (gwr_ir_find_tensor(net, output_names[i])) {
             gwr_ir_error(net, GWR_ERR_DUPLICATE, "tensor name '%s' is already taken", output_names[i]);
             return NULL;
         }
@@ -805,6 +919,11 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
     l->type = (uint8_t)l->info->layer_type;
     l->ninputs = l->incap = ninputs;
     l->noutputs = noutputs;
+    if (gen_n >= 0) {
+        l->flags |= LF_GEN_NAME;
+        net->ngen_layers++;
+        net->gen[gen_n] = l;
+    }
     gwr_tensor *outs = gwr_ir_outputs(l);
     int made = 0; /* outputs named here, not given: a given name may equal one */
     for (int i = 0; i < noutputs; i++) {
@@ -828,16 +947,17 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
                 for (int v = i; k == 0 || v; v /= 10) digits[k++] = (char)('0' + v % 10);
                 while (k) tbuf[n++] = digits[--k];
                 tbuf[n] = 0;
-                tn = tbuf, th = gwr_ir_name_hash(tn);
+                tn = tbuf, th = gen_n >= 0 && fresh_outs ? 0 : gwr_ir_name_hash(tn); /* 0: not needed */
             }
-            if (!(i ? fresh_outs : fresh) && gwr_ir_namemap_get_h(&net->tensor_names, tn, th))
-                tn = unique_name(net, &net->tensor_names, tn == lname ? lname : tbuf, buf, &th);
+            if (!(i ? fresh_outs : fresh) && find_tensor_h(net, tn, th))
+                tn = unique_tensor_name(net, tn == lname ? lname : tbuf, buf, &th);
             made = 1;
         } else {
             th = gwr_ir_name_hash(tn);
             /* Checked against the map above, before the names made here. */
-            if (made && gwr_ir_namemap_get_h(&net->tensor_names, tn, th)) {
+            if (made && find_tensor_h(net, tn, th)) {
                 undo_outputs(net, outs, i);
+                gwr_ir_unname_layer(net, l, hl);
                 free(l);
                 gwr_ir_error(net, GWR_ERR_DUPLICATE, "output name '%s' is also the name made for another output", tn);
                 return NULL;
@@ -850,16 +970,24 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
         /* Names from the counter (a generated layer name and those made
          * from it, or unique_name's) need no note (see next_name). */
         int from_counter = !(output_names && output_names[i]) && (generated || tn == buf);
-        if (failed || (from_counter ? gwr_ir_namemap_put_h(&net->tensor_names, t, th)
-                                    : name_put(net, &net->tensor_names, t, th))) {
+        /* Named after a layer in net->gen, with its number: found through it. */
+        int gen_out = gen_n >= 0 && !(output_names && output_names[i]) && (i ? fresh_outs && tn == tbuf : tn == lname);
+        if (failed || (!gen_out && (from_counter ? gwr_ir_namemap_put_h(&net->tensor_names, t, th)
+                                                 : name_put(net, &net->tensor_names, t, th)))) {
             if (t->flags & TF_OWN_NAME) free((void *)t->name); /* not in the map */
             undo_outputs(net, outs, i);
+            gwr_ir_unname_layer(net, l, hl);
             free(l);
             gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
             return NULL;
         }
+        if (gen_out) {
+            t->flags |= TF_GEN_NAME;
+            net->ngen_tensors++;
+        }
     }
-    if (generated ? gwr_ir_namemap_put_h(&net->layer_names, l, hl) : name_put(net, &net->layer_names, l, hl)) {
+    if (gen_n < 0 &&
+        (generated ? gwr_ir_namemap_put_h(&net->layer_names, l, hl) : name_put(net, &net->layer_names, l, hl))) {
         undo_outputs(net, outs, noutputs);
         free(l);
         gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
@@ -875,7 +1003,7 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
         if (gwr_ir_use_add(t, l, i)) {
             for (int j = 0; j < i; j++)
                 if (l->inputs[j]) gwr_ir_use_del(l->inputs[j], l, j);
-            gwr_ir_namemap_del(&net->layer_names, l);
+            gwr_ir_unname_layer(net, l, hl);
             undo_outputs(net, outs, noutputs);
             free(l);
             gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");

@@ -2680,6 +2680,114 @@ TEST(test_rank_insertion_is_local) {
     gwr_network_free(net);
 }
 
+/* Generated names live outside the name maps (gwr_network.gen in
+ * ir_internal.h): every lookup, clash, rename, swap and prune must see them
+ * exactly as it sees names in the maps. */
+TEST(test_generated_names) {
+    gwr_network *net = gwr_network_new("gen");
+    gwr_tensor *x = in_f32(net, "x");
+    gwr_layer *relu = lay1(net, "Relu", NULL, x);
+    gwr_tensor *sins[1] = {relu ? out0(relu) : NULL};
+    gwr_layer *sp = relu ? gwr_network_add_layer(net, "Split", "", NULL, 1, sins, 3, NULL) : NULL;
+    gwr_layer *neg = sp ? lay1(net, "Neg", NULL, gwr_layer_output(sp, 2)) : NULL;
+    if (!CHECK(relu && sp && neg)) goto done;
+    char rn[64], sn[64], s1[80], s2[80], s3[80], lead0[80];
+    snprintf(rn, sizeof rn, "%s", gwr_layer_name(relu));
+    snprintf(sn, sizeof sn, "%s", gwr_layer_name(sp));
+    snprintf(s1, sizeof s1, "%s:1", sn);
+    snprintf(s2, sizeof s2, "%s:2", sn);
+    snprintf(s3, sizeof s3, "%s:3", sn);
+    CHECK(!strncmp(rn, "Relu_", 5) && !strncmp(sn, "Split_", 6));
+    CHECK_STR(gwr_tensor_name(gwr_layer_output(sp, 1)), s1);
+    CHECK(gwr_network_find_layer(net, rn) == relu);
+    CHECK(gwr_network_find_layer(net, sn) == sp);
+    CHECK(gwr_network_find_tensor(net, rn) == out0(relu));
+    CHECK(gwr_network_find_tensor(net, sn) == gwr_layer_output(sp, 0));
+    CHECK(gwr_network_find_tensor(net, s1) == gwr_layer_output(sp, 1));
+    CHECK(gwr_network_find_tensor(net, s2) == gwr_layer_output(sp, 2));
+    CHECK(gwr_network_lookup_tensor(net, s2) == gwr_layer_output(sp, 2));
+    /* near misses */
+    CHECK(gwr_network_find_tensor(net, s3) == NULL);
+    CHECK(gwr_network_find_layer(net, s1) == NULL);
+    snprintf(lead0, sizeof lead0, "Split_0%s", sn + 6);
+    CHECK(gwr_network_find_layer(net, lead0) == NULL);
+    CHECK(gwr_network_find_layer(net, "Relu_") == NULL);
+    CHECK(gwr_network_find_layer(net, "_7") == NULL);
+    CHECK(gwr_network_find_tensor(net, ":1") == NULL);
+    CHECK(gwr_network_find_layer(net, "Relu_99999999999999999999") == NULL);
+    char other[64];
+    snprintf(other, sizeof other, "Tanh_%s", rn + 5); /* same number, other op */
+    CHECK(gwr_network_find_layer(net, other) == NULL);
+    CHECK_OK(gwr_network_verify(net));
+
+    /* every way of taking a generated name is refused */
+    CHECK(gwr_network_add_input(net, rn, GWR_FLOAT32, 2, D24) == NULL);
+    CHECK_CONTAINS(gwr_network_errmsg(net), rn);
+    CHECK(gwr_network_add_input(net, s1, GWR_FLOAT32, 2, D24) == NULL);
+    CHECK(lay1(net, "Tanh", rn, x) == NULL);
+    CHECK(lay1(net, "Tanh", sn, x) == NULL);
+    CHECK(lay1n(net, "Tanh", "t_ok", x, s2) == NULL);
+    CHECK_EQ_INT(gwr_layer_set_name(neg, sn), GWR_ERR_DUPLICATE);
+    CHECK_EQ_INT(gwr_tensor_set_name(out0(neg), s1), GWR_ERR_DUPLICATE);
+    CHECK_EQ_INT(gwr_tensor_set_name(x, rn), GWR_ERR_DUPLICATE);
+    CHECK_OK(gwr_network_verify(net));
+
+    /* renaming a generated layer keeps its outputs' names findable */
+    CHECK_OK(gwr_layer_set_name(sp, "splitter"));
+    CHECK(gwr_network_find_layer(net, sn) == NULL);
+    CHECK(gwr_network_find_layer(net, "splitter") == sp);
+    CHECK(gwr_network_find_tensor(net, sn) == gwr_layer_output(sp, 0));
+    CHECK(gwr_network_find_tensor(net, s1) == gwr_layer_output(sp, 1));
+    CHECK_OK(gwr_network_verify(net));
+    /* its old name is free again, for a layer */
+    gwr_layer *again = lay1(net, "Split", sn, x);
+    CHECK(again != NULL && gwr_network_find_layer(net, sn) == again);
+    /* renaming a generated tensor frees its name */
+    CHECK_OK(gwr_tensor_set_name(gwr_layer_output(sp, 1), "part1"));
+    CHECK(gwr_network_find_tensor(net, s1) == NULL);
+    CHECK(gwr_network_find_tensor(net, "part1") == gwr_layer_output(sp, 1));
+    CHECK_OK(gwr_tensor_set_name(out0(neg), s1));
+    CHECK(gwr_network_find_tensor(net, s1) == out0(neg));
+    CHECK(gwr_network_find_tensor(net, s2) == gwr_layer_output(sp, 2));
+    CHECK_OK(gwr_network_verify(net));
+
+    /* a network output made by a generated layer keeps its name when its
+     * uses move to another tensor (the names swap) */
+    gwr_layer *sig = lay1(net, "Sigmoid", NULL, x);
+    gwr_layer *abs_ = lay1(net, "Abs", NULL, x);
+    if (!CHECK(sig && abs_)) goto done;
+    char sign[64], absn[64];
+    snprintf(sign, sizeof sign, "%s", gwr_layer_name(sig));
+    snprintf(absn, sizeof absn, "%s", gwr_layer_name(abs_));
+    CHECK_OK(gwr_network_mark_output(net, out0(sig)));
+    CHECK_OK(gwr_tensor_replace_all_uses_with(out0(sig), out0(abs_)));
+    CHECK(gwr_network_output(net, 0) == out0(abs_));
+    CHECK_STR(gwr_tensor_name(out0(abs_)), sign);
+    CHECK(gwr_network_find_tensor(net, sign) == out0(abs_));
+    CHECK(gwr_network_find_tensor(net, absn) == out0(sig));
+    CHECK(gwr_network_find_layer(net, sign) == sig);
+    CHECK_OK(gwr_network_verify(net));
+
+    /* prune: the dropped layers' names go, new generated names stay unique */
+    CHECK_OK(gwr_layer_mark_as_removed(sig));
+    int64_t pruned = 0;
+    CHECK_OK(gwr_network_prune(net, &pruned));
+    CHECK(pruned >= 1);
+    CHECK(gwr_network_find_layer(net, sign) == NULL);
+    CHECK(gwr_network_find_tensor(net, absn) == NULL);
+    CHECK(gwr_network_find_tensor(net, sign) == out0(abs_));
+    CHECK_OK(gwr_network_verify(net));
+    for (int i = 0; i < 50; i++) {
+        gwr_layer *k = lay1(net, i % 2 ? "Sigmoid" : "Abs", NULL, x);
+        if (!CHECK(k != NULL)) break;
+        CHECK(gwr_network_find_layer(net, gwr_layer_name(k)) == k);
+        CHECK(gwr_network_find_tensor(net, gwr_tensor_name(out0(k))) == out0(k));
+    }
+    CHECK_OK(gwr_network_verify(net));
+done:
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(test_errmsg_initially_empty);
     RUN(test_rank_insertion_is_local);
@@ -2692,6 +2800,7 @@ int main(void) {
     RUN(test_network_io);
     RUN(test_layer_accessors);
     RUN(test_names_lookup_rename);
+    RUN(test_generated_names);
     RUN(test_op_table);
     RUN(test_set_input);
     RUN(test_rauw_users);

@@ -57,8 +57,10 @@ typedef struct gwr_kernel_entry {
     gwr_kernel_fn fn;
 } gwr_kernel_entry;
 
-/* The kernel for (domain, op), or NULL (kernels/registry.c). */
-gwr_kernel_fn gwr_kernel_find(const char *domain, const char *op);
+/* The kernel for (domain, op), or NULL (kernels/registry.c). *needs_blas
+ * (may be NULL) is set when the kernel's family calls OpenBLAS, which the
+ * caller must then have loaded (gwr_blas_load, exec/blas.h). */
+gwr_kernel_fn gwr_kernel_find(const char *domain, const char *op, int *needs_blas);
 
 /* ---- for kernels --------------------------------------------------------- */
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/blas.h"
 #include "exec/exec_internal.h"
 
 /* ---- the memory pool ----------------------------------------------------- */
@@ -205,10 +206,16 @@ static gplan *plan_new(gwr_session *s, gwr_network *net) {
         if (gwr_layer_is_removed(l)) continue;
         step *st = &p->steps[p->nsteps++];
         st->l = l;
-        if (!(st->fn = gwr_kernel_find(gwr_layer_domain(l), gwr_layer_op(l)))) {
+        int blas = 0;
+        const char *why = NULL;
+        if (!(st->fn = gwr_kernel_find(gwr_layer_domain(l), gwr_layer_op(l), &blas))) {
             sess_error(s, GWR_ERR_UNSUPPORTED, "layer '%s': no kernel for %s%s%s", gwr_layer_name(l),
                        *gwr_layer_domain(l) ? gwr_layer_domain(l) : "", *gwr_layer_domain(l) ? "::" : "",
                        gwr_layer_op(l));
+            goto fail;
+        }
+        if (blas && gwr_blas_load(&why)) {
+            sess_error(s, GWR_ERR_UNSUPPORTED, "layer '%s' (%s): %s", gwr_layer_name(l), gwr_layer_op(l), why);
             goto fail;
         }
         st->opset = gwr_network_opset(root, gwr_layer_domain(l));
@@ -318,7 +325,7 @@ const char *gwr_session_errmsg(const gwr_session *s) { return s ? s->errmsg : gw
 int64_t gwr_session_peak_bytes(const gwr_session *s) { return s ? s->peak : 0; }
 int64_t gwr_session_total_bytes(const gwr_session *s) { return s ? s->total : 0; }
 int gwr_exec_has_kernel(const char *domain, const char *op) {
-    return op && gwr_kernel_find(domain ? domain : "", op) != NULL;
+    return op && gwr_kernel_find(domain ? domain : "", op, NULL) != NULL;
 }
 
 /* ---- running ------------------------------------------------------------- */
@@ -651,10 +658,14 @@ gwr_status gwr_exec_layer(gwr_layer *l, gwr_value *const *inputs, gwr_value **ou
         if (gwr_layer_attr_type(l, a) == GWR_ATTR_GRAPH || gwr_layer_attr_type(l, a) == GWR_ATTR_GRAPHS)
             return gwr_set_last_error(GWR_ERR_UNSUPPORTED, "layer '%s' (%s): has a subgraph", gwr_layer_name(l),
                                       gwr_layer_op(l));
-    gwr_kernel_fn fn = gwr_kernel_find(gwr_layer_domain(l), gwr_layer_op(l));
+    int blas = 0;
+    const char *why = NULL;
+    gwr_kernel_fn fn = gwr_kernel_find(gwr_layer_domain(l), gwr_layer_op(l), &blas);
     if (!fn)
         return gwr_set_last_error(GWR_ERR_UNSUPPORTED, "layer '%s': no kernel for %s", gwr_layer_name(l),
                                   gwr_layer_op(l));
+    if (blas && gwr_blas_load(&why))
+        return gwr_set_last_error(GWR_ERR_UNSUPPORTED, "layer '%s' (%s): %s", gwr_layer_name(l), gwr_layer_op(l), why);
     /* A session without a plan: the message buffer and a pool. */
     gwr_session *s = calloc(1, sizeof *s);
     if (!s || !(s->pool = calloc(1, sizeof *s->pool))) {

@@ -77,6 +77,13 @@ expect 2 "run: no model" -- "$G" run
 expect 2 "run: --threads 0" -- "$G" run "$ID/model.onnx" --threads 0
 expect 1 "run: -o into a file" -- "$G" run "$ID/model.onnx" -o "$tmp/x.pb"
 errline "x.pb" "run: -o into a file"
+# OpenBLAS is opened when a session first needs a GEMM: a model without one
+# runs when the library cannot be loaded, one with a MatMul says why.
+MM=$TD/test_matmul_2d
+expect 0 "run: no GEMM, no OpenBLAS needed" -- env GWR_OPENBLAS=/nonexistent/libopenblas.so "$G" run "$ID/model.onnx"
+expect 1 "run: a MatMul when OpenBLAS cannot be loaded" -- env GWR_OPENBLAS=/nonexistent/libopenblas.so "$G" run "$MM/model.onnx"
+errline "cannot load OpenBLAS (/nonexistent/libopenblas.so)" "run: a MatMul when OpenBLAS cannot be loaded"
+expect 0 "run: a MatMul with OpenBLAS" -- "$G" run "$MM/model.onnx"
 
 # ---- gwr verify ----
 expect 0 "verify a model against itself" -- "$G" verify "$tmp/same.onnx" "$tmp/same.onnx"

@@ -16,12 +16,12 @@
  * to sgemm / dgemm; float16 and bfloat16 are widened to float32; the
  * integer convolutions run in float64 (exact for any realistic sum) after
  * the zero points are subtracted. */
-#include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/blas.h"
 #include "exec/exec_internal.h"
 
 #define MAXSP 3
@@ -45,10 +45,7 @@ static int64_t ceildiv(int64_t a, int64_t b) { return -floordiv(-a, b); }
 
 static int64_t prod3(const int64_t *v) { return v[0] * v[1] * v[2]; }
 
-static void blas_threads(int n) {
-    if (n < 1) n = 1;
-    if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
-}
+static void blas_threads(int n) { gwr_blas_threads(n); }
 
 /* An INTS attribute of exactly want values in [lo, ATTR_MAX]: 1 and *v
  * set, 0 when absent, -1 after gwr_k_fail. */
@@ -220,7 +217,7 @@ static void gemm_f32(int ta, int M, int N, int K, const void *A, int lda, const 
             for (int i = 0; i < M; i++) memset((float *)C + (size_t)i * ldc, 0, (size_t)N * sizeof(float));
         return;
     }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, lda, B, ldb, (float)beta, C, ldc);
+    gwr_blas.sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, lda, B, ldb, (float)beta, C, ldc);
 }
 
 static void gemm_f64(int ta, int M, int N, int K, const void *A, int lda, const void *B, int ldb, double beta, void *C, int ldc) {
@@ -230,7 +227,7 @@ static void gemm_f64(int ta, int M, int N, int K, const void *A, int lda, const 
             for (int i = 0; i < M; i++) memset((double *)C + (size_t)i * ldc, 0, (size_t)N * sizeof(double));
         return;
     }
-    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
+    gwr_blas.dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
 }
 
 typedef struct cops {

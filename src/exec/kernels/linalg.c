@@ -10,20 +10,17 @@
  * uint32 / uint64 are plain loops in wrapping unsigned arithmetic. Einsum
  * is one generic loop nest over the labels, with strides for repeated
  * labels (diagonals) and broadcast ellipsis dims. */
-#include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/blas.h"
 #include "exec/exec_internal.h"
 
 #define MAXR 16 /* batch dims of a matrix product */
 
-static void blas_threads(int n) {
-    if (n < 1) n = 1;
-    if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
-}
+static void blas_threads(int n) { gwr_blas_threads(n); }
 
 static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
@@ -87,7 +84,7 @@ static void gemm_f32(int ta, int tb, int M, int N, int K, float alpha, const flo
             for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0 ? 0 : beta * C[(size_t)i * ldc + j];
         return;
     }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    gwr_blas.sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 static void gemm_f64(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda, const double *B, int ldb, double beta,
@@ -98,7 +95,7 @@ static void gemm_f64(int ta, int tb, int M, int N, int K, double alpha, const do
             for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0 ? 0 : beta * C[(size_t)i * ldc + j];
         return;
     }
-    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    gwr_blas.dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* ---- MatMul -------------------------------------------------------------- */

@@ -17,10 +17,15 @@ FAMILIES(DECLARE)
 static const gwr_kernel_entry *const families[] = {FAMILIES(LIST)};
 #undef LIST
 
-gwr_kernel_fn gwr_kernel_find(const char *domain, const char *op) {
+gwr_kernel_fn gwr_kernel_find(const char *domain, const char *op, int *needs_blas) {
     if (!strcmp(domain, "ai.onnx")) domain = "";
     for (size_t f = 0; f < sizeof families / sizeof *families; f++)
         for (const gwr_kernel_entry *e = families[f]; e->op; e++)
-            if (!strcmp(e->op, op) && !strcmp(e->domain, domain)) return e->fn;
+            if (!strcmp(e->op, op) && !strcmp(e->domain, domain)) {
+                if (needs_blas)
+                    *needs_blas = families[f] == gwr_kernels_linalg || families[f] == gwr_kernels_conv ||
+                                  families[f] == gwr_kernels_rnn;
+                return e->fn;
+            }
     return NULL;
 }

@@ -7,13 +7,12 @@
  * the cell's gate arithmetic. sequence_lens cut each batch entry short: a
  * finished entry keeps its state, its later Y rows are zero, and a reverse
  * direction starts from its own last valid step. */
-#include <cblas.h>
-#undef I /* complex.h's, through some cblas.h */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "exec/blas.h"
 #include "exec/exec_internal.h"
 
 enum cell { CELL_RNN, CELL_GRU, CELL_LSTM };
@@ -319,7 +318,7 @@ static void gemm_nt(int64_t m, int64_t n, int64_t kk, const double *A, const dou
         for (int64_t i = 0; i < m; i++) memset(C + i * ldc, 0, (size_t)n * sizeof *C);
         return;
     }
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)kk, 1.0, A, (int)kk, Bm, (int)kk, 0.0, C,
+    gwr_blas.dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)kk, 1.0, A, (int)kk, Bm, (int)kk, 0.0, C,
                 (int)ldc);
 }
 

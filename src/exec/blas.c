@@ -1,0 +1,64 @@
+/* blas.c - opening OpenBLAS at first need (see blas.h). */
+#include "exec/blas.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+gwr_blas_fns gwr_blas;
+
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static char blas_why[512];
+static int blas_ok;
+
+/* dlsym's object pointer into a function pointer, the way POSIX allows. */
+#define BIND(h, field, sym)                                                 \
+    do {                                                                    \
+        void *p_ = dlsym(h, sym);                                           \
+        if (!p_) {                                                          \
+            snprintf(blas_why, sizeof blas_why, "OpenBLAS has no %s", sym); \
+            return;                                                         \
+        }                                                                   \
+        memcpy(&gwr_blas.field, &p_, sizeof p_);                            \
+    } while (0)
+
+static void blas_open(void) {
+    /* The runtime name first (package libopenblas0); then the library the
+     * build found (GWR_BLAS_PATH, set by CMake). */
+    static const char *const names[] = {"libopenblas.so.0",
+#ifdef GWR_BLAS_PATH
+                                        GWR_BLAS_PATH,
+#endif
+                                        NULL};
+    /* GWR_OPENBLAS names another build (a serial one, say) instead. */
+    const char *only = getenv("GWR_OPENBLAS");
+    const char *const one[] = {only, NULL};
+    const char *const *list = only && *only ? one : names;
+    void *h = NULL;
+    const char *err = "not found";
+    for (int i = 0; list[i] && !h; i++)
+        if (!(h = dlopen(list[i], RTLD_NOW | RTLD_LOCAL))) err = dlerror();
+    if (!h) {
+        snprintf(blas_why, sizeof blas_why, "cannot load OpenBLAS (%s): %s", list[0], err ? err : "not found");
+        return;
+    }
+    BIND(h, sgemm, "cblas_sgemm");
+    BIND(h, dgemm, "cblas_dgemm");
+    BIND(h, set_num_threads, "openblas_set_num_threads");
+    BIND(h, get_num_threads, "openblas_get_num_threads");
+    blas_ok = 1; /* the handle stays open for the life of the process */
+}
+
+int gwr_blas_load(const char **why) {
+    pthread_once(&blas_once, blas_open);
+    if (blas_ok) return 0;
+    if (why) *why = blas_why;
+    return -1;
+}
+
+void gwr_blas_threads(int n) {
+    if (n < 1) n = 1;
+    if (gwr_blas.get_num_threads() != n) gwr_blas.set_num_threads(n);
+}

@@ -1,0 +1,33 @@
+/* blas.h - OpenBLAS, loaded when the first session needs a GEMM.
+ *
+ * Linking libopenblas into libgwr made every process that loads gwr start
+ * OpenBLAS's worker threads (its pthread build creates them in a library
+ * constructor), and they spin for a while: `gwr rewrite` and `gwr convert`,
+ * which never multiply a matrix, paid system time and cross-CPU TLB
+ * shootdowns for them. The executor now opens the library on first need
+ * and calls it through these pointers; cblas.h still gives the types. */
+#ifndef GWR_EXEC_BLAS_H
+#define GWR_EXEC_BLAS_H
+
+#include <cblas.h>
+#include <stddef.h>
+#undef I /* complex.h's, which some cblas.h include: kernels use I as a name */
+
+typedef struct gwr_blas_fns {
+    __typeof__(&cblas_sgemm) sgemm;
+    __typeof__(&cblas_dgemm) dgemm;
+    __typeof__(&openblas_set_num_threads) set_num_threads;
+    __typeof__(&openblas_get_num_threads) get_num_threads;
+} gwr_blas_fns;
+
+/* Filled by gwr_blas_load; callers use it only after a successful load. */
+extern gwr_blas_fns gwr_blas;
+
+/* Opens OpenBLAS once per process (thread-safe). 0 when ready; -1 with
+ * *why set to a message that stays valid. */
+int gwr_blas_load(const char **why);
+
+/* The BLAS thread count, changed only when it differs. */
+void gwr_blas_threads(int n);
+
+#endif

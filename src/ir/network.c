@@ -238,15 +238,17 @@ void gwr_ir_unname_layer(gwr_network *net, gwr_layer *l, uint32_t h) {
     gen_release(net, l, gen_parse(l->name, &k));
 }
 
-void gwr_ir_unname_tensor(gwr_network *net, gwr_tensor *t, uint32_t h) {
-    if (!(t->flags & TF_GEN_NAME)) {
-        gwr_ir_namemap_del_h(&net->tensor_names, t, h ? h : gwr_ir_name_hash(t->name));
-        return;
-    }
+/* Takes the TF_GEN_NAME mark off t (found through net->gen no longer). */
+static void gen_unmark_tensor(gwr_network *net, gwr_tensor *t) {
     int k;
     t->flags &= (uint8_t)~TF_GEN_NAME;
     net->ngen_tensors--;
     gen_release(net, t->producer, gen_parse(t->name, &k));
+}
+
+void gwr_ir_unname_tensor(gwr_network *net, gwr_tensor *t, uint32_t h) {
+    if (t->flags & TF_GEN_NAME) gen_unmark_tensor(net, t);
+    else gwr_ir_namemap_del_h(&net->tensor_names, t, h ? h : gwr_ir_name_hash(t->name));
 }
 
 /* ---- interning (root network) ---- */
@@ -571,12 +573,9 @@ gwr_status gwr_tensor_set_name(gwr_tensor *t, const char *name) {
 gwr_status gwr_ir_tensor_own_name(gwr_tensor *t) {
     gwr_network *net = gwr_ir_tnet(t);
     if (t->flags & TF_GEN_NAME) { /* into the map, where swap_names works */
-        uint32_t h = gwr_ir_name_hash(t->name);
-        if (gwr_ir_namemap_put_h(&net->tensor_names, t, h)) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
-        int k;
-        t->flags &= (uint8_t)~TF_GEN_NAME;
-        net->ngen_tensors--;
-        gen_release(net, t->producer, gen_parse(t->name, &k));
+        if (gwr_ir_namemap_put_h(&net->tensor_names, t, gwr_ir_name_hash(t->name)))
+            return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+        gen_unmark_tensor(net, t);
     }
     if (t->flags & TF_OWN_NAME) return GWR_OK;
     char *d = gwr_strdup(t->name);
@@ -788,13 +787,17 @@ static const gwr_op_info *custom_op(gwr_network *net, const char *domain, const 
     return info;
 }
 
-/* Takes the first n outputs of a layer being added, all in the tensor name
- * map, back out of it, and frees the names they own. */
-static void undo_outputs(gwr_network *net, gwr_tensor *outs, int n) {
+/* Gives up a layer being added whose first n outputs are named: takes
+ * their names and the layer's (hash hl; absent is fine) back out of where
+ * lookups find them, frees the names they own and the block. */
+static void add_undo(gwr_network *net, gwr_layer *l, int n, uint32_t hl) {
+    gwr_tensor *outs = gwr_ir_outputs(l);
     for (int j = 0; j < n; j++) {
         gwr_ir_unname_tensor(net, &outs[j], 0);
         if (outs[j].flags & TF_OWN_NAME) free((void *)outs[j].name);
     }
+    gwr_ir_unname_layer(net, l, hl);
+    free(l);
 }
 
 gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *domain, const char *name,
@@ -956,9 +959,7 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
             th = gwr_ir_name_hash(tn);
             /* Checked against the map above, before the names made here. */
             if (made && find_tensor_h(net, tn, th)) {
-                undo_outputs(net, outs, i);
-                gwr_ir_unname_layer(net, l, hl);
-                free(l);
+                add_undo(net, l, i, hl);
                 gwr_ir_error(net, GWR_ERR_DUPLICATE, "output name '%s' is also the name made for another output", tn);
                 return NULL;
             }
@@ -975,9 +976,7 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
         if (failed || (!gen_out && (from_counter ? gwr_ir_namemap_put_h(&net->tensor_names, t, th)
                                                  : name_put(net, &net->tensor_names, t, th)))) {
             if (t->flags & TF_OWN_NAME) free((void *)t->name); /* not in the map */
-            undo_outputs(net, outs, i);
-            gwr_ir_unname_layer(net, l, hl);
-            free(l);
+            add_undo(net, l, i, hl);
             gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
             return NULL;
         }
@@ -988,8 +987,7 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
     }
     if (gen_n < 0 &&
         (generated ? gwr_ir_namemap_put_h(&net->layer_names, l, hl) : name_put(net, &net->layer_names, l, hl))) {
-        undo_outputs(net, outs, noutputs);
-        free(l);
+        add_undo(net, l, noutputs, hl);
         gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
         return NULL;
     }
@@ -1003,9 +1001,7 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
         if (gwr_ir_use_add(t, l, i)) {
             for (int j = 0; j < i; j++)
                 if (l->inputs[j]) gwr_ir_use_del(l->inputs[j], l, j);
-            gwr_ir_unname_layer(net, l, hl);
-            undo_outputs(net, outs, noutputs);
-            free(l);
+            add_undo(net, l, noutputs, hl);
             gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
             return NULL;
         }

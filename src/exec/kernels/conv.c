@@ -45,8 +45,6 @@ static int64_t ceildiv(int64_t a, int64_t b) { return -floordiv(-a, b); }
 
 static int64_t prod3(const int64_t *v) { return v[0] * v[1] * v[2]; }
 
-static void blas_threads(int n) { gwr_blas_threads(n); }
-
 /* An INTS attribute of exactly want values in [lo, ATTR_MAX]: 1 and *v
  * set, 0 when absent, -1 after gwr_k_fail. */
 static int read_list(gwr_kctx *k, const char *name, int64_t want, int64_t lo, const int64_t **v) {
@@ -371,7 +369,7 @@ static gwr_status conv_forward(gwr_kctx *k, const cops *o, const cprob *p, const
         col = malloc((size_t)(rows * per * O2) * esz);
         if (!col) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the im2col buffer");
     }
-    blas_threads(k->threads);
+    gwr_blas_threads(k->threads);
     for (int64_t n = 0; n < p->N; n++)
         for (int64_t gi = 0; gi < G; gi++) {
             const char *xg = x + (size_t)((n * p->C + gi * Cg) * p->XS) * esz;
@@ -405,7 +403,7 @@ static gwr_status conv_transpose(gwr_kctx *k, const cops *o, const cprob *p, con
         col = malloc((size_t)(rows * p->XS) * esz);
         if (!col) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the col2im buffer");
     }
-    blas_threads(k->threads);
+    gwr_blas_threads(k->threads);
     for (int64_t n = 0; n < p->N; n++)
         for (int64_t gi = 0; gi < G; gi++) {
             const char *xg = x + (size_t)((n * p->C + gi * Cg) * p->XS) * esz;

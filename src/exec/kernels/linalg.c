@@ -20,8 +20,6 @@
 
 #define MAXR 16 /* batch dims of a matrix product */
 
-static void blas_threads(int n) { gwr_blas_threads(n); }
-
 static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 static int is_uint(gwr_dtype t) { return t == GWR_UINT8 || t == GWR_UINT16 || t == GWR_UINT32 || t == GWR_UINT64; }
@@ -216,7 +214,7 @@ static gwr_status k_matmul(gwr_kctx *k) {
         mm_free(&p);
         return GWR_ERR_NOMEM;
     }
-    blas_threads(k->threads);
+    gwr_blas_threads(k->threads);
     if (dt == GWR_FLOAT32) {
         mm_f32(&p, a->data, b->data, y->data);
     } else if (dt == GWR_FLOAT64) {
@@ -267,7 +265,7 @@ static gwr_status q_matmul(gwr_kctx *k, const gwr_value *a, const gwr_value *azp
     }
     for (int64_t i = 0; i < a->numel; i++) ad[i] = q8(a, i) - (!azp ? 0 : azp->numel == 1 ? q8(azp, 0) : q8(azp, (i / (K ? K : 1)) % M));
     for (int64_t i = 0; i < b->numel; i++) bd[i] = q8(b, i) - (!bzp ? 0 : bzp->numel == 1 ? q8(bzp, 0) : q8(bzp, i % N));
-    blas_threads(k->threads);
+    gwr_blas_threads(k->threads);
     mm_f64(p, ad, bd, *acc);
     free(ad), free(bd);
     return GWR_OK;
@@ -367,7 +365,7 @@ static gwr_status k_gemm(gwr_kctx *k) {
     if (!y) return GWR_ERR_NOMEM;
     int use_c = c && beta != 0;
     int lda = (int)a->dims[1], ldb = (int)b->dims[1];
-    blas_threads(k->threads);
+    gwr_blas_threads(k->threads);
     if (dt == GWR_FLOAT32 || dt == GWR_FLOAT16 || dt == GWR_BFLOAT16) {
         int wide = dt != GWR_FLOAT32;
         float *af = wide ? widen(a) : a->data, *bf = wide ? widen(b) : b->data, *cf = wide && use_c ? widen(c) : NULL;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "exec_run.h"
 #include "gwr/gwr.h"
 
 /* Builds `op` over the given constants, runs it, returns output 0 (or NULL
@@ -17,15 +18,7 @@ static gwr_value *run_op(const char *op, int n, gwr_tensor *(*mk)(gwr_network *,
     for (int i = 0; i < n; i++) in[i] = mk(net, i);
     gwr_layer *l = gwr_network_add_layer(net, op, "", "L", n, in, 1, NULL);
     if (attrs) attrs(l);
-    gwr_network_mark_output(net, gwr_layer_output(l, 0));
-    gwr_session *s = gwr_session_new(net, NULL);
-    gwr_value *v = NULL;
-    msg[0] = 0;
-    if (!s) snprintf(msg, size, "%s", gwr_last_errmsg());
-    else if (gwr_session_run(s, 0, NULL, NULL, 1, NULL, &v)) snprintf(msg, size, "%s", gwr_session_errmsg(s));
-    gwr_session_free(s);
-    gwr_network_free(net);
-    return v;
+    return run_layer_output0(net, l, msg, size);
 }
 
 /* x = [-1, 0.5, 1.5, 2.5, 300], scale 1, zero point 0 (uint8). */

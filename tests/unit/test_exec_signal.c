@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "exec_run.h"
 #include "gwr/gwr.h"
 
 static const double PI = 3.14159265358979323846;
@@ -37,15 +38,7 @@ static gwr_value *run_op(const char *op, int64_t opset, int n, const in_spec *in
     for (int i = 0; i < n; i++) t[i] = in[i].data ? gwr_constant(net, in[i].dtype, in[i].rank, in[i].dims, in[i].data) : NULL;
     gwr_layer *l = gwr_network_add_layer(net, op, "", "L", n, t, 1, NULL);
     for (int i = 0; i < na; i++) gwr_layer_set_int(l, at[i].name, at[i].v);
-    gwr_network_mark_output(net, gwr_layer_output(l, 0));
-    gwr_session *s = gwr_session_new(net, NULL);
-    gwr_value *v = NULL;
-    msg[0] = 0;
-    if (!s) snprintf(msg, size, "%s", gwr_last_errmsg());
-    else if (gwr_session_run(s, 0, NULL, NULL, 1, NULL, &v)) snprintf(msg, size, "%s", gwr_session_errmsg(s));
-    gwr_session_free(s);
-    gwr_network_free(net);
-    return v;
+    return run_layer_output0(net, l, msg, size);
 }
 
 static int check_shape(const gwr_value *v, int rank, const int64_t *dims) {

@@ -54,12 +54,18 @@ static int put(gwr_pb_out *w, const void *p, size_t n) {
     return 0;
 }
 
+/* Tags and lengths are most of the calls: written in place, not through
+ * put's memcpy. */
 static int put_varint(gwr_pb_out *w, uint64_t v) {
     uint8_t b[10];
     size_t n = 0;
     while (v >= 0x80) b[n++] = (uint8_t)(v | 0x80), v >>= 7;
     b[n++] = (uint8_t)v;
-    return put(w, b, n);
+    if (w->pos < n && room(w, n)) return -1;
+    uint8_t *d = w->buf + (w->pos -= n);
+    for (size_t i = 0; i < n; i++) d[i] = b[i];
+    w->total += n;
+    return 0;
 }
 
 static int put_tag(gwr_pb_out *w, uint32_t id, unsigned wt) { return put_varint(w, (uint64_t)id << 3 | wt); }

@@ -116,6 +116,17 @@ static void pb_free(void *ud, void *p) {
     free(p);
 }
 
+/* The model without its initializers (the skeleton: nodes, attributes,
+ * value infos, subgraphs) lives in an arena for the length of the load:
+ * tens of thousands of small messages and strings, each a malloc and a
+ * free through protobuf-c's allocator, become bump allocations dropped at
+ * once. Its bytes are copied, never stolen (steal_raw is 0 for them). */
+static void *arena_alloc(void *ud, size_t n) { return gwr_arena_alloc(ud, n); }
+static void arena_free(void *ud, void *p) {
+    (void)ud;
+    (void)p;
+}
+
 /* Serializes a message into a malloc'd buffer. */
 static uint8_t *pb_pack(gwr_oi_ctx *c, const ProtobufCMessage *m, size_t *len) {
     *len = protobuf_c_message_get_packed_size(m);
@@ -929,7 +940,9 @@ static gwr_status graph_body(gwr_oi_ctx *c, gwr_oi_scope *sc, Onnx__GraphProto *
             } else {
                 Onnx__TensorProto *t = unpack_initializer(c, spans[i], i);
                 if (!t) return c->st;
+                c->steal_raw = 1;
                 gwr_status s = add_initializer(c, sc, t, i);
+                c->steal_raw = 0;
                 free_initializer(c, t);
                 if (s) return s;
             }
@@ -1113,6 +1126,9 @@ static gwr_network *load(gwr_oi_ctx *c) {
     gwr_oi_span *spans = NULL;
     Onnx__ModelProto *m = NULL;
     gwr_network *net = NULL;
+    gwr_arena skel_arena;
+    gwr_arena_init(&skel_arena);
+    ProtobufCAllocator skel_alloc = {arena_alloc, arena_free, &skel_arena};
     c->alloc = (ProtobufCAllocator){pb_alloc, pb_free, NULL};
     if (!c->size) {
         gwr_oi_fail(c, GWR_ERR_PARSE, "empty file");
@@ -1124,7 +1140,7 @@ static gwr_network *load(gwr_oi_ctx *c) {
         goto out;
     }
     if (gwr_oi_wire_check(c) || gwr_oi_wire_split(c, &skel, &skel_len, &spans, &nspans)) goto out;
-    m = onnx__model_proto__unpack(&c->alloc, skel ? skel_len : c->size, skel ? skel : c->data);
+    m = onnx__model_proto__unpack(&skel_alloc, skel ? skel_len : c->size, skel ? skel : c->data);
     free(skel);
     if (!m) {
         gwr_oi_fail(c, GWR_ERR_PARSE, "not a valid ONNX model (protobuf-c cannot unpack it)");
@@ -1139,7 +1155,7 @@ static gwr_network *load(gwr_oi_ctx *c) {
         goto out;
     }
     if (model_props(c, net, m) || import_graph(c, m->graph, net, spans, nspans)) goto out;
-    onnx__model_proto__free_unpacked(m, &c->alloc);
+    gwr_arena_free(&skel_arena); /* m with it */
     m = NULL;
     /* No gwr_network_verify here: the network was built through the IR's
      * API, which keeps its invariants and refuses a cycle where a deferred
@@ -1148,7 +1164,7 @@ static gwr_network *load(gwr_oi_ctx *c) {
      * the network kept, is topological. */
     if (c->opt.infer_shapes) infer_net(net, !c->deferred);
 out:
-    if (m) onnx__model_proto__free_unpacked(m, &c->alloc);
+    gwr_arena_free(&skel_arena);
     free(spans);
     gwr_oi_ext_close(c);
     if (c->st && net) {

@@ -413,7 +413,7 @@ gwr_status gwr_oi_tensor(gwr_oi_ctx *c, Onnx__TensorProto *t, const char *what, 
             if (typed_count(t, o))
                 return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: has both raw_data and %s", what, typed_field_name(o));
         if (raw_len_check(c, w, t->raw_data.len, what)) return c->st;
-        if (nbytes) {
+        if (nbytes && c->steal_raw) {
             /* Steal the bytes protobuf-c copied out of the file: the message
              * no longer owns them, the buffer frees them. */
             int mapped = c->big_raw && t->raw_data.data == c->big_raw;
@@ -422,6 +422,8 @@ gwr_status gwr_oi_tensor(gwr_oi_ctx *c, Onnx__TensorProto *t, const char *what, 
                 t->raw_data.data = NULL, t->raw_data.len = 0;
                 if (mapped) c->big_raw = NULL;
             }
+        } else if (nbytes) {
+            buf = gwr_buffer_new_copy(t->raw_data.data, nbytes); /* the message lives in an arena */
         } else {
             buf = gwr_buffer_new_copy(NULL, 0);
         }

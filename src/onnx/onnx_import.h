@@ -63,6 +63,8 @@ typedef struct gwr_oi_ctx {
     int drop_pages;                   /* data is our own mapping: give consumed pages back */
     size_t dropped;                   /* [0, dropped) given back */
     ProtobufCAllocator alloc;         /* malloc/free, so that bytes can be stolen */
+    int steal_raw;                    /* the TensorProto given to gwr_oi_tensor came from
+                                         alloc (its raw_data can be taken), not from an arena */
     void *big_raw;                    /* raw_data put into a TensorProto by the importer, */
     size_t big_raw_len;               /* mmap'd (released with munmap, not free) */
     gwr_oi_map *raw_chunk;            /* the chunk raw_data is copied into now */

@@ -52,7 +52,7 @@ gwr_status gwr_onnx_read_tensor(const char *path, gwr_weights *w, int64_t *dims,
         /* External data resolves next to the file. */
         const char *slash = strrchr(path, '/');
         char *dir = slash ? gwr_memdup(path, slash == path ? 1 : (size_t)(slash - path)) : gwr_strdup(".");
-        c->path = path, c->base_dir = dir;
+        c->path = path, c->base_dir = dir, c->steal_raw = 1;
         s = dir ? gwr_oi_tensor(c, t, "tensor", w) : (snprintf(c->err, sizeof c->err, "out of memory"), GWR_ERR_NOMEM);
         if (!s && w->rank > GWR_MAX_RANK) s = GWR_ERR_UNSUPPORTED;
         if (!s) {

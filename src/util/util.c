@@ -66,7 +66,10 @@ struct gwr_arena_chunk {
     _Alignas(16) char data[];
 };
 
-#define ARENA_CHUNK (256 * 1024)
+/* Below glibc's mmap threshold (128 KiB): chunks come from the heap and
+ * go back to it, so memory an arena gave back (the ONNX importer's, after
+ * a load) is reused by what comes next instead of being faulted in anew. */
+#define ARENA_CHUNK (64 * 1024)
 
 void gwr_arena_init(gwr_arena *a) { memset(a, 0, sizeof *a); }
 

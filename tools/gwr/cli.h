@@ -53,6 +53,13 @@ int cli_wants_help(int argc, char **argv);
 gwr_network *cli_load(const char *path, const gwr_onnx_load_options *opt);
 
 
+/* Frees a network the command is done with when the process is about to
+ * exit: only in sanitizer builds (GWR_SANITIZE), where LeakSanitizer must
+ * see everything freed. Otherwise exit(2) returns the memory at once,
+ * where freeing a big network object by object costs as much as a tenth
+ * of a load (the -disable-free of compilers). */
+void cli_free_at_exit(gwr_network *net);
+
 /* Draws net to file: .dot writes the DOT text, .svg and .png go through
  * Graphviz's `dot` (an error when it is not installed). Atomic (temporary
  * file renamed); on failure prints one line naming the file and returns -1. */

@@ -80,7 +80,7 @@ static int run(int argc, char **argv) {
     } else {
         printf("wrote %s (%lld layers)\n", out, (long long)gwr_network_num_live_layers(net));
     }
-    gwr_network_free(net);
+    cli_free_at_exit(net);
     return rc;
 }
 

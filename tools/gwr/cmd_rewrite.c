@@ -162,7 +162,7 @@ static int run(int argc, char **argv) {
            (long long)sum.layers_after);
     rc = CLI_OK;
 done:
-    gwr_network_free(net);
+    cli_free_at_exit(net);
     gwr_args_free(args);
     gwr_rewrite_manager_free(m);
     return rc;

@@ -39,6 +39,14 @@ int cli_usage(const char *cmd, const char *fmt, ...) {
     return CLI_USAGE;
 }
 
+void cli_free_at_exit(gwr_network *net) {
+#ifdef GWR_SANITIZE
+    gwr_network_free(net);
+#else
+    (void)net;
+#endif
+}
+
 gwr_network *cli_load(const char *path, const gwr_onnx_load_options *opt) {
     /* Say plainly what is wrong with the path itself before parsing. */
     struct stat st;

@@ -3,7 +3,16 @@
  * The memo lives in the network (an ir extension slot) and listens to it:
  * when a tensor is replaced, every FLayerInfo that referred to it is
  * updated through a tensor -> FLayerInfo index, in O(references); when a
- * layer is removed or pruned its entry is dropped. */
+ * layer is removed or pruned its entry is dropped.
+ *
+ * Where things are kept: a layer points at its FLayerInfo (gwr_layer's
+ * flayer field), and a tensor of the memo's own network at its referrers
+ * (memo_ref, an entry of the memo's pool). In a network of a million
+ * layers, a hash map keyed by address costs a cache miss on every lookup,
+ * insert and delete; a field in the object being worked on costs none. A
+ * tensor of another network (an enclosing graph's, read by a subgraph's
+ * FLayerInfo) belongs to another memo's pool, so this memo keeps its
+ * referrers in a map instead. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,21 +25,32 @@ struct gwr_flayer {
     gwr_args *inputs;
     gwr_tensor **outputs;
     int noutputs;
+    gwr_flayer *prev, *next; /* the memo's list of them all */
 };
 
 /* A tensor's referrers: the FLayerInfos whose arguments name it (an entry
- * per reference, so a tensor named twice by one FLayerInfo is listed twice). */
+ * per reference, so a tensor named twice by one FLayerInfo is listed
+ * twice). Up to REFS_INLINE live in the entry itself (cap 0). A free pool
+ * entry has n == -1 and the next free index in cap. */
+#define REFS_INLINE 2
 typedef struct refs {
     gwr_flayer **v;
-    int64_t n, cap;
+    int32_t n, cap;
+    gwr_flayer *inl[REFS_INLINE];
 } refs;
 
 typedef struct memo {
     gwr_network *net;
-    gwr_ptrmap by_layer;   /* layer -> gwr_flayer */
-    gwr_ptrmap by_tensor;  /* tensor -> refs */
+    gwr_flayer *head; /* every FLayerInfo of the network's layers */
+    int64_t count;
+    refs *pool;       /* referrers of the network's own tensors; [0] unused */
+    int64_t npool, poolcap;
+    int32_t free_ref; /* first free pool entry, or 0 */
+    gwr_ptrmap foreign; /* tensor of another network -> refs (malloc'd) */
     int listener;
 } memo;
+
+static gwr_flayer **ref_items(refs *r) { return r->cap ? r->v : r->inl; }
 
 static void flayer_free(gwr_flayer *f) {
     if (!f) return;
@@ -42,17 +62,88 @@ static void flayer_free(gwr_flayer *f) {
 
 static void memo_free(void *p) {
     memo *m = p;
-    for (int64_t i = 0; i < m->by_layer.cap; i++)
-        if (m->by_layer.keys[i]) flayer_free(m->by_layer.vals[i]);
-    for (int64_t i = 0; i < m->by_tensor.cap; i++)
-        if (m->by_tensor.keys[i]) {
-            refs *r = m->by_tensor.vals[i];
-            free(r->v);
+    for (gwr_flayer *f = m->head, *next; f; f = next) {
+        next = f->next;
+        f->layer->flayer = NULL;
+        flayer_free(f);
+    }
+    for (int64_t i = 1; i < m->npool; i++)
+        if (m->pool[i].n >= 0 && m->pool[i].cap) free(m->pool[i].v);
+    for (int64_t i = 0; i < m->foreign.cap; i++)
+        if (m->foreign.keys[i]) {
+            refs *r = m->foreign.vals[i];
+            if (r->cap) free(r->v);
             free(r);
         }
-    gwr_ptrmap_free(&m->by_layer);
-    gwr_ptrmap_free(&m->by_tensor);
+    free(m->pool);
+    gwr_ptrmap_free(&m->foreign);
     free(m);
+}
+
+/* t's referrers in m, or NULL; with `create`, an empty entry is made
+ * (NULL: out of memory). The pointer is good until the next call that
+ * creates an entry. */
+static refs *ref_get(memo *m, gwr_tensor *t, int create) {
+    if (gwr_ir_tnet(t) != m->net) {
+        refs *r = gwr_ptrmap_get(&m->foreign, t);
+        if (r || !create) return r;
+        if (!(r = calloc(1, sizeof *r)) || gwr_ptrmap_put(&m->foreign, t, r)) {
+            free(r);
+            return NULL;
+        }
+        return r;
+    }
+    if (t->memo_ref || !create) return t->memo_ref ? &m->pool[t->memo_ref] : NULL;
+    int64_t i = m->free_ref;
+    if (i) {
+        m->free_ref = m->pool[i].cap;
+    } else {
+        if (m->npool >= UINT32_MAX) return NULL;
+        if (gwr_grow((void **)&m->pool, sizeof *m->pool, &m->poolcap, (m->npool ? m->npool : 1) + 1)) return NULL;
+        if (!m->npool) m->npool = 1;
+        i = m->npool++;
+    }
+    m->pool[i] = (refs){0};
+    t->memo_ref = (uint32_t)i;
+    return &m->pool[i];
+}
+
+/* Drops t's (now empty or forgotten) entry. */
+static void ref_release(memo *m, gwr_tensor *t) {
+    refs *r;
+    if (gwr_ir_tnet(t) != m->net) {
+        if (!(r = gwr_ptrmap_get(&m->foreign, t))) return;
+        gwr_ptrmap_del(&m->foreign, t);
+        if (r->cap) free(r->v);
+        free(r);
+        return;
+    }
+    if (!t->memo_ref) return;
+    r = &m->pool[t->memo_ref];
+    if (r->cap) free(r->v);
+    *r = (refs){.n = -1, .cap = m->free_ref};
+    m->free_ref = (int32_t)t->memo_ref;
+    t->memo_ref = 0;
+}
+
+static int ref_push(refs *r, gwr_flayer *f) {
+    if (!r->cap && r->n < REFS_INLINE) {
+        r->inl[r->n++] = f;
+        return 0;
+    }
+    if (!r->cap) {
+        gwr_flayer **v = malloc(2 * REFS_INLINE * sizeof *v);
+        if (!v) return -1;
+        memcpy(v, r->inl, sizeof r->inl);
+        r->v = v, r->cap = 2 * REFS_INLINE;
+    } else if (r->n == r->cap) {
+        if (r->cap > INT32_MAX / 2) return -1;
+        gwr_flayer **v = realloc(r->v, 2 * (size_t)r->cap * sizeof *v);
+        if (!v) return -1;
+        r->v = v, r->cap *= 2;
+    }
+    r->v[r->n++] = f;
+    return 0;
 }
 
 typedef struct {
@@ -64,47 +155,36 @@ typedef struct {
 static void ref_add(gwr_tensor *t, void *ctx) {
     ref_ctx *c = ctx;
     if (!t) return;
-    refs *r = (t->flags & TF_FLAYER_REF) ? gwr_ptrmap_get(&c->m->by_tensor, t) : NULL;
-    if (!r) {
-        if (!(r = calloc(1, sizeof *r)) || gwr_ptrmap_put(&c->m->by_tensor, t, r)) {
-            free(r);
-            c->failed = 1;
-            return;
-        }
-        t->flags |= TF_FLAYER_REF;
-    }
-    if (gwr_grow((void **)&r->v, sizeof *r->v, &r->cap, r->n + 1)) {
+    refs *r = ref_get(c->m, t, 1);
+    if (!r || ref_push(r, c->f)) {
         c->failed = 1;
-        return;
+        if (r && !r->n) ref_release(c->m, t);
     }
-    r->v[r->n++] = c->f;
 }
 
 static void ref_del(gwr_tensor *t, void *ctx) {
     ref_ctx *c = ctx;
-    refs *r = t && (t->flags & TF_FLAYER_REF) ? gwr_ptrmap_get(&c->m->by_tensor, t) : NULL;
+    refs *r = t ? ref_get(c->m, t, 0) : NULL;
     if (!r) return;
-    for (int64_t i = 0; i < r->n; i++)
-        if (r->v[i] == c->f) {
-            r->v[i] = r->v[--r->n];
+    gwr_flayer **v = ref_items(r);
+    for (int32_t i = 0; i < r->n; i++)
+        if (v[i] == c->f) {
+            v[i] = v[--r->n];
             break;
         }
-    if (!r->n) {
-        gwr_ptrmap_del(&c->m->by_tensor, t);
-        t->flags &= (uint8_t)~TF_FLAYER_REF;
-        free(r->v);
-        free(r);
-    }
+    if (!r->n) ref_release(c->m, t);
 }
 
 static void memo_drop_layer(memo *m, gwr_layer *l) {
-    if (!(l->flags & LF_HAS_FLAYER)) return;
-    l->flags &= (uint8_t)~LF_HAS_FLAYER;
-    gwr_flayer *f = gwr_ptrmap_get(&m->by_layer, l);
+    gwr_flayer *f = l->flayer;
     if (!f) return;
+    l->flayer = NULL;
     ref_ctx c = {m, f, 0};
     gwr_fn_args_each_tensor(f->inputs, ref_del, &c);
-    gwr_ptrmap_del(&m->by_layer, l);
+    if (f->prev) f->prev->next = f->next;
+    else m->head = f->next;
+    if (f->next) f->next->prev = f->prev;
+    m->count--;
     flayer_free(f);
 }
 
@@ -116,40 +196,33 @@ static void on_layer_dropped(void *ctx, gwr_layer *l) {
     memo *m = ctx;
     memo_drop_layer(m, l);
     /* Arguments naming an output of a pruned layer become none. */
-    for (int o = 0; o < gwr_layer_num_outputs(l); o++) {
-        gwr_tensor *t = gwr_layer_output(l, o);
-        refs *r = (t->flags & TF_FLAYER_REF) ? gwr_ptrmap_get(&m->by_tensor, t) : NULL;
+    for (int o = 0; o < l->noutputs; o++) {
+        gwr_tensor *t = &gwr_ir_outputs(l)[o];
+        refs *r = t->memo_ref ? ref_get(m, t, 0) : NULL;
         if (!r) continue;
-        t->flags &= (uint8_t)~TF_FLAYER_REF;
-        for (int64_t i = 0; i < r->n; i++) gwr_fn_args_replace_tensor(r->v[i]->inputs, t, NULL);
-        gwr_ptrmap_del(&m->by_tensor, t);
-        free(r->v);
-        free(r);
+        gwr_flayer **v = ref_items(r);
+        for (int32_t i = 0; i < r->n; i++) gwr_fn_args_replace_tensor(v[i]->inputs, t, NULL);
+        ref_release(m, t);
     }
 }
 
 static void on_tensor_replaced(void *ctx, gwr_tensor *old_t, gwr_tensor *new_t) {
     memo *m = ctx;
-    if (!(old_t->flags & TF_FLAYER_REF)) return;
-    refs *r = gwr_ptrmap_get(&m->by_tensor, old_t);
+    refs *r = ref_get(m, old_t, 0);
     if (!r) return;
-    gwr_ptrmap_del(&m->by_tensor, old_t);
-    old_t->flags &= (uint8_t)~TF_FLAYER_REF;
     /* Each reference to old_t becomes one to new_t (replacing is
-     * idempotent, so an FLayerInfo listed twice is fine). */
-    for (int64_t i = 0; i < r->n; i++) gwr_fn_args_replace_tensor(r->v[i]->inputs, old_t, new_t);
-    refs *nr = (new_t->flags & TF_FLAYER_REF) ? gwr_ptrmap_get(&m->by_tensor, new_t) : NULL;
-    if (!nr) {
-        if (gwr_ptrmap_put(&m->by_tensor, new_t, r) == 0) { /* r moves over whole */
-            new_t->flags |= TF_FLAYER_REF;
-            return;
-        }
-    } else if (!gwr_grow((void **)&nr->v, sizeof *nr->v, &nr->cap, nr->n + r->n)) {
-        memcpy(nr->v + nr->n, r->v, (size_t)r->n * sizeof *r->v);
-        nr->n += r->n;
-    }
-    free(r->v);
-    free(r);
+     * idempotent, so an FLayerInfo listed twice is fine). The list is
+     * copied out first: making new_t's entry may move the pool. */
+    int32_t n = r->n;
+    gwr_flayer *small[16], **moved = n <= 16 ? small : malloc((size_t)n * sizeof *moved);
+    if (!moved) return; /* out of memory: the old references stay */
+    memcpy(moved, ref_items(r), (size_t)n * sizeof *moved);
+    ref_release(m, old_t);
+    for (int32_t i = 0; i < n; i++) gwr_fn_args_replace_tensor(moved[i]->inputs, old_t, new_t);
+    refs *nr = ref_get(m, new_t, 1);
+    for (int32_t i = 0; nr && i < n; i++)
+        if (ref_push(nr, moved[i])) break;
+    if (moved != small) free(moved);
 }
 
 static memo *memo_of(gwr_network *net, int create) {
@@ -189,12 +262,16 @@ static gwr_status memo_record(gwr_network *net, gwr_layer *l, const char *kind, 
     if (n) memcpy(f->outputs, o, (size_t)n * sizeof *o);
     ref_ctx c = {m, f, 0};
     gwr_fn_args_each_tensor(bound, ref_add, &c);
-    if (c.failed || gwr_ptrmap_put(&m->by_layer, f->layer, f)) {
+    if (c.failed) {
         gwr_fn_args_each_tensor(bound, ref_del, &c);
         flayer_free(f);
         return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
     }
-    l->flags |= LF_HAS_FLAYER;
+    l->flayer = f;
+    f->next = m->head;
+    if (m->head) m->head->prev = f;
+    m->head = f;
+    m->count++;
     return GWR_OK;
 }
 
@@ -278,14 +355,12 @@ gwr_status gwr_call(gwr_network *net, const char *kind, const gwr_args *args, gw
 /* ---- the FLayerInfo API ---- */
 
 gwr_flayer *gwr_flayer_get(const gwr_network *net, const gwr_layer *l) {
-    if (!net || !l || !(l->flags & LF_HAS_FLAYER)) return NULL;
-    memo *m = memo_of((gwr_network *)net, 0);
-    return m ? gwr_ptrmap_get(&m->by_layer, l) : NULL;
+    return net && l && l->net == net ? l->flayer : NULL;
 }
 
 int64_t gwr_flayer_memo_size(const gwr_network *net) {
     memo *m = net ? memo_of((gwr_network *)net, 0) : NULL;
-    return m ? m->by_layer.count : 0;
+    return m ? m->count : 0;
 }
 
 const char *gwr_flayer_kind(const gwr_flayer *f) { return f ? f->kind : NULL; }
@@ -315,9 +390,9 @@ gwr_status gwr_flayer_replace_input_with(gwr_flayer *f, gwr_tensor *src, gwr_ten
     gwr_layer *l = f->layer;
     gwr_network *net = gwr_layer_network(l);
     memo *m = memo_of(net, 0);
-    refs *r = m ? gwr_ptrmap_get(&m->by_tensor, src) : NULL;
+    refs *r = m ? ref_get(m, src, 0) : NULL;
     int named = 0;
-    for (int64_t i = 0; r && i < r->n; i++) named |= r->v[i] == f;
+    for (int32_t i = 0; r && i < r->n; i++) named |= ref_items(r)[i] == f;
     if (!named) return gwr_ir_error(net, GWR_ERR_NOT_FOUND, "%s on '%s' has no input '%s'", f->kind, l->name, src->name);
     if (src->dtype != GWR_UNDEFINED && dst->dtype != GWR_UNDEFINED && src->dtype != dst->dtype)
         return gwr_ir_error(net, GWR_ERR_TYPE, "%s on '%s': cannot replace %s input '%s' with %s '%s'", f->kind,

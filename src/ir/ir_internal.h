@@ -18,11 +18,9 @@ typedef struct gwr_ishape {
     gwr_dim dims[];
 } gwr_ishape;
 
-/* TF_FLAYER_REF: some FLayerInfo names this tensor (kept by the
- * functional room's memo, so that its listener skips the others). */
 /* TF_GEN_NAME: the tensor's name was made from its generated layer's and
  * is found through net->gen, not tensor_names (see gwr_network.gen). */
-enum { TF_INPUT = 1, TF_OWN_NAME = 2, TF_FLAYER_REF = 4, TF_GEN_NAME = 8 };
+enum { TF_INPUT = 1, TF_OWN_NAME = 2, TF_GEN_NAME = 8 };
 
 /* Owned by its producer layer's block (layer outputs) or by the network
  * (graph inputs). `name` is first: the name maps read it as the key. */
@@ -38,6 +36,8 @@ struct gwr_tensor {
     int32_t out_index;            /* among producer outputs, or among net inputs */
     int32_t output_index;         /* among net outputs, or -1 */
     uint8_t dtype, kind, flags;
+    uint32_t memo_ref;            /* the functional room's: which FLayerInfos name this
+                                     tensor (an entry of its network's memo; 0: none) */
 };
 
 /* A new layer's rank is this far above its highest input's, so that a
@@ -46,10 +46,9 @@ struct gwr_tensor {
  * downstream. */
 #define GWR_RANK_STEP 8
 
-/* LF_HAS_FLAYER: an FLayerInfo is recorded on the layer (the memo's). */
 /* LF_GEN_NAME: the layer's name came fresh from the counter and is found
  * through net->gen, not layer_names (see gwr_network.gen). */
-enum { LF_REMOVED = 1, LF_DROPPED = 2, LF_OWN_NAME = 4, LF_OWN_INPUTS = 8, LF_HAS_FLAYER = 16, LF_GEN_NAME = 32 };
+enum { LF_REMOVED = 1, LF_DROPPED = 2, LF_OWN_NAME = 4, LF_OWN_INPUTS = 8, LF_GEN_NAME = 32 };
 
 typedef struct gwr_attr {
     const char *name;             /* interned in the root network */
@@ -90,6 +89,7 @@ struct gwr_layer {
     uint32_t mark;                /* traversal epoch */
     uint16_t op_id;
     uint8_t type, flags;
+    void *flayer;                 /* the functional room's FLayerInfo recorded on the layer, or NULL */
 };
 
 static inline gwr_tensor *gwr_ir_outputs(const gwr_layer *l) { return (gwr_tensor *)(l + 1); }

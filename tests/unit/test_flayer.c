@@ -373,6 +373,112 @@ TEST(build_gpt) {
     gwr_network_free(net);
 }
 
+/* The memo's index from a tensor to the FLayerInfos that name it: more
+ * referrers than an entry holds inline, entries freed and reused, an
+ * argument naming a pruned layer's output, and a subgraph's FLayerInfo
+ * naming a tensor of the enclosing network. */
+static gwr_tensor *attention_on(gwr_network *net, gwr_tensor *qkv) {
+    gwr_args *a = gwr_args_new();
+    gwr_args_set_tensor(a, "qkv", qkv);
+    gwr_args_set_int(a, "num_heads", 4);
+    gwr_args_set_int(a, "head_size", 8);
+    gwr_tensor *outs[2];
+    int n = 0;
+    gwr_status s = gwr_call(net, GWR_GPT_ATTENTION, a, outs, 2, &n);
+    gwr_args_free(a);
+    return s || n != 2 ? NULL : outs[0];
+}
+
+TEST(flayer_index_many_referrers) {
+    gwr_network *net = gwr_network_new("many");
+    gwr_dim d[3] = {2, 5, 96};
+    gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 3, d);
+    gwr_tensor *qkv = gwr_relu(net, x), *ctx[5];
+    gwr_flayer *f[5];
+    for (int i = 0; i < 5; i++) {
+        ctx[i] = attention_on(net, qkv);
+        if (!CHECK(ctx[i])) goto out;
+        if (i % 2 == 0) gwr_network_mark_output(net, ctx[i]); /* 1 and 3 are removed below */
+        f[i] = gwr_flayer_get(net, gwr_tensor_parent(ctx[i]));
+    }
+    CHECK_EQ_INT(gwr_flayer_memo_size(net), 5);
+    /* Five referrers of one tensor: all follow a replacement. */
+    gwr_tensor *other = gwr_sigmoid(net, x);
+    CHECK_OK(gwr_tensor_replace_all_uses_with(qkv, other));
+    for (int i = 0; i < 5; i++) CHECK(gwr_flayer_get_input(f[i], "qkv") == other);
+    /* Two leave; the other three still follow, twice over. */
+    CHECK_OK(gwr_layer_mark_as_removed(gwr_tensor_parent(ctx[1])));
+    CHECK_OK(gwr_layer_mark_as_removed(gwr_tensor_parent(ctx[3])));
+    CHECK_EQ_INT(gwr_flayer_memo_size(net), 3);
+    gwr_tensor *third = gwr_tanh(net, x);
+    gwr_tensor *fourth = gwr_abs(net, x);
+    for (int i = 0; i < 5; i += 2) CHECK_OK(gwr_flayer_replace_input_with(f[i], other, third));
+    CHECK_OK(gwr_tensor_replace_all_uses_with(third, fourth));
+    for (int i = 0; i < 5; i += 2) {
+        CHECK(gwr_flayer_get_input(f[i], "qkv") == fourth);
+        CHECK(gwr_layer_input(gwr_tensor_parent(ctx[i]), 0) == fourth);
+    }
+    /* A new record after the removals (freed entries are reused) is
+     * indexed like the others. */
+    gwr_tensor *c5 = attention_on(net, fourth);
+    if (!CHECK(c5)) goto out;
+    gwr_network_mark_output(net, c5);
+    gwr_flayer *f5 = gwr_flayer_get(net, gwr_tensor_parent(c5));
+    gwr_tensor *fifth = gwr_exp(net, x);
+    CHECK_OK(gwr_tensor_replace_all_uses_with(fourth, fifth));
+    CHECK(gwr_flayer_get_input(f5, "qkv") == fifth);
+    CHECK(gwr_flayer_get_input(f[4], "qkv") == fifth);
+    /* An argument that names a tensor the layer does not read: when its
+     * producer is pruned, the argument becomes none. */
+    gwr_tensor *dead = gwr_neg(net, x);
+    gwr_layer *host = gwr_tensor_parent(gwr_sqrt(net, fifth));
+    gwr_network_mark_output(net, gwr_layer_output(host, 0));
+    gwr_args *a = gwr_args_new();
+    gwr_args_set_tensor(a, "qkv", dead);
+    CHECK_OK(gwr_flayer_record(net, host, GWR_GPT_ATTENTION, a));
+    gwr_args_free(a);
+    gwr_flayer *fh = gwr_flayer_get(net, host);
+    CHECK(gwr_flayer_get_input(fh, "qkv") == dead);
+    int64_t dropped = 0;
+    CHECK_OK(gwr_network_prune(net, &dropped));
+    CHECK(dropped >= 3); /* two plugins, the Neg, the replaced activations */
+    CHECK(gwr_flayer_get_input(fh, "qkv") == NULL);
+    CHECK_EQ_INT(gwr_flayer_memo_size(net), 5);
+    CHECK_OK(gwr_network_verify(net));
+out:
+    gwr_network_free(net);
+}
+
+TEST(flayer_index_subgraph_reads_outer_tensor) {
+    gwr_network *net = gwr_network_new("outer");
+    gwr_dim d[3] = {2, 5, 96};
+    gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 3, d);
+    gwr_tensor *y = gwr_relu(net, x), *z = gwr_tanh(net, x);
+    gwr_network *sub = gwr_network_new_subgraph(net, "body");
+    if (!CHECK(sub)) goto out;
+    /* A layer of the subgraph reads y from the enclosing network; its
+     * FLayerInfo names y. */
+    gwr_layer *l = gwr_tensor_parent(gwr_sigmoid(sub, y));
+    if (!CHECK(l)) goto out;
+    gwr_args *a = gwr_args_new();
+    gwr_args_set_tensor(a, "qkv", y);
+    CHECK_OK(gwr_flayer_record(sub, l, GWR_GPT_ATTENTION, a));
+    gwr_args_free(a);
+    gwr_flayer *f = gwr_flayer_get(sub, l);
+    CHECK(gwr_flayer_get(net, l) == NULL); /* not the outer network's */
+    CHECK_EQ_INT(gwr_flayer_memo_size(sub), 1);
+    CHECK_EQ_INT(gwr_flayer_memo_size(net), 0);
+    CHECK_OK(gwr_flayer_replace_input_with(f, y, z));
+    CHECK(gwr_flayer_get_input(f, "qkv") == z);
+    CHECK(gwr_layer_input(l, 0) == z);
+    CHECK_EQ_INT(gwr_flayer_replace_input_with(f, y, z), GWR_ERR_NOT_FOUND);
+    CHECK_OK(gwr_layer_mark_as_removed(l));
+    CHECK_EQ_INT(gwr_flayer_memo_size(sub), 0);
+out:
+    gwr_network_free(sub);
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(args_basics);
     RUN(gpt_attention_records_flayer);
@@ -381,5 +487,7 @@ int main(void) {
     RUN(gwr_call_errors);
     RUN(user_plugin_and_functional);
     RUN(build_gpt);
+    RUN(flayer_index_many_referrers);
+    RUN(flayer_index_subgraph_reads_outer_tensor);
     return check_report();
 }

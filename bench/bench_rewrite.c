@@ -36,6 +36,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <time.h>
 
@@ -194,9 +195,13 @@ static run_result run_once(int blocks, const gwr_rewrite_options *o, const gwr_a
     gwr_network *net = build(blocks);
     gwr_rewrite_manager *m = make_manager(o);
     run_result r = {.layers = gwr_network_num_layers(net)};
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
     double t0 = now_s();
     gwr_status s = gwr_rewrite_manager_rewrite(m, net, args);
     r.call_s = now_s() - t0;
+    getrusage(RUSAGE_SELF, &ru1);
+    if (getenv("GWR_BENCH_EACH")) fprintf(stderr, "  faults %ld\n", ru1.ru_minflt - ru0.ru_minflt);
     if (s) die("gwr_rewrite_manager_rewrite", gwr_rewrite_manager_errmsg(m));
     gwr_rewrite_summary sum;
     gwr_rewrite_manager_summary(m, &sum);
@@ -296,6 +301,8 @@ static int cmd_scale(int argc, char **argv) {
             loop[rep] = a.call_s;
             prune[rep] = a.prune_s;
             call[rep] = b.call_s;
+            if (getenv("GWR_BENCH_EACH"))
+                fprintf(stderr, "%d blocks, run %d: loop %.3f prune %.3f call %.3f s\n", sizes[k], rep, a.call_s, a.prune_s, b.call_s);
             r = b;
             if (a.call_s + b.call_s > max_s / 2) { /* too slow to repeat */
                 reps++;

@@ -16,6 +16,9 @@
  *       < 5 ms; fewer when one run takes more than half of --max-seconds,
  *       default 60, and sizes predicted to take longer than that are
  *       estimated, not run) per size, ns per visited layer, and the checks:
+ *       (the runs go in rounds: one run of each size in order, then the
+ *       rest spread over N-1 more passes over the sizes, so that a machine
+ *       whose speed drifts gives every size runs in each phase);
  *       max/min of ns per visited layer across sizes <= 2x, and the whole
  *       call on the ~1M-layer network <= 1 s. --seeds keeps only the named
  *       seed patterns (comma-separated), to see what each one costs.
@@ -278,9 +281,10 @@ static int cmd_scale(int argc, char **argv) {
            "+ %lld; %lld blocks give ~1,000,000 layers\n",
            g_hidden, g_heads, (long long)per_block, (long long)base, (long long)million_blocks);
     print_manager();
-    printf("each size: %d runs (%d when a run takes < 5 ms; fewer when one takes > --max-seconds/2), each on a freshly "
-           "built network (building not timed); times best (median); ns/visited from the best\n\n",
-           repeat, SMALL_REPEAT > repeat ? SMALL_REPEAT : repeat);
+    printf("each size: %d runs (%d when a run takes < 5 ms; one when it takes > --max-seconds/2), each on a freshly "
+           "built network (building not timed), in %d rounds over the sizes; times best (median); ns/visited from "
+           "the best\n\n",
+           repeat, SMALL_REPEAT > repeat ? SMALL_REPEAT : repeat, repeat);
     printf("| blocks | layers | visited | rewrites | pruned | runs | loop ms (keep_dead) | prune ms | whole call ms "
            "| loop ns/visited | call ns/visited |\n");
     printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
@@ -290,39 +294,38 @@ static int cmd_scale(int argc, char **argv) {
     int done = 0, requested = nsizes;
     double est[MAX_SIZES] = {0};
     int64_t est_layers[MAX_SIZES] = {0};
+    /* Round 0 runs each size once, in order, and decides which sizes are
+     * run at all (a size predicted to take longer than max_s is estimated)
+     * and how many runs each takes. The other rounds go through the sizes
+     * again, one share of each size's runs per round: a machine whose speed
+     * drifts over minutes then gives every size runs in every phase, which
+     * a ratio across sizes needs. */
+    static double loop[MAX_SIZES][MAX_REPEAT], prune[MAX_SIZES][MAX_REPEAT], call[MAX_SIZES][MAX_REPEAT];
+    int reps[MAX_SIZES] = {0}, want[MAX_SIZES] = {0};
+    run_result res[MAX_SIZES] = {{0}};
+    gwr_rewrite_options keep = {.keep_dead = 1}, dflt = {0};
+#define ONE_RUN(k, check)                                                                                          \
+    do {                                                                                                           \
+        run_result a_ = run_once(sizes[k], &keep, args, check);                                                    \
+        run_result b_ = run_once(sizes[k], &dflt, args, check);                                                    \
+        loop[k][reps[k]] = a_.call_s;                                                                              \
+        prune[k][reps[k]] = a_.prune_s;                                                                            \
+        call[k][reps[k]] = b_.call_s;                                                                              \
+        if (getenv("GWR_BENCH_EACH"))                                                                              \
+            fprintf(stderr, "%d blocks, run %d: loop %.3f prune %.3f call %.3f s\n", sizes[k], reps[k], a_.call_s, \
+                    a_.prune_s, b_.call_s);                                                                        \
+        reps[k]++;                                                                                                 \
+        res[k] = b_;                                                                                               \
+        layers[k] = b_.layers;                                                                                     \
+    } while (0)
     for (int k = 0; k < nsizes; k++) {
-        double loop[MAX_REPEAT], prune[MAX_REPEAT], call[MAX_REPEAT];
-        run_result r = {0};
-        int reps = 0, want = repeat;
-        for (int rep = 0; rep < want; rep++, reps++) {
-            gwr_rewrite_options keep = {.keep_dead = 1}, dflt = {0};
-            run_result a = run_once(sizes[k], &keep, args, rep == 0);
-            run_result b = run_once(sizes[k], &dflt, args, rep == 0);
-            loop[rep] = a.call_s;
-            prune[rep] = a.prune_s;
-            call[rep] = b.call_s;
-            if (getenv("GWR_BENCH_EACH"))
-                fprintf(stderr, "%d blocks, run %d: loop %.3f prune %.3f call %.3f s\n", sizes[k], rep, a.call_s, a.prune_s, b.call_s);
-            r = b;
-            if (a.call_s + b.call_s > max_s / 2) { /* too slow to repeat */
-                reps++;
-                break;
-            }
-            /* Runs of a few ms are at the mercy of the scheduler: take more. */
-            if (rep == 0 && b.call_s < 0.005 && want < SMALL_REPEAT) want = SMALL_REPEAT;
-        }
-        if (reps < repeat) printf("(%d blocks: one run took %.1f s; %d repeat(s) only)\n", sizes[k], call[reps - 1], reps);
+        ONE_RUN(k, 1);
         done = k + 1;
-        layers[k] = r.layers;
-        loop_ns[k] = best_of(loop, reps) / (double)r.visited * 1e9;
-        call_ns[k] = best_of(call, reps) / (double)r.visited * 1e9;
-        call_best[k] = best_of(call, reps);
-        printf("| %d | %lld | %lld | %lld | %lld | %d | %.3f (%.3f) | %.3f (%.3f) | %.3f (%.3f) | %.1f | %.1f |\n",
-               sizes[k], (long long)r.layers, (long long)r.visited, (long long)r.rewrites, (long long)r.pruned, reps,
-               1e3 * best_of(loop, reps), 1e3 * median_of(loop, reps), 1e3 * best_of(prune, reps),
-               1e3 * median_of(prune, reps), 1e3 * best_of(call, reps), 1e3 * median_of(call, reps), loop_ns[k],
-               call_ns[k]);
-        fflush(stdout);
+        want[k] = repeat;
+        /* Runs of a few ms are at the mercy of the scheduler: take more. */
+        if (call[k][0] < 0.005 && want[k] < SMALL_REPEAT) want[k] = SMALL_REPEAT;
+        if (loop[k][0] + call[k][0] > max_s / 2) want[k] = 1; /* too slow to repeat */
+        call_best[k] = call[k][0];
         /* Predict the next size from the growth seen so far (at least
          * linear); skip the rest when one run would pass max_s. */
         if (k + 1 < nsizes) {
@@ -346,6 +349,26 @@ static int cmd_scale(int argc, char **argv) {
             }
         }
     }
+    for (int round = 1; round < repeat; round++)
+        for (int k = 0; k < done; k++) {
+            int upto = (int)((int64_t)want[k] * (round + 1) / repeat);
+            while (reps[k] < upto) ONE_RUN(k, 0);
+        }
+#undef ONE_RUN
+    for (int k = 0; k < done; k++) {
+        const run_result *r = &res[k];
+        int n = reps[k];
+        if (n < repeat) printf("(%d blocks: one run took %.1f s; %d repeat(s) only)\n", sizes[k], call[k][0], n);
+        loop_ns[k] = best_of(loop[k], n) / (double)r->visited * 1e9;
+        call_ns[k] = best_of(call[k], n) / (double)r->visited * 1e9;
+        call_best[k] = best_of(call[k], n);
+        printf("| %d | %lld | %lld | %lld | %lld | %d | %.3f (%.3f) | %.3f (%.3f) | %.3f (%.3f) | %.1f | %.1f |\n",
+               sizes[k], (long long)r->layers, (long long)r->visited, (long long)r->rewrites, (long long)r->pruned, n,
+               1e3 * best_of(loop[k], n), 1e3 * median_of(loop[k], n), 1e3 * best_of(prune[k], n),
+               1e3 * median_of(prune[k], n), 1e3 * best_of(call[k], n), 1e3 * median_of(call[k], n), loop_ns[k],
+               call_ns[k]);
+    }
+    fflush(stdout);
     nsizes = done;
     double lo = loop_ns[0], hi = loop_ns[0], clo = call_ns[0], chi = call_ns[0];
     for (int k = 1; k < nsizes; k++) {

@@ -74,11 +74,9 @@ static gwr_tensor *const_f32(gwr_network *net, int64_t n, float v) {
 }
 
 /* qkv input (batch 2, seq 5, 3*hidden) with hidden = 4 heads * 8. */
-static gwr_network *attention_net(gwr_tensor **qkv_out, gwr_layer **plugin, gwr_tensor *outs[2]) {
-    gwr_network *net = gwr_network_new("attn");
-    gwr_dim d[3] = {2, 5, 96};
-    gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 3, d);
-    gwr_tensor *qkv = gwr_relu(net, x);
+/* A gpt_attention call on qkv (4 heads of 8); outs gets its two outputs.
+ * The context, or NULL. */
+static gwr_tensor *attention_on(gwr_network *net, gwr_tensor *qkv, gwr_tensor *outs[2]) {
     gwr_args *a = gwr_args_new();
     gwr_args_set_tensor(a, "qkv", qkv);
     gwr_args_set_int(a, "num_heads", 4);
@@ -86,7 +84,15 @@ static gwr_network *attention_net(gwr_tensor **qkv_out, gwr_layer **plugin, gwr_
     int n = 0;
     gwr_status s = gwr_call(net, GWR_GPT_ATTENTION, a, outs, 2, &n);
     gwr_args_free(a);
-    if (s || n != 2) return net;
+    return s || n != 2 ? NULL : outs[0];
+}
+
+static gwr_network *attention_net(gwr_tensor **qkv_out, gwr_layer **plugin, gwr_tensor *outs[2]) {
+    gwr_network *net = gwr_network_new("attn");
+    gwr_dim d[3] = {2, 5, 96};
+    gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 3, d);
+    gwr_tensor *qkv = gwr_relu(net, x);
+    if (!attention_on(net, qkv, outs)) return net;
     gwr_tensor_set_name(outs[0], "context");
     gwr_network_mark_output(net, outs[0]);
     *qkv_out = qkv;
@@ -377,26 +383,15 @@ TEST(build_gpt) {
  * referrers than an entry holds inline, entries freed and reused, an
  * argument naming a pruned layer's output, and a subgraph's FLayerInfo
  * naming a tensor of the enclosing network. */
-static gwr_tensor *attention_on(gwr_network *net, gwr_tensor *qkv) {
-    gwr_args *a = gwr_args_new();
-    gwr_args_set_tensor(a, "qkv", qkv);
-    gwr_args_set_int(a, "num_heads", 4);
-    gwr_args_set_int(a, "head_size", 8);
-    gwr_tensor *outs[2];
-    int n = 0;
-    gwr_status s = gwr_call(net, GWR_GPT_ATTENTION, a, outs, 2, &n);
-    gwr_args_free(a);
-    return s || n != 2 ? NULL : outs[0];
-}
 
 TEST(flayer_index_many_referrers) {
     gwr_network *net = gwr_network_new("many");
     gwr_dim d[3] = {2, 5, 96};
     gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 3, d);
-    gwr_tensor *qkv = gwr_relu(net, x), *ctx[5];
+    gwr_tensor *qkv = gwr_relu(net, x), *ctx[5], *two[2];
     gwr_flayer *f[5];
     for (int i = 0; i < 5; i++) {
-        ctx[i] = attention_on(net, qkv);
+        ctx[i] = attention_on(net, qkv, two);
         if (!CHECK(ctx[i])) goto out;
         if (i % 2 == 0) gwr_network_mark_output(net, ctx[i]); /* 1 and 3 are removed below */
         f[i] = gwr_flayer_get(net, gwr_tensor_parent(ctx[i]));
@@ -420,7 +415,7 @@ TEST(flayer_index_many_referrers) {
     }
     /* A new record after the removals (freed entries are reused) is
      * indexed like the others. */
-    gwr_tensor *c5 = attention_on(net, fourth);
+    gwr_tensor *c5 = attention_on(net, fourth, two);
     if (!CHECK(c5)) goto out;
     gwr_network_mark_output(net, c5);
     gwr_flayer *f5 = gwr_flayer_get(net, gwr_tensor_parent(c5));

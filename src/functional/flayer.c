@@ -25,7 +25,6 @@ struct gwr_flayer {
     gwr_args *inputs;
     gwr_tensor **outputs;
     int noutputs;
-    gwr_flayer *prev, *next; /* the memo's list of them all */
 };
 
 /* A tensor's referrers: the FLayerInfos whose arguments name it (an entry
@@ -41,8 +40,7 @@ typedef struct refs {
 
 typedef struct memo {
     gwr_network *net;
-    gwr_flayer *head; /* every FLayerInfo of the network's layers */
-    int64_t count;
+    int64_t count;    /* FLayerInfos on the network's layers */
     refs *pool;       /* referrers of the network's own tensors; [0] unused */
     int64_t npool, poolcap;
     int32_t free_ref; /* first free pool entry, or 0 */
@@ -62,10 +60,12 @@ static void flayer_free(gwr_flayer *f) {
 
 static void memo_free(void *p) {
     memo *m = p;
-    for (gwr_flayer *f = m->head, *next; f; f = next) {
-        next = f->next;
-        f->layer->flayer = NULL;
-        flayer_free(f);
+    /* Called as the network is destroyed, before its layers are freed;
+     * removed and pruned layers have given theirs back already. */
+    for (int64_t i = 0; i < m->net->nlayers; i++) {
+        gwr_layer *l = m->net->layers[i];
+        flayer_free(l->flayer);
+        l->flayer = NULL;
     }
     for (int64_t i = 1; i < m->npool; i++)
         if (m->pool[i].n >= 0 && m->pool[i].cap) free(m->pool[i].v);
@@ -84,23 +84,15 @@ static void memo_free(void *p) {
  * (NULL: out of memory). The pointer is good until the next call that
  * creates an entry. */
 static refs *ref_get(memo *m, gwr_tensor *t, int create) {
-    if (gwr_ir_tnet(t) != m->net) {
-        refs *r = gwr_ptrmap_get(&m->foreign, t);
-        if (r || !create) return r;
-        if (!(r = calloc(1, sizeof *r)) || gwr_ptrmap_put(&m->foreign, t, r)) {
-            free(r);
-            return NULL;
-        }
-        return r;
-    }
+    if (gwr_ir_tnet(t) != m->net)
+        return create ? gwr_ptrmap_get_or_new(&m->foreign, t, sizeof(refs)) : gwr_ptrmap_get(&m->foreign, t);
     if (t->memo_ref || !create) return t->memo_ref ? &m->pool[t->memo_ref] : NULL;
     int64_t i = m->free_ref;
     if (i) {
         m->free_ref = m->pool[i].cap;
     } else {
         if (m->npool >= UINT32_MAX) return NULL;
-        if (gwr_grow((void **)&m->pool, sizeof *m->pool, &m->poolcap, (m->npool ? m->npool : 1) + 1)) return NULL;
-        if (!m->npool) m->npool = 1;
+        if (gwr_grow((void **)&m->pool, sizeof *m->pool, &m->poolcap, m->npool + 1)) return NULL;
         i = m->npool++;
     }
     m->pool[i] = (refs){0};
@@ -181,9 +173,6 @@ static void memo_drop_layer(memo *m, gwr_layer *l) {
     l->flayer = NULL;
     ref_ctx c = {m, f, 0};
     gwr_fn_args_each_tensor(f->inputs, ref_del, &c);
-    if (f->prev) f->prev->next = f->next;
-    else m->head = f->next;
-    if (f->next) f->next->prev = f->prev;
     m->count--;
     flayer_free(f);
 }
@@ -211,18 +200,14 @@ static void on_tensor_replaced(void *ctx, gwr_tensor *old_t, gwr_tensor *new_t) 
     refs *r = ref_get(m, old_t, 0);
     if (!r) return;
     /* Each reference to old_t becomes one to new_t (replacing is
-     * idempotent, so an FLayerInfo listed twice is fine). The list is
-     * copied out first: making new_t's entry may move the pool. */
-    int32_t n = r->n;
-    gwr_flayer *small[16], **moved = n <= 16 ? small : malloc((size_t)n * sizeof *moved);
-    if (!moved) return; /* out of memory: the old references stay */
-    memcpy(moved, ref_items(r), (size_t)n * sizeof *moved);
-    ref_release(m, old_t);
-    for (int32_t i = 0; i < n; i++) gwr_fn_args_replace_tensor(moved[i]->inputs, old_t, new_t);
+     * idempotent, so an FLayerInfo listed twice is fine). */
+    for (int32_t i = 0; i < r->n; i++) gwr_fn_args_replace_tensor(ref_items(r)[i]->inputs, old_t, new_t);
+    /* Making new_t's entry may move the pool: old_t's is found again. */
     refs *nr = ref_get(m, new_t, 1);
-    for (int32_t i = 0; nr && i < n; i++)
-        if (ref_push(nr, moved[i])) break;
-    if (moved != small) free(moved);
+    r = ref_get(m, old_t, 0);
+    for (int32_t i = 0; nr && i < r->n; i++)
+        if (ref_push(nr, ref_items(r)[i])) break;
+    ref_release(m, old_t);
 }
 
 static memo *memo_of(gwr_network *net, int create) {
@@ -230,6 +215,7 @@ static memo *memo_of(gwr_network *net, int create) {
     if (m || !create) return m;
     if (!(m = calloc(1, sizeof *m))) return NULL;
     m->net = net;
+    m->npool = 1; /* entry 0 means none */
     gwr_listener ls = {.layer_removed = on_layer_removed,
                        .layer_dropped = on_layer_dropped,
                        .tensor_replaced = on_tensor_replaced,
@@ -268,9 +254,6 @@ static gwr_status memo_record(gwr_network *net, gwr_layer *l, const char *kind, 
         return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
     }
     l->flayer = f;
-    f->next = m->head;
-    if (m->head) m->head->prev = f;
-    m->head = f;
     m->count++;
     return GWR_OK;
 }

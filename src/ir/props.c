@@ -55,13 +55,7 @@ static gwr_status props_remove(gwr_network *net, gwr_props *p, const char *key) 
 
 /* The props of a layer or tensor; created when `create`. */
 static gwr_props *obj_props(gwr_network *net, const void *obj, int create) {
-    gwr_props *p = gwr_ptrmap_get(&net->objprops, obj);
-    if (p || !create) return p;
-    if (!(p = calloc(1, sizeof *p)) || gwr_ptrmap_put(&net->objprops, obj, p)) {
-        free(p);
-        return NULL;
-    }
-    return p;
+    return create ? gwr_ptrmap_get_or_new(&net->objprops, obj, sizeof(gwr_props)) : gwr_ptrmap_get(&net->objprops, obj);
 }
 
 void gwr_ir_props_drop(gwr_network *net, const void *obj) {

@@ -281,6 +281,16 @@ int gwr_ptrmap_put(gwr_ptrmap *m, const void *key, void *val) {
     return 0;
 }
 
+void *gwr_ptrmap_get_or_new(gwr_ptrmap *m, const void *key, size_t size) {
+    void *v = gwr_ptrmap_get(m, key);
+    if (v) return v;
+    if (!(v = calloc(1, size)) || gwr_ptrmap_put(m, key, v)) {
+        free(v);
+        return NULL;
+    }
+    return v;
+}
+
 void gwr_ptrmap_del(gwr_ptrmap *m, const void *key) {
     if (!m->cap || !key) return;
     int64_t i = ptrmap_slot(m, key);

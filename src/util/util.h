@@ -100,6 +100,9 @@ void gwr_ptrmap_free(gwr_ptrmap *m);
 void *gwr_ptrmap_get(const gwr_ptrmap *m, const void *key);
 int gwr_ptrmap_put(gwr_ptrmap *m, const void *key, void *val);
 void gwr_ptrmap_del(gwr_ptrmap *m, const void *key);
+/* key's value; when absent, a new zeroed object of `size` bytes (calloc'd,
+ * the caller frees it) is put first. NULL: out of memory. */
+void *gwr_ptrmap_get_or_new(gwr_ptrmap *m, const void *key, size_t size);
 
 /* ---- text ---- */
 /* Length of the valid UTF-8 sequence at str (at most n > 0 bytes), 0 when

@@ -320,6 +320,21 @@ GWR_API gwr_status gwr_layer_get_graph(const gwr_layer *l, const char *name, gwr
 GWR_API gwr_status gwr_layer_get_graphs(const gwr_layer *l, const char *name,
                                         gwr_network *const **out, int64_t *n);
 
+/* Getters with a default, for readers to whom an absent attribute means
+ * its default (shape rules, kernels, passes): *out gets the value, or
+ * `def` when the layer has no attribute of that name (GWR_OK both ways,
+ * and nothing is written on the network then). GWR_ERR_TYPE, *out = def
+ * and a message on the network when the attribute has another type. The
+ * list forms give *n = -1 and *out = NULL when absent. */
+GWR_API gwr_status gwr_layer_attr_int(const gwr_layer *l, const char *name, int64_t def, int64_t *out);
+GWR_API gwr_status gwr_layer_attr_float(const gwr_layer *l, const char *name, float def, float *out);
+GWR_API gwr_status gwr_layer_attr_string(const gwr_layer *l, const char *name, const char *def,
+                                         const char **out);
+GWR_API gwr_status gwr_layer_attr_ints(const gwr_layer *l, const char *name, const int64_t **out,
+                                       int64_t *n);
+GWR_API gwr_status gwr_layer_attr_floats(const gwr_layer *l, const char *name, const float **out,
+                                         int64_t *n);
+
 /* Setters replace an attribute of the same name whatever its type. Values
  * are copied; weights share their buffer (retained). */
 GWR_API gwr_status gwr_layer_set_int(gwr_layer *l, const char *name, int64_t v);

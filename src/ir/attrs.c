@@ -257,6 +257,62 @@ LIST_GETTER(gwr_layer_get_strings, GWR_ATTR_STRINGS, const gwr_bytes **, strings
 LIST_GETTER(gwr_layer_get_tensors, GWR_ATTR_TENSORS, const gwr_weights **, tensors)
 LIST_GETTER(gwr_layer_get_graphs, GWR_ATTR_GRAPHS, gwr_network *const **, graphs)
 
+/* The getters with a default: absent is not an error and costs no
+ * message; another type is. */
+static const gwr_attr *attr_or_default(const gwr_layer *l, const char *name, gwr_attr_type type,
+                                       gwr_status *st) {
+    *st = GWR_OK;
+    if (!l || !name) {
+        *st = gwr_set_last_error(GWR_ERR_INVALID_ARG, "attribute getter: NULL argument");
+        return NULL;
+    }
+    int i = gwr_layer_find_attr(l, name);
+    if (i < 0) return NULL;
+    if (l->attrs[i].type != type) {
+        *st = gwr_ir_error(l->net, GWR_ERR_TYPE, "attribute '%s' of layer '%s' is %s, not %s", name, l->name,
+                           gwr_attr_type_name(l->attrs[i].type), gwr_attr_type_name(type));
+        return NULL;
+    }
+    return &l->attrs[i];
+}
+
+gwr_status gwr_layer_attr_int(const gwr_layer *l, const char *name, int64_t def, int64_t *out) {
+    gwr_status st;
+    const gwr_attr *a = attr_or_default(l, name, GWR_ATTR_INT, &st);
+    *out = a ? a->v.i : def;
+    return st;
+}
+
+gwr_status gwr_layer_attr_float(const gwr_layer *l, const char *name, float def, float *out) {
+    gwr_status st;
+    const gwr_attr *a = attr_or_default(l, name, GWR_ATTR_FLOAT, &st);
+    *out = a ? a->v.f : def;
+    return st;
+}
+
+gwr_status gwr_layer_attr_string(const gwr_layer *l, const char *name, const char *def, const char **out) {
+    gwr_status st;
+    const gwr_attr *a = attr_or_default(l, name, GWR_ATTR_STRING, &st);
+    *out = a ? a->v.s : def;
+    return st;
+}
+
+gwr_status gwr_layer_attr_ints(const gwr_layer *l, const char *name, const int64_t **out, int64_t *n) {
+    gwr_status st;
+    const gwr_attr *a = attr_or_default(l, name, GWR_ATTR_INTS, &st);
+    *out = a ? a->v.ints : NULL;
+    *n = a ? a->n : -1;
+    return st;
+}
+
+gwr_status gwr_layer_attr_floats(const gwr_layer *l, const char *name, const float **out, int64_t *n) {
+    gwr_status st;
+    const gwr_attr *a = attr_or_default(l, name, GWR_ATTR_FLOATS, &st);
+    *out = a ? a->v.floats : NULL;
+    *n = a ? a->n : -1;
+    return st;
+}
+
 gwr_status gwr_layer_get_tensor(const gwr_layer *l, const char *name, const gwr_weights **out) {
     const gwr_attr *a = NULL;
     gwr_status s = attr_get(l, name, GWR_ATTR_TENSOR, &a, out);

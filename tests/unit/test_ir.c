@@ -1807,6 +1807,25 @@ TEST(test_attrs_scalars_lists) {
     CHECK_EQ_INT(gwr_layer_get_float(l, "axis", &fv), GWR_ERR_TYPE);
     CHECK(fv == 9.0f);
 
+    /* getters with a default: absent gives the default and no message,
+     * another type GWR_ERR_TYPE with the default */
+    char before[512];
+    snprintf(before, sizeof before, "%s", gwr_network_errmsg(net));
+    CHECK_OK(gwr_layer_attr_int(l, "nope", 5, &iv));
+    CHECK_EQ_INT(iv, 5);
+    CHECK_STR(gwr_network_errmsg(net), before);
+    CHECK_OK(gwr_layer_attr_int(l, "axis", 5, &iv));
+    CHECK_EQ_INT(iv, -3);
+    CHECK_EQ_INT(gwr_layer_attr_int(l, "alpha", 5, &iv), GWR_ERR_TYPE);
+    CHECK_EQ_INT(iv, 5);
+    CHECK(strstr(gwr_network_errmsg(net), "alpha") != NULL);
+    CHECK_OK(gwr_layer_attr_float(l, "alpha", 2.0f, &fv));
+    CHECK(fv == 0.25f);
+    CHECK_OK(gwr_layer_attr_float(l, "nope", 2.0f, &fv));
+    CHECK(fv == 2.0f);
+    CHECK_EQ_INT(gwr_layer_attr_float(l, "axis", 2.0f, &fv), GWR_ERR_TYPE);
+    CHECK(fv == 2.0f);
+
     /* strings, and bytes with embedded NULs */
     CHECK_OK(gwr_layer_set_string(l, "mode", "linear"));
     const char *sv = NULL;
@@ -1846,6 +1865,27 @@ TEST(test_attrs_scalars_lists) {
         CHECK_EQ_INT(io[0], 1);
         CHECK_EQ_INT(io[1], -2);
         CHECK(io[3] == INT64_MAX);
+    }
+    {
+        const int64_t *dv = NULL;
+        int64_t dn = 0;
+        const float *fl = (const float *)raw;
+        const char *ds = NULL;
+        CHECK_OK(gwr_layer_attr_ints(l, "pads", &dv, &dn));
+        CHECK_EQ_INT(dn, 4);
+        CHECK(dv == io);
+        CHECK_OK(gwr_layer_attr_ints(l, "nope", &dv, &dn));
+        CHECK_EQ_INT(dn, -1);
+        CHECK(dv == NULL);
+        CHECK_EQ_INT(gwr_layer_attr_floats(l, "pads", &fl, &dn), GWR_ERR_TYPE);
+        CHECK_EQ_INT(dn, -1);
+        CHECK(fl == NULL);
+        CHECK_OK(gwr_layer_attr_string(l, "mode", "x", &ds));
+        CHECK_STR(ds, "linear");
+        CHECK_OK(gwr_layer_attr_string(l, "nope", "x", &ds));
+        CHECK_STR(ds, "x");
+        CHECK_EQ_INT(gwr_layer_attr_string(l, "pads", "x", &ds), GWR_ERR_TYPE);
+        CHECK_STR(ds, "x");
     }
     CHECK_OK(gwr_layer_set_ints(l, "none", NULL, 0));
     CHECK_OK(gwr_layer_get_ints(l, "none", &io, &n));

@@ -1,6 +1,7 @@
 /* util.c - see util.h. */
 #include "util/util.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,45 @@ gwr_status gwr_set_last_error(gwr_status s, const char *fmt, ...) {
 }
 
 /* ---- memory ---- */
+
+/* countdown: allocations to go until the one that fails; 0: disarmed;
+ * -1: failing every one (sticky, past the n-th). An unarmed allocation
+ * pays one relaxed load. */
+static atomic_llong countdown;
+static atomic_int sticky_fail;
+static atomic_llong failures;
+
+void gwr_alloc_hook_arm(int64_t n, int sticky) {
+    atomic_store(&countdown, 0);
+    atomic_store(&failures, 0);
+    atomic_store(&sticky_fail, sticky ? 1 : 0);
+    atomic_store(&countdown, n > 0 ? n : 0);
+}
+
+int64_t gwr_alloc_hook_failures(void) { return atomic_load(&failures); }
+
+int gwr_alloc_fails(void) {
+    long long c = atomic_load_explicit(&countdown, memory_order_relaxed);
+    if (GWR_LIKELY(c == 0)) return 0;
+    while (c > 0) {
+        long long next = c > 1 ? c - 1 : atomic_load(&sticky_fail) ? -1 : 0;
+        if (atomic_compare_exchange_weak(&countdown, &c, next)) {
+            if (c > 1) return 0;
+            break;
+        }
+    }
+    if (c == 0) return 0;
+    atomic_fetch_add(&failures, 1);
+    return 1;
+}
+
+void *gwr_malloc(size_t n) { return gwr_alloc_fails() ? NULL : malloc(n); }
+
+void *gwr_calloc(size_t n, size_t size) { return gwr_alloc_fails() ? NULL : calloc(n, size); }
+
+void *gwr_realloc(void *p, size_t n) { return gwr_alloc_fails() ? NULL : realloc(p, n); }
+
+void gwr_free(void *p) { free(p); }
 
 int gwr_grow(void **arr, size_t elem, int64_t *cap, int64_t need) {
     if (need <= *cap) return 0;

@@ -39,6 +39,26 @@ gwr_status gwr_vfmt_error(char *buf, gwr_status s, const char *fmt, va_list ap);
 gwr_status gwr_set_last_error(gwr_status s, const char *fmt, ...) GWR_PRINTF(2, 3);
 
 /* ---- memory ---- */
+/* Every allocation of gwr goes through these (protobuf-c's and the weight
+ * chunks' too): the one place a test can make an allocation fail. They
+ * behave as the C library's; gwr_free(NULL) does nothing. */
+void *gwr_malloc(size_t n);
+void *gwr_calloc(size_t n, size_t size);
+void *gwr_realloc(void *p, size_t n);
+void gwr_free(void *p);
+/* For memory that does not come from malloc (mmap'd chunks): 1 when the
+ * allocation about to be made must fail, counting it as one. */
+int gwr_alloc_fails(void);
+
+/* The test hook, as SQLite tests its allocations: arm it with n >= 1 and
+ * the n-th allocation from now fails (and, with `sticky`, every one after
+ * it, until the hook is disarmed); n = 0 disarms it. Process-wide; the
+ * count is atomic, so allocations of other threads count too.
+ * gwr_alloc_hook_failures() says how many allocations failed since the
+ * hook was last armed: 0 after a run means the run completed. */
+void gwr_alloc_hook_arm(int64_t n, int sticky);
+int64_t gwr_alloc_hook_failures(void);
+
 /* Grows *arr (elements of `elem` bytes, capacity *cap) to hold `need`
  * elements; 0 on success, -1 on overflow or allocation failure (then *arr
  * is unchanged). */

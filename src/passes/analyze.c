@@ -768,6 +768,33 @@ static const gwr_pattern_analyzer builtin[] = {
 /* cost.bytes opens each layer's record: it must come first. */
 static const int builtin_benefit[] = {100, 90, 90, 50, 50, 50, 50, 50, 50, 50, 50};
 
+/* builtin[] from this entry on are the FLOP rules (cost.bytes, ops and
+ * params apply to every layer and count no FLOPs). */
+#define FIRST_FLOPS_RULE 3
+
+/* Classes that move or make data without arithmetic: their FLOPs are 0 by
+ * definition, and cost.bytes counts their traffic. */
+#define ZERO_FLOP_CLASSES                                                                                       \
+    (GWR_ROOT_CLASS(GWR_LAYER_SHUFFLE) | GWR_ROOT_CLASS(GWR_LAYER_CONCATENATION) | GWR_ROOT_CLASS(GWR_LAYER_SPLIT) | \
+     GWR_ROOT_CLASS(GWR_LAYER_SLICE) | GWR_ROOT_CLASS(GWR_LAYER_GATHER) | GWR_ROOT_CLASS(GWR_LAYER_SCATTER) |      \
+     GWR_ROOT_CLASS(GWR_LAYER_SHAPE) | GWR_ROOT_CLASS(GWR_LAYER_CONSTANT) | GWR_ROOT_CLASS(GWR_LAYER_IDENTITY) |   \
+     GWR_ROOT_CLASS(GWR_LAYER_PADDING) | GWR_ROOT_CLASS(GWR_LAYER_SEQUENCE) |                                     \
+     GWR_ROOT_CLASS(GWR_LAYER_REVERSE_SEQUENCE) | GWR_ROOT_CLASS(GWR_LAYER_FILL))
+
+int an_op_has_cost_rule(gwr_op_id id) {
+    const gwr_op_info *info = gwr_op_info_get(id);
+    if (!info) return 0;
+    if (ZERO_FLOP_CLASSES & GWR_ROOT_CLASS(info->layer_type)) return 1;
+    char qual[256];
+    snprintf(qual, sizeof qual, "%s%s%s", info->domain, *info->domain ? "::" : "", info->name);
+    for (size_t i = FIRST_FLOPS_RULE; i < sizeof builtin / sizeof *builtin; i++) {
+        if (builtin[i].root_classes & GWR_ROOT_CLASS(info->layer_type)) return 1;
+        for (const char *const *op = builtin[i].root_ops; op && *op; op++)
+            if (!strcmp(*op, qual)) return 1;
+    }
+    return 0;
+}
+
 /* Pushes the If/Loop/Scan bodies of net's live layers onto *stack. */
 static int push_bodies(gwr_network *net, gwr_network ***stack, int64_t *n, int64_t *cap) {
     for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {

@@ -46,6 +46,8 @@ struct gwr_analysis {
 int64_t an_add(int64_t a, int64_t b);
 int64_t an_mul(int64_t a, int64_t b);
 int an_cmp_str(const void *a, const void *b);
+/* Does gwr_analyze_network count the FLOPs of layers of this op? */
+int an_op_has_cost_rule(gwr_op_id id);
 
 /* Checks dims (every entry an INT >= 0) and copies it. */
 gwr_status an_dims_init(an_dims *D, gwr_network *net, const gwr_args *dims, char *errbuf);

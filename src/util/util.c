@@ -52,7 +52,12 @@ void gwr_alloc_hook_arm(int64_t n, int sticky) {
 
 int64_t gwr_alloc_hook_failures(void) { return atomic_load(&failures); }
 
-int gwr_alloc_fails(void) {
+static const void *_Atomic last_site;
+
+const void *gwr_alloc_hook_last_site(void) { return atomic_load(&last_site); }
+
+/* noinline: the return address is then the caller's call site. */
+__attribute__((noinline)) int gwr_alloc_fails_at(const void *site) {
     long long c = atomic_load_explicit(&countdown, memory_order_relaxed);
     if (GWR_LIKELY(c == 0)) return 0;
     while (c > 0) {
@@ -63,15 +68,18 @@ int gwr_alloc_fails(void) {
         }
     }
     if (c == 0) return 0;
+    atomic_store(&last_site, site ? site : __builtin_return_address(0));
     atomic_fetch_add(&failures, 1);
     return 1;
 }
 
-void *gwr_malloc(size_t n) { return gwr_alloc_fails() ? NULL : malloc(n); }
+#define FAILS() gwr_alloc_fails_at(__builtin_return_address(0))
 
-void *gwr_calloc(size_t n, size_t size) { return gwr_alloc_fails() ? NULL : calloc(n, size); }
+__attribute__((noinline)) void *gwr_malloc(size_t n) { return FAILS() ? NULL : malloc(n); }
 
-void *gwr_realloc(void *p, size_t n) { return gwr_alloc_fails() ? NULL : realloc(p, n); }
+__attribute__((noinline)) void *gwr_calloc(size_t n, size_t size) { return FAILS() ? NULL : calloc(n, size); }
+
+__attribute__((noinline)) void *gwr_realloc(void *p, size_t n) { return FAILS() ? NULL : realloc(p, n); }
 
 void gwr_free(void *p) { free(p); }
 
@@ -83,7 +91,7 @@ int gwr_grow(void **arr, size_t elem, int64_t *cap, int64_t need) {
         ncap *= 2;
     }
     if ((uint64_t)ncap > SIZE_MAX / elem) return -1;
-    void *p = realloc(*arr, (size_t)ncap * elem);
+    void *p = FAILS() ? NULL : realloc(*arr, (size_t)ncap * elem);
     if (!p) return -1;
     *arr = p;
     *cap = ncap;
@@ -91,7 +99,7 @@ int gwr_grow(void **arr, size_t elem, int64_t *cap, int64_t need) {
 }
 
 char *gwr_memdup(const void *p, size_t n) {
-    char *d = malloc(n + 1);
+    char *d = FAILS() ? NULL : malloc(n + 1);
     if (!d) return NULL;
     if (n) memcpy(d, p, n);
     d[n] = 0;
@@ -128,7 +136,7 @@ void *gwr_arena_alloc(gwr_arena *a, size_t n) {
     if (n == 0) n = 16;
     if ((size_t)(a->end - a->cur) < n || !a->cur) {
         size_t sz = n > ARENA_CHUNK / 4 ? n : ARENA_CHUNK;
-        gwr_arena_chunk *c = malloc(sizeof *c + sz);
+        gwr_arena_chunk *c = FAILS() ? NULL : malloc(sizeof *c + sz);
         if (!c) return NULL;
         c->size = sz;
         a->bytes += sizeof *c + sz;
@@ -184,9 +192,9 @@ uint64_t gwr_hash_str(const char *s) {
  * heavy rename/remove churn). */
 
 static int strmap_resize(gwr_strmap *m, int64_t ncap) {
-    const char **keys = calloc((size_t)ncap, sizeof *keys);
-    void **vals = calloc((size_t)ncap, sizeof *vals);
-    uint64_t *hashes = calloc((size_t)ncap, sizeof *hashes);
+    const char **keys = gwr_calloc((size_t)ncap, sizeof *keys);
+    void **vals = gwr_calloc((size_t)ncap, sizeof *vals);
+    uint64_t *hashes = gwr_calloc((size_t)ncap, sizeof *hashes);
     if (!keys || !vals || !hashes) {
         free(keys), free(vals), free(hashes);
         return -1;
@@ -270,8 +278,8 @@ void gwr_advise_huge(void *p, size_t n) {
 }
 
 static int ptrmap_resize(gwr_ptrmap *m, int64_t ncap) {
-    const void **keys = calloc((size_t)ncap, sizeof *keys);
-    void **vals = calloc((size_t)ncap, sizeof *vals);
+    const void **keys = gwr_calloc((size_t)ncap, sizeof *keys);
+    void **vals = gwr_calloc((size_t)ncap, sizeof *vals);
     if (!keys || !vals) {
         free(keys), free(vals);
         return -1;
@@ -324,7 +332,7 @@ int gwr_ptrmap_put(gwr_ptrmap *m, const void *key, void *val) {
 void *gwr_ptrmap_get_or_new(gwr_ptrmap *m, const void *key, size_t size) {
     void *v = gwr_ptrmap_get(m, key);
     if (v) return v;
-    if (!(v = calloc(1, size)) || gwr_ptrmap_put(m, key, v)) {
+    if (!(v = gwr_calloc(1, size)) || gwr_ptrmap_put(m, key, v)) {
         free(v);
         return NULL;
     }

@@ -46,9 +46,12 @@ void *gwr_malloc(size_t n);
 void *gwr_calloc(size_t n, size_t size);
 void *gwr_realloc(void *p, size_t n);
 void gwr_free(void *p);
-/* For memory that does not come from malloc (mmap'd chunks): 1 when the
- * allocation about to be made must fail, counting it as one. */
-int gwr_alloc_fails(void);
+/* For memory that does not come from malloc (mmap'd chunks) and for the
+ * allocating helpers of util: 1 when the allocation about to be made must
+ * fail, counting it as one. `site` names the call site for the test's
+ * count of sites (a return address; NULL: the caller's). */
+int gwr_alloc_fails_at(const void *site);
+#define gwr_alloc_fails() gwr_alloc_fails_at(NULL)
 
 /* The test hook, as SQLite tests its allocations: arm it with n >= 1 and
  * the n-th allocation from now fails (and, with `sticky`, every one after
@@ -58,6 +61,9 @@ int gwr_alloc_fails(void);
  * hook was last armed: 0 after a run means the run completed. */
 void gwr_alloc_hook_arm(int64_t n, int sticky);
 int64_t gwr_alloc_hook_failures(void);
+/* The call site of the last allocation the hook failed (a code address:
+ * distinct sites have distinct values), or NULL. */
+const void *gwr_alloc_hook_last_site(void);
 
 /* Grows *arr (elements of `elem` bytes, capacity *cap) to hold `need`
  * elements; 0 on success, -1 on overflow or allocation failure (then *arr

@@ -2,841 +2,15 @@
  * ONNX semantics (the opset 13-17 forms, plus the older attribute forms
  * where they are cheap to read).
  *
- * Layout: the inference context and error reporting; attribute readers;
- * shapes and dim arithmetic (broadcasting, merging, axis normalization);
- * small integer values known at build time ("ivals": constants, and
- * shapes propagated through Shape/Gather/Concat/... the way ONNX data
- * propagation does it); then one function per family of ops, dispatched by
- * a switch on the op id in gwr_fn_infer_op.
- *
- * Conventions: a dim that cannot be known is GWR_DIM_UNKNOWN, a rank that
- * cannot be known is -1. Only a definite contradiction (two known extents
- * that differ, an axis out of range, a wrong dtype) is an error; anything
- * merely unknown stays unknown. */
+ * The helpers the rules share (context, attributes, shapes, ivals, spatial
+ * parameters) are in infer/common.c; here, one function per family of ops,
+ * dispatched by a switch on the op id in gwr_fn_infer_op. */
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "functional/functional_internal.h"
-
-/* ======================================================================
- * Context and errors
- * ====================================================================== */
-
-typedef struct ictx {
-    gwr_layer *l;
-    gwr_network *net;
-    gwr_op_id id;
-    int nin, nout;
-    gwr_status st; /* the first error; later ones are dropped */
-} ictx;
-
-static gwr_status fail(ictx *c, gwr_status s, const char *fmt, ...) GWR_PRINTF(3, 4);
-
-/* Records "<Op> '<layer>': <message>" on the network and returns s. */
-static gwr_status fail(ictx *c, gwr_status s, const char *fmt, ...) {
-    char msg[GWR_ERRMSG_MAX];
-    va_list ap;
-    if (c->st != GWR_OK)
-        return c->st;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    c->st = s;
-    gwr_ir_error(c->net, s, "%s '%s': %s", gwr_layer_op(c->l), gwr_layer_name(c->l), msg);
-    return s;
-}
-
-/* ======================================================================
- * Attributes (absent -> default; present with another type -> error)
- * ====================================================================== */
-
-static int64_t aint(ictx *c, const char *name, int64_t def) {
-    int64_t v;
-    if (!gwr_layer_has_attr(c->l, name))
-        return def;
-    if (gwr_layer_get_int(c->l, name, &v) != GWR_OK) {
-        fail(c, GWR_ERR_TYPE, "attribute '%s' must be an int", name);
-        return def;
-    }
-    return v;
-}
-
-static float afloat(ictx *c, const char *name, float def) {
-    float v;
-    if (!gwr_layer_has_attr(c->l, name))
-        return def;
-    if (gwr_layer_get_float(c->l, name, &v) != GWR_OK) {
-        fail(c, GWR_ERR_TYPE, "attribute '%s' must be a float", name);
-        return def;
-    }
-    return v;
-}
-
-static const char *astr(ictx *c, const char *name, const char *def) {
-    const char *v;
-    if (!gwr_layer_has_attr(c->l, name))
-        return def;
-    if (gwr_layer_get_string(c->l, name, &v, NULL) != GWR_OK) {
-        fail(c, GWR_ERR_TYPE, "attribute '%s' must be a string", name);
-        return def;
-    }
-    return v;
-}
-
-/* 1 and *v, *n when present as INTS; 0 when absent (or of another type:
- * then an error is recorded). */
-static int aints(ictx *c, const char *name, const int64_t **v, int64_t *n) {
-    if (!gwr_layer_has_attr(c->l, name))
-        return 0;
-    if (gwr_layer_get_ints(c->l, name, v, n) != GWR_OK) {
-        fail(c, GWR_ERR_TYPE, "attribute '%s' must be a list of ints", name);
-        return 0;
-    }
-    return 1;
-}
-
-/* ======================================================================
- * Shapes and dims
- * ====================================================================== */
-
-typedef struct shp {
-    int rank; /* -1: unknown rank */
-    gwr_dim d[GWR_MAX_RANK];
-} shp;
-
-static gwr_tensor *inp(const ictx *c, int i) {
-    return (i >= 0 && i < c->nin) ? gwr_layer_input(c->l, i) : NULL;
-}
-
-static gwr_dtype dt_of(const gwr_tensor *t) { return t ? gwr_tensor_dtype(t) : GWR_UNDEFINED; }
-
-static void shp_get(const gwr_tensor *t, shp *s) {
-    const gwr_dim *d;
-    int r;
-    s->rank = -1;
-    if (!t || gwr_tensor_kind(t) != GWR_VALUE_TENSOR)
-        return;
-    r = gwr_tensor_rank(t);
-    d = gwr_tensor_dims(t);
-    if (r < 0 || r > GWR_MAX_RANK || (r > 0 && !d))
-        return;
-    s->rank = r;
-    if (r > 0)
-        memcpy(s->d, d, (size_t)r * sizeof *d);
-}
-
-static void shp_unknown_dims(shp *s, int rank) {
-    s->rank = rank;
-    for (int i = 0; i < rank && i < GWR_MAX_RANK; i++)
-        s->d[i] = GWR_DIM_UNKNOWN;
-}
-
-static int shp_all_known(const shp *s) {
-    if (s->rank < 0)
-        return 0;
-    for (int i = 0; i < s->rank; i++)
-        if (!GWR_DIM_IS_KNOWN(s->d[i]))
-            return 0;
-    return 1;
-}
-
-/* Sets output i (an absent optional output is skipped). */
-static gwr_status put(ictx *c, int i, gwr_dtype dt, const shp *s) {
-    gwr_tensor *o;
-    int rank = s ? s->rank : -1;
-    if (c->st != GWR_OK)
-        return c->st;
-    if (i < 0 || i >= c->nout || !(o = gwr_layer_output(c->l, i)))
-        return GWR_OK;
-    if (rank > GWR_MAX_RANK)
-        return fail(c, GWR_ERR_SHAPE, "output rank %d exceeds %d", rank, GWR_MAX_RANK);
-    c->st = gwr_tensor_set_type(o, dt, rank, rank >= 0 ? s->d : NULL);
-    return c->st;
-}
-
-/* Every output: this dtype, unknown rank. */
-static gwr_status put_all_unknown(ictx *c, gwr_dtype dt) {
-    for (int i = 0; i < c->nout; i++) {
-        gwr_status s = put(c, i, dt, NULL);
-        if (s != GWR_OK)
-            return s;
-    }
-    return GWR_OK;
-}
-
-/* ---- text for messages ---- */
-
-typedef struct sbuf {
-    char s[256];
-} sbuf;
-
-static const char *tstr(const gwr_tensor *t, sbuf *b) {
-    if (!t)
-        snprintf(b->s, sizeof b->s, "(absent)");
-    else
-        gwr_tensor_type_str(t, b->s, sizeof b->s);
-    return b->s;
-}
-
-static const char *shp_str(const ictx *c, const shp *s, sbuf *b) {
-    size_t n = 0;
-    if (s->rank < 0) {
-        snprintf(b->s, sizeof b->s, "[unknown rank]");
-        return b->s;
-    }
-    b->s[n++] = '[';
-    for (int i = 0; i < s->rank && n < sizeof b->s - 24; i++) {
-        const char *sym = GWR_DIM_IS_SYM(s->d[i]) ? gwr_network_dim_name(c->net, s->d[i]) : NULL;
-        int w;
-        if (sym)
-            w = snprintf(b->s + n, sizeof b->s - n, "%s%.40s", i ? "," : "", sym);
-        else if (GWR_DIM_IS_KNOWN(s->d[i]))
-            w = snprintf(b->s + n, sizeof b->s - n, "%s%lld", i ? "," : "", (long long)s->d[i]);
-        else
-            w = snprintf(b->s + n, sizeof b->s - n, "%s?", i ? "," : "");
-        if (w > 0)
-            n += (size_t)w;
-    }
-    if (n > sizeof b->s - 2)
-        n = sizeof b->s - 2;
-    b->s[n++] = ']';
-    b->s[n] = '\0';
-    return b->s;
-}
-
-/* ---- dim arithmetic ---- */
-
-/* Product of two dims: known when both are (overflow -> unknown), 0 when
- * either is 0, the other one when either is 1. */
-static gwr_dim dmul(gwr_dim a, gwr_dim b) {
-    if (a == 0 || b == 0)
-        return 0;
-    if (a == 1)
-        return b;
-    if (b == 1)
-        return a;
-    if (a > 0 && b > 0)
-        return a > INT64_MAX / b ? GWR_DIM_UNKNOWN : a * b;
-    return GWR_DIM_UNKNOWN;
-}
-
-static gwr_dim dadd(gwr_dim a, gwr_dim b) {
-    if (a == 0)
-        return b;
-    if (b == 0)
-        return a;
-    if (a > 0 && b > 0)
-        return a > INT64_MAX - b ? GWR_DIM_UNKNOWN : a + b;
-    return GWR_DIM_UNKNOWN;
-}
-
-/* One dim of a NumPy broadcast; 0 when the two definitely cannot
- * broadcast. Rules: a known 1 yields the other; equal dims stay; a known
- * extent other than 1 wins over a symbol or an unknown (the other must be
- * 1 or equal to it at run time); different symbols, or a symbol against an
- * unknown, give unknown. */
-static int bdim(gwr_dim a, gwr_dim b, gwr_dim *out) {
-    if (a == b) {
-        *out = a;
-    } else if (a == 1) {
-        *out = b;
-    } else if (b == 1) {
-        *out = a;
-    } else if (GWR_DIM_IS_KNOWN(a) && GWR_DIM_IS_KNOWN(b)) {
-        return 0;
-    } else if (GWR_DIM_IS_KNOWN(a)) {
-        *out = a;
-    } else if (GWR_DIM_IS_KNOWN(b)) {
-        *out = b;
-    } else {
-        *out = GWR_DIM_UNKNOWN;
-    }
-    return 1;
-}
-
-/* Multidirectional broadcast of a and b into out (may alias either); 0 on
- * a definite mismatch. An unknown rank gives an unknown rank. */
-static int bcast(const shp *a, const shp *b, shp *out) {
-    shp r;
-    if (a->rank < 0 || b->rank < 0) {
-        out->rank = -1;
-        return 1;
-    }
-    r.rank = a->rank > b->rank ? a->rank : b->rank;
-    for (int i = 0; i < r.rank; i++) {
-        int ia = i - (r.rank - a->rank), ib = i - (r.rank - b->rank);
-        gwr_dim da = ia >= 0 ? a->d[ia] : 1, db = ib >= 0 ? b->d[ib] : 1;
-        if (!bdim(da, db, &r.d[i]))
-            return 0;
-    }
-    *out = r;
-    return 1;
-}
-
-/* src broadcasts to target without changing it (ONNX unidirectional). */
-static int ubcast_ok(const shp *target, const shp *src) {
-    if (target->rank < 0 || src->rank < 0)
-        return 1;
-    if (src->rank > target->rank)
-        return 0;
-    for (int i = 0; i < src->rank; i++) {
-        gwr_dim s = src->d[src->rank - 1 - i], t = target->d[target->rank - 1 - i];
-        if (GWR_DIM_IS_KNOWN(s) && s != 1 && GWR_DIM_IS_KNOWN(t) && s != t)
-            return 0;
-    }
-    return 1;
-}
-
-/* Two dims that must be equal: 0 on a definite mismatch, else the most
- * precise of the two in *out. */
-static int dmerge(gwr_dim a, gwr_dim b, gwr_dim *out) {
-    if (GWR_DIM_IS_KNOWN(a) && GWR_DIM_IS_KNOWN(b) && a != b)
-        return 0;
-    *out = GWR_DIM_IS_KNOWN(a) ? a : GWR_DIM_IS_KNOWN(b) ? b : GWR_DIM_IS_SYM(a) ? a : b;
-    return 1;
-}
-
-/* Normalizes axis against [-rank, rank-1] (or [-rank-1, rank] when
- * `extra`): 0 and an error when out of range. */
-static int norm_axis(ictx *c, int64_t axis, int rank, int extra, int64_t *out) {
-    int64_t r = rank + (extra ? 1 : 0);
-    if (axis < -r || axis >= r) {
-        fail(c, GWR_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)axis, rank);
-        return 0;
-    }
-    *out = axis < 0 ? axis + r : axis;
-    return 1;
-}
-
-/* ======================================================================
- * Checks shared by many rules
- * ====================================================================== */
-
-/* Input i must be present. */
-static gwr_tensor *need(ictx *c, int i, const char *what) {
-    gwr_tensor *t = inp(c, i);
-    if (!t)
-        fail(c, GWR_ERR_INVALID_ARG, "required input %d (%s) is absent", i, what);
-    return t;
-}
-
-/* a and b have the same dtype where both are known. */
-static int same_dtype(ictx *c, const gwr_tensor *a, const gwr_tensor *b) {
-    gwr_dtype da = dt_of(a), db = dt_of(b);
-    sbuf x, y;
-    if (!a || !b || da == GWR_UNDEFINED || db == GWR_UNDEFINED || da == db)
-        return 1;
-    fail(c, GWR_ERR_TYPE, "input dtypes differ: %s vs %s", tstr(a, &x), tstr(b, &y));
-    return 0;
-}
-
-/* t's dtype, where known, is `want`. */
-static int want_dtype(ictx *c, const gwr_tensor *t, gwr_dtype want, const char *what) {
-    gwr_dtype d = dt_of(t);
-    sbuf x;
-    if (!t || d == GWR_UNDEFINED || d == want)
-        return 1;
-    fail(c, GWR_ERR_TYPE, "%s must be %s, got %s", what, gwr_dtype_name(want), tstr(t, &x));
-    return 0;
-}
-
-static int want_index_dtype(ictx *c, const gwr_tensor *t, const char *what) {
-    gwr_dtype d = dt_of(t);
-    sbuf x;
-    if (!t || d == GWR_UNDEFINED || d == GWR_INT64 || d == GWR_INT32)
-        return 1;
-    fail(c, GWR_ERR_TYPE, "%s must be int32 or int64, got %s", what, tstr(t, &x));
-    return 0;
-}
-
-/* Known rank of t, where known, is within [lo, hi]. */
-static int want_rank(ictx *c, const gwr_tensor *t, const shp *s, int lo, int hi, const char *what) {
-    sbuf x;
-    if (s->rank < 0 || (s->rank >= lo && s->rank <= hi))
-        return 1;
-    if (lo == hi)
-        fail(c, GWR_ERR_SHAPE, "%s must have rank %d, got %s", what, lo, tstr(t, &x));
-    else if (hi >= GWR_MAX_RANK)
-        fail(c, GWR_ERR_SHAPE, "%s must have rank >= %d, got %s", what, lo, tstr(t, &x));
-    else
-        fail(c, GWR_ERR_SHAPE, "%s must have rank %d..%d, got %s", what, lo, hi, tstr(t, &x));
-    return 0;
-}
-
-/* A 1-D parameter (scale, bias, mean ...) of length n where known. */
-static int want_vec(ictx *c, const gwr_tensor *t, gwr_dim n, const char *what) {
-    shp s;
-    sbuf x;
-    gwr_dim m;
-    if (!t)
-        return 1;
-    shp_get(t, &s);
-    if (!want_rank(c, t, &s, 1, 1, what))
-        return 0;
-    if (s.rank == 1 && !dmerge(s.d[0], n, &m)) {
-        fail(c, GWR_ERR_SHAPE, "%s has %s, expected %lld elements", what, tstr(t, &x),
-             (long long)n);
-        return 0;
-    }
-    return 1;
-}
-
-/* ======================================================================
- * Small integer values known at build time
- * ====================================================================== */
-
-enum { IV_UNK = 0, IV_VAL, IV_SYM };
-#define IV_MAX GWR_MAX_RANK /* longer values are treated as unknown (keeps the
-                             * recursion's stack use to a few KiB a level) */
-#define IV_DEPTH 12  /* how far back through producers to look */
-
-/* A scalar or 1-D int value: rank 0/1 (-1 unknown), n elements (-1
- * unknown), and per element a kind: an exact value, a symbolic dim (v holds
- * the gwr_dim: the element is a dim of some tensor), or unknown. */
-typedef struct ival {
-    int rank;
-    int n;
-    int64_t v[IV_MAX];
-    unsigned char k[IV_MAX];
-} ival;
-
-static void iv_unknown(ival *o, int rank, int n) {
-    o->rank = rank;
-    o->n = (n >= 0 && n <= IV_MAX) ? n : -1;
-    if (o->n > 0)
-        memset(o->k, IV_UNK, (size_t)o->n);
-}
-
-static int iv_exact(const ival *v) {
-    if (v->n < 0)
-        return 0;
-    for (int i = 0; i < v->n; i++)
-        if (v->k[i] != IV_VAL)
-            return 0;
-    return 1;
-}
-
-static void iv_from_ints(ival *o, const int64_t *v, int64_t n) {
-    iv_unknown(o, 1, n > IV_MAX ? -1 : (int)n);
-    for (int i = 0; i < o->n; i++) {
-        o->v[i] = v[i];
-        o->k[i] = IV_VAL;
-    }
-}
-
-/* Reads element i of integer weights; 0 when the dtype is not an integer
- * type that fits int64. */
-static int w_int_at(const gwr_weights *w, int64_t i, int64_t *out) {
-    size_t sz = gwr_dtype_size(w->dtype);
-    const unsigned char *p = (const unsigned char *)w->data + (size_t)i * sz;
-    switch (w->dtype) {
-    case GWR_INT64: { int64_t x; memcpy(&x, p, 8); *out = x; return 1; }
-    case GWR_INT32: { int32_t x; memcpy(&x, p, 4); *out = x; return 1; }
-    case GWR_INT16: { int16_t x; memcpy(&x, p, 2); *out = x; return 1; }
-    case GWR_INT8: { int8_t x; memcpy(&x, p, 1); *out = x; return 1; }
-    case GWR_UINT8: { uint8_t x; memcpy(&x, p, 1); *out = x; return 1; }
-    case GWR_UINT16: { uint16_t x; memcpy(&x, p, 2); *out = x; return 1; }
-    case GWR_UINT32: { uint32_t x; memcpy(&x, p, 4); *out = x; return 1; }
-    case GWR_UINT64: {
-        uint64_t x;
-        memcpy(&x, p, 8);
-        if (x > (uint64_t)INT64_MAX)
-            return 0;
-        *out = (int64_t)x;
-        return 1;
-    }
-    default:
-        return 0;
-    }
-}
-
-/* Number of elements of weights, checked against their byte size; -1 when
- * the weights are malformed. */
-static int64_t w_count(const gwr_weights *w) {
-    int64_t n;
-    size_t sz = gwr_dtype_size(w->dtype);
-    if (w->rank < 0 || w->rank > GWR_MAX_RANK || (w->rank > 0 && !w->dims))
-        return -1;
-    n = gwr_shape_numel(w->rank, w->dims);
-    if (n < 0 || sz == 0 || gwr_dtype_bits(w->dtype) < 8)
-        return -1;
-    if (n > 0 && (!w->data || (uint64_t)n > w->nbytes / sz))
-        return -1;
-    return n;
-}
-
-/* The value of a CONSTANT layer: a "value" tensor, value_int or
- * value_ints. */
-static void iv_constant(const gwr_layer *p, ival *o) {
-    const gwr_weights *w;
-    const int64_t *v;
-    int64_t n, x;
-    if (gwr_layer_get_tensor(p, "value", &w) == GWR_OK && w && w->rank <= 1) {
-        n = w_count(w);
-        if (n < 0 || n > IV_MAX)
-            return;
-        iv_unknown(o, w->rank, (int)n);
-        for (int i = 0; i < o->n; i++) {
-            if (!w_int_at(w, i, &o->v[i])) {
-                iv_unknown(o, w->rank, (int)n);
-                return;
-            }
-            o->k[i] = IV_VAL;
-        }
-    } else if (gwr_layer_get_int(p, "value_int", &x) == GWR_OK) {
-        iv_unknown(o, 0, 1);
-        o->v[0] = x;
-        o->k[0] = IV_VAL;
-    } else if (gwr_layer_get_ints(p, "value_ints", &v, &n) == GWR_OK) {
-        iv_from_ints(o, v, n);
-    }
-}
-
-/* ONNX Shape's start/end, clamped to [0, rank]. */
-static void shape_range(const gwr_layer *p, int rank, int64_t *start, int64_t *end) {
-    int64_t s = 0, e = rank;
-    if (gwr_layer_get_int(p, "start", &s) != GWR_OK)
-        s = 0;
-    if (gwr_layer_get_int(p, "end", &e) != GWR_OK)
-        e = rank;
-    if (s < 0)
-        s += rank;
-    if (e < 0)
-        e += rank;
-    s = s < 0 ? 0 : s > rank ? rank : s;
-    e = e < 0 ? 0 : e > rank ? rank : e;
-    *start = s;
-    *end = e < s ? s : e;
-}
-
-/* The extent of one sliced axis of a known extent dim (ONNX clamping), and
- * in *first the first index taken. step != 0. */
-static int64_t slice_len(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first) {
-    if (start < 0)
-        start += dim;
-    if (end < 0)
-        end += dim;
-    if (step > 0) {
-        start = start < 0 ? 0 : start > dim ? dim : start;
-        end = end < 0 ? 0 : end > dim ? dim : end;
-        *first = start;
-        return end > start ? (end - start - 1) / step + 1 : 0;
-    } else {
-        int64_t ns = step == INT64_MIN ? INT64_MAX : -step;
-        start = start < 0 ? 0 : start > dim - 1 ? dim - 1 : start;
-        end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
-        *first = start;
-        return start > end ? (start - end - 1) / ns + 1 : 0;
-    }
-}
-
-static void iv_eval(const gwr_tensor *t, ival *o, int depth);
-
-/* The four Slice parameters of a layer as ivals (input or attribute form). */
-static int iv_slice(const gwr_layer *p, const ival *data, ival *o, int depth) {
-    ival st, en, ax, sp;
-    int64_t first, len;
-    int nin = gwr_layer_num_inputs(p);
-    if (data->rank != 1 || data->n < 0 || nin < 3)
-        return 0;
-    iv_eval(gwr_layer_input(p, 1), &st, depth + 1);
-    iv_eval(gwr_layer_input(p, 2), &en, depth + 1);
-    if (!iv_exact(&st) || !iv_exact(&en) || st.n != 1 || en.n != 1)
-        return 0;
-    if (nin > 3 && gwr_layer_input(p, 3)) {
-        iv_eval(gwr_layer_input(p, 3), &ax, depth + 1);
-        if (!iv_exact(&ax) || ax.n != 1 || (ax.v[0] != 0 && ax.v[0] != -1))
-            return 0;
-    }
-    sp.v[0] = 1;
-    if (nin > 4 && gwr_layer_input(p, 4)) {
-        iv_eval(gwr_layer_input(p, 4), &sp, depth + 1);
-        if (!iv_exact(&sp) || sp.n != 1 || sp.v[0] == 0)
-            return 0;
-    }
-    len = slice_len(data->n, st.v[0], en.v[0], sp.v[0], &first);
-    iv_unknown(o, 1, (int)len);
-    for (int64_t i = 0; i < len; i++) {
-        o->v[i] = data->v[first + i * sp.v[0]];
-        o->k[i] = data->k[first + i * sp.v[0]];
-    }
-    return 1;
-}
-
-/* Element-wise integer arithmetic on ivals (scalar broadcasts). */
-static int iv_arith(gwr_op_id id, const ival *a, const ival *b, ival *o) {
-    int n;
-    if (a->n < 0 || b->n < 0 || a->rank < 0 || b->rank < 0)
-        return 0;
-    if (a->n != b->n && a->n != 1 && b->n != 1)
-        return 0;
-    n = a->n > b->n ? a->n : b->n;
-    if (a->n == 0 || b->n == 0)
-        n = 0;
-    iv_unknown(o, a->rank > b->rank ? a->rank : b->rank, n);
-    for (int i = 0; i < n; i++) {
-        int ia = a->n == 1 ? 0 : i, ib = b->n == 1 ? 0 : i;
-        int64_t x = a->v[ia], y = b->v[ib], r = 0;
-        int ka = a->k[ia], kb = b->k[ib], ok = 0;
-        if (ka == IV_VAL && kb == IV_VAL) {
-            switch (id) {
-            case GWR_OP_Add: ok = !__builtin_add_overflow(x, y, &r); break;
-            case GWR_OP_Sub: ok = !__builtin_sub_overflow(x, y, &r); break;
-            case GWR_OP_Mul: ok = !__builtin_mul_overflow(x, y, &r); break;
-            case GWR_OP_Div:
-                ok = y != 0 && !(x == INT64_MIN && y == -1);
-                r = ok ? x / y : 0;
-                break;
-            default: break;
-            }
-            if (ok) {
-                o->v[i] = r;
-                o->k[i] = IV_VAL;
-            }
-        } else if (ka == IV_SYM && kb == IV_VAL &&
-                   (((id == GWR_OP_Add || id == GWR_OP_Sub) && y == 0) ||
-                    ((id == GWR_OP_Mul || id == GWR_OP_Div) && y == 1))) {
-            o->v[i] = x;
-            o->k[i] = IV_SYM;
-        } else if (kb == IV_SYM && ka == IV_VAL &&
-                   ((id == GWR_OP_Add && x == 0) || (id == GWR_OP_Mul && x == 1))) {
-            o->v[i] = y;
-            o->k[i] = IV_SYM;
-        }
-    }
-    return 1;
-}
-
-/* What the producer of t says about its value. */
-static int iv_from_producer(const gwr_layer *p, int out_index, ival *o, int depth) {
-    ival a, b;
-    gwr_tensor *x = gwr_layer_num_inputs(p) > 0 ? gwr_layer_input(p, 0) : NULL;
-    int64_t s, e, axis, to;
-    iv_unknown(o, -1, -1);
-    if (out_index != 0)
-        return 0;
-    if (gwr_layer_type_of(p) == GWR_LAYER_CONSTANT) {
-        iv_constant(p, o);
-        return o->rank >= 0;
-    }
-    switch (gwr_layer_op_id(p)) {
-    case GWR_OP_Shape: {
-        shp xs;
-        shp_get(x, &xs);
-        if (xs.rank < 0)
-            return 0;
-        shape_range(p, xs.rank, &s, &e);
-        iv_unknown(o, 1, (int)(e - s));
-        for (int64_t i = s; i < e; i++) {
-            o->v[i - s] = xs.d[i];
-            o->k[i - s] = GWR_DIM_IS_KNOWN(xs.d[i]) ? IV_VAL
-                        : GWR_DIM_IS_SYM(xs.d[i])   ? IV_SYM
-                                                    : IV_UNK;
-        }
-        return 1;
-    }
-    case GWR_OP_Size: {
-        shp xs;
-        shp_get(x, &xs);
-        if (!shp_all_known(&xs) || (s = gwr_shape_numel(xs.rank, xs.d)) < 0)
-            return 0;
-        iv_unknown(o, 0, 1);
-        o->v[0] = s;
-        o->k[0] = IV_VAL;
-        return 1;
-    }
-    case GWR_OP_Identity:
-        iv_eval(x, o, depth + 1);
-        return o->rank >= 0;
-    case GWR_OP_Cast:
-        if (gwr_layer_get_int(p, "to", &to) != GWR_OK || (to != GWR_INT64 && to != GWR_INT32))
-            return 0;
-        iv_eval(x, o, depth + 1);
-        return o->rank >= 0;
-    case GWR_OP_Squeeze:
-        iv_eval(x, o, depth + 1);
-        if (o->rank == 1 && o->n == 1) {
-            o->rank = 0;
-            return 1;
-        }
-        return o->rank == 0;
-    case GWR_OP_Unsqueeze:
-        iv_eval(x, o, depth + 1);
-        if (o->rank == 0) {
-            o->rank = 1;
-            return 1;
-        }
-        return 0;
-    case GWR_OP_Concat: {
-        int nin = gwr_layer_num_inputs(p), n = 0;
-        if (gwr_layer_get_int(p, "axis", &axis) != GWR_OK || (axis != 0 && axis != -1))
-            return 0;
-        iv_unknown(o, 1, 0);
-        for (int i = 0; i < nin; i++) {
-            iv_eval(gwr_layer_input(p, i), &a, depth + 1);
-            if (a.rank != 1 || a.n < 0 || n + a.n > IV_MAX)
-                return 0;
-            memcpy(o->v + n, a.v, (size_t)a.n * sizeof a.v[0]);
-            memcpy(o->k + n, a.k, (size_t)a.n);
-            n += a.n;
-        }
-        o->n = n;
-        return 1;
-    }
-    case GWR_OP_Gather: {
-        if (gwr_layer_get_int(p, "axis", &axis) != GWR_OK)
-            axis = 0;
-        iv_eval(x, &a, depth + 1);
-        iv_eval(gwr_layer_num_inputs(p) > 1 ? gwr_layer_input(p, 1) : NULL, &b, depth + 1);
-        if (a.rank != 1 || a.n < 0 || (axis != 0 && axis != -1) || !iv_exact(&b) || b.rank < 0)
-            return 0;
-        iv_unknown(o, b.rank, b.n);
-        for (int i = 0; i < b.n; i++) {
-            int64_t j = b.v[i] < 0 ? b.v[i] + a.n : b.v[i];
-            if (j < 0 || j >= a.n)
-                return 0;
-            o->v[i] = a.v[j];
-            o->k[i] = a.k[j];
-        }
-        return 1;
-    }
-    case GWR_OP_Slice:
-        iv_eval(x, &a, depth + 1);
-        return iv_slice(p, &a, o, depth);
-    case GWR_OP_Add:
-    case GWR_OP_Sub:
-    case GWR_OP_Mul:
-    case GWR_OP_Div:
-        iv_eval(x, &a, depth + 1);
-        iv_eval(gwr_layer_num_inputs(p) > 1 ? gwr_layer_input(p, 1) : NULL, &b, depth + 1);
-        return iv_arith(gwr_layer_op_id(p), &a, &b, o);
-    default:
-        return 0;
-    }
-}
-
-/* What is known of the integer value of t: at least its rank and length
- * from its type; the elements where the producers tell. */
-static void iv_eval(const gwr_tensor *t, ival *o, int depth) {
-    gwr_layer *p;
-    ival pv;
-    int r;
-    iv_unknown(o, -1, -1);
-    if (!t || gwr_tensor_kind(t) != GWR_VALUE_TENSOR)
-        return;
-    r = gwr_tensor_rank(t);
-    if (r == 0)
-        iv_unknown(o, 0, 1);
-    else if (r == 1)
-        iv_unknown(o, 1, GWR_DIM_IS_KNOWN(gwr_tensor_dim(t, 0)) &&
-                                 gwr_tensor_dim(t, 0) <= IV_MAX
-                             ? (int)gwr_tensor_dim(t, 0)
-                             : -1);
-    p = gwr_tensor_parent(t);
-    if (!p || depth > IV_DEPTH)
-        return;
-    if (!iv_from_producer(p, gwr_tensor_parent_output_index(t), &pv, depth))
-        return;
-    /* Trust the producer only where it agrees with the declared type. */
-    if ((o->rank >= 0 && pv.rank != o->rank) || (o->n >= 0 && pv.n != o->n) || pv.n < 0)
-        return;
-    *o = pv;
-}
-
-static void iv_in(const ictx *c, int i, ival *o) { iv_eval(inp(c, i), o, 0); }
-
-/* A 1-D input i whose declared length exceeds the rank limit (so its value
- * is not read, and as a shape or axes list it cannot fit): 1 and an
- * error. */
-static int too_long(ictx *c, int i, const char *what) {
-    gwr_tensor *t = inp(c, i);
-    gwr_dim n = t && gwr_tensor_rank(t) == 1 ? gwr_tensor_dim(t, 0) : GWR_DIM_UNKNOWN;
-    if (n <= GWR_MAX_RANK)
-        return 0;
-    fail(c, GWR_ERR_SHAPE, "%s has %lld values, more than the rank limit %d", what, (long long)n,
-         GWR_MAX_RANK);
-    return 1;
-}
-
-/* Integer parameters from input i when present, else from attribute
- * `attr` (the older opset form). Returns 0 when neither is given. */
-static int iv_param(ictx *c, int i, const char *attr, ival *o) {
-    const int64_t *v;
-    int64_t n;
-    if (inp(c, i)) {
-        iv_in(c, i, o);
-        return 1;
-    }
-    if (attr && aints(c, attr, &v, &n)) {
-        iv_from_ints(o, v, n);
-        return 1;
-    }
-    iv_unknown(o, -1, -1);
-    return 0;
-}
-
-/* Up to max doubles from a CONSTANT producer of t (float or integer data,
- * or the value_float(s)/value_int(s) forms); -1 when not constant. */
-static int const_f64s(const gwr_tensor *t, double *out, int max) {
-    gwr_layer *p = t ? gwr_tensor_parent(t) : NULL;
-    const gwr_weights *w;
-    const float *fv;
-    int64_t n, iv;
-    float f;
-    if (!p || gwr_layer_type_of(p) != GWR_LAYER_CONSTANT)
-        return -1;
-    if (gwr_layer_get_tensor(p, "value", &w) == GWR_OK && w) {
-        n = w_count(w);
-        if (n < 0 || n > max)
-            return -1;
-        for (int64_t i = 0; i < n; i++) {
-            const unsigned char *q = (const unsigned char *)w->data + (size_t)i * gwr_dtype_size(w->dtype);
-            if (w->dtype == GWR_FLOAT32) {
-                memcpy(&f, q, 4);
-                out[i] = f;
-            } else if (w->dtype == GWR_FLOAT64) {
-                memcpy(&out[i], q, 8);
-            } else if (w_int_at(w, i, &iv)) {
-                out[i] = (double)iv;
-            } else {
-                return -1;
-            }
-        }
-        return (int)n;
-    }
-    if (gwr_layer_get_float(p, "value_float", &f) == GWR_OK && max >= 1) {
-        out[0] = f;
-        return 1;
-    }
-    if (gwr_layer_get_floats(p, "value_floats", &fv, &n) == GWR_OK && n <= max) {
-        for (int64_t i = 0; i < n; i++)
-            out[i] = fv[i];
-        return (int)n;
-    }
-    if (gwr_layer_get_int(p, "value_int", &iv) == GWR_OK && max >= 1) {
-        out[0] = (double)iv;
-        return 1;
-    }
-    return -1;
-}
-
-/* Axes from an ival, normalized against rank (or rank+? via `extra`),
- * checked for duplicates. 0 and an error when invalid. */
-static int norm_axes(ictx *c, const ival *v, int rank, int64_t *axes) {
-    for (int i = 0; i < v->n; i++) {
-        if (!norm_axis(c, v->v[i], rank, 0, &axes[i]))
-            return 0;
-        for (int j = 0; j < i; j++)
-            if (axes[j] == axes[i]) {
-                fail(c, GWR_ERR_SHAPE, "axis %lld is repeated", (long long)v->v[i]);
-                return 0;
-            }
-    }
-    return 1;
-}
+#include "functional/infer/infer_internal.h"
 
 /* ======================================================================
  * Element-wise, unary, activations, select
@@ -859,17 +33,17 @@ static int bcast_inputs(ictx *c, int first, int n, shp *acc) {
     for (int i = first; i < first + n; i++) {
         gwr_tensor *t = inp(c, i);
         if (i == first) {
-            shp_get(t, acc);
+            gwr_fi_shp_get(t, acc);
             continue;
         }
-        shp_get(t, &s);
-        if (!bcast(acc, &s, acc)) {
+        gwr_fi_shp_get(t, &s);
+        if (!gwr_fi_bcast(acc, &s, acc)) {
             if (i == first + 1)
-                fail(c, GWR_ERR_SHAPE, "cannot broadcast %s with %s", tstr(inp(c, first), &x),
-                     tstr(t, &y));
+                gwr_fi_fail(c, GWR_ERR_SHAPE, "cannot broadcast %s with %s", gwr_fi_tstr(inp(c, first), &x),
+                            gwr_fi_tstr(t, &y));
             else
-                fail(c, GWR_ERR_SHAPE, "cannot broadcast %s with %s", shp_str(c, acc, &x),
-                     tstr(t, &y));
+                gwr_fi_fail(c, GWR_ERR_SHAPE, "cannot broadcast %s with %s", gwr_fi_shp_str(c, acc, &x),
+                            gwr_fi_tstr(t, &y));
             return 0;
         }
     }
@@ -881,24 +55,24 @@ static gwr_status infer_elementwise(ictx *c) {
     gwr_dtype dt = GWR_UNDEFINED;
     const gwr_tensor *typed = NULL; /* the first input of known dtype */
     if (c->nin < 1)
-        return fail(c, GWR_ERR_INVALID_ARG, "needs at least one input");
+        return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "needs at least one input");
     for (int i = 0; i < c->nin; i++) {
-        gwr_tensor *t = need(c, i, "operand");
+        gwr_tensor *t = gwr_fi_need(c, i, "operand");
         if (!t)
             return c->st;
-        if (is_logic(c->id) && !want_dtype(c, t, GWR_BOOL, "operand"))
+        if (is_logic(c->id) && !gwr_fi_want_dtype(c, t, GWR_BOOL, "operand"))
             return c->st;
         if (c->id == GWR_OP_BitShift && dt_of(t) != GWR_UNDEFINED &&
             !(gwr_dtype_is_int(dt_of(t)) && dt_of(t) != GWR_INT8 && dt_of(t) != GWR_INT16 &&
               dt_of(t) != GWR_INT32 && dt_of(t) != GWR_INT64)) {
             sbuf x;
-            return fail(c, GWR_ERR_TYPE, "operands must be unsigned integers, got %s",
-                        tstr(t, &x));
+            return gwr_fi_fail(c, GWR_ERR_TYPE, "operands must be unsigned integers, got %s",
+                               gwr_fi_tstr(t, &x));
         }
         /* Pow's exponent may have another dtype than its base. */
         if (c->id == GWR_OP_Pow && i > 0)
             continue;
-        if (typed && !same_dtype(c, typed, t))
+        if (typed && !gwr_fi_same_dtype(c, typed, t))
             return c->st;
         if (!typed && dt_of(t) != GWR_UNDEFINED) {
             typed = t;
@@ -911,60 +85,50 @@ static gwr_status infer_elementwise(ictx *c) {
         dt = dt_of(inp(c, 0));
     if (is_compare(c->id) || is_logic(c->id))
         dt = GWR_BOOL;
-    return put(c, 0, dt, &out);
-}
-
-/* Output 0 takes input 0's shape, with dtype dt (UNDEFINED: input 0's). */
-static gwr_status same_as_input(ictx *c, gwr_dtype dt) {
-    shp s;
-    gwr_tensor *x = need(c, 0, "input");
-    if (!x)
-        return c->st;
-    shp_get(x, &s);
-    return put(c, 0, dt != GWR_UNDEFINED ? dt : dt_of(x), &s);
+    return gwr_fi_put(c, 0, dt, &out);
 }
 
 static gwr_status infer_unary(ictx *c) {
-    gwr_tensor *x = need(c, 0, "input");
+    gwr_tensor *x = gwr_fi_need(c, 0, "input");
     if (!x)
         return c->st;
     switch (c->id) {
     case GWR_OP_Not:
-        if (!want_dtype(c, x, GWR_BOOL, "input"))
+        if (!gwr_fi_want_dtype(c, x, GWR_BOOL, "input"))
             return c->st;
-        return same_as_input(c, GWR_BOOL);
+        return gwr_fi_same_as_input(c, GWR_BOOL);
     case GWR_OP_IsNaN:
     case GWR_OP_IsInf:
-        return same_as_input(c, GWR_BOOL);
+        return gwr_fi_same_as_input(c, GWR_BOOL);
     case GWR_OP_Gelu: {
-        const char *a = astr(c, "approximate", "none");
+        const char *a = gwr_fi_astr(c, "approximate", "none");
         if (c->st)
             return c->st;
         if (strcmp(a, "none") != 0 && strcmp(a, "tanh") != 0)
-            return fail(c, GWR_ERR_INVALID_ARG, "approximate must be \"none\" or \"tanh\", got \"%s\"", a);
-        return same_as_input(c, GWR_UNDEFINED);
+            return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "approximate must be \"none\" or \"tanh\", got \"%s\"", a);
+        return gwr_fi_same_as_input(c, GWR_UNDEFINED);
     }
     default:
-        return same_as_input(c, GWR_UNDEFINED);
+        return gwr_fi_same_as_input(c, GWR_UNDEFINED);
     }
 }
 
 static gwr_status infer_prelu(ictx *c) {
-    gwr_tensor *x = need(c, 0, "X"), *slope = need(c, 1, "slope");
+    gwr_tensor *x = gwr_fi_need(c, 0, "X"), *slope = gwr_fi_need(c, 1, "slope");
     shp xs, ss;
     sbuf a, b;
-    if (!x || !slope || !same_dtype(c, x, slope))
+    if (!x || !slope || !gwr_fi_same_dtype(c, x, slope))
         return c->st;
-    shp_get(x, &xs);
-    shp_get(slope, &ss);
-    if (!ubcast_ok(&xs, &ss))
-        return fail(c, GWR_ERR_SHAPE, "slope %s does not broadcast to X %s", tstr(slope, &a),
-                    tstr(x, &b));
-    return put(c, 0, dt_of(x), &xs);
+    gwr_fi_shp_get(x, &xs);
+    gwr_fi_shp_get(slope, &ss);
+    if (!gwr_fi_ubcast_ok(&xs, &ss))
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "slope %s does not broadcast to X %s", gwr_fi_tstr(slope, &a),
+                           gwr_fi_tstr(x, &b));
+    return gwr_fi_put(c, 0, dt_of(x), &xs);
 }
 
 static gwr_status infer_clip(ictx *c) {
-    gwr_tensor *x = need(c, 0, "input");
+    gwr_tensor *x = gwr_fi_need(c, 0, "input");
     if (!x)
         return c->st;
     for (int i = 1; i < 3; i++) {
@@ -973,26 +137,26 @@ static gwr_status infer_clip(ictx *c) {
         sbuf t;
         if (!b)
             continue;
-        if (!same_dtype(c, x, b))
+        if (!gwr_fi_same_dtype(c, x, b))
             return c->st;
-        shp_get(b, &s);
-        if (s.rank >= 0 && shp_all_known(&s) && gwr_shape_numel(s.rank, s.d) != 1)
-            return fail(c, GWR_ERR_SHAPE, "%s must be a scalar, got %s", i == 1 ? "min" : "max",
-                        tstr(b, &t));
+        gwr_fi_shp_get(b, &s);
+        if (s.rank >= 0 && gwr_fi_shp_all_known(&s) && gwr_shape_numel(s.rank, s.d) != 1)
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "%s must be a scalar, got %s", i == 1 ? "min" : "max",
+                               gwr_fi_tstr(b, &t));
     }
-    return same_as_input(c, GWR_UNDEFINED);
+    return gwr_fi_same_as_input(c, GWR_UNDEFINED);
 }
 
 static gwr_status infer_where(ictx *c) {
-    gwr_tensor *cond = need(c, 0, "condition"), *x = need(c, 1, "X"), *y = need(c, 2, "Y");
+    gwr_tensor *cond = gwr_fi_need(c, 0, "condition"), *x = gwr_fi_need(c, 1, "X"), *y = gwr_fi_need(c, 2, "Y");
     shp out;
     if (!cond || !x || !y)
         return c->st;
-    if (!want_dtype(c, cond, GWR_BOOL, "condition") || !same_dtype(c, x, y))
+    if (!gwr_fi_want_dtype(c, cond, GWR_BOOL, "condition") || !gwr_fi_same_dtype(c, x, y))
         return c->st;
     if (!bcast_inputs(c, 0, 3, &out))
         return c->st;
-    return put(c, 0, dt_of(x) != GWR_UNDEFINED ? dt_of(x) : dt_of(y), &out);
+    return gwr_fi_put(c, 0, dt_of(x) != GWR_UNDEFINED ? dt_of(x) : dt_of(y), &out);
 }
 
 /* ======================================================================
@@ -1004,28 +168,28 @@ static int matmul_shape(ictx *c, const gwr_tensor *ta, const gwr_tensor *tb, shp
     shp a, b, ba, bb, batch;
     gwr_dim k;
     sbuf x, y;
-    shp_get(ta, &a);
-    shp_get(tb, &b);
+    gwr_fi_shp_get(ta, &a);
+    gwr_fi_shp_get(tb, &b);
     if (a.rank == 0 || b.rank == 0) {
-        fail(c, GWR_ERR_SHAPE, "operands must have rank >= 1, got %s and %s", tstr(ta, &x),
-             tstr(tb, &y));
+        gwr_fi_fail(c, GWR_ERR_SHAPE, "operands must have rank >= 1, got %s and %s", gwr_fi_tstr(ta, &x),
+                    gwr_fi_tstr(tb, &y));
         return 0;
     }
     if (a.rank < 0 || b.rank < 0) {
         out->rank = -1;
         return 1;
     }
-    if (!dmerge(a.d[a.rank - 1], b.d[b.rank == 1 ? 0 : b.rank - 2], &k)) {
-        fail(c, GWR_ERR_SHAPE, "inner dimensions differ: %s x %s", tstr(ta, &x), tstr(tb, &y));
+    if (!gwr_fi_dmerge(a.d[a.rank - 1], b.d[b.rank == 1 ? 0 : b.rank - 2], &k)) {
+        gwr_fi_fail(c, GWR_ERR_SHAPE, "inner dimensions differ: %s x %s", gwr_fi_tstr(ta, &x), gwr_fi_tstr(tb, &y));
         return 0;
     }
     ba.rank = a.rank > 2 ? a.rank - 2 : 0;
     bb.rank = b.rank > 2 ? b.rank - 2 : 0;
     memcpy(ba.d, a.d, (size_t)ba.rank * sizeof a.d[0]);
     memcpy(bb.d, b.d, (size_t)bb.rank * sizeof b.d[0]);
-    if (!bcast(&ba, &bb, &batch)) {
-        fail(c, GWR_ERR_SHAPE, "cannot broadcast the batch dims of %s and %s", tstr(ta, &x),
-             tstr(tb, &y));
+    if (!gwr_fi_bcast(&ba, &bb, &batch)) {
+        gwr_fi_fail(c, GWR_ERR_SHAPE, "cannot broadcast the batch dims of %s and %s", gwr_fi_tstr(ta, &x),
+                    gwr_fi_tstr(tb, &y));
         return 0;
     }
     *out = batch;
@@ -1043,221 +207,119 @@ static gwr_status infer_matmul(ictx *c) {
     shp out;
     if (c->id == GWR_OP_QLinearMatMul)
         ib = 3;
-    a = need(c, ia, "A");
-    b = need(c, ib, "B");
+    a = gwr_fi_need(c, ia, "A");
+    b = gwr_fi_need(c, ib, "B");
     if (!a || !b)
         return c->st;
-    if (c->id == GWR_OP_MatMul && !same_dtype(c, a, b))
+    if (c->id == GWR_OP_MatMul && !gwr_fi_same_dtype(c, a, b))
         return c->st;
     if (!matmul_shape(c, a, b, &out))
         return c->st;
     dt = c->id == GWR_OP_MatMulInteger   ? GWR_INT32
        : c->id == GWR_OP_QLinearMatMul ? dt_of(inp(c, 7))
                                        : dt_of(a);
-    return put(c, 0, dt, &out);
+    return gwr_fi_put(c, 0, dt, &out);
 }
 
 static gwr_status infer_gemm(ictx *c) {
-    gwr_tensor *a = need(c, 0, "A"), *b = need(c, 1, "B"), *cc = inp(c, 2);
+    gwr_tensor *a = gwr_fi_need(c, 0, "A"), *b = gwr_fi_need(c, 1, "B"), *cc = inp(c, 2);
     shp sa, sb, sc, out;
     gwr_dim k;
     sbuf x, y;
     int64_t ta, tb;
     if (!a || !b)
         return c->st;
-    ta = aint(c, "transA", 0);
-    tb = aint(c, "transB", 0);
-    if (c->st || !same_dtype(c, a, b) || !same_dtype(c, a, cc))
+    ta = gwr_fi_aint(c, "transA", 0);
+    tb = gwr_fi_aint(c, "transB", 0);
+    if (c->st || !gwr_fi_same_dtype(c, a, b) || !gwr_fi_same_dtype(c, a, cc))
         return c->st;
-    shp_get(a, &sa);
-    shp_get(b, &sb);
-    if (!want_rank(c, a, &sa, 2, 2, "A") || !want_rank(c, b, &sb, 2, 2, "B"))
+    gwr_fi_shp_get(a, &sa);
+    gwr_fi_shp_get(b, &sb);
+    if (!gwr_fi_want_rank(c, a, &sa, 2, 2, "A") || !gwr_fi_want_rank(c, b, &sb, 2, 2, "B"))
         return c->st;
     out.rank = 2;
     out.d[0] = sa.rank == 2 ? sa.d[ta ? 1 : 0] : GWR_DIM_UNKNOWN;
     out.d[1] = sb.rank == 2 ? sb.d[tb ? 0 : 1] : GWR_DIM_UNKNOWN;
-    if (sa.rank == 2 && sb.rank == 2 && !dmerge(sa.d[ta ? 0 : 1], sb.d[tb ? 1 : 0], &k))
-        return fail(c, GWR_ERR_SHAPE, "inner dimensions differ: %s x %s (transA=%lld, transB=%lld)",
-                    tstr(a, &x), tstr(b, &y), (long long)ta, (long long)tb);
+    if (sa.rank == 2 && sb.rank == 2 && !gwr_fi_dmerge(sa.d[ta ? 0 : 1], sb.d[tb ? 1 : 0], &k))
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "inner dimensions differ: %s x %s (transA=%lld, transB=%lld)",
+                           gwr_fi_tstr(a, &x), gwr_fi_tstr(b, &y), (long long)ta, (long long)tb);
     if (cc) {
-        shp_get(cc, &sc);
-        if (!ubcast_ok(&out, &sc))
-            return fail(c, GWR_ERR_SHAPE, "C %s does not broadcast to %s", tstr(cc, &x),
-                        shp_str(c, &out, &y));
+        gwr_fi_shp_get(cc, &sc);
+        if (!gwr_fi_ubcast_ok(&out, &sc))
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "C %s does not broadcast to %s", gwr_fi_tstr(cc, &x),
+                               gwr_fi_shp_str(c, &out, &y));
     }
-    return put(c, 0, dt_of(a), &out);
+    return gwr_fi_put(c, 0, dt_of(a), &out);
 }
 
 static gwr_status infer_det(ictx *c) {
-    gwr_tensor *x = need(c, 0, "X");
+    gwr_tensor *x = gwr_fi_need(c, 0, "X");
     shp s;
     gwr_dim m;
     sbuf b;
     if (!x)
         return c->st;
-    shp_get(x, &s);
-    if (!want_rank(c, x, &s, 2, GWR_MAX_RANK, "X"))
+    gwr_fi_shp_get(x, &s);
+    if (!gwr_fi_want_rank(c, x, &s, 2, GWR_MAX_RANK, "X"))
         return c->st;
     if (s.rank >= 2) {
-        if (!dmerge(s.d[s.rank - 1], s.d[s.rank - 2], &m))
-            return fail(c, GWR_ERR_SHAPE, "needs square matrices, got %s", tstr(x, &b));
+        if (!gwr_fi_dmerge(s.d[s.rank - 1], s.d[s.rank - 2], &m))
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "needs square matrices, got %s", gwr_fi_tstr(x, &b));
         s.rank -= 2;
     }
-    return put(c, 0, dt_of(x), &s);
+    return gwr_fi_put(c, 0, dt_of(x), &s);
 }
 
 /* ======================================================================
  * Convolution and pooling
  * ====================================================================== */
 
-enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
-
-static int read_auto_pad(ictx *c, int *mode) {
-    const char *s = astr(c, "auto_pad", "NOTSET");
-    if (c->st)
-        return 0;
-    if (!strcmp(s, "NOTSET") || !*s)
-        *mode = PAD_NOTSET;
-    else if (!strcmp(s, "SAME_UPPER"))
-        *mode = PAD_SAME_UPPER;
-    else if (!strcmp(s, "SAME_LOWER"))
-        *mode = PAD_SAME_LOWER;
-    else if (!strcmp(s, "VALID"))
-        *mode = PAD_VALID;
-    else {
-        fail(c, GWR_ERR_INVALID_ARG, "unknown auto_pad \"%s\"", s);
-        return 0;
-    }
-    return 1;
-}
-
-/* Spatial parameters of a conv or pool over n spatial dims. */
-typedef struct spatial {
-    int n;
-    int64_t k[GWR_MAX_RANK], s[GWR_MAX_RANK], d[GWR_MAX_RANK], pads[2 * GWR_MAX_RANK];
-    int64_t op[GWR_MAX_RANK]; /* output_padding */
-    int mode, ceil_mode;
-} spatial;
-
-/* A list attribute of exactly `want` values >= lo, or def everywhere. */
-static int read_ints_n(ictx *c, const char *name, int want, int64_t lo, int64_t def, int64_t *out) {
-    const int64_t *v;
-    int64_t n;
-    if (!aints(c, name, &v, &n)) {
-        for (int i = 0; i < want; i++)
-            out[i] = def;
-        return c->st == GWR_OK;
-    }
-    if (n != want) {
-        fail(c, GWR_ERR_SHAPE, "%s has %lld values, expected %d", name, (long long)n, want);
-        return 0;
-    }
-    for (int i = 0; i < want; i++) {
-        if (v[i] < lo) {
-            fail(c, GWR_ERR_SHAPE, "%s[%d] = %lld is invalid", name, i, (long long)v[i]);
-            return 0;
-        }
-        out[i] = v[i];
-    }
-    return 1;
-}
-
-/* Reads strides, dilations, pads, auto_pad, ceil_mode (kernel already in
- * sp->k). */
-static int read_spatial(ictx *c, spatial *sp) {
-    if (!read_ints_n(c, "strides", sp->n, 1, 1, sp->s) ||
-        !read_ints_n(c, "dilations", sp->n, 1, 1, sp->d) ||
-        !read_ints_n(c, "pads", 2 * sp->n, 0, 0, sp->pads) ||
-        !read_ints_n(c, "output_padding", sp->n, 0, 0, sp->op) || !read_auto_pad(c, &sp->mode))
-        return 0;
-    sp->ceil_mode = aint(c, "ceil_mode", 0) != 0;
-    if (sp->mode != PAD_NOTSET)
-        memset(sp->pads, 0, sizeof sp->pads);
-    return c->st == GWR_OK;
-}
-
-/* Output extent of spatial dim i of a conv or pool over `in`. */
-static gwr_dim conv_out(ictx *c, const spatial *sp, int i, gwr_dim in, int is_pool) {
-    int64_t s = sp->s[i], pb = sp->pads[i], pe = sp->pads[sp->n + i];
-    int64_t ek, num, o;
-    if (sp->k[i] < 1 || sp->d[i] > (INT64_MAX / 2) / sp->k[i]) {
-        fail(c, GWR_ERR_SHAPE, "kernel extent %lld is invalid", (long long)sp->k[i]);
-        return GWR_DIM_UNKNOWN;
-    }
-    ek = (sp->k[i] - 1) * sp->d[i] + 1;
-    if (!GWR_DIM_IS_KNOWN(in)) {
-        int same_keep = (sp->mode == PAD_SAME_UPPER || sp->mode == PAD_SAME_LOWER) && s == 1;
-        int plain_keep = (sp->mode == PAD_NOTSET || sp->mode == PAD_VALID) && ek == 1 && s == 1 &&
-                         pb == 0 && pe == 0;
-        return same_keep || plain_keep ? in : GWR_DIM_UNKNOWN;
-    }
-    if (sp->mode == PAD_SAME_UPPER || sp->mode == PAD_SAME_LOWER)
-        return in / s + (in % s != 0);
-    if (pb > INT64_MAX / 4 || pe > INT64_MAX / 4 || in > INT64_MAX / 4)
-        return GWR_DIM_UNKNOWN;
-    num = in + pb + pe - ek;
-    if (num < 0) {
-        fail(c, GWR_ERR_SHAPE, "spatial dim %d: input extent %lld (padded %lld) is smaller than the kernel extent %lld",
-             i, (long long)in, (long long)(in + pb + pe), (long long)ek);
-        return GWR_DIM_UNKNOWN;
-    }
-    if (is_pool && sp->ceil_mode) {
-        o = num / s + (num % s != 0) + 1;
-        /* The last window must start inside the input or its begin pad. */
-        if (sp->mode == PAD_NOTSET && (o - 1) * s >= in + pb)
-            o--;
-    } else {
-        o = num / s + 1;
-    }
-    return o;
-}
-
 /* Conv, ConvInteger, QLinearConv: x, w, bias at the given inputs. */
 static gwr_status infer_conv(ictx *c, int xi, int wi, int bi, gwr_dtype dt) {
-    gwr_tensor *x = need(c, xi, "X"), *w = need(c, wi, "W"), *b = bi >= 0 ? inp(c, bi) : NULL;
+    gwr_tensor *x = gwr_fi_need(c, xi, "X"), *w = gwr_fi_need(c, wi, "W"), *b = bi >= 0 ? inp(c, bi) : NULL;
     shp xs, ws, out;
     spatial sp;
     int64_t group;
     sbuf p, q;
     if (!x || !w)
         return c->st;
-    if (c->id == GWR_OP_Conv && (!same_dtype(c, x, w) || !same_dtype(c, x, b)))
+    if (c->id == GWR_OP_Conv && (!gwr_fi_same_dtype(c, x, w) || !gwr_fi_same_dtype(c, x, b)))
         return c->st;
     if (dt == GWR_UNDEFINED)
         dt = dt_of(x);
-    shp_get(x, &xs);
-    shp_get(w, &ws);
-    if (!want_rank(c, x, &xs, 3, GWR_MAX_RANK, "X") || !want_rank(c, w, &ws, 3, GWR_MAX_RANK, "W"))
+    gwr_fi_shp_get(x, &xs);
+    gwr_fi_shp_get(w, &ws);
+    if (!gwr_fi_want_rank(c, x, &xs, 3, GWR_MAX_RANK, "X") || !gwr_fi_want_rank(c, w, &ws, 3, GWR_MAX_RANK, "W"))
         return c->st;
     if (xs.rank >= 0 && ws.rank >= 0 && xs.rank != ws.rank)
-        return fail(c, GWR_ERR_SHAPE, "X %s and W %s differ in rank", tstr(x, &p), tstr(w, &q));
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "X %s and W %s differ in rank", gwr_fi_tstr(x, &p), gwr_fi_tstr(w, &q));
     if (xs.rank < 0 && ws.rank < 0)
-        return put(c, 0, dt, NULL);
+        return gwr_fi_put(c, 0, dt, NULL);
     sp.n = (xs.rank >= 0 ? xs.rank : ws.rank) - 2;
-    group = aint(c, "group", 1);
+    group = gwr_fi_aint(c, "group", 1);
     if (c->st)
         return c->st;
     if (group < 1)
-        return fail(c, GWR_ERR_SHAPE, "group %lld is invalid", (long long)group);
-    if (!read_ints_n(c, "kernel_shape", sp.n, 1, GWR_DIM_UNKNOWN, sp.k) || !read_spatial(c, &sp))
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "group %lld is invalid", (long long)group);
+    if (!gwr_fi_read_ints_n(c, "kernel_shape", sp.n, 1, GWR_DIM_UNKNOWN, sp.k) || !gwr_fi_read_spatial(c, &sp))
         return c->st;
     if (ws.rank >= 0) {
         for (int i = 0; i < sp.n; i++) {
             gwr_dim m;
             if (sp.k[i] == GWR_DIM_UNKNOWN)
                 sp.k[i] = ws.d[2 + i];
-            else if (!dmerge(sp.k[i], ws.d[2 + i], &m))
-                return fail(c, GWR_ERR_SHAPE, "kernel_shape disagrees with W %s", tstr(w, &p));
+            else if (!gwr_fi_dmerge(sp.k[i], ws.d[2 + i], &m))
+                return gwr_fi_fail(c, GWR_ERR_SHAPE, "kernel_shape disagrees with W %s", gwr_fi_tstr(w, &p));
         }
         if (xs.rank >= 0 && GWR_DIM_IS_KNOWN(xs.d[1]) && GWR_DIM_IS_KNOWN(ws.d[1]) &&
-            xs.d[1] != dmul(ws.d[1], group))
-            return fail(c, GWR_ERR_SHAPE, "X %s has %lld channels, W %s expects %lld x group %lld",
-                        tstr(x, &p), (long long)xs.d[1], tstr(w, &q), (long long)ws.d[1],
-                        (long long)group);
+            xs.d[1] != gwr_fi_dmul(ws.d[1], group))
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "X %s has %lld channels, W %s expects %lld x group %lld",
+                               gwr_fi_tstr(x, &p), (long long)xs.d[1], gwr_fi_tstr(w, &q), (long long)ws.d[1],
+                               (long long)group);
         if (GWR_DIM_IS_KNOWN(ws.d[0]) && ws.d[0] % group != 0)
-            return fail(c, GWR_ERR_SHAPE, "W %s: %lld output channels do not split into %lld groups",
-                        tstr(w, &p), (long long)ws.d[0], (long long)group);
-        if (!want_vec(c, b, ws.d[0], "B"))
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "W %s: %lld output channels do not split into %lld groups",
+                               gwr_fi_tstr(w, &p), (long long)ws.d[0], (long long)group);
+        if (!gwr_fi_want_vec(c, b, ws.d[0], "B"))
             return c->st;
     }
     out.rank = sp.n + 2;
@@ -1265,37 +327,37 @@ static gwr_status infer_conv(ictx *c, int xi, int wi, int bi, gwr_dtype dt) {
     out.d[1] = ws.rank >= 0 ? ws.d[0] : GWR_DIM_UNKNOWN;
     for (int i = 0; i < sp.n; i++) {
         gwr_dim in = xs.rank >= 0 ? xs.d[2 + i] : GWR_DIM_UNKNOWN;
-        out.d[2 + i] = GWR_DIM_IS_KNOWN(sp.k[i]) ? conv_out(c, &sp, i, in, 0) : GWR_DIM_UNKNOWN;
+        out.d[2 + i] = GWR_DIM_IS_KNOWN(sp.k[i]) ? gwr_fi_conv_out(c, &sp, i, in, 0) : GWR_DIM_UNKNOWN;
         if (c->st)
             return c->st;
     }
-    return put(c, 0, dt, &out);
+    return gwr_fi_put(c, 0, dt, &out);
 }
 
 static gwr_status infer_conv_transpose(ictx *c) {
-    gwr_tensor *x = need(c, 0, "X"), *w = need(c, 1, "W"), *b = inp(c, 2);
+    gwr_tensor *x = gwr_fi_need(c, 0, "X"), *w = gwr_fi_need(c, 1, "W"), *b = inp(c, 2);
     shp xs, ws, out;
     spatial sp;
     int64_t group, n;
     const int64_t *os;
     sbuf p, q;
-    if (!x || !w || !same_dtype(c, x, w) || !same_dtype(c, x, b))
+    if (!x || !w || !gwr_fi_same_dtype(c, x, w) || !gwr_fi_same_dtype(c, x, b))
         return c->st;
-    shp_get(x, &xs);
-    shp_get(w, &ws);
-    if (!want_rank(c, x, &xs, 3, GWR_MAX_RANK, "X") || !want_rank(c, w, &ws, 3, GWR_MAX_RANK, "W"))
+    gwr_fi_shp_get(x, &xs);
+    gwr_fi_shp_get(w, &ws);
+    if (!gwr_fi_want_rank(c, x, &xs, 3, GWR_MAX_RANK, "X") || !gwr_fi_want_rank(c, w, &ws, 3, GWR_MAX_RANK, "W"))
         return c->st;
     if (xs.rank >= 0 && ws.rank >= 0 && xs.rank != ws.rank)
-        return fail(c, GWR_ERR_SHAPE, "X %s and W %s differ in rank", tstr(x, &p), tstr(w, &q));
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "X %s and W %s differ in rank", gwr_fi_tstr(x, &p), gwr_fi_tstr(w, &q));
     if (xs.rank < 0 && ws.rank < 0)
-        return put(c, 0, dt_of(x), NULL);
+        return gwr_fi_put(c, 0, dt_of(x), NULL);
     sp.n = (xs.rank >= 0 ? xs.rank : ws.rank) - 2;
-    group = aint(c, "group", 1);
+    group = gwr_fi_aint(c, "group", 1);
     if (c->st)
         return c->st;
     if (group < 1)
-        return fail(c, GWR_ERR_SHAPE, "group %lld is invalid", (long long)group);
-    if (!read_ints_n(c, "kernel_shape", sp.n, 1, GWR_DIM_UNKNOWN, sp.k) || !read_spatial(c, &sp))
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "group %lld is invalid", (long long)group);
+    if (!gwr_fi_read_ints_n(c, "kernel_shape", sp.n, 1, GWR_DIM_UNKNOWN, sp.k) || !gwr_fi_read_spatial(c, &sp))
         return c->st;
     out.rank = sp.n + 2;
     out.d[0] = xs.rank >= 0 ? xs.d[0] : GWR_DIM_UNKNOWN;
@@ -1305,23 +367,23 @@ static gwr_status infer_conv_transpose(ictx *c) {
         for (int i = 0; i < sp.n; i++)
             if (sp.k[i] == GWR_DIM_UNKNOWN)
                 sp.k[i] = ws.d[2 + i];
-        if (xs.rank >= 0 && !dmerge(xs.d[1], ws.d[0], &m))
-            return fail(c, GWR_ERR_SHAPE, "X %s has %lld channels, W %s expects %lld", tstr(x, &p),
-                        (long long)xs.d[1], tstr(w, &q), (long long)ws.d[0]);
-        out.d[1] = dmul(ws.d[1], group);
-        if (!want_vec(c, b, out.d[1], "B"))
+        if (xs.rank >= 0 && !gwr_fi_dmerge(xs.d[1], ws.d[0], &m))
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "X %s has %lld channels, W %s expects %lld", gwr_fi_tstr(x, &p),
+                               (long long)xs.d[1], gwr_fi_tstr(w, &q), (long long)ws.d[0]);
+        out.d[1] = gwr_fi_dmul(ws.d[1], group);
+        if (!gwr_fi_want_vec(c, b, out.d[1], "B"))
             return c->st;
     }
-    if (aints(c, "output_shape", &os, &n)) {
+    if (gwr_fi_aints(c, "output_shape", &os, &n)) {
         if (n != sp.n && n != sp.n + 2)
-            return fail(c, GWR_ERR_SHAPE, "output_shape has %lld values, expected %d",
-                        (long long)n, sp.n);
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "output_shape has %lld values, expected %d",
+                               (long long)n, sp.n);
         for (int i = 0; i < sp.n; i++) {
             if (os[n - sp.n + i] < 0)
-                return fail(c, GWR_ERR_SHAPE, "output_shape[%d] is negative", i);
+                return gwr_fi_fail(c, GWR_ERR_SHAPE, "output_shape[%d] is negative", i);
             out.d[2 + i] = os[n - sp.n + i];
         }
-        return put(c, 0, dt_of(x), &out);
+        return gwr_fi_put(c, 0, dt_of(x), &out);
     }
     if (c->st)
         return c->st;
@@ -1333,7 +395,7 @@ static gwr_status infer_conv_transpose(ictx *c) {
             continue;
         }
         if (k < 1 || sp.d[i] > (INT64_MAX / 4) / k || s > (INT64_MAX / 4))
-            return fail(c, GWR_ERR_SHAPE, "kernel extent %lld is invalid", (long long)k);
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "kernel extent %lld is invalid", (long long)k);
         ek = (k - 1) * sp.d[i] + 1;
         if (!GWR_DIM_IS_KNOWN(in)) {
             int keep = s == 1 && (sp.mode == PAD_SAME_UPPER || sp.mode == PAD_SAME_LOWER ||
@@ -1351,15 +413,15 @@ static gwr_status infer_conv_transpose(ictx *c) {
         else
             o = s * (in - 1) + sp.op[i] + ek - sp.pads[i] - sp.pads[sp.n + i];
         if (o < 0)
-            return fail(c, GWR_ERR_SHAPE, "spatial dim %d: output extent %lld is negative", i,
-                        (long long)o);
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "spatial dim %d: output extent %lld is negative", i,
+                               (long long)o);
         out.d[2 + i] = o;
     }
-    return put(c, 0, dt_of(x), &out);
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 static gwr_status infer_pool(ictx *c) {
-    gwr_tensor *x = need(c, 0, "X");
+    gwr_tensor *x = gwr_fi_need(c, 0, "X");
     const int64_t *k;
     int64_t nk;
     shp xs, out;
@@ -1367,50 +429,50 @@ static gwr_status infer_pool(ictx *c) {
     sbuf p;
     if (!x)
         return c->st;
-    shp_get(x, &xs);
-    if (!aints(c, "kernel_shape", &k, &nk))
-        return c->st ? c->st : fail(c, GWR_ERR_INVALID_ARG, "missing attribute kernel_shape");
+    gwr_fi_shp_get(x, &xs);
+    if (!gwr_fi_aints(c, "kernel_shape", &k, &nk))
+        return c->st ? c->st : gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "missing attribute kernel_shape");
     if (nk < 1 || nk > GWR_MAX_RANK - 2)
-        return fail(c, GWR_ERR_SHAPE, "kernel_shape has %lld values", (long long)nk);
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "kernel_shape has %lld values", (long long)nk);
     if (xs.rank >= 0 && xs.rank != nk + 2)
-        return fail(c, GWR_ERR_SHAPE, "X %s does not fit a %lld-D kernel_shape", tstr(x, &p),
-                    (long long)nk);
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "X %s does not fit a %lld-D kernel_shape", gwr_fi_tstr(x, &p),
+                           (long long)nk);
     sp.n = (int)nk;
     for (int i = 0; i < sp.n; i++) {
         if (k[i] < 1)
-            return fail(c, GWR_ERR_SHAPE, "kernel_shape[%d] = %lld is invalid", i, (long long)k[i]);
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "kernel_shape[%d] = %lld is invalid", i, (long long)k[i]);
         sp.k[i] = k[i];
     }
-    if (!read_spatial(c, &sp))
+    if (!gwr_fi_read_spatial(c, &sp))
         return c->st;
     out.rank = sp.n + 2;
     out.d[0] = xs.rank >= 0 ? xs.d[0] : GWR_DIM_UNKNOWN;
     out.d[1] = xs.rank >= 0 ? xs.d[1] : GWR_DIM_UNKNOWN;
     for (int i = 0; i < sp.n; i++) {
-        out.d[2 + i] = conv_out(c, &sp, i, xs.rank >= 0 ? xs.d[2 + i] : GWR_DIM_UNKNOWN, 1);
+        out.d[2 + i] = gwr_fi_conv_out(c, &sp, i, xs.rank >= 0 ? xs.d[2 + i] : GWR_DIM_UNKNOWN, 1);
         if (c->st)
             return c->st;
     }
-    if (put(c, 0, dt_of(x), &out) != GWR_OK)
+    if (gwr_fi_put(c, 0, dt_of(x), &out) != GWR_OK)
         return c->st;
-    return put(c, 1, GWR_INT64, &out); /* MaxPool's Indices, when asked for */
+    return gwr_fi_put(c, 1, GWR_INT64, &out); /* MaxPool's Indices, when asked for */
 }
 
 static gwr_status infer_global_pool(ictx *c) {
-    gwr_tensor *x = need(c, 0, "X");
+    gwr_tensor *x = gwr_fi_need(c, 0, "X");
     shp s;
     if (!x)
         return c->st;
-    shp_get(x, &s);
-    if (!want_rank(c, x, &s, 2, GWR_MAX_RANK, "X"))
+    gwr_fi_shp_get(x, &s);
+    if (!gwr_fi_want_rank(c, x, &s, 2, GWR_MAX_RANK, "X"))
         return c->st;
     for (int i = 2; i < s.rank; i++)
         s.d[i] = 1;
-    return put(c, 0, dt_of(x), &s);
+    return gwr_fi_put(c, 0, dt_of(x), &s);
 }
 
 static gwr_status infer_max_unpool(ictx *c) {
-    gwr_tensor *x = need(c, 0, "X");
+    gwr_tensor *x = gwr_fi_need(c, 0, "X");
     const int64_t *k;
     int64_t nk;
     shp xs, out;
@@ -1418,27 +480,27 @@ static gwr_status infer_max_unpool(ictx *c) {
     ival os;
     if (!x)
         return c->st;
-    shp_get(x, &xs);
+    gwr_fi_shp_get(x, &xs);
     if (inp(c, 2)) {
-        iv_in(c, 2, &os);
+        gwr_fi_iv_in(c, 2, &os);
         if (os.n < 0)
-            return put(c, 0, dt_of(x), NULL);
-        shp_unknown_dims(&out, os.n);
+            return gwr_fi_put(c, 0, dt_of(x), NULL);
+        gwr_fi_shp_unknown_dims(&out, os.n);
         for (int i = 0; i < os.n && i < GWR_MAX_RANK; i++)
             if (os.k[i] == IV_VAL && os.v[i] >= 0)
                 out.d[i] = os.v[i];
-        return put(c, 0, dt_of(x), &out);
+        return gwr_fi_put(c, 0, dt_of(x), &out);
     }
-    if (!aints(c, "kernel_shape", &k, &nk) || xs.rank < 0 || xs.rank != nk + 2) {
+    if (!gwr_fi_aints(c, "kernel_shape", &k, &nk) || xs.rank < 0 || xs.rank != nk + 2) {
         if (c->st)
             return c->st;
-        shp_unknown_dims(&out, xs.rank);
-        return put(c, 0, dt_of(x), &out);
+        gwr_fi_shp_unknown_dims(&out, xs.rank);
+        return gwr_fi_put(c, 0, dt_of(x), &out);
     }
     sp.n = (int)nk;
     for (int i = 0; i < sp.n; i++)
         sp.k[i] = k[i];
-    if (!read_spatial(c, &sp))
+    if (!gwr_fi_read_spatial(c, &sp))
         return c->st;
     out = xs;
     for (int i = 0; i < sp.n; i++) {
@@ -1449,7 +511,7 @@ static gwr_status infer_max_unpool(ictx *c) {
             out.d[2 + i] = o >= 0 ? o : GWR_DIM_UNKNOWN;
         }
     }
-    return put(c, 0, dt_of(x), &out);
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 /* ======================================================================
@@ -1469,55 +531,55 @@ static gwr_status infer_batch_norm(ictx *c) {
     shp xs, cs;
     gwr_dim ch;
     for (int i = 0; i < 5; i++)
-        if (!(t[i] = need(c, i, names[i])))
+        if (!(t[i] = gwr_fi_need(c, i, names[i])))
             return c->st;
-    if (!same_dtype(c, t[1], t[2]) || !same_dtype(c, t[3], t[4]))
+    if (!gwr_fi_same_dtype(c, t[1], t[2]) || !gwr_fi_same_dtype(c, t[3], t[4]))
         return c->st;
-    shp_get(t[0], &xs);
+    gwr_fi_shp_get(t[0], &xs);
     ch = channels(&xs);
     for (int i = 1; i < 5; i++)
-        if (!want_vec(c, t[i], ch, names[i]))
+        if (!gwr_fi_want_vec(c, t[i], ch, names[i]))
             return c->st;
     cs.rank = 1;
     cs.d[0] = ch;
-    if (put(c, 0, dt_of(t[0]), &xs) != GWR_OK || put(c, 1, dt_of(t[3]), &cs) != GWR_OK)
+    if (gwr_fi_put(c, 0, dt_of(t[0]), &xs) != GWR_OK || gwr_fi_put(c, 1, dt_of(t[3]), &cs) != GWR_OK)
         return c->st;
-    return put(c, 2, dt_of(t[3]), &cs);
+    return gwr_fi_put(c, 2, dt_of(t[3]), &cs);
 }
 
 static gwr_status infer_instance_norm(ictx *c) {
-    gwr_tensor *x = need(c, 0, "input"), *sc = need(c, 1, "scale"), *b = need(c, 2, "B");
+    gwr_tensor *x = gwr_fi_need(c, 0, "input"), *sc = gwr_fi_need(c, 1, "scale"), *b = gwr_fi_need(c, 2, "B");
     shp xs;
-    if (!x || !sc || !b || !same_dtype(c, x, sc) || !same_dtype(c, x, b))
+    if (!x || !sc || !b || !gwr_fi_same_dtype(c, x, sc) || !gwr_fi_same_dtype(c, x, b))
         return c->st;
-    shp_get(x, &xs);
-    if (!want_rank(c, x, &xs, 2, GWR_MAX_RANK, "input") || !want_vec(c, sc, channels(&xs), "scale") ||
-        !want_vec(c, b, channels(&xs), "B"))
+    gwr_fi_shp_get(x, &xs);
+    if (!gwr_fi_want_rank(c, x, &xs, 2, GWR_MAX_RANK, "input") || !gwr_fi_want_vec(c, sc, channels(&xs), "scale") ||
+        !gwr_fi_want_vec(c, b, channels(&xs), "B"))
         return c->st;
-    return put(c, 0, dt_of(x), &xs);
+    return gwr_fi_put(c, 0, dt_of(x), &xs);
 }
 
 static gwr_status infer_layer_norm(ictx *c) {
-    gwr_tensor *x = need(c, 0, "X"), *sc = need(c, 1, "Scale"), *b = inp(c, 2);
+    gwr_tensor *x = gwr_fi_need(c, 0, "X"), *sc = gwr_fi_need(c, 1, "Scale"), *b = inp(c, 2);
     shp xs, ms, ss, tail;
     int64_t axis, stash;
     sbuf p, q;
-    if (!x || !sc || !same_dtype(c, x, sc) || !same_dtype(c, x, b))
+    if (!x || !sc || !gwr_fi_same_dtype(c, x, sc) || !gwr_fi_same_dtype(c, x, b))
         return c->st;
-    axis = aint(c, "axis", -1);
-    stash = aint(c, "stash_type", GWR_FLOAT32);
-    afloat(c, "epsilon", 1e-5f);
+    axis = gwr_fi_aint(c, "axis", -1);
+    stash = gwr_fi_aint(c, "stash_type", GWR_FLOAT32);
+    gwr_fi_afloat(c, "epsilon", 1e-5f);
     if (c->st)
         return c->st;
-    shp_get(x, &xs);
+    gwr_fi_shp_get(x, &xs);
     if (!gwr_dtype_is_valid((gwr_dtype)stash) || stash == GWR_UNDEFINED)
-        return fail(c, GWR_ERR_TYPE, "stash_type %lld is not a dtype", (long long)stash);
+        return gwr_fi_fail(c, GWR_ERR_TYPE, "stash_type %lld is not a dtype", (long long)stash);
     if (xs.rank < 0) {
-        if (put(c, 0, dt_of(x), NULL) || put(c, 1, (gwr_dtype)stash, NULL))
+        if (gwr_fi_put(c, 0, dt_of(x), NULL) || gwr_fi_put(c, 1, (gwr_dtype)stash, NULL))
             return c->st;
-        return put(c, 2, (gwr_dtype)stash, NULL);
+        return gwr_fi_put(c, 2, (gwr_dtype)stash, NULL);
     }
-    if (!norm_axis(c, axis, xs.rank, 0, &axis))
+    if (!gwr_fi_norm_axis(c, axis, xs.rank, 0, &axis))
         return c->st;
     tail.rank = xs.rank - (int)axis;
     memcpy(tail.d, xs.d + axis, (size_t)tail.rank * sizeof xs.d[0]);
@@ -1525,35 +587,35 @@ static gwr_status infer_layer_norm(ictx *c) {
         gwr_tensor *t = inp(c, i);
         if (!t)
             continue;
-        shp_get(t, &ss);
-        if (!ubcast_ok(&tail, &ss))
-            return fail(c, GWR_ERR_SHAPE, "%s %s does not broadcast to the normalized dims of %s",
-                        i == 1 ? "Scale" : "B", tstr(t, &p), tstr(x, &q));
+        gwr_fi_shp_get(t, &ss);
+        if (!gwr_fi_ubcast_ok(&tail, &ss))
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "%s %s does not broadcast to the normalized dims of %s",
+                               i == 1 ? "Scale" : "B", gwr_fi_tstr(t, &p), gwr_fi_tstr(x, &q));
     }
     ms = xs;
     for (int i = (int)axis; i < ms.rank; i++)
         ms.d[i] = 1;
-    if (put(c, 0, dt_of(x), &xs) || put(c, 1, (gwr_dtype)stash, &ms))
+    if (gwr_fi_put(c, 0, dt_of(x), &xs) || gwr_fi_put(c, 1, (gwr_dtype)stash, &ms))
         return c->st;
-    return put(c, 2, (gwr_dtype)stash, &ms);
+    return gwr_fi_put(c, 2, (gwr_dtype)stash, &ms);
 }
 
 /* Softmax family, and ops that keep their input's shape and check an
  * axis: CumSum. */
 static gwr_status infer_softmax(ictx *c) {
-    gwr_tensor *x = need(c, 0, "input");
+    gwr_tensor *x = gwr_fi_need(c, 0, "input");
     shp xs;
     int64_t axis;
     if (!x)
         return c->st;
-    axis = aint(c, "axis", -1);
+    axis = gwr_fi_aint(c, "axis", -1);
     if (c->st)
         return c->st;
-    shp_get(x, &xs);
+    gwr_fi_shp_get(x, &xs);
     if (xs.rank >= 0 && !(xs.rank == 0 && (axis == 0 || axis == -1)) &&
-        !norm_axis(c, axis, xs.rank, 0, &axis))
+        !gwr_fi_norm_axis(c, axis, xs.rank, 0, &axis))
         return c->st;
-    return put(c, 0, dt_of(x), &xs);
+    return gwr_fi_put(c, 0, dt_of(x), &xs);
 }
 
 /* Reduces the flagged axes of xs. */
@@ -1568,7 +630,7 @@ static void reduce_dims(const shp *xs, const unsigned char *red, int keep, shp *
 }
 
 static gwr_status infer_reduce(ictx *c) {
-    gwr_tensor *x = need(c, 0, "data");
+    gwr_tensor *x = gwr_fi_need(c, 0, "data");
     shp xs, out;
     ival av;
     int64_t keep, noop, axes[IV_MAX];
@@ -1576,87 +638,87 @@ static gwr_status infer_reduce(ictx *c) {
     int have;
     if (!x)
         return c->st;
-    keep = aint(c, "keepdims", 1);
-    noop = aint(c, "noop_with_empty_axes", 0);
-    have = iv_param(c, 1, "axes", &av);
+    keep = gwr_fi_aint(c, "keepdims", 1);
+    noop = gwr_fi_aint(c, "noop_with_empty_axes", 0);
+    have = gwr_fi_iv_param(c, 1, "axes", &av);
     if (c->st)
         return c->st;
-    shp_get(x, &xs);
+    gwr_fi_shp_get(x, &xs);
     if (have && av.rank > 1)
-        return fail(c, GWR_ERR_SHAPE, "axes must be 1-D");
-    if (have && !iv_exact(&av)) {
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "axes must be 1-D");
+    if (have && !gwr_fi_iv_exact(&av)) {
         /* Which axes go is unknown: with keepdims every dim is kept or 1. */
         if (!keep || xs.rank < 0)
-            return put(c, 0, dt_of(x), NULL);
+            return gwr_fi_put(c, 0, dt_of(x), NULL);
         out = xs;
         for (int i = 0; i < out.rank; i++)
             if (out.d[i] != 1)
                 out.d[i] = GWR_DIM_UNKNOWN;
-        return put(c, 0, dt_of(x), &out);
+        return gwr_fi_put(c, 0, dt_of(x), &out);
     }
     if (!have || av.n == 0) {
         if (noop)
-            return put(c, 0, dt_of(x), &xs);
+            return gwr_fi_put(c, 0, dt_of(x), &xs);
         if (xs.rank < 0 && keep)
-            return put(c, 0, dt_of(x), NULL);
+            return gwr_fi_put(c, 0, dt_of(x), NULL);
         if (xs.rank < 0) { /* everything reduced away: a scalar */
             out.rank = 0;
-            return put(c, 0, dt_of(x), &out);
+            return gwr_fi_put(c, 0, dt_of(x), &out);
         }
         memset(red, 1, sizeof red);
     } else {
         if (xs.rank < 0)
-            return put(c, 0, dt_of(x), NULL);
-        if (!norm_axes(c, &av, xs.rank, axes))
+            return gwr_fi_put(c, 0, dt_of(x), NULL);
+        if (!gwr_fi_norm_axes(c, &av, xs.rank, axes))
             return c->st;
         memset(red, 0, sizeof red);
         for (int i = 0; i < av.n; i++)
             red[axes[i]] = 1;
     }
     reduce_dims(&xs, red, keep != 0, &out);
-    return put(c, 0, dt_of(x), &out);
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 static gwr_status infer_argmax(ictx *c) {
-    gwr_tensor *x = need(c, 0, "data");
+    gwr_tensor *x = gwr_fi_need(c, 0, "data");
     shp xs, out;
     int64_t axis, keep;
     unsigned char red[GWR_MAX_RANK] = {0};
     if (!x)
         return c->st;
-    axis = aint(c, "axis", 0);
-    keep = aint(c, "keepdims", 1);
+    axis = gwr_fi_aint(c, "axis", 0);
+    keep = gwr_fi_aint(c, "keepdims", 1);
     if (c->st)
         return c->st;
-    shp_get(x, &xs);
+    gwr_fi_shp_get(x, &xs);
     if (xs.rank < 0)
-        return put(c, 0, GWR_INT64, NULL);
-    if (!norm_axis(c, axis, xs.rank, 0, &axis))
+        return gwr_fi_put(c, 0, GWR_INT64, NULL);
+    if (!gwr_fi_norm_axis(c, axis, xs.rank, 0, &axis))
         return c->st;
     red[axis] = 1;
     reduce_dims(&xs, red, keep != 0, &out);
-    return put(c, 0, GWR_INT64, &out);
+    return gwr_fi_put(c, 0, GWR_INT64, &out);
 }
 
 /* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss. */
 static gwr_status infer_loss(ictx *c) {
-    gwr_tensor *x = need(c, 0, "input"), *tg = need(c, 1, "target");
+    gwr_tensor *x = gwr_fi_need(c, 0, "input"), *tg = gwr_fi_need(c, 1, "target");
     const char *red;
     shp xs, ts;
-    if (!x || !tg || !want_index_dtype(c, tg, "target"))
+    if (!x || !tg || !gwr_fi_want_index_dtype(c, tg, "target"))
         return c->st;
-    red = astr(c, "reduction", "mean");
+    red = gwr_fi_astr(c, "reduction", "mean");
     if (c->st)
         return c->st;
-    shp_get(x, &xs);
-    shp_get(tg, &ts);
+    gwr_fi_shp_get(x, &xs);
+    gwr_fi_shp_get(tg, &ts);
     if (strcmp(red, "sum") != 0 && strcmp(red, "mean") != 0 && strcmp(red, "none") != 0)
-        return fail(c, GWR_ERR_INVALID_ARG, "unknown reduction \"%s\"", red);
+        return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "unknown reduction \"%s\"", red);
     if (strcmp(red, "none") != 0)
         ts.rank = 0; /* reduced to a scalar */
-    if (put(c, 0, dt_of(x), &ts) != GWR_OK)
+    if (gwr_fi_put(c, 0, dt_of(x), &ts) != GWR_OK)
         return c->st;
-    return put(c, 1, dt_of(x), &xs); /* SoftmaxCrossEntropyLoss's log_prob */
+    return gwr_fi_put(c, 1, dt_of(x), &xs); /* SoftmaxCrossEntropyLoss's log_prob */
 }
 
 /* ======================================================================
@@ -1685,26 +747,26 @@ static int64_t factorize(const shp *s, int from, int to, gwr_dim *syms, int *nsy
 }
 
 static gwr_status infer_reshape(ictx *c) {
-    gwr_tensor *x = need(c, 0, "data"), *st = need(c, 1, "shape");
+    gwr_tensor *x = gwr_fi_need(c, 0, "data"), *st = gwr_fi_need(c, 1, "shape");
     shp xs, out;
     ival sv;
     int64_t allowzero, pin, pout;
     int infer_at = -1, has_zero = 0, nsi = 0, nso = 0, exi = 1, exo = 1;
     gwr_dim si[GWR_MAX_RANK], so[GWR_MAX_RANK];
     sbuf p, q;
-    if (!x || !st || !want_dtype(c, st, GWR_INT64, "shape"))
+    if (!x || !st || !gwr_fi_want_dtype(c, st, GWR_INT64, "shape"))
         return c->st;
-    allowzero = aint(c, "allowzero", 0);
+    allowzero = gwr_fi_aint(c, "allowzero", 0);
     if (c->st)
         return c->st;
-    shp_get(x, &xs);
-    iv_in(c, 1, &sv);
+    gwr_fi_shp_get(x, &xs);
+    gwr_fi_iv_in(c, 1, &sv);
     if (sv.rank == 0)
-        return fail(c, GWR_ERR_SHAPE, "shape must be 1-D, got %s", tstr(st, &p));
-    if (too_long(c, 1, "shape"))
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "shape must be 1-D, got %s", gwr_fi_tstr(st, &p));
+    if (gwr_fi_too_long(c, 1, "shape"))
         return c->st;
     if (sv.n < 0)
-        return put(c, 0, dt_of(x), NULL);
+        return gwr_fi_put(c, 0, dt_of(x), NULL);
     out.rank = sv.n;
     for (int i = 0; i < sv.n; i++) {
         int64_t v = sv.v[i];
@@ -1715,25 +777,25 @@ static gwr_status infer_reshape(ictx *c) {
             continue;
         } else if (v == -1) {
             if (infer_at >= 0)
-                return fail(c, GWR_ERR_SHAPE, "shape has more than one -1");
+                return gwr_fi_fail(c, GWR_ERR_SHAPE, "shape has more than one -1");
             infer_at = i;
         } else if (v == 0 && !allowzero) {
             if (xs.rank >= 0 && i >= xs.rank)
-                return fail(c, GWR_ERR_SHAPE, "shape[%d] = 0 copies a dim that %s lacks", i,
-                            tstr(x, &p));
+                return gwr_fi_fail(c, GWR_ERR_SHAPE, "shape[%d] = 0 copies a dim that %s lacks", i,
+                                   gwr_fi_tstr(x, &p));
             if (xs.rank >= 0)
                 out.d[i] = xs.d[i];
         } else if (v < 0) {
-            return fail(c, GWR_ERR_SHAPE, "shape[%d] = %lld is invalid", i, (long long)v);
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "shape[%d] = %lld is invalid", i, (long long)v);
         } else {
             out.d[i] = v;
             has_zero |= v == 0;
         }
     }
     if (allowzero && has_zero && infer_at >= 0)
-        return fail(c, GWR_ERR_SHAPE, "shape has both 0 and -1 with allowzero");
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "shape has both 0 and -1 with allowzero");
     if (xs.rank < 0)
-        return put(c, 0, dt_of(x), &out);
+        return gwr_fi_put(c, 0, dt_of(x), &out);
 
     /* Compare element counts: known factors multiply, symbols cancel. */
     pin = factorize(&xs, 0, xs.rank, si, &nsi, &exi);
@@ -1751,51 +813,51 @@ static gwr_status infer_reshape(ictx *c) {
                 break;
             }
     if (!exi || !exo)
-        return put(c, 0, dt_of(x), &out);
+        return gwr_fi_put(c, 0, dt_of(x), &out);
     if (infer_at >= 0) {
         if (nsi == 0 && nso == 0 && pout != 0) {
             if (pin % pout != 0)
-                return fail(c, GWR_ERR_SHAPE, "cannot reshape %s to %s", tstr(x, &p),
-                            shp_str(c, &out, &q));
+                return gwr_fi_fail(c, GWR_ERR_SHAPE, "cannot reshape %s to %s", gwr_fi_tstr(x, &p),
+                                   gwr_fi_shp_str(c, &out, &q));
             out.d[infer_at] = pin / pout;
         } else if (nsi == 1 && nso == 0 && pin == pout && pin != 0) {
             out.d[infer_at] = si[0];
         }
     } else if (nsi == 0 && nso == 0 && pin != pout) {
-        return fail(c, GWR_ERR_SHAPE, "cannot reshape %s to %s: %lld vs %lld elements",
-                    tstr(x, &p), shp_str(c, &out, &q), (long long)pin, (long long)pout);
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "cannot reshape %s to %s: %lld vs %lld elements",
+                           gwr_fi_tstr(x, &p), gwr_fi_shp_str(c, &out, &q), (long long)pin, (long long)pout);
     }
-    return put(c, 0, dt_of(x), &out);
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 static gwr_status infer_flatten(ictx *c) {
-    gwr_tensor *x = need(c, 0, "input");
+    gwr_tensor *x = gwr_fi_need(c, 0, "input");
     shp xs, out;
     int64_t axis;
     if (!x)
         return c->st;
-    axis = aint(c, "axis", 1);
+    axis = gwr_fi_aint(c, "axis", 1);
     if (c->st)
         return c->st;
-    shp_get(x, &xs);
+    gwr_fi_shp_get(x, &xs);
     out.rank = 2;
     if (xs.rank < 0) {
-        shp_unknown_dims(&out, 2);
-        return put(c, 0, dt_of(x), &out);
+        gwr_fi_shp_unknown_dims(&out, 2);
+        return gwr_fi_put(c, 0, dt_of(x), &out);
     }
     if (axis < -xs.rank || axis > xs.rank) /* [-r, r]; negative counts from r */
-        return fail(c, GWR_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)axis,
-                    xs.rank);
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)axis,
+                           xs.rank);
     if (axis < 0)
         axis += xs.rank;
     out.d[0] = out.d[1] = 1;
     for (int i = 0; i < xs.rank; i++)
-        out.d[i < axis ? 0 : 1] = dmul(out.d[i < axis ? 0 : 1], xs.d[i]);
-    return put(c, 0, dt_of(x), &out);
+        out.d[i < axis ? 0 : 1] = gwr_fi_dmul(out.d[i < axis ? 0 : 1], xs.d[i]);
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 static gwr_status infer_transpose(ictx *c) {
-    gwr_tensor *x = need(c, 0, "data");
+    gwr_tensor *x = gwr_fi_need(c, 0, "data");
     const int64_t *perm;
     int64_t n;
     unsigned char seen[GWR_MAX_RANK] = {0};
@@ -1803,25 +865,25 @@ static gwr_status infer_transpose(ictx *c) {
     sbuf p;
     if (!x)
         return c->st;
-    shp_get(x, &xs);
-    if (!aints(c, "perm", &perm, &n)) {
+    gwr_fi_shp_get(x, &xs);
+    if (!gwr_fi_aints(c, "perm", &perm, &n)) {
         if (c->st || xs.rank < 0)
-            return c->st ? c->st : put(c, 0, dt_of(x), NULL);
+            return c->st ? c->st : gwr_fi_put(c, 0, dt_of(x), NULL);
         out.rank = xs.rank;
         for (int i = 0; i < xs.rank; i++)
             out.d[i] = xs.d[xs.rank - 1 - i];
-        return put(c, 0, dt_of(x), &out);
+        return gwr_fi_put(c, 0, dt_of(x), &out);
     }
     if (n > GWR_MAX_RANK || (xs.rank >= 0 && n != xs.rank))
-        return fail(c, GWR_ERR_SHAPE, "perm has %lld values for %s", (long long)n, tstr(x, &p));
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "perm has %lld values for %s", (long long)n, gwr_fi_tstr(x, &p));
     out.rank = (int)n;
     for (int i = 0; i < n; i++) {
         if (perm[i] < 0 || perm[i] >= n || seen[perm[i]])
-            return fail(c, GWR_ERR_SHAPE, "perm is not a permutation of 0..%lld", (long long)n - 1);
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "perm is not a permutation of 0..%lld", (long long)n - 1);
         seen[perm[i]] = 1;
         out.d[i] = xs.rank >= 0 ? xs.d[perm[i]] : GWR_DIM_UNKNOWN;
     }
-    return put(c, 0, dt_of(x), &out);
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 static gwr_status infer_concat(ictx *c) {
@@ -1831,52 +893,52 @@ static gwr_status infer_concat(ictx *c) {
     const gwr_tensor *typed = NULL;
     sbuf p, q;
     if (c->nin < 1)
-        return fail(c, GWR_ERR_INVALID_ARG, "needs at least one input");
+        return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "needs at least one input");
     if (!gwr_layer_has_attr(c->l, "axis"))
-        return fail(c, GWR_ERR_INVALID_ARG, "missing attribute axis");
-    axis = aint(c, "axis", 0);
+        return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "missing attribute axis");
+    axis = gwr_fi_aint(c, "axis", 0);
     if (c->st)
         return c->st;
     out.rank = -1;
     for (int i = 0; i < c->nin; i++) {
-        gwr_tensor *t = need(c, i, "input");
+        gwr_tensor *t = gwr_fi_need(c, i, "input");
         if (!t)
             return c->st;
-        if (typed && !same_dtype(c, typed, t))
+        if (typed && !gwr_fi_same_dtype(c, typed, t))
             return c->st;
         if (!typed && dt_of(t) != GWR_UNDEFINED)
             typed = t;
-        shp_get(t, &s);
+        gwr_fi_shp_get(t, &s);
         if (s.rank < 0) {
             any_unknown_rank = 1;
             continue;
         }
         if (s.rank == 0)
-            return fail(c, GWR_ERR_SHAPE, "cannot concatenate a scalar %s", tstr(t, &p));
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "cannot concatenate a scalar %s", gwr_fi_tstr(t, &p));
         if (out.rank < 0) {
-            if (!norm_axis(c, axis, s.rank, 0, &axis))
+            if (!gwr_fi_norm_axis(c, axis, s.rank, 0, &axis))
                 return c->st;
             out = s;
             continue;
         }
         if (s.rank != out.rank)
-            return fail(c, GWR_ERR_SHAPE, "ranks differ: %s vs %s", shp_str(c, &out, &p),
-                        tstr(t, &q));
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "ranks differ: %s vs %s", gwr_fi_shp_str(c, &out, &p),
+                               gwr_fi_tstr(t, &q));
         for (int j = 0; j < s.rank; j++) {
             if (j == axis)
-                out.d[j] = dadd(out.d[j], s.d[j]);
-            else if (!dmerge(out.d[j], s.d[j], &out.d[j]))
-                return fail(c, GWR_ERR_SHAPE, "dim %d differs: %s vs %s", j, shp_str(c, &out, &p),
-                            tstr(t, &q));
+                out.d[j] = gwr_fi_dadd(out.d[j], s.d[j]);
+            else if (!gwr_fi_dmerge(out.d[j], s.d[j], &out.d[j]))
+                return gwr_fi_fail(c, GWR_ERR_SHAPE, "dim %d differs: %s vs %s", j, gwr_fi_shp_str(c, &out, &p),
+                                   gwr_fi_tstr(t, &q));
         }
     }
     if (out.rank >= 0 && any_unknown_rank)
         out.d[axis] = GWR_DIM_UNKNOWN;
-    return put(c, 0, dt_of(typed), &out);
+    return gwr_fi_put(c, 0, dt_of(typed), &out);
 }
 
 static gwr_status infer_split(ictx *c) {
-    gwr_tensor *x = need(c, 0, "input");
+    gwr_tensor *x = gwr_fi_need(c, 0, "input");
     shp xs, o;
     ival sv;
     int64_t axis, num_outputs, sum = 0;
@@ -1885,34 +947,34 @@ static gwr_status infer_split(ictx *c) {
     if (!x)
         return c->st;
     if (c->nout < 1)
-        return fail(c, GWR_ERR_INVALID_ARG, "needs at least one output");
-    axis = aint(c, "axis", 0);
-    num_outputs = aint(c, "num_outputs", 0);
-    have = iv_param(c, 1, "split", &sv);
+        return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "needs at least one output");
+    axis = gwr_fi_aint(c, "axis", 0);
+    num_outputs = gwr_fi_aint(c, "num_outputs", 0);
+    have = gwr_fi_iv_param(c, 1, "split", &sv);
     if (c->st)
         return c->st;
     if (gwr_layer_has_attr(c->l, "num_outputs") && num_outputs != c->nout)
-        return fail(c, GWR_ERR_SHAPE, "num_outputs is %lld but the layer has %d outputs",
-                    (long long)num_outputs, c->nout);
-    shp_get(x, &xs);
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "num_outputs is %lld but the layer has %d outputs",
+                           (long long)num_outputs, c->nout);
+    gwr_fi_shp_get(x, &xs);
     if (xs.rank < 0)
-        return put_all_unknown(c, dt_of(x));
-    if (!norm_axis(c, axis, xs.rank, 0, &axis))
+        return gwr_fi_put_all_unknown(c, dt_of(x));
+    if (!gwr_fi_norm_axis(c, axis, xs.rank, 0, &axis))
         return c->st;
     if (have && sv.n >= 0 && sv.n != c->nout)
-        return fail(c, GWR_ERR_SHAPE, "split has %d sizes for %d outputs", sv.n, c->nout);
-    exact = have && iv_exact(&sv);
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "split has %d sizes for %d outputs", sv.n, c->nout);
+    exact = have && gwr_fi_iv_exact(&sv);
     for (int i = 0; exact && i < sv.n; i++) {
         if (sv.v[i] < 0)
-            return fail(c, GWR_ERR_SHAPE, "split[%d] = %lld is negative", i, (long long)sv.v[i]);
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "split[%d] = %lld is negative", i, (long long)sv.v[i]);
         sum = sum > INT64_MAX - sv.v[i] ? INT64_MAX : sum + sv.v[i];
     }
     if (exact && GWR_DIM_IS_KNOWN(xs.d[axis]) && sum != xs.d[axis])
-        return fail(c, GWR_ERR_SHAPE, "split sizes add up to %lld, but axis %lld of %s is %lld",
-                    (long long)sum, (long long)axis, tstr(x, &p), (long long)xs.d[axis]);
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "split sizes add up to %lld, but axis %lld of %s is %lld",
+                           (long long)sum, (long long)axis, gwr_fi_tstr(x, &p), (long long)xs.d[axis]);
     if (!have && GWR_DIM_IS_KNOWN(xs.d[axis]) && !num_outputs && xs.d[axis] % c->nout != 0)
-        return fail(c, GWR_ERR_SHAPE, "axis %lld of %s does not split into %d equal parts",
-                    (long long)axis, tstr(x, &p), c->nout);
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "axis %lld of %s does not split into %d equal parts",
+                           (long long)axis, gwr_fi_tstr(x, &p), c->nout);
     for (int i = 0; i < c->nout; i++) {
         gwr_dim d = xs.d[axis];
         o = xs;
@@ -1927,11 +989,11 @@ static gwr_status infer_split(ictx *c) {
             int64_t chunk = d / c->nout + (d % c->nout != 0);
             int64_t rem = d - chunk * (c->nout - 1);
             if (i == c->nout - 1 && rem < 0)
-                return fail(c, GWR_ERR_SHAPE, "axis %lld of %s is too short for %d outputs",
-                            (long long)axis, tstr(x, &p), c->nout);
+                return gwr_fi_fail(c, GWR_ERR_SHAPE, "axis %lld of %s is too short for %d outputs",
+                                   (long long)axis, gwr_fi_tstr(x, &p), c->nout);
             o.d[axis] = i == c->nout - 1 ? rem : chunk;
         }
-        if (put(c, i, dt_of(x), &o) != GWR_OK)
+        if (gwr_fi_put(c, i, dt_of(x), &o) != GWR_OK)
             return c->st;
     }
     return GWR_OK;
@@ -1951,7 +1013,7 @@ static gwr_dim slice_unknown(gwr_dim d, int64_t start, int64_t end, int64_t step
 }
 
 static gwr_status infer_slice(ictx *c) {
-    gwr_tensor *x = need(c, 0, "data");
+    gwr_tensor *x = gwr_fi_need(c, 0, "data");
     ival st, en, ax, sp;
     shp xs, out;
     int64_t axes[IV_MAX], first;
@@ -1960,36 +1022,36 @@ static gwr_status infer_slice(ictx *c) {
     if (!x)
         return c->st;
     if (attr_form) { /* opset 1: starts, ends, axes are attributes */
-        if (!iv_param(c, 1, "starts", &st) || !iv_param(c, 2, "ends", &en))
-            return c->st ? c->st : fail(c, GWR_ERR_INVALID_ARG, "missing starts or ends");
+        if (!gwr_fi_iv_param(c, 1, "starts", &st) || !gwr_fi_iv_param(c, 2, "ends", &en))
+            return c->st ? c->st : gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "missing starts or ends");
     } else {
-        if (!need(c, 1, "starts") || !need(c, 2, "ends") ||
-            !want_index_dtype(c, inp(c, 1), "starts") || !want_index_dtype(c, inp(c, 2), "ends"))
+        if (!gwr_fi_need(c, 1, "starts") || !gwr_fi_need(c, 2, "ends") ||
+            !gwr_fi_want_index_dtype(c, inp(c, 1), "starts") || !gwr_fi_want_index_dtype(c, inp(c, 2), "ends"))
             return c->st;
-        iv_in(c, 1, &st);
-        iv_in(c, 2, &en);
+        gwr_fi_iv_in(c, 1, &st);
+        gwr_fi_iv_in(c, 2, &en);
     }
-    have_axes = iv_param(c, 3, attr_form ? "axes" : NULL, &ax);
-    have_steps = iv_param(c, 4, NULL, &sp);
+    have_axes = gwr_fi_iv_param(c, 3, attr_form ? "axes" : NULL, &ax);
+    have_steps = gwr_fi_iv_param(c, 4, NULL, &sp);
     if (c->st)
         return c->st;
-    shp_get(x, &xs);
+    gwr_fi_shp_get(x, &xs);
     if (xs.rank < 0)
-        return put(c, 0, dt_of(x), NULL);
+        return gwr_fi_put(c, 0, dt_of(x), NULL);
     n = st.n;
     if ((n >= 0 && en.n >= 0 && en.n != n) || (have_axes && n >= 0 && ax.n >= 0 && ax.n != n) ||
         (have_steps && n >= 0 && sp.n >= 0 && sp.n != n))
-        return fail(c, GWR_ERR_SHAPE, "starts, ends, axes and steps differ in length");
-    if (n < 0 || en.n != n || (have_axes && !iv_exact(&ax)) || (have_steps && sp.n != n)) {
-        shp_unknown_dims(&out, xs.rank); /* which axes change is unknown */
-        return put(c, 0, dt_of(x), &out);
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "starts, ends, axes and steps differ in length");
+    if (n < 0 || en.n != n || (have_axes && !gwr_fi_iv_exact(&ax)) || (have_steps && sp.n != n)) {
+        gwr_fi_shp_unknown_dims(&out, xs.rank); /* which axes change is unknown */
+        return gwr_fi_put(c, 0, dt_of(x), &out);
     }
     if (have_axes) {
-        if (!norm_axes(c, &ax, xs.rank, axes))
+        if (!gwr_fi_norm_axes(c, &ax, xs.rank, axes))
             return c->st;
     } else {
         if (n > xs.rank)
-            return fail(c, GWR_ERR_SHAPE, "%d starts for %s", n, tstr(x, &p));
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "%d starts for %s", n, gwr_fi_tstr(x, &p));
         for (int i = 0; i < n; i++)
             axes[i] = i;
     }
@@ -2004,37 +1066,37 @@ static gwr_status infer_slice(ictx *c) {
         if (have_steps)
             step = sp.v[i];
         if (step == 0)
-            return fail(c, GWR_ERR_SHAPE, "steps[%d] is 0", i);
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "steps[%d] is 0", i);
         if (st.k[i] != IV_VAL || en.k[i] != IV_VAL)
             out.d[a] = GWR_DIM_UNKNOWN;
         else if (GWR_DIM_IS_KNOWN(xs.d[a]))
-            out.d[a] = slice_len(xs.d[a], st.v[i], en.v[i], step, &first);
+            out.d[a] = gwr_fi_slice_len(xs.d[a], st.v[i], en.v[i], step, &first);
         else
             out.d[a] = slice_unknown(xs.d[a], st.v[i], en.v[i], step);
     }
-    return put(c, 0, dt_of(x), &out);
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 static gwr_status infer_gather(ictx *c) {
-    gwr_tensor *x = need(c, 0, "data"), *idx = need(c, 1, "indices");
+    gwr_tensor *x = gwr_fi_need(c, 0, "data"), *idx = gwr_fi_need(c, 1, "indices");
     shp xs, is, out;
     int64_t axis;
     sbuf p;
-    if (!x || !idx || !want_index_dtype(c, idx, "indices"))
+    if (!x || !idx || !gwr_fi_want_index_dtype(c, idx, "indices"))
         return c->st;
-    axis = aint(c, "axis", 0);
+    axis = gwr_fi_aint(c, "axis", 0);
     if (c->st)
         return c->st;
-    shp_get(x, &xs);
-    shp_get(idx, &is);
+    gwr_fi_shp_get(x, &xs);
+    gwr_fi_shp_get(idx, &is);
     if (xs.rank == 0)
-        return fail(c, GWR_ERR_SHAPE, "data must have rank >= 1, got %s", tstr(x, &p));
-    if (xs.rank >= 0 && !norm_axis(c, axis, xs.rank, 0, &axis))
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "data must have rank >= 1, got %s", gwr_fi_tstr(x, &p));
+    if (xs.rank >= 0 && !gwr_fi_norm_axis(c, axis, xs.rank, 0, &axis))
         return c->st;
     if (xs.rank < 0 || is.rank < 0)
-        return put(c, 0, dt_of(x), NULL);
+        return gwr_fi_put(c, 0, dt_of(x), NULL);
     if (xs.rank - 1 + is.rank > GWR_MAX_RANK)
-        return fail(c, GWR_ERR_SHAPE, "output rank exceeds %d", GWR_MAX_RANK);
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "output rank exceeds %d", GWR_MAX_RANK);
     out.rank = 0;
     for (int i = 0; i < axis; i++)
         out.d[out.rank++] = xs.d[i];
@@ -2042,86 +1104,86 @@ static gwr_status infer_gather(ictx *c) {
         out.d[out.rank++] = is.d[i];
     for (int i = (int)axis + 1; i < xs.rank; i++)
         out.d[out.rank++] = xs.d[i];
-    return put(c, 0, dt_of(x), &out);
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 static gwr_status infer_gather_elements(ictx *c) {
-    gwr_tensor *x = need(c, 0, "data"), *idx = need(c, 1, "indices");
+    gwr_tensor *x = gwr_fi_need(c, 0, "data"), *idx = gwr_fi_need(c, 1, "indices");
     shp xs, is;
     int64_t axis;
     sbuf p, q;
-    if (!x || !idx || !want_index_dtype(c, idx, "indices"))
+    if (!x || !idx || !gwr_fi_want_index_dtype(c, idx, "indices"))
         return c->st;
-    axis = aint(c, "axis", 0);
+    axis = gwr_fi_aint(c, "axis", 0);
     if (c->st)
         return c->st;
-    shp_get(x, &xs);
-    shp_get(idx, &is);
+    gwr_fi_shp_get(x, &xs);
+    gwr_fi_shp_get(idx, &is);
     if (xs.rank >= 0 && is.rank >= 0 && xs.rank != is.rank)
-        return fail(c, GWR_ERR_SHAPE, "data %s and indices %s differ in rank", tstr(x, &p),
-                    tstr(idx, &q));
-    if (xs.rank >= 0 && !norm_axis(c, axis, xs.rank, 0, &axis))
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "data %s and indices %s differ in rank", gwr_fi_tstr(x, &p),
+                           gwr_fi_tstr(idx, &q));
+    if (xs.rank >= 0 && !gwr_fi_norm_axis(c, axis, xs.rank, 0, &axis))
         return c->st;
-    return put(c, 0, dt_of(x), &is);
+    return gwr_fi_put(c, 0, dt_of(x), &is);
 }
 
 static gwr_status infer_gather_nd(ictx *c) {
-    gwr_tensor *x = need(c, 0, "data"), *idx = need(c, 1, "indices");
+    gwr_tensor *x = gwr_fi_need(c, 0, "data"), *idx = gwr_fi_need(c, 1, "indices");
     shp xs, is, out;
     int64_t b, last;
     sbuf p, q;
-    if (!x || !idx || !want_dtype(c, idx, GWR_INT64, "indices"))
+    if (!x || !idx || !gwr_fi_want_dtype(c, idx, GWR_INT64, "indices"))
         return c->st;
-    b = aint(c, "batch_dims", 0);
+    b = gwr_fi_aint(c, "batch_dims", 0);
     if (c->st)
         return c->st;
-    shp_get(x, &xs);
-    shp_get(idx, &is);
+    gwr_fi_shp_get(x, &xs);
+    gwr_fi_shp_get(idx, &is);
     if (xs.rank < 0 || is.rank < 0 || is.rank < 1 || !GWR_DIM_IS_KNOWN(is.d[is.rank - 1]))
-        return put(c, 0, dt_of(x), NULL);
+        return gwr_fi_put(c, 0, dt_of(x), NULL);
     last = is.d[is.rank - 1];
     if (b < 0 || b >= is.rank || b >= xs.rank || last > xs.rank - b)
-        return fail(c, GWR_ERR_SHAPE, "indices %s do not fit data %s with batch_dims %lld",
-                    tstr(idx, &q), tstr(x, &p), (long long)b);
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "indices %s do not fit data %s with batch_dims %lld",
+                           gwr_fi_tstr(idx, &q), gwr_fi_tstr(x, &p), (long long)b);
     out.rank = 0;
     for (int i = 0; i < is.rank - 1; i++)
         out.d[out.rank++] = is.d[i];
     for (int i = (int)(b + last); i < xs.rank; i++)
         out.d[out.rank++] = xs.d[i];
-    return put(c, 0, dt_of(x), &out);
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 static gwr_status infer_compress(ictx *c) {
-    gwr_tensor *x = need(c, 0, "input"), *cond = need(c, 1, "condition");
+    gwr_tensor *x = gwr_fi_need(c, 0, "input"), *cond = gwr_fi_need(c, 1, "condition");
     shp xs, out;
     int64_t axis;
-    if (!x || !cond || !want_dtype(c, cond, GWR_BOOL, "condition"))
+    if (!x || !cond || !gwr_fi_want_dtype(c, cond, GWR_BOOL, "condition"))
         return c->st;
-    shp_get(x, &xs);
+    gwr_fi_shp_get(x, &xs);
     if (!gwr_layer_has_attr(c->l, "axis")) {
-        shp_unknown_dims(&out, 1);
-        return put(c, 0, dt_of(x), &out);
+        gwr_fi_shp_unknown_dims(&out, 1);
+        return gwr_fi_put(c, 0, dt_of(x), &out);
     }
-    axis = aint(c, "axis", 0);
+    axis = gwr_fi_aint(c, "axis", 0);
     if (c->st || xs.rank < 0)
-        return c->st ? c->st : put(c, 0, dt_of(x), NULL);
-    if (!norm_axis(c, axis, xs.rank, 0, &axis))
+        return c->st ? c->st : gwr_fi_put(c, 0, dt_of(x), NULL);
+    if (!gwr_fi_norm_axis(c, axis, xs.rank, 0, &axis))
         return c->st;
     out = xs;
     out.d[axis] = GWR_DIM_UNKNOWN;
-    return put(c, 0, dt_of(x), &out);
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 /* Scatter, ScatterElements, ScatterND: the data's type. */
 static gwr_status infer_scatter(ictx *c) {
-    gwr_tensor *x = need(c, 0, "data"), *idx = need(c, 1, "indices"), *upd = need(c, 2, "updates");
-    if (!x || !idx || !upd || !same_dtype(c, x, upd) || !want_index_dtype(c, idx, "indices"))
+    gwr_tensor *x = gwr_fi_need(c, 0, "data"), *idx = gwr_fi_need(c, 1, "indices"), *upd = gwr_fi_need(c, 2, "updates");
+    if (!x || !idx || !upd || !gwr_fi_same_dtype(c, x, upd) || !gwr_fi_want_index_dtype(c, idx, "indices"))
         return c->st;
-    return same_as_input(c, GWR_UNDEFINED);
+    return gwr_fi_same_as_input(c, GWR_UNDEFINED);
 }
 
 static gwr_status infer_squeeze(ictx *c) {
-    gwr_tensor *x = need(c, 0, "data");
+    gwr_tensor *x = gwr_fi_need(c, 0, "data");
     shp xs, out;
     ival av;
     int64_t axes[IV_MAX];
@@ -2130,46 +1192,46 @@ static gwr_status infer_squeeze(ictx *c) {
     sbuf p;
     if (!x)
         return c->st;
-    have = iv_param(c, 1, "axes", &av);
+    have = gwr_fi_iv_param(c, 1, "axes", &av);
     if (c->st)
         return c->st;
-    shp_get(x, &xs);
+    gwr_fi_shp_get(x, &xs);
     if (xs.rank < 0)
-        return put(c, 0, dt_of(x), NULL);
+        return gwr_fi_put(c, 0, dt_of(x), NULL);
     if (!have) { /* every dim of extent 1, which must be known */
         out.rank = 0;
         for (int i = 0; i < xs.rank; i++) {
             if (!GWR_DIM_IS_KNOWN(xs.d[i]))
-                return put(c, 0, dt_of(x), NULL);
+                return gwr_fi_put(c, 0, dt_of(x), NULL);
             if (xs.d[i] != 1)
                 out.d[out.rank++] = xs.d[i];
         }
-        return put(c, 0, dt_of(x), &out);
+        return gwr_fi_put(c, 0, dt_of(x), &out);
     }
-    if (!iv_exact(&av)) {
+    if (!gwr_fi_iv_exact(&av)) {
         if (av.n < 0 || av.n > xs.rank)
-            return put(c, 0, dt_of(x), NULL);
-        shp_unknown_dims(&out, xs.rank - av.n);
-        return put(c, 0, dt_of(x), &out);
+            return gwr_fi_put(c, 0, dt_of(x), NULL);
+        gwr_fi_shp_unknown_dims(&out, xs.rank - av.n);
+        return gwr_fi_put(c, 0, dt_of(x), &out);
     }
-    if (!norm_axes(c, &av, xs.rank, axes))
+    if (!gwr_fi_norm_axes(c, &av, xs.rank, axes))
         return c->st;
     for (int i = 0; i < av.n; i++) {
         gwr_dim d = xs.d[axes[i]];
         if (GWR_DIM_IS_KNOWN(d) && d != 1)
-            return fail(c, GWR_ERR_SHAPE, "cannot squeeze axis %lld of %s: its extent is %lld",
-                        (long long)axes[i], tstr(x, &p), (long long)d);
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "cannot squeeze axis %lld of %s: its extent is %lld",
+                               (long long)axes[i], gwr_fi_tstr(x, &p), (long long)d);
         drop[axes[i]] = 1;
     }
     out.rank = 0;
     for (int i = 0; i < xs.rank; i++)
         if (!drop[i])
             out.d[out.rank++] = xs.d[i];
-    return put(c, 0, dt_of(x), &out);
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 static gwr_status infer_unsqueeze(ictx *c) {
-    gwr_tensor *x = need(c, 0, "data");
+    gwr_tensor *x = gwr_fi_need(c, 0, "data");
     shp xs, out;
     ival av;
     int64_t axes[IV_MAX];
@@ -2177,35 +1239,35 @@ static gwr_status infer_unsqueeze(ictx *c) {
     int have, r;
     if (!x)
         return c->st;
-    have = iv_param(c, 1, "axes", &av);
+    have = gwr_fi_iv_param(c, 1, "axes", &av);
     if (c->st)
         return c->st;
     if (!have)
-        return fail(c, GWR_ERR_INVALID_ARG, "missing axes");
-    shp_get(x, &xs);
-    if (too_long(c, 1, "axes"))
+        return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "missing axes");
+    gwr_fi_shp_get(x, &xs);
+    if (gwr_fi_too_long(c, 1, "axes"))
         return c->st;
     if (xs.rank < 0 || av.n < 0)
-        return put(c, 0, dt_of(x), NULL);
+        return gwr_fi_put(c, 0, dt_of(x), NULL);
     r = xs.rank + av.n;
     if (r > GWR_MAX_RANK)
-        return fail(c, GWR_ERR_SHAPE, "output rank %d exceeds %d", r, GWR_MAX_RANK);
-    if (!iv_exact(&av)) {
-        shp_unknown_dims(&out, r);
-        return put(c, 0, dt_of(x), &out);
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "output rank %d exceeds %d", r, GWR_MAX_RANK);
+    if (!gwr_fi_iv_exact(&av)) {
+        gwr_fi_shp_unknown_dims(&out, r);
+        return gwr_fi_put(c, 0, dt_of(x), &out);
     }
-    if (!norm_axes(c, &av, r, axes))
+    if (!gwr_fi_norm_axes(c, &av, r, axes))
         return c->st;
     for (int i = 0; i < av.n; i++)
         ins[axes[i]] = 1;
     out.rank = r;
     for (int i = 0, j = 0; i < r; i++)
         out.d[i] = ins[i] ? 1 : xs.d[j++];
-    return put(c, 0, dt_of(x), &out);
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 static gwr_status infer_depth_space(ictx *c) {
-    gwr_tensor *x = need(c, 0, "input");
+    gwr_tensor *x = gwr_fi_need(c, 0, "input");
     shp xs, out;
     int64_t b;
     int to_space = c->id == GWR_OP_DepthToSpace;
@@ -2213,79 +1275,79 @@ static gwr_status infer_depth_space(ictx *c) {
     if (!x)
         return c->st;
     if (!gwr_layer_has_attr(c->l, "blocksize"))
-        return fail(c, GWR_ERR_INVALID_ARG, "missing attribute blocksize");
-    b = aint(c, "blocksize", 1);
+        return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "missing attribute blocksize");
+    b = gwr_fi_aint(c, "blocksize", 1);
     if (c->st)
         return c->st;
     if (b < 1 || b > (INT64_C(1) << 31))
-        return fail(c, GWR_ERR_SHAPE, "blocksize %lld is invalid", (long long)b);
-    shp_get(x, &xs);
-    if (!want_rank(c, x, &xs, 4, 4, "input"))
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "blocksize %lld is invalid", (long long)b);
+    gwr_fi_shp_get(x, &xs);
+    if (!gwr_fi_want_rank(c, x, &xs, 4, 4, "input"))
         return c->st;
     if (xs.rank < 0) {
-        shp_unknown_dims(&out, 4);
-        return put(c, 0, dt_of(x), &out);
+        gwr_fi_shp_unknown_dims(&out, 4);
+        return gwr_fi_put(c, 0, dt_of(x), &out);
     }
     out = xs;
     if (to_space) {
         if (GWR_DIM_IS_KNOWN(xs.d[1]) && xs.d[1] % (b * b) != 0)
-            return fail(c, GWR_ERR_SHAPE, "channels of %s do not divide by blocksize^2 = %lld",
-                        tstr(x, &p), (long long)(b * b));
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "channels of %s do not divide by blocksize^2 = %lld",
+                               gwr_fi_tstr(x, &p), (long long)(b * b));
         out.d[1] = GWR_DIM_IS_KNOWN(xs.d[1]) ? xs.d[1] / (b * b) : b == 1 ? xs.d[1] : GWR_DIM_UNKNOWN;
-        out.d[2] = dmul(xs.d[2], b);
-        out.d[3] = dmul(xs.d[3], b);
+        out.d[2] = gwr_fi_dmul(xs.d[2], b);
+        out.d[3] = gwr_fi_dmul(xs.d[3], b);
     } else {
         for (int i = 2; i < 4; i++) {
             if (GWR_DIM_IS_KNOWN(xs.d[i]) && xs.d[i] % b != 0)
-                return fail(c, GWR_ERR_SHAPE, "spatial dims of %s do not divide by blocksize %lld",
-                            tstr(x, &p), (long long)b);
+                return gwr_fi_fail(c, GWR_ERR_SHAPE, "spatial dims of %s do not divide by blocksize %lld",
+                                   gwr_fi_tstr(x, &p), (long long)b);
             out.d[i] = GWR_DIM_IS_KNOWN(xs.d[i]) ? xs.d[i] / b : b == 1 ? xs.d[i] : GWR_DIM_UNKNOWN;
         }
-        out.d[1] = dmul(xs.d[1], b * b);
+        out.d[1] = gwr_fi_dmul(xs.d[1], b * b);
     }
-    return put(c, 0, dt_of(x), &out);
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 static gwr_status infer_expand(ictx *c) {
-    gwr_tensor *x = need(c, 0, "input"), *st = need(c, 1, "shape");
+    gwr_tensor *x = gwr_fi_need(c, 0, "input"), *st = gwr_fi_need(c, 1, "shape");
     shp xs, target, out;
     ival sv;
     sbuf p, q;
-    if (!x || !st || !want_dtype(c, st, GWR_INT64, "shape"))
+    if (!x || !st || !gwr_fi_want_dtype(c, st, GWR_INT64, "shape"))
         return c->st;
-    shp_get(x, &xs);
-    iv_in(c, 1, &sv);
+    gwr_fi_shp_get(x, &xs);
+    gwr_fi_iv_in(c, 1, &sv);
     if (sv.rank == 0)
-        return fail(c, GWR_ERR_SHAPE, "shape must be 1-D, got %s", tstr(st, &p));
-    if (too_long(c, 1, "shape"))
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "shape must be 1-D, got %s", gwr_fi_tstr(st, &p));
+    if (gwr_fi_too_long(c, 1, "shape"))
         return c->st;
     if (sv.n < 0 || xs.rank < 0)
-        return put(c, 0, dt_of(x), NULL);
+        return gwr_fi_put(c, 0, dt_of(x), NULL);
     target.rank = sv.n;
     for (int i = 0; i < sv.n; i++) {
         if (sv.k[i] == IV_VAL && sv.v[i] < 0)
-            return fail(c, GWR_ERR_SHAPE, "shape[%d] = %lld is negative", i, (long long)sv.v[i]);
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "shape[%d] = %lld is negative", i, (long long)sv.v[i]);
         target.d[i] = sv.k[i] == IV_UNK ? GWR_DIM_UNKNOWN : sv.v[i];
     }
-    if (!bcast(&xs, &target, &out))
-        return fail(c, GWR_ERR_SHAPE, "cannot expand %s to %s", tstr(x, &p),
-                    shp_str(c, &target, &q));
-    return put(c, 0, dt_of(x), &out);
+    if (!gwr_fi_bcast(&xs, &target, &out))
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "cannot expand %s to %s", gwr_fi_tstr(x, &p),
+                           gwr_fi_shp_str(c, &target, &q));
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 static gwr_status infer_tile(ictx *c) {
-    gwr_tensor *x = need(c, 0, "input"), *rt = need(c, 1, "repeats");
+    gwr_tensor *x = gwr_fi_need(c, 0, "input"), *rt = gwr_fi_need(c, 1, "repeats");
     shp xs, out;
     ival rv;
     sbuf p;
-    if (!x || !rt || !want_dtype(c, rt, GWR_INT64, "repeats"))
+    if (!x || !rt || !gwr_fi_want_dtype(c, rt, GWR_INT64, "repeats"))
         return c->st;
-    shp_get(x, &xs);
-    iv_in(c, 1, &rv);
+    gwr_fi_shp_get(x, &xs);
+    gwr_fi_iv_in(c, 1, &rv);
     if (xs.rank < 0)
-        return put(c, 0, dt_of(x), NULL);
+        return gwr_fi_put(c, 0, dt_of(x), NULL);
     if (rv.rank == 0 || (rv.n >= 0 && rv.n != xs.rank))
-        return fail(c, GWR_ERR_SHAPE, "repeats must have %d values for %s", xs.rank, tstr(x, &p));
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "repeats must have %d values for %s", xs.rank, gwr_fi_tstr(x, &p));
     out = xs;
     for (int i = 0; i < xs.rank; i++) {
         if (rv.n < 0 || rv.k[i] != IV_VAL) {
@@ -2293,14 +1355,14 @@ static gwr_status infer_tile(ictx *c) {
             continue;
         }
         if (rv.v[i] < 0)
-            return fail(c, GWR_ERR_SHAPE, "repeats[%d] = %lld is negative", i, (long long)rv.v[i]);
-        out.d[i] = dmul(xs.d[i], rv.v[i]);
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "repeats[%d] = %lld is negative", i, (long long)rv.v[i]);
+        out.d[i] = gwr_fi_dmul(xs.d[i], rv.v[i]);
     }
-    return put(c, 0, dt_of(x), &out);
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 static gwr_status infer_pad(ictx *c) {
-    gwr_tensor *x = need(c, 0, "data");
+    gwr_tensor *x = gwr_fi_need(c, 0, "data");
     shp xs, out;
     ival pv, av;
     int64_t axes[IV_MAX];
@@ -2308,22 +1370,22 @@ static gwr_status infer_pad(ictx *c) {
     sbuf p;
     if (!x)
         return c->st;
-    if (!iv_param(c, 1, "pads", &pv))
-        return c->st ? c->st : fail(c, GWR_ERR_INVALID_ARG, "missing pads");
-    if (inp(c, 1) && !want_dtype(c, inp(c, 1), GWR_INT64, "pads"))
+    if (!gwr_fi_iv_param(c, 1, "pads", &pv))
+        return c->st ? c->st : gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "missing pads");
+    if (inp(c, 1) && !gwr_fi_want_dtype(c, inp(c, 1), GWR_INT64, "pads"))
         return c->st;
-    if (inp(c, 2) && !same_dtype(c, x, inp(c, 2)))
+    if (inp(c, 2) && !gwr_fi_same_dtype(c, x, inp(c, 2)))
         return c->st;
-    have_axes = iv_param(c, 3, NULL, &av);
-    shp_get(x, &xs);
+    have_axes = gwr_fi_iv_param(c, 3, NULL, &av);
+    gwr_fi_shp_get(x, &xs);
     if (xs.rank < 0)
-        return put(c, 0, dt_of(x), NULL);
-    if (have_axes && !iv_exact(&av)) {
-        shp_unknown_dims(&out, xs.rank);
-        return put(c, 0, dt_of(x), &out);
+        return gwr_fi_put(c, 0, dt_of(x), NULL);
+    if (have_axes && !gwr_fi_iv_exact(&av)) {
+        gwr_fi_shp_unknown_dims(&out, xs.rank);
+        return gwr_fi_put(c, 0, dt_of(x), &out);
     }
     if (have_axes) {
-        if (!norm_axes(c, &av, xs.rank, axes))
+        if (!gwr_fi_norm_axes(c, &av, xs.rank, axes))
             return c->st;
         n = av.n;
     } else {
@@ -2332,8 +1394,8 @@ static gwr_status infer_pad(ictx *c) {
             axes[i] = i;
     }
     if (pv.n >= 0 && pv.n != 2 * n)
-        return fail(c, GWR_ERR_SHAPE, "pads has %d values, expected %d for %s", pv.n, 2 * n,
-                    tstr(x, &p));
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "pads has %d values, expected %d for %s", pv.n, 2 * n,
+                           gwr_fi_tstr(x, &p));
     out = xs;
     for (int i = 0; i < n; i++) {
         int a = (int)axes[i];
@@ -2353,9 +1415,9 @@ static gwr_status infer_pad(ictx *c) {
         }
         out.d[a] = d + pv.v[i] + pv.v[n + i];
         if (out.d[a] < 0)
-            return fail(c, GWR_ERR_SHAPE, "pads make axis %d of %s negative", a, tstr(x, &p));
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "pads make axis %d of %s negative", a, gwr_fi_tstr(x, &p));
     }
-    return put(c, 0, dt_of(x), &out);
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 /* ======================================================================
@@ -2368,50 +1430,50 @@ static int valid_dtype(int64_t d) {
 
 static gwr_status infer_cast(ictx *c) {
     int64_t to;
-    if (!need(c, 0, "input"))
+    if (!gwr_fi_need(c, 0, "input"))
         return c->st;
     if (!gwr_layer_has_attr(c->l, "to"))
-        return fail(c, GWR_ERR_INVALID_ARG, "missing attribute to");
-    to = aint(c, "to", 0);
+        return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "missing attribute to");
+    to = gwr_fi_aint(c, "to", 0);
     if (c->st)
         return c->st;
     if (!valid_dtype(to))
-        return fail(c, GWR_ERR_TYPE, "to = %lld is not a dtype", (long long)to);
-    return same_as_input(c, (gwr_dtype)to);
+        return gwr_fi_fail(c, GWR_ERR_TYPE, "to = %lld is not a dtype", (long long)to);
+    return gwr_fi_same_as_input(c, (gwr_dtype)to);
 }
 
 static gwr_status infer_cast_like(ictx *c) {
-    gwr_tensor *x = need(c, 0, "input"), *like = need(c, 1, "target_type");
+    gwr_tensor *x = gwr_fi_need(c, 0, "input"), *like = gwr_fi_need(c, 1, "target_type");
     if (!x || !like)
         return c->st;
-    return same_as_input(c, dt_of(like));
+    return gwr_fi_same_as_input(c, dt_of(like));
 }
 
 static gwr_status infer_shape(ictx *c) {
-    gwr_tensor *x = need(c, 0, "data");
+    gwr_tensor *x = gwr_fi_need(c, 0, "data");
     shp xs, out;
     int64_t s, e;
     if (!x)
         return c->st;
-    aint(c, "start", 0);
-    aint(c, "end", 0);
+    gwr_fi_aint(c, "start", 0);
+    gwr_fi_aint(c, "end", 0);
     if (c->st)
         return c->st;
-    shp_get(x, &xs);
+    gwr_fi_shp_get(x, &xs);
     out.rank = 1;
     out.d[0] = GWR_DIM_UNKNOWN;
     if (xs.rank >= 0) {
-        shape_range(c->l, xs.rank, &s, &e);
+        gwr_fi_shape_range(c->l, xs.rank, &s, &e);
         out.d[0] = e - s;
     }
-    return put(c, 0, GWR_INT64, &out);
+    return gwr_fi_put(c, 0, GWR_INT64, &out);
 }
 
 static gwr_status infer_size(ictx *c) {
     shp out = {0, {0}};
-    if (!need(c, 0, "data"))
+    if (!gwr_fi_need(c, 0, "data"))
         return c->st;
-    return put(c, 0, GWR_INT64, &out);
+    return gwr_fi_put(c, 0, GWR_INT64, &out);
 }
 
 static gwr_status infer_constant(ictx *c) {
@@ -2423,64 +1485,64 @@ static gwr_status infer_constant(ictx *c) {
     const int64_t *iv;
     if (gwr_layer_has_attr(c->l, "value")) {
         if (gwr_layer_get_tensor(c->l, "value", &w) != GWR_OK || !w)
-            return fail(c, GWR_ERR_TYPE, "attribute value must be a tensor");
+            return gwr_fi_fail(c, GWR_ERR_TYPE, "attribute value must be a tensor");
         if (w->rank < 0 || w->rank > GWR_MAX_RANK || (w->rank > 0 && !w->dims))
-            return fail(c, GWR_ERR_SHAPE, "value has an invalid shape");
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "value has an invalid shape");
         out.rank = w->rank;
         for (int i = 0; i < w->rank; i++) {
             if (w->dims[i] < 0)
-                return fail(c, GWR_ERR_SHAPE, "value has a negative dim");
+                return gwr_fi_fail(c, GWR_ERR_SHAPE, "value has a negative dim");
             out.d[i] = w->dims[i];
         }
-        return put(c, 0, w->dtype, &out);
+        return gwr_fi_put(c, 0, w->dtype, &out);
     }
     if (gwr_layer_has_attr(c->l, "value_float")) {
-        afloat(c, "value_float", 0);
-        return c->st ? c->st : put(c, 0, GWR_FLOAT32, &out);
+        gwr_fi_afloat(c, "value_float", 0);
+        return c->st ? c->st : gwr_fi_put(c, 0, GWR_FLOAT32, &out);
     }
     if (gwr_layer_has_attr(c->l, "value_int")) {
-        aint(c, "value_int", 0);
-        return c->st ? c->st : put(c, 0, GWR_INT64, &out);
+        gwr_fi_aint(c, "value_int", 0);
+        return c->st ? c->st : gwr_fi_put(c, 0, GWR_INT64, &out);
     }
     if (gwr_layer_has_attr(c->l, "value_string")) {
-        astr(c, "value_string", "");
-        return c->st ? c->st : put(c, 0, GWR_STRING, &out);
+        gwr_fi_astr(c, "value_string", "");
+        return c->st ? c->st : gwr_fi_put(c, 0, GWR_STRING, &out);
     }
     out.rank = 1;
     if (gwr_layer_has_attr(c->l, "value_floats")) {
         if (gwr_layer_get_floats(c->l, "value_floats", &fv, &n) != GWR_OK)
-            return fail(c, GWR_ERR_TYPE, "attribute value_floats must be a list of floats");
+            return gwr_fi_fail(c, GWR_ERR_TYPE, "attribute value_floats must be a list of floats");
         out.d[0] = n;
-        return put(c, 0, GWR_FLOAT32, &out);
+        return gwr_fi_put(c, 0, GWR_FLOAT32, &out);
     }
-    if (aints(c, "value_ints", &iv, &n)) {
+    if (gwr_fi_aints(c, "value_ints", &iv, &n)) {
         out.d[0] = n;
-        return put(c, 0, GWR_INT64, &out);
+        return gwr_fi_put(c, 0, GWR_INT64, &out);
     }
     if (c->st)
         return c->st;
     if (gwr_layer_has_attr(c->l, "value_strings")) {
         if (gwr_layer_get_strings(c->l, "value_strings", &sv, &n) != GWR_OK)
-            return fail(c, GWR_ERR_TYPE, "attribute value_strings must be a list of strings");
+            return gwr_fi_fail(c, GWR_ERR_TYPE, "attribute value_strings must be a list of strings");
         out.d[0] = n;
-        return put(c, 0, GWR_STRING, &out);
+        return gwr_fi_put(c, 0, GWR_STRING, &out);
     }
     if (gwr_layer_has_attr(c->l, "sparse_value"))
-        return put(c, 0, GWR_UNDEFINED, NULL);
-    return fail(c, GWR_ERR_INVALID_ARG, "has no value attribute");
+        return gwr_fi_put(c, 0, GWR_UNDEFINED, NULL);
+    return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "has no value attribute");
 }
 
 /* A shape given as a 1-D int64 value (ConstantOfShape): rank from its
  * length, dims where known. */
 static int shape_from_iv(ictx *c, const ival *sv, shp *out) {
     if (sv->rank == 0) {
-        fail(c, GWR_ERR_SHAPE, "the shape input must be 1-D");
+        gwr_fi_fail(c, GWR_ERR_SHAPE, "the shape input must be 1-D");
         return 0;
     }
     out->rank = sv->n;
     for (int i = 0; i < sv->n; i++) {
         if (sv->k[i] == IV_VAL && sv->v[i] < 0) {
-            fail(c, GWR_ERR_SHAPE, "shape[%d] = %lld is negative", i, (long long)sv->v[i]);
+            gwr_fi_fail(c, GWR_ERR_SHAPE, "shape[%d] = %lld is negative", i, (long long)sv->v[i]);
             return 0;
         }
         out->d[i] = sv->k[i] == IV_UNK ? GWR_DIM_UNKNOWN : sv->v[i];
@@ -2489,24 +1551,24 @@ static int shape_from_iv(ictx *c, const ival *sv, shp *out) {
 }
 
 static gwr_status infer_constant_of_shape(ictx *c) {
-    gwr_tensor *st = need(c, 0, "input");
+    gwr_tensor *st = gwr_fi_need(c, 0, "input");
     const gwr_weights *w;
     gwr_dtype dt = GWR_FLOAT32;
     ival sv;
     shp out;
-    if (!st || !want_dtype(c, st, GWR_INT64, "input") || too_long(c, 0, "input"))
+    if (!st || !gwr_fi_want_dtype(c, st, GWR_INT64, "input") || gwr_fi_too_long(c, 0, "input"))
         return c->st;
     if (gwr_layer_has_attr(c->l, "value")) {
         if (gwr_layer_get_tensor(c->l, "value", &w) != GWR_OK || !w)
-            return fail(c, GWR_ERR_TYPE, "attribute value must be a tensor");
+            return gwr_fi_fail(c, GWR_ERR_TYPE, "attribute value must be a tensor");
         dt = w->dtype;
     }
-    iv_in(c, 0, &sv);
+    gwr_fi_iv_in(c, 0, &sv);
     if (sv.n < 0)
-        return put(c, 0, dt, NULL);
+        return gwr_fi_put(c, 0, dt, NULL);
     if (!shape_from_iv(c, &sv, &out))
         return c->st;
-    return put(c, 0, dt, &out);
+    return gwr_fi_put(c, 0, dt, &out);
 }
 
 static gwr_status infer_range(ictx *c) {
@@ -2519,19 +1581,19 @@ static gwr_status infer_range(ictx *c) {
     for (int i = 0; i < 3; i++) {
         shp s;
         sbuf p;
-        if (!(t[i] = need(c, i, names[i])) || (i > 0 && !same_dtype(c, t[0], t[i])))
+        if (!(t[i] = gwr_fi_need(c, i, names[i])) || (i > 0 && !gwr_fi_same_dtype(c, t[0], t[i])))
             return c->st;
-        shp_get(t[i], &s);
+        gwr_fi_shp_get(t[i], &s);
         if (s.rank > 0 && !(s.rank == 1 && s.d[0] == 1))
-            return fail(c, GWR_ERR_SHAPE, "%s must be a scalar, got %s", names[i], tstr(t[i], &p));
-        iv_in(c, i, &v[i]);
-        nconst += const_f64s(t[i], &f[i], 1) == 1;
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "%s must be a scalar, got %s", names[i], gwr_fi_tstr(t[i], &p));
+        gwr_fi_iv_in(c, i, &v[i]);
+        nconst += gwr_fi_const_f64s(t[i], &f[i], 1) == 1;
     }
-    if (iv_exact(&v[0]) && iv_exact(&v[1]) && iv_exact(&v[2]) && v[0].n == 1 && v[1].n == 1 &&
+    if (gwr_fi_iv_exact(&v[0]) && gwr_fi_iv_exact(&v[1]) && gwr_fi_iv_exact(&v[2]) && v[0].n == 1 && v[1].n == 1 &&
         v[2].n == 1) {
         int64_t st = v[0].v[0], lim = v[1].v[0], d = v[2].v[0], diff;
         if (d == 0)
-            return fail(c, GWR_ERR_SHAPE, "delta is 0");
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "delta is 0");
         if (!__builtin_sub_overflow(lim, st, &diff)) {
             if (d > 0)
                 out.d[0] = diff > 0 ? (diff - 1) / d + 1 : 0;
@@ -2544,29 +1606,29 @@ static gwr_status infer_range(ictx *c) {
     } else if (nconst == 3) {
         double len;
         if (f[2] == 0)
-            return fail(c, GWR_ERR_SHAPE, "delta is 0");
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "delta is 0");
         len = ceil((f[1] - f[0]) / f[2]);
         if (isfinite(len))
             out.d[0] = len <= 0 ? 0 : len < 9.0e18 ? (gwr_dim)len : GWR_DIM_UNKNOWN;
     }
-    return put(c, 0, dt_of(t[0]), &out);
+    return gwr_fi_put(c, 0, dt_of(t[0]), &out);
 }
 
 static gwr_status infer_eye_like(ictx *c) {
-    gwr_tensor *x = need(c, 0, "input");
+    gwr_tensor *x = gwr_fi_need(c, 0, "input");
     shp xs;
     int64_t dt;
     if (!x)
         return c->st;
-    dt = aint(c, "dtype", dt_of(x));
+    dt = gwr_fi_aint(c, "dtype", dt_of(x));
     if (c->st)
         return c->st;
-    shp_get(x, &xs);
-    if (!want_rank(c, x, &xs, 2, 2, "input"))
+    gwr_fi_shp_get(x, &xs);
+    if (!gwr_fi_want_rank(c, x, &xs, 2, 2, "input"))
         return c->st;
     if (xs.rank < 0)
-        shp_unknown_dims(&xs, 2);
-    return put(c, 0, (gwr_dtype)dt, &xs);
+        gwr_fi_shp_unknown_dims(&xs, 2);
+    return gwr_fi_put(c, 0, (gwr_dtype)dt, &xs);
 }
 
 static gwr_status infer_random(ictx *c) {
@@ -2577,59 +1639,59 @@ static gwr_status infer_random(ictx *c) {
     switch (c->id) {
     case GWR_OP_RandomNormal:
     case GWR_OP_RandomUniform:
-        dt = aint(c, "dtype", GWR_FLOAT32);
-        if (!aints(c, "shape", &v, &n))
-            return c->st ? c->st : fail(c, GWR_ERR_INVALID_ARG, "missing attribute shape");
+        dt = gwr_fi_aint(c, "dtype", GWR_FLOAT32);
+        if (!gwr_fi_aints(c, "shape", &v, &n))
+            return c->st ? c->st : gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "missing attribute shape");
         if (n > GWR_MAX_RANK)
-            return fail(c, GWR_ERR_SHAPE, "shape has %lld values", (long long)n);
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "shape has %lld values", (long long)n);
         out.rank = (int)n;
         for (int i = 0; i < n; i++) {
             if (v[i] < 0)
-                return fail(c, GWR_ERR_SHAPE, "shape[%d] is negative", i);
+                return gwr_fi_fail(c, GWR_ERR_SHAPE, "shape[%d] is negative", i);
             out.d[i] = v[i];
         }
         break;
     case GWR_OP_Multinomial:
-        dt = aint(c, "dtype", GWR_INT32);
-        if (!need(c, 0, "input"))
+        dt = gwr_fi_aint(c, "dtype", GWR_INT32);
+        if (!gwr_fi_need(c, 0, "input"))
             return c->st;
-        shp_get(x, &out);
-        if (!want_rank(c, x, &out, 2, 2, "input"))
+        gwr_fi_shp_get(x, &out);
+        if (!gwr_fi_want_rank(c, x, &out, 2, 2, "input"))
             return c->st;
         if (out.rank < 0)
-            shp_unknown_dims(&out, 2);
-        out.d[1] = aint(c, "sample_size", 1);
+            gwr_fi_shp_unknown_dims(&out, 2);
+        out.d[1] = gwr_fi_aint(c, "sample_size", 1);
         if (out.d[1] < 0)
-            return fail(c, GWR_ERR_SHAPE, "sample_size is negative");
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "sample_size is negative");
         break;
     default: /* the *Like ops and Bernoulli */
-        if (!need(c, 0, "input"))
+        if (!gwr_fi_need(c, 0, "input"))
             return c->st;
-        dt = aint(c, "dtype", dt_of(x));
-        shp_get(x, &out);
+        dt = gwr_fi_aint(c, "dtype", dt_of(x));
+        gwr_fi_shp_get(x, &out);
         break;
     }
     if (c->st)
         return c->st;
     if (!valid_dtype(dt))
-        return fail(c, GWR_ERR_TYPE, "dtype %lld is invalid", (long long)dt);
-    return put(c, 0, (gwr_dtype)dt, &out);
+        return gwr_fi_fail(c, GWR_ERR_TYPE, "dtype %lld is invalid", (long long)dt);
+    return gwr_fi_put(c, 0, (gwr_dtype)dt, &out);
 }
 
 /* Identity, Dropout (output, optional bool mask). */
 static gwr_status infer_identity(ictx *c) {
     shp s;
-    gwr_tensor *x = need(c, 0, "input");
+    gwr_tensor *x = gwr_fi_need(c, 0, "input");
     if (!x)
         return c->st;
-    shp_get(x, &s);
-    if (put(c, 0, dt_of(x), &s) != GWR_OK)
+    gwr_fi_shp_get(x, &s);
+    if (gwr_fi_put(c, 0, dt_of(x), &s) != GWR_OK)
         return c->st;
-    return put(c, 1, GWR_BOOL, &s);
+    return gwr_fi_put(c, 1, GWR_BOOL, &s);
 }
 
 static gwr_status infer_resize(ictx *c) {
-    gwr_tensor *x = need(c, 0, "X");
+    gwr_tensor *x = gwr_fi_need(c, 0, "X");
     int scales_at = (c->id == GWR_OP_Upsample || c->nin == 2) ? 1 : 2;
     gwr_tensor *sizes = c->id == GWR_OP_Resize ? inp(c, 3) : NULL;
     shp xs, out;
@@ -2638,123 +1700,124 @@ static gwr_status infer_resize(ictx *c) {
     sbuf p;
     if (!x)
         return c->st;
-    shp_get(x, &xs);
+    gwr_fi_shp_get(x, &xs);
     if (xs.rank < 0)
-        return put(c, 0, dt_of(x), NULL);
-    shp_unknown_dims(&out, xs.rank);
+        return gwr_fi_put(c, 0, dt_of(x), NULL);
+    gwr_fi_shp_unknown_dims(&out, xs.rank);
     if (gwr_layer_has_attr(c->l, "axes")) /* opset 18: a subset of axes */
-        return put(c, 0, dt_of(x), &out);
+        return gwr_fi_put(c, 0, dt_of(x), &out);
     if (sizes) {
         ival sv;
-        iv_in(c, 3, &sv);
+        gwr_fi_iv_in(c, 3, &sv);
         if (sv.n >= 0 && sv.n != xs.rank)
-            return fail(c, GWR_ERR_SHAPE, "sizes has %d values for %s", sv.n, tstr(x, &p));
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "sizes has %d values for %s", sv.n, gwr_fi_tstr(x, &p));
         for (int i = 0; i < sv.n; i++)
             if (sv.k[i] != IV_UNK)
                 out.d[i] = sv.v[i];
-        return put(c, 0, dt_of(x), &out);
+        return gwr_fi_put(c, 0, dt_of(x), &out);
     }
-    ns = const_f64s(inp(c, scales_at), sc, GWR_MAX_RANK);
+    ns = gwr_fi_const_f64s(inp(c, scales_at), sc, GWR_MAX_RANK);
     if (ns > 0 && ns != xs.rank)
-        return fail(c, GWR_ERR_SHAPE, "scales has %d values for %s", ns, tstr(x, &p));
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "scales has %d values for %s", ns, gwr_fi_tstr(x, &p));
     for (int i = 0; i < ns; i++) {
         double o = floor((double)xs.d[i] * sc[i]);
         if (sc[i] <= 0 || !isfinite(sc[i]))
-            return fail(c, GWR_ERR_SHAPE, "scales[%d] = %g is invalid", i, sc[i]);
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "scales[%d] = %g is invalid", i, sc[i]);
         if (sc[i] == 1.0)
             out.d[i] = xs.d[i];
         else if (GWR_DIM_IS_KNOWN(xs.d[i]) && o < 9.0e18)
             out.d[i] = (gwr_dim)o;
     }
-    return put(c, 0, dt_of(x), &out);
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 static gwr_status infer_topk(ictx *c) {
-    gwr_tensor *x = need(c, 0, "X"), *k = need(c, 1, "K");
+    gwr_tensor *x = gwr_fi_need(c, 0, "X"), *k = gwr_fi_need(c, 1, "K");
     shp xs;
     ival kv;
     int64_t axis;
     sbuf p;
-    if (!x || !k || !want_dtype(c, k, GWR_INT64, "K"))
+    if (!x || !k || !gwr_fi_want_dtype(c, k, GWR_INT64, "K"))
         return c->st;
-    axis = aint(c, "axis", -1);
+    axis = gwr_fi_aint(c, "axis", -1);
     if (c->st)
         return c->st;
-    shp_get(x, &xs);
-    iv_in(c, 1, &kv);
+    gwr_fi_shp_get(x, &xs);
+    gwr_fi_iv_in(c, 1, &kv);
     if (xs.rank >= 0) {
-        if (!norm_axis(c, axis, xs.rank, 0, &axis))
+        if (!gwr_fi_norm_axis(c, axis, xs.rank, 0, &axis))
             return c->st;
         xs.d[axis] = GWR_DIM_UNKNOWN;
         if (kv.n == 1 && kv.k[0] == IV_VAL) {
             gwr_dim d = gwr_tensor_dim(x, (int)axis);
             if (kv.v[0] < 0 || (GWR_DIM_IS_KNOWN(d) && kv.v[0] > d))
-                return fail(c, GWR_ERR_SHAPE, "K = %lld does not fit axis %lld of %s",
-                            (long long)kv.v[0], (long long)axis, tstr(x, &p));
+                return gwr_fi_fail(c, GWR_ERR_SHAPE, "K = %lld does not fit axis %lld of %s",
+                                   (long long)kv.v[0], (long long)axis, gwr_fi_tstr(x, &p));
             xs.d[axis] = kv.v[0];
         } else if (kv.n == 1 && kv.k[0] == IV_SYM) {
             xs.d[axis] = kv.v[0];
         }
     }
-    if (put(c, 0, dt_of(x), &xs) != GWR_OK)
+    if (gwr_fi_put(c, 0, dt_of(x), &xs) != GWR_OK)
         return c->st;
-    return put(c, 1, GWR_INT64, &xs);
+    return gwr_fi_put(c, 1, GWR_INT64, &xs);
 }
 
 static gwr_status infer_one_hot(ictx *c) {
-    gwr_tensor *idx = need(c, 0, "indices"), *depth = need(c, 1, "depth"), *vals = need(c, 2, "values");
+    gwr_tensor *idx = gwr_fi_need(c, 0, "indices"), *depth = gwr_fi_need(c, 1, "depth");
+    gwr_tensor *vals = gwr_fi_need(c, 2, "values");
     shp is, out;
     int64_t axis;
     double dv;
     if (!idx || !depth || !vals)
         return c->st;
-    axis = aint(c, "axis", -1);
+    axis = gwr_fi_aint(c, "axis", -1);
     if (c->st)
         return c->st;
-    shp_get(idx, &is);
+    gwr_fi_shp_get(idx, &is);
     if (is.rank < 0)
-        return put(c, 0, dt_of(vals), NULL);
+        return gwr_fi_put(c, 0, dt_of(vals), NULL);
     if (is.rank + 1 > GWR_MAX_RANK)
-        return fail(c, GWR_ERR_SHAPE, "output rank exceeds %d", GWR_MAX_RANK);
-    if (!norm_axis(c, axis, is.rank, 1, &axis))
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "output rank exceeds %d", GWR_MAX_RANK);
+    if (!gwr_fi_norm_axis(c, axis, is.rank, 1, &axis))
         return c->st;
     out.rank = is.rank + 1;
     for (int i = 0, j = 0; i < out.rank; i++)
         out.d[i] = i == axis ? GWR_DIM_UNKNOWN : is.d[j++];
-    if (const_f64s(depth, &dv, 1) == 1) {
+    if (gwr_fi_const_f64s(depth, &dv, 1) == 1) {
         if (!(dv >= 1) || dv > 9.0e18)
-            return fail(c, GWR_ERR_SHAPE, "depth %g is invalid", dv);
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "depth %g is invalid", dv);
         out.d[axis] = (gwr_dim)dv;
     }
-    return put(c, 0, dt_of(vals), &out);
+    return gwr_fi_put(c, 0, dt_of(vals), &out);
 }
 
 static gwr_status infer_non_zero(ictx *c) {
-    gwr_tensor *x = need(c, 0, "X");
+    gwr_tensor *x = gwr_fi_need(c, 0, "X");
     shp out = {2, {GWR_DIM_UNKNOWN, GWR_DIM_UNKNOWN}};
     if (!x)
         return c->st;
     if (gwr_tensor_rank(x) >= 0)
         out.d[0] = gwr_tensor_rank(x);
-    return put(c, 0, GWR_INT64, &out);
+    return gwr_fi_put(c, 0, GWR_INT64, &out);
 }
 
 static gwr_status infer_cumsum(ictx *c) {
-    gwr_tensor *x = need(c, 0, "x"), *ax = need(c, 1, "axis");
+    gwr_tensor *x = gwr_fi_need(c, 0, "x"), *ax = gwr_fi_need(c, 1, "axis");
     ival av;
     int64_t axis;
-    if (!x || !ax || !want_index_dtype(c, ax, "axis"))
+    if (!x || !ax || !gwr_fi_want_index_dtype(c, ax, "axis"))
         return c->st;
-    iv_in(c, 1, &av);
+    gwr_fi_iv_in(c, 1, &av);
     if (av.n == 1 && av.k[0] == IV_VAL && gwr_tensor_rank(x) >= 0 &&
-        !norm_axis(c, av.v[0], gwr_tensor_rank(x), 0, &axis))
+        !gwr_fi_norm_axis(c, av.v[0], gwr_tensor_rank(x), 0, &axis))
         return c->st;
-    return same_as_input(c, GWR_UNDEFINED);
+    return gwr_fi_same_as_input(c, GWR_UNDEFINED);
 }
 
 /* Einsum: dims by letter, without ellipses (those give an unknown rank). */
 static gwr_status infer_einsum(ictx *c) {
-    const char *eq = astr(c, "equation", NULL), *q;
+    const char *eq = gwr_fi_astr(c, "equation", NULL), *q;
     gwr_dim dim[128];
     int count[128] = {0}, term = 0, pos = 0;
     shp s, out;
@@ -2763,38 +1826,38 @@ static gwr_status infer_einsum(ictx *c) {
     if (c->st)
         return c->st;
     if (!eq)
-        return fail(c, GWR_ERR_INVALID_ARG, "missing attribute equation");
+        return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "missing attribute equation");
     for (int i = 0; i < c->nin; i++) {
-        if (!need(c, i, "operand") || !same_dtype(c, inp(c, 0), inp(c, i)))
+        if (!gwr_fi_need(c, i, "operand") || !gwr_fi_same_dtype(c, inp(c, 0), inp(c, i)))
             return c->st;
     }
     if (strchr(eq, '.'))
-        return put(c, 0, dt, NULL);
+        return gwr_fi_put(c, 0, dt, NULL);
     for (int i = 0; i < 128; i++)
         dim[i] = GWR_DIM_UNKNOWN;
-    shp_get(inp(c, 0), &s);
+    gwr_fi_shp_get(inp(c, 0), &s);
     for (q = eq; *q && !(q[0] == '-' && q[1] == '>'); q++) {
         unsigned char ch = (unsigned char)*q;
         if (ch == ' ')
             continue;
         if (ch == ',') {
             if (s.rank >= 0 && pos != s.rank)
-                return fail(c, GWR_ERR_SHAPE, "term %d names %d axes but operand %d is %s", term,
-                            pos, term, tstr(inp(c, term), &p));
+                return gwr_fi_fail(c, GWR_ERR_SHAPE, "term %d names %d axes but operand %d is %s", term,
+                                   pos, term, gwr_fi_tstr(inp(c, term), &p));
             if (++term >= c->nin)
-                return fail(c, GWR_ERR_INVALID_ARG, "equation \"%s\" has more terms than inputs", eq);
-            shp_get(inp(c, term), &s);
+                return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "equation \"%s\" has more terms than inputs", eq);
+            gwr_fi_shp_get(inp(c, term), &s);
             pos = 0;
             continue;
         }
         if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')))
-            return fail(c, GWR_ERR_INVALID_ARG, "invalid equation \"%s\"", eq);
+            return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "invalid equation \"%s\"", eq);
         if (s.rank >= 0 && pos < s.rank) {
             gwr_dim d = s.d[pos];
             /* A letter's extents must agree, except that 1 broadcasts. */
-            if (count[ch] && d != 1 && dim[ch] != 1 && !dmerge(dim[ch], d, &dim[ch]))
-                return fail(c, GWR_ERR_SHAPE, "axis '%c' has extents %lld and %lld", ch,
-                            (long long)dim[ch], (long long)d);
+            if (count[ch] && d != 1 && dim[ch] != 1 && !gwr_fi_dmerge(dim[ch], d, &dim[ch]))
+                return gwr_fi_fail(c, GWR_ERR_SHAPE, "axis '%c' has extents %lld and %lld", ch,
+                                   (long long)dim[ch], (long long)d);
             if (!count[ch] || dim[ch] == 1)
                 dim[ch] = d;
         }
@@ -2802,11 +1865,11 @@ static gwr_status infer_einsum(ictx *c) {
         pos++;
     }
     if (term != c->nin - 1)
-        return fail(c, GWR_ERR_INVALID_ARG, "equation \"%s\" has %d terms for %d inputs", eq,
-                    term + 1, c->nin);
+        return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "equation \"%s\" has %d terms for %d inputs", eq,
+                           term + 1, c->nin);
     if (s.rank >= 0 && pos != s.rank)
-        return fail(c, GWR_ERR_SHAPE, "term %d names %d axes but operand %d is %s", term, pos,
-                    term, tstr(inp(c, term), &p));
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "term %d names %d axes but operand %d is %s", term, pos,
+                           term, gwr_fi_tstr(inp(c, term), &p));
     out.rank = 0;
     if (*q) { /* explicit output */
         for (q += 2; *q; q++) {
@@ -2814,7 +1877,7 @@ static gwr_status infer_einsum(ictx *c) {
             if (ch == ' ')
                 continue;
             if (ch >= 128 || !count[ch] || out.rank >= GWR_MAX_RANK)
-                return fail(c, GWR_ERR_INVALID_ARG, "invalid output in equation \"%s\"", eq);
+                return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "invalid output in equation \"%s\"", eq);
             out.d[out.rank++] = dim[ch];
         }
     } else { /* implicit: the letters seen once, in alphabetical order */
@@ -2822,7 +1885,7 @@ static gwr_status infer_einsum(ictx *c) {
             if (count[ch] == 1 && out.rank < GWR_MAX_RANK)
                 out.d[out.rank++] = dim[ch];
     }
-    return put(c, 0, dt, &out);
+    return gwr_fi_put(c, 0, dt, &out);
 }
 
 /* ======================================================================
@@ -2830,39 +1893,39 @@ static gwr_status infer_einsum(ictx *c) {
  * ====================================================================== */
 
 static gwr_status infer_quantize(ictx *c) {
-    gwr_tensor *x = need(c, 0, "x"), *scale = need(c, 1, "scale"), *zp = inp(c, 2);
+    gwr_tensor *x = gwr_fi_need(c, 0, "x"), *scale = gwr_fi_need(c, 1, "scale"), *zp = inp(c, 2);
     gwr_dtype dt;
     if (!x || !scale)
         return c->st;
     if (c->id == GWR_OP_QuantizeLinear) {
         dt = zp && dt_of(zp) != GWR_UNDEFINED ? dt_of(zp) : GWR_UINT8;
     } else {
-        if (zp && !same_dtype(c, x, zp))
+        if (zp && !gwr_fi_same_dtype(c, x, zp))
             return c->st;
         dt = gwr_dtype_is_float(dt_of(scale)) ? dt_of(scale) : GWR_FLOAT32;
     }
-    return same_as_input(c, dt);
+    return gwr_fi_same_as_input(c, dt);
 }
 
 static gwr_status infer_dynamic_quantize(ictx *c) {
     shp sc = {0, {0}};
-    if (same_as_input(c, GWR_UINT8) != GWR_OK || put(c, 1, GWR_FLOAT32, &sc) != GWR_OK)
+    if (gwr_fi_same_as_input(c, GWR_UINT8) != GWR_OK || gwr_fi_put(c, 1, GWR_FLOAT32, &sc) != GWR_OK)
         return c->st;
-    return put(c, 2, GWR_UINT8, &sc);
+    return gwr_fi_put(c, 2, GWR_UINT8, &sc);
 }
 
 /* LSTM, GRU, RNN: Y, Y_h (and Y_c for LSTM). */
 static gwr_status infer_rnn(ictx *c) {
-    gwr_tensor *x = need(c, 0, "X"), *w = need(c, 1, "W"), *r = need(c, 2, "R");
+    gwr_tensor *x = gwr_fi_need(c, 0, "X"), *w = gwr_fi_need(c, 1, "W"), *r = gwr_fi_need(c, 2, "R");
     const char *dir;
     int64_t hidden, layout, nd;
     shp xs, rs, y, yh;
     gwr_dim seq, batch;
-    if (!x || !w || !r || !same_dtype(c, x, w) || !same_dtype(c, x, r))
+    if (!x || !w || !r || !gwr_fi_same_dtype(c, x, w) || !gwr_fi_same_dtype(c, x, r))
         return c->st;
-    dir = astr(c, "direction", "forward");
-    layout = aint(c, "layout", 0);
-    hidden = aint(c, "hidden_size", GWR_DIM_UNKNOWN);
+    dir = gwr_fi_astr(c, "direction", "forward");
+    layout = gwr_fi_aint(c, "layout", 0);
+    hidden = gwr_fi_aint(c, "hidden_size", GWR_DIM_UNKNOWN);
     if (c->st)
         return c->st;
     if (!strcmp(dir, "forward") || !strcmp(dir, "reverse"))
@@ -2870,15 +1933,15 @@ static gwr_status infer_rnn(ictx *c) {
     else if (!strcmp(dir, "bidirectional"))
         nd = 2;
     else
-        return fail(c, GWR_ERR_INVALID_ARG, "unknown direction \"%s\"", dir);
-    shp_get(x, &xs);
-    shp_get(r, &rs);
-    if (!want_rank(c, x, &xs, 3, 3, "X") || !want_rank(c, r, &rs, 3, 3, "R"))
+        return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "unknown direction \"%s\"", dir);
+    gwr_fi_shp_get(x, &xs);
+    gwr_fi_shp_get(r, &rs);
+    if (!gwr_fi_want_rank(c, x, &xs, 3, 3, "X") || !gwr_fi_want_rank(c, r, &rs, 3, 3, "R"))
         return c->st;
     if (hidden == GWR_DIM_UNKNOWN && rs.rank == 3)
         hidden = rs.d[2];
     if (hidden < 0 && hidden != GWR_DIM_UNKNOWN && !GWR_DIM_IS_SYM(hidden))
-        return fail(c, GWR_ERR_SHAPE, "hidden_size %lld is invalid", (long long)hidden);
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "hidden_size %lld is invalid", (long long)hidden);
     seq = xs.rank == 3 ? xs.d[layout ? 1 : 0] : GWR_DIM_UNKNOWN;
     batch = xs.rank == 3 ? xs.d[layout ? 0 : 1] : GWR_DIM_UNKNOWN;
     y.rank = 4;
@@ -2890,86 +1953,86 @@ static gwr_status infer_rnn(ictx *c) {
         y.d[0] = seq, y.d[1] = nd, y.d[2] = batch, y.d[3] = hidden;
         yh.d[0] = nd, yh.d[1] = batch, yh.d[2] = hidden;
     }
-    if (put(c, 0, dt_of(x), &y) || put(c, 1, dt_of(x), &yh))
+    if (gwr_fi_put(c, 0, dt_of(x), &y) || gwr_fi_put(c, 1, dt_of(x), &yh))
         return c->st;
-    return put(c, 2, dt_of(x), &yh);
+    return gwr_fi_put(c, 2, dt_of(x), &yh);
 }
 
 static gwr_status infer_grid_sample(ictx *c) {
-    gwr_tensor *x = need(c, 0, "X"), *g = need(c, 1, "grid");
+    gwr_tensor *x = gwr_fi_need(c, 0, "X"), *g = gwr_fi_need(c, 1, "grid");
     shp xs, gs, out;
     if (!x || !g)
         return c->st;
-    shp_get(x, &xs);
-    shp_get(g, &gs);
+    gwr_fi_shp_get(x, &xs);
+    gwr_fi_shp_get(g, &gs);
     if (gs.rank < 3 || (xs.rank >= 0 && xs.rank != gs.rank))
-        return gs.rank < 0 ? put(c, 0, dt_of(x), NULL)
-                           : fail(c, GWR_ERR_SHAPE, "grid and X differ in rank");
+        return gs.rank < 0 ? gwr_fi_put(c, 0, dt_of(x), NULL)
+                           : gwr_fi_fail(c, GWR_ERR_SHAPE, "grid and X differ in rank");
     out.rank = gs.rank;
     out.d[0] = gs.d[0];
     out.d[1] = xs.rank >= 0 ? xs.d[1] : GWR_DIM_UNKNOWN;
     for (int i = 2; i < gs.rank; i++)
         out.d[i] = gs.d[i - 1];
-    return put(c, 0, dt_of(x), &out);
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 /* RoiAlign, MaxRoiPool: (num_rois, C, pooled h, pooled w). */
 static gwr_status infer_roi(ictx *c) {
-    gwr_tensor *x = need(c, 0, "X"), *rois = need(c, 1, "rois");
+    gwr_tensor *x = gwr_fi_need(c, 0, "X"), *rois = gwr_fi_need(c, 1, "rois");
     shp xs, rs, out = {4, {GWR_DIM_UNKNOWN, GWR_DIM_UNKNOWN, 1, 1}};
     const int64_t *ps;
     int64_t n;
     if (!x || !rois)
         return c->st;
-    shp_get(x, &xs);
-    shp_get(rois, &rs);
+    gwr_fi_shp_get(x, &xs);
+    gwr_fi_shp_get(rois, &rs);
     if (rs.rank == 2)
         out.d[0] = rs.d[0];
     if (xs.rank == 4)
         out.d[1] = xs.d[1];
     if (c->id == GWR_OP_RoiAlign) {
-        out.d[2] = aint(c, "output_height", 1);
-        out.d[3] = aint(c, "output_width", 1);
-    } else if (aints(c, "pooled_shape", &ps, &n) && n == 2) {
+        out.d[2] = gwr_fi_aint(c, "output_height", 1);
+        out.d[3] = gwr_fi_aint(c, "output_width", 1);
+    } else if (gwr_fi_aints(c, "pooled_shape", &ps, &n) && n == 2) {
         out.d[2] = ps[0];
         out.d[3] = ps[1];
     } else if (!c->st) {
-        return fail(c, GWR_ERR_INVALID_ARG, "missing attribute pooled_shape with 2 values");
+        return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "missing attribute pooled_shape with 2 values");
     }
     if (c->st)
         return c->st;
     if (out.d[2] < 0 || out.d[3] < 0)
-        return fail(c, GWR_ERR_SHAPE, "pooled extents are negative");
-    return put(c, 0, dt_of(x), &out);
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "pooled extents are negative");
+    return gwr_fi_put(c, 0, dt_of(x), &out);
 }
 
 static gwr_status infer_nms(ictx *c) {
     shp out = {2, {GWR_DIM_UNKNOWN, 3}};
-    if (!need(c, 0, "boxes") || !need(c, 1, "scores"))
+    if (!gwr_fi_need(c, 0, "boxes") || !gwr_fi_need(c, 1, "scores"))
         return c->st;
-    return put(c, 0, GWR_INT64, &out);
+    return gwr_fi_put(c, 0, GWR_INT64, &out);
 }
 
 static gwr_status infer_unique(ictx *c) {
-    gwr_tensor *x = need(c, 0, "X");
+    gwr_tensor *x = gwr_fi_need(c, 0, "X");
     shp xs, out, idx = {1, {GWR_DIM_UNKNOWN}};
     int64_t axis;
     if (!x)
         return c->st;
-    shp_get(x, &xs);
+    gwr_fi_shp_get(x, &xs);
     if (gwr_layer_has_attr(c->l, "axis") && xs.rank >= 0) {
-        axis = aint(c, "axis", 0);
-        if (c->st || !norm_axis(c, axis, xs.rank, 0, &axis))
+        axis = gwr_fi_aint(c, "axis", 0);
+        if (c->st || !gwr_fi_norm_axis(c, axis, xs.rank, 0, &axis))
             return c->st;
         out = xs;
         out.d[axis] = GWR_DIM_UNKNOWN;
     } else {
         out = idx;
     }
-    if (put(c, 0, dt_of(x), &out))
+    if (gwr_fi_put(c, 0, dt_of(x), &out))
         return c->st;
     for (int i = 1; i < 4; i++)
-        if (put(c, i, GWR_INT64, &idx))
+        if (gwr_fi_put(c, i, GWR_INT64, &idx))
             return c->st;
     return GWR_OK;
 }
@@ -2979,7 +2042,7 @@ static gwr_status infer_default(ictx *c) {
     gwr_dtype dt = GWR_UNDEFINED;
     for (int i = 0; i < c->nin && dt == GWR_UNDEFINED; i++)
         dt = dt_of(inp(c, i));
-    return put_all_unknown(c, dt);
+    return gwr_fi_put_all_unknown(c, dt);
 }
 
 /* ======================================================================
@@ -3014,7 +2077,7 @@ static gwr_status dispatch(ictx *c) {
     case GWR_OP_LayerNormalization: return infer_layer_norm(c);
     case GWR_OP_LpNormalization: case GWR_OP_MeanVarianceNormalization: case GWR_OP_LRN:
     case GWR_OP_Trilu: case GWR_OP_ReverseSequence:
-        return same_as_input(c, GWR_UNDEFINED);
+        return gwr_fi_same_as_input(c, GWR_UNDEFINED);
     case GWR_OP_Softmax: case GWR_OP_LogSoftmax: case GWR_OP_Hardmax:
         return infer_softmax(c);
     case GWR_OP_ReduceSum: case GWR_OP_ReduceMean: case GWR_OP_ReduceMax: case GWR_OP_ReduceMin:

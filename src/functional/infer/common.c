@@ -4,7 +4,8 @@
  * merging, axis normalization); the checks many rules make; small integer
  * values known at build time ("ivals": constants, and shapes propagated
  * through Shape/Gather/Concat/... the way ONNX data propagation does it);
- * and the spatial parameters of convolutions and pools. */
+ * the spatial parameters of convolutions and pools; and the two generic
+ * rules. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -139,6 +140,17 @@ gwr_status gwr_fi_same_as_input(ictx *c, gwr_dtype dt) {
     gwr_fi_shp_get(x, &s);
     return gwr_fi_put(c, 0, dt != GWR_UNDEFINED ? dt : dt_of(x), &s);
 }
+
+/* ---- the generic rules ---- */
+
+gwr_status gwr_fi_rule_generic(ictx *c) {
+    gwr_dtype dt = GWR_UNDEFINED;
+    for (int i = 0; i < c->nin && dt == GWR_UNDEFINED; i++)
+        dt = dt_of(inp(c, i));
+    return gwr_fi_put_all_unknown(c, dt);
+}
+
+gwr_status gwr_fi_rule_same(ictx *c) { return gwr_fi_same_as_input(c, GWR_UNDEFINED); }
 
 /* ---- text for messages ---- */
 

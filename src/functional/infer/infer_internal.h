@@ -1,9 +1,11 @@
 /* infer_internal.h - what the shape rules of src/functional/infer/ share:
  * the inference context and its error, attribute readers, shapes and dim
  * arithmetic (broadcasting, merging, axis normalization), the checks many
- * rules make, small integer values known at build time ("ivals"), and the
- * spatial parameters of convolutions and pools. Everything is defined in
- * common.c.
+ * rules make, small integer values known at build time ("ivals"), the
+ * spatial parameters of convolutions and pools, and the rule table type.
+ * Everything is defined in common.c; each family file (elementwise.c,
+ * conv.c, ...) exports one table of rules, which infer.c merges into an
+ * array indexed by op id.
  *
  * Conventions: a dim that cannot be known is GWR_DIM_UNKNOWN, a rank that
  * cannot be known is -1. Only a definite contradiction (two known extents
@@ -27,6 +29,23 @@ typedef struct ictx {
 /* Records "<Op> '<layer>': <message>" on the network and returns s; after
  * a first error, only returns that one's status. */
 gwr_status gwr_fi_fail(ictx *c, gwr_status s, const char *fmt, ...) GWR_PRINTF(3, 4);
+
+/* ---- rules and their tables ---- */
+
+/* A rule sets the types of c->l's outputs, or fails through gwr_fi_fail. */
+typedef gwr_status (*gwr_fi_rule)(ictx *c);
+
+/* One row of a family's table; a table ends with a NULL rule. */
+typedef struct gwr_fi_entry {
+    gwr_op_id op;
+    gwr_fi_rule rule;
+} gwr_fi_entry;
+
+/* The generic rule: every output of the first input's dtype that is known,
+ * with an unknown rank. Ops without a rule get it too (infer.c). */
+gwr_status gwr_fi_rule_generic(ictx *c);
+/* Output 0 of input 0's dtype and shape. */
+gwr_status gwr_fi_rule_same(ictx *c);
 
 /* ---- attributes: absent -> def; present with another type -> an error
  * (GWR_ERR_TYPE) recorded and def ---- */

@@ -33,47 +33,36 @@ gwr_status gwr_fi_fail(ictx *c, gwr_status s, const char *fmt, ...) {
  * Attributes (absent -> default; present with another type -> error)
  * ====================================================================== */
 
+/* Thin wrappers over the IR's getters with a default, which already leave
+ * the default on a type mismatch: the rules' own message replaces the IR's. */
+
 int64_t gwr_fi_aint(ictx *c, const char *name, int64_t def) {
     int64_t v;
-    if (!gwr_layer_has_attr(c->l, name))
-        return def;
-    if (gwr_layer_get_int(c->l, name, &v) != GWR_OK) {
+    if (gwr_layer_attr_int(c->l, name, def, &v) != GWR_OK)
         gwr_fi_fail(c, GWR_ERR_TYPE, "attribute '%s' must be an int", name);
-        return def;
-    }
     return v;
 }
 
 float gwr_fi_afloat(ictx *c, const char *name, float def) {
     float v;
-    if (!gwr_layer_has_attr(c->l, name))
-        return def;
-    if (gwr_layer_get_float(c->l, name, &v) != GWR_OK) {
+    if (gwr_layer_attr_float(c->l, name, def, &v) != GWR_OK)
         gwr_fi_fail(c, GWR_ERR_TYPE, "attribute '%s' must be a float", name);
-        return def;
-    }
     return v;
 }
 
 const char *gwr_fi_astr(ictx *c, const char *name, const char *def) {
     const char *v;
-    if (!gwr_layer_has_attr(c->l, name))
-        return def;
-    if (gwr_layer_get_string(c->l, name, &v, NULL) != GWR_OK) {
+    if (gwr_layer_attr_string(c->l, name, def, &v) != GWR_OK)
         gwr_fi_fail(c, GWR_ERR_TYPE, "attribute '%s' must be a string", name);
-        return def;
-    }
     return v;
 }
 
 int gwr_fi_aints(ictx *c, const char *name, const int64_t **v, int64_t *n) {
-    if (!gwr_layer_has_attr(c->l, name))
-        return 0;
-    if (gwr_layer_get_ints(c->l, name, v, n) != GWR_OK) {
+    if (gwr_layer_attr_ints(c->l, name, v, n) != GWR_OK) {
         gwr_fi_fail(c, GWR_ERR_TYPE, "attribute '%s' must be a list of ints", name);
         return 0;
     }
-    return 1;
+    return *n >= 0;
 }
 
 /* ======================================================================

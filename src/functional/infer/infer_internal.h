@@ -53,8 +53,8 @@ gwr_status gwr_fi_rule_same(ictx *c);
 int64_t gwr_fi_aint(ictx *c, const char *name, int64_t def);
 float gwr_fi_afloat(ictx *c, const char *name, float def);
 const char *gwr_fi_astr(ictx *c, const char *name, const char *def);
-/* 1 and *v, *n when present as INTS; 0 when absent (or of another type:
- * then an error is recorded). */
+/* 1 and *v, *n when present as INTS; 0 when absent (*n = -1, *v = NULL)
+ * or of another type (then an error is recorded). */
 int gwr_fi_aints(ictx *c, const char *name, const int64_t **v, int64_t *n);
 
 /* ---- shapes and dims ---- */

@@ -5,12 +5,17 @@
 #include "gwr/functional.h"
 #include "ir/ir_internal.h"
 
-/* infer.c: dtype and shape inference for the ops of the table, by op id.
- * Sets the types of l's outputs from its inputs and attributes. Ops
- * without a rule get outputs of the first input's dtype and unknown rank.
- * On a mismatch: an error status and a message naming the op and the
- * shapes on the layer's network. */
+/* infer.c: dtype and shape inference for the ops of the table, by op id
+ * (the rules are in infer/, one file per op family). Sets the types of l's
+ * outputs from its inputs and attributes. Ops without a rule get outputs
+ * of the first input's dtype and unknown rank. On a mismatch: an error
+ * status and a message naming the op and the shapes on the layer's
+ * network. */
 gwr_status gwr_fn_infer_op(gwr_layer *l);
+/* infer.c: 1 when op `id` has a shape rule of its own, named in a family's
+ * table (the generic rule named on purpose counts); 0 when it falls to the
+ * generic rule by default, and for GWR_OP_CUSTOM or an id out of range. */
+int gwr_fn_infer_has_rule(gwr_op_id id);
 
 /* plugin.c: inference through the plugin registry. *found is set to 1 when
  * (domain, op) is a registered plugin kind (its status is returned), to 0

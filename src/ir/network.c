@@ -800,21 +800,32 @@ static void add_undo(gwr_network *net, gwr_layer *l, int n, uint32_t hl) {
     free(l);
 }
 
-gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *domain, const char *name,
-                                 int ninputs, gwr_tensor *const *inputs, int noutputs,
-                                 const char *const *output_names) {
+/* What naming a new layer decided, for the steps after it. */
+typedef struct add_name {
+    const char *name;             /* the layer's name: given, or in buf */
+    uint32_t hash;                /* gwr_ir_name_hash(name) */
+    int generated;                /* no name was given */
+    int fresh;                    /* a generated name known to be free (next_name) */
+    int fresh_outs;               /* "<name>:<i>" are too (name not cut by them) */
+    int64_t gen_n;                /* the name's slot in net->gen, or -1: it goes to the map */
+    size_t len;                   /* strlen(name) */
+    char buf[160];                /* generated names; later unique_tensor_name's */
+} add_name;
+
+/* The arguments, apart from names: message on net (the thread's for a
+ * NULL net); 0 when they are wrong. */
+static int add_check_args(gwr_network *net, const char *op, int ninputs, gwr_tensor *const *inputs, int noutputs) {
     if (!net) {
         gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_network_add_layer: NULL network");
-        return NULL;
+        return 0;
     }
     if (!op || !*op) {
         gwr_ir_error(net, GWR_ERR_INVALID_ARG, "gwr_network_add_layer: empty op");
-        return NULL;
+        return 0;
     }
-    if (!domain || !strcmp(domain, "ai.onnx")) domain = "";
     if (ninputs < 0 || noutputs < 0 || (ninputs && !inputs) || ninputs > (1 << 24) || noutputs > (1 << 24)) {
         gwr_ir_error(net, GWR_ERR_INVALID_ARG, "%s: bad counts (%d inputs, %d outputs)", op, ninputs, noutputs);
-        return NULL;
+        return 0;
     }
     for (int i = 0; i < ninputs; i++) {
         gwr_tensor *t = inputs[i];
@@ -822,11 +833,15 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
         if (!gwr_ir_in_scope(gwr_ir_tnet(t), net) || (t->producer && (t->producer->flags & LF_DROPPED))) {
             gwr_ir_error(net, GWR_ERR_INVALID_ARG, "%s: input %d ('%s') is not a tensor of this network or an enclosing one",
                          op, i, t->name);
-            return NULL;
+            return 0;
         }
     }
-    /* Reading a tensor of an enclosing network from an attached subgraph
-     * adds an edge to the subgraph's owner, which can close a cycle. */
+    return 1;
+}
+
+/* Reading a tensor of an enclosing network from an attached subgraph adds
+ * an edge to the subgraph's owner, which can close a cycle: 0 if one would. */
+static int add_check_captures(gwr_network *net, const char *op, int ninputs, gwr_tensor *const *inputs) {
     for (int i = 0; i < ninputs; i++) {
         gwr_tensor *t = inputs[i];
         if (!t || gwr_ir_tnet(t) == net || !t->producer || !net->owner) continue;
@@ -835,66 +850,87 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
         if (g->owner && gwr_ir_would_cycle(t->producer, g->owner)) {
             gwr_ir_error(net, GWR_ERR_CYCLE, "%s: reading '%s' here would create a cycle through '%s'", op, t->name,
                          g->owner->name);
-            return NULL;
+            return 0;
         }
     }
-    char buf[160];
-    uint32_t hl;
-    int fresh = 0; /* a generated name known to be free (next_name) */
-    int generated = !name;
+    return 1;
+}
+
+/* The layer's name, given or the next from the counter (not yet known to
+ * be free unless nm->fresh). A fresh counter name gets a slot in net->gen;
+ * any other starts loading the name maps' slots it will be looked up in. */
+static int add_pick_name(gwr_network *net, const char *op, const char *name, add_name *nm) {
+    nm->generated = !name;
+    nm->fresh = 0;
     if (name) {
-        if (!name_ok(net, name, "layer")) return NULL;
-        hl = gwr_ir_name_hash(name);
+        if (!name_ok(net, name, "layer")) return 0;
+        nm->name = name;
+        nm->hash = gwr_ir_name_hash(name);
     } else {
-        name = next_name(net, op, buf, &hl, &fresh);
+        nm->name = next_name(net, op, nm->buf, &nm->hash, &nm->fresh);
     }
-    /* A fresh counter name goes to net->gen, not to the maps. */
-    int64_t gen_n = generated && fresh && net->name_counter - 1 < (uint64_t)GWR_GEN_MAX ? (int64_t)net->name_counter - 1 : -1;
-    if (gen_n < 0) {
-        gwr_ir_namemap_prefetch(&net->layer_names, hl);
-        gwr_ir_namemap_prefetch(&net->tensor_names, hl); /* output 0 is usually named after the layer */
-    } else if (gen_n >= net->gen_cap) {
+    uint64_t n = net->name_counter - 1;
+    nm->gen_n = nm->generated && nm->fresh && n < (uint64_t)GWR_GEN_MAX ? (int64_t)n : -1;
+    if (nm->gen_n < 0) {
+        gwr_ir_namemap_prefetch(&net->layer_names, nm->hash);
+        gwr_ir_namemap_prefetch(&net->tensor_names, nm->hash); /* output 0 is usually named after the layer */
+    } else if (nm->gen_n >= net->gen_cap) {
         int64_t old = net->gen_cap;
-        if (gwr_grow((void **)&net->gen, sizeof *net->gen, &net->gen_cap, gen_n + 1)) {
+        if (gwr_grow((void **)&net->gen, sizeof *net->gen, &net->gen_cap, nm->gen_n + 1)) {
             gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
-            return NULL;
+            return 0;
         }
         memset(net->gen + old, 0, (size_t)(net->gen_cap - old) * sizeof *net->gen);
     }
-    gwr_op_id id = gwr_op_lookup(domain, op);
-    if (name != buf) {
-        if (find_layer_h(net, name, hl)) {
-            gwr_ir_error(net, GWR_ERR_DUPLICATE, "layer name '%s' is already taken", name);
-            return NULL;
-        }
-    } else {
-        while (!fresh && find_layer_h(net, name, hl))
-            name = next_name(net, op, buf, &hl, &fresh);
+    return 1;
+}
+
+/* A given name must be free; a generated one is drawn again until it is. */
+static int add_claim_name(gwr_network *net, const char *op, add_name *nm) {
+    if (!nm->generated) {
+        if (!find_layer_h(net, nm->name, nm->hash)) return 1;
+        gwr_ir_error(net, GWR_ERR_DUPLICATE, "layer name '%s' is already taken", nm->name);
+        return 0;
     }
-    /* Given output names are checked against the map only, not against
-     * the names made for the other outputs: look those up. */
-    if (output_names) fresh = 0;
-    /* Output names: given, or the layer's name for output 0 and
-     * "<layer>:<i>" for the others, made unique among tensors. */
-    for (int i = 0; output_names && i < noutputs; i++) {
+    while (!nm->fresh && find_layer_h(net, nm->name, nm->hash))
+        nm->name = next_name(net, op, nm->buf, &nm->hash, &nm->fresh);
+    return 1;
+}
+
+/* Given output names must be free and distinct. They are checked against
+ * the maps only, not against the names made for the other outputs: those
+ * are then looked up (nm->fresh cleared). */
+static int add_check_output_names(gwr_network *net, int noutputs, const char *const *output_names, add_name *nm) {
+    if (!output_names) return 1;
+    nm->fresh = 0;
+    for (int i = 0; i < noutputs; i++) {
         if (!output_names[i]) continue;
-        if (!name_ok(net, output_names[i], "tensor")) return NULL;
+        if (!name_ok(net, output_names[i], "tensor")) return 0;
         if (gwr_ir_find_tensor(net, output_names[i])) {
             gwr_ir_error(net, GWR_ERR_DUPLICATE, "tensor name '%s' is already taken", output_names[i]);
-            return NULL;
+            return 0;
         }
         for (int j = 0; j < i; j++)
             if (output_names[j] && !strcmp(output_names[j], output_names[i])) {
                 gwr_ir_error(net, GWR_ERR_DUPLICATE, "output name '%s' given twice", output_names[i]);
-                return NULL;
+                return 0;
             }
     }
-    size_t namelen = strlen(name) + 1;
+    return 1;
+}
+
+/* One block for the layer, its outputs, its input slots and its name, and
+ * a place in net->layers; the layer's fields from the op table. A layer
+ * with a slot in net->gen is put there now: lookups of its outputs' names,
+ * made next, go through it. */
+static gwr_layer *add_alloc(gwr_network *net, const char *op, const char *domain, gwr_op_id id, add_name *nm,
+                            int ninputs, int noutputs) {
+    nm->len = strlen(nm->name);
+    size_t namelen = nm->len + 1;
     /* "<layer>:<i>" keeps the layer's number only when not cut below. */
-    int fresh_outs = fresh && namelen - 1 <= 120;
-    int incap = ninputs;
-    size_t size = sizeof(gwr_layer) + (size_t)noutputs * sizeof(gwr_tensor) +
-                  (size_t)incap * sizeof(gwr_tensor *) + namelen;
+    nm->fresh_outs = nm->fresh && nm->len <= 120;
+    size_t size = sizeof(gwr_layer) + (size_t)noutputs * sizeof(gwr_tensor) + (size_t)ninputs * sizeof(gwr_tensor *) +
+                  namelen;
     if (net->nlayers >= INT32_MAX - 1) {
         gwr_ir_error(net, GWR_ERR_UNSUPPORTED, "a network holds at most %d layers", INT32_MAX - 1);
         return NULL;
@@ -907,13 +943,12 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
     }
     memset(l, 0, sizeof *l + (size_t)noutputs * sizeof(gwr_tensor));
     l->inputs = (gwr_tensor **)((char *)l + sizeof *l + (size_t)noutputs * sizeof(gwr_tensor));
-    char *lname = (char *)(l->inputs + incap);
-    memcpy(lname, name, namelen);
-    l->name = lname;
+    char *lname = (char *)(l->inputs + ninputs);
+    memcpy(lname, nm->name, namelen);
+    l->name = nm->name = lname; /* nm->buf is free for unique_tensor_name */
     l->net = net;
     l->op_id = (uint16_t)id;
     l->info = id != GWR_OP_CUSTOM ? gwr_op_info_get(id) : custom_op(net, domain, op);
-    l->type = (uint8_t)GWR_LAYER_PLUGIN;
     if (!l->info) {
         free(l);
         gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
@@ -922,102 +957,152 @@ gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *d
     l->type = (uint8_t)l->info->layer_type;
     l->ninputs = l->incap = ninputs;
     l->noutputs = noutputs;
-    if (gen_n >= 0) {
+    if (nm->gen_n >= 0) {
         l->flags |= LF_GEN_NAME;
         net->ngen_layers++;
-        net->gen[gen_n] = l;
+        net->gen[nm->gen_n] = l;
     }
-    gwr_tensor *outs = gwr_ir_outputs(l);
-    int made = 0; /* outputs named here, not given: a given name may equal one */
-    for (int i = 0; i < noutputs; i++) {
-        gwr_tensor *t = &outs[i];
-        t->producer = l;
-        t->out_index = i;
-        t->output_index = -1;
-        const char *tn = output_names ? output_names[i] : NULL;
-        char tbuf[160];
-        uint32_t th;
-        if (!tn) {
-            if (i == 0) {
-                tn = lname, th = hl;
-            } else {
-                /* "%.120s:%d", without printf's cost (plugins have two outputs) */
-                size_t n = namelen - 1 < 120 ? namelen - 1 : 120;
-                memcpy(tbuf, lname, n);
-                tbuf[n++] = ':';
-                char digits[12];
-                int k = 0;
-                for (int v = i; k == 0 || v; v /= 10) digits[k++] = (char)('0' + v % 10);
-                while (k) tbuf[n++] = digits[--k];
-                tbuf[n] = 0;
-                tn = tbuf, th = gen_n >= 0 && fresh_outs ? 0 : gwr_ir_name_hash(tn); /* 0: not needed */
-            }
-            if (!(i ? fresh_outs : fresh) && find_tensor_h(net, tn, th))
-                tn = unique_tensor_name(net, tn == lname ? lname : tbuf, buf, &th);
-            made = 1;
-        } else {
-            th = gwr_ir_name_hash(tn);
-            /* Checked against the map above, before the names made here. */
-            if (made && find_tensor_h(net, tn, th)) {
-                add_undo(net, l, i, hl);
-                gwr_ir_error(net, GWR_ERR_DUPLICATE, "output name '%s' is also the name made for another output", tn);
-                return NULL;
-            }
-        }
-        int failed = 0;
-        if (tn == lname) t->name = lname; /* shares the block's copy */
-        else if (!(t->name = gwr_strdup(tn))) failed = 1;
-        else t->flags |= TF_OWN_NAME;
-        /* Names from the counter (a generated layer name and those made
-         * from it, or unique_name's) need no note (see next_name). */
-        int from_counter = !(output_names && output_names[i]) && (generated || tn == buf);
-        /* Named after a layer in net->gen, with its number: found through it. */
-        int gen_out = gen_n >= 0 && !(output_names && output_names[i]) && (i ? fresh_outs && tn == tbuf : tn == lname);
-        if (failed || (!gen_out && (from_counter ? gwr_ir_namemap_put_h(&net->tensor_names, t, th)
-                                                 : name_put(net, &net->tensor_names, t, th)))) {
-            if (t->flags & TF_OWN_NAME) free((void *)t->name); /* not in the map */
-            add_undo(net, l, i, hl);
-            gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
-            return NULL;
-        }
-        if (gen_out) {
-            t->flags |= TF_GEN_NAME;
-            net->ngen_tensors++;
+    return l;
+}
+
+/* The name made for output i of l when none is given: the layer's for
+ * output 0, "<layer>:<i>" (in tbuf) for the others, another from the
+ * counter (in nm->buf) when that one is taken. *th gets its hash (0 when
+ * nothing will need it). */
+static const char *add_output_name(gwr_network *net, const gwr_layer *l, int i, add_name *nm, char *tbuf,
+                                   uint32_t *th) {
+    const char *tn;
+    if (i == 0) {
+        tn = l->name, *th = nm->hash;
+    } else {
+        /* "%.120s:%d", without printf's cost (plugins have two outputs) */
+        size_t n = nm->len < 120 ? nm->len : 120;
+        memcpy(tbuf, l->name, n);
+        tbuf[n++] = ':';
+        char digits[12];
+        int k = 0;
+        for (int v = i; k == 0 || v; v /= 10) digits[k++] = (char)('0' + v % 10);
+        while (k) tbuf[n++] = digits[--k];
+        tbuf[n] = 0;
+        tn = tbuf, *th = nm->gen_n >= 0 && nm->fresh_outs ? 0 : gwr_ir_name_hash(tn);
+    }
+    if (!(i ? nm->fresh_outs : nm->fresh) && find_tensor_h(net, tn, *th))
+        tn = unique_tensor_name(net, tn, nm->buf, th);
+    return tn;
+}
+
+/* Names output i of the new layer l (given: its name or NULL) and puts the
+ * name where lookups find it. *made: an earlier output's name was made
+ * here, and a given name may equal it. On failure the layer is given up. */
+static int add_name_output(gwr_network *net, gwr_layer *l, int i, add_name *nm, const char *given, int *made) {
+    gwr_tensor *t = &gwr_ir_outputs(l)[i];
+    t->producer = l;
+    t->out_index = i;
+    t->output_index = -1;
+    char tbuf[160];
+    uint32_t th;
+    const char *tn = given;
+    if (!tn) {
+        tn = add_output_name(net, l, i, nm, tbuf, &th);
+        *made = 1;
+    } else {
+        th = gwr_ir_name_hash(tn);
+        /* Checked against the map before, not against the names made here. */
+        if (*made && find_tensor_h(net, tn, th)) {
+            add_undo(net, l, i, nm->hash);
+            gwr_ir_error(net, GWR_ERR_DUPLICATE, "output name '%s' is also the name made for another output", tn);
+            return 0;
         }
     }
-    if (gen_n < 0 &&
-        (generated ? gwr_ir_namemap_put_h(&net->layer_names, l, hl) : name_put(net, &net->layer_names, l, hl))) {
-        add_undo(net, l, noutputs, hl);
+    int failed = 0;
+    if (tn == l->name) t->name = l->name; /* shares the block's copy */
+    else if (!(t->name = gwr_strdup(tn))) failed = 1;
+    else t->flags |= TF_OWN_NAME;
+    /* Names from the counter (a generated layer name and those made from
+     * it, or unique_tensor_name's) need no note (see next_name). */
+    int from_counter = !given && (nm->generated || tn == nm->buf);
+    /* Named after a layer in net->gen, with its number: found through it. */
+    int gen_out = nm->gen_n >= 0 && !given && (i ? nm->fresh_outs && tn == tbuf : tn == l->name);
+    if (failed || (!gen_out && (from_counter ? gwr_ir_namemap_put_h(&net->tensor_names, t, th)
+                                             : name_put(net, &net->tensor_names, t, th)))) {
+        if (t->flags & TF_OWN_NAME) free((void *)t->name); /* not in the map */
+        add_undo(net, l, i, nm->hash);
         gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
-        return NULL;
+        return 0;
     }
-    /* Wire inputs; a new layer cannot close a cycle (nothing reads its
-     * outputs yet), so only ranks need care. */
+    if (gen_out) {
+        t->flags |= TF_GEN_NAME;
+        net->ngen_tensors++;
+    }
+    return 1;
+}
+
+/* Puts the layer's name where lookups find it (a slot of net->gen already
+ * holds it). On failure the layer is given up. */
+static int add_name_layer(gwr_network *net, gwr_layer *l, const add_name *nm) {
+    if (nm->gen_n >= 0) return 1;
+    if (!(nm->generated ? gwr_ir_namemap_put_h(&net->layer_names, l, nm->hash)
+                        : name_put(net, &net->layer_names, l, nm->hash)))
+        return 1;
+    add_undo(net, l, l->noutputs, nm->hash);
+    gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+    return 0;
+}
+
+/* Adds l to its inputs' use lists and ranks it GWR_RANK_STEP above its
+ * highest producer in net. A new layer cannot close a cycle (nothing
+ * reads its outputs yet), so only ranks need care. On failure the layer
+ * is given up. */
+static int add_wire_inputs(gwr_network *net, gwr_layer *l, gwr_tensor *const *inputs, const add_name *nm) {
     int64_t rank = 0;
-    for (int i = 0; i < ninputs; i++) {
+    for (int i = 0; i < l->ninputs; i++) {
         gwr_tensor *t = inputs[i];
         l->inputs[i] = t;
         if (!t) continue;
         if (gwr_ir_use_add(t, l, i)) {
             for (int j = 0; j < i; j++)
                 if (l->inputs[j]) gwr_ir_use_del(l->inputs[j], l, j);
-            add_undo(net, l, noutputs, hl);
+            add_undo(net, l, l->noutputs, nm->hash);
             gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
-            return NULL;
+            return 0;
         }
         if (t->producer && gwr_ir_tnet(t) == net && t->producer->rank + (int64_t)GWR_RANK_STEP > rank)
             rank = t->producer->rank + (int64_t)GWR_RANK_STEP;
     }
     l->rank = (int32_t)(rank < INT32_MAX - 1 ? rank : INT32_MAX - 1);
+    return 1;
+}
+
+/* Puts l last in net's layers and tells the listeners. A layer in an
+ * attached subgraph that reads an outer tensor makes its owner depend on
+ * that tensor's producer. */
+static void add_append(gwr_network *net, gwr_layer *l) {
     l->index = (int32_t)net->nlayers;
     net->layers[net->nlayers++] = l;
-    if (rank >= INT32_MAX - 2 * (int64_t)GWR_RANK_STEP) gwr_ir_retighten_ranks(net);
+    if (l->rank >= INT32_MAX - 2 * (int64_t)GWR_RANK_STEP) gwr_ir_retighten_ranks(net);
     net->last_added = l;
-    /* A layer in an attached subgraph that reads an outer tensor makes its
-     * owner depend on that tensor's producer. */
-    for (int i = 0; i < ninputs; i++)
-        if (inputs[i] && gwr_ir_tnet(inputs[i]) != net) gwr_ir_capture_edge(inputs[i], l);
+    for (int i = 0; i < l->ninputs; i++)
+        if (l->inputs[i] && gwr_ir_tnet(l->inputs[i]) != net) gwr_ir_capture_edge(l->inputs[i], l);
     GWR_IR_NOTIFY(net, layer_added, l);
+}
+
+gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *domain, const char *name,
+                                 int ninputs, gwr_tensor *const *inputs, int noutputs,
+                                 const char *const *output_names) {
+    if (!add_check_args(net, op, ninputs, inputs, noutputs) || !add_check_captures(net, op, ninputs, inputs))
+        return NULL;
+    if (!domain || !strcmp(domain, "ai.onnx")) domain = "";
+    add_name nm;
+    if (!add_pick_name(net, op, name, &nm)) return NULL;
+    gwr_op_id id = gwr_op_lookup(domain, op); /* while the slots add_pick_name prefetched load */
+    if (!add_claim_name(net, op, &nm) || !add_check_output_names(net, noutputs, output_names, &nm)) return NULL;
+    gwr_layer *l = add_alloc(net, op, domain, id, &nm, ninputs, noutputs);
+    if (!l) return NULL;
+    int made = 0;
+    for (int i = 0; i < noutputs; i++)
+        if (!add_name_output(net, l, i, &nm, output_names ? output_names[i] : NULL, &made)) return NULL;
+    if (!add_name_layer(net, l, &nm) || !add_wire_inputs(net, l, inputs, &nm)) return NULL;
+    add_append(net, l);
     return l;
 }
 

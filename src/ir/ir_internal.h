@@ -42,7 +42,7 @@ struct gwr_tensor {
 
 /* A new layer's rank is this far above its highest input's, so that a
  * chain a rewrite later inserts between two layers usually fits between
- * their ranks (see lower_region in graph.c) instead of raising every rank
+ * their ranks (see gwr_ir_lower_region in order.c) instead of raising every rank
  * downstream. */
 #define GWR_RANK_STEP 8
 
@@ -157,7 +157,7 @@ struct gwr_network {
      * "<base>_<n>" (or "<base>_<n>:<i>") whose last '_' is followed by
      * digits has that number below name_floor: a name generated with a
      * counter value >= name_floor cannot be taken, and add_layer skips
-     * looking it up (see next_name). */
+     * looking it up (see gwr_ir_next_name in names.c). */
     uint64_t name_floor;
     /* Generated names, kept out of the maps: a layer added with a fresh
      * counter name "<op>_<n>" (n < GWR_GEN_MAX) is gen[n], marked
@@ -220,7 +220,7 @@ int gwr_ir_in_scope(const gwr_network *anc, const gwr_network *net);
 /* Deep copy / release of weights (buffer retained / released). */
 gwr_status gwr_ir_weights_copy(gwr_weights *dst, const gwr_weights *src);
 void gwr_ir_weights_clear(gwr_weights *w);
-/* Layer free helpers (attrs.c). */
+/* Frees a layer's attributes (network.c). */
 void gwr_ir_attrs_free(gwr_layer *l);
 /* The network's errmsg buffer to write into. */
 #define GWR_IR_ERRBUF(net) ((net)->errmsg)

@@ -1,7 +1,6 @@
 /* props.c - properties (named byte strings) on networks, layers and
- * tensors; opset imports; default values of graph inputs; the public
- * topological order. Layers and tensors keep theirs in a map on the
- * network, since few have any. */
+ * tensors; opset imports; default values of graph inputs. Layers and
+ * tensors keep theirs in a map on the network, since few have any. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/ir_graph.h"
+#include "ir/ir_internal.h"
 
 const char *gwr_attr_type_name(gwr_attr_type t) {
     static const char *const names[] = {"undefined", "float", "int", "string", "tensor", "graph",

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/ir_graph.h"
+#include "ir/ir_internal.h"
 
 /* ---- name maps: open addressing over object pointers, key = obj->name ---- */
 

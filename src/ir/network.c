@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/ir_graph.h"
+#include "ir/ir_internal.h"
 
 /* ---- networks ---- */
 
@@ -161,6 +161,8 @@ gwr_status gwr_network_set_name(gwr_network *net, const char *name) {
 
 gwr_network *gwr_network_parent(const gwr_network *net) { return net ? net->parent : NULL; }
 gwr_layer *gwr_network_owner(const gwr_network *net) { return net ? net->owner : NULL; }
+
+void gwr_ir_network_set_driven(gwr_network *net, int on) { net->driven = on != 0; }
 
 /* ---- listeners ---- */
 

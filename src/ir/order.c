@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/ir_graph.h"
+#include "ir/ir_internal.h"
 
 /* ---- use lists ---- */
 

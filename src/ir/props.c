@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/ir_graph.h"
+#include "ir/ir_internal.h"
 
 static void props_clear(gwr_props *p) {
     for (int64_t i = 0; i < p->n; i++) free(p->v[i].key), free(p->v[i].val);

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/ir_graph.h"
+#include "ir/ir_internal.h"
 
 gwr_status gwr_ir_weights_check(gwr_network *net, const gwr_weights *w) {
     if (!gwr_dtype_is_valid(w->dtype))

@@ -6,7 +6,7 @@
 #define GWR_REWRITE_INTERNAL_H
 
 #include "gwr/rewrite.h"
-#include "ir/ir_internal.h"
+#include "ir/ir_api.h"
 #include "util/util.h"
 
 /* One pattern kept by a manager. */
@@ -93,7 +93,7 @@ static inline void rw_ctx_begin(gwr_rewrite_ctx *c, rw_pattern *p, gwr_layer *l)
     c->nmatch = 0;
     /* A callback that fails without gwr_rewrite_fail is reported with the
      * network's message: make sure it is its own, not an older one. */
-    c->net->errmsg[0] = 0;
+    gwr_ir_clear_error(c->net);
 }
 
 /* The message and status of a failed callback: what it gave

@@ -330,6 +330,9 @@ static void add_append(gwr_network *net, gwr_layer *l) {
     GWR_IR_NOTIFY(net, layer_added, l);
 }
 
+/* The steps above, in order. Each leaves a message and returns 0 (NULL)
+ * when it fails; from add_alloc on, a failing step has given the layer
+ * up already (add_undo). */
 gwr_layer *gwr_network_add_layer(gwr_network *net, const char *op, const char *domain, const char *name,
                                  int ninputs, gwr_tensor *const *inputs, int noutputs,
                                  const char *const *output_names) {

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "functional/functional_internal.h"
-#include "ir/ir_graph.h"
+#include "ir/ir_api.h"
 
 /* ======================================================================
  * Errors and rollback

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "functional/functional_internal.h"
-#include "ir/ir_graph.h"
+#include "ir/ir_api.h"
 
 struct gwr_flayer {
     char *kind;
@@ -65,7 +65,7 @@ static void memo_free(void *p) {
     for (int64_t i = 0; i < m->net->nlayers; i++) {
         gwr_layer *l = m->net->layers[i];
         flayer_free(l->flayer);
-        l->flayer = NULL;
+        gwr_ir_layer_set_flayer(l, NULL);
     }
     for (int64_t i = 1; i < m->npool; i++)
         if (m->pool[i].n >= 0 && m->pool[i].cap) free(m->pool[i].v);
@@ -96,7 +96,7 @@ static refs *ref_get(memo *m, gwr_tensor *t, int create) {
         i = m->npool++;
     }
     m->pool[i] = (refs){0};
-    t->memo_ref = (uint32_t)i;
+    gwr_ir_tensor_set_memo_ref(t, (uint32_t)i);
     return &m->pool[i];
 }
 
@@ -115,7 +115,7 @@ static void ref_release(memo *m, gwr_tensor *t) {
     if (r->cap) free(r->v);
     *r = (refs){.n = -1, .cap = m->free_ref};
     m->free_ref = (int32_t)t->memo_ref;
-    t->memo_ref = 0;
+    gwr_ir_tensor_set_memo_ref(t, 0);
 }
 
 static int ref_push(refs *r, gwr_flayer *f) {
@@ -170,7 +170,7 @@ static void ref_del(gwr_tensor *t, void *ctx) {
 static void memo_drop_layer(memo *m, gwr_layer *l) {
     gwr_flayer *f = l->flayer;
     if (!f) return;
-    l->flayer = NULL;
+    gwr_ir_layer_set_flayer(l, NULL);
     ref_ctx c = {m, f, 0};
     gwr_fn_args_each_tensor(f->inputs, ref_del, &c);
     m->count--;
@@ -253,7 +253,7 @@ static gwr_status memo_record(gwr_network *net, gwr_layer *l, const char *kind, 
         flayer_free(f);
         return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
     }
-    l->flayer = f;
+    gwr_ir_layer_set_flayer(l, f);
     m->count++;
     return GWR_OK;
 }

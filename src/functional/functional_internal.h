@@ -3,7 +3,7 @@
 #define GWR_FUNCTIONAL_INTERNAL_H
 
 #include "gwr/functional.h"
-#include "ir/ir_internal.h"
+#include "ir/ir_api.h"
 
 /* infer.c: dtype and shape inference for the ops of the table, by op id
  * (the rules are in infer/, one file per op family). Sets the types of l's

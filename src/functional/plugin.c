@@ -6,7 +6,7 @@
 #include <threads.h>
 
 #include "functional/functional_internal.h"
-#include "ir/ir_graph.h"
+#include "ir/ir_api.h"
 
 typedef struct plugin_kind {
     char *domain, *type;

@@ -1,9 +1,9 @@
-/* attrs.c - typed layer attributes, weights, and graph-valued attributes
- * (subgraphs owned by their layer). */
+/* attrs.c - typed layer attributes and graph-valued attributes
+ * (subgraphs owned by their layer). Freeing them is network.c's. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/ir_graph.h"
+#include "ir/ir_internal.h"
 
 const char *gwr_attr_type_name(gwr_attr_type t) {
     static const char *const names[] = {"undefined", "float", "int", "string", "tensor", "graph",
@@ -11,128 +11,7 @@ const char *gwr_attr_type_name(gwr_attr_type t) {
     return (unsigned)t <= GWR_ATTR_GRAPHS ? names[t] : "unknown";
 }
 
-/* ---- weights ---- */
-
-gwr_status gwr_ir_weights_check(gwr_network *net, const gwr_weights *w) {
-    if (!gwr_dtype_is_valid(w->dtype))
-        return gwr_ir_error(net, GWR_ERR_TYPE, "weights: invalid dtype %d", (int)w->dtype);
-    if (w->rank < 0 || w->rank > GWR_MAX_RANK || (w->rank && !w->dims))
-        return gwr_ir_error(net, GWR_ERR_SHAPE, "weights: bad rank %d", w->rank);
-    int64_t n = gwr_shape_numel(w->rank, w->dims);
-    if (n < 0) return gwr_ir_error(net, GWR_ERR_SHAPE, "weights: negative or overflowing dims");
-    if (w->dtype == GWR_STRING) {
-        if ((uint64_t)n > SIZE_MAX / sizeof(gwr_bytes) || w->nbytes != (size_t)n * sizeof(gwr_bytes))
-            return gwr_ir_error(net, GWR_ERR_SHAPE, "weights: %lld strings need %lld bytes of gwr_bytes, got %zu",
-                                (long long)n, (long long)(n * (int64_t)sizeof(gwr_bytes)), w->nbytes);
-    } else {
-        uint64_t bits = (uint64_t)n * (uint64_t)gwr_dtype_bits(w->dtype);
-        if (n && bits / (uint64_t)n != (uint64_t)gwr_dtype_bits(w->dtype))
-            return gwr_ir_error(net, GWR_ERR_SHAPE, "weights: size overflows");
-        if ((bits + 7) / 8 != w->nbytes)
-            return gwr_ir_error(net, GWR_ERR_SHAPE, "weights: %s with %lld elements needs %llu bytes, got %zu",
-                                gwr_dtype_name(w->dtype), (long long)n, (unsigned long long)((bits + 7) / 8),
-                                w->nbytes);
-    }
-    if (w->nbytes && !w->data) return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "weights: NULL data");
-    if (w->buffer) {
-        const char *b = gwr_buffer_data(w->buffer), *d = w->data;
-        if (w->nbytes && (d < b || d + w->nbytes > b + gwr_buffer_size(w->buffer)))
-            return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "weights: data lies outside its buffer");
-    }
-    return GWR_OK;
-}
-
-/* Copies w; data stays in w's buffer (retained). Without a buffer, the
- * data is copied into a new one. */
-gwr_status gwr_ir_weights_copy(gwr_weights *dst, const gwr_weights *w) {
-    memset(dst, 0, sizeof *dst);
-    dst->dtype = w->dtype;
-    dst->rank = w->rank;
-    dst->nbytes = w->nbytes;
-    int64_t *dims = NULL;
-    if (w->rank) {
-        dims = malloc((size_t)w->rank * sizeof *dims);
-        if (!dims) return GWR_ERR_NOMEM;
-        memcpy(dims, w->dims, (size_t)w->rank * sizeof *dims);
-    }
-    dst->dims = dims;
-    if (w->name && !(dst->name = gwr_strdup(w->name))) goto nomem;
-    if (w->buffer) {
-        gwr_buffer_retain(w->buffer);
-        dst->buffer = w->buffer;
-        dst->data = w->data;
-    } else if (w->dtype == GWR_STRING) {
-        /* One buffer: the gwr_bytes array, then the bytes. */
-        size_t n = w->nbytes / sizeof(gwr_bytes), total = w->nbytes;
-        const gwr_bytes *src = w->data;
-        for (size_t i = 0; i < n; i++) total += src[i].len + 1;
-        gwr_buffer *b = gwr_buffer_new_copy(NULL, total);
-        if (!b) goto nomem;
-        gwr_bytes *arr = (gwr_bytes *)gwr_buffer_data(b);
-        char *p = (char *)(arr + n);
-        for (size_t i = 0; i < n; i++) {
-            if (src[i].len) memcpy(p, src[i].data, src[i].len);
-            p[src[i].len] = 0;
-            arr[i].len = src[i].len;
-            arr[i].data = p;
-            p += src[i].len + 1;
-        }
-        dst->buffer = b;
-        dst->data = arr;
-    } else {
-        if (!(dst->buffer = gwr_buffer_new_copy(w->data, w->nbytes))) goto nomem;
-        dst->data = gwr_buffer_data(dst->buffer);
-    }
-    return GWR_OK;
-nomem:
-    gwr_ir_weights_clear(dst);
-    return GWR_ERR_NOMEM;
-}
-
-void gwr_ir_weights_clear(gwr_weights *w) {
-    free((void *)w->dims);
-    free((void *)w->name);
-    gwr_buffer_release(w->buffer);
-    memset(w, 0, sizeof *w);
-}
-
 /* ---- attribute storage ---- */
-
-static void attr_clear(gwr_network *net, gwr_attr *a) {
-    switch (a->type) {
-    case GWR_ATTR_STRING: free(a->v.s); break;
-    case GWR_ATTR_INTS: free(a->v.ints); break;
-    case GWR_ATTR_FLOATS: free(a->v.floats); break;
-    case GWR_ATTR_STRINGS:
-        for (int64_t i = 0; i < a->n; i++) free((void *)a->v.strings[i].data);
-        free(a->v.strings);
-        break;
-    case GWR_ATTR_TENSOR:
-    case GWR_ATTR_TENSORS:
-        for (int64_t i = 0; i < a->n; i++) gwr_ir_weights_clear(&a->v.tensors[i]);
-        free(a->v.tensors);
-        break;
-    case GWR_ATTR_GRAPH:
-    case GWR_ATTR_GRAPHS:
-        for (int64_t i = 0; i < a->n; i++) {
-            gwr_network *g = a->v.graphs[i];
-            g->owner = NULL;
-            gwr_ir_network_destroy(g);
-        }
-        free(a->v.graphs);
-        net->ngraph_attrs--;
-        break;
-    default: break;
-    }
-    a->type = GWR_ATTR_UNDEFINED;
-}
-
-void gwr_ir_attrs_free(gwr_layer *l) {
-    for (int i = 0; i < l->nattrs; i++) attr_clear(l->net, &l->attrs[i]);
-    free(l->attrs);
-    l->attrs = NULL;
-    l->nattrs = 0;
-}
 
 int gwr_layer_num_attrs(const gwr_layer *l) { return l ? l->nattrs : -1; }
 
@@ -157,7 +36,7 @@ gwr_status gwr_layer_remove_attr(gwr_layer *l, const char *name) {
     if (!l || !name) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_layer_remove_attr: NULL argument");
     int i = gwr_layer_find_attr(l, name);
     if (i < 0) return gwr_ir_error(l->net, GWR_ERR_NOT_FOUND, "layer '%s' has no attribute '%s'", l->name, name);
-    attr_clear(l->net, &l->attrs[i]);
+    gwr_ir_attr_clear(l->net, &l->attrs[i]);
     memmove(&l->attrs[i], &l->attrs[i + 1], (size_t)(l->nattrs - i - 1) * sizeof *l->attrs);
     l->nattrs--;
     GWR_IR_NOTIFY(l->net, layer_modified, l);
@@ -188,7 +67,7 @@ static gwr_status attr_put(gwr_layer *l, const char *name, gwr_attr *a) {
         if (!na) {
             /* Graphs stay with the caller on failure. */
             if (a->type == GWR_ATTR_GRAPH || a->type == GWR_ATTR_GRAPHS) free(a->v.graphs);
-            else attr_clear(l->net, a);
+            else gwr_ir_attr_clear(l->net, a);
             return gwr_ir_error(l->net, GWR_ERR_NOMEM, "out of memory");
         }
         l->attrs = na;
@@ -196,7 +75,7 @@ static gwr_status attr_put(gwr_layer *l, const char *name, gwr_attr *a) {
         a->name = iname;
     } else {
         a->name = l->attrs[i].name;
-        attr_clear(l->net, &l->attrs[i]);
+        gwr_ir_attr_clear(l->net, &l->attrs[i]);
     }
     l->attrs[i] = *a;
     if (a->type == GWR_ATTR_GRAPH || a->type == GWR_ATTR_GRAPHS) l->net->ngraph_attrs++;
@@ -382,7 +261,7 @@ gwr_status gwr_layer_set_bytes_list(gwr_layer *l, const char *name, const gwr_by
         a.v.strings[i].len = v[i].len;
         if (!(a.v.strings[i].data = gwr_memdup(v[i].data ? v[i].data : "", v[i].len))) {
             a.n = i;
-            attr_clear(l->net, &a);
+            gwr_ir_attr_clear(l->net, &a);
             return NOMEM(l);
         }
     }
@@ -415,7 +294,7 @@ static gwr_status set_weights(gwr_layer *l, const char *name, const gwr_weights 
     if (!a.v.tensors) return NOMEM(l);
     for (; a.n < n; a.n++)
         if (gwr_ir_weights_copy(&a.v.tensors[a.n], &w[a.n])) {
-            attr_clear(l->net, &a);
+            gwr_ir_attr_clear(l->net, &a);
             return NOMEM(l);
         }
     return attr_put(l, name, &a);

@@ -1,323 +1,9 @@
-/* graph.c - use lists, rewiring (set_input, replace_all_uses_with), cycle
- * checks, ranks, topological order, prune and verify.
- *
- * Ranks: every layer carries a rank with rank(producer) < rank(consumer)
- * for each edge inside one network (a pseudo-topological order). A new
- * edge P -> C is then safe without any search when rank(P) < rank(C), the
- * common case for rewrites that build the replacement from the old layer's
- * inputs. Otherwise a backward search from P, bounded to ranks >= rank(C),
- * decides. Then the ranks of that region are first lowered (new layers sit
- * GWR_RANK_STEP above their inputs, so a freshly built chain usually fits
- * below C), and only if that is not enough are ranks raised forward from
- * C. Without the lowering, a rewrite that makes a path one layer longer
- * would raise every layer downstream: quadratic over a pass. */
+/* graph.c - rewiring (set_input, append_input, replace_all_uses_with),
+ * prune and verify, on the use lists, cycle checks and ranks of order.c. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/ir_graph.h"
-
-/* ---- use lists ---- */
-
-static gwr_use *uses_of(gwr_tensor *t) { return t->cap <= 1 ? &t->uses.one : t->uses.many; }
-
-static int uses_reserve(gwr_tensor *t, int64_t need) {
-    if (need <= (t->cap <= 1 ? 1 : t->cap)) return 0;
-    if (need > INT32_MAX) return -1;
-    int64_t ncap = t->cap <= 1 ? 4 : t->cap;
-    while (ncap < need) ncap *= 2;
-    if (ncap > INT32_MAX) ncap = INT32_MAX;
-    gwr_use *p;
-    if (t->cap <= 1) {
-        p = malloc((size_t)ncap * sizeof *p);
-        if (!p) return -1;
-        if (t->nuses) p[0] = t->uses.one;
-    } else {
-        p = realloc(t->uses.many, (size_t)ncap * sizeof *p);
-        if (!p) return -1;
-    }
-    t->uses.many = p;
-    t->cap = (int32_t)ncap;
-    return 0;
-}
-
-/* Keeps the count of uses of t's network's tensors by other networks'
- * layers (d: +1 or -1 for a use of t by l). */
-static void count_foreign(gwr_tensor *t, const gwr_layer *l, int d) {
-    gwr_network *tn = gwr_ir_tnet(t);
-    if (l->net != tn) tn->nforeign_uses += d;
-}
-
-int gwr_ir_use_add(gwr_tensor *t, gwr_layer *l, int slot) {
-    if (uses_reserve(t, (int64_t)t->nuses + 1)) return -1;
-    gwr_use *u = uses_of(t);
-    u[t->nuses].layer = l;
-    u[t->nuses].slot = slot;
-    t->nuses++;
-    count_foreign(t, l, 1);
-    return 0;
-}
-
-void gwr_ir_use_del(gwr_tensor *t, gwr_layer *l, int slot) {
-    gwr_use *u = uses_of(t);
-    for (int32_t i = t->nuses - 1; i >= 0; i--)
-        if (u[i].layer == l && u[i].slot == slot) {
-            u[i] = u[t->nuses - 1];
-            t->nuses--;
-            count_foreign(t, l, -1);
-            return;
-        }
-}
-
-int64_t gwr_tensor_num_users(const gwr_tensor *t) { return t ? t->nuses : -1; }
-
-gwr_layer *gwr_tensor_user(const gwr_tensor *t, int64_t i, int *slot) {
-    if (!t) {
-        gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_tensor_user: NULL tensor");
-        return NULL;
-    }
-    if (i < 0 || i >= t->nuses) {
-        gwr_ir_error(gwr_ir_tnet(t), GWR_ERR_INVALID_ARG, "tensor '%s' has no user %lld (it has %d)", t->name,
-                     (long long)i, t->nuses);
-        return NULL;
-    }
-    const gwr_use *u = t->cap <= 1 ? &t->uses.one : t->uses.many;
-    if (slot) *slot = u[i].slot;
-    return u[i].layer;
-}
-
-int64_t gwr_tensor_num_live_users(const gwr_tensor *t) {
-    if (!t) return 0;
-    const gwr_use *u = t->cap <= 1 ? &t->uses.one : t->uses.many;
-    int64_t n = 0;
-    for (int32_t i = 0; i < t->nuses; i++) n += !(u[i].layer->flags & LF_REMOVED);
-    return n;
-}
-
-gwr_layer *gwr_tensor_parent(const gwr_tensor *t) { return t ? t->producer : NULL; }
-int gwr_tensor_parent_output_index(const gwr_tensor *t) { return t && t->producer ? t->out_index : -1; }
-int gwr_tensor_is_input(const gwr_tensor *t) { return t ? (t->flags & TF_INPUT) != 0 : 0; }
-int gwr_tensor_output_index(const gwr_tensor *t) { return t ? t->output_index : -1; }
-
-/* ---- structure helpers ---- */
-
-gwr_layer *gwr_ir_consumer_in(gwr_layer *u, const gwr_network *net) {
-    while (u && u->net != net) u = u->net->owner;
-    return u;
-}
-
-/* A growable stack of layers. */
-typedef struct {
-    gwr_layer **v;
-    int64_t n, cap;
-} lstack;
-
-static int lpush(lstack *s, gwr_layer *l) {
-    if (gwr_grow((void **)&s->v, sizeof *s->v, &s->cap, s->n + 1)) return -1;
-    s->v[s->n++] = l;
-    return 0;
-}
-
-static int has_graphs(const gwr_layer *l) {
-    if (!l->net->ngraph_attrs) return 0;
-    for (int i = 0; i < l->nattrs; i++)
-        if (l->attrs[i].type == GWR_ATTR_GRAPH || l->attrs[i].type == GWR_ATTR_GRAPHS) return 1;
-    return 0;
-}
-
-/* Producers in `net` of tensors read anywhere inside subgraph g. */
-static int collect_captures(const gwr_network *g, const gwr_network *net, lstack *out) {
-    for (int64_t i = 0; i < g->nlayers; i++) {
-        gwr_layer *x = g->layers[i];
-        for (int s = 0; s < x->ninputs; s++) {
-            gwr_tensor *t = x->inputs[s];
-            if (t && gwr_ir_tnet(t) == net && t->producer && lpush(out, t->producer)) return -1;
-        }
-        for (int a = 0; a < x->nattrs; a++) {
-            gwr_attr *at = &x->attrs[a];
-            if (at->type != GWR_ATTR_GRAPH && at->type != GWR_ATTR_GRAPHS) continue;
-            for (int64_t k = 0; k < at->n; k++)
-                if (collect_captures(at->v.graphs[k], net, out)) return -1;
-        }
-    }
-    return 0;
-}
-
-/* Appends the producers (in x's network) that x depends on. */
-static int preds_of(gwr_layer *x, lstack *out) {
-    for (int s = 0; s < x->ninputs; s++) {
-        gwr_tensor *t = x->inputs[s];
-        if (t && t->producer && gwr_ir_tnet(t) == x->net && lpush(out, t->producer)) return -1;
-    }
-    if (has_graphs(x))
-        for (int a = 0; a < x->nattrs; a++) {
-            gwr_attr *at = &x->attrs[a];
-            if (at->type != GWR_ATTR_GRAPH && at->type != GWR_ATTR_GRAPHS) continue;
-            for (int64_t k = 0; k < at->n; k++)
-                if (collect_captures(at->v.graphs[k], x->net, out)) return -1;
-        }
-    return 0;
-}
-
-int gwr_ir_would_cycle(gwr_layer *P, gwr_layer *C) {
-    if (!P || !C) return 0;
-    if (P == C) return 1;
-    if (P->rank < C->rank) return 0;
-    gwr_network *net = P->net;
-    uint32_t mark = ++net->epoch;
-    lstack st = {0}, preds = {0};
-    int found = 0;
-    if (lpush(&st, P)) found = 1; /* out of memory: refuse, to be safe */
-    P->mark = mark;
-    while (!found && st.n) {
-        gwr_layer *x = st.v[--st.n];
-        preds.n = 0;
-        if (preds_of(x, &preds)) {
-            found = 1;
-            break;
-        }
-        for (int64_t i = 0; i < preds.n; i++) {
-            gwr_layer *p = preds.v[i];
-            if (p == C) {
-                found = 1;
-                break;
-            }
-            if (p->mark == mark || p->rank < C->rank) continue;
-            p->mark = mark;
-            if (lpush(&st, p)) {
-                found = 1;
-                break;
-            }
-        }
-    }
-    free(st.v), free(preds.v);
-    return found;
-}
-
-static void retighten_ranks(gwr_network *net);
-static void set_tight_ranks(gwr_network *net, gwr_layer **order);
-
-static int by_rank(const void *a, const void *b) {
-    int32_t x = (*(gwr_layer *const *)a)->rank, y = (*(gwr_layer *const *)b)->rank;
-    return (x > y) - (x < y);
-}
-
-/* Before an edge P -> C with rank(P) >= rank(C) raises C and everything
- * downstream: new layers sit GWR_RANK_STEP above their inputs, so a chain
- * a rewrite has just built may fit below C once it is ranked tightly. This
- * re-ranks the layers upstream of P whose rank is >= bound (the region the
- * cycle check searched), in rank order, each one above its highest
- * predecessor. Ranks only go down, so every edge stays valid. */
-static void lower_region(gwr_layer *P, int32_t bound) {
-    if (!P || P->rank < bound) return;
-    uint32_t mark = ++P->net->epoch;
-    lstack region = {0}, st = {0}, preds = {0};
-    if (lpush(&st, P)) goto out;
-    P->mark = mark;
-    while (st.n) {
-        gwr_layer *x = st.v[--st.n];
-        preds.n = 0;
-        if (lpush(&region, x) || preds_of(x, &preds)) goto out;
-        for (int64_t i = 0; i < preds.n; i++) {
-            gwr_layer *p = preds.v[i];
-            if (p->mark == mark || p->rank < bound) continue;
-            p->mark = mark;
-            if (lpush(&st, p)) goto out;
-        }
-    }
-    qsort(region.v, (size_t)region.n, sizeof *region.v, by_rank);
-    for (int64_t i = 0; i < region.n; i++) {
-        gwr_layer *x = region.v[i];
-        preds.n = 0;
-        if (preds_of(x, &preds)) goto out;
-        int32_t r = 0;
-        for (int64_t k = 0; k < preds.n; k++)
-            if (preds.v[k]->rank >= r) r = preds.v[k]->rank + 1;
-        if (r < x->rank) x->rank = r;
-    }
-out:
-    free(region.v), free(st.v), free(preds.v);
-}
-
-/* Raises C's rank to at least `min` and repairs ranks downstream. Ranks
- * stay below the longest path ever built into a layer; should a long
- * history of rewrites push one to the int32 limit, all ranks of the
- * network are recomputed from its edges instead. */
-static void raise_rank(gwr_layer *C, int64_t min) {
-    if (!C || C->rank >= min) return;
-    if (min >= INT32_MAX - 1) {
-        retighten_ranks(C->net);
-        return;
-    }
-    C->rank = (int32_t)min;
-    lstack st = {0};
-    if (lpush(&st, C)) return;
-    while (st.n) {
-        gwr_layer *x = st.v[--st.n];
-        for (int o = 0; o < x->noutputs; o++) {
-            gwr_tensor *t = &gwr_ir_outputs(x)[o];
-            gwr_use *u = uses_of(t);
-            for (int32_t i = 0; i < t->nuses; i++) {
-                gwr_layer *y = gwr_ir_consumer_in(u[i].layer, x->net);
-                if (y && y->rank <= x->rank) {
-                    if (x->rank >= INT32_MAX - 1) {
-                        free(st.v);
-                        retighten_ranks(x->net);
-                        return;
-                    }
-                    y->rank = x->rank + 1;
-                    if (lpush(&st, y)) goto out;
-                }
-            }
-        }
-    }
-out:
-    free(st.v);
-}
-
-void gwr_ir_capture_edge(gwr_tensor *t, gwr_layer *l) {
-    if (!t->producer) return;
-    gwr_layer *C = gwr_ir_consumer_in(l, gwr_ir_tnet(t));
-    if (C) raise_rank(C, t->producer->rank + 1);
-}
-
-gwr_status gwr_ir_attach_check(gwr_layer *l, gwr_network *g) {
-    lstack caps = {0};
-    if (collect_captures(g, l->net, &caps)) {
-        free(caps.v);
-        return gwr_ir_error(l->net, GWR_ERR_NOMEM, "out of memory");
-    }
-    for (int64_t i = 0; i < caps.n; i++)
-        if (gwr_ir_would_cycle(caps.v[i], l)) {
-            gwr_status s = gwr_ir_error(l->net, GWR_ERR_CYCLE,
-                                        "subgraph '%s' reads the output of '%s', which depends on layer '%s'",
-                                        g->name, caps.v[i]->name, l->name);
-            free(caps.v);
-            return s;
-        }
-    free(caps.v);
-    return GWR_OK;
-}
-
-void gwr_ir_attach_edges(gwr_layer *l, gwr_network *g) {
-    lstack caps = {0};
-    if (!collect_captures(g, l->net, &caps))
-        for (int64_t i = 0; i < caps.n; i++) raise_rank(l, caps.v[i]->rank + 1);
-    free(caps.v);
-}
-
-void gwr_ir_discard_new_layer(gwr_layer *l) {
-    gwr_network *net = l->net;
-    GWR_IR_NOTIFY(net, layer_dropped, l);
-    for (int s = 0; s < l->ninputs; s++)
-        if (l->inputs[s]) gwr_ir_use_del(l->inputs[s], l, s);
-    gwr_ir_unname_layer(net, l, 0);
-    for (int o = 0; o < l->noutputs; o++) gwr_ir_unname_tensor(net, &gwr_ir_outputs(l)[o], 0);
-    if (net->layers[net->nlayers - 1] == l) net->nlayers--;
-    if (net->last_added == l) net->last_added = NULL;
-    gwr_ir_props_drop(net, l);
-    for (int o = 0; o < l->noutputs; o++) gwr_ir_props_drop(net, &gwr_ir_outputs(l)[o]);
-    gwr_ir_layer_free(l);
-}
+#include "ir/ir_internal.h"
 
 /* ---- rewiring ---- */
 
@@ -338,8 +24,8 @@ static gwr_status check_new_input(gwr_layer *l, gwr_tensor *t) {
 static void wired(gwr_layer *l, gwr_tensor *t) {
     if (!t || !t->producer) return;
     gwr_layer *C = gwr_ir_consumer_in(l, gwr_ir_tnet(t));
-    if (C && t->producer->rank >= C->rank) lower_region(t->producer, C->rank);
-    raise_rank(C, t->producer->rank + 1);
+    if (C && t->producer->rank >= C->rank) gwr_ir_lower_region(t->producer, C->rank);
+    gwr_ir_raise_rank(C, t->producer->rank + 1);
 }
 
 gwr_status gwr_layer_set_input(gwr_layer *l, int i, gwr_tensor *t) {
@@ -352,7 +38,7 @@ gwr_status gwr_layer_set_input(gwr_layer *l, int i, gwr_tensor *t) {
     if (t) {
         gwr_status s = check_new_input(l, t);
         if (s) return s;
-        if (uses_reserve(t, (int64_t)t->nuses + 1)) return gwr_ir_error(l->net, GWR_ERR_NOMEM, "out of memory");
+        if (gwr_ir_uses_reserve(t, (int64_t)t->nuses + 1)) return gwr_ir_error(l->net, GWR_ERR_NOMEM, "out of memory");
     }
     if (old) gwr_ir_use_del(old, l, i);
     l->inputs[i] = t;
@@ -367,7 +53,7 @@ gwr_status gwr_layer_append_input(gwr_layer *l, gwr_tensor *t) {
     if (t) {
         gwr_status s = check_new_input(l, t);
         if (s) return s;
-        if (uses_reserve(t, (int64_t)t->nuses + 1)) return gwr_ir_error(l->net, GWR_ERR_NOMEM, "out of memory");
+        if (gwr_ir_uses_reserve(t, (int64_t)t->nuses + 1)) return gwr_ir_error(l->net, GWR_ERR_NOMEM, "out of memory");
     }
     if (l->ninputs == l->incap) {
         int32_t ncap = l->incap ? l->incap * 2 : 2;
@@ -404,7 +90,7 @@ gwr_status gwr_ir_replace_check(gwr_tensor *old, gwr_tensor *nw, const gwr_layer
     if (!gwr_ir_in_scope(gwr_ir_tnet(nw), net))
         return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "tensor '%s' is not in scope of network '%s'", nw->name,
                             net->name);
-    gwr_use *u = uses_of(old);
+    gwr_use *u = gwr_ir_uses_of(old);
     int64_t moving = 0;
     for (int32_t i = 0; i < old->nuses; i++) {
         if (u[i].layer == except) continue;
@@ -434,7 +120,7 @@ static gwr_status replace_uses(gwr_tensor *old, gwr_tensor *nw, const gwr_layer 
     gwr_status st = gwr_ir_replace_check(old, nw, except, &moving);
     if (st) return st;
     gwr_network *net = gwr_ir_tnet(old);
-    gwr_use *u = uses_of(old);
+    gwr_use *u = gwr_ir_uses_of(old);
     int is_out = old->output_index >= 0;
     /* The interface keeps old's name: nw takes it, unless nw's own name is
      * part of the interface too (a graph input or another output) or nw
@@ -442,7 +128,7 @@ static gwr_status replace_uses(gwr_tensor *old, gwr_tensor *nw, const gwr_layer 
     int identity = is_out && ((nw->flags & TF_INPUT) || nw->output_index >= 0 || gwr_ir_tnet(nw) != net);
     /* Room for the moved uses and the Identity's read, so nothing below
      * fails (and no more: a single reader needs no array). */
-    if (uses_reserve(nw, (int64_t)nw->nuses + moving + identity))
+    if (gwr_ir_uses_reserve(nw, (int64_t)nw->nuses + moving + identity))
         return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
     gwr_tensor *carrier = nw;
     if (identity) {
@@ -452,12 +138,12 @@ static gwr_status replace_uses(gwr_tensor *old, gwr_tensor *nw, const gwr_layer 
         gwr_type ty;
         gwr_tensor_value_type(nw, &ty);
         gwr_tensor_set_value_type(carrier, &ty);
-        u = uses_of(old); /* unchanged, but re-read after the call */
+        u = gwr_ir_uses_of(old); /* unchanged, but re-read after the call */
     }
     if (is_out && (gwr_ir_tensor_own_name(old) || gwr_ir_tensor_own_name(carrier)))
         return GWR_ERR_NOMEM;
     /* Move the uses. */
-    gwr_use *nu = uses_of(nw);
+    gwr_use *nu = gwr_ir_uses_of(nw);
     int32_t keep = 0;
     for (int32_t i = 0; i < old->nuses; i++) {
         gwr_use x = u[i];
@@ -468,8 +154,8 @@ static gwr_status replace_uses(gwr_tensor *old, gwr_tensor *nw, const gwr_layer 
         x.layer->inputs[x.slot] = nw;
         nu[nw->nuses++] = x;
         if (gwr_ir_tnet(nw) != net) {
-            count_foreign(old, x.layer, -1);
-            count_foreign(nw, x.layer, 1);
+            gwr_ir_count_foreign(old, x.layer, -1);
+            gwr_ir_count_foreign(nw, x.layer, 1);
         }
     }
     int32_t total = old->nuses;
@@ -480,9 +166,9 @@ static gwr_status replace_uses(gwr_tensor *old, gwr_tensor *nw, const gwr_layer 
             gwr_layer *C = gwr_ir_consumer_in(nu[i].layer, gwr_ir_tnet(nw));
             if (C && C->rank < lowest) lowest = C->rank;
         }
-        if (nw->producer->rank >= lowest) lower_region(nw->producer, lowest);
+        if (nw->producer->rank >= lowest) gwr_ir_lower_region(nw->producer, lowest);
         for (int32_t i = nw->nuses - (total - keep); i < nw->nuses; i++)
-            raise_rank(gwr_ir_consumer_in(nu[i].layer, gwr_ir_tnet(nw)), nw->producer->rank + 1);
+            gwr_ir_raise_rank(gwr_ir_consumer_in(nu[i].layer, gwr_ir_tnet(nw)), nw->producer->rank + 1);
     }
     if (is_out) {
         int32_t k = old->output_index;
@@ -501,119 +187,6 @@ gwr_status gwr_tensor_replace_all_uses_with(gwr_tensor *old_t, gwr_tensor *new_t
 
 gwr_status gwr_tensor_replace_all_uses_except(gwr_tensor *old_t, gwr_tensor *new_t, const gwr_layer *except) {
     return replace_uses(old_t, new_t, except);
-}
-
-/* ---- topological order ---- */
-
-/* Computes a stable topological order of net's layers into *order. On a
- * cycle returns a layer on it (and no order). */
-static gwr_status topo_order(gwr_network *net, gwr_layer ***order, gwr_layer **on_cycle) {
-    *order = NULL;
-    *on_cycle = NULL;
-    gwr_layer **out = malloc((size_t)(net->nlayers ? net->nlayers : 1) * sizeof *out);
-    typedef struct {
-        gwr_layer *l;
-        int64_t next, npreds, base;
-    } frame;
-    frame *st = NULL;
-    int64_t nst = 0, stcap = 0, nout = 0;
-    lstack preds = {0}; /* the preds of every frame on the stack, concatenated */
-    if (!out) return GWR_ERR_NOMEM;
-    uint32_t visiting = net->epoch + 1, done = net->epoch + 2;
-    net->epoch += 2;
-    gwr_status s = GWR_OK;
-    for (int64_t i = 0; i < net->nlayers && !s; i++) {
-        gwr_layer *root = net->layers[i];
-        if (root->mark == done) continue;
-        root->mark = visiting;
-        if (gwr_grow((void **)&st, sizeof *st, &stcap, nst + 1)) { s = GWR_ERR_NOMEM; break; }
-        int64_t base = preds.n;
-        if (preds_of(root, &preds)) { s = GWR_ERR_NOMEM; break; }
-        st[nst++] = (frame){root, 0, preds.n - base, base};
-        while (nst && !s) {
-            frame *f = &st[nst - 1];
-            if (f->next < f->npreds) {
-                gwr_layer *p = preds.v[f->base + f->next++];
-                if (p->mark == done) continue;
-                if (p->mark == visiting) {
-                    *on_cycle = p;
-                    s = GWR_ERR_CYCLE;
-                    break;
-                }
-                p->mark = visiting;
-                if (gwr_grow((void **)&st, sizeof *st, &stcap, nst + 1)) { s = GWR_ERR_NOMEM; break; }
-                int64_t b = preds.n;
-                if (preds_of(p, &preds)) { s = GWR_ERR_NOMEM; break; }
-                st[nst++] = (frame){p, 0, preds.n - b, b};
-            } else {
-                f->l->mark = done;
-                out[nout++] = f->l;
-                preds.n = f->base;
-                nst--;
-            }
-        }
-    }
-    free(st), free(preds.v);
-    if (s) {
-        free(out);
-        return s;
-    }
-    *order = out;
-    return GWR_OK;
-}
-
-gwr_status gwr_network_topo_order(gwr_network *net, gwr_layer **out) {
-    if (!net || (!out && net->nlayers)) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_network_topo_order: NULL argument");
-    gwr_layer **order, *cyc;
-    gwr_status s = topo_order(net, &order, &cyc);
-    if (s == GWR_ERR_CYCLE) return gwr_ir_error(net, s, "the network has a cycle through layer '%s'", cyc->name);
-    if (s) return gwr_ir_error(net, s, "out of memory");
-    if (net->nlayers) memcpy(out, order, (size_t)net->nlayers * sizeof *order);
-    free(order);
-    return GWR_OK;
-}
-
-gwr_status gwr_network_toposort(gwr_network *net) {
-    if (!net) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_network_toposort: NULL network");
-    if (net->driven)
-        return gwr_ir_error(net, GWR_ERR_STATE, "gwr_network_toposort: network '%s' is being rewritten", net->name);
-    gwr_layer **order, *cyc;
-    gwr_status s = topo_order(net, &order, &cyc);
-    if (s == GWR_ERR_CYCLE)
-        return gwr_ir_error(net, s, "the network has a cycle through layer '%s'", cyc->name);
-    if (s) return gwr_ir_error(net, s, "out of memory");
-    memcpy(net->layers, order, (size_t)net->nlayers * sizeof *order);
-    free(order);
-    for (int64_t i = 0; i < net->nlayers; i++) net->layers[i]->index = (int32_t)i;
-    set_tight_ranks(net, net->layers);
-    return GWR_OK;
-}
-
-/* Sets every rank to GWR_RANK_STEP times the layer's longest-path depth,
- * in network order (which must be topological). */
-static void set_tight_ranks(gwr_network *net, gwr_layer **order) {
-    lstack preds = {0};
-    /* Spaced ranks while they fit in int32 (networks hold < 2^31 layers). */
-    int32_t step = net->nlayers < INT32_MAX / (2 * GWR_RANK_STEP) ? GWR_RANK_STEP : 1;
-    for (int64_t i = 0; i < net->nlayers; i++) {
-        gwr_layer *l = order[i];
-        l->rank = 0;
-        preds.n = 0;
-        if (preds_of(l, &preds)) continue; /* out of memory: this rank stays low; see below */
-        for (int64_t k = 0; k < preds.n; k++)
-            if (preds.v[k]->rank + step > l->rank) l->rank = preds.v[k]->rank + step;
-    }
-    free(preds.v);
-}
-
-void gwr_ir_retighten_ranks(gwr_network *net) { retighten_ranks(net); }
-
-static void retighten_ranks(gwr_network *net) {
-    gwr_layer **order, *cyc;
-    if (topo_order(net, &order, &cyc) == GWR_OK) {
-        set_tight_ranks(net, order);
-        free(order);
-    }
 }
 
 /* ---- prune ---- */
@@ -639,13 +212,13 @@ static void drop_layer_edges(gwr_layer *l) {
  * (a search from the outputs). On a removed layer that is still needed,
  * stops and leaves a message. */
 static gwr_status mark_live(gwr_network *net, uint32_t live) {
-    lstack st = {0}, preds = {0};
+    gwr_ir_lstack st = {0}, preds = {0};
     gwr_status s = GWR_OK;
     for (int64_t i = 0; i < net->noutputs && !s; i++) {
         gwr_layer *p = net->outputs[i]->producer;
         if (p && p->mark != live) {
             p->mark = live;
-            if (lpush(&st, p)) s = GWR_ERR_NOMEM;
+            if (gwr_ir_lpush(&st, p)) s = GWR_ERR_NOMEM;
         }
     }
     while (st.n && !s) {
@@ -655,7 +228,7 @@ static gwr_status mark_live(gwr_network *net, uint32_t live) {
             const char *by = "a network output";
             for (int o = 0; o < x->noutputs; o++) {
                 gwr_tensor *t = &gwr_ir_outputs(x)[o];
-                gwr_use *u = uses_of(t);
+                gwr_use *u = gwr_ir_uses_of(t);
                 for (int32_t k = 0; k < t->nuses; k++) {
                     gwr_layer *c = gwr_ir_consumer_in(u[k].layer, net);
                     if (c && c->mark == live && !(c->flags & LF_REMOVED)) by = c->name;
@@ -667,14 +240,14 @@ static gwr_status mark_live(gwr_network *net, uint32_t live) {
             break;
         }
         preds.n = 0;
-        if (preds_of(x, &preds)) {
+        if (gwr_ir_preds_of(x, &preds)) {
             s = GWR_ERR_NOMEM;
             break;
         }
         for (int64_t k = 0; k < preds.n; k++)
             if (preds.v[k]->mark != live) {
                 preds.v[k]->mark = live;
-                if (lpush(&st, preds.v[k])) {
+                if (gwr_ir_lpush(&st, preds.v[k])) {
                     s = GWR_ERR_NOMEM;
                     break;
                 }
@@ -706,7 +279,7 @@ static gwr_status mark_live(gwr_network *net, uint32_t live) {
  * the next ones are known and are loaded ahead, and follows edges from
  * dead layers only. On a removed layer that is still needed, leaves a
  * message. */
-static gwr_status mark_dead(gwr_network *net, uint32_t dead, lstack *q) {
+static gwr_status mark_dead(gwr_network *net, uint32_t dead, gwr_ir_lstack *q) {
     int64_t n = net->nlayers;
     /* Readers not known to be dead; -1: makes a network output. */
     int64_t *left = malloc((size_t)(n ? n : 1) * sizeof *left);
@@ -726,7 +299,7 @@ static gwr_status mark_dead(gwr_network *net, uint32_t dead, lstack *q) {
         left[i] = readers;
         if (!readers) {
             l->mark = dead;
-            if (lpush(q, l)) s = gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+            if (gwr_ir_lpush(q, l)) s = gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
         }
     }
     /* The dead readers' inputs lose a reader, in list order: the layer, its
@@ -754,7 +327,7 @@ static gwr_status mark_dead(gwr_network *net, uint32_t dead, lstack *q) {
             gwr_layer *p = t ? t->producer : NULL;
             if (!p || p->net != net || --left[p->index]) continue;
             p->mark = dead;
-            if (lpush(q, p)) {
+            if (gwr_ir_lpush(q, p)) {
                 s = gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
                 break;
             }
@@ -768,7 +341,7 @@ static gwr_status mark_dead(gwr_network *net, uint32_t dead, lstack *q) {
         const char *by = "a network output";
         for (int o = 0; o < x->noutputs; o++) {
             gwr_tensor *t = &gwr_ir_outputs(x)[o];
-            gwr_use *u = uses_of(t);
+            gwr_use *u = gwr_ir_uses_of(t);
             for (int32_t k = 0; k < t->nuses; k++)
                 if (u[k].layer->mark != dead && !(u[k].layer->flags & LF_REMOVED)) by = u[k].layer->name;
         }
@@ -804,7 +377,7 @@ static void prefetch_drop(gwr_layer *const *v, int64_t i, int64_t n) {
 
 static gwr_status prune_net(gwr_network *net, int64_t *count) {
     uint32_t mark = ++net->epoch;
-    lstack drop = {0};
+    gwr_ir_lstack drop = {0};
     gwr_status s;
     if (!net->nforeign_uses && !net->ngraph_attrs) {
         /* Counting: marks and lists the dead layers. */
@@ -817,7 +390,7 @@ static gwr_status prune_net(gwr_network *net, int64_t *count) {
             gwr_layer *l = net->layers[i];
             if (l->mark == mark) continue;
             l->flags |= LF_DROPPED;
-            if (lpush(&drop, l)) s = gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+            if (gwr_ir_lpush(&drop, l)) s = gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
         }
     }
     if (s) {
@@ -967,7 +540,7 @@ static gwr_status verify_net(gwr_network *net, const gwr_network *top, gwr_ptrma
         BAD("internal: %lld + %lld tensor names for %lld tensors", (long long)net->tensor_names.count,
             (long long)net->ngen_tensors, (long long)ntensors);
     gwr_layer **order, *cyc;
-    gwr_status ts = topo_order(net, &order, &cyc);
+    gwr_status ts = gwr_ir_topo_order(net, &order, &cyc);
     if (ts == GWR_ERR_CYCLE) return gwr_ir_error(net, ts, "network '%s' has a cycle through layer '%s'", nn, cyc->name);
     if (ts) return gwr_ir_error(net, ts, "out of memory");
     free(order);
@@ -991,7 +564,7 @@ static gwr_status verify_uses(gwr_network *net, const gwr_network *top, gwr_ptrm
         else ts = gwr_ir_outputs(net->layers[i - net->ninputs]), nt = net->layers[i - net->ninputs]->noutputs;
         for (int k = 0; k < nt; k++) {
             gwr_tensor *t = &ts[k];
-            gwr_use *u = uses_of(t);
+            gwr_use *u = gwr_ir_uses_of(t);
             for (int32_t j = 0; j < t->nuses; j++) {
                 gwr_layer *l = u[j].layer;
                 foreign += l->net != net;

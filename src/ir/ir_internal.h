@@ -1,228 +1,151 @@
-/* ir_internal.h - the IR's data structures, shared by the files of src/ir
- * and, read-only, by the rooms built on it. Not part of the public API. */
+/* ir_internal.h - private to src/ir: what its files share beyond
+ * ir_api.h (which rooms above ir see). Tests and benchmarks may include it
+ * to look inside. */
 #ifndef GWR_IR_INTERNAL_H
 #define GWR_IR_INTERNAL_H
 
-#include "gwr/ir.h"
-#include "util/util.h"
-
-/* One use of a tensor: input `slot` of `layer`. */
-typedef struct gwr_use {
-    gwr_layer *layer;
-    int32_t slot;
-} gwr_use;
-
-/* A shape interned in its root network: many tensors share one. */
-typedef struct gwr_ishape {
-    int32_t rank;
-    gwr_dim dims[];
-} gwr_ishape;
-
-/* TF_GEN_NAME: the tensor's name was made from its generated layer's and
- * is found through net->gen, not tensor_names (see gwr_network.gen). */
-enum { TF_INPUT = 1, TF_OWN_NAME = 2, TF_GEN_NAME = 8 };
-
-/* Owned by its producer layer's block (layer outputs) or by the network
- * (graph inputs). `name` is first: the name maps read it as the key. */
-struct gwr_tensor {
-    const char *name;
-    gwr_layer *producer;          /* NULL for a graph input (a gwr_input_tensor) */
-    const gwr_ishape *shape;      /* NULL: unknown rank */
-    union {
-        gwr_use one;              /* when cap <= 1 */
-        gwr_use *many;
-    } uses;
-    int32_t nuses, cap;
-    int32_t out_index;            /* among producer outputs, or among net inputs */
-    int32_t output_index;         /* among net outputs, or -1 */
-    uint8_t dtype, kind, flags;
-    uint32_t memo_ref;            /* the functional room's: which FLayerInfos name this
-                                     tensor (an entry of its network's memo; 0: none) */
-};
+#include "ir/ir_api.h"
 
 /* A new layer's rank is this far above its highest input's, so that a
  * chain a rewrite later inserts between two layers usually fits between
- * their ranks (see lower_region in graph.c) instead of raising every rank
- * downstream. */
+ * their ranks (see gwr_ir_lower_region in order.c) instead of raising
+ * every rank downstream. */
 #define GWR_RANK_STEP 8
 
-/* LF_GEN_NAME: the layer's name came fresh from the counter and is found
- * through net->gen, not layer_names (see gwr_network.gen). */
-enum { LF_REMOVED = 1, LF_DROPPED = 2, LF_OWN_NAME = 4, LF_OWN_INPUTS = 8, LF_GEN_NAME = 32 };
+/* Calls listener callback `cb` of net with the given arguments. */
+#define GWR_IR_NOTIFY(net, cb, ...)                                         \
+    do {                                                                    \
+        for (int64_t li_ = 0; li_ < (net)->nlisteners; li_++)               \
+            if ((net)->listeners[li_].ls.cb)                                \
+                (net)->listeners[li_].ls.cb((net)->listeners[li_].ls.ctx, __VA_ARGS__); \
+    } while (0)
 
-typedef struct gwr_attr {
-    const char *name;             /* interned in the root network */
-    gwr_attr_type type;
-    int64_t n;                    /* element count (lists), byte length (string) */
-    union {
-        int64_t i;
-        float f;
-        char *s;
-        int64_t *ints;
-        float *floats;
-        gwr_bytes *strings;       /* n entries, each malloc'd */
-        gwr_weights *tensors;     /* n entries (1 for TENSOR) */
-        gwr_network **graphs;     /* n entries (1 for GRAPH) */
-    } v;
-} gwr_attr;
+/* The files of src/ir use each other in one direction only; each may
+ * call the ones listed before it here (and core.c, optable.c):
+ * intern.c, names.c, weights.c, types.c, props.c, order.c, network.c,
+ * attrs.c, layer.c, graph.c; compare.c and dot.c on top. Below, what
+ * each one offers the others (beyond ir_api.h). */
 
-/* A graph input: the tensor knows its network through this wrapper (a
- * layer's outputs know it through their producer), which keeps the common
- * tensor small. */
-typedef struct gwr_input_tensor {
-    gwr_tensor t;
-    gwr_network *net;
-} gwr_input_tensor;
-
-/* One malloc block: the layer, then its output tensors, then its input
- * slots, then its name. */
-struct gwr_layer {
-    const char *name;
-    gwr_network *net;
-    const gwr_op_info *info;      /* the op table's entry, or an interned one for custom ops */
-    gwr_tensor **inputs;
-    gwr_attr *attrs;
-    int32_t index;                /* position in net->layers (networks hold < 2^31 layers) */
-    int32_t rank;                 /* pseudo-topological: producers rank lower */
-    int32_t ninputs, incap, noutputs;
-    int32_t nattrs;
-    uint32_t mark;                /* traversal epoch */
-    uint16_t op_id;
-    uint8_t type, flags;
-    void *flayer;                 /* the functional room's FLayerInfo recorded on the layer, or NULL */
-};
-
-static inline gwr_tensor *gwr_ir_outputs(const gwr_layer *l) { return (gwr_tensor *)(l + 1); }
-
-/* The network a tensor belongs to. */
-static inline gwr_network *gwr_ir_tnet(const gwr_tensor *t) {
-    return t->producer ? t->producer->net : ((const gwr_input_tensor *)(const void *)t)->net;
-}
-
-/* A hash set of objects keyed by their name (first field): linear probing
- * with 32 bits of each name's hash kept in the slot, so a probe touches an
- * object only when the hashes match and growing never re-reads names. The
- * hash and the pointer share one 12-byte slot (the pointer unaligned, read
- * with memcpy): a lookup in a big network's map costs one cache miss, not
- * one in a hash array and another in a pointer array. */
-typedef struct gwr_name_slot {
-    uint32_t hash;                /* 0: empty (hashes are made nonzero) */
-    unsigned char obj[sizeof(void *)];
-} gwr_name_slot;
-typedef struct gwr_namemap {
-    gwr_name_slot *slots;
-    int64_t cap, count;
-} gwr_namemap;
-
-typedef enum { GWR_EXT_FLAYER_MEMO = 0, GWR_EXT_COUNT } gwr_ext_slot;
-
-/* Named byte strings, in insertion order (props.c). */
-typedef struct gwr_prop {
-    char *key;
-    char *val;                    /* len bytes + NUL */
-    size_t len;
-} gwr_prop;
-typedef struct gwr_props {
-    gwr_prop *v;
-    int64_t n, cap;
-} gwr_props;
-
-typedef struct gwr_opset {
-    const char *domain;           /* interned */
-    int64_t version;
-} gwr_opset;
-
-typedef struct gwr_listener_entry {
-    gwr_listener ls;
-    int id;
-} gwr_listener_entry;
-
-struct gwr_network {
-    char *name;
-    gwr_network *parent, *root;
-    gwr_layer *owner;
-    gwr_layer **layers;
-    int64_t nlayers, layers_cap, nremoved;
-    gwr_tensor **inputs;
-    int64_t ninputs, inputs_cap;
-    gwr_tensor **outputs;
-    int64_t noutputs, outputs_cap;
-    gwr_namemap layer_names, tensor_names;
-    gwr_listener_entry *listeners;
-    int64_t nlisteners, listeners_cap;
-    int next_listener_id;
-    uint32_t epoch;
-    uint64_t name_counter;
-    /* Every name put in this network's maps other than a generated
-     * "<base>_<n>" (or "<base>_<n>:<i>") whose last '_' is followed by
-     * digits has that number below name_floor: a name generated with a
-     * counter value >= name_floor cannot be taken, and add_layer skips
-     * looking it up (see next_name). */
-    uint64_t name_floor;
-    /* Generated names, kept out of the maps: a layer added with a fresh
-     * counter name "<op>_<n>" (n < GWR_GEN_MAX) is gen[n], marked
-     * LF_GEN_NAME, and its outputs named after it ("<op>_<n>",
-     * "<op>_<n>:<i>") are marked TF_GEN_NAME; none of them is in
-     * layer_names or tensor_names. A lookup that misses the maps parses n
-     * (and i) back from the name. A layer built by a rewrite then costs no
-     * name-map slot, and no cache miss to insert or delete one, which is
-     * most of what naming costs in a network of a million layers. gen[n]
-     * is cleared when neither the layer nor an output keeps the mark.
-     * ngen_*: how many layers and tensors are marked (verify counts them
-     * with the maps). */
-    gwr_layer **gen;
-    int64_t gen_cap, ngen_layers, ngen_tensors;
-    gwr_layer *last_added;
-    gwr_props props;              /* the network's own */
-    gwr_ptrmap objprops;          /* layer or tensor -> gwr_props (rare: kept aside) */
-    gwr_ptrmap vtypes;            /* tensor -> gwr_type, for non-tensor kinds */
-    gwr_ptrmap defaults;          /* graph input -> gwr_weights */
-    void *ext[GWR_EXT_COUNT];
-    void (*ext_free[GWR_EXT_COUNT])(void *);
-    int tearing_down;
-    /* Set while a rewrite manager drives this network: prune, toposort
-     * and free would move or drop layers its worklist holds. */
-    int driven;
-    /* Graph-valued attributes held by this network's layers: while 0,
-     * walks skip looking for subgraphs in every layer's attributes. */
-    int64_t ngraph_attrs;
-    /* Uses of this network's tensors by layers of other networks (its
-     * subgraphs, attached or not): while 0, and ngraph_attrs is 0, a
-     * tensor's use list names all its readers and they are all layers of
-     * this network (prune counts on it). */
-    int64_t nforeign_uses;
-    /* root only */
-    gwr_arena arena;              /* interned strings and shapes */
-    gwr_strmap strings;           /* interned strings */
-    gwr_strmap custom_ops;        /* "domain\x1fop" -> gwr_op_info of ops the table lacks */
-    void **shapes;                /* interned shape set */
-    const gwr_ishape *last_shape; /* the last one interned or found */
-    int64_t shapes_cap, nshapes;
-    const char **syms;
-    int64_t nsyms, syms_cap;
-    gwr_strmap sym_index;         /* name -> index + 1 */
-    gwr_opset *opsets;
-    int64_t nopsets, opsets_cap;
-    char errmsg[GWR_ERRMSG_MAX];
-};
-
-/* Records a failure on net (and returns s). */
-gwr_status gwr_ir_error(gwr_network *net, gwr_status s, const char *fmt, ...) GWR_PRINTF(3, 4);
+/* intern.c */
 /* Interns a string in net's root; NULL on allocation failure. */
 const char *gwr_ir_intern(gwr_network *net, const char *s);
 /* Interns a shape; NULL when rank < 0 or on allocation failure. */
 const gwr_ishape *gwr_ir_intern_shape(gwr_network *net, int rank, const gwr_dim *dims);
-/* Per-network state of the rooms above ir (the FLayerInfo memo). */
-void *gwr_ir_ext_get(const gwr_network *net, gwr_ext_slot slot);
-void gwr_ir_ext_set(gwr_network *net, gwr_ext_slot slot, void *p, void (*free_fn)(void *));
 /* Is `anc` the network `net` or one of its ancestors? */
 int gwr_ir_in_scope(const gwr_network *anc, const gwr_network *net);
+
+/* names.c */
+uint32_t gwr_ir_name_hash(const char *name);
+void *gwr_ir_namemap_get(const gwr_namemap *m, const char *name);
+void *gwr_ir_namemap_get_h(const gwr_namemap *m, const char *name, uint32_t h);
+int gwr_ir_namemap_put(gwr_namemap *m, void *obj);
+int gwr_ir_namemap_put_h(gwr_namemap *m, void *obj, uint32_t h);
+void gwr_ir_namemap_del(gwr_namemap *m, void *obj);
+/* Starts loading the slot where a lookup of hash h begins. */
+void gwr_ir_namemap_prefetch(const gwr_namemap *m, uint32_t h);
+/* h: gwr_ir_name_hash of obj's name, when the caller has it. */
+void gwr_ir_namemap_del_h(gwr_namemap *m, void *obj, uint32_t h);
+/* Puts obj (named name, hash h) in map m of net, keeping net->name_floor
+ * above the number its name ends with; -1 on allocation failure. */
+int gwr_ir_name_put(gwr_network *net, gwr_namemap *m, void *obj, uint32_t h);
+/* Name lookups in a network: its maps, then its generated names. */
+gwr_layer *gwr_ir_find_layer(const gwr_network *net, const char *name);
+gwr_tensor *gwr_ir_find_tensor(const gwr_network *net, const char *name);
+gwr_layer *gwr_ir_find_layer_h(const gwr_network *net, const char *name, uint32_t h);
+gwr_tensor *gwr_ir_find_tensor_h(const gwr_network *net, const char *name, uint32_t h);
+/* Generated names "<op>_<n>" with n below this live in net->gen. */
+#define GWR_GEN_MAX (INT64_C(1) << 31)
+/* "<base>_<n>" with the network's next counter value, into buf (160
+ * bytes); *hash gets its hash, *fresh (may be NULL) whether it is known
+ * to be free without looking. */
+const char *gwr_ir_next_name(gwr_network *net, const char *base, char *buf, uint32_t *hash, int *fresh);
+/* gwr_ir_next_name until the name is free among net's tensors. */
+const char *gwr_ir_unique_tensor_name(gwr_network *net, const char *base, char *buf, uint32_t *hash);
+/* 0 (message on net) for an empty name; `what` names the object. */
+int gwr_ir_name_ok(gwr_network *net, const char *name, const char *what);
+/* Takes a layer's or tensor's name out of where lookups find it (before
+ * the name changes or the object goes). h: the name's hash, or 0. */
+void gwr_ir_unname_layer(gwr_network *net, gwr_layer *l, uint32_t h);
+void gwr_ir_unname_tensor(gwr_network *net, gwr_tensor *t, uint32_t h);
+gwr_status gwr_ir_tensor_rename(gwr_tensor *t, const char *name);
+gwr_status gwr_ir_tensor_own_name(gwr_tensor *t);
+void gwr_ir_tensor_swap_names(gwr_tensor *a, gwr_tensor *b);
+
+/* weights.c */
+gwr_status gwr_ir_weights_check(gwr_network *net, const gwr_weights *w);
 /* Deep copy / release of weights (buffer retained / released). */
 gwr_status gwr_ir_weights_copy(gwr_weights *dst, const gwr_weights *src);
 void gwr_ir_weights_clear(gwr_weights *w);
-/* Layer free helpers (attrs.c). */
+
+/* types.c */
+void gwr_ir_type_free(gwr_type *ty);
+/* Drops the value type kept for a tensor of a non-tensor kind. */
+void gwr_ir_tensor_drop_vtype(gwr_tensor *t);
+
+/* props.c: drops the properties (and default value) kept for a layer or
+ * tensor; frees everything a network keeps aside at destruction. */
+void gwr_ir_props_drop(gwr_network *net, const void *obj);
+void gwr_ir_props_destroy(gwr_network *net);
+
+/* order.c */
+static inline gwr_use *gwr_ir_uses_of(gwr_tensor *t) { return t->cap <= 1 ? &t->uses.one : t->uses.many; }
+/* Room for `need` uses of t: 0, or -1 on allocation failure. */
+int gwr_ir_uses_reserve(gwr_tensor *t, int64_t need);
+/* Keeps the count of uses of t's network's tensors by other networks'
+ * layers (d: +1 or -1 for a use of t by l). */
+static inline void gwr_ir_count_foreign(gwr_tensor *t, const gwr_layer *l, int d) {
+    gwr_network *tn = gwr_ir_tnet(t);
+    if (l->net != tn) tn->nforeign_uses += d;
+}
+/* Use lists: 0 / -1 on allocation failure. */
+int gwr_ir_use_add(gwr_tensor *t, gwr_layer *l, int slot);
+void gwr_ir_use_del(gwr_tensor *t, gwr_layer *l, int slot);
+/* The layer of `net` that (through nested subgraphs) contains layer u, or
+ * NULL when u's network is not (yet) attached below net. */
+static inline gwr_layer *gwr_ir_consumer_in(gwr_layer *u, const gwr_network *net) {
+    while (u && u->net != net) u = u->net->owner;
+    return u;
+}
+/* A growable stack of layers. */
+typedef struct gwr_ir_lstack {
+    gwr_layer **v;
+    int64_t n, cap;
+} gwr_ir_lstack;
+static inline int gwr_ir_lpush(gwr_ir_lstack *s, gwr_layer *l) {
+    if (gwr_grow((void **)&s->v, sizeof *s->v, &s->cap, s->n + 1)) return -1;
+    s->v[s->n++] = l;
+    return 0;
+}
+/* Appends the producers (in x's network) that x depends on; -1 on
+ * allocation failure. */
+int gwr_ir_preds_of(gwr_layer *x, gwr_ir_lstack *out);
+/* Would an edge from P to C (same network) close a cycle? */
+int gwr_ir_would_cycle(gwr_layer *P, gwr_layer *C);
+/* Re-ranks the layers upstream of P ranked >= bound tightly (before an
+ * edge P -> C with bound = rank(C)); ranks only go down. */
+void gwr_ir_lower_region(gwr_layer *P, int32_t bound);
+/* Raises C's rank (C may be NULL) to at least min and repairs ranks
+ * downstream. */
+void gwr_ir_raise_rank(gwr_layer *C, int64_t min);
+/* l (in a subgraph) reads t of an enclosing network: record the implied
+ * edge from t's producer to l's enclosing layer (ranks). */
+void gwr_ir_capture_edge(gwr_tensor *t, gwr_layer *l);
+/* Attaching subgraph g to layer l: refuses (GWR_ERR_CYCLE) when a tensor g
+ * reads from l's network depends on l; otherwise records the edges. */
+gwr_status gwr_ir_attach_check(gwr_layer *l, gwr_network *g);
+void gwr_ir_attach_edges(gwr_layer *l, gwr_network *g);
+/* A stable topological order of net's layers (malloc'd, into *order); on
+ * a cycle GWR_ERR_CYCLE and a layer on it. No message. */
+gwr_status gwr_ir_topo_order(gwr_network *net, gwr_layer ***order, gwr_layer **on_cycle);
+/* Recomputes every rank of net from its edges (see gwr_ir_raise_rank). */
+void gwr_ir_retighten_ranks(gwr_network *net);
+
+/* network.c */
+/* Frees an attribute's value (a subgraph with it). */
+void gwr_ir_attr_clear(gwr_network *net, gwr_attr *a);
+/* Frees a layer's attributes. */
 void gwr_ir_attrs_free(gwr_layer *l);
-/* The network's errmsg buffer to write into. */
-#define GWR_IR_ERRBUF(net) ((net)->errmsg)
+void gwr_ir_layer_free(gwr_layer *l);
+void gwr_ir_network_destroy(gwr_network *net);
 
 #endif

@@ -1,11 +1,10 @@
 /* props.c - properties (named byte strings) on networks, layers and
- * tensors; opset imports; default values of graph inputs; the public
- * topological order. Layers and tensors keep theirs in a map on the
- * network, since few have any. */
+ * tensors; opset imports; default values of graph inputs. Layers and
+ * tensors keep theirs in a map on the network, since few have any. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/ir_graph.h"
+#include "ir/ir_internal.h"
 
 static void props_clear(gwr_props *p) {
     for (int64_t i = 0; i < p->n; i++) free(p->v[i].key), free(p->v[i].val);

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/ir_internal.h"
+#include "ir/ir_api.h"
 #include "onnx/onnx_export.h"
 
 gwr_status gwr_ox_fail(gwr_ox_ctx *c, gwr_status s, const char *fmt, ...) {

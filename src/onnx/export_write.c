@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ir/ir_internal.h"
+#include "ir/ir_api.h"
 #include "onnx/onnx_common.h"
 #include "onnx/onnx_export.h"
 

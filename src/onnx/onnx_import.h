@@ -1,6 +1,7 @@
-/* onnx_import.h - what the files of the ONNX importer share (import.c,
- * import_wire.c, import_tensor.c). Private to src/onnx: it names protobuf-c
- * types, which nothing outside src/onnx may see. */
+/* onnx_import.h - what the files of the ONNX importer share (import.c on
+ * import_wire.c and import_tensor.c, all three on import_ctx.c). Private
+ * to src/onnx: it names protobuf-c types, which nothing outside src/onnx
+ * may see. */
 #ifndef GWR_ONNX_IMPORT_H
 #define GWR_ONNX_IMPORT_H
 
@@ -79,10 +80,15 @@ typedef struct gwr_oi_ctx {
     char err[GWR_ERRMSG_MAX];         /* the problem, without the path */
 } gwr_oi_ctx;
 
-/* Records the first failure (later ones are ignored) and returns s. */
+/* import_ctx.c, at the bottom: the other files of the importer use it,
+ * and it uses none of them. Records the first failure (later ones are
+ * ignored) and returns s. */
 gwr_status gwr_oi_fail(gwr_oi_ctx *c, gwr_status s, const char *fmt, ...) GWR_PRINTF(3, 4);
 /* Puts "<prefix>: " in front of the recorded message (context on unwind). */
 void gwr_oi_wrap(gwr_oi_ctx *c, const char *fmt, ...) GWR_PRINTF(2, 3);
+/* Gives the pages of the model's own mapping before byte `upto` back to
+ * the kernel (when the model is a file gwr mapped). */
+void gwr_oi_drop_consumed(gwr_oi_ctx *c, size_t upto);
 
 /* import_wire.c. Walks the whole message tree with protobuf-c's
  * descriptors before protobuf-c unpacks it: lengths, wire types, nesting
@@ -129,9 +135,6 @@ gwr_status gwr_oi_tensor(gwr_oi_ctx *c, Onnx__TensorProto *t, const char *what, 
  * 64-byte aligned chunks of anonymous memory (see import_tensor.c). The
  * same checks and messages as gwr_oi_tensor; w->dims point into t. */
 gwr_status gwr_oi_plain_weights(gwr_oi_ctx *c, const gwr_oi_plain_tensor *t, const char *what, gwr_weights *w);
-/* import.c. Gives the pages of the model's own mapping before byte
- * `upto` back to the kernel (when the model is a file gwr mapped). */
-void gwr_oi_drop_consumed(gwr_oi_ctx *c, size_t upto);
 /* Drops the import's references to the external files and raw chunks. */
 void gwr_oi_ext_close(gwr_oi_ctx *c);
 

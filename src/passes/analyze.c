@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "gwr/analyze.h"
-#include "ir/ir_internal.h"
+#include "ir/ir_api.h"
 #include "passes/analyze_internal.h"
 
 /* ---- saturating arithmetic (every count is >= 0) ----------------------------- */

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "gwr/passes.h"
-#include "rewrite/rewrite_internal.h"
+#include "rewrite/rewrite_api.h"
 
 typedef struct builtin {
     const char *label;

@@ -115,7 +115,7 @@ gwr_status gwr_analysis_manager_analyze(gwr_analysis_manager *m, gwr_network *ne
         return gwr_fmt_error(m->errmsg, GWR_ERR_STATE, "network '%s' is being rewritten or analyzed", net->name);
     }
     m->running = 1;
-    net->driven = 1;
+    gwr_ir_network_set_driven(net, 1);
     gwr_rewrite_ctx c = {.net = net, .args = args, .analyzing = 1};
     for (int64_t i = 0; i < net->nlayers && !s; i++) {
         gwr_layer *l = net->layers[i];
@@ -152,7 +152,7 @@ gwr_status gwr_analysis_manager_analyze(gwr_analysis_manager *m, gwr_network *ne
         }
     }
     m->running = 0;
-    net->driven = 0;
+    gwr_ir_network_set_driven(net, 0);
     free(c.match);
     gwr_network_remove_listener(net, id);
     rw_table_thaw(&m->table);

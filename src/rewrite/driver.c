@@ -538,9 +538,9 @@ gwr_status gwr_rewrite_manager_rewrite(gwr_rewrite_manager *m, gwr_network *net,
         return gwr_fmt_error(m->errmsg, GWR_ERR_STATE, "network '%s' is already being rewritten", net->name);
     }
     m->running = 1;
-    net->driven = 1;
+    gwr_ir_network_set_driven(net, 1);
     int ret = o->full_rescan ? run_rescan(&r) : run_worklist(&r);
-    net->driven = 0;
+    gwr_ir_network_set_driven(net, 0);
     m->running = 0;
     gwr_network_remove_listener(net, id);
     rw_table_thaw(&m->table);

@@ -1,12 +1,13 @@
 /* rewrite_internal.h - the pattern table shared by the two managers: each
  * pattern's copy, the priority order, and the dispatch index (layer class
- * and op -> the patterns to offer, best first). Not part of the public
- * API. */
+ * and op -> the patterns to offer, best first). Private to src/rewrite
+ * (rooms above include rewrite_api.h). */
 #ifndef GWR_REWRITE_INTERNAL_H
 #define GWR_REWRITE_INTERNAL_H
 
 #include "gwr/rewrite.h"
-#include "ir/ir_internal.h"
+#include "ir/ir_api.h"
+#include "rewrite/rewrite_api.h"
 #include "util/util.h"
 
 /* One pattern kept by a manager. */
@@ -93,7 +94,7 @@ static inline void rw_ctx_begin(gwr_rewrite_ctx *c, rw_pattern *p, gwr_layer *l)
     c->nmatch = 0;
     /* A callback that fails without gwr_rewrite_fail is reported with the
      * network's message: make sure it is its own, not an older one. */
-    c->net->errmsg[0] = 0;
+    gwr_ir_clear_error(c->net);
 }
 
 /* The message and status of a failed callback: what it gave
@@ -102,8 +103,5 @@ static inline void rw_ctx_begin(gwr_rewrite_ctx *c, rw_pattern *p, gwr_layer *l)
 const char *rw_ctx_failure(const gwr_rewrite_ctx *c, gwr_status returned, gwr_status *status);
 
 double rw_now(void);
-
-/* Leaves a message on a rewrite manager (for the passes room). */
-gwr_status rw_manager_error(gwr_rewrite_manager *m, gwr_status s, const char *fmt, ...) GWR_PRINTF(3, 4);
 
 #endif

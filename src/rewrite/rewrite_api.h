@@ -1,0 +1,16 @@
+/* rewrite_api.h - what src/rewrite offers the rooms built on it (passes)
+ * beside the public API of include/gwr/rewrite.h. The only header of
+ * src/rewrite that a file outside src/rewrite may include;
+ * rewrite_internal.h is private to src/rewrite. Not part of the public
+ * API. */
+#ifndef GWR_REWRITE_API_H
+#define GWR_REWRITE_API_H
+
+#include "gwr/rewrite.h"
+#include "util/util.h"
+
+/* Leaves a message on a rewrite manager (gwr_rewrite_manager_errmsg) and
+ * returns s: for the passes room's calls that take a manager. */
+gwr_status rw_manager_error(gwr_rewrite_manager *m, gwr_status s, const char *fmt, ...) GWR_PRINTF(3, 4);
+
+#endif

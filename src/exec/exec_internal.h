@@ -32,22 +32,50 @@ struct gwr_value {
  * a copy of dims. */
 gwr_value *gwr_value_over(gwr_buffer *buf, void *data, gwr_dtype dtype, int rank, const int64_t *dims);
 
-typedef struct gwr_frame gwr_frame;
 typedef struct gwr_exec_pool gwr_exec_pool;
 
-typedef struct gwr_kctx {
+/* ---- the memory pool (pool.c) -------------------------------------------- */
+
+/* A pool with one reference, the owner's; NULL when out of memory. */
+gwr_exec_pool *gwr_exec_pool_new(void);
+/* Gives the owner's reference back; buffers still out keep the pool until
+ * they are released (their blocks are then freed, not kept). */
+void gwr_exec_pool_close(gwr_exec_pool *p);
+/* A buffer of n bytes (64-byte aligned), or NULL when out of memory. */
+gwr_buffer *gwr_exec_pool_alloc(gwr_exec_pool *p, size_t n);
+/* Starts a run's figures: total 0, peak the bytes out now. */
+void gwr_exec_pool_begin_run(gwr_exec_pool *p);
+void gwr_exec_pool_stats(const gwr_exec_pool *p, int64_t *peak, int64_t *total);
+
+/* ---- kernel contexts ----------------------------------------------------- */
+
+/* What gwr_k_fail records, for the caller to report after the kernel. */
+typedef struct gwr_kmsg {
+    gwr_status status;
+    char text[GWR_ERRMSG_MAX];
+} gwr_kmsg;
+
+typedef struct gwr_kctx gwr_kctx;
+
+/* Runs subgraph g for kernel k (see gwr_k_run_graph); set by the session. */
+typedef gwr_status (*gwr_kgraph_fn)(gwr_kctx *k, gwr_network *g, int nin, gwr_value *const *in, int nout,
+                                    gwr_value **out);
+
+struct gwr_kctx {
     gwr_layer *layer;
     int64_t opset;            /* of the layer's domain, from the root network; 0 when the
                                * model imports none (read it as the newest) */
     int nin, nout;
     gwr_value *const *in;     /* in[i] is NULL for an absent optional input */
     gwr_value **out;          /* set by the kernel */
-    gwr_session *session;
-    gwr_frame *frame;         /* for subgraphs */
-    gwr_exec_pool *pool;
     int threads;
-    const void *step;         /* the session's, for gwr_k_out_used */
-} gwr_kctx;
+    /* The caller's side, read by the gwr_k_* helpers (kctx.c) only. */
+    gwr_exec_pool *pool;      /* where outputs are allocated */
+    gwr_kmsg *msg;            /* what gwr_k_fail writes */
+    const uint8_t *out_used;  /* per output: read by anything; NULL: every output is */
+    gwr_kgraph_fn run_graph;  /* NULL: no subgraphs here (gwr_exec_layer) */
+    void *run_ctx;            /* run_graph's: the session's frame */
+};
 
 typedef gwr_status (*gwr_kernel_fn)(gwr_kctx *k);
 
@@ -62,7 +90,7 @@ typedef struct gwr_kernel_entry {
  * caller must then have loaded (gwr_blas_load, exec/blas.h). */
 gwr_kernel_fn gwr_kernel_find(const char *domain, const char *op, int *needs_blas);
 
-/* ---- for kernels --------------------------------------------------------- */
+/* ---- for kernels (kctx.c) ----------------------------------------------- */
 
 /* Allocates output i (uninitialized bytes; STRING entries empty). NULL
  * after gwr_k_fail when out of memory (NOMEM) or on a bad shape
@@ -99,10 +127,10 @@ void gwr_v_set_f64(gwr_value *v, int64_t j, double x);
 
 /* Runs subgraph g (an attribute of k's layer) with its inputs bound in
  * order and its outputs returned (new references), names of enclosing
- * graphs resolved through k's frame. */
+ * graphs resolved through k's frame (k->run_graph; UNSUPPORTED without). */
 gwr_status gwr_k_run_graph(gwr_kctx *k, gwr_network *g, int nin, gwr_value *const *in, int nout, gwr_value **out);
 
-/* ---- shapes -------------------------------------------------------------- */
+/* ---- shapes (value.c) ------------------------------------------------------ */
 
 /* NumPy broadcasting of two shapes into out (rank *orank); GWR_ERR_INVALID_ARG
  * when they do not broadcast. */

@@ -79,16 +79,39 @@ struct gwr_kctx {
 
 typedef gwr_status (*gwr_kernel_fn)(gwr_kctx *k);
 
+/* ---- the kernel registry (kernels/registry.c) ----------------------------- */
+
+#define GWR_KF_BLAS 1u  /* calls OpenBLAS: the caller loads it first (gwr_blas_load, exec/blas.h) */
+#define GWR_KF_ALIAS 2u /* an output may share an input's bytes (gwr_k_set_out of an input, gwr_k_alias) */
+
+/* One kernel. Family files list theirs in a table gwr_kernels_<family>[],
+ * ended by an entry with no fn, written with GWR_KERNEL (ops of ops.def) or
+ * GWR_KERNEL_CUSTOM (ops the table lacks, by domain and name). */
 typedef struct gwr_kernel_entry {
-    const char *domain; /* "" for ONNX */
-    const char *op;
+    gwr_op_id op;          /* GWR_OP_CUSTOM: the op named by domain and name */
     gwr_kernel_fn fn;
+    unsigned flags;        /* GWR_KF_* */
+    /* The opsets of the op's domain the kernel implements. In a family's
+     * table 0 means the default: from the op's `since` in ops.def (1 for
+     * custom ops), with no upper bound; the registry's copies (what
+     * gwr_kernel_for_op gives) hold the resolved numbers, INT_MAX for none. */
+    int first_opset, last_opset;
+    const char *domain, *name; /* custom ops only */
 } gwr_kernel_entry;
 
-/* The kernel for (domain, op), or NULL (kernels/registry.c). *needs_blas
- * (may be NULL) is set when the kernel's family calls OpenBLAS, which the
- * caller must then have loaded (gwr_blas_load, exec/blas.h). */
-gwr_kernel_fn gwr_kernel_find(const char *domain, const char *op, int *needs_blas);
+/* GWR_KERNEL(Add, k_add) or GWR_KERNEL(MatMul, k_matmul, .flags = GWR_KF_BLAS). */
+#define GWR_KERNEL(id, ...) {.op = GWR_OP_##id, .fn = __VA_ARGS__}
+#define GWR_KERNEL_CUSTOM(dom, nm, ...) {.op = GWR_OP_CUSTOM, .domain = dom, .name = nm, .fn = __VA_ARGS__}
+
+/* The kernel of an op of ops.def, or NULL when it has none. O(1). */
+const gwr_kernel_entry *gwr_kernel_for_op(gwr_op_id id);
+/* The kernel for (domain, op) (domain "" or "ai.onnx" for ONNX's), ops.def's
+ * ops and the custom ones alike, or NULL. */
+const gwr_kernel_entry *gwr_kernel_find(const char *domain, const char *op);
+/* The kernel for layer l, or NULL. */
+const gwr_kernel_entry *gwr_kernel_for_layer(const gwr_layer *l);
+/* Does e implement opset `opset` of its domain (0: the newest, always)? */
+int gwr_kernel_supports(const gwr_kernel_entry *e, int64_t opset);
 
 /* ---- for kernels (kctx.c) ----------------------------------------------- */
 

@@ -8,6 +8,7 @@
  * the kernels and released at the slot's last read, so the memory of a
  * dead tensor is reused by the next one of its size class (the pool).
  * Names of enclosing graphs are found through the parent frames. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +123,34 @@ static gwr_network *root_of(gwr_network *n) {
     return n;
 }
 
+/* The opset of l's domain the root network imports; 0, "the newest" as
+ * kernels read it, when it imports none. */
+static int64_t layer_opset(const gwr_layer *l) {
+    int64_t v = gwr_network_opset(root_of(gwr_layer_network(l)), gwr_layer_domain(l));
+    return v < 0 ? 0 : v;
+}
+
+/* The kernel for l at opset `opset`, OpenBLAS loaded when it needs it; NULL
+ * with a message naming the layer in msg. */
+static const gwr_kernel_entry *layer_kernel(const gwr_layer *l, int64_t opset, char *msg, size_t size) {
+    const char *dom = gwr_layer_domain(l), *why = NULL;
+    const gwr_kernel_entry *e = gwr_kernel_for_layer(l);
+    if (!e) {
+        snprintf(msg, size, "layer '%s': no kernel for %s%s%s", gwr_layer_name(l), dom, *dom ? "::" : "", gwr_layer_op(l));
+    } else if (!gwr_kernel_supports(e, opset)) {
+        char last[24] = "";
+        if (e->last_opset != INT_MAX) snprintf(last, sizeof last, "%d", e->last_opset);
+        snprintf(msg, size, "layer '%s' (%s): the kernel implements opsets %d to %s of domain '%s', not opset %lld",
+                 gwr_layer_name(l), gwr_layer_op(l), e->first_opset, *last ? last : "the newest",
+                 *dom ? dom : "ai.onnx", (long long)opset);
+        e = NULL;
+    } else if ((e->flags & GWR_KF_BLAS) && gwr_blas_load(&why)) {
+        snprintf(msg, size, "layer '%s' (%s): %s", gwr_layer_name(l), gwr_layer_op(l), why);
+        e = NULL;
+    }
+    return e;
+}
+
 static gplan *plan_new(gwr_session *s, gwr_network *net) {
     gplan *p = calloc(1, sizeof *p);
     gwr_layer **order = NULL;
@@ -140,26 +169,19 @@ static gplan *plan_new(gwr_session *s, gwr_network *net) {
     }
     for (int i = 0; i < ni; i++)
         if ((p->input_slot[i] = new_slot(p, gwr_network_input(net, i))) < 0) goto nomem;
-    gwr_network *root = root_of(net);
     for (int64_t i = 0; i < nl; i++) {
         gwr_layer *l = order[i];
         if (gwr_layer_is_removed(l)) continue;
         step *st = &p->steps[p->nsteps++];
         st->l = l;
-        int blas = 0;
-        const char *why = NULL;
-        if (!(st->fn = gwr_kernel_find(gwr_layer_domain(l), gwr_layer_op(l), &blas))) {
-            sess_error(s, GWR_ERR_UNSUPPORTED, "layer '%s': no kernel for %s%s%s", gwr_layer_name(l),
-                       *gwr_layer_domain(l) ? gwr_layer_domain(l) : "", *gwr_layer_domain(l) ? "::" : "",
-                       gwr_layer_op(l));
+        st->opset = layer_opset(l);
+        char msg[GWR_ERRMSG_MAX];
+        const gwr_kernel_entry *e = layer_kernel(l, st->opset, msg, sizeof msg);
+        if (!e) {
+            sess_error(s, GWR_ERR_UNSUPPORTED, "%s", msg);
             goto fail;
         }
-        if (blas && gwr_blas_load(&why)) {
-            sess_error(s, GWR_ERR_UNSUPPORTED, "layer '%s' (%s): %s", gwr_layer_name(l), gwr_layer_op(l), why);
-            goto fail;
-        }
-        st->opset = gwr_network_opset(root, gwr_layer_domain(l));
-        if (st->opset < 0) st->opset = 0; /* no import: 0, "the newest", as kernels read it */
+        st->fn = e->fn;
         st->nin = gwr_layer_num_inputs(l), st->nout = gwr_layer_num_outputs(l);
         st->in = malloc((size_t)(st->nin ? st->nin : 1) * sizeof *st->in);
         st->out = malloc((size_t)(st->nout ? st->nout : 1) * sizeof *st->out);
@@ -266,7 +288,7 @@ const char *gwr_session_errmsg(const gwr_session *s) { return s ? s->errmsg : gw
 int64_t gwr_session_peak_bytes(const gwr_session *s) { return s ? s->peak : 0; }
 int64_t gwr_session_total_bytes(const gwr_session *s) { return s ? s->total : 0; }
 int gwr_exec_has_kernel(const char *domain, const char *op) {
-    return op && gwr_kernel_find(domain ? domain : "", op, NULL) != NULL;
+    return gwr_kernel_find(domain, op) != NULL;
 }
 
 /* ---- running ------------------------------------------------------------- */
@@ -499,28 +521,22 @@ gwr_status gwr_exec_layer(gwr_layer *l, gwr_value *const *inputs, gwr_value **ou
         if (gwr_layer_attr_type(l, a) == GWR_ATTR_GRAPH || gwr_layer_attr_type(l, a) == GWR_ATTR_GRAPHS)
             return gwr_set_last_error(GWR_ERR_UNSUPPORTED, "layer '%s' (%s): has a subgraph", gwr_layer_name(l),
                                       gwr_layer_op(l));
-    int blas = 0;
-    const char *why = NULL;
-    gwr_kernel_fn fn = gwr_kernel_find(gwr_layer_domain(l), gwr_layer_op(l), &blas);
-    if (!fn)
-        return gwr_set_last_error(GWR_ERR_UNSUPPORTED, "layer '%s': no kernel for %s", gwr_layer_name(l),
-                                  gwr_layer_op(l));
-    if (blas && gwr_blas_load(&why))
-        return gwr_set_last_error(GWR_ERR_UNSUPPORTED, "layer '%s' (%s): %s", gwr_layer_name(l), gwr_layer_op(l), why);
+    int64_t opset = layer_opset(l);
+    char msg[GWR_ERRMSG_MAX];
+    const gwr_kernel_entry *e = layer_kernel(l, opset, msg, sizeof msg);
+    if (!e) return gwr_set_last_error(GWR_ERR_UNSUPPORTED, "%s", msg);
     /* No session: a pool and a message of its own. */
     gwr_exec_pool *pool = gwr_exec_pool_new();
     if (!pool) return gwr_set_last_error(GWR_ERR_NOMEM, "gwr_exec_layer: out of memory");
-    gwr_kmsg msg = {GWR_OK, ""};
-    gwr_network *root = root_of(gwr_layer_network(l));
-    int64_t opset = gwr_network_opset(root, gwr_layer_domain(l));
-    gwr_kctx kc = {.layer = l, .opset = opset < 0 ? 0 : opset, .nin = nin, .nout = nout, .in = inputs, .out = outputs,
-                   .threads = 1, .pool = pool, .msg = &msg};
-    gwr_status rc = fn(&kc);
-    if (rc && msg.status) rc = msg.status;
+    gwr_kmsg km = {GWR_OK, ""};
+    gwr_kctx kc = {.layer = l, .opset = opset, .nin = nin, .nout = nout, .in = inputs, .out = outputs,
+                   .threads = 1, .pool = pool, .msg = &km};
+    gwr_status rc = e->fn(&kc);
+    if (rc && km.status) rc = km.status;
     if (rc) {
         for (int o = 0; o < nout; o++) gwr_value_release(outputs[o]), outputs[o] = NULL;
         gwr_set_last_error(rc, "layer '%s' (%s): %s", gwr_layer_name(l), gwr_layer_op(l),
-                           msg.text[0] ? msg.text : gwr_status_name(rc));
+                           km.text[0] ? km.text : gwr_status_name(rc));
     }
     gwr_exec_pool_close(pool);
     return rc;

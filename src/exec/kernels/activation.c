@@ -474,21 +474,24 @@ static gwr_status k_dropout(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_activation[] = {
-    {"", "Relu", k_relu},
-    {"", "LeakyRelu", k_leaky_relu},
-    {"", "Elu", k_elu},
-    {"", "Selu", k_selu},
-    {"", "Celu", k_celu},
-    {"", "ThresholdedRelu", k_thresholded_relu},
-    {"", "PRelu", k_prelu},
-    {"", "Sigmoid", k_sigmoid},
-    {"", "HardSigmoid", k_hard_sigmoid},
-    {"", "HardSwish", k_hard_swish},
-    {"", "Softplus", k_softplus},
-    {"", "Softsign", k_softsign},
-    {"", "Gelu", k_gelu},
-    {"", "Mish", k_mish},
-    {"", "Shrink", k_shrink},
-    {"", "Dropout", k_dropout},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(Relu, k_relu),
+    GWR_KERNEL(LeakyRelu, k_leaky_relu),
+    GWR_KERNEL(Elu, k_elu),
+    GWR_KERNEL(Selu, k_selu),
+    GWR_KERNEL(Celu, k_celu),
+    GWR_KERNEL(ThresholdedRelu, k_thresholded_relu),
+    GWR_KERNEL(PRelu, k_prelu),
+    GWR_KERNEL(Sigmoid, k_sigmoid),
+    GWR_KERNEL(HardSigmoid, k_hard_sigmoid),
+    GWR_KERNEL(HardSwish, k_hard_swish),
+    GWR_KERNEL(Softplus, k_softplus),
+    GWR_KERNEL(Softsign, k_softsign),
+    /* Gelu is opset 20, but gwr's builders and tests write it into models
+     * of opset 17 (ops.def's other ops stop there): any opset. */
+    GWR_KERNEL(Gelu, k_gelu, .first_opset = 1),
+    /* opset 18, not in ops.def yet */
+    GWR_KERNEL_CUSTOM("", "Mish", k_mish),
+    GWR_KERNEL(Shrink, k_shrink),
+    GWR_KERNEL(Dropout, k_dropout, .flags = GWR_KF_ALIAS),
+    {.fn = NULL},
 };

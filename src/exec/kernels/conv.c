@@ -595,9 +595,9 @@ static gwr_status k_qlinear_conv(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_conv[] = {
-    {"", "Conv", k_conv},
-    {"", "ConvTranspose", k_conv_transpose},
-    {"", "ConvInteger", k_conv_integer},
-    {"", "QLinearConv", k_qlinear_conv},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(Conv, k_conv, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(ConvTranspose, k_conv_transpose, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(ConvInteger, k_conv_integer, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(QLinearConv, k_qlinear_conv, .flags = GWR_KF_BLAS),
+    {.fn = NULL},
 };

@@ -884,11 +884,11 @@ static gwr_status k_grid_sample(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_extra[] = {
-    {"", "StringNormalizer", k_string_normalizer},
-    {"", "Unique", k_unique},
-    {"", "NonMaxSuppression", k_nms},
-    {"", "TfIdfVectorizer", k_tfidf},
-    {"", "RoiAlign", k_roi_align},
-    {"", "GridSample", k_grid_sample},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(StringNormalizer, k_string_normalizer),
+    GWR_KERNEL(Unique, k_unique),
+    GWR_KERNEL(NonMaxSuppression, k_nms),
+    GWR_KERNEL(TfIdfVectorizer, k_tfidf),
+    GWR_KERNEL(RoiAlign, k_roi_align),
+    GWR_KERNEL(GridSample, k_grid_sample),
+    {.fn = NULL},
 };

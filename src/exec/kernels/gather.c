@@ -370,11 +370,11 @@ static gwr_status k_scatter_nd(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_gather[] = {
-    {"", "Gather", k_gather},
-    {"", "GatherElements", k_gather_elements},
-    {"", "GatherND", k_gather_nd},
-    {"", "Scatter", k_scatter},
-    {"", "ScatterElements", k_scatter_elements},
-    {"", "ScatterND", k_scatter_nd},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(Gather, k_gather),
+    GWR_KERNEL(GatherElements, k_gather_elements),
+    GWR_KERNEL(GatherND, k_gather_nd),
+    GWR_KERNEL(Scatter, k_scatter),
+    GWR_KERNEL(ScatterElements, k_scatter_elements),
+    GWR_KERNEL(ScatterND, k_scatter_nd),
+    {.fn = NULL},
 };

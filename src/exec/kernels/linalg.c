@@ -617,10 +617,10 @@ static gwr_status k_einsum(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_linalg[] = {
-    {"", "MatMul", k_matmul},
-    {"", "Gemm", k_gemm},
-    {"", "MatMulInteger", k_matmul_integer},
-    {"", "QLinearMatMul", k_qlinear_matmul},
-    {"", "Einsum", k_einsum},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(MatMul, k_matmul, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(Gemm, k_gemm, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(MatMulInteger, k_matmul_integer, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(QLinearMatMul, k_qlinear_matmul, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(Einsum, k_einsum),
+    {.fn = NULL},
 };

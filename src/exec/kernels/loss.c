@@ -98,7 +98,7 @@ static gwr_status k_sce(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_loss[] = {
-    {"", "NegativeLogLikelihoodLoss", k_nll},
-    {"", "SoftmaxCrossEntropyLoss", k_sce},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(NegativeLogLikelihoodLoss, k_nll),
+    GWR_KERNEL(SoftmaxCrossEntropyLoss, k_sce),
+    {.fn = NULL},
 };

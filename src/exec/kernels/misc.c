@@ -190,12 +190,12 @@ static gwr_status k_det(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_misc[] = {
-    {"", "QuantizeLinear", k_quantize},
-    {"", "DequantizeLinear", k_dequantize},
-    {"", "DynamicQuantizeLinear", k_dynamic_quantize},
-    {"", "HannWindow", k_hann},
-    {"", "HammingWindow", k_hamming},
-    {"", "BlackmanWindow", k_blackman},
-    {"", "Det", k_det},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(QuantizeLinear, k_quantize),
+    GWR_KERNEL(DequantizeLinear, k_dequantize),
+    GWR_KERNEL(DynamicQuantizeLinear, k_dynamic_quantize),
+    GWR_KERNEL(HannWindow, k_hann),
+    GWR_KERNEL(HammingWindow, k_hamming),
+    GWR_KERNEL(BlackmanWindow, k_blackman),
+    GWR_KERNEL(Det, k_det),
+    {.fn = NULL},
 };

@@ -678,14 +678,15 @@ static gwr_status k_lrn(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_norm[] = {
-    {"", "BatchNormalization", k_batch_norm},
-    {"", "InstanceNormalization", k_instance_norm},
-    {"", "LayerNormalization", k_layer_norm},
-    {"", "GroupNormalization", k_group_norm},
-    {"", "MeanVarianceNormalization", k_mvn},
-    {"", "LRN", k_lrn},
-    {"", "Softmax", k_softmax},
-    {"", "LogSoftmax", k_log_softmax},
-    {"", "Hardmax", k_hardmax},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(BatchNormalization, k_batch_norm),
+    GWR_KERNEL(InstanceNormalization, k_instance_norm),
+    GWR_KERNEL(LayerNormalization, k_layer_norm),
+    /* opset 18, not in ops.def yet */
+    GWR_KERNEL_CUSTOM("", "GroupNormalization", k_group_norm),
+    GWR_KERNEL(MeanVarianceNormalization, k_mvn),
+    GWR_KERNEL(LRN, k_lrn),
+    GWR_KERNEL(Softmax, k_softmax),
+    GWR_KERNEL(LogSoftmax, k_log_softmax),
+    GWR_KERNEL(Hardmax, k_hardmax),
+    {.fn = NULL},
 };

@@ -171,6 +171,6 @@ static gwr_status k_gpt_attention(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_plugins[] = {
-    {"gwr", "GPTAttention", k_gpt_attention},
-    {NULL, NULL, NULL},
+    GWR_KERNEL_CUSTOM("gwr", "GPTAttention", k_gpt_attention),
+    {.fn = NULL},
 };

@@ -507,12 +507,12 @@ static gwr_status k_maxunpool(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_pool[] = {
-    {"", "MaxPool", k_maxpool},
-    {"", "AveragePool", k_avgpool},
-    {"", "LpPool", k_lppool},
-    {"", "GlobalMaxPool", k_global_maxpool},
-    {"", "GlobalAveragePool", k_global_avgpool},
-    {"", "GlobalLpPool", k_global_lppool},
-    {"", "MaxUnpool", k_maxunpool},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(MaxPool, k_maxpool),
+    GWR_KERNEL(AveragePool, k_avgpool),
+    GWR_KERNEL(LpPool, k_lppool),
+    GWR_KERNEL(GlobalMaxPool, k_global_maxpool),
+    GWR_KERNEL(GlobalAveragePool, k_global_avgpool),
+    GWR_KERNEL(GlobalLpPool, k_global_lppool),
+    GWR_KERNEL(MaxUnpool, k_maxunpool),
+    {.fn = NULL},
 };

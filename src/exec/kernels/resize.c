@@ -443,7 +443,7 @@ static gwr_status k_upsample(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_resize[] = {
-    {"", "Resize", k_resize},
-    {"", "Upsample", k_upsample},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(Resize, k_resize),
+    GWR_KERNEL(Upsample, k_upsample),
+    {.fn = NULL},
 };

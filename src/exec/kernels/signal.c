@@ -464,8 +464,8 @@ static gwr_status k_mel_weight_matrix(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_signal[] = {
-    {"", "DFT", k_dft},
-    {"", "STFT", k_stft},
-    {"", "MelWeightMatrix", k_mel_weight_matrix},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(DFT, k_dft),
+    GWR_KERNEL(STFT, k_stft),
+    GWR_KERNEL(MelWeightMatrix, k_mel_weight_matrix),
+    {.fn = NULL},
 };

@@ -13,64 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_internal.h"
+#include "exec/kernels/kernel_util.h"
 
 /* The most elements an output of these ops may have, and the most samples
  * RoiAlign may take for one output element. */
 #define MAX_ELEMS ((int64_t)1 << 32)
 #define MAX_SAMPLES ((int64_t)1 << 24)
-
-static const gwr_value *need(gwr_kctx *k, int i, const char *name) {
-    const gwr_value *v = i < k->nin ? k->in[i] : NULL;
-    if (!v) gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d (%s) is missing", i, name);
-    return v;
-}
-
-static const gwr_value *opt_in(const gwr_kctx *k, int i) { return i < k->nin ? k->in[i] : NULL; }
-
-static int is_float(gwr_dtype t) {
-    return t == GWR_FLOAT32 || t == GWR_FLOAT64 || t == GWR_FLOAT16 || t == GWR_BFLOAT16;
-}
-
-/* a * b, or -1 when either is negative or the product passes INT64_MAX. */
-static int64_t mul_chk(int64_t a, int64_t b) {
-    if (a < 0 || b < 0 || (a && b > INT64_MAX / a)) return -1;
-    return a * b;
-}
-
-/* n elements of size sz from malloc (at least one byte); NULL after
- * gwr_k_fail(NOMEM). */
-static void *scratch(gwr_kctx *k, int64_t n, size_t sz) {
-    if (n < 0 || (uint64_t)n > SIZE_MAX / sz / 2) {
-        gwr_k_fail(k, GWR_ERR_NOMEM, "scratch of %lld elements is too large", (long long)n);
-        return NULL;
-    }
-    void *p = malloc(n ? (size_t)n * sz : 1);
-    if (!p) gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
-    return p;
-}
-
-/* A stable merge sort of n int64 keys by cmp(ctx, a, b) (< 0: a first). */
-typedef int (*cmp_fn)(const void *ctx, int64_t a, int64_t b);
-
-static void merge_sort(int64_t *a, int64_t *tmp, int64_t n, cmp_fn cmp, const void *ctx) {
-    for (int64_t w = 1; w < n; w *= 2) {
-        for (int64_t lo = 0; lo < n; lo += 2 * w) {
-            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-            int64_t i = lo, j = mid, o = lo;
-            while (i < mid && j < hi) tmp[o++] = cmp(ctx, a[j], a[i]) < 0 ? a[j++] : a[i++];
-            while (i < mid) tmp[o++] = a[i++];
-            while (j < hi) tmp[o++] = a[j++];
-        }
-        memcpy(a, tmp, (size_t)n * sizeof *a);
-    }
-}
-
-static int cmp_bytes(const gwr_bytes *a, const gwr_bytes *b) {
-    size_t n = a->len < b->len ? a->len : b->len;
-    int c = n ? memcmp(a->data, b->data, n) : 0;
-    return c ? c : (a->len > b->len) - (a->len < b->len);
-}
 
 /* ---- StringNormalizer ------------------------------------------------------ */
 
@@ -135,7 +83,7 @@ static void change_case(char *dst, const char *src, size_t n, int upper) {
 enum { CASE_NONE, CASE_LOWER, CASE_UPPER };
 
 static gwr_status k_string_normalizer(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0, "X");
+    const gwr_value *x = gwr_ku_need_named(k, 0, "X");
     if (!x) return GWR_ERR_INVALID_ARG;
     if (x->dtype != GWR_STRING) return gwr_k_fail(k, GWR_ERR_TYPE, "X must be string, not %s", gwr_dtype_name(x->dtype));
     if (!(x->rank == 1 || (x->rank == 2 && x->dims[0] == 1)))
@@ -167,8 +115,8 @@ static gwr_status k_string_normalizer(gwr_kctx *k) {
     size_t swbytes = 0;
     if (!sens)
         for (int64_t i = 0; i < nsw; i++) swbytes += sw[i].len;
-    char *buf = scratch(k, (int64_t)(maxlen + swbytes + 1), 1);
-    char *keep = buf ? scratch(k, c, 1) : NULL;
+    char *buf = gwr_ku_scratch(k, (int64_t)(maxlen + swbytes + 1), 1);
+    char *keep = buf ? gwr_ku_scratch(k, c, 1) : NULL;
     if (!keep) {
         free(buf);
         return GWR_ERR_NOMEM;
@@ -243,7 +191,7 @@ static int cmp_elem(const gwr_value *x, int64_t a, int64_t b) {
         int u = ((const uint8_t *)x->data)[a] != 0, v = ((const uint8_t *)x->data)[b] != 0;
         return u - v;
     }
-    case GWR_STRING: return cmp_bytes((const gwr_bytes *)x->data + a, (const gwr_bytes *)x->data + b);
+    case GWR_STRING: return gwr_ku_cmp_bytes((const gwr_bytes *)x->data + a, (const gwr_bytes *)x->data + b);
     default: {
         int64_t u = gwr_v_get_i64(x, a), v = gwr_v_get_i64(x, b);
         return (u > v) - (u < v);
@@ -274,7 +222,7 @@ static int cmp_i64(const void *ctx, int64_t a, int64_t b) {
 }
 
 static gwr_status k_unique(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0, "X");
+    const gwr_value *x = gwr_ku_need_named(k, 0, "X");
     if (!x) return GWR_ERR_INVALID_ARG;
     int bits = gwr_dtype_bits(x->dtype);
     if (x->dtype != GWR_STRING && (bits < 8 || bits % 8 || x->dtype >= GWR_FLOAT8E4M3FN))
@@ -294,12 +242,12 @@ static gwr_status k_unique(gwr_kctx *k) {
     /* perm: slices in sorted order (ties by position); grp: each slice's
      * run; first / count: each run's first slice and size; order: the
      * runs in output order; pos: each run's output position. */
-    int64_t *mem = scratch(k, mul_chk(n, 7), sizeof(int64_t));
+    int64_t *mem = gwr_ku_scratch(k, gwr_ku_mul_max(n, 7, INT64_MAX), sizeof(int64_t));
     if (!mem) return GWR_ERR_NOMEM;
     int64_t *perm = mem, *tmp = mem + n, *grp = mem + 2 * n, *first = mem + 3 * n, *count = mem + 4 * n,
             *order = mem + 5 * n, *pos = mem + 6 * n, nu = 0;
     for (int64_t i = 0; i < n; i++) perm[i] = i;
-    merge_sort(perm, tmp, n, cmp_slices, &sl);
+    gwr_ku_merge_sort(perm, tmp, n, cmp_slices, &sl);
     for (int64_t i = 0; i < n; i++) {
         if (i == 0 || cmp_slices(&sl, perm[i - 1], perm[i])) {
             first[nu] = perm[i], count[nu] = 0;
@@ -309,7 +257,7 @@ static gwr_status k_unique(gwr_kctx *k) {
         count[nu - 1]++;
     }
     for (int64_t u = 0; u < nu; u++) order[u] = u;
-    if (!sorted) merge_sort(order, tmp, nu, cmp_i64, first); /* by first occurrence */
+    if (!sorted) gwr_ku_merge_sort(order, tmp, nu, cmp_i64, first); /* by first occurrence */
     for (int64_t u = 0; u < nu; u++) pos[order[u]] = u;
 
     int64_t yd[GWR_MAX_RANK];
@@ -348,10 +296,10 @@ static gwr_status k_unique(gwr_kctx *k) {
 /* An optional scalar input (rank 0 or one element; absent or empty: *has
  * 0). -1 after gwr_k_fail. */
 static int opt_scalar(gwr_kctx *k, int i, const char *name, int want_int, double *d, int64_t *n, int *has) {
-    const gwr_value *v = opt_in(k, i);
+    const gwr_value *v = gwr_ku_opt(k, i);
     *has = 0;
     if (!v || v->numel == 0) return 0;
-    if (want_int ? (v->dtype != GWR_INT64 && v->dtype != GWR_INT32) : !is_float(v->dtype))
+    if (want_int ? (v->dtype != GWR_INT64 && v->dtype != GWR_INT32) : !gwr_ku_is_float(v->dtype))
         return gwr_k_fail(k, GWR_ERR_TYPE, "%s must be %s, not %s", name, want_int ? "int64" : "float", gwr_dtype_name(v->dtype)), -1;
     if (v->numel != 1) return gwr_k_fail(k, GWR_ERR_SHAPE, "%s must be a scalar, not %lld values", name, (long long)v->numel), -1;
     *has = 1;
@@ -383,9 +331,9 @@ static int cmp_score(const void *ctx, int64_t a, int64_t b) {
 }
 
 static gwr_status k_nms(gwr_kctx *k) {
-    const gwr_value *bx = need(k, 0, "boxes"), *sc = need(k, 1, "scores");
+    const gwr_value *bx = gwr_ku_need_named(k, 0, "boxes"), *sc = gwr_ku_need_named(k, 1, "scores");
     if (!bx || !sc) return GWR_ERR_INVALID_ARG;
-    if (!is_float(bx->dtype) || !is_float(sc->dtype))
+    if (!gwr_ku_is_float(bx->dtype) || !gwr_ku_is_float(sc->dtype))
         return gwr_k_fail(k, GWR_ERR_TYPE, "boxes and scores must be float, not %s and %s", gwr_dtype_name(bx->dtype),
                           gwr_dtype_name(sc->dtype));
     if (bx->rank != 3 || bx->dims[2] != 4) return gwr_k_fail(k, GWR_ERR_SHAPE, "boxes must be [num_batches, spatial_dimension, 4]");
@@ -404,12 +352,12 @@ static gwr_status k_nms(gwr_kctx *k) {
     if (!(iou >= 0 && iou <= 1)) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "iou_threshold %g is not in [0, 1]", iou);
     if (maxout < 0) maxout = 0;
     if (maxout > ns) maxout = ns;
-    int64_t cap = mul_chk(mul_chk(nb, nc), maxout);
+    int64_t cap = gwr_ku_mul_max(gwr_ku_mul_max(nb, nc, INT64_MAX), maxout, INT64_MAX);
     if (cap < 0 || cap > MAX_ELEMS) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "up to %lld selections is too many", (long long)cap);
-    nbox *boxes = scratch(k, ns, sizeof *boxes);
-    double *score = boxes ? scratch(k, ns, sizeof *score) : NULL;
-    int64_t *cand = score ? scratch(k, 2 * ns + maxout, sizeof *cand) : NULL, *sel = NULL;
-    if (cand) sel = scratch(k, 3 * cap, sizeof *sel);
+    nbox *boxes = gwr_ku_scratch(k, ns, sizeof *boxes);
+    double *score = boxes ? gwr_ku_scratch(k, ns, sizeof *score) : NULL;
+    int64_t *cand = score ? gwr_ku_scratch(k, 2 * ns + maxout, sizeof *cand) : NULL, *sel = NULL;
+    if (cand) sel = gwr_ku_scratch(k, 3 * cap, sizeof *sel);
     if (!sel) {
         free(boxes), free(score), free(cand);
         return GWR_ERR_NOMEM;
@@ -434,7 +382,7 @@ static gwr_status k_nms(gwr_kctx *k) {
                 score[i] = gwr_v_get_f64(sc, (b * nc + c) * ns + i);
                 if (!has_s || score[i] > sthr) cand[m++] = i;
             }
-            merge_sort(cand, tmp, m, cmp_score, score);
+            gwr_ku_merge_sort(cand, tmp, m, cmp_score, score);
             for (int64_t t = 0; t < m && nch < maxout; t++) {
                 int keep = 1;
                 for (int64_t s = 0; s < nch && keep; s++) keep = !suppresses(&boxes[cand[t]], &boxes[chosen[s]], iou);
@@ -473,7 +421,7 @@ static int cmp_grams(const void *ctx, int64_t a, int64_t b) {
 
 static int cmp_pool_str(const void *ctx, int64_t a, int64_t b) {
     const gwr_bytes *s = ctx;
-    return cmp_bytes(&s[a], &s[b]);
+    return gwr_ku_cmp_bytes(&s[a], &s[b]);
 }
 
 /* The n-gram of table tab (ntab entries) equal to the keys key[0], key[s],
@@ -501,7 +449,7 @@ static gwr_status req_int(gwr_kctx *k, const char *name, int64_t *v) {
 enum { TF_TF, TF_IDF, TF_TFIDF };
 
 static gwr_status k_tfidf(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0, "X");
+    const gwr_value *x = gwr_ku_need_named(k, 0, "X");
     if (!x) return GWR_ERR_INVALID_ARG;
     if (x->dtype != GWR_INT32 && x->dtype != GWR_INT64 && x->dtype != GWR_STRING)
         return gwr_k_fail(k, GWR_ERR_TYPE, "X must be int32, int64 or string, not %s", gwr_dtype_name(x->dtype));
@@ -551,7 +499,7 @@ static gwr_status k_tfidf(gwr_kctx *k) {
             return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "ngram_indexes[%lld] = %lld is out of range", (long long)i, (long long)idx[i]);
         if (idx[i] + 1 > ncol) ncol = idx[i] + 1;
     }
-    int64_t ny = mul_chk(rows, ncol);
+    int64_t ny = gwr_ku_mul_max(rows, ncol, INT64_MAX);
     if (ny < 0 || ny > MAX_ELEMS)
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "an output of %lld x %lld is too large", (long long)rows, (long long)ncol);
     nw = gwr_k_floats(k, "weights", &w);
@@ -561,7 +509,7 @@ static gwr_status k_tfidf(gwr_kctx *k) {
 
     /* Keys of pool and input, the start of every n-gram, one table per
      * length, frequencies. */
-    int64_t *mem = scratch(k, 3 * np + x->numel + 4 * total + 2 * ncounts, sizeof(int64_t));
+    int64_t *mem = gwr_ku_scratch(k, 3 * np + x->numel + 4 * total + 2 * ncounts, sizeof(int64_t));
     if (!mem) return GWR_ERR_NOMEM;
     int64_t *pk = mem, *xk = pk + np, *off = xk + x->numel, *tab = off + total, *tmp = tab + total, *perm = tmp + total,
             *ptmp = perm + np, *cnt = ptmp + np;
@@ -570,9 +518,9 @@ static gwr_status k_tfidf(gwr_kctx *k) {
         for (int64_t i = 0; i < x->numel; i++) xk[i] = gwr_v_get_i64(x, i);
     } else {
         for (int64_t i = 0; i < np; i++) perm[i] = i;
-        merge_sort(perm, ptmp, np, cmp_pool_str, pstr);
+        gwr_ku_merge_sort(perm, ptmp, np, cmp_pool_str, pstr);
         for (int64_t i = 0, id = -1; i < np; i++) {
-            if (i == 0 || cmp_bytes(&pstr[perm[i - 1]], &pstr[perm[i]])) id++;
+            if (i == 0 || gwr_ku_cmp_bytes(&pstr[perm[i - 1]], &pstr[perm[i]])) id++;
             pk[perm[i]] = id;
         }
         const gwr_bytes *xs = x->data;
@@ -581,7 +529,7 @@ static gwr_status k_tfidf(gwr_kctx *k) {
             xk[i] = -1;
             while (lo < hi) {
                 int64_t mid = lo + (hi - lo) / 2;
-                int cc = cmp_bytes(&pstr[perm[mid]], &xs[i]);
+                int cc = gwr_ku_cmp_bytes(&pstr[perm[mid]], &xs[i]);
                 if (!cc) {
                     xk[i] = pk[perm[mid]];
                     break;
@@ -601,7 +549,7 @@ static gwr_status k_tfidf(gwr_kctx *k) {
         tf[i] = g, tl[i] = 0;
         if (n >= mn && n <= mx && ng) {
             grams gc = {pk, off, n};
-            merge_sort(tab + g, tmp, ng, cmp_grams, &gc);
+            gwr_ku_merge_sort(tab + g, tmp, ng, cmp_grams, &gc);
             int64_t m = 0;
             for (int64_t j = 0; j < ng; j++) {
                 if (m && !cmp_grams(&gc, tab[g + m - 1], tab[g + j])) tab[g + m - 1] = tab[g + j];
@@ -652,9 +600,9 @@ typedef struct {
 } sample;
 
 static gwr_status k_roi_align(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0, "X"), *rois = need(k, 1, "rois"), *bi = need(k, 2, "batch_indices");
+    const gwr_value *x = gwr_ku_need_named(k, 0, "X"), *rois = gwr_ku_need_named(k, 1, "rois"), *bi = gwr_ku_need_named(k, 2, "batch_indices");
     if (!x || !rois || !bi) return GWR_ERR_INVALID_ARG;
-    if (!is_float(x->dtype) || !is_float(rois->dtype))
+    if (!gwr_ku_is_float(x->dtype) || !gwr_ku_is_float(rois->dtype))
         return gwr_k_fail(k, GWR_ERR_TYPE, "X and rois must be float, not %s and %s", gwr_dtype_name(x->dtype),
                           gwr_dtype_name(rois->dtype));
     if (bi->dtype != GWR_INT64 && bi->dtype != GWR_INT32)
@@ -836,9 +784,9 @@ static int gs_taps(const gs_opts *o, double gn, int64_t d, int64_t *ix, double *
 }
 
 static gwr_status k_grid_sample(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0, "X"), *gr = need(k, 1, "grid");
+    const gwr_value *x = gwr_ku_need_named(k, 0, "X"), *gr = gwr_ku_need_named(k, 1, "grid");
     if (!x || !gr) return GWR_ERR_INVALID_ARG;
-    if (!is_float(x->dtype) || !is_float(gr->dtype))
+    if (!gwr_ku_is_float(x->dtype) || !gwr_ku_is_float(gr->dtype))
         return gwr_k_fail(k, GWR_ERR_TYPE, "X and grid must be float, not %s and %s", gwr_dtype_name(x->dtype), gwr_dtype_name(gr->dtype));
     if (x->rank < 3) return gwr_k_fail(k, GWR_ERR_SHAPE, "X must be [N, C, H, W], not rank %d", x->rank);
     if (x->rank != 4) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "only 4-D X is supported, not rank %d", x->rank);

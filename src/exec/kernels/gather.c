@@ -8,49 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_internal.h"
+#include "exec/kernels/kernel_util.h"
 
 #define MAXR GWR_MAX_RANK
-
-static const gwr_value *need(gwr_kctx *k, int i) {
-    const gwr_value *v = i < k->nin ? k->in[i] : NULL;
-    if (!v) gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d is missing", i);
-    return v;
-}
-
-/* Element size in bytes (0 for STRING); -1 after gwr_k_fail. */
-static int64_t elem_size(gwr_kctx *k, gwr_dtype dt) {
-    if (dt == GWR_STRING) return 0;
-    int bits = gwr_dtype_bits(dt);
-    if (bits < 8 || bits % 8)
-        return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported by this op", gwr_dtype_name(dt)), -1;
-    return bits / 8;
-}
-
-/* Copies n elements of v from vi to o at oi (esz 0: strings). */
-static gwr_status copy_run(gwr_kctx *k, gwr_value *o, int64_t oi, const gwr_value *v, int64_t vi, int64_t n,
-                           int64_t esz) {
-    if (n <= 0) return GWR_OK;
-    if (esz) {
-        char *d = (char *)o->data + oi * esz;
-        const char *s = (const char *)v->data + vi * esz;
-        switch (n * esz) { /* single elements: no memcpy call */
-        case 4: memcpy(d, s, 4); break;
-        case 8: memcpy(d, s, 8); break;
-        default: memcpy(d, s, (size_t)(n * esz)); break;
-        }
-        return GWR_OK;
-    }
-    const gwr_bytes *b = (const gwr_bytes *)v->data + vi;
-    for (int64_t j = 0; j < n; j++)
-        if (gwr_value_set_string(o, oi + j, b[j].data, b[j].len)) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
-    return GWR_OK;
-}
 
 /* A copy of v as output 0 (the start of every scatter). */
 static gwr_value *copy_out(gwr_kctx *k, const gwr_value *v, int64_t esz) {
     gwr_value *o = gwr_k_out(k, 0, v->dtype, v->rank, v->dims);
-    if (o && copy_run(k, o, 0, v, 0, v->numel, esz)) return NULL;
+    if (o && gwr_ku_copy_run(k, o, 0, v, 0, v->numel, esz)) return NULL;
     return o;
 }
 
@@ -79,9 +44,9 @@ static int64_t wrap_index(gwr_kctx *k, const gwr_value *v, int64_t j, int64_t n,
 /* ---- Gather --------------------------------------------------------------- */
 
 static gwr_status k_gather(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0), *ix = need(k, 1);
+    const gwr_value *x = gwr_ku_need(k, 0), *ix = gwr_ku_need(k, 1);
     if (!x || !ix) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     if (!is_index(ix)) return gwr_k_fail(k, GWR_ERR_TYPE, "indices must be int32 or int64, not %s", gwr_dtype_name(ix->dtype));
     int r = x->rank, q = ix->rank;
@@ -117,7 +82,7 @@ static gwr_status k_gather(gwr_kctx *k) {
         for (int64_t j = 0; j < ni; j++) {
             int64_t i = index_at(ix, j);
             if (i < 0) i += n;
-            if (copy_run(k, o, oi, x, (p * n + i) * inner, inner, esz)) return GWR_ERR_NOMEM;
+            if (gwr_ku_copy_run(k, o, oi, x, (p * n + i) * inner, inner, esz)) return GWR_ERR_NOMEM;
             oi += inner;
         }
     return GWR_OK;
@@ -165,16 +130,16 @@ static gwr_status elements_axis(gwr_kctx *k, const gwr_value *x, const gwr_value
     } while (0)
 
 static gwr_status k_gather_elements(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0), *ix = need(k, 1);
+    const gwr_value *x = gwr_ku_need(k, 0), *ix = gwr_ku_need(k, 1);
     if (!x || !ix) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     int axis;
     gwr_status rc = elements_axis(k, x, ix, &axis);
     if (rc) return rc;
     gwr_value *o = gwr_k_out(k, 0, x->dtype, ix->rank, ix->dims);
     if (!o) return GWR_ERR_NOMEM;
-    FOR_ELEMENTS(k, x, ix, axis, j, off, if (copy_run(k, o, j, x, off, 1, esz)) return GWR_ERR_NOMEM);
+    FOR_ELEMENTS(k, x, ix, axis, j, off, if (gwr_ku_copy_run(k, o, j, x, off, 1, esz)) return GWR_ERR_NOMEM);
     return GWR_OK;
 }
 
@@ -251,7 +216,7 @@ static void reduce_run(gwr_dtype dt, int mode, char *d, const char *s, int64_t n
 
 static gwr_status apply(gwr_kctx *k, gwr_value *o, int64_t oi, const gwr_value *u, int64_t ui, int64_t n, int64_t esz,
                         int mode) {
-    if (mode == RED_NONE) return copy_run(k, o, oi, u, ui, n, esz);
+    if (mode == RED_NONE) return gwr_ku_copy_run(k, o, oi, u, ui, n, esz);
     char *d = (char *)o->data + oi * esz;
     const char *s = (const char *)u->data + ui * esz;
     reduce_run(o->dtype, mode, d, s, n);
@@ -259,9 +224,9 @@ static gwr_status apply(gwr_kctx *k, gwr_value *o, int64_t oi, const gwr_value *
 }
 
 static gwr_status scatter_elements(gwr_kctx *k, int with_reduction) {
-    const gwr_value *x = need(k, 0), *ix = need(k, 1), *u = need(k, 2);
+    const gwr_value *x = gwr_ku_need(k, 0), *ix = gwr_ku_need(k, 1), *u = gwr_ku_need(k, 2);
     if (!x || !ix || !u) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     int axis;
     gwr_status rc = elements_axis(k, x, ix, &axis);
@@ -287,9 +252,9 @@ static gwr_status k_scatter(gwr_kctx *k) { return scatter_elements(k, 0); }
 /* ---- GatherND, ScatterND ----------------------------------------------------- */
 
 static gwr_status k_gather_nd(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0), *ix = need(k, 1);
+    const gwr_value *x = gwr_ku_need(k, 0), *ix = gwr_ku_need(k, 1);
     if (!x || !ix) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     if (!is_index(ix)) return gwr_k_fail(k, GWR_ERR_TYPE, "indices must be int64, not %s", gwr_dtype_name(ix->dtype));
     int r = x->rank, q = ix->rank;
@@ -325,16 +290,16 @@ static gwr_status k_gather_nd(gwr_kctx *k) {
                 int64_t i = index_at(ix, t);
                 off += (i < 0 ? i + x->dims[b + c] : i) * xs[b + c];
             }
-            if (copy_run(k, o, oi, x, off, slice, esz)) return GWR_ERR_NOMEM;
+            if (gwr_ku_copy_run(k, o, oi, x, off, slice, esz)) return GWR_ERR_NOMEM;
             oi += slice;
         }
     return GWR_OK;
 }
 
 static gwr_status k_scatter_nd(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0), *ix = need(k, 1), *u = need(k, 2);
+    const gwr_value *x = gwr_ku_need(k, 0), *ix = gwr_ku_need(k, 1), *u = gwr_ku_need(k, 2);
     if (!x || !ix || !u) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     if (!is_index(ix)) return gwr_k_fail(k, GWR_ERR_TYPE, "indices must be int64, not %s", gwr_dtype_name(ix->dtype));
     if (u->dtype != x->dtype)

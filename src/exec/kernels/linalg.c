@@ -16,16 +16,9 @@
 #include <string.h>
 
 #include "exec/blas.h"
-#include "exec/exec_internal.h"
+#include "exec/kernels/kernel_util.h"
 
 #define MAXR 16 /* batch dims of a matrix product */
-
-static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
-
-static int is_uint(gwr_dtype t) { return t == GWR_UINT8 || t == GWR_UINT16 || t == GWR_UINT32 || t == GWR_UINT64; }
-static int is_int(gwr_dtype t) {
-    return is_uint(t) || t == GWR_INT8 || t == GWR_INT16 || t == GWR_INT32 || t == GWR_INT64;
-}
 
 /* Element i of an integer value as uint64 (sign-extended). */
 static uint64_t iget(const gwr_value *v, int64_t i) {
@@ -50,50 +43,10 @@ static void iset(gwr_value *v, int64_t i, uint64_t x) {
     }
 }
 
-/* A malloc'd float32 copy of a float16 / bfloat16 / float32 value. */
-static float *widen(const gwr_value *v) {
-    float *f = malloc((size_t)(v->numel ? v->numel : 1) * sizeof *f);
-    if (!f) return NULL;
-    const uint16_t *h = v->data;
-    if (v->dtype == GWR_FLOAT16)
-        for (int64_t i = 0; i < v->numel; i++) f[i] = gwr_f16_to_f32(h[i]);
-    else if (v->dtype == GWR_BFLOAT16)
-        for (int64_t i = 0; i < v->numel; i++) f[i] = gwr_bf16_to_f32(h[i]);
-    else
-        memcpy(f, v->data, (size_t)v->numel * sizeof *f);
-    return f;
-}
-
-static void narrow(const float *f, gwr_value *v) {
-    uint16_t *h = v->data;
-    if (v->dtype == GWR_FLOAT16)
-        for (int64_t i = 0; i < v->numel; i++) h[i] = gwr_f32_to_f16(f[i]);
-    else
-        for (int64_t i = 0; i < v->numel; i++) h[i] = gwr_f32_to_bf16(f[i]);
-}
-
-/* C (M x N) = alpha A' B' + beta C, row-major; K = 0 handled (BLAS
- * rejects lda = 0). */
-static void gemm_f32(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
-                     float *C, int ldc) {
-    if (!M || !N) return;
-    if (!K) {
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0 ? 0 : beta * C[(size_t)i * ldc + j];
-        return;
-    }
-    gwr_blas.sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-
-static void gemm_f64(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda, const double *B, int ldb, double beta,
-                     double *C, int ldc) {
-    if (!M || !N) return;
-    if (!K) {
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0 ? 0 : beta * C[(size_t)i * ldc + j];
-        return;
-    }
-    gwr_blas.dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+/* The dtypes of MatMul and Gemm: the floats through BLAS, the wide
+ * integers through wrapping loops. */
+static int product_dtype(gwr_dtype dt) {
+    return gwr_ku_is_float(dt) || dt == GWR_INT32 || dt == GWR_INT64 || dt == GWR_UINT32 || dt == GWR_UINT64;
 }
 
 /* ---- MatMul -------------------------------------------------------------- */
@@ -126,10 +79,10 @@ static gwr_status mm_setup(gwr_kctx *k, const gwr_value *a, const gwr_value *b, 
     memcpy(p->odims, obd, (size_t)obr * sizeof *obd);
     if (a->rank > 1) p->odims[p->orank++] = p->M;
     if (b->rank > 1) p->odims[p->orank++] = p->N;
-    if (!fits_int(p->M) || !fits_int(p->N) || !fits_int(p->K) || p->batch < 0)
+    if (!gwr_ku_fits_int(p->M) || !gwr_ku_fits_int(p->N) || !gwr_ku_fits_int(p->K) || p->batch < 0)
         return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "matrix dims too large for BLAS");
     int64_t anum = gwr_shape_numel(abr, a->dims), bnum = gwr_shape_numel(bbr, b->dims);
-    if (bnum == 1 && anum == p->batch && fits_int(p->batch * p->M)) {
+    if (bnum == 1 && anum == p->batch && gwr_ku_fits_int(p->batch * p->M)) {
         p->fold = 1;
         return GWR_OK;
     }
@@ -161,19 +114,19 @@ static void mm_free(mmshape *p) { free(p->aoff), free(p->boff); }
 static void mm_f32(const mmshape *p, const float *A, const float *B, float *Y) {
     int M = (int)p->M, N = (int)p->N, K = (int)p->K;
     if (p->fold) {
-        gemm_f32(0, 0, (int)(p->batch * p->M), N, K, 1, A, K, B, N, 0, Y, N);
+        gwr_ku_sgemm(0, 0, (int)(p->batch * p->M), N, K, 1, A, K, B, N, 0, Y, N);
         return;
     }
-    for (int64_t t = 0; t < p->batch; t++) gemm_f32(0, 0, M, N, K, 1, A + p->aoff[t], K, B + p->boff[t], N, 0, Y + t * p->M * p->N, N);
+    for (int64_t t = 0; t < p->batch; t++) gwr_ku_sgemm(0, 0, M, N, K, 1, A + p->aoff[t], K, B + p->boff[t], N, 0, Y + t * p->M * p->N, N);
 }
 
 static void mm_f64(const mmshape *p, const double *A, const double *B, double *Y) {
     int M = (int)p->M, N = (int)p->N, K = (int)p->K;
     if (p->fold) {
-        gemm_f64(0, 0, (int)(p->batch * p->M), N, K, 1, A, K, B, N, 0, Y, N);
+        gwr_ku_dgemm(0, 0, (int)(p->batch * p->M), N, K, 1, A, K, B, N, 0, Y, N);
         return;
     }
-    for (int64_t t = 0; t < p->batch; t++) gemm_f64(0, 0, M, N, K, 1, A + p->aoff[t], K, B + p->boff[t], N, 0, Y + t * p->M * p->N, N);
+    for (int64_t t = 0; t < p->batch; t++) gwr_ku_dgemm(0, 0, M, N, K, 1, A + p->aoff[t], K, B + p->boff[t], N, 0, Y + t * p->M * p->N, N);
 }
 
 /* Integer matmul, wrapping: Y[t] = A[t] B[t]. */
@@ -203,8 +156,7 @@ static gwr_status k_matmul(gwr_kctx *k) {
     if (a->dtype != b->dtype)
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "A is %s but B is %s", gwr_dtype_name(a->dtype), gwr_dtype_name(b->dtype));
     gwr_dtype dt = a->dtype;
-    if (dt != GWR_FLOAT32 && dt != GWR_FLOAT64 && dt != GWR_FLOAT16 && dt != GWR_BFLOAT16 && dt != GWR_INT32 && dt != GWR_INT64 &&
-        dt != GWR_UINT32 && dt != GWR_UINT64)
+    if (!product_dtype(dt))
         return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported", gwr_dtype_name(dt));
     mmshape p;
     gwr_status st = mm_setup(k, a, b, &p);
@@ -220,9 +172,9 @@ static gwr_status k_matmul(gwr_kctx *k) {
     } else if (dt == GWR_FLOAT64) {
         mm_f64(&p, a->data, b->data, y->data);
     } else if (dt == GWR_FLOAT16 || dt == GWR_BFLOAT16) {
-        float *af = widen(a), *bf = widen(b), *yf = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
+        float *af = gwr_ku_widen(a), *bf = gwr_ku_widen(b), *yf = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
         if (!af || !bf || !yf) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
-        else mm_f32(&p, af, bf, yf), narrow(yf, y);
+        else mm_f32(&p, af, bf, yf), gwr_ku_narrow(yf, y);
         free(af), free(bf), free(yf);
     } else {
         if (mm_int(&p, a, b, y)) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
@@ -232,12 +184,6 @@ static gwr_status k_matmul(gwr_kctx *k) {
 }
 
 /* ---- 8-bit integer products ---------------------------------------------- */
-
-static int is_q8(gwr_dtype t) { return t == GWR_INT8 || t == GWR_UINT8; }
-
-static double q8(const gwr_value *v, int64_t i) {
-    return v->dtype == GWR_INT8 ? (double)((const int8_t *)v->data)[i] : (double)((const uint8_t *)v->data)[i];
-}
 
 /* A zero point or scale: absent (0), a scalar (1), or a 1-D value of
  * `per` elements (2); -1 after gwr_k_fail. */
@@ -263,8 +209,8 @@ static gwr_status q_matmul(gwr_kctx *k, const gwr_value *a, const gwr_value *azp
         *acc = NULL;
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
-    for (int64_t i = 0; i < a->numel; i++) ad[i] = q8(a, i) - (!azp ? 0 : azp->numel == 1 ? q8(azp, 0) : q8(azp, (i / (K ? K : 1)) % M));
-    for (int64_t i = 0; i < b->numel; i++) bd[i] = q8(b, i) - (!bzp ? 0 : bzp->numel == 1 ? q8(bzp, 0) : q8(bzp, i % N));
+    for (int64_t i = 0; i < a->numel; i++) ad[i] = gwr_ku_q8(a, i) - (!azp ? 0 : azp->numel == 1 ? gwr_ku_q8(azp, 0) : gwr_ku_q8(azp, (i / (K ? K : 1)) % M));
+    for (int64_t i = 0; i < b->numel; i++) bd[i] = gwr_ku_q8(b, i) - (!bzp ? 0 : bzp->numel == 1 ? gwr_ku_q8(bzp, 0) : gwr_ku_q8(bzp, i % N));
     gwr_blas_threads(k->threads);
     mm_f64(p, ad, bd, *acc);
     free(ad), free(bd);
@@ -275,7 +221,7 @@ static gwr_status k_matmul_integer(gwr_kctx *k) {
     const gwr_value *a = k->nin > 0 ? k->in[0] : NULL, *b = k->nin > 1 ? k->in[1] : NULL;
     const gwr_value *azp = k->nin > 2 ? k->in[2] : NULL, *bzp = k->nin > 3 ? k->in[3] : NULL;
     if (!a || !b) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %s is missing", a ? "B" : "A");
-    if (!is_q8(a->dtype) || !is_q8(b->dtype))
+    if (!gwr_ku_is_q8(a->dtype) || !gwr_ku_is_q8(b->dtype))
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "A and B must be int8 or uint8 (got %s, %s)", gwr_dtype_name(a->dtype), gwr_dtype_name(b->dtype));
     mmshape p;
     gwr_status st = mm_setup(k, a, b, &p);
@@ -298,7 +244,7 @@ static gwr_status k_qlinear_matmul(gwr_kctx *k) {
         if (!k->in[i]) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %s is missing", names[i]);
     const gwr_value *a = k->in[0], *as = k->in[1], *azp = k->in[2], *b = k->in[3], *bs = k->in[4], *bzp = k->in[5], *ys = k->in[6],
                     *yzp = k->in[7];
-    if (!is_q8(a->dtype) || !is_q8(b->dtype) || !is_q8(yzp->dtype))
+    if (!gwr_ku_is_q8(a->dtype) || !gwr_ku_is_q8(b->dtype) || !gwr_ku_is_q8(yzp->dtype))
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "a, b and y_zero_point must be int8 or uint8");
     mmshape p;
     gwr_status st = mm_setup(k, a, b, &p);
@@ -314,7 +260,7 @@ static gwr_status k_qlinear_matmul(gwr_kctx *k) {
     else if (!(st = q_matmul(k, a, azp, b, bzp, &p, &acc))) {
         const float *asv = as->data, *bsv = bs->data;
         float ysc = ((const float *)ys->data)[0];
-        double zy = q8(yzp, 0), lo = yzp->dtype == GWR_INT8 ? -128 : 0, hi = yzp->dtype == GWR_INT8 ? 127 : 255;
+        double zy = gwr_ku_q8(yzp, 0), lo = yzp->dtype == GWR_INT8 ? -128 : 0, hi = yzp->dtype == GWR_INT8 ? 127 : 255;
         for (int64_t i = 0; i < y->numel; i++) {
             int64_t col = i % p.N, row = (i / p.N) % p.M;
             float scale = asv[ras == 2 ? row : 0] * bsv[rbs == 2 ? col : 0] / ysc;
@@ -338,8 +284,7 @@ static gwr_status k_gemm(gwr_kctx *k) {
     if (b->dtype != dt || (c && c->dtype != dt))
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "A is %s but %s is %s", gwr_dtype_name(dt), b->dtype != dt ? "B" : "C",
                           gwr_dtype_name(b->dtype != dt ? b->dtype : c->dtype));
-    if (dt != GWR_FLOAT32 && dt != GWR_FLOAT64 && dt != GWR_FLOAT16 && dt != GWR_BFLOAT16 && dt != GWR_INT32 && dt != GWR_INT64 &&
-        dt != GWR_UINT32 && dt != GWR_UINT64)
+    if (!product_dtype(dt))
         return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported", gwr_dtype_name(dt));
     if (a->rank != 2 || b->rank != 2) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "A and B must be 2-D (ranks %d and %d)", a->rank, b->rank);
     int ta = gwr_k_int(k, "transA", 0) != 0, tb = gwr_k_int(k, "transB", 0) != 0;
@@ -347,7 +292,7 @@ static gwr_status k_gemm(gwr_kctx *k) {
     int64_t M = ta ? a->dims[1] : a->dims[0], K = ta ? a->dims[0] : a->dims[1];
     int64_t kb = tb ? b->dims[1] : b->dims[0], N = tb ? b->dims[0] : b->dims[1];
     if (kb != K) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "inner dims differ: A' has %lld columns, B' has %lld rows", (long long)K, (long long)kb);
-    if (!fits_int(M) || !fits_int(N) || !fits_int(K)) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "matrix dims too large for BLAS");
+    if (!gwr_ku_fits_int(M) || !gwr_ku_fits_int(N) || !gwr_ku_fits_int(K)) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "matrix dims too large for BLAS");
     int64_t cs[2] = {0, 0}; /* strides of C over (M, N) */
     if (c) {
         int64_t od[2] = {M, N};
@@ -368,7 +313,7 @@ static gwr_status k_gemm(gwr_kctx *k) {
     gwr_blas_threads(k->threads);
     if (dt == GWR_FLOAT32 || dt == GWR_FLOAT16 || dt == GWR_BFLOAT16) {
         int wide = dt != GWR_FLOAT32;
-        float *af = wide ? widen(a) : a->data, *bf = wide ? widen(b) : b->data, *cf = wide && use_c ? widen(c) : NULL;
+        float *af = wide ? gwr_ku_widen(a) : a->data, *bf = wide ? gwr_ku_widen(b) : b->data, *cf = wide && use_c ? gwr_ku_widen(c) : NULL;
         float *yf = wide ? malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf) : y->data;
         gwr_status st = GWR_OK;
         if (!af || !bf || !yf || (wide && use_c && !cf)) {
@@ -378,8 +323,8 @@ static gwr_status k_gemm(gwr_kctx *k) {
             if (use_c)
                 for (int64_t i = 0; i < M; i++)
                     for (int64_t j = 0; j < N; j++) yf[i * N + j] = beta * cv[i * cs[0] + j * cs[1]];
-            gemm_f32(ta, tb, (int)M, (int)N, (int)K, alpha, af, lda, bf, ldb, use_c ? 1.0f : 0.0f, yf, (int)N);
-            if (wide) narrow(yf, y);
+            gwr_ku_sgemm(ta, tb, (int)M, (int)N, (int)K, alpha, af, lda, bf, ldb, use_c ? 1.0f : 0.0f, yf, (int)N);
+            if (wide) gwr_ku_narrow(yf, y);
         }
         if (wide) free(af), free(bf), free(cf), free(yf);
         return st;
@@ -390,13 +335,13 @@ static gwr_status k_gemm(gwr_kctx *k) {
         if (use_c)
             for (int64_t i = 0; i < M; i++)
                 for (int64_t j = 0; j < N; j++) yd[i * N + j] = (double)beta * cv[i * cs[0] + j * cs[1]];
-        gemm_f64(ta, tb, (int)M, (int)N, (int)K, alpha, a->data, lda, b->data, ldb, use_c ? 1.0 : 0.0, yd, (int)N);
+        gwr_ku_dgemm(ta, tb, (int)M, (int)N, (int)K, alpha, a->data, lda, b->data, ldb, use_c ? 1.0 : 0.0, yd, (int)N);
         return GWR_OK;
     }
     /* integers: exact wrapping products; alpha and beta other than 1 through
      * float64, saturated */
     int exact = alpha == 1.0f && (!use_c || beta == 1.0f);
-    int sgn = !is_uint(dt);
+    int sgn = !gwr_ku_is_uint(dt);
     double lo = dt == GWR_INT32 ? -2147483648.0 : dt == GWR_INT64 ? -9223372036854775808.0 : 0;
     double hi = dt == GWR_INT32 ? 2147483647.0 : dt == GWR_UINT32 ? 4294967295.0 : dt == GWR_INT64 ? 9223372036854774784.0 : 18446744073709549568.0;
     for (int64_t i = 0; i < M; i++)
@@ -463,8 +408,8 @@ static gwr_status k_einsum(gwr_kctx *k) {
         dt = k->in[i]->dtype;
         if (k->in[i]->rank > 32) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "input %d has rank %d", i, k->in[i]->rank);
     }
-    int isint = is_int(dt);
-    if (!isint && dt != GWR_FLOAT32 && dt != GWR_FLOAT64 && dt != GWR_FLOAT16 && dt != GWR_BFLOAT16)
+    int isint = gwr_ku_is_int(dt);
+    if (!isint && !gwr_ku_is_float(dt))
         return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported", gwr_dtype_name(dt));
     /* the equation without spaces */
     char buf[512];

@@ -5,11 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_internal.h"
-
-static int is_float(gwr_dtype t) {
-    return t == GWR_FLOAT32 || t == GWR_FLOAT64 || t == GWR_FLOAT16 || t == GWR_BFLOAT16;
-}
+#include "exec/kernels/kernel_util.h"
 
 /* ---- quantization -------------------------------------------------------- */
 
@@ -52,7 +48,7 @@ static gwr_status k_quantize(gwr_kctx *k) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL, *scale = k->nin > 1 ? k->in[1] : NULL,
                     *zp = k->nin > 2 ? k->in[2] : NULL;
     if (!x || !scale) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "needs x and y_scale");
-    if (!is_float(x->dtype) && x->dtype != GWR_INT32)
+    if (!gwr_ku_is_float(x->dtype) && x->dtype != GWR_INT32)
         return gwr_k_fail(k, GWR_ERR_TYPE, "x must be float or int32, not %s", gwr_dtype_name(x->dtype));
     gwr_dtype ot = zp ? zp->dtype : GWR_UINT8;
     double lo, hi;
@@ -80,7 +76,7 @@ static gwr_status k_dequantize(gwr_kctx *k) {
     if (!x || !scale) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "needs x and x_scale");
     if (!quant_range(x->dtype, &lo, &hi))
         return gwr_k_fail(k, GWR_ERR_TYPE, "x must be an 8, 16 or 32-bit integer, not %s", gwr_dtype_name(x->dtype));
-    if (!is_float(scale->dtype)) return gwr_k_fail(k, GWR_ERR_TYPE, "x_scale must be float");
+    if (!gwr_ku_is_float(scale->dtype)) return gwr_k_fail(k, GWR_ERR_TYPE, "x_scale must be float");
     if (zp && zp->dtype != x->dtype) return gwr_k_fail(k, GWR_ERR_TYPE, "x_zero_point must have x's dtype");
     int64_t n, inner;
     if (qparams(k, x, scale, zp, &n, &inner)) return GWR_ERR_INVALID_ARG;
@@ -149,7 +145,7 @@ static gwr_status k_blackman(gwr_kctx *k) { return window(k, 0.42, 0.5, 0.08); }
  * in double. */
 static gwr_status k_det(gwr_kctx *k) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
-    if (!x || !is_float(x->dtype)) return gwr_k_fail(k, GWR_ERR_TYPE, "input must be a float tensor");
+    if (!x || !gwr_ku_is_float(x->dtype)) return gwr_k_fail(k, GWR_ERR_TYPE, "input must be a float tensor");
     if (x->rank < 2 || x->dims[x->rank - 1] != x->dims[x->rank - 2])
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input must be [..., M, M]");
     int64_t m = x->dims[x->rank - 1], batch = m ? x->numel / (m * m) : 0;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_internal.h"
+#include "exec/kernels/kernel_util.h"
 
 /* The longest transform (points); Bluestein needs 4 times as many doubles
  * in its convolution buffers. */
@@ -18,10 +18,6 @@
 #define DFT_DIRECT_MAX 128
 
 static const double PI = 3.14159265358979323846;
-
-static int is_float(gwr_dtype t) {
-    return t == GWR_FLOAT32 || t == GWR_FLOAT64 || t == GWR_FLOAT16 || t == GWR_BFLOAT16;
-}
 
 static int is_pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
@@ -223,7 +219,7 @@ static gwr_status dft_axis(gwr_kctx *k, int rank, int *axis) {
 static gwr_status k_dft(gwr_kctx *k) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
     if (!x) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "needs an input");
-    if (!is_float(x->dtype))
+    if (!gwr_ku_is_float(x->dtype))
         return gwr_k_fail(k, GWR_ERR_TYPE, "input must be float16, float, double or bfloat16, not %s",
                           gwr_dtype_name(x->dtype));
     int r = x->rank;
@@ -305,7 +301,7 @@ static gwr_status k_dft(gwr_kctx *k) {
 static gwr_status k_stft(gwr_kctx *k) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL, *win = k->nin > 2 ? k->in[2] : NULL;
     if (!x) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "needs a signal");
-    if (!is_float(x->dtype))
+    if (!gwr_ku_is_float(x->dtype))
         return gwr_k_fail(k, GWR_ERR_TYPE, "signal must be float16, float, double or bfloat16, not %s",
                           gwr_dtype_name(x->dtype));
     if (x->rank != 3 || (x->dims[2] != 1 && x->dims[2] != 2))
@@ -379,7 +375,7 @@ static gwr_status k_stft(gwr_kctx *k) {
 static gwr_status scalar_float(gwr_kctx *k, int i, const char *name, double *v) {
     const gwr_value *x = i < k->nin ? k->in[i] : NULL;
     if (!x) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s (input %d) is missing", name, i);
-    if (!is_float(x->dtype) || x->rank > 1 || x->numel != 1)
+    if (!gwr_ku_is_float(x->dtype) || x->rank > 1 || x->numel != 1)
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s (input %d) must be a float scalar", name, i);
     *v = gwr_v_get_f64(x, 0);
     if (!isfinite(*v)) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s is not finite", name);

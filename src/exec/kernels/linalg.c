@@ -1,6 +1,6 @@
 /* linalg.c - matrix products: MatMul (NumPy matmul: batch dims broadcast,
  * 1-D operands promoted and their dim dropped), Gemm, MatMulInteger,
- * QLinearMatMul and Einsum.
+ * QLinearMatMul and Einsum; and Det.
  *
  * float32 and float64 go to sgemm / dgemm, one call per batch matrix, or
  * one call for all when B is a single matrix (A's batch folds into M: the
@@ -9,7 +9,8 @@
  * zero points are subtracted (exact for any realistic K); int32 / int64 /
  * uint32 / uint64 are plain loops in wrapping unsigned arithmetic. Einsum
  * is one generic loop nest over the labels, with strides for repeated
- * labels (diagonals) and broadcast ellipsis dims. */
+ * labels (diagonals) and broadcast ellipsis dims. Det is LU with partial
+ * pivoting in float64. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -561,11 +562,58 @@ static gwr_status k_einsum(gwr_kctx *k) {
     return st;
 }
 
+/* ---- Det ----------------------------------------------------------------- */
+
+/* The determinant of each trailing M x M matrix: LU with partial pivoting
+ * in double. */
+static gwr_status k_det(gwr_kctx *k) {
+    const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
+    if (!x || !gwr_ku_is_float(x->dtype)) return gwr_k_fail(k, GWR_ERR_TYPE, "input must be a float tensor");
+    if (x->rank < 2 || x->dims[x->rank - 1] != x->dims[x->rank - 2])
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input must be [..., M, M]");
+    int64_t m = x->dims[x->rank - 1], batch = m ? x->numel / (m * m) : 0;
+    if (m == 0) batch = gwr_shape_numel(x->rank - 2, x->dims);
+    gwr_value *y = gwr_k_out(k, 0, x->dtype, x->rank - 2, x->dims);
+    if (!y) return GWR_ERR_NOMEM;
+    int64_t mm = m * m;
+    double *a = malloc((size_t)(mm > 0 ? mm : 1) * sizeof *a);
+    if (!a) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    for (int64_t b = 0; b < batch; b++) {
+        for (int64_t i = 0; i < m * m; i++) a[i] = gwr_v_get_f64(x, b * m * m + i);
+        double det = 1;
+        for (int64_t c = 0; c < m && det != 0; c++) {
+            int64_t p = c;
+            for (int64_t r = c + 1; r < m; r++)
+                if (fabs(a[r * m + c]) > fabs(a[p * m + c])) p = r;
+            if (a[p * m + c] == 0) {
+                det = 0;
+                break;
+            }
+            if (p != c) {
+                for (int64_t j = 0; j < m; j++) {
+                    double t = a[c * m + j];
+                    a[c * m + j] = a[p * m + j], a[p * m + j] = t;
+                }
+                det = -det;
+            }
+            det *= a[c * m + c];
+            for (int64_t r = c + 1; r < m; r++) {
+                double f = a[r * m + c] / a[c * m + c];
+                for (int64_t j = c; j < m; j++) a[r * m + j] -= f * a[c * m + j];
+            }
+        }
+        gwr_v_set_f64(y, b, det);
+    }
+    free(a);
+    return GWR_OK;
+}
+
 const gwr_kernel_entry gwr_kernels_linalg[] = {
     GWR_KERNEL(MatMul, k_matmul, .flags = GWR_KF_BLAS),
     GWR_KERNEL(Gemm, k_gemm, .flags = GWR_KF_BLAS),
     GWR_KERNEL(MatMulInteger, k_matmul_integer, .flags = GWR_KF_BLAS),
     GWR_KERNEL(QLinearMatMul, k_qlinear_matmul, .flags = GWR_KF_BLAS),
     GWR_KERNEL(Einsum, k_einsum),
+    GWR_KERNEL(Det, k_det),
     {.fn = NULL},
 };

@@ -1,4 +1,5 @@
-/* signal.c - the signal kernel family: DFT, STFT and MelWeightMatrix.
+/* signal.c - the signal kernel family: DFT, STFT, MelWeightMatrix and
+ * the window functions (HannWindow, HammingWindow, BlackmanWindow).
  *
  * Every transform runs in double whatever the tensors' dtype: a radix-2
  * FFT for power-of-two lengths, the direct sum for short other lengths,
@@ -459,9 +460,38 @@ static gwr_status k_mel_weight_matrix(gwr_kctx *k) {
     return GWR_OK;
 }
 
+/* ---- windows ------------------------------------------------------------- */
+
+/* w[n] = a0 - a1 cos(2 pi n / D) + a2 cos(4 pi n / D), D = N (periodic) or
+ * N - 1 (symmetric). */
+static gwr_status window(gwr_kctx *k, double a0, double a1, double a2) {
+    int64_t size;
+    if (gwr_k_in_ints(k, 0, &size, 1) != 1) return GWR_ERR_INVALID_ARG;
+    if (size < 0 || size > ((int64_t)1 << 31)) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "size %lld is out of range", (long long)size);
+    gwr_dtype ot = (gwr_dtype)gwr_k_int(k, "output_datatype", GWR_FLOAT32);
+    if (!gwr_dtype_is_valid(ot) || ot == GWR_STRING || ot == GWR_UNDEFINED || gwr_dtype_bits(ot) < 8 || ot >= GWR_FLOAT8E4M3FN)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output_datatype %d is not a numeric type", (int)ot);
+    double d = gwr_k_int(k, "periodic", 1) ? (double)size : (double)size - 1;
+    gwr_value *y = gwr_k_out(k, 0, ot, 1, &size);
+    if (!y) return GWR_ERR_NOMEM;
+    const double pi = 3.14159265358979323846;
+    for (int64_t i = 0; i < size; i++) {
+        double t = d > 0 ? 2.0 * pi * (double)i / d : 0;
+        gwr_v_set_f64(y, i, a0 - a1 * cos(t) + a2 * cos(2 * t));
+    }
+    return GWR_OK;
+}
+
+static gwr_status k_hann(gwr_kctx *k) { return window(k, 0.5, 0.5, 0); }
+static gwr_status k_hamming(gwr_kctx *k) { return window(k, 25.0 / 46.0, 21.0 / 46.0, 0); }
+static gwr_status k_blackman(gwr_kctx *k) { return window(k, 0.42, 0.5, 0.08); }
+
 const gwr_kernel_entry gwr_kernels_signal[] = {
     GWR_KERNEL(DFT, k_dft),
     GWR_KERNEL(STFT, k_stft),
     GWR_KERNEL(MelWeightMatrix, k_mel_weight_matrix),
+    GWR_KERNEL(HannWindow, k_hann),
+    GWR_KERNEL(HammingWindow, k_hamming),
+    GWR_KERNEL(BlackmanWindow, k_blackman),
     {.fn = NULL},
 };

@@ -396,9 +396,23 @@ static int ein_term(const char *s, size_t n, int *lab, int max, int *nell) {
     return cnt;
 }
 
-static gwr_status k_einsum(gwr_kctx *k) {
-    const char *eq = gwr_k_string(k, "equation", NULL);
-    if (!eq) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "the equation attribute is missing");
+/* An equation bound to its inputs: label ids 0..51 are the letters, 52 + j
+ * the ellipsis dims (right-aligned over E). */
+typedef struct ein_plan {
+    int nin, E;
+    int lab[EIN_MAXIN][64], nlab[EIN_MAXIN], nell[EIN_MAXIN]; /* each term's labels, -2 the ellipsis */
+    int64_t size[EIN_LABELS];                  /* -1: not seen */
+    int seen[EIN_LABELS];                      /* occurrences over the inputs */
+    int64_t strides[EIN_MAXIN][EIN_LABELS];    /* per input, summed over repeats (diagonals) */
+    int out[EIN_LABELS], nout, inout[EIN_LABELS];
+    int con[EIN_LABELS], ncon;                 /* the contracted labels */
+    int64_t odims[EIN_LABELS], total_c;        /* output dims; contracted combinations */
+} ein_plan;
+
+static char ein_char(int l) { return (char)(l < 26 ? 'A' + l : 'a' + l - 26); }
+
+/* The inputs: 1 to EIN_MAXIN present values of one dtype Einsum reads. */
+static gwr_status ein_inputs(gwr_kctx *k, gwr_dtype *dtp) {
     int nin = k->nin;
     if (nin < 1 || nin > EIN_MAXIN) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "Einsum takes 1 to %d inputs, got %d", EIN_MAXIN, nin);
     gwr_dtype dt = GWR_UNDEFINED;
@@ -409,9 +423,164 @@ static gwr_status k_einsum(gwr_kctx *k) {
         dt = k->in[i]->dtype;
         if (k->in[i]->rank > 32) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "input %d has rank %d", i, k->in[i]->rank);
     }
-    int isint = gwr_ku_is_int(dt);
-    if (!isint && !gwr_ku_is_float(dt))
+    if (!gwr_ku_is_int(dt) && !gwr_ku_is_float(dt))
         return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported", gwr_dtype_name(dt));
+    *dtp = dt;
+    return GWR_OK;
+}
+
+/* The input terms of buf (the equation without spaces; lhs_len bytes
+ * before "->") into p, checked against the inputs' ranks. */
+static gwr_status ein_terms(gwr_kctx *k, const char *eq, const char *buf, size_t lhs_len, ein_plan *p) {
+    size_t pos = 0;
+    for (int i = 0; i < p->nin; i++) {
+        size_t end = pos;
+        while (end < lhs_len && buf[end] != ',') end++;
+        if ((i < p->nin - 1) != (end < lhs_len))
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "equation '%s' has a term count other than the %d inputs", eq, p->nin);
+        p->nlab[i] = ein_term(buf + pos, end - pos, p->lab[i], 64, &p->nell[i]);
+        if (p->nlab[i] < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "bad term %d in equation '%s'", i, eq);
+        int e = p->nell[i] ? k->in[i]->rank - (p->nlab[i] - 1) : 0;
+        if ((p->nell[i] && e < 0) || (!p->nell[i] && p->nlab[i] != k->in[i]->rank))
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "term %d has %d labels but input %d has rank %d", i, p->nlab[i] - p->nell[i], i,
+                              k->in[i]->rank);
+        if (e > EIN_MAXELL) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "ellipsis of %d dims", e);
+        if (e > p->E) p->E = e;
+        pos = end + 1;
+    }
+    return GWR_OK;
+}
+
+/* Each label's size and each input's stride along it. */
+static gwr_status ein_bind(gwr_kctx *k, ein_plan *p) {
+    for (int i = 0; i < p->nin; i++) {
+        const gwr_value *v = k->in[i];
+        int64_t vs[32];
+        gwr_strides(v->rank, v->dims, vs);
+        int e = p->nell[i] ? v->rank - (p->nlab[i] - 1) : 0, dim = 0;
+        for (int t = 0; t < p->nlab[i]; t++) {
+            if (p->lab[i][t] == -2) {
+                for (int j = 0; j < e; j++, dim++) {
+                    int l = EIN_LETTERS + p->E - e + j;
+                    int64_t d = v->dims[dim];
+                    if (p->size[l] < 0 || p->size[l] == 1) p->size[l] = d;
+                    else if (d != 1 && d != p->size[l])
+                        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "ellipsis dims of input %d do not broadcast", i);
+                    if (d != 1) p->strides[i][l] += vs[dim];
+                    p->seen[l]++;
+                }
+                continue;
+            }
+            int l = p->lab[i][t];
+            int64_t d = v->dims[dim];
+            if (p->size[l] >= 0 && p->size[l] != d)
+                return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "label '%c' has sizes %lld and %lld", ein_char(l), (long long)p->size[l],
+                                  (long long)d);
+            p->size[l] = d;
+            p->strides[i][l] += vs[dim];
+            p->seen[l]++;
+            dim++;
+        }
+    }
+    return GWR_OK;
+}
+
+/* The output labels (the explicit term after "->", or the ellipsis and
+ * the labels seen once, in order), the contracted ones, and the sizes. */
+static gwr_status ein_output(gwr_kctx *k, const char *eq, const char *arrow, ein_plan *p) {
+    int E = p->E;
+    if (arrow) {
+        int olab[64], oell;
+        int no = ein_term(arrow + 2, strlen(arrow + 2), olab, 64, &oell);
+        if (no < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "bad output term in equation '%s'", eq);
+        for (int t = 0; t < no; t++) {
+            if (olab[t] == -2) {
+                for (int l = EIN_LETTERS; l < EIN_LETTERS + E; l++) p->out[p->nout++] = l, p->inout[l] = 1;
+                continue;
+            }
+            int l = olab[t];
+            if (!p->seen[l] || p->inout[l])
+                return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output label '%c' is %s", ein_char(l),
+                                  p->inout[l] ? "repeated" : "not an input label");
+            p->out[p->nout++] = l, p->inout[l] = 1;
+        }
+    } else {
+        for (int l = EIN_LETTERS; l < EIN_LETTERS + E; l++) p->out[p->nout++] = l, p->inout[l] = 1;
+        for (int l = 0; l < EIN_LETTERS; l++)
+            if (p->seen[l] == 1) p->out[p->nout++] = l, p->inout[l] = 1;
+    }
+    for (int l = 0; l < EIN_LETTERS + E; l++)
+        if (p->seen[l] && !p->inout[l]) p->con[p->ncon++] = l;
+    double work = 1;
+    p->total_c = 1;
+    for (int t = 0; t < p->nout; t++) p->odims[t] = p->size[p->out[t]] < 0 ? 1 : p->size[p->out[t]];
+    for (int c = 0; c < p->ncon; c++) p->total_c *= p->size[p->con[c]], work *= (double)p->size[p->con[c]];
+    for (int t = 0; t < p->nout; t++) work *= (double)p->odims[t];
+    if (work > 1e15) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "einsum '%s' is too large for the generic loop", eq);
+    return GWR_OK;
+}
+
+/* y[e] = the sum over the contracted labels of the product of the
+ * operands (data: float64, or uint64 wrapping when isint), walking every
+ * operand by its strides. */
+static void ein_loop(const ein_plan *p, void *const *data, int isint, gwr_value *y) {
+    int nin = p->nin;
+    int64_t oidx[EIN_LABELS] = {0}, cidx[EIN_LABELS], base[EIN_MAXIN] = {0}, off[EIN_MAXIN];
+    for (int64_t e = 0; e < y->numel; e++) {
+        double acc = 0;
+        uint64_t iacc = 0;
+        memset(cidx, 0, (size_t)p->ncon * sizeof *cidx);
+        memcpy(off, base, (size_t)nin * sizeof *off);
+        for (int64_t t = 0; t < p->total_c; t++) {
+            if (isint) {
+                uint64_t pr = 1;
+                for (int i = 0; i < nin; i++) pr *= ((const uint64_t *)data[i])[off[i]];
+                iacc += pr;
+            } else {
+                double pr = 1;
+                for (int i = 0; i < nin; i++) pr *= ((const double *)data[i])[off[i]];
+                acc += pr;
+            }
+            for (int c = p->ncon - 1; c >= 0; c--) {
+                int l = p->con[c];
+                for (int i = 0; i < nin; i++) off[i] += p->strides[i][l];
+                if (++cidx[c] < p->size[l]) break;
+                for (int i = 0; i < nin; i++) off[i] -= p->strides[i][l] * p->size[l];
+                cidx[c] = 0;
+            }
+        }
+        if (isint) iset(y, e, iacc);
+        else gwr_v_set_f64(y, e, acc);
+        for (int t = p->nout - 1; t >= 0; t--) {
+            int l = p->out[t];
+            for (int i = 0; i < nin; i++) base[i] += p->strides[i][l];
+            if (++oidx[t] < p->odims[t]) break;
+            for (int i = 0; i < nin; i++) base[i] -= p->strides[i][l] * p->odims[t];
+            oidx[t] = 0;
+        }
+    }
+}
+
+/* The operands as float64, or uint64 when isint (malloc'd into data). */
+static gwr_status ein_operands(gwr_kctx *k, int isint, void **data) {
+    for (int i = 0; i < k->nin; i++) {
+        const gwr_value *v = k->in[i];
+        if (!(data[i] = malloc((size_t)(v->numel ? v->numel : 1) * 8))) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+        if (isint)
+            for (int64_t j = 0; j < v->numel; j++) ((uint64_t *)data[i])[j] = iget(v, j);
+        else
+            for (int64_t j = 0; j < v->numel; j++) ((double *)data[i])[j] = gwr_v_get_f64(v, j);
+    }
+    return GWR_OK;
+}
+
+static gwr_status k_einsum(gwr_kctx *k) {
+    const char *eq = gwr_k_string(k, "equation", NULL);
+    if (!eq) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "the equation attribute is missing");
+    gwr_dtype dt = GWR_UNDEFINED;
+    gwr_status st = ein_inputs(k, &dt);
+    if (st) return st;
+    int isint = gwr_ku_is_int(dt);
     /* the equation without spaces */
     char buf[512];
     size_t n = 0;
@@ -422,143 +591,18 @@ static gwr_status k_einsum(gwr_kctx *k) {
         }
     buf[n] = 0;
     char *arrow = strstr(buf, "->");
-    size_t lhs_len = arrow ? (size_t)(arrow - buf) : n;
-    /* the terms */
-    int lab[EIN_MAXIN][64], nlab[EIN_MAXIN], nell[EIN_MAXIN];
-    int64_t size[EIN_LABELS];
-    int seen[EIN_LABELS] = {0}; /* occurrences over the inputs */
-    for (int l = 0; l < EIN_LABELS; l++) size[l] = -1;
-    size_t pos = 0;
-    int E = 0; /* ellipsis dims */
-    for (int i = 0; i < nin; i++) {
-        size_t end = pos;
-        while (end < lhs_len && buf[end] != ',') end++;
-        if ((i < nin - 1) != (end < lhs_len))
-            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "equation '%s' has a term count other than the %d inputs", eq, nin);
-        nlab[i] = ein_term(buf + pos, end - pos, lab[i], 64, &nell[i]);
-        if (nlab[i] < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "bad term %d in equation '%s'", i, eq);
-        int e = nell[i] ? k->in[i]->rank - (nlab[i] - 1) : 0;
-        if ((nell[i] && e < 0) || (!nell[i] && nlab[i] != k->in[i]->rank))
-            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "term %d has %d labels but input %d has rank %d", i, nlab[i] - nell[i], i, k->in[i]->rank);
-        if (e > EIN_MAXELL) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "ellipsis of %d dims", e);
-        if (e > E) E = e;
-        pos = end + 1;
-    }
-    /* sizes and strides: label ids 0..51 letters, 52 + j the ellipsis dims
-     * (right-aligned over E) */
-    int64_t strides[EIN_MAXIN][EIN_LABELS];
-    memset(strides, 0, sizeof strides);
-    for (int i = 0; i < nin; i++) {
-        const gwr_value *v = k->in[i];
-        int64_t vs[32];
-        gwr_strides(v->rank, v->dims, vs);
-        int e = nell[i] ? v->rank - (nlab[i] - 1) : 0, dim = 0;
-        for (int t = 0; t < nlab[i]; t++) {
-            if (lab[i][t] == -2) {
-                for (int j = 0; j < e; j++, dim++) {
-                    int l = EIN_LETTERS + E - e + j;
-                    int64_t d = v->dims[dim];
-                    if (size[l] < 0 || size[l] == 1) size[l] = d;
-                    else if (d != 1 && d != size[l])
-                        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "ellipsis dims of input %d do not broadcast", i);
-                    if (d != 1) strides[i][l] += vs[dim];
-                    seen[l]++;
-                }
-                continue;
-            }
-            int l = lab[i][t];
-            int64_t d = v->dims[dim];
-            if (size[l] >= 0 && size[l] != d)
-                return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "label '%c' has sizes %lld and %lld", l < 26 ? 'A' + l : 'a' + l - 26,
-                                  (long long)size[l], (long long)d);
-            size[l] = d;
-            strides[i][l] += vs[dim];
-            seen[l]++;
-            dim++;
-        }
-    }
-    /* the output labels */
-    int out[EIN_LABELS], nout = 0, inout[EIN_LABELS] = {0};
-    if (arrow) {
-        int olab[64], oell;
-        int no = ein_term(arrow + 2, strlen(arrow + 2), olab, 64, &oell);
-        if (no < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "bad output term in equation '%s'", eq);
-        for (int t = 0; t < no; t++) {
-            if (olab[t] == -2) {
-                for (int l = EIN_LETTERS; l < EIN_LETTERS + E; l++) out[nout++] = l, inout[l] = 1;
-                continue;
-            }
-            int l = olab[t];
-            if (!seen[l] || inout[l])
-                return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output label '%c' is %s", l < 26 ? 'A' + l : 'a' + l - 26,
-                                  inout[l] ? "repeated" : "not an input label");
-            out[nout++] = l, inout[l] = 1;
-        }
-    } else {
-        for (int l = EIN_LETTERS; l < EIN_LETTERS + E; l++) out[nout++] = l, inout[l] = 1;
-        for (int l = 0; l < EIN_LETTERS; l++)
-            if (seen[l] == 1) out[nout++] = l, inout[l] = 1;
-    }
-    int con[EIN_LABELS], ncon = 0;
-    for (int l = 0; l < EIN_LETTERS + E; l++)
-        if (seen[l] && !inout[l]) con[ncon++] = l;
-    int64_t odims[EIN_LABELS], total_c = 1;
-    for (int t = 0; t < nout; t++) odims[t] = size[out[t]] < 0 ? 1 : size[out[t]];
-    double work = 1;
-    for (int c = 0; c < ncon; c++) total_c *= size[con[c]], work *= (double)size[con[c]];
-    for (int t = 0; t < nout; t++) work *= (double)odims[t];
-    if (work > 1e15) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "einsum '%s' is too large for the generic loop", eq);
-    gwr_value *y = gwr_k_out(k, 0, dt, nout, odims);
+    ein_plan p;
+    memset(&p, 0, sizeof p);
+    p.nin = k->nin;
+    for (int l = 0; l < EIN_LABELS; l++) p.size[l] = -1;
+    if ((st = ein_terms(k, eq, buf, arrow ? (size_t)(arrow - buf) : n, &p)) || (st = ein_bind(k, &p)) ||
+        (st = ein_output(k, eq, arrow, &p)))
+        return st;
+    gwr_value *y = gwr_k_out(k, 0, dt, p.nout, p.odims);
     if (!y) return GWR_ERR_NOMEM;
-    /* the operands as float64 or uint64 */
     void *data[EIN_MAXIN] = {0};
-    gwr_status st = GWR_OK;
-    for (int i = 0; i < nin && !st; i++) {
-        const gwr_value *v = k->in[i];
-        data[i] = malloc((size_t)(v->numel ? v->numel : 1) * 8);
-        if (!data[i]) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
-        else if (isint)
-            for (int64_t j = 0; j < v->numel; j++) ((uint64_t *)data[i])[j] = iget(v, j);
-        else
-            for (int64_t j = 0; j < v->numel; j++) ((double *)data[i])[j] = gwr_v_get_f64(v, j);
-    }
-    if (!st) {
-        int64_t oidx[EIN_LABELS] = {0}, cidx[EIN_LABELS], base[EIN_MAXIN] = {0}, off[EIN_MAXIN];
-        for (int64_t e = 0; e < y->numel; e++) {
-            double acc = 0;
-            uint64_t iacc = 0;
-            memset(cidx, 0, (size_t)ncon * sizeof *cidx);
-            memcpy(off, base, (size_t)nin * sizeof *off);
-            for (int64_t t = 0; t < total_c; t++) {
-                if (isint) {
-                    uint64_t pr = 1;
-                    for (int i = 0; i < nin; i++) pr *= ((const uint64_t *)data[i])[off[i]];
-                    iacc += pr;
-                } else {
-                    double pr = 1;
-                    for (int i = 0; i < nin; i++) pr *= ((const double *)data[i])[off[i]];
-                    acc += pr;
-                }
-                for (int c = ncon - 1; c >= 0; c--) {
-                    int l = con[c];
-                    for (int i = 0; i < nin; i++) off[i] += strides[i][l];
-                    if (++cidx[c] < size[l]) break;
-                    for (int i = 0; i < nin; i++) off[i] -= strides[i][l] * size[l];
-                    cidx[c] = 0;
-                }
-            }
-            if (isint) iset(y, e, iacc);
-            else gwr_v_set_f64(y, e, acc);
-            for (int t = nout - 1; t >= 0; t--) {
-                int l = out[t];
-                for (int i = 0; i < nin; i++) base[i] += strides[i][l];
-                if (++oidx[t] < odims[t]) break;
-                for (int i = 0; i < nin; i++) base[i] -= strides[i][l] * odims[t];
-                oidx[t] = 0;
-            }
-        }
-    }
-    for (int i = 0; i < nin; i++) free(data[i]);
+    if (!(st = ein_operands(k, isint, data))) ein_loop(&p, data, isint, y);
+    for (int i = 0; i < p.nin; i++) free(data[i]);
     return st;
 }
 

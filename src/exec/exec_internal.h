@@ -5,7 +5,10 @@
  * (memory from the session's pool) or passed through with gwr_k_set_out /
  * gwr_k_alias. It returns GWR_OK or the status of gwr_k_fail, whose
  * message the session prefixes with the layer. Kernels never see
- * patterns, ONNX files or other kernels (DESIGN.md). */
+ * patterns, ONNX files or other kernels (DESIGN.md); what several kernel
+ * families share is in kernels/kernel_util.h. The files depend one way:
+ * session.c on the registry, the registry on the kernel families, they on
+ * kctx.c, pool.c, value.c and kernel_util.c, none of which calls back. */
 #ifndef GWR_EXEC_INTERNAL_H
 #define GWR_EXEC_INTERNAL_H
 
@@ -32,37 +35,88 @@ struct gwr_value {
  * a copy of dims. */
 gwr_value *gwr_value_over(gwr_buffer *buf, void *data, gwr_dtype dtype, int rank, const int64_t *dims);
 
-typedef struct gwr_frame gwr_frame;
 typedef struct gwr_exec_pool gwr_exec_pool;
 
-typedef struct gwr_kctx {
+/* ---- the memory pool (pool.c) -------------------------------------------- */
+
+/* A pool with one reference, the owner's; NULL when out of memory. */
+gwr_exec_pool *gwr_exec_pool_new(void);
+/* Gives the owner's reference back; buffers still out keep the pool until
+ * they are released (their blocks are then freed, not kept). */
+void gwr_exec_pool_close(gwr_exec_pool *p);
+/* A buffer of n bytes (64-byte aligned), or NULL when out of memory. */
+gwr_buffer *gwr_exec_pool_alloc(gwr_exec_pool *p, size_t n);
+/* Starts a run's figures: total 0, peak the bytes out now. */
+void gwr_exec_pool_begin_run(gwr_exec_pool *p);
+void gwr_exec_pool_stats(const gwr_exec_pool *p, int64_t *peak, int64_t *total);
+
+/* ---- kernel contexts ----------------------------------------------------- */
+
+/* What gwr_k_fail records, for the caller to report after the kernel. */
+typedef struct gwr_kmsg {
+    gwr_status status;
+    char text[GWR_ERRMSG_MAX];
+} gwr_kmsg;
+
+typedef struct gwr_kctx gwr_kctx;
+
+/* Runs subgraph g for kernel k (see gwr_k_run_graph); set by the session. */
+typedef gwr_status (*gwr_kgraph_fn)(gwr_kctx *k, gwr_network *g, int nin, gwr_value *const *in, int nout,
+                                    gwr_value **out);
+
+struct gwr_kctx {
     gwr_layer *layer;
     int64_t opset;            /* of the layer's domain, from the root network; 0 when the
                                * model imports none (read it as the newest) */
     int nin, nout;
     gwr_value *const *in;     /* in[i] is NULL for an absent optional input */
     gwr_value **out;          /* set by the kernel */
-    gwr_session *session;
-    gwr_frame *frame;         /* for subgraphs */
-    gwr_exec_pool *pool;
     int threads;
-    const void *step;         /* the session's, for gwr_k_out_used */
-} gwr_kctx;
+    /* The caller's side, read by the gwr_k_* helpers (kctx.c) only. */
+    gwr_exec_pool *pool;      /* where outputs are allocated */
+    gwr_kmsg *msg;            /* what gwr_k_fail writes */
+    const uint8_t *out_used;  /* per output: read by anything; NULL: every output is */
+    gwr_kgraph_fn run_graph;  /* NULL: no subgraphs here (gwr_exec_layer) */
+    void *run_ctx;            /* run_graph's: the session's frame */
+};
 
 typedef gwr_status (*gwr_kernel_fn)(gwr_kctx *k);
 
+/* ---- the kernel registry (kernels/registry.c) ----------------------------- */
+
+#define GWR_KF_BLAS 1u  /* calls OpenBLAS: the caller loads it first (gwr_blas_load, exec/blas.h) */
+#define GWR_KF_ALIAS 2u /* an output may share an input's bytes (gwr_k_set_out of an input, gwr_k_alias) */
+
+/* One kernel. Family files list theirs in a table gwr_kernels_<family>[],
+ * ended by an entry with no fn, written with GWR_KERNEL (ops of ops.def) or
+ * GWR_KERNEL_CUSTOM (ops the table lacks, by domain and name). */
 typedef struct gwr_kernel_entry {
-    const char *domain; /* "" for ONNX */
-    const char *op;
+    gwr_op_id op;          /* GWR_OP_CUSTOM: the op named by domain and name */
     gwr_kernel_fn fn;
+    unsigned flags;        /* GWR_KF_* */
+    /* The opsets of the op's domain the kernel implements. In a family's
+     * table 0 means the default: from the op's `since` in ops.def (1 for
+     * custom ops), with no upper bound; the registry's copies (what
+     * gwr_kernel_for_op gives) hold the resolved numbers, INT_MAX for none. */
+    int first_opset, last_opset;
+    const char *domain, *name; /* custom ops only */
 } gwr_kernel_entry;
 
-/* The kernel for (domain, op), or NULL (kernels/registry.c). *needs_blas
- * (may be NULL) is set when the kernel's family calls OpenBLAS, which the
- * caller must then have loaded (gwr_blas_load, exec/blas.h). */
-gwr_kernel_fn gwr_kernel_find(const char *domain, const char *op, int *needs_blas);
+/* GWR_KERNEL(Add, k_add) or GWR_KERNEL(MatMul, k_matmul, .flags = GWR_KF_BLAS). */
+#define GWR_KERNEL(id, ...) {.op = GWR_OP_##id, .fn = __VA_ARGS__}
+#define GWR_KERNEL_CUSTOM(dom, nm, ...) {.op = GWR_OP_CUSTOM, .domain = dom, .name = nm, .fn = __VA_ARGS__}
 
-/* ---- for kernels --------------------------------------------------------- */
+/* The kernel of an op of ops.def, or NULL when it has none. O(1). */
+const gwr_kernel_entry *gwr_kernel_for_op(gwr_op_id id);
+/* The kernel for (domain, op) (domain "" or "ai.onnx" for ONNX's), ops.def's
+ * ops and the custom ones alike, or NULL. */
+const gwr_kernel_entry *gwr_kernel_find(const char *domain, const char *op);
+/* The kernel for layer l, or NULL. */
+const gwr_kernel_entry *gwr_kernel_for_layer(const gwr_layer *l);
+/* Does e implement opset `opset` of its domain (0: the newest, always)? */
+int gwr_kernel_supports(const gwr_kernel_entry *e, int64_t opset);
+
+/* ---- for kernels (kctx.c) ----------------------------------------------- */
 
 /* Allocates output i (uninitialized bytes; STRING entries empty). NULL
  * after gwr_k_fail when out of memory (NOMEM) or on a bad shape
@@ -99,10 +153,10 @@ void gwr_v_set_f64(gwr_value *v, int64_t j, double x);
 
 /* Runs subgraph g (an attribute of k's layer) with its inputs bound in
  * order and its outputs returned (new references), names of enclosing
- * graphs resolved through k's frame. */
+ * graphs resolved through k's frame (k->run_graph; UNSUPPORTED without). */
 gwr_status gwr_k_run_graph(gwr_kctx *k, gwr_network *g, int nin, gwr_value *const *in, int nout, gwr_value **out);
 
-/* ---- shapes -------------------------------------------------------------- */
+/* ---- shapes (value.c) ------------------------------------------------------ */
 
 /* NumPy broadcasting of two shapes into out (rank *orank); GWR_ERR_INVALID_ARG
  * when they do not broadcast. */

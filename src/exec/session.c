@@ -8,6 +8,7 @@
  * the kernels and released at the slot's last read, so the memory of a
  * dead tensor is reused by the next one of its size class (the pool).
  * Names of enclosing graphs are found through the parent frames. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,69 +16,6 @@
 
 #include "exec/blas.h"
 #include "exec/exec_internal.h"
-
-/* ---- the memory pool ----------------------------------------------------- */
-
-/* Freed blocks by power-of-two size class, reused by later allocations.
- * Buffers keep the pool alive (refs); the session's free closes it. */
-#define POOL_CLASSES 48
-#define POOL_MIN_LOG2 6
-
-struct gwr_exec_pool {
-    atomic_long refs;
-    int closed;
-    void *free_list[POOL_CLASSES];
-    int64_t live, peak, total; /* bytes handed out: now, at most, this run */
-};
-
-static int size_class(size_t n) {
-    int c = POOL_MIN_LOG2;
-    while (c < POOL_CLASSES - 1 && ((size_t)1 << c) < n) c++;
-    return c;
-}
-
-static void pool_unref(gwr_exec_pool *p) {
-    if (atomic_fetch_sub(&p->refs, 1) != 1) return;
-    for (int c = 0; c < POOL_CLASSES; c++)
-        while (p->free_list[c]) {
-            void *b = p->free_list[c];
-            p->free_list[c] = *(void **)b;
-            free(b);
-        }
-    free(p);
-}
-
-static void pool_release(void *ctx, const void *data, size_t size) {
-    gwr_exec_pool *p = ctx;
-    void *b = (void *)(uintptr_t)data;
-    p->live -= (int64_t)size;
-    if (p->closed) {
-        free(b);
-    } else {
-        int c = size_class(size);
-        *(void **)b = p->free_list[c];
-        p->free_list[c] = b;
-    }
-    pool_unref(p);
-}
-
-static gwr_buffer *pool_alloc(gwr_exec_pool *p, size_t n) {
-    int c = size_class(n);
-    if ((size_t)1 << c < n) return NULL; /* beyond the largest class */
-    void *b = p->free_list[c];
-    if (b) p->free_list[c] = *(void **)b;
-    else if (!(b = aligned_alloc(64, (size_t)1 << c))) return NULL;
-    gwr_buffer *buf = gwr_buffer_wrap(b, n, pool_release, p);
-    if (!buf) {
-        free(b);
-        return NULL;
-    }
-    atomic_fetch_add(&p->refs, 1);
-    p->live += (int64_t)n;
-    p->total += (int64_t)n;
-    if (p->live > p->peak) p->peak = p->live;
-    return buf;
-}
 
 /* ---- plans --------------------------------------------------------------- */
 
@@ -94,6 +32,7 @@ typedef struct step {
     int64_t *out;      /* slot of each output */
     int64_t *release;  /* slots dead after this step */
     int64_t nrelease;
+    uint8_t *out_used; /* per output: read by a step, a subgraph or the caller */
 } step;
 
 typedef struct gplan {
@@ -109,7 +48,9 @@ typedef struct gplan {
     uint8_t *used;          /* per slot: read by a step, a subgraph or the caller */
 } gplan;
 
+typedef struct gwr_frame gwr_frame;
 struct gwr_frame {
+    gwr_session *s;
     gplan *p;
     gwr_value **vals;
     gwr_frame *parent;
@@ -123,8 +64,7 @@ struct gwr_session {
     int threads;
     int64_t peak, total;
     char errmsg[GWR_ERRMSG_MAX];
-    char kmsg[GWR_ERRMSG_MAX];
-    gwr_status kstatus; /* of the kernel's last gwr_k_fail: what it reports */
+    gwr_kmsg kmsg;      /* the running kernel's gwr_k_fail: what it reports */
 };
 
 static gwr_status sess_error(gwr_session *s, gwr_status st, const char *fmt, ...) GWR_PRINTF(3, 4);
@@ -139,7 +79,8 @@ static gwr_status sess_error(gwr_session *s, gwr_status st, const char *fmt, ...
 
 static void plan_free(gplan *p) {
     if (!p) return;
-    for (int64_t i = 0; i < p->nsteps; i++) free(p->steps[i].in), free(p->steps[i].out), free(p->steps[i].release);
+    for (int64_t i = 0; i < p->nsteps; i++)
+        free(p->steps[i].in), free(p->steps[i].out), free(p->steps[i].release), free(p->steps[i].out_used);
     free(p->steps), free(p->input_slot), free(p->output_slot), free(p->outer), free(p->used);
     gwr_ptrmap_free(&p->slot_of);
     free(p);
@@ -182,6 +123,34 @@ static gwr_network *root_of(gwr_network *n) {
     return n;
 }
 
+/* The opset of l's domain the root network imports; 0, "the newest" as
+ * kernels read it, when it imports none. */
+static int64_t layer_opset(const gwr_layer *l) {
+    int64_t v = gwr_network_opset(root_of(gwr_layer_network(l)), gwr_layer_domain(l));
+    return v < 0 ? 0 : v;
+}
+
+/* The kernel for l at opset `opset`, OpenBLAS loaded when it needs it; NULL
+ * with a message naming the layer in msg. */
+static const gwr_kernel_entry *layer_kernel(const gwr_layer *l, int64_t opset, char *msg, size_t size) {
+    const char *dom = gwr_layer_domain(l), *why = NULL;
+    const gwr_kernel_entry *e = gwr_kernel_for_layer(l);
+    if (!e) {
+        snprintf(msg, size, "layer '%s': no kernel for %s%s%s", gwr_layer_name(l), dom, *dom ? "::" : "", gwr_layer_op(l));
+    } else if (!gwr_kernel_supports(e, opset)) {
+        char last[24] = "";
+        if (e->last_opset != INT_MAX) snprintf(last, sizeof last, "%d", e->last_opset);
+        snprintf(msg, size, "layer '%s' (%s): the kernel implements opsets %d to %s of domain '%s', not opset %lld",
+                 gwr_layer_name(l), gwr_layer_op(l), e->first_opset, *last ? last : "the newest",
+                 *dom ? dom : "ai.onnx", (long long)opset);
+        e = NULL;
+    } else if ((e->flags & GWR_KF_BLAS) && gwr_blas_load(&why)) {
+        snprintf(msg, size, "layer '%s' (%s): %s", gwr_layer_name(l), gwr_layer_op(l), why);
+        e = NULL;
+    }
+    return e;
+}
+
 static gplan *plan_new(gwr_session *s, gwr_network *net) {
     gplan *p = calloc(1, sizeof *p);
     gwr_layer **order = NULL;
@@ -200,26 +169,19 @@ static gplan *plan_new(gwr_session *s, gwr_network *net) {
     }
     for (int i = 0; i < ni; i++)
         if ((p->input_slot[i] = new_slot(p, gwr_network_input(net, i))) < 0) goto nomem;
-    gwr_network *root = root_of(net);
     for (int64_t i = 0; i < nl; i++) {
         gwr_layer *l = order[i];
         if (gwr_layer_is_removed(l)) continue;
         step *st = &p->steps[p->nsteps++];
         st->l = l;
-        int blas = 0;
-        const char *why = NULL;
-        if (!(st->fn = gwr_kernel_find(gwr_layer_domain(l), gwr_layer_op(l), &blas))) {
-            sess_error(s, GWR_ERR_UNSUPPORTED, "layer '%s': no kernel for %s%s%s", gwr_layer_name(l),
-                       *gwr_layer_domain(l) ? gwr_layer_domain(l) : "", *gwr_layer_domain(l) ? "::" : "",
-                       gwr_layer_op(l));
+        st->opset = layer_opset(l);
+        char msg[GWR_ERRMSG_MAX];
+        const gwr_kernel_entry *e = layer_kernel(l, st->opset, msg, sizeof msg);
+        if (!e) {
+            sess_error(s, GWR_ERR_UNSUPPORTED, "%s", msg);
             goto fail;
         }
-        if (blas && gwr_blas_load(&why)) {
-            sess_error(s, GWR_ERR_UNSUPPORTED, "layer '%s' (%s): %s", gwr_layer_name(l), gwr_layer_op(l), why);
-            goto fail;
-        }
-        st->opset = gwr_network_opset(root, gwr_layer_domain(l));
-        if (st->opset < 0) st->opset = 0; /* no import: 0, "the newest", as kernels read it */
+        st->fn = e->fn;
         st->nin = gwr_layer_num_inputs(l), st->nout = gwr_layer_num_outputs(l);
         st->in = malloc((size_t)(st->nin ? st->nin : 1) * sizeof *st->in);
         st->out = malloc((size_t)(st->nout ? st->nout : 1) * sizeof *st->out);
@@ -266,6 +228,11 @@ static gplan *plan_new(gwr_session *s, gwr_network *net) {
     }
     for (int i = 0; i < no; i++)
         if (p->output_slot[i] >= 0) last[p->output_slot[i]] = p->nsteps, p->used[p->output_slot[i]] = 1;
+    for (int64_t k = 0; k < p->nsteps; k++) {
+        step *st = &p->steps[k];
+        if (!(st->out_used = malloc((size_t)(st->nout ? st->nout : 1)))) goto nomem;
+        for (int o = 0; o < st->nout; o++) st->out_used[o] = p->used[st->out[o]];
+    }
     for (int64_t sl = 0; sl < p->nslots; sl++) {
         if (last[sl] < 0 || last[sl] >= p->nsteps) continue;
         step *st = &p->steps[last[sl]];
@@ -292,12 +259,11 @@ gwr_session *gwr_session_new(gwr_network *net, const gwr_session_options *opt) {
         return NULL;
     }
     gwr_session *s = calloc(1, sizeof *s);
-    if (!s || !(s->pool = calloc(1, sizeof *s->pool))) {
+    if (!s || !(s->pool = gwr_exec_pool_new())) {
         free(s);
         gwr_set_last_error(GWR_ERR_NOMEM, "gwr_session_new: out of memory");
         return NULL;
     }
-    atomic_init(&s->pool->refs, 1);
     s->net = net;
     s->threads = opt && opt->threads > 0 ? opt->threads : 1;
     if (!(s->root = plan_new(s, net))) {
@@ -314,10 +280,7 @@ void gwr_session_free(gwr_session *s) {
     for (int64_t i = 0; i < s->subplans.cap; i++)
         if (s->subplans.keys && s->subplans.keys[i]) plan_free(s->subplans.vals[i]);
     gwr_ptrmap_free(&s->subplans);
-    if (s->pool) {
-        s->pool->closed = 1;
-        pool_unref(s->pool);
-    }
+    gwr_exec_pool_close(s->pool);
     free(s);
 }
 
@@ -325,7 +288,7 @@ const char *gwr_session_errmsg(const gwr_session *s) { return s ? s->errmsg : gw
 int64_t gwr_session_peak_bytes(const gwr_session *s) { return s ? s->peak : 0; }
 int64_t gwr_session_total_bytes(const gwr_session *s) { return s ? s->total : 0; }
 int gwr_exec_has_kernel(const char *domain, const char *op) {
-    return op && gwr_kernel_find(domain ? domain : "", op, NULL) != NULL;
+    return gwr_kernel_find(domain, op) != NULL;
 }
 
 /* ---- running ------------------------------------------------------------- */
@@ -369,6 +332,8 @@ static void frame_clear(gwr_frame *f) {
     f->vals = NULL;
 }
 
+static gwr_status run_subgraph(gwr_kctx *k, gwr_network *g, int nin, gwr_value *const *in, int nout, gwr_value **out);
+
 static gwr_status run_steps(gwr_session *s, gwr_frame *f) {
     gplan *p = f->p;
     gwr_value *inb[16], *outb[16];
@@ -390,16 +355,18 @@ static gwr_status run_steps(gwr_session *s, gwr_frame *f) {
                                 gwr_layer_op(st->l), j, gwr_tensor_name(gwr_layer_input(st->l, j)));
         }
         if (!rc) {
-            gwr_kctx kc = {st->l, st->opset, st->nin, st->nout, in, out, s, f, s->pool, s->threads, st};
-            s->kmsg[0] = 0;
-            s->kstatus = GWR_OK;
+            gwr_kctx kc = {.layer = st->l, .opset = st->opset, .nin = st->nin, .nout = st->nout, .in = in, .out = out,
+                           .threads = s->threads, .pool = s->pool, .msg = &s->kmsg, .out_used = st->out_used,
+                           .run_graph = run_subgraph, .run_ctx = f};
+            s->kmsg.text[0] = 0;
+            s->kmsg.status = GWR_OK;
             rc = st->fn(&kc);
             /* The status gwr_k_fail recorded wins: a kernel that returns
              * NOMEM after gwr_k_out refused a bad shape reports the shape. */
-            if (rc && s->kstatus) rc = s->kstatus;
+            if (rc && s->kmsg.status) rc = s->kmsg.status;
             if (rc) {
                 sess_error(s, rc, "layer '%s' (%s): %s", gwr_layer_name(st->l), gwr_layer_op(st->l),
-                           s->kmsg[0] ? s->kmsg : gwr_status_name(rc));
+                           s->kmsg.text[0] ? s->kmsg.text : gwr_status_name(rc));
             } else {
                 for (int o = 0; o < st->nout && !rc; o++)
                     if (!out[o] && p->used[st->out[o]])
@@ -425,7 +392,7 @@ static gwr_status run_steps(gwr_session *s, gwr_frame *f) {
 /* Runs plan p with its inputs (one per network input, NULL: the input's
  * default) under parent; outputs get new references. */
 static gwr_status run_plan(gwr_session *s, gplan *p, gwr_frame *parent, gwr_value *const *inputs, gwr_value **outputs) {
-    gwr_frame f = {p, calloc((size_t)(p->nslots ? p->nslots : 1), sizeof(gwr_value *)), parent};
+    gwr_frame f = {s, p, calloc((size_t)(p->nslots ? p->nslots : 1), sizeof(gwr_value *)), parent};
     if (!f.vals) return sess_error(s, GWR_ERR_NOMEM, "out of memory");
     gwr_status rc = GWR_OK;
     int ni = gwr_network_num_inputs(p->net), no = gwr_network_num_outputs(p->net);
@@ -507,125 +474,22 @@ gwr_status gwr_session_run(gwr_session *s, int nin, const char *const *in_names,
                                 gwr_tensor_name(t));
         }
     }
-    s->pool->total = 0;
-    s->pool->peak = s->pool->live;
+    gwr_exec_pool_begin_run(s->pool);
     if (!rc) rc = run_plan(s, s->root, NULL, ins, outs);
-    s->peak = s->pool->peak, s->total = s->pool->total;
+    gwr_exec_pool_stats(s->pool, &s->peak, &s->total);
     for (int k = 0; k < nout && !rc; k++) out_values[k] = gwr_value_retain(outs[pick[k]]);
     for (int i = 0; outs && i < no; i++) gwr_value_release(outs[i]);
     free(ins), free(outs), free(pick);
     return rc;
 }
 
-/* ---- the kernels' side --------------------------------------------------- */
+/* ---- subgraphs (k->run_graph) ------------------------------------------- */
 
-gwr_status gwr_k_fail(gwr_kctx *k, gwr_status st, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(k->session->kmsg, sizeof k->session->kmsg, fmt, ap);
-    va_end(ap);
-    k->session->kstatus = st;
-    return st;
-}
-
-gwr_value *gwr_k_out(gwr_kctx *k, int i, gwr_dtype dtype, int rank, const int64_t *dims) {
-    if (i < 0 || i >= k->nout) {
-        gwr_k_fail(k, GWR_ERR_INVALID_ARG, "internal: output %d of %d", i, k->nout);
-        return NULL;
-    }
-    gwr_value *v;
-    if (dtype == GWR_STRING) {
-        v = gwr_value_over(NULL, NULL, dtype, rank, dims);
-    } else {
-        int64_t n = gwr_shape_numel(rank, dims);
-        int bits = gwr_dtype_bits(dtype);
-        if (n < 0 || !bits || (uint64_t)n > ((uint64_t)1 << 56) / (uint64_t)bits) {
-            gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output %d: bad shape or dtype", i);
-            return NULL;
-        }
-        gwr_buffer *b = pool_alloc(k->pool, (size_t)(((uint64_t)n * (uint64_t)bits + 7) / 8));
-        v = b ? gwr_value_over(b, (void *)(uintptr_t)gwr_buffer_data(b), dtype, rank, dims) : NULL;
-        gwr_buffer_release(b);
-    }
-    if (!v) {
-        gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for output %d", i);
-        return NULL;
-    }
-    gwr_value_release(k->out[i]);
-    k->out[i] = v;
-    return v;
-}
-
-void gwr_k_set_out(gwr_kctx *k, int i, gwr_value *v) {
-    gwr_value_retain(v);
-    gwr_value_release(k->out[i]);
-    k->out[i] = v;
-}
-
-gwr_status gwr_k_alias(gwr_kctx *k, int i, gwr_value *v, int rank, const int64_t *dims) {
-    if (gwr_shape_numel(rank, dims) != v->numel)
-        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "cannot view %lld elements as %lld", (long long)v->numel,
-                          (long long)gwr_shape_numel(rank, dims));
-    gwr_value *o;
-    if (v->dtype == GWR_STRING) {
-        o = gwr_value_over(NULL, NULL, v->dtype, rank, dims);
-        const gwr_bytes *b = v->data;
-        for (int64_t j = 0; o && j < o->numel; j++)
-            if (gwr_value_set_string(o, j, b[j].data, b[j].len)) gwr_value_release(o), o = NULL;
-    } else {
-        o = gwr_value_over(v->buf, v->data, v->dtype, rank, dims);
-    }
-    if (!o) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
-    gwr_value_release(k->out[i]);
-    k->out[i] = o;
-    return GWR_OK;
-}
-
-int gwr_k_out_used(const gwr_kctx *k, int i) {
-    const step *st = k->step;
-    if (!st) return 1; /* gwr_exec_layer: every output is wanted */
-    return i >= 0 && i < st->nout && k->frame->p->used[st->out[i]];
-}
-
-int64_t gwr_k_int(const gwr_kctx *k, const char *name, int64_t def) {
-    int64_t v;
-    return gwr_layer_get_int(k->layer, name, &v) ? def : v;
-}
-
-float gwr_k_float(const gwr_kctx *k, const char *name, float def) {
-    float v;
-    return gwr_layer_get_float(k->layer, name, &v) ? def : v;
-}
-
-const char *gwr_k_string(const gwr_kctx *k, const char *name, const char *def) {
-    const char *v;
-    size_t n;
-    return gwr_layer_get_string(k->layer, name, &v, &n) ? def : v;
-}
-
-int64_t gwr_k_ints(const gwr_kctx *k, const char *name, const int64_t **v) {
-    int64_t n;
-    return gwr_layer_get_ints(k->layer, name, v, &n) ? -1 : n;
-}
-
-int64_t gwr_k_floats(const gwr_kctx *k, const char *name, const float **v) {
-    int64_t n;
-    return gwr_layer_get_floats(k->layer, name, v, &n) ? -1 : n;
-}
-
-int64_t gwr_k_in_ints(gwr_kctx *k, int i, int64_t *out, int64_t max) {
-    const gwr_value *v = i < k->nin ? k->in[i] : NULL;
-    if (!v) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d is missing", i), -1;
-    if ((v->dtype != GWR_INT64 && v->dtype != GWR_INT32) || v->rank > 1)
-        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d must be a 1-D int32 or int64 tensor", i), -1;
-    if (v->numel > max) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d has more than %lld values", i, (long long)max), -1;
-    for (int64_t j = 0; j < v->numel; j++) out[j] = gwr_v_get_i64(v, j);
-    return v->numel;
-}
-
-gwr_status gwr_k_run_graph(gwr_kctx *k, gwr_network *g, int nin, gwr_value *const *in, int nout, gwr_value **out) {
-    gwr_session *s = k->session;
-    if (!k->frame) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "subgraphs run only in a session");
+/* Plans subgraph g on first use (kept in the session) and runs it in a
+ * frame under the kernel's, so that its names of enclosing graphs resolve. */
+static gwr_status run_subgraph(gwr_kctx *k, gwr_network *g, int nin, gwr_value *const *in, int nout, gwr_value **out) {
+    gwr_frame *f = k->run_ctx;
+    gwr_session *s = f->s;
     gplan *p = gwr_ptrmap_get(&s->subplans, g);
     if (!p) {
         if (!(p = plan_new(s, g))) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "in subgraph '%s': %s", gwr_network_name(g), s->errmsg);
@@ -637,15 +501,14 @@ gwr_status gwr_k_run_graph(gwr_kctx *k, gwr_network *g, int nin, gwr_value *cons
     if (nin != gwr_network_num_inputs(g) || nout != gwr_network_num_outputs(g))
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "subgraph '%s' takes %d inputs and gives %d outputs (%d and %d here)",
                           gwr_network_name(g), gwr_network_num_inputs(g), gwr_network_num_outputs(g), nin, nout);
-    char saved[GWR_ERRMSG_MAX];
-    memcpy(saved, s->kmsg, sizeof saved);
-    gwr_status rc = run_plan(s, p, k->frame, in, out);
+    gwr_kmsg saved = s->kmsg; /* the steps of g write their own */
+    gwr_status rc = run_plan(s, p, f, in, out);
     if (rc) {
         char inner[GWR_ERRMSG_MAX];
         memcpy(inner, s->errmsg, sizeof inner);
         return gwr_k_fail(k, rc, "in subgraph '%s': %s", gwr_network_name(g), inner);
     }
-    memcpy(s->kmsg, saved, sizeof saved);
+    s->kmsg = saved;
     return GWR_OK;
 }
 
@@ -658,33 +521,23 @@ gwr_status gwr_exec_layer(gwr_layer *l, gwr_value *const *inputs, gwr_value **ou
         if (gwr_layer_attr_type(l, a) == GWR_ATTR_GRAPH || gwr_layer_attr_type(l, a) == GWR_ATTR_GRAPHS)
             return gwr_set_last_error(GWR_ERR_UNSUPPORTED, "layer '%s' (%s): has a subgraph", gwr_layer_name(l),
                                       gwr_layer_op(l));
-    int blas = 0;
-    const char *why = NULL;
-    gwr_kernel_fn fn = gwr_kernel_find(gwr_layer_domain(l), gwr_layer_op(l), &blas);
-    if (!fn)
-        return gwr_set_last_error(GWR_ERR_UNSUPPORTED, "layer '%s': no kernel for %s", gwr_layer_name(l),
-                                  gwr_layer_op(l));
-    if (blas && gwr_blas_load(&why))
-        return gwr_set_last_error(GWR_ERR_UNSUPPORTED, "layer '%s' (%s): %s", gwr_layer_name(l), gwr_layer_op(l), why);
-    /* A session without a plan: the message buffer and a pool. */
-    gwr_session *s = calloc(1, sizeof *s);
-    if (!s || !(s->pool = calloc(1, sizeof *s->pool))) {
-        free(s);
-        return gwr_set_last_error(GWR_ERR_NOMEM, "gwr_exec_layer: out of memory");
-    }
-    atomic_init(&s->pool->refs, 1);
-    gwr_network *root = root_of(gwr_layer_network(l));
-    int64_t opset = gwr_network_opset(root, gwr_layer_domain(l));
-    gwr_kctx kc = {l, opset < 0 ? 0 : opset, nin, nout, inputs, outputs, s, NULL, s->pool, 1, NULL};
-    gwr_status rc = fn(&kc);
-    if (rc && s->kstatus) rc = s->kstatus;
+    int64_t opset = layer_opset(l);
+    char msg[GWR_ERRMSG_MAX];
+    const gwr_kernel_entry *e = layer_kernel(l, opset, msg, sizeof msg);
+    if (!e) return gwr_set_last_error(GWR_ERR_UNSUPPORTED, "%s", msg);
+    /* No session: a pool and a message of its own. */
+    gwr_exec_pool *pool = gwr_exec_pool_new();
+    if (!pool) return gwr_set_last_error(GWR_ERR_NOMEM, "gwr_exec_layer: out of memory");
+    gwr_kmsg km = {GWR_OK, ""};
+    gwr_kctx kc = {.layer = l, .opset = opset, .nin = nin, .nout = nout, .in = inputs, .out = outputs,
+                   .threads = 1, .pool = pool, .msg = &km};
+    gwr_status rc = e->fn(&kc);
+    if (rc && km.status) rc = km.status;
     if (rc) {
         for (int o = 0; o < nout; o++) gwr_value_release(outputs[o]), outputs[o] = NULL;
         gwr_set_last_error(rc, "layer '%s' (%s): %s", gwr_layer_name(l), gwr_layer_op(l),
-                           s->kmsg[0] ? s->kmsg : gwr_status_name(rc));
+                           km.text[0] ? km.text : gwr_status_name(rc));
     }
-    s->pool->closed = 1;
-    pool_unref(s->pool);
-    free(s);
+    gwr_exec_pool_close(pool);
     return rc;
 }

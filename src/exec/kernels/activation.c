@@ -21,81 +21,12 @@
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
 #endif
 
+/* after the pragma: their inline functions take its options */
+#include "exec/kernels/fast_math.h"
+#include "exec/kernels/kernel_util.h"
+
 #define NDT 17 /* dtype codes handled here: up to GWR_BFLOAT16 */
 #define CHUNK 256
-
-static int is_half(gwr_dtype t) { return t == GWR_FLOAT16 || t == GWR_BFLOAT16; }
-static int is_int(gwr_dtype t) {
-    return t == GWR_INT8 || t == GWR_INT16 || t == GWR_INT32 || t == GWR_INT64 || t == GWR_UINT8 ||
-           t == GWR_UINT16 || t == GWR_UINT32 || t == GWR_UINT64;
-}
-
-static void half_to_f32(gwr_dtype t, const uint16_t *h, float *f, int64_t n) {
-    if (t == GWR_FLOAT16)
-        for (int64_t i = 0; i < n; i++) f[i] = gwr_f16_to_f32(h[i]);
-    else
-        for (int64_t i = 0; i < n; i++) f[i] = gwr_bf16_to_f32(h[i]);
-}
-
-static void f32_to_half(gwr_dtype t, const float *f, uint16_t *h, int64_t n) {
-    if (t == GWR_FLOAT16)
-        for (int64_t i = 0; i < n; i++) h[i] = gwr_f32_to_f16(f[i]);
-    else
-        for (int64_t i = 0; i < n; i++) h[i] = gwr_f32_to_bf16(f[i]);
-}
-
-/* ---- float32 math that vectorizes ---------------------------------------- */
-
-/* Branch-free (selects only) so that the rows of Sigmoid and Gelu, the hot
- * activations of CNNs and transformers, vectorize; within a few ulps of
- * libm. The same functions as elementwise.c's (Erf, Tanh). */
-static inline float bits_f32(uint32_t u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* e^x: x = n ln2 + r, |r| <= ln2/2 (ln2 split so that n ln2 is exact),
- * e^r by its Taylor series to r^7 (relative error < 3e-9), 2^n applied as
- * two factors so that overflow gives inf and the smallest results go
- * subnormal. */
-static inline float fast_expf(float x) {
-    float xc = x != x ? 0.0f : x > 89.0f ? 89.0f : x < -110.0f ? -110.0f : x;
-    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
-    float r = (xc - n * 0.693359375f) - n * -2.12194440054690583e-4f;
-    float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 +
-                                                                                                  r * (1.0f / 5040)))))));
-    int32_t ni = (int32_t)n, n1 = ni / 2, n2 = ni - n1;
-    float y = p * bits_f32((uint32_t)(n1 + 127) << 23) * bits_f32((uint32_t)(n2 + 127) << 23);
-    return x != x ? x : y;
-}
-
-/* e^x - 1, the series itself near 0 (no cancellation) */
-/* erf(x) for |x| < 0.84375: its Maclaurin series to x^19 (error < 1e-9) */
-static inline float erf_series(float x) {
-    float z = x * x;
-    return x * (1.128379167f +
-                z * (-3.761263890e-1f +
-                     z * (1.128379167e-1f +
-                          z * (-2.686617065e-2f +
-                               z * (5.223977625e-3f +
-                                    z * (-8.548327023e-4f +
-                                         z * (1.205533298e-4f +
-                                              z * (-1.492565036e-5f + z * (1.646211437e-6f + z * -1.636584469e-7f)))))))));
-}
-
-/* erfc(a) for a >= 0.84375: the Chebyshev fit of Numerical Recipes' erfcc
- * (relative error < 1.2e-7), keeping erfc's relative precision in the tail. */
-static inline float erfc_tail(float a) {
-    float t = 1.0f / (1.0f + 0.5f * a);
-    float q = -1.26551223f +
-              t * (1.00002368f +
-                   t * (0.37409196f +
-                        t * (0.09678418f +
-                             t * (-0.18628806f +
-                                  t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f))))))));
-    return t * fast_expf(q - a * a);
-}
 
 /* Gelu(x) = x/2 erfc(-x/sqrt2), from erfc where x < 0 so that the tail
  * keeps its relative precision */
@@ -194,8 +125,8 @@ static gwr_status run_act(gwr_kctx *k, const act *op, double a, double b, double
     gwr_dtype t = x->dtype;
     act_fn f = t > 0 && t < NDT ? op->f[t] : NULL;
     int via = 0; /* 1: halves through float; 2: integers through double */
-    if (!f && is_half(t)) f = op->f[GWR_FLOAT32], via = 1;
-    if (!f && is_int(t) && op->ints_via_f64) f = op->f[GWR_FLOAT64], via = 2;
+    if (!f && gwr_ku_is_half(t)) f = op->f[GWR_FLOAT32], via = 1;
+    if (!f && gwr_ku_is_int(t) && op->ints_via_f64) f = op->f[GWR_FLOAT64], via = 2;
     if (!f) return gwr_k_fail(k, GWR_ERR_TYPE, "input 0: dtype %s is not supported", gwr_dtype_name(t));
     gwr_value *o = gwr_k_out(k, 0, t, x->rank, x->dims);
     if (!o) return GWR_ERR_NOMEM;
@@ -207,9 +138,9 @@ static gwr_status run_act(gwr_kctx *k, const act *op, double a, double b, double
         float buf[CHUNK], res[CHUNK];
         for (int64_t s = 0; s < n; s += CHUNK) {
             int64_t m = n - s < CHUNK ? n - s : CHUNK;
-            half_to_f32(t, (const uint16_t *)x->data + s, buf, m);
+            gwr_ku_half_to_f32(t, (const uint16_t *)x->data + s, 1, buf, m);
             f(buf, res, m, p);
-            f32_to_half(t, res, (uint16_t *)o->data + s, m);
+            gwr_ku_f32_to_half(t, res, (uint16_t *)o->data + s, m);
         }
     } else {
         double buf[CHUNK], res[CHUNK];
@@ -305,7 +236,7 @@ static gwr_status k_prelu(gwr_kctx *k) {
         return gwr_k_fail(k, GWR_ERR_TYPE, "slope dtype %s differs from input's %s", gwr_dtype_name(sl->dtype),
                           gwr_dtype_name(t));
     prelu_fn f;
-    switch (is_half(t) ? GWR_FLOAT32 : t) {
+    switch (gwr_ku_is_half(t) ? GWR_FLOAT32 : t) {
     case GWR_FLOAT32: f = prelu_f32; break;
     case GWR_FLOAT64: f = prelu_f64; break;
     case GWR_INT8: f = prelu_i8; break;
@@ -352,16 +283,16 @@ static gwr_status k_prelu(gwr_kctx *k) {
     for (int64_t row = 0; row < rows; row++) {
         const char *xr = (const char *)x->data + (size_t)(row * inner) * es, *sr = (const char *)sl->data + (size_t)off * es;
         char *orow = (char *)o->data + (size_t)(row * inner) * es;
-        if (!is_half(t)) {
+        if (!gwr_ku_is_half(t)) {
             f(xr, sr, ss, orow, inner);
         } else {
             for (int64_t s = 0; s < inner; s += CHUNK) {
                 int64_t m = inner - s < CHUNK ? inner - s : CHUNK;
-                half_to_f32(t, (const uint16_t *)xr + s, fx, m);
-                if (ss) half_to_f32(t, (const uint16_t *)sr + s, fs, m);
-                else half_to_f32(t, (const uint16_t *)sr, fs, 1);
+                gwr_ku_half_to_f32(t, (const uint16_t *)xr + s, 1, fx, m);
+                if (ss) gwr_ku_half_to_f32(t, (const uint16_t *)sr + s, 1, fs, m);
+                else gwr_ku_half_to_f32(t, (const uint16_t *)sr, 1, fs, 1);
                 f(fx, fs, ss ? 1 : 0, fo, m);
-                f32_to_half(t, fo, (uint16_t *)orow + s, m);
+                gwr_ku_f32_to_half(t, fo, (uint16_t *)orow + s, m);
             }
         }
         for (int d = r - 2; d >= 0; d--) {
@@ -423,7 +354,7 @@ static gwr_status k_dropout(gwr_kctx *k) {
     if (k->nout < 1 || k->nout > 2) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "has 1 or 2 outputs, not %d", k->nout);
     const gwr_value *x = k->in[0];
     gwr_dtype t = x->dtype;
-    if (t != GWR_FLOAT32 && t != GWR_FLOAT64 && !is_half(t))
+    if (t != GWR_FLOAT32 && t != GWR_FLOAT64 && !gwr_ku_is_half(t))
         return gwr_k_fail(k, GWR_ERR_TYPE, "input 0: dtype %s is not supported", gwr_dtype_name(t));
     double ratio = 0.5;
     int training = 0;
@@ -434,7 +365,7 @@ static gwr_status k_dropout(gwr_kctx *k) {
     } else {
         if (k->nin > 1 && k->in[1]) {
             const gwr_value *r = k->in[1];
-            if (r->numel != 1 || (r->dtype != GWR_FLOAT32 && r->dtype != GWR_FLOAT64 && !is_half(r->dtype)))
+            if (r->numel != 1 || (r->dtype != GWR_FLOAT32 && r->dtype != GWR_FLOAT64 && !gwr_ku_is_half(r->dtype)))
                 return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "ratio must be a float scalar");
             ratio = gwr_v_get_f64(r, 0);
         }
@@ -474,21 +405,24 @@ static gwr_status k_dropout(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_activation[] = {
-    {"", "Relu", k_relu},
-    {"", "LeakyRelu", k_leaky_relu},
-    {"", "Elu", k_elu},
-    {"", "Selu", k_selu},
-    {"", "Celu", k_celu},
-    {"", "ThresholdedRelu", k_thresholded_relu},
-    {"", "PRelu", k_prelu},
-    {"", "Sigmoid", k_sigmoid},
-    {"", "HardSigmoid", k_hard_sigmoid},
-    {"", "HardSwish", k_hard_swish},
-    {"", "Softplus", k_softplus},
-    {"", "Softsign", k_softsign},
-    {"", "Gelu", k_gelu},
-    {"", "Mish", k_mish},
-    {"", "Shrink", k_shrink},
-    {"", "Dropout", k_dropout},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(Relu, k_relu),
+    GWR_KERNEL(LeakyRelu, k_leaky_relu),
+    GWR_KERNEL(Elu, k_elu),
+    GWR_KERNEL(Selu, k_selu),
+    GWR_KERNEL(Celu, k_celu),
+    GWR_KERNEL(ThresholdedRelu, k_thresholded_relu),
+    GWR_KERNEL(PRelu, k_prelu),
+    GWR_KERNEL(Sigmoid, k_sigmoid),
+    GWR_KERNEL(HardSigmoid, k_hard_sigmoid),
+    GWR_KERNEL(HardSwish, k_hard_swish),
+    GWR_KERNEL(Softplus, k_softplus),
+    GWR_KERNEL(Softsign, k_softsign),
+    /* Gelu is opset 20, but gwr's builders and tests write it into models
+     * of opset 17 (ops.def's other ops stop there): any opset. */
+    GWR_KERNEL(Gelu, k_gelu, .first_opset = 1),
+    /* opset 18, not in ops.def yet */
+    GWR_KERNEL_CUSTOM("", "Mish", k_mish),
+    GWR_KERNEL(Shrink, k_shrink),
+    GWR_KERNEL(Dropout, k_dropout, .flags = GWR_KF_ALIAS),
+    {.fn = NULL},
 };

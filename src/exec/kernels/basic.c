@@ -56,7 +56,7 @@ static gwr_status k_identity(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_basic[] = {
-    {"", "Constant", k_constant},
-    {"", "Identity", k_identity},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(Constant, k_constant),
+    GWR_KERNEL(Identity, k_identity, .flags = GWR_KF_ALIAS),
+    {.fn = NULL},
 };

@@ -506,8 +506,8 @@ static gwr_status k_scan(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_control[] = {
-    {"", "If", k_if},
-    {"", "Loop", k_loop},
-    {"", "Scan", k_scan},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(If, k_if, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(Loop, k_loop, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(Scan, k_scan, .flags = GWR_KF_ALIAS),
+    {.fn = NULL},
 };

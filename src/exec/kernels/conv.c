@@ -22,62 +22,26 @@
 #include <string.h>
 
 #include "exec/blas.h"
-#include "exec/exec_internal.h"
+#include "exec/kernels/kernel_util.h"
 
-#define MAXSP 3
+#define MAXSP GWR_KU_MAXSP
 #define ATTR_MAX ((int64_t)1 << 24) /* kernel, stride, dilation, pad: keeps every product in range */
 #define DIM_MAX ((int64_t)1 << 36)
 
-enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
-
-/* A convolution window over 3 spatial dims; the op's dims are the last nsp. */
-typedef struct geom {
-    int nsp;
-    int64_t in[MAXSP], out[MAXSP], k[MAXSP], s[MAXSP], d[MAXSP], pb[MAXSP], pe[MAXSP];
-} geom;
-
-static int64_t floordiv(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    if (a % b != 0 && (a < 0) != (b < 0)) q--;
-    return q;
-}
-static int64_t ceildiv(int64_t a, int64_t b) { return -floordiv(-a, b); }
+typedef gwr_ku_window geom;
 
 static int64_t prod3(const int64_t *v) { return v[0] * v[1] * v[2]; }
-
-/* An INTS attribute of exactly want values in [lo, ATTR_MAX]: 1 and *v
- * set, 0 when absent, -1 after gwr_k_fail. */
-static int read_list(gwr_kctx *k, const char *name, int64_t want, int64_t lo, const int64_t **v) {
-    int64_t n = gwr_k_ints(k, name, v);
-    if (n < 0) return 0;
-    if (n != want) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s has %lld values, expected %lld", name, (long long)n, (long long)want), -1;
-    for (int64_t i = 0; i < n; i++)
-        if ((*v)[i] < lo || (*v)[i] > ATTR_MAX)
-            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s[%lld] = %lld is out of range", name, (long long)i, (long long)(*v)[i]), -1;
-    return 1;
-}
-
-static int read_auto_pad(gwr_kctx *k) {
-    const char *a = gwr_k_string(k, "auto_pad", "NOTSET");
-    if (!strcmp(a, "NOTSET") || !*a) return PAD_NOTSET;
-    if (!strcmp(a, "SAME_UPPER")) return PAD_SAME_UPPER;
-    if (!strcmp(a, "SAME_LOWER")) return PAD_SAME_LOWER;
-    if (!strcmp(a, "VALID")) return PAD_VALID;
-    gwr_k_fail(k, GWR_ERR_INVALID_ARG, "auto_pad '%s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", a);
-    return -1;
-}
 
 /* kernel_shape (checked against the weights' wk), strides, dilations and
  * pads of nsp spatial dims into g (in and out left to the caller). */
 static gwr_status read_window(gwr_kctx *k, int nsp, const int64_t *wk, geom *g) {
     if (nsp < 1 || nsp > MAXSP)
         return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "%d spatial dims (1 to %d supported)", nsp, MAXSP);
-    g->nsp = nsp;
-    for (int i = 0; i < MAXSP; i++) g->in[i] = g->out[i] = g->k[i] = g->s[i] = g->d[i] = 1, g->pb[i] = g->pe[i] = 0;
+    gwr_ku_window_init(g, nsp);
     int off = MAXSP - nsp;
-    const int64_t *ks, *st, *dl, *pd;
+    const int64_t *ks;
     int r;
-    if ((r = read_list(k, "kernel_shape", nsp, 1, &ks)) < 0) return GWR_ERR_INVALID_ARG;
+    if ((r = gwr_ku_attr_list(k, "kernel_shape", nsp, 1, ATTR_MAX, &ks)) < 0) return GWR_ERR_INVALID_ARG;
     for (int i = 0; i < nsp; i++) {
         if (wk[i] < 1 || wk[i] > ATTR_MAX)
             return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "weight spatial dim %d is %lld", i, (long long)wk[i]);
@@ -86,50 +50,10 @@ static gwr_status read_window(gwr_kctx *k, int nsp, const int64_t *wk, geom *g) 
                               (long long)wk[i]);
         g->k[off + i] = wk[i];
     }
-    if ((r = read_list(k, "strides", nsp, 1, &st)) < 0) return GWR_ERR_INVALID_ARG;
-    for (int i = 0; r && i < nsp; i++) g->s[off + i] = st[i];
-    if ((r = read_list(k, "dilations", nsp, 1, &dl)) < 0) return GWR_ERR_INVALID_ARG;
-    for (int i = 0; r && i < nsp; i++) g->d[off + i] = dl[i];
-    if ((r = read_list(k, "pads", 2 * nsp, 0, &pd)) < 0) return GWR_ERR_INVALID_ARG;
-    for (int i = 0; r && i < nsp; i++) g->pb[off + i] = pd[i], g->pe[off + i] = pd[nsp + i];
-    return GWR_OK;
-}
-
-/* The output size of a forward window over g->in (set), and the pads that
- * auto_pad implies. */
-static gwr_status forward_out(gwr_kctx *k, geom *g, int autopad) {
-    for (int i = MAXSP - g->nsp; i < MAXSP; i++) {
-        int64_t ek = (g->k[i] - 1) * g->d[i] + 1, in = g->in[i];
-        if (autopad == PAD_SAME_UPPER || autopad == PAD_SAME_LOWER) {
-            g->out[i] = ceildiv(in, g->s[i]);
-            int64_t total = (g->out[i] - 1) * g->s[i] + ek - in;
-            if (total < 0) total = 0;
-            g->pb[i] = autopad == PAD_SAME_UPPER ? total / 2 : total - total / 2;
-            g->pe[i] = total - g->pb[i];
-            continue;
-        }
-        if (autopad == PAD_VALID) g->pb[i] = g->pe[i] = 0;
-        int64_t span = in + g->pb[i] + g->pe[i] - ek;
-        if (span < 0)
-            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "kernel extent %lld is larger than the padded input %lld (spatial dim %d)",
-                              (long long)ek, (long long)(in + g->pb[i] + g->pe[i]), i - (MAXSP - g->nsp));
-        g->out[i] = span / g->s[i] + 1;
-    }
-    return GWR_OK;
+    return gwr_ku_window_attrs(k, g, ATTR_MAX);
 }
 
 /* ---- im2col / col2im ----------------------------------------------------- */
-
-/* For output positions o in [0, n) reading input o*s - p + kk*d: the range
- * [*lo, *hi) that lands inside [0, in). */
-static void valid_range(int64_t n, int64_t s, int64_t start, int64_t in, int64_t *lo, int64_t *hi) {
-    /* o*s + start in [0, in) */
-    int64_t a = ceildiv(-start, s), b = ceildiv(in - start, s);
-    if (a < 0) a = 0;
-    if (b > n) b = n;
-    if (b < a) b = a;
-    *lo = a, *hi = b;
-}
 
 /* Columns for the output rows [r0, r1) (a row: one (o0, o1) pair, O2
  * positions): col is C*K rows of (r1 - r0) * O2 elements, read from x (C
@@ -145,7 +69,7 @@ static void im2col(const char *x, const geom *g, int64_t C, size_t esz, int64_t 
             for (int64_t k1 = 0; k1 < g->k[1]; k1++)
                 for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
                     int64_t st2 = k2 * g->d[2] - g->pb[2], lo2, hi2;
-                    valid_range(O2, s2, st2, I2, &lo2, &hi2);
+                    gwr_ku_valid_range(O2, s2, st2, I2, &lo2, &hi2);
                     for (int64_t r = r0; r < r1; r++, dst += (size_t)O2 * esz) {
                         int64_t o0 = r / O1, o1 = r - o0 * O1;
                         int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0], i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
@@ -183,7 +107,7 @@ static void im2col(const char *x, const geom *g, int64_t C, size_t esz, int64_t 
                 for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                              \
                     for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                        \
                         int64_t st2 = k2 * g->d[2] - g->pb[2], lo2, hi2;                              \
-                        valid_range(O2, g->s[2], st2, I2, &lo2, &hi2);                                \
+                        gwr_ku_valid_range(O2, g->s[2], st2, I2, &lo2, &hi2);                                \
                         for (int64_t o0 = 0; o0 < O0; o0++) {                                         \
                             int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0];                      \
                             if (i0 < 0 || i0 >= g->in[0]) {                                           \
@@ -209,23 +133,11 @@ DEFINE_COL2IM(double, f64)
 typedef void (*gemm_fn)(int ta, int M, int N, int K, const void *A, int lda, const void *B, int ldb, double beta, void *C, int ldc);
 
 static void gemm_f32(int ta, int M, int N, int K, const void *A, int lda, const void *B, int ldb, double beta, void *C, int ldc) {
-    if (!M || !N) return;
-    if (!K) {
-        if (beta == 0)
-            for (int i = 0; i < M; i++) memset((float *)C + (size_t)i * ldc, 0, (size_t)N * sizeof(float));
-        return;
-    }
-    gwr_blas.sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, lda, B, ldb, (float)beta, C, ldc);
+    gwr_ku_sgemm(ta, 0, M, N, K, 1.0f, A, lda, B, ldb, (float)beta, C, ldc);
 }
 
 static void gemm_f64(int ta, int M, int N, int K, const void *A, int lda, const void *B, int ldb, double beta, void *C, int ldc) {
-    if (!M || !N) return;
-    if (!K) {
-        if (beta == 0)
-            for (int i = 0; i < M; i++) memset((double *)C + (size_t)i * ldc, 0, (size_t)N * sizeof(double));
-        return;
-    }
-    gwr_blas.dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
+    gwr_ku_dgemm(ta, 0, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
 }
 
 typedef struct cops {
@@ -266,8 +178,6 @@ typedef struct cprob {
     int64_t ydims[2 + MAXSP];
 } cprob;
 
-static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
-
 /* Shapes and attributes of a convolution of x by w (ConvTranspose when
  * transpose) into p. */
 static gwr_status conv_setup(gwr_kctx *k, const gwr_value *x, const gwr_value *w, int transpose, cprob *p) {
@@ -296,18 +206,18 @@ static gwr_status conv_setup(gwr_kctx *k, const gwr_value *x, const gwr_value *w
     }
     gwr_status st = read_window(k, nsp, w->dims + 2, &p->g);
     if (st) return st;
-    int ap = read_auto_pad(k);
+    int ap = gwr_ku_auto_pad(k);
     if (ap < 0) return GWR_ERR_INVALID_ARG;
     geom *g = &p->g;
     p->K = prod3(g->k);
     if (!transpose) {
         for (int i = 0; i < nsp; i++) g->in[off + i] = x->dims[2 + i];
-        if ((st = forward_out(k, g, ap))) return st;
+        if ((st = gwr_ku_window_out(k, g, ap, 0))) return st;
         p->XS = prod3(g->in), p->YS = prod3(g->out);
         for (int i = 0; i < nsp; i++) p->ydims[2 + i] = g->out[off + i];
     } else {
         const int64_t *op = NULL, *os = NULL;
-        int hop = read_list(k, "output_padding", nsp, 0, &op);
+        int hop = gwr_ku_attr_list(k, "output_padding", nsp, 0, ATTR_MAX, &op);
         if (hop < 0) return GWR_ERR_INVALID_ARG;
         int64_t nos = gwr_k_ints(k, "output_shape", &os);
         if (nos >= 0 && nos != nsp && nos != nsp + 2)
@@ -318,7 +228,7 @@ static gwr_status conv_setup(gwr_kctx *k, const gwr_value *x, const gwr_value *w
             int64_t xin = x->dims[2 + i], ek = (g->k[j] - 1) * g->d[j] + 1, opad = hop ? op[i] : 0, full, yo;
             if (xin < 1) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "X spatial dim %d is %lld", i, (long long)xin);
             full = g->s[j] * (xin - 1) + opad + ek;
-            if (nos >= 0 || ap == PAD_SAME_UPPER || ap == PAD_SAME_LOWER) {
+            if (nos >= 0 || ap == GWR_KU_PAD_SAME_UPPER || ap == GWR_KU_PAD_SAME_LOWER) {
                 if (nos >= 0) {
                     yo = os[i];
                     if (yo < 1 || yo > DIM_MAX) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output_shape[%d] = %lld", i, (long long)yo);
@@ -326,10 +236,10 @@ static gwr_status conv_setup(gwr_kctx *k, const gwr_value *x, const gwr_value *w
                     yo = xin * g->s[j];
                 }
                 int64_t total = full - yo;
-                if (ap == PAD_SAME_UPPER) g->pb[j] = floordiv(total, 2), g->pe[j] = total - g->pb[j];
-                else g->pe[j] = floordiv(total, 2), g->pb[j] = total - g->pe[j];
+                if (ap == GWR_KU_PAD_SAME_UPPER) g->pb[j] = gwr_ku_floordiv(total, 2), g->pe[j] = total - g->pb[j];
+                else g->pe[j] = gwr_ku_floordiv(total, 2), g->pb[j] = total - g->pe[j];
             } else {
-                if (ap == PAD_VALID) g->pb[j] = g->pe[j] = 0;
+                if (ap == GWR_KU_PAD_VALID) g->pb[j] = g->pe[j] = 0;
                 yo = full - g->pb[j] - g->pe[j];
                 if (yo < 1)
                     return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output spatial dim %d would be %lld (pads too large)", i, (long long)yo);
@@ -343,7 +253,7 @@ static gwr_status conv_setup(gwr_kctx *k, const gwr_value *x, const gwr_value *w
     p->ydims[0] = p->N, p->ydims[1] = p->M;
     int64_t Cg = p->C / G, Mg = p->M / G;
     int64_t rows = transpose ? Mg * p->K : Cg * p->K;
-    if (!fits_int(rows) || !fits_int(p->XS) || !fits_int(p->YS) || !fits_int(Mg) || !fits_int(Cg) ||
+    if (!gwr_ku_fits_int(rows) || !gwr_ku_fits_int(p->XS) || !gwr_ku_fits_int(p->YS) || !gwr_ku_fits_int(Mg) || !gwr_ku_fits_int(Cg) ||
         (double)rows * (double)(transpose ? p->XS : p->YS) > (double)((int64_t)1 << 40))
         return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "convolution too large for this executor");
     return GWR_OK;
@@ -427,37 +337,11 @@ static gwr_status conv_run(gwr_kctx *k, const cops *o, const cprob *p, const voi
 
 /* ---- dtype handling ------------------------------------------------------ */
 
-static int is_float_type(gwr_dtype t) {
-    return t == GWR_FLOAT32 || t == GWR_FLOAT64 || t == GWR_FLOAT16 || t == GWR_BFLOAT16;
-}
-
-/* A malloc'd float32 copy of a float16 / bfloat16 / float32 value. */
-static float *widen(const gwr_value *v) {
-    float *f = malloc((size_t)(v->numel ? v->numel : 1) * sizeof *f);
-    if (!f) return NULL;
-    const uint16_t *h = v->data;
-    if (v->dtype == GWR_FLOAT16)
-        for (int64_t i = 0; i < v->numel; i++) f[i] = gwr_f16_to_f32(h[i]);
-    else if (v->dtype == GWR_BFLOAT16)
-        for (int64_t i = 0; i < v->numel; i++) f[i] = gwr_bf16_to_f32(h[i]);
-    else
-        memcpy(f, v->data, (size_t)v->numel * sizeof *f);
-    return f;
-}
-
-static void narrow(const float *f, gwr_value *v) {
-    uint16_t *h = v->data;
-    if (v->dtype == GWR_FLOAT16)
-        for (int64_t i = 0; i < v->numel; i++) h[i] = gwr_f32_to_f16(f[i]);
-    else
-        for (int64_t i = 0; i < v->numel; i++) h[i] = gwr_f32_to_bf16(f[i]);
-}
-
 /* Conv and ConvTranspose: X, W, optional B, all of one float dtype. */
 static gwr_status conv_float(gwr_kctx *k, int transpose) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL, *w = k->nin > 1 ? k->in[1] : NULL, *b = k->nin > 2 ? k->in[2] : NULL;
     if (!x || !w) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %s is missing", x ? "W" : "X");
-    if (!is_float_type(x->dtype)) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported", gwr_dtype_name(x->dtype));
+    if (!gwr_ku_is_float(x->dtype)) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported", gwr_dtype_name(x->dtype));
     if (w->dtype != x->dtype || (b && b->dtype != x->dtype))
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "X is %s but %s is %s", gwr_dtype_name(x->dtype), w->dtype != x->dtype ? "W" : "B",
                           gwr_dtype_name(w->dtype != x->dtype ? w->dtype : b->dtype));
@@ -470,10 +354,10 @@ static gwr_status conv_float(gwr_kctx *k, int transpose) {
     if (!y) return GWR_ERR_NOMEM;
     if (x->dtype == GWR_FLOAT32) return conv_run(k, &OPS_F32, &p, x->data, w->data, b ? b->data : NULL, y->data);
     if (x->dtype == GWR_FLOAT64) return conv_run(k, &OPS_F64, &p, x->data, w->data, b ? b->data : NULL, y->data);
-    float *xf = widen(x), *wf = widen(w), *bf = b ? widen(b) : NULL;
+    float *xf = gwr_ku_widen(x), *wf = gwr_ku_widen(w), *bf = b ? gwr_ku_widen(b) : NULL;
     float *yf = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
     if (!xf || !wf || (b && !bf) || !yf) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
-    else if (!(st = conv_run(k, &OPS_F32, &p, xf, wf, bf, yf))) narrow(yf, y);
+    else if (!(st = conv_run(k, &OPS_F32, &p, xf, wf, bf, yf))) gwr_ku_narrow(yf, y);
     free(xf), free(wf), free(bf), free(yf);
     return st;
 }
@@ -482,12 +366,6 @@ static gwr_status k_conv(gwr_kctx *k) { return conv_float(k, 0); }
 static gwr_status k_conv_transpose(gwr_kctx *k) { return conv_float(k, 1); }
 
 /* ---- integer convolutions ------------------------------------------------ */
-
-static int is_q8(gwr_dtype t) { return t == GWR_INT8 || t == GWR_UINT8; }
-
-static double q8_get(const gwr_value *v, int64_t i) {
-    return v->dtype == GWR_INT8 ? (double)((const int8_t *)v->data)[i] : (double)((const uint8_t *)v->data)[i];
-}
 
 /* A zero point (or scale): absent (def), a scalar / one element, or, when
  * per > 0, `per` values. count set to 1 or per; -1 after gwr_k_fail. */
@@ -510,12 +388,12 @@ static gwr_status q_operands(gwr_kctx *k, const gwr_value *x, const gwr_value *x
         *xd = *wd = NULL;
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
-    double zx = xzp ? q8_get(xzp, 0) : 0;
-    for (int64_t i = 0; i < x->numel; i++) (*xd)[i] = q8_get(x, i) - zx;
+    double zx = xzp ? gwr_ku_q8(xzp, 0) : 0;
+    for (int64_t i = 0; i < x->numel; i++) (*xd)[i] = gwr_ku_q8(x, i) - zx;
     int64_t per = M ? w->numel / M : 0;
     for (int64_t i = 0; i < w->numel; i++) {
-        double zw = !wzp ? 0 : wzp->numel == 1 ? q8_get(wzp, 0) : q8_get(wzp, i / per);
-        (*wd)[i] = q8_get(w, i) - zw;
+        double zw = !wzp ? 0 : wzp->numel == 1 ? gwr_ku_q8(wzp, 0) : gwr_ku_q8(wzp, i / per);
+        (*wd)[i] = gwr_ku_q8(w, i) - zw;
     }
     return GWR_OK;
 }
@@ -525,7 +403,7 @@ static gwr_status k_conv_integer(gwr_kctx *k) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL, *w = k->nin > 1 ? k->in[1] : NULL;
     const gwr_value *xzp = k->nin > 2 ? k->in[2] : NULL, *wzp = k->nin > 3 ? k->in[3] : NULL;
     if (!x || !w) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %s is missing", x ? "w" : "x");
-    if (!is_q8(x->dtype) || !is_q8(w->dtype))
+    if (!gwr_ku_is_q8(x->dtype) || !gwr_ku_is_q8(w->dtype))
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "x and w must be int8 or uint8 (got %s, %s)", gwr_dtype_name(x->dtype), gwr_dtype_name(w->dtype));
     cprob p;
     gwr_status st = conv_setup(k, x, w, 0, &p);
@@ -557,7 +435,7 @@ static gwr_status k_qlinear_conv(gwr_kctx *k) {
         if (!k->in[i]) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %s is missing", names[i]);
     const gwr_value *x = k->in[0], *xs = k->in[1], *xzp = k->in[2], *w = k->in[3], *ws = k->in[4], *wzp = k->in[5];
     const gwr_value *ys = k->in[6], *yzp = k->in[7], *b = k->nin > 8 ? k->in[8] : NULL;
-    if (!is_q8(x->dtype) || !is_q8(w->dtype) || !is_q8(yzp->dtype))
+    if (!gwr_ku_is_q8(x->dtype) || !gwr_ku_is_q8(w->dtype) || !gwr_ku_is_q8(yzp->dtype))
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "x, w and y_zero_point must be int8 or uint8");
     cprob p;
     gwr_status st = conv_setup(k, x, w, 0, &p);
@@ -578,7 +456,7 @@ static gwr_status k_qlinear_conv(gwr_kctx *k) {
     }
     if (!(st = conv_run(k, &OPS_F64, &p, xd, wd, NULL, yd))) {
         float xsc = ((const float *)xs->data)[0], ysc = ((const float *)ys->data)[0];
-        double zy = q8_get(yzp, 0), lo = yzp->dtype == GWR_INT8 ? -128 : 0, hi = yzp->dtype == GWR_INT8 ? 127 : 255;
+        double zy = gwr_ku_q8(yzp, 0), lo = yzp->dtype == GWR_INT8 ? -128 : 0, hi = yzp->dtype == GWR_INT8 ? 127 : 255;
         int64_t plane = p.YS;
         for (int64_t i = 0; i < y->numel; i++) {
             int64_t m = p.M ? (i / plane) % p.M : 0;
@@ -595,9 +473,9 @@ static gwr_status k_qlinear_conv(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_conv[] = {
-    {"", "Conv", k_conv},
-    {"", "ConvTranspose", k_conv_transpose},
-    {"", "ConvInteger", k_conv_integer},
-    {"", "QLinearConv", k_qlinear_conv},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(Conv, k_conv, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(ConvTranspose, k_conv_transpose, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(ConvInteger, k_conv_integer, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(QLinearConv, k_qlinear_conv, .flags = GWR_KF_BLAS),
+    {.fn = NULL},
 };

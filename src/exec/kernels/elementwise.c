@@ -24,35 +24,20 @@
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
 #endif
 
+/* after the pragma: their inline functions take its options */
+#include "exec/kernels/fast_math.h"
+#include "exec/kernels/kernel_util.h"
+
 #define NDT 17 /* dtype codes handled here: up to GWR_BFLOAT16 */
 #define CHUNK 256
 
-static int is_half(gwr_dtype t) { return t == GWR_FLOAT16 || t == GWR_BFLOAT16; }
-static int is_float(gwr_dtype t) { return t == GWR_FLOAT32 || t == GWR_FLOAT64 || is_half(t); }
-static int is_sint(gwr_dtype t) { return t == GWR_INT8 || t == GWR_INT16 || t == GWR_INT32 || t == GWR_INT64; }
-static int is_uint(gwr_dtype t) { return t == GWR_UINT8 || t == GWR_UINT16 || t == GWR_UINT32 || t == GWR_UINT64; }
-static int is_int(gwr_dtype t) { return is_sint(t) || is_uint(t); }
-static int is_numeric(gwr_dtype t) { return is_float(t) || is_int(t); }
+static int is_numeric(gwr_dtype t) { return gwr_ku_is_float(t) || gwr_ku_is_int(t); }
 
 static size_t elem_size(gwr_dtype t) {
     return t == GWR_STRING ? sizeof(gwr_bytes) : (size_t)(gwr_dtype_bits(t) / 8);
 }
 
 static const char *dname(gwr_dtype t) { return gwr_dtype_name(t); }
-
-static void half_to_f32(gwr_dtype t, const uint16_t *h, int64_t stride, float *f, int64_t n) {
-    if (t == GWR_FLOAT16)
-        for (int64_t i = 0; i < n; i++) f[i] = gwr_f16_to_f32(h[i * stride]);
-    else
-        for (int64_t i = 0; i < n; i++) f[i] = gwr_bf16_to_f32(h[i * stride]);
-}
-
-static void f32_to_half(gwr_dtype t, const float *f, uint16_t *h, int64_t n) {
-    if (t == GWR_FLOAT16)
-        for (int64_t i = 0; i < n; i++) h[i] = gwr_f32_to_f16(f[i]);
-    else
-        for (int64_t i = 0; i < n; i++) h[i] = gwr_f32_to_bf16(f[i]);
-}
 
 /* ---- checks -------------------------------------------------------------- */
 
@@ -334,13 +319,13 @@ static void half_row2(row2_fn f, gwr_dtype t, int obool, const uint16_t *a, int6
     float fa[CHUNK], fb[CHUNK], fo[CHUNK];
     for (int64_t s = 0; s < n; s += CHUNK) {
         int64_t c = n - s < CHUNK ? n - s : CHUNK;
-        half_to_f32(t, a + s * sa, sa, fa, sa ? c : 1);
-        half_to_f32(t, b + s * sb, sb, fb, sb ? c : 1);
+        gwr_ku_half_to_f32(t, a + s * sa, sa, fa, sa ? c : 1);
+        gwr_ku_half_to_f32(t, b + s * sb, sb, fb, sb ? c : 1);
         if (obool) {
             f(fa, sa ? 1 : 0, fb, sb ? 1 : 0, (uint8_t *)o + s, c);
         } else {
             f(fa, sa ? 1 : 0, fb, sb ? 1 : 0, fo, c);
-            f32_to_half(t, fo, (uint16_t *)o + s, c);
+            gwr_ku_f32_to_half(t, fo, (uint16_t *)o + s, c);
         }
     }
 }
@@ -348,7 +333,7 @@ static void half_row2(row2_fn f, gwr_dtype t, int obool, const uint16_t *a, int6
 /* The row function for dtype t (float32's for the halves), or NULL. */
 static row2_fn pick2(const row2_fn *tab, gwr_dtype t) {
     if (t <= 0 || t >= NDT) return NULL;
-    return is_half(t) ? tab[GWR_FLOAT32] : tab[t];
+    return gwr_ku_is_half(t) ? tab[GWR_FLOAT32] : tab[t];
 }
 
 /* o (allocated, the broadcast shape) = a op b, elementwise. */
@@ -365,7 +350,7 @@ static void apply2(row2_fn f, gwr_dtype t, int obool, const gwr_value *a, const 
     for (int64_t r = 0; r < p.rows; r++) {
         const char *ra = pa + (size_t)it.off[0] * es, *rb = pb + (size_t)it.off[1] * es;
         char *ro = po + (size_t)(r * p.inner) * eo;
-        if (is_half(t)) half_row2(f, t, obool, (const uint16_t *)ra, s0, (const uint16_t *)rb, s1, ro, p.inner);
+        if (gwr_ku_is_half(t)) half_row2(f, t, obool, (const uint16_t *)ra, s0, (const uint16_t *)rb, s1, ro, p.inner);
         else f(ra, s0, rb, s1, ro, p.inner);
         bc_step(&p, &it);
     }
@@ -443,7 +428,7 @@ static gwr_status k_bitwise_or(gwr_kctx *k) { return binary(k, tab_bor, 0); }
 static gwr_status k_bitwise_xor(gwr_kctx *k) { return binary(k, tab_bxor, 0); }
 
 static gwr_status k_div(gwr_kctx *k) {
-    if (k->nin == 2 && k->in[0] && k->in[1] && k->in[0]->dtype == k->in[1]->dtype && is_int(k->in[1]->dtype) &&
+    if (k->nin == 2 && k->in[0] && k->in[1] && k->in[0]->dtype == k->in[1]->dtype && gwr_ku_is_int(k->in[1]->dtype) &&
         has_zero(k->in[1]))
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "division by zero");
     return binary(k, tab_div, 0);
@@ -454,9 +439,9 @@ static gwr_status k_mod(gwr_kctx *k) {
     if (fm != 0 && fm != 1) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "fmod must be 0 or 1, not %lld", (long long)fm);
     if (k->nin == 2 && k->in[0] && k->in[1] && k->in[0]->dtype == k->in[1]->dtype) {
         gwr_dtype t = k->in[0]->dtype;
-        if (is_float(t) && !fm)
+        if (gwr_ku_is_float(t) && !fm)
             return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "fmod must be 1 for floating-point inputs (%s)", dname(t));
-        if (is_int(t) && has_zero(k->in[1])) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "division by zero");
+        if (gwr_ku_is_int(t) && has_zero(k->in[1])) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "division by zero");
     }
     return binary(k, fm ? tab_fmod : tab_pmod, 0);
 }
@@ -504,7 +489,7 @@ static gwr_status k_pow(gwr_kctx *k) {
     bc_it it;
     bc_init(&p, 2, v, orank, od);
     bc_start(&p, &it);
-    int ints = is_int(a->dtype) && is_int(b->dtype);
+    int ints = gwr_ku_is_int(a->dtype) && gwr_ku_is_int(b->dtype);
     int64_t s0 = ROW_STRIDE(&p, 0), s1 = ROW_STRIDE(&p, 1);
     for (int64_t r = 0; r < p.rows; r++) {
         for (int64_t i = 0; i < p.inner; i++) {
@@ -539,7 +524,7 @@ static gwr_status fold(gwr_kctx *k, const row2_fn *tab, int mean) {
     }
     gwr_dtype t = k->in[0]->dtype;
     row2_fn f = pick2(tab, t);
-    if (!f || (mean && !is_float(t))) return bad_dtype(k, 0, t);
+    if (!f || (mean && !gwr_ku_is_float(t))) return bad_dtype(k, 0, t);
     int orank;
     int64_t od[GWR_MAX_RANK];
     gwr_status rc = bc_shape(k, k->nin, (const gwr_value *const *)k->in, &orank, od);
@@ -651,77 +636,6 @@ static gwr_status k_where(gwr_kctx *k) {
     return GWR_OK;
 }
 
-/* ---- float32 math that vectorizes ---------------------------------------- */
-
-/* Branch-free (selects only) so that the row loops vectorize; within a few
- * ulps of the C library's. Tanh and Erf are the hot ops of a transformer's
- * Gelu; the other functions keep libm. */
-static inline float bits_f32(uint32_t u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* e^x: x = n ln2 + r, |r| <= ln2/2 (ln2 split so that n ln2 is exact),
- * e^r by its Taylor series to r^7 (relative error < 3e-9), 2^n applied as
- * two factors so that overflow gives inf and the smallest results go
- * subnormal. */
-static inline float fast_expf(float x) {
-    float xc = x != x ? 0.0f : x > 89.0f ? 89.0f : x < -110.0f ? -110.0f : x;
-    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
-    float r = (xc - n * 0.693359375f) - n * -2.12194440054690583e-4f;
-    float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 +
-                                                                                                  r * (1.0f / 5040)))))));
-    int32_t ni = (int32_t)n, n1 = ni / 2, n2 = ni - n1;
-    float y = p * bits_f32((uint32_t)(n1 + 127) << 23) * bits_f32((uint32_t)(n2 + 127) << 23);
-    return x != x ? x : y;
-}
-
-/* tanh: its Taylor series to x^13 below 0.35 (error < 1e-8), above it
- * 1 - 2 / (e^2|x| + 1), exact to a few ulps and 1 from e^2|x| = inf on. No
- * clamp before fast_expf: GCC threads a clamp into branches that stop the
- * loop vectorizing. */
-static inline float fast_tanhf(float x) {
-    float a = fabsf(x), z = a * a;
-    float s = a * (1.0f + z * (-1.0f / 3 + z * (2.0f / 15 + z * (-17.0f / 315 + z * (62.0f / 2835 +
-                                                                                  z * (-1382.0f / 155925 + z * (21844.0f / 6081075)))))));
-    float b = 1.0f - 2.0f / (fast_expf(2.0f * a) + 1.0f);
-    float t = a < 0.35f ? s : b;
-    return x < 0 ? -t : t;
-}
-
-/* erf(x) for |x| < 0.84375: its Maclaurin series to x^19 (error < 1e-9) */
-static inline float erf_series(float x) {
-    float z = x * x;
-    return x * (1.128379167f +
-                z * (-3.761263890e-1f +
-                     z * (1.128379167e-1f +
-                          z * (-2.686617065e-2f +
-                               z * (5.223977625e-3f +
-                                    z * (-8.548327023e-4f +
-                                         z * (1.205533298e-4f +
-                                              z * (-1.492565036e-5f + z * (1.646211437e-6f + z * -1.636584469e-7f)))))))));
-}
-
-/* erfc(a) for a >= 0.84375: the Chebyshev fit of Numerical Recipes' erfcc
- * (relative error < 1.2e-7), keeping erfc's relative precision in the tail. */
-static inline float erfc_tail(float a) {
-    float t = 1.0f / (1.0f + 0.5f * a);
-    float q = -1.26551223f +
-              t * (1.00002368f +
-                   t * (0.37409196f +
-                        t * (0.09678418f +
-                             t * (-0.18628806f +
-                                  t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f))))))));
-    return t * fast_expf(q - a * a);
-}
-
-static inline float fast_erff(float x) {
-    float a = fabsf(x);
-    float r = a < 0.84375f ? erf_series(a) : 1.0f - erfc_tail(a);
-    return x < 0 ? -r : r;
-}
-
 /* ---- unary row functions --------------------------------------------------- */
 
 typedef void (*row1_fn)(const void *x, void *o, int64_t n);
@@ -824,8 +738,8 @@ static gwr_status unary(gwr_kctx *k, const unop *op) {
     gwr_dtype t = x->dtype;
     row1_fn f = t > 0 && t < NDT ? op->f[t] : NULL;
     int via = 0; /* 1: through float32 (halves); 2: through double (integers) */
-    if (!f && is_half(t) && op->f[GWR_FLOAT32]) f = op->f[GWR_FLOAT32], via = 1;
-    if (!f && is_int(t) && op->ints_via_f64 && op->f[GWR_FLOAT64]) f = op->f[GWR_FLOAT64], via = 2;
+    if (!f && gwr_ku_is_half(t) && op->f[GWR_FLOAT32]) f = op->f[GWR_FLOAT32], via = 1;
+    if (!f && gwr_ku_is_int(t) && op->ints_via_f64 && op->f[GWR_FLOAT64]) f = op->f[GWR_FLOAT64], via = 2;
     if (!f) return bad_dtype(k, 0, t);
     gwr_value *o = gwr_k_out(k, 0, op->obool ? GWR_BOOL : t, x->rank, x->dims);
     if (!o) return GWR_ERR_NOMEM;
@@ -836,12 +750,12 @@ static gwr_status unary(gwr_kctx *k, const unop *op) {
         float fx[CHUNK], fo[CHUNK];
         for (int64_t s = 0; s < n; s += CHUNK) {
             int64_t c = n - s < CHUNK ? n - s : CHUNK;
-            half_to_f32(t, (const uint16_t *)x->data + s, 1, fx, c);
+            gwr_ku_half_to_f32(t, (const uint16_t *)x->data + s, 1, fx, c);
             if (op->obool) {
                 f(fx, (uint8_t *)o->data + s, c);
             } else {
                 f(fx, fo, c);
-                f32_to_half(t, fo, (uint16_t *)o->data + s, c);
+                gwr_ku_f32_to_half(t, fo, (uint16_t *)o->data + s, c);
             }
         }
     } else {
@@ -889,7 +803,7 @@ static gwr_status k_isinf(gwr_kctx *k) {
     gwr_status rc = check_io(k, 1, 1);
     if (rc) return rc;
     const gwr_value *x = k->in[0];
-    if (!is_float(x->dtype)) return bad_dtype(k, 0, x->dtype);
+    if (!gwr_ku_is_float(x->dtype)) return bad_dtype(k, 0, x->dtype);
     int neg = gwr_k_int(k, "detect_negative", 1) != 0, pos = gwr_k_int(k, "detect_positive", 1) != 0;
     gwr_value *o = gwr_k_out(k, 0, GWR_BOOL, x->rank, x->dims);
     if (!o) return GWR_ERR_NOMEM;
@@ -957,7 +871,7 @@ static gwr_status k_clip(gwr_kctx *k) {
     gwr_status rc = check_io(k, 1, 3);
     if (rc) return rc;
     const gwr_value *x = k->in[0];
-    gwr_dtype t = x->dtype, ct = is_half(t) ? GWR_FLOAT32 : t;
+    gwr_dtype t = x->dtype, ct = gwr_ku_is_half(t) ? GWR_FLOAT32 : t;
     clip_fn f = NULL;
     switch (ct) {
     case GWR_FLOAT32: f = clip_f32; break;
@@ -997,21 +911,21 @@ static gwr_status k_clip(gwr_kctx *k) {
                 return gwr_k_fail(k, GWR_ERR_SHAPE, "input %d (%s) must be a scalar, it has %lld elements", i,
                                   i == 1 ? "min" : "max", (long long)b->numel);
             void *dst = i == 1 ? (void *)&lo : (void *)&hi;
-            if (is_half(t)) *(float *)dst = (float)gwr_v_get_f64(b, 0);
+            if (gwr_ku_is_half(t)) *(float *)dst = (float)gwr_v_get_f64(b, 0);
             else memcpy(dst, b->data, elem_size(t));
         }
     }
     gwr_value *o = gwr_k_out(k, 0, t, x->rank, x->dims);
     if (!o) return GWR_ERR_NOMEM;
-    if (!is_half(t)) {
+    if (!gwr_ku_is_half(t)) {
         f(x->data, o->data, x->numel, &lo, &hi);
     } else {
         float fx[CHUNK];
         for (int64_t s = 0; s < x->numel; s += CHUNK) {
             int64_t c = x->numel - s < CHUNK ? x->numel - s : CHUNK;
-            half_to_f32(t, (const uint16_t *)x->data + s, 1, fx, c);
+            gwr_ku_half_to_f32(t, (const uint16_t *)x->data + s, 1, fx, c);
             f(fx, fx, c, &lo, &hi);
-            f32_to_half(t, fx, (uint16_t *)o->data + s, c);
+            gwr_ku_f32_to_half(t, fx, (uint16_t *)o->data + s, c);
         }
     }
     return GWR_OK;
@@ -1164,7 +1078,7 @@ static gwr_status cast_to_string(gwr_kctx *k, const gwr_value *x, gwr_value *o) 
     for (int64_t i = 0; i < x->numel; i++) {
         gwr_dtype t = x->dtype;
         int n;
-        if (is_float(t)) n = format_float(gwr_v_get_f64(x, i), t, buf, sizeof buf);
+        if (gwr_ku_is_float(t)) n = format_float(gwr_v_get_f64(x, i), t, buf, sizeof buf);
         else if (t == GWR_BOOL) n = snprintf(buf, sizeof buf, "%s", ((const uint8_t *)x->data)[i] ? "True" : "False");
         else if (t == GWR_UINT64) n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)((const uint64_t *)x->data)[i]);
         else n = snprintf(buf, sizeof buf, "%lld", (long long)gwr_v_get_i64(x, i));
@@ -1188,7 +1102,7 @@ static gwr_status cast_from_string(gwr_kctx *k, const gwr_value *x, gwr_value *o
             ((uint8_t *)o->data)[i] = p[0] == 'T' || p[0] == 't';
             continue;
         }
-        if (is_int(t) && *p != '+' && !strchr(p, '.') && !strchr(p, 'e') && !strchr(p, 'E') && !strchr(p, 'n') &&
+        if (gwr_ku_is_int(t) && *p != '+' && !strchr(p, '.') && !strchr(p, 'e') && !strchr(p, 'E') && !strchr(p, 'n') &&
             !strchr(p, 'N') && !strchr(p, 'i') && !strchr(p, 'I')) {
             if (t == GWR_UINT64 && *p != '-') {
                 unsigned long long u = strtoull(p, &end, 10);
@@ -1260,58 +1174,59 @@ static gwr_status k_castlike(gwr_kctx *k) {
 /* ---- the table ------------------------------------------------------------- */
 
 const gwr_kernel_entry gwr_kernels_elementwise[] = {
-    {"", "Add", k_add},
-    {"", "Sub", k_sub},
-    {"", "Mul", k_mul},
-    {"", "Div", k_div},
-    {"", "Pow", k_pow},
-    {"", "Mod", k_mod},
-    {"", "Max", k_max},
-    {"", "Min", k_min},
-    {"", "Mean", k_mean},
-    {"", "Sum", k_sum},
-    {"", "BitShift", k_bitshift},
-    {"", "And", k_and},
-    {"", "Or", k_or},
-    {"", "Xor", k_xor},
-    {"", "Not", k_not},
-    {"", "Equal", k_equal},
-    {"", "Less", k_less},
-    {"", "Greater", k_greater},
-    {"", "LessOrEqual", k_less_equal},
-    {"", "GreaterOrEqual", k_greater_equal},
-    {"", "Where", k_where},
-    {"", "Clip", k_clip},
-    {"", "Abs", k_abs},
-    {"", "Neg", k_neg},
-    {"", "Exp", k_exp},
-    {"", "Log", k_log},
-    {"", "Sqrt", k_sqrt},
-    {"", "Reciprocal", k_reciprocal},
-    {"", "Floor", k_floor},
-    {"", "Ceil", k_ceil},
-    {"", "Round", k_round},
-    {"", "Sign", k_sign},
-    {"", "Erf", k_erf},
-    {"", "Sin", k_sin},
-    {"", "Cos", k_cos},
-    {"", "Tan", k_tan},
-    {"", "Asin", k_asin},
-    {"", "Acos", k_acos},
-    {"", "Atan", k_atan},
-    {"", "Sinh", k_sinh},
-    {"", "Cosh", k_cosh},
-    {"", "Tanh", k_tanh},
-    {"", "Asinh", k_asinh},
-    {"", "Acosh", k_acosh},
-    {"", "Atanh", k_atanh},
-    {"", "IsNaN", k_isnan},
-    {"", "IsInf", k_isinf},
-    {"", "BitwiseAnd", k_bitwise_and},
-    {"", "BitwiseOr", k_bitwise_or},
-    {"", "BitwiseXor", k_bitwise_xor},
-    {"", "BitwiseNot", k_bitwise_not},
-    {"", "Cast", k_cast},
-    {"", "CastLike", k_castlike},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(Add, k_add),
+    GWR_KERNEL(Sub, k_sub),
+    GWR_KERNEL(Mul, k_mul),
+    GWR_KERNEL(Div, k_div),
+    GWR_KERNEL(Pow, k_pow),
+    GWR_KERNEL(Mod, k_mod),
+    GWR_KERNEL(Max, k_max, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(Min, k_min, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(Mean, k_mean, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(Sum, k_sum, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(BitShift, k_bitshift),
+    GWR_KERNEL(And, k_and),
+    GWR_KERNEL(Or, k_or),
+    GWR_KERNEL(Xor, k_xor),
+    GWR_KERNEL(Not, k_not),
+    GWR_KERNEL(Equal, k_equal),
+    GWR_KERNEL(Less, k_less),
+    GWR_KERNEL(Greater, k_greater),
+    GWR_KERNEL(LessOrEqual, k_less_equal),
+    GWR_KERNEL(GreaterOrEqual, k_greater_equal),
+    GWR_KERNEL(Where, k_where),
+    GWR_KERNEL(Clip, k_clip),
+    GWR_KERNEL(Abs, k_abs),
+    GWR_KERNEL(Neg, k_neg),
+    GWR_KERNEL(Exp, k_exp),
+    GWR_KERNEL(Log, k_log),
+    GWR_KERNEL(Sqrt, k_sqrt),
+    GWR_KERNEL(Reciprocal, k_reciprocal),
+    GWR_KERNEL(Floor, k_floor),
+    GWR_KERNEL(Ceil, k_ceil),
+    GWR_KERNEL(Round, k_round),
+    GWR_KERNEL(Sign, k_sign),
+    GWR_KERNEL(Erf, k_erf),
+    GWR_KERNEL(Sin, k_sin),
+    GWR_KERNEL(Cos, k_cos),
+    GWR_KERNEL(Tan, k_tan),
+    GWR_KERNEL(Asin, k_asin),
+    GWR_KERNEL(Acos, k_acos),
+    GWR_KERNEL(Atan, k_atan),
+    GWR_KERNEL(Sinh, k_sinh),
+    GWR_KERNEL(Cosh, k_cosh),
+    GWR_KERNEL(Tanh, k_tanh),
+    GWR_KERNEL(Asinh, k_asinh),
+    GWR_KERNEL(Acosh, k_acosh),
+    GWR_KERNEL(Atanh, k_atanh),
+    GWR_KERNEL(IsNaN, k_isnan),
+    GWR_KERNEL(IsInf, k_isinf),
+    /* opset 18, not in ops.def yet */
+    GWR_KERNEL_CUSTOM("", "BitwiseAnd", k_bitwise_and),
+    GWR_KERNEL_CUSTOM("", "BitwiseOr", k_bitwise_or),
+    GWR_KERNEL_CUSTOM("", "BitwiseXor", k_bitwise_xor),
+    GWR_KERNEL_CUSTOM("", "BitwiseNot", k_bitwise_not),
+    GWR_KERNEL(Cast, k_cast, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(CastLike, k_castlike, .flags = GWR_KF_ALIAS),
+    {.fn = NULL},
 };

@@ -1,6 +1,8 @@
-/* gather.c - the gather kernel family: Gather, GatherElements, GatherND and
+/* gather.c - the gather kernel family: Gather, GatherElements, GatherND,
  * their scatter counterparts (Scatter, ScatterElements, ScatterND, with
- * ONNX's reductions). Elements move as bytes (every dtype of whole bytes,
+ * ONNX's reductions), and Unique, which selects elements too (with its
+ * indices, inverse indices and counts, sorted or in order of first
+ * occurrence). Elements move as bytes (every dtype of whole bytes,
  * STRING entries through gwr_value_set_string); reductions work on every
  * numeric dtype and bool. Every index is checked before it is used:
  * negative ones wrap once (-n..-1), anything else out of range is an
@@ -8,49 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_internal.h"
+#include "exec/kernels/kernel_util.h"
 
 #define MAXR GWR_MAX_RANK
-
-static const gwr_value *need(gwr_kctx *k, int i) {
-    const gwr_value *v = i < k->nin ? k->in[i] : NULL;
-    if (!v) gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d is missing", i);
-    return v;
-}
-
-/* Element size in bytes (0 for STRING); -1 after gwr_k_fail. */
-static int64_t elem_size(gwr_kctx *k, gwr_dtype dt) {
-    if (dt == GWR_STRING) return 0;
-    int bits = gwr_dtype_bits(dt);
-    if (bits < 8 || bits % 8)
-        return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported by this op", gwr_dtype_name(dt)), -1;
-    return bits / 8;
-}
-
-/* Copies n elements of v from vi to o at oi (esz 0: strings). */
-static gwr_status copy_run(gwr_kctx *k, gwr_value *o, int64_t oi, const gwr_value *v, int64_t vi, int64_t n,
-                           int64_t esz) {
-    if (n <= 0) return GWR_OK;
-    if (esz) {
-        char *d = (char *)o->data + oi * esz;
-        const char *s = (const char *)v->data + vi * esz;
-        switch (n * esz) { /* single elements: no memcpy call */
-        case 4: memcpy(d, s, 4); break;
-        case 8: memcpy(d, s, 8); break;
-        default: memcpy(d, s, (size_t)(n * esz)); break;
-        }
-        return GWR_OK;
-    }
-    const gwr_bytes *b = (const gwr_bytes *)v->data + vi;
-    for (int64_t j = 0; j < n; j++)
-        if (gwr_value_set_string(o, oi + j, b[j].data, b[j].len)) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
-    return GWR_OK;
-}
 
 /* A copy of v as output 0 (the start of every scatter). */
 static gwr_value *copy_out(gwr_kctx *k, const gwr_value *v, int64_t esz) {
     gwr_value *o = gwr_k_out(k, 0, v->dtype, v->rank, v->dims);
-    if (o && copy_run(k, o, 0, v, 0, v->numel, esz)) return NULL;
+    if (o && gwr_ku_copy_run(k, o, 0, v, 0, v->numel, esz)) return NULL;
     return o;
 }
 
@@ -79,9 +46,9 @@ static int64_t wrap_index(gwr_kctx *k, const gwr_value *v, int64_t j, int64_t n,
 /* ---- Gather --------------------------------------------------------------- */
 
 static gwr_status k_gather(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0), *ix = need(k, 1);
+    const gwr_value *x = gwr_ku_need(k, 0), *ix = gwr_ku_need(k, 1);
     if (!x || !ix) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     if (!is_index(ix)) return gwr_k_fail(k, GWR_ERR_TYPE, "indices must be int32 or int64, not %s", gwr_dtype_name(ix->dtype));
     int r = x->rank, q = ix->rank;
@@ -117,7 +84,7 @@ static gwr_status k_gather(gwr_kctx *k) {
         for (int64_t j = 0; j < ni; j++) {
             int64_t i = index_at(ix, j);
             if (i < 0) i += n;
-            if (copy_run(k, o, oi, x, (p * n + i) * inner, inner, esz)) return GWR_ERR_NOMEM;
+            if (gwr_ku_copy_run(k, o, oi, x, (p * n + i) * inner, inner, esz)) return GWR_ERR_NOMEM;
             oi += inner;
         }
     return GWR_OK;
@@ -165,16 +132,16 @@ static gwr_status elements_axis(gwr_kctx *k, const gwr_value *x, const gwr_value
     } while (0)
 
 static gwr_status k_gather_elements(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0), *ix = need(k, 1);
+    const gwr_value *x = gwr_ku_need(k, 0), *ix = gwr_ku_need(k, 1);
     if (!x || !ix) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     int axis;
     gwr_status rc = elements_axis(k, x, ix, &axis);
     if (rc) return rc;
     gwr_value *o = gwr_k_out(k, 0, x->dtype, ix->rank, ix->dims);
     if (!o) return GWR_ERR_NOMEM;
-    FOR_ELEMENTS(k, x, ix, axis, j, off, if (copy_run(k, o, j, x, off, 1, esz)) return GWR_ERR_NOMEM);
+    FOR_ELEMENTS(k, x, ix, axis, j, off, if (gwr_ku_copy_run(k, o, j, x, off, 1, esz)) return GWR_ERR_NOMEM);
     return GWR_OK;
 }
 
@@ -251,7 +218,7 @@ static void reduce_run(gwr_dtype dt, int mode, char *d, const char *s, int64_t n
 
 static gwr_status apply(gwr_kctx *k, gwr_value *o, int64_t oi, const gwr_value *u, int64_t ui, int64_t n, int64_t esz,
                         int mode) {
-    if (mode == RED_NONE) return copy_run(k, o, oi, u, ui, n, esz);
+    if (mode == RED_NONE) return gwr_ku_copy_run(k, o, oi, u, ui, n, esz);
     char *d = (char *)o->data + oi * esz;
     const char *s = (const char *)u->data + ui * esz;
     reduce_run(o->dtype, mode, d, s, n);
@@ -259,9 +226,9 @@ static gwr_status apply(gwr_kctx *k, gwr_value *o, int64_t oi, const gwr_value *
 }
 
 static gwr_status scatter_elements(gwr_kctx *k, int with_reduction) {
-    const gwr_value *x = need(k, 0), *ix = need(k, 1), *u = need(k, 2);
+    const gwr_value *x = gwr_ku_need(k, 0), *ix = gwr_ku_need(k, 1), *u = gwr_ku_need(k, 2);
     if (!x || !ix || !u) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     int axis;
     gwr_status rc = elements_axis(k, x, ix, &axis);
@@ -287,9 +254,9 @@ static gwr_status k_scatter(gwr_kctx *k) { return scatter_elements(k, 0); }
 /* ---- GatherND, ScatterND ----------------------------------------------------- */
 
 static gwr_status k_gather_nd(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0), *ix = need(k, 1);
+    const gwr_value *x = gwr_ku_need(k, 0), *ix = gwr_ku_need(k, 1);
     if (!x || !ix) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     if (!is_index(ix)) return gwr_k_fail(k, GWR_ERR_TYPE, "indices must be int64, not %s", gwr_dtype_name(ix->dtype));
     int r = x->rank, q = ix->rank;
@@ -325,16 +292,16 @@ static gwr_status k_gather_nd(gwr_kctx *k) {
                 int64_t i = index_at(ix, t);
                 off += (i < 0 ? i + x->dims[b + c] : i) * xs[b + c];
             }
-            if (copy_run(k, o, oi, x, off, slice, esz)) return GWR_ERR_NOMEM;
+            if (gwr_ku_copy_run(k, o, oi, x, off, slice, esz)) return GWR_ERR_NOMEM;
             oi += slice;
         }
     return GWR_OK;
 }
 
 static gwr_status k_scatter_nd(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0), *ix = need(k, 1), *u = need(k, 2);
+    const gwr_value *x = gwr_ku_need(k, 0), *ix = gwr_ku_need(k, 1), *u = gwr_ku_need(k, 2);
     if (!x || !ix || !u) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     if (!is_index(ix)) return gwr_k_fail(k, GWR_ERR_TYPE, "indices must be int64, not %s", gwr_dtype_name(ix->dtype));
     if (u->dtype != x->dtype)
@@ -369,12 +336,141 @@ static gwr_status k_scatter_nd(gwr_kctx *k) {
     return GWR_OK;
 }
 
+/* ---- Unique ------------------------------------------------------------------ */
+
+/* Total order on floats: numbers as usual (-0 == 0), NaN after all, equal
+ * to itself. */
+static int cmp_f64(double a, double b) {
+    int na = a != a, nb = b != b;
+    if (na || nb) return na - nb;
+    return (a > b) - (a < b);
+}
+
+static int cmp_elem(const gwr_value *x, int64_t a, int64_t b) {
+    switch (x->dtype) {
+    case GWR_FLOAT32: return cmp_f64(((const float *)x->data)[a], ((const float *)x->data)[b]);
+    case GWR_FLOAT64: return cmp_f64(((const double *)x->data)[a], ((const double *)x->data)[b]);
+    case GWR_FLOAT16:
+    case GWR_BFLOAT16: return cmp_f64(gwr_v_get_f64(x, a), gwr_v_get_f64(x, b));
+    case GWR_COMPLEX64: {
+        const float *p = x->data;
+        int c = cmp_f64(p[2 * a], p[2 * b]);
+        return c ? c : cmp_f64(p[2 * a + 1], p[2 * b + 1]);
+    }
+    case GWR_COMPLEX128: {
+        const double *p = x->data;
+        int c = cmp_f64(p[2 * a], p[2 * b]);
+        return c ? c : cmp_f64(p[2 * a + 1], p[2 * b + 1]);
+    }
+    case GWR_UINT64: {
+        uint64_t u = ((const uint64_t *)x->data)[a], v = ((const uint64_t *)x->data)[b];
+        return (u > v) - (u < v);
+    }
+    case GWR_BOOL: {
+        int u = ((const uint8_t *)x->data)[a] != 0, v = ((const uint8_t *)x->data)[b] != 0;
+        return u - v;
+    }
+    case GWR_STRING: return gwr_ku_cmp_bytes((const gwr_bytes *)x->data + a, (const gwr_bytes *)x->data + b);
+    default: {
+        int64_t u = gwr_v_get_i64(x, a), v = gwr_v_get_i64(x, b);
+        return (u > v) - (u < v);
+    }
+    }
+}
+
+typedef struct {
+    const gwr_value *x;
+    int64_t n, outer, inner; /* slice s: elements o*n*inner + s*inner + j */
+} slices;
+
+static int cmp_slices(const void *ctx, int64_t a, int64_t b) {
+    const slices *s = ctx;
+    for (int64_t o = 0; o < s->outer; o++) {
+        int64_t base = o * s->n * s->inner;
+        for (int64_t j = 0; j < s->inner; j++) {
+            int c = cmp_elem(s->x, base + a * s->inner + j, base + b * s->inner + j);
+            if (c) return c;
+        }
+    }
+    return 0;
+}
+
+static int cmp_i64(const void *ctx, int64_t a, int64_t b) {
+    const int64_t *v = ctx;
+    return (v[a] > v[b]) - (v[a] < v[b]);
+}
+
+static gwr_status k_unique(gwr_kctx *k) {
+    const gwr_value *x = gwr_ku_need_named(k, 0, "X");
+    if (!x) return GWR_ERR_INVALID_ARG;
+    int bits = gwr_dtype_bits(x->dtype);
+    if (x->dtype != GWR_STRING && (bits < 8 || bits % 8 || x->dtype >= GWR_FLOAT8E4M3FN))
+        return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "X of dtype %s is not supported", gwr_dtype_name(x->dtype));
+    int64_t esz = bits / 8, sorted = gwr_k_int(k, "sorted", 1), axis_attr;
+    if (sorted != 0 && sorted != 1) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "sorted must be 0 or 1, not %lld", (long long)sorted);
+    int has_axis = !gwr_layer_get_int(k->layer, "axis", &axis_attr), axis = -1;
+    slices sl = {x, x->numel, 1, 1};
+    if (has_axis) {
+        if ((axis = gwr_axis(axis_attr, x->rank)) < 0)
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis %lld is out of range for rank %d", (long long)axis_attr, x->rank);
+        sl.n = x->dims[axis];
+        sl.outer = gwr_shape_numel(axis, x->dims);
+        sl.inner = gwr_shape_numel(x->rank - axis - 1, x->dims + axis + 1);
+    }
+    int64_t n = sl.n;
+    /* perm: slices in sorted order (ties by position); grp: each slice's
+     * run; first / count: each run's first slice and size; order: the
+     * runs in output order; pos: each run's output position. */
+    int64_t *mem = gwr_ku_scratch(k, gwr_ku_mul_max(n, 7, INT64_MAX), sizeof(int64_t));
+    if (!mem) return GWR_ERR_NOMEM;
+    int64_t *perm = mem, *tmp = mem + n, *grp = mem + 2 * n, *first = mem + 3 * n, *count = mem + 4 * n,
+            *order = mem + 5 * n, *pos = mem + 6 * n, nu = 0;
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    gwr_ku_merge_sort(perm, tmp, n, cmp_slices, &sl);
+    for (int64_t i = 0; i < n; i++) {
+        if (i == 0 || cmp_slices(&sl, perm[i - 1], perm[i])) {
+            first[nu] = perm[i], count[nu] = 0;
+            nu++;
+        }
+        grp[perm[i]] = nu - 1;
+        count[nu - 1]++;
+    }
+    for (int64_t u = 0; u < nu; u++) order[u] = u;
+    if (!sorted) gwr_ku_merge_sort(order, tmp, nu, cmp_i64, first); /* by first occurrence */
+    for (int64_t u = 0; u < nu; u++) pos[order[u]] = u;
+
+    int64_t yd[GWR_MAX_RANK];
+    int yr = has_axis ? x->rank : 1;
+    if (has_axis) memcpy(yd, x->dims, (size_t)x->rank * sizeof *yd), yd[axis] = nu;
+    else yd[0] = nu;
+    gwr_status rc = GWR_OK;
+    gwr_value *y = gwr_k_out(k, 0, x->dtype, yr, yd);
+    if (!y) rc = GWR_ERR_NOMEM;
+    for (int64_t o = 0; o < sl.outer && !rc && sl.inner; o++)
+        for (int64_t u = 0; u < nu && !rc; u++) {
+            int64_t src = (o * n + first[order[u]]) * sl.inner, dst = (o * nu + u) * sl.inner;
+            rc = gwr_ku_copy_run(k, y, dst, x, src, sl.inner, esz);
+        }
+    gwr_value *oi = !rc && k->nout > 1 ? gwr_k_out(k, 1, GWR_INT64, 1, &nu) : NULL;
+    gwr_value *ov = !rc && k->nout > 2 ? gwr_k_out(k, 2, GWR_INT64, 1, &n) : NULL;
+    gwr_value *oc = !rc && k->nout > 3 ? gwr_k_out(k, 3, GWR_INT64, 1, &nu) : NULL;
+    if (!rc && ((k->nout > 1 && !oi) || (k->nout > 2 && !ov) || (k->nout > 3 && !oc))) rc = GWR_ERR_NOMEM;
+    for (int64_t u = 0; u < nu && !rc; u++) {
+        if (oi) ((int64_t *)oi->data)[u] = first[order[u]];
+        if (oc) ((int64_t *)oc->data)[u] = count[order[u]];
+    }
+    for (int64_t i = 0; i < n && ov && !rc; i++) ((int64_t *)ov->data)[i] = pos[grp[i]];
+    free(mem);
+    return rc;
+}
+
 const gwr_kernel_entry gwr_kernels_gather[] = {
-    {"", "Gather", k_gather},
-    {"", "GatherElements", k_gather_elements},
-    {"", "GatherND", k_gather_nd},
-    {"", "Scatter", k_scatter},
-    {"", "ScatterElements", k_scatter_elements},
-    {"", "ScatterND", k_scatter_nd},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(Gather, k_gather),
+    GWR_KERNEL(GatherElements, k_gather_elements),
+    GWR_KERNEL(GatherND, k_gather_nd),
+    GWR_KERNEL(Scatter, k_scatter),
+    GWR_KERNEL(ScatterElements, k_scatter_elements),
+    GWR_KERNEL(ScatterND, k_scatter_nd),
+    GWR_KERNEL(Unique, k_unique),
+    {.fn = NULL},
 };

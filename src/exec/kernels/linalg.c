@@ -1,6 +1,6 @@
 /* linalg.c - matrix products: MatMul (NumPy matmul: batch dims broadcast,
  * 1-D operands promoted and their dim dropped), Gemm, MatMulInteger,
- * QLinearMatMul and Einsum.
+ * QLinearMatMul and Einsum; and Det.
  *
  * float32 and float64 go to sgemm / dgemm, one call per batch matrix, or
  * one call for all when B is a single matrix (A's batch folds into M: the
@@ -9,23 +9,17 @@
  * zero points are subtracted (exact for any realistic K); int32 / int64 /
  * uint32 / uint64 are plain loops in wrapping unsigned arithmetic. Einsum
  * is one generic loop nest over the labels, with strides for repeated
- * labels (diagonals) and broadcast ellipsis dims. */
+ * labels (diagonals) and broadcast ellipsis dims. Det is LU with partial
+ * pivoting in float64. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec/blas.h"
-#include "exec/exec_internal.h"
+#include "exec/kernels/kernel_util.h"
 
 #define MAXR 16 /* batch dims of a matrix product */
-
-static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
-
-static int is_uint(gwr_dtype t) { return t == GWR_UINT8 || t == GWR_UINT16 || t == GWR_UINT32 || t == GWR_UINT64; }
-static int is_int(gwr_dtype t) {
-    return is_uint(t) || t == GWR_INT8 || t == GWR_INT16 || t == GWR_INT32 || t == GWR_INT64;
-}
 
 /* Element i of an integer value as uint64 (sign-extended). */
 static uint64_t iget(const gwr_value *v, int64_t i) {
@@ -50,50 +44,10 @@ static void iset(gwr_value *v, int64_t i, uint64_t x) {
     }
 }
 
-/* A malloc'd float32 copy of a float16 / bfloat16 / float32 value. */
-static float *widen(const gwr_value *v) {
-    float *f = malloc((size_t)(v->numel ? v->numel : 1) * sizeof *f);
-    if (!f) return NULL;
-    const uint16_t *h = v->data;
-    if (v->dtype == GWR_FLOAT16)
-        for (int64_t i = 0; i < v->numel; i++) f[i] = gwr_f16_to_f32(h[i]);
-    else if (v->dtype == GWR_BFLOAT16)
-        for (int64_t i = 0; i < v->numel; i++) f[i] = gwr_bf16_to_f32(h[i]);
-    else
-        memcpy(f, v->data, (size_t)v->numel * sizeof *f);
-    return f;
-}
-
-static void narrow(const float *f, gwr_value *v) {
-    uint16_t *h = v->data;
-    if (v->dtype == GWR_FLOAT16)
-        for (int64_t i = 0; i < v->numel; i++) h[i] = gwr_f32_to_f16(f[i]);
-    else
-        for (int64_t i = 0; i < v->numel; i++) h[i] = gwr_f32_to_bf16(f[i]);
-}
-
-/* C (M x N) = alpha A' B' + beta C, row-major; K = 0 handled (BLAS
- * rejects lda = 0). */
-static void gemm_f32(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
-                     float *C, int ldc) {
-    if (!M || !N) return;
-    if (!K) {
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0 ? 0 : beta * C[(size_t)i * ldc + j];
-        return;
-    }
-    gwr_blas.sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-
-static void gemm_f64(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda, const double *B, int ldb, double beta,
-                     double *C, int ldc) {
-    if (!M || !N) return;
-    if (!K) {
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0 ? 0 : beta * C[(size_t)i * ldc + j];
-        return;
-    }
-    gwr_blas.dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+/* The dtypes of MatMul and Gemm: the floats through BLAS, the wide
+ * integers through wrapping loops. */
+static int product_dtype(gwr_dtype dt) {
+    return gwr_ku_is_float(dt) || dt == GWR_INT32 || dt == GWR_INT64 || dt == GWR_UINT32 || dt == GWR_UINT64;
 }
 
 /* ---- MatMul -------------------------------------------------------------- */
@@ -126,10 +80,10 @@ static gwr_status mm_setup(gwr_kctx *k, const gwr_value *a, const gwr_value *b, 
     memcpy(p->odims, obd, (size_t)obr * sizeof *obd);
     if (a->rank > 1) p->odims[p->orank++] = p->M;
     if (b->rank > 1) p->odims[p->orank++] = p->N;
-    if (!fits_int(p->M) || !fits_int(p->N) || !fits_int(p->K) || p->batch < 0)
+    if (!gwr_ku_fits_int(p->M) || !gwr_ku_fits_int(p->N) || !gwr_ku_fits_int(p->K) || p->batch < 0)
         return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "matrix dims too large for BLAS");
     int64_t anum = gwr_shape_numel(abr, a->dims), bnum = gwr_shape_numel(bbr, b->dims);
-    if (bnum == 1 && anum == p->batch && fits_int(p->batch * p->M)) {
+    if (bnum == 1 && anum == p->batch && gwr_ku_fits_int(p->batch * p->M)) {
         p->fold = 1;
         return GWR_OK;
     }
@@ -161,19 +115,19 @@ static void mm_free(mmshape *p) { free(p->aoff), free(p->boff); }
 static void mm_f32(const mmshape *p, const float *A, const float *B, float *Y) {
     int M = (int)p->M, N = (int)p->N, K = (int)p->K;
     if (p->fold) {
-        gemm_f32(0, 0, (int)(p->batch * p->M), N, K, 1, A, K, B, N, 0, Y, N);
+        gwr_ku_sgemm(0, 0, (int)(p->batch * p->M), N, K, 1, A, K, B, N, 0, Y, N);
         return;
     }
-    for (int64_t t = 0; t < p->batch; t++) gemm_f32(0, 0, M, N, K, 1, A + p->aoff[t], K, B + p->boff[t], N, 0, Y + t * p->M * p->N, N);
+    for (int64_t t = 0; t < p->batch; t++) gwr_ku_sgemm(0, 0, M, N, K, 1, A + p->aoff[t], K, B + p->boff[t], N, 0, Y + t * p->M * p->N, N);
 }
 
 static void mm_f64(const mmshape *p, const double *A, const double *B, double *Y) {
     int M = (int)p->M, N = (int)p->N, K = (int)p->K;
     if (p->fold) {
-        gemm_f64(0, 0, (int)(p->batch * p->M), N, K, 1, A, K, B, N, 0, Y, N);
+        gwr_ku_dgemm(0, 0, (int)(p->batch * p->M), N, K, 1, A, K, B, N, 0, Y, N);
         return;
     }
-    for (int64_t t = 0; t < p->batch; t++) gemm_f64(0, 0, M, N, K, 1, A + p->aoff[t], K, B + p->boff[t], N, 0, Y + t * p->M * p->N, N);
+    for (int64_t t = 0; t < p->batch; t++) gwr_ku_dgemm(0, 0, M, N, K, 1, A + p->aoff[t], K, B + p->boff[t], N, 0, Y + t * p->M * p->N, N);
 }
 
 /* Integer matmul, wrapping: Y[t] = A[t] B[t]. */
@@ -203,8 +157,7 @@ static gwr_status k_matmul(gwr_kctx *k) {
     if (a->dtype != b->dtype)
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "A is %s but B is %s", gwr_dtype_name(a->dtype), gwr_dtype_name(b->dtype));
     gwr_dtype dt = a->dtype;
-    if (dt != GWR_FLOAT32 && dt != GWR_FLOAT64 && dt != GWR_FLOAT16 && dt != GWR_BFLOAT16 && dt != GWR_INT32 && dt != GWR_INT64 &&
-        dt != GWR_UINT32 && dt != GWR_UINT64)
+    if (!product_dtype(dt))
         return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported", gwr_dtype_name(dt));
     mmshape p;
     gwr_status st = mm_setup(k, a, b, &p);
@@ -220,9 +173,9 @@ static gwr_status k_matmul(gwr_kctx *k) {
     } else if (dt == GWR_FLOAT64) {
         mm_f64(&p, a->data, b->data, y->data);
     } else if (dt == GWR_FLOAT16 || dt == GWR_BFLOAT16) {
-        float *af = widen(a), *bf = widen(b), *yf = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
+        float *af = gwr_ku_widen(a), *bf = gwr_ku_widen(b), *yf = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
         if (!af || !bf || !yf) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
-        else mm_f32(&p, af, bf, yf), narrow(yf, y);
+        else mm_f32(&p, af, bf, yf), gwr_ku_narrow(yf, y);
         free(af), free(bf), free(yf);
     } else {
         if (mm_int(&p, a, b, y)) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
@@ -232,12 +185,6 @@ static gwr_status k_matmul(gwr_kctx *k) {
 }
 
 /* ---- 8-bit integer products ---------------------------------------------- */
-
-static int is_q8(gwr_dtype t) { return t == GWR_INT8 || t == GWR_UINT8; }
-
-static double q8(const gwr_value *v, int64_t i) {
-    return v->dtype == GWR_INT8 ? (double)((const int8_t *)v->data)[i] : (double)((const uint8_t *)v->data)[i];
-}
 
 /* A zero point or scale: absent (0), a scalar (1), or a 1-D value of
  * `per` elements (2); -1 after gwr_k_fail. */
@@ -263,8 +210,8 @@ static gwr_status q_matmul(gwr_kctx *k, const gwr_value *a, const gwr_value *azp
         *acc = NULL;
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
-    for (int64_t i = 0; i < a->numel; i++) ad[i] = q8(a, i) - (!azp ? 0 : azp->numel == 1 ? q8(azp, 0) : q8(azp, (i / (K ? K : 1)) % M));
-    for (int64_t i = 0; i < b->numel; i++) bd[i] = q8(b, i) - (!bzp ? 0 : bzp->numel == 1 ? q8(bzp, 0) : q8(bzp, i % N));
+    for (int64_t i = 0; i < a->numel; i++) ad[i] = gwr_ku_q8(a, i) - (!azp ? 0 : azp->numel == 1 ? gwr_ku_q8(azp, 0) : gwr_ku_q8(azp, (i / (K ? K : 1)) % M));
+    for (int64_t i = 0; i < b->numel; i++) bd[i] = gwr_ku_q8(b, i) - (!bzp ? 0 : bzp->numel == 1 ? gwr_ku_q8(bzp, 0) : gwr_ku_q8(bzp, i % N));
     gwr_blas_threads(k->threads);
     mm_f64(p, ad, bd, *acc);
     free(ad), free(bd);
@@ -275,7 +222,7 @@ static gwr_status k_matmul_integer(gwr_kctx *k) {
     const gwr_value *a = k->nin > 0 ? k->in[0] : NULL, *b = k->nin > 1 ? k->in[1] : NULL;
     const gwr_value *azp = k->nin > 2 ? k->in[2] : NULL, *bzp = k->nin > 3 ? k->in[3] : NULL;
     if (!a || !b) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %s is missing", a ? "B" : "A");
-    if (!is_q8(a->dtype) || !is_q8(b->dtype))
+    if (!gwr_ku_is_q8(a->dtype) || !gwr_ku_is_q8(b->dtype))
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "A and B must be int8 or uint8 (got %s, %s)", gwr_dtype_name(a->dtype), gwr_dtype_name(b->dtype));
     mmshape p;
     gwr_status st = mm_setup(k, a, b, &p);
@@ -298,7 +245,7 @@ static gwr_status k_qlinear_matmul(gwr_kctx *k) {
         if (!k->in[i]) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %s is missing", names[i]);
     const gwr_value *a = k->in[0], *as = k->in[1], *azp = k->in[2], *b = k->in[3], *bs = k->in[4], *bzp = k->in[5], *ys = k->in[6],
                     *yzp = k->in[7];
-    if (!is_q8(a->dtype) || !is_q8(b->dtype) || !is_q8(yzp->dtype))
+    if (!gwr_ku_is_q8(a->dtype) || !gwr_ku_is_q8(b->dtype) || !gwr_ku_is_q8(yzp->dtype))
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "a, b and y_zero_point must be int8 or uint8");
     mmshape p;
     gwr_status st = mm_setup(k, a, b, &p);
@@ -314,7 +261,7 @@ static gwr_status k_qlinear_matmul(gwr_kctx *k) {
     else if (!(st = q_matmul(k, a, azp, b, bzp, &p, &acc))) {
         const float *asv = as->data, *bsv = bs->data;
         float ysc = ((const float *)ys->data)[0];
-        double zy = q8(yzp, 0), lo = yzp->dtype == GWR_INT8 ? -128 : 0, hi = yzp->dtype == GWR_INT8 ? 127 : 255;
+        double zy = gwr_ku_q8(yzp, 0), lo = yzp->dtype == GWR_INT8 ? -128 : 0, hi = yzp->dtype == GWR_INT8 ? 127 : 255;
         for (int64_t i = 0; i < y->numel; i++) {
             int64_t col = i % p.N, row = (i / p.N) % p.M;
             float scale = asv[ras == 2 ? row : 0] * bsv[rbs == 2 ? col : 0] / ysc;
@@ -338,8 +285,7 @@ static gwr_status k_gemm(gwr_kctx *k) {
     if (b->dtype != dt || (c && c->dtype != dt))
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "A is %s but %s is %s", gwr_dtype_name(dt), b->dtype != dt ? "B" : "C",
                           gwr_dtype_name(b->dtype != dt ? b->dtype : c->dtype));
-    if (dt != GWR_FLOAT32 && dt != GWR_FLOAT64 && dt != GWR_FLOAT16 && dt != GWR_BFLOAT16 && dt != GWR_INT32 && dt != GWR_INT64 &&
-        dt != GWR_UINT32 && dt != GWR_UINT64)
+    if (!product_dtype(dt))
         return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported", gwr_dtype_name(dt));
     if (a->rank != 2 || b->rank != 2) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "A and B must be 2-D (ranks %d and %d)", a->rank, b->rank);
     int ta = gwr_k_int(k, "transA", 0) != 0, tb = gwr_k_int(k, "transB", 0) != 0;
@@ -347,7 +293,7 @@ static gwr_status k_gemm(gwr_kctx *k) {
     int64_t M = ta ? a->dims[1] : a->dims[0], K = ta ? a->dims[0] : a->dims[1];
     int64_t kb = tb ? b->dims[1] : b->dims[0], N = tb ? b->dims[0] : b->dims[1];
     if (kb != K) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "inner dims differ: A' has %lld columns, B' has %lld rows", (long long)K, (long long)kb);
-    if (!fits_int(M) || !fits_int(N) || !fits_int(K)) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "matrix dims too large for BLAS");
+    if (!gwr_ku_fits_int(M) || !gwr_ku_fits_int(N) || !gwr_ku_fits_int(K)) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "matrix dims too large for BLAS");
     int64_t cs[2] = {0, 0}; /* strides of C over (M, N) */
     if (c) {
         int64_t od[2] = {M, N};
@@ -368,7 +314,7 @@ static gwr_status k_gemm(gwr_kctx *k) {
     gwr_blas_threads(k->threads);
     if (dt == GWR_FLOAT32 || dt == GWR_FLOAT16 || dt == GWR_BFLOAT16) {
         int wide = dt != GWR_FLOAT32;
-        float *af = wide ? widen(a) : a->data, *bf = wide ? widen(b) : b->data, *cf = wide && use_c ? widen(c) : NULL;
+        float *af = wide ? gwr_ku_widen(a) : a->data, *bf = wide ? gwr_ku_widen(b) : b->data, *cf = wide && use_c ? gwr_ku_widen(c) : NULL;
         float *yf = wide ? malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf) : y->data;
         gwr_status st = GWR_OK;
         if (!af || !bf || !yf || (wide && use_c && !cf)) {
@@ -378,8 +324,8 @@ static gwr_status k_gemm(gwr_kctx *k) {
             if (use_c)
                 for (int64_t i = 0; i < M; i++)
                     for (int64_t j = 0; j < N; j++) yf[i * N + j] = beta * cv[i * cs[0] + j * cs[1]];
-            gemm_f32(ta, tb, (int)M, (int)N, (int)K, alpha, af, lda, bf, ldb, use_c ? 1.0f : 0.0f, yf, (int)N);
-            if (wide) narrow(yf, y);
+            gwr_ku_sgemm(ta, tb, (int)M, (int)N, (int)K, alpha, af, lda, bf, ldb, use_c ? 1.0f : 0.0f, yf, (int)N);
+            if (wide) gwr_ku_narrow(yf, y);
         }
         if (wide) free(af), free(bf), free(cf), free(yf);
         return st;
@@ -390,13 +336,13 @@ static gwr_status k_gemm(gwr_kctx *k) {
         if (use_c)
             for (int64_t i = 0; i < M; i++)
                 for (int64_t j = 0; j < N; j++) yd[i * N + j] = (double)beta * cv[i * cs[0] + j * cs[1]];
-        gemm_f64(ta, tb, (int)M, (int)N, (int)K, alpha, a->data, lda, b->data, ldb, use_c ? 1.0 : 0.0, yd, (int)N);
+        gwr_ku_dgemm(ta, tb, (int)M, (int)N, (int)K, alpha, a->data, lda, b->data, ldb, use_c ? 1.0 : 0.0, yd, (int)N);
         return GWR_OK;
     }
     /* integers: exact wrapping products; alpha and beta other than 1 through
      * float64, saturated */
     int exact = alpha == 1.0f && (!use_c || beta == 1.0f);
-    int sgn = !is_uint(dt);
+    int sgn = !gwr_ku_is_uint(dt);
     double lo = dt == GWR_INT32 ? -2147483648.0 : dt == GWR_INT64 ? -9223372036854775808.0 : 0;
     double hi = dt == GWR_INT32 ? 2147483647.0 : dt == GWR_UINT32 ? 4294967295.0 : dt == GWR_INT64 ? 9223372036854774784.0 : 18446744073709549568.0;
     for (int64_t i = 0; i < M; i++)
@@ -450,9 +396,23 @@ static int ein_term(const char *s, size_t n, int *lab, int max, int *nell) {
     return cnt;
 }
 
-static gwr_status k_einsum(gwr_kctx *k) {
-    const char *eq = gwr_k_string(k, "equation", NULL);
-    if (!eq) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "the equation attribute is missing");
+/* An equation bound to its inputs: label ids 0..51 are the letters, 52 + j
+ * the ellipsis dims (right-aligned over E). */
+typedef struct ein_plan {
+    int nin, E;
+    int lab[EIN_MAXIN][64], nlab[EIN_MAXIN], nell[EIN_MAXIN]; /* each term's labels, -2 the ellipsis */
+    int64_t size[EIN_LABELS];                  /* -1: not seen */
+    int seen[EIN_LABELS];                      /* occurrences over the inputs */
+    int64_t strides[EIN_MAXIN][EIN_LABELS];    /* per input, summed over repeats (diagonals) */
+    int out[EIN_LABELS], nout, inout[EIN_LABELS];
+    int con[EIN_LABELS], ncon;                 /* the contracted labels */
+    int64_t odims[EIN_LABELS], total_c;        /* output dims; contracted combinations */
+} ein_plan;
+
+static char ein_char(int l) { return (char)(l < 26 ? 'A' + l : 'a' + l - 26); }
+
+/* The inputs: 1 to EIN_MAXIN present values of one dtype Einsum reads. */
+static gwr_status ein_inputs(gwr_kctx *k, gwr_dtype *dtp) {
     int nin = k->nin;
     if (nin < 1 || nin > EIN_MAXIN) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "Einsum takes 1 to %d inputs, got %d", EIN_MAXIN, nin);
     gwr_dtype dt = GWR_UNDEFINED;
@@ -463,9 +423,164 @@ static gwr_status k_einsum(gwr_kctx *k) {
         dt = k->in[i]->dtype;
         if (k->in[i]->rank > 32) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "input %d has rank %d", i, k->in[i]->rank);
     }
-    int isint = is_int(dt);
-    if (!isint && dt != GWR_FLOAT32 && dt != GWR_FLOAT64 && dt != GWR_FLOAT16 && dt != GWR_BFLOAT16)
+    if (!gwr_ku_is_int(dt) && !gwr_ku_is_float(dt))
         return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported", gwr_dtype_name(dt));
+    *dtp = dt;
+    return GWR_OK;
+}
+
+/* The input terms of buf (the equation without spaces; lhs_len bytes
+ * before "->") into p, checked against the inputs' ranks. */
+static gwr_status ein_terms(gwr_kctx *k, const char *eq, const char *buf, size_t lhs_len, ein_plan *p) {
+    size_t pos = 0;
+    for (int i = 0; i < p->nin; i++) {
+        size_t end = pos;
+        while (end < lhs_len && buf[end] != ',') end++;
+        if ((i < p->nin - 1) != (end < lhs_len))
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "equation '%s' has a term count other than the %d inputs", eq, p->nin);
+        p->nlab[i] = ein_term(buf + pos, end - pos, p->lab[i], 64, &p->nell[i]);
+        if (p->nlab[i] < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "bad term %d in equation '%s'", i, eq);
+        int e = p->nell[i] ? k->in[i]->rank - (p->nlab[i] - 1) : 0;
+        if ((p->nell[i] && e < 0) || (!p->nell[i] && p->nlab[i] != k->in[i]->rank))
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "term %d has %d labels but input %d has rank %d", i, p->nlab[i] - p->nell[i], i,
+                              k->in[i]->rank);
+        if (e > EIN_MAXELL) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "ellipsis of %d dims", e);
+        if (e > p->E) p->E = e;
+        pos = end + 1;
+    }
+    return GWR_OK;
+}
+
+/* Each label's size and each input's stride along it. */
+static gwr_status ein_bind(gwr_kctx *k, ein_plan *p) {
+    for (int i = 0; i < p->nin; i++) {
+        const gwr_value *v = k->in[i];
+        int64_t vs[32];
+        gwr_strides(v->rank, v->dims, vs);
+        int e = p->nell[i] ? v->rank - (p->nlab[i] - 1) : 0, dim = 0;
+        for (int t = 0; t < p->nlab[i]; t++) {
+            if (p->lab[i][t] == -2) {
+                for (int j = 0; j < e; j++, dim++) {
+                    int l = EIN_LETTERS + p->E - e + j;
+                    int64_t d = v->dims[dim];
+                    if (p->size[l] < 0 || p->size[l] == 1) p->size[l] = d;
+                    else if (d != 1 && d != p->size[l])
+                        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "ellipsis dims of input %d do not broadcast", i);
+                    if (d != 1) p->strides[i][l] += vs[dim];
+                    p->seen[l]++;
+                }
+                continue;
+            }
+            int l = p->lab[i][t];
+            int64_t d = v->dims[dim];
+            if (p->size[l] >= 0 && p->size[l] != d)
+                return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "label '%c' has sizes %lld and %lld", ein_char(l), (long long)p->size[l],
+                                  (long long)d);
+            p->size[l] = d;
+            p->strides[i][l] += vs[dim];
+            p->seen[l]++;
+            dim++;
+        }
+    }
+    return GWR_OK;
+}
+
+/* The output labels (the explicit term after "->", or the ellipsis and
+ * the labels seen once, in order), the contracted ones, and the sizes. */
+static gwr_status ein_output(gwr_kctx *k, const char *eq, const char *arrow, ein_plan *p) {
+    int E = p->E;
+    if (arrow) {
+        int olab[64], oell;
+        int no = ein_term(arrow + 2, strlen(arrow + 2), olab, 64, &oell);
+        if (no < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "bad output term in equation '%s'", eq);
+        for (int t = 0; t < no; t++) {
+            if (olab[t] == -2) {
+                for (int l = EIN_LETTERS; l < EIN_LETTERS + E; l++) p->out[p->nout++] = l, p->inout[l] = 1;
+                continue;
+            }
+            int l = olab[t];
+            if (!p->seen[l] || p->inout[l])
+                return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output label '%c' is %s", ein_char(l),
+                                  p->inout[l] ? "repeated" : "not an input label");
+            p->out[p->nout++] = l, p->inout[l] = 1;
+        }
+    } else {
+        for (int l = EIN_LETTERS; l < EIN_LETTERS + E; l++) p->out[p->nout++] = l, p->inout[l] = 1;
+        for (int l = 0; l < EIN_LETTERS; l++)
+            if (p->seen[l] == 1) p->out[p->nout++] = l, p->inout[l] = 1;
+    }
+    for (int l = 0; l < EIN_LETTERS + E; l++)
+        if (p->seen[l] && !p->inout[l]) p->con[p->ncon++] = l;
+    double work = 1;
+    p->total_c = 1;
+    for (int t = 0; t < p->nout; t++) p->odims[t] = p->size[p->out[t]] < 0 ? 1 : p->size[p->out[t]];
+    for (int c = 0; c < p->ncon; c++) p->total_c *= p->size[p->con[c]], work *= (double)p->size[p->con[c]];
+    for (int t = 0; t < p->nout; t++) work *= (double)p->odims[t];
+    if (work > 1e15) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "einsum '%s' is too large for the generic loop", eq);
+    return GWR_OK;
+}
+
+/* y[e] = the sum over the contracted labels of the product of the
+ * operands (data: float64, or uint64 wrapping when isint), walking every
+ * operand by its strides. */
+static void ein_loop(const ein_plan *p, void *const *data, int isint, gwr_value *y) {
+    int nin = p->nin;
+    int64_t oidx[EIN_LABELS] = {0}, cidx[EIN_LABELS], base[EIN_MAXIN] = {0}, off[EIN_MAXIN];
+    for (int64_t e = 0; e < y->numel; e++) {
+        double acc = 0;
+        uint64_t iacc = 0;
+        memset(cidx, 0, (size_t)p->ncon * sizeof *cidx);
+        memcpy(off, base, (size_t)nin * sizeof *off);
+        for (int64_t t = 0; t < p->total_c; t++) {
+            if (isint) {
+                uint64_t pr = 1;
+                for (int i = 0; i < nin; i++) pr *= ((const uint64_t *)data[i])[off[i]];
+                iacc += pr;
+            } else {
+                double pr = 1;
+                for (int i = 0; i < nin; i++) pr *= ((const double *)data[i])[off[i]];
+                acc += pr;
+            }
+            for (int c = p->ncon - 1; c >= 0; c--) {
+                int l = p->con[c];
+                for (int i = 0; i < nin; i++) off[i] += p->strides[i][l];
+                if (++cidx[c] < p->size[l]) break;
+                for (int i = 0; i < nin; i++) off[i] -= p->strides[i][l] * p->size[l];
+                cidx[c] = 0;
+            }
+        }
+        if (isint) iset(y, e, iacc);
+        else gwr_v_set_f64(y, e, acc);
+        for (int t = p->nout - 1; t >= 0; t--) {
+            int l = p->out[t];
+            for (int i = 0; i < nin; i++) base[i] += p->strides[i][l];
+            if (++oidx[t] < p->odims[t]) break;
+            for (int i = 0; i < nin; i++) base[i] -= p->strides[i][l] * p->odims[t];
+            oidx[t] = 0;
+        }
+    }
+}
+
+/* The operands as float64, or uint64 when isint (malloc'd into data). */
+static gwr_status ein_operands(gwr_kctx *k, int isint, void **data) {
+    for (int i = 0; i < k->nin; i++) {
+        const gwr_value *v = k->in[i];
+        if (!(data[i] = malloc((size_t)(v->numel ? v->numel : 1) * 8))) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+        if (isint)
+            for (int64_t j = 0; j < v->numel; j++) ((uint64_t *)data[i])[j] = iget(v, j);
+        else
+            for (int64_t j = 0; j < v->numel; j++) ((double *)data[i])[j] = gwr_v_get_f64(v, j);
+    }
+    return GWR_OK;
+}
+
+static gwr_status k_einsum(gwr_kctx *k) {
+    const char *eq = gwr_k_string(k, "equation", NULL);
+    if (!eq) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "the equation attribute is missing");
+    gwr_dtype dt = GWR_UNDEFINED;
+    gwr_status st = ein_inputs(k, &dt);
+    if (st) return st;
+    int isint = gwr_ku_is_int(dt);
     /* the equation without spaces */
     char buf[512];
     size_t n = 0;
@@ -476,151 +591,73 @@ static gwr_status k_einsum(gwr_kctx *k) {
         }
     buf[n] = 0;
     char *arrow = strstr(buf, "->");
-    size_t lhs_len = arrow ? (size_t)(arrow - buf) : n;
-    /* the terms */
-    int lab[EIN_MAXIN][64], nlab[EIN_MAXIN], nell[EIN_MAXIN];
-    int64_t size[EIN_LABELS];
-    int seen[EIN_LABELS] = {0}; /* occurrences over the inputs */
-    for (int l = 0; l < EIN_LABELS; l++) size[l] = -1;
-    size_t pos = 0;
-    int E = 0; /* ellipsis dims */
-    for (int i = 0; i < nin; i++) {
-        size_t end = pos;
-        while (end < lhs_len && buf[end] != ',') end++;
-        if ((i < nin - 1) != (end < lhs_len))
-            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "equation '%s' has a term count other than the %d inputs", eq, nin);
-        nlab[i] = ein_term(buf + pos, end - pos, lab[i], 64, &nell[i]);
-        if (nlab[i] < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "bad term %d in equation '%s'", i, eq);
-        int e = nell[i] ? k->in[i]->rank - (nlab[i] - 1) : 0;
-        if ((nell[i] && e < 0) || (!nell[i] && nlab[i] != k->in[i]->rank))
-            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "term %d has %d labels but input %d has rank %d", i, nlab[i] - nell[i], i, k->in[i]->rank);
-        if (e > EIN_MAXELL) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "ellipsis of %d dims", e);
-        if (e > E) E = e;
-        pos = end + 1;
-    }
-    /* sizes and strides: label ids 0..51 letters, 52 + j the ellipsis dims
-     * (right-aligned over E) */
-    int64_t strides[EIN_MAXIN][EIN_LABELS];
-    memset(strides, 0, sizeof strides);
-    for (int i = 0; i < nin; i++) {
-        const gwr_value *v = k->in[i];
-        int64_t vs[32];
-        gwr_strides(v->rank, v->dims, vs);
-        int e = nell[i] ? v->rank - (nlab[i] - 1) : 0, dim = 0;
-        for (int t = 0; t < nlab[i]; t++) {
-            if (lab[i][t] == -2) {
-                for (int j = 0; j < e; j++, dim++) {
-                    int l = EIN_LETTERS + E - e + j;
-                    int64_t d = v->dims[dim];
-                    if (size[l] < 0 || size[l] == 1) size[l] = d;
-                    else if (d != 1 && d != size[l])
-                        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "ellipsis dims of input %d do not broadcast", i);
-                    if (d != 1) strides[i][l] += vs[dim];
-                    seen[l]++;
-                }
-                continue;
-            }
-            int l = lab[i][t];
-            int64_t d = v->dims[dim];
-            if (size[l] >= 0 && size[l] != d)
-                return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "label '%c' has sizes %lld and %lld", l < 26 ? 'A' + l : 'a' + l - 26,
-                                  (long long)size[l], (long long)d);
-            size[l] = d;
-            strides[i][l] += vs[dim];
-            seen[l]++;
-            dim++;
-        }
-    }
-    /* the output labels */
-    int out[EIN_LABELS], nout = 0, inout[EIN_LABELS] = {0};
-    if (arrow) {
-        int olab[64], oell;
-        int no = ein_term(arrow + 2, strlen(arrow + 2), olab, 64, &oell);
-        if (no < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "bad output term in equation '%s'", eq);
-        for (int t = 0; t < no; t++) {
-            if (olab[t] == -2) {
-                for (int l = EIN_LETTERS; l < EIN_LETTERS + E; l++) out[nout++] = l, inout[l] = 1;
-                continue;
-            }
-            int l = olab[t];
-            if (!seen[l] || inout[l])
-                return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output label '%c' is %s", l < 26 ? 'A' + l : 'a' + l - 26,
-                                  inout[l] ? "repeated" : "not an input label");
-            out[nout++] = l, inout[l] = 1;
-        }
-    } else {
-        for (int l = EIN_LETTERS; l < EIN_LETTERS + E; l++) out[nout++] = l, inout[l] = 1;
-        for (int l = 0; l < EIN_LETTERS; l++)
-            if (seen[l] == 1) out[nout++] = l, inout[l] = 1;
-    }
-    int con[EIN_LABELS], ncon = 0;
-    for (int l = 0; l < EIN_LETTERS + E; l++)
-        if (seen[l] && !inout[l]) con[ncon++] = l;
-    int64_t odims[EIN_LABELS], total_c = 1;
-    for (int t = 0; t < nout; t++) odims[t] = size[out[t]] < 0 ? 1 : size[out[t]];
-    double work = 1;
-    for (int c = 0; c < ncon; c++) total_c *= size[con[c]], work *= (double)size[con[c]];
-    for (int t = 0; t < nout; t++) work *= (double)odims[t];
-    if (work > 1e15) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "einsum '%s' is too large for the generic loop", eq);
-    gwr_value *y = gwr_k_out(k, 0, dt, nout, odims);
+    ein_plan p;
+    memset(&p, 0, sizeof p);
+    p.nin = k->nin;
+    for (int l = 0; l < EIN_LABELS; l++) p.size[l] = -1;
+    if ((st = ein_terms(k, eq, buf, arrow ? (size_t)(arrow - buf) : n, &p)) || (st = ein_bind(k, &p)) ||
+        (st = ein_output(k, eq, arrow, &p)))
+        return st;
+    gwr_value *y = gwr_k_out(k, 0, dt, p.nout, p.odims);
     if (!y) return GWR_ERR_NOMEM;
-    /* the operands as float64 or uint64 */
     void *data[EIN_MAXIN] = {0};
-    gwr_status st = GWR_OK;
-    for (int i = 0; i < nin && !st; i++) {
-        const gwr_value *v = k->in[i];
-        data[i] = malloc((size_t)(v->numel ? v->numel : 1) * 8);
-        if (!data[i]) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
-        else if (isint)
-            for (int64_t j = 0; j < v->numel; j++) ((uint64_t *)data[i])[j] = iget(v, j);
-        else
-            for (int64_t j = 0; j < v->numel; j++) ((double *)data[i])[j] = gwr_v_get_f64(v, j);
-    }
-    if (!st) {
-        int64_t oidx[EIN_LABELS] = {0}, cidx[EIN_LABELS], base[EIN_MAXIN] = {0}, off[EIN_MAXIN];
-        for (int64_t e = 0; e < y->numel; e++) {
-            double acc = 0;
-            uint64_t iacc = 0;
-            memset(cidx, 0, (size_t)ncon * sizeof *cidx);
-            memcpy(off, base, (size_t)nin * sizeof *off);
-            for (int64_t t = 0; t < total_c; t++) {
-                if (isint) {
-                    uint64_t pr = 1;
-                    for (int i = 0; i < nin; i++) pr *= ((const uint64_t *)data[i])[off[i]];
-                    iacc += pr;
-                } else {
-                    double pr = 1;
-                    for (int i = 0; i < nin; i++) pr *= ((const double *)data[i])[off[i]];
-                    acc += pr;
-                }
-                for (int c = ncon - 1; c >= 0; c--) {
-                    int l = con[c];
-                    for (int i = 0; i < nin; i++) off[i] += strides[i][l];
-                    if (++cidx[c] < size[l]) break;
-                    for (int i = 0; i < nin; i++) off[i] -= strides[i][l] * size[l];
-                    cidx[c] = 0;
-                }
-            }
-            if (isint) iset(y, e, iacc);
-            else gwr_v_set_f64(y, e, acc);
-            for (int t = nout - 1; t >= 0; t--) {
-                int l = out[t];
-                for (int i = 0; i < nin; i++) base[i] += strides[i][l];
-                if (++oidx[t] < odims[t]) break;
-                for (int i = 0; i < nin; i++) base[i] -= strides[i][l] * odims[t];
-                oidx[t] = 0;
-            }
-        }
-    }
-    for (int i = 0; i < nin; i++) free(data[i]);
+    if (!(st = ein_operands(k, isint, data))) ein_loop(&p, data, isint, y);
+    for (int i = 0; i < p.nin; i++) free(data[i]);
     return st;
 }
 
+/* ---- Det ----------------------------------------------------------------- */
+
+/* The determinant of each trailing M x M matrix: LU with partial pivoting
+ * in double. */
+static gwr_status k_det(gwr_kctx *k) {
+    const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
+    if (!x || !gwr_ku_is_float(x->dtype)) return gwr_k_fail(k, GWR_ERR_TYPE, "input must be a float tensor");
+    if (x->rank < 2 || x->dims[x->rank - 1] != x->dims[x->rank - 2])
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input must be [..., M, M]");
+    int64_t m = x->dims[x->rank - 1], batch = m ? x->numel / (m * m) : 0;
+    if (m == 0) batch = gwr_shape_numel(x->rank - 2, x->dims);
+    gwr_value *y = gwr_k_out(k, 0, x->dtype, x->rank - 2, x->dims);
+    if (!y) return GWR_ERR_NOMEM;
+    int64_t mm = m * m;
+    double *a = malloc((size_t)(mm > 0 ? mm : 1) * sizeof *a);
+    if (!a) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    for (int64_t b = 0; b < batch; b++) {
+        for (int64_t i = 0; i < m * m; i++) a[i] = gwr_v_get_f64(x, b * m * m + i);
+        double det = 1;
+        for (int64_t c = 0; c < m && det != 0; c++) {
+            int64_t p = c;
+            for (int64_t r = c + 1; r < m; r++)
+                if (fabs(a[r * m + c]) > fabs(a[p * m + c])) p = r;
+            if (a[p * m + c] == 0) {
+                det = 0;
+                break;
+            }
+            if (p != c) {
+                for (int64_t j = 0; j < m; j++) {
+                    double t = a[c * m + j];
+                    a[c * m + j] = a[p * m + j], a[p * m + j] = t;
+                }
+                det = -det;
+            }
+            det *= a[c * m + c];
+            for (int64_t r = c + 1; r < m; r++) {
+                double f = a[r * m + c] / a[c * m + c];
+                for (int64_t j = c; j < m; j++) a[r * m + j] -= f * a[c * m + j];
+            }
+        }
+        gwr_v_set_f64(y, b, det);
+    }
+    free(a);
+    return GWR_OK;
+}
+
 const gwr_kernel_entry gwr_kernels_linalg[] = {
-    {"", "MatMul", k_matmul},
-    {"", "Gemm", k_gemm},
-    {"", "MatMulInteger", k_matmul_integer},
-    {"", "QLinearMatMul", k_qlinear_matmul},
-    {"", "Einsum", k_einsum},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(MatMul, k_matmul, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(Gemm, k_gemm, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(MatMulInteger, k_matmul_integer, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(QLinearMatMul, k_qlinear_matmul, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(Einsum, k_einsum),
+    GWR_KERNEL(Det, k_det),
+    {.fn = NULL},
 };

@@ -10,11 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec/exec_internal.h"
-
-static int is_float(gwr_dtype t) {
-    return t == GWR_FLOAT32 || t == GWR_FLOAT64 || t == GWR_FLOAT16 || t == GWR_BFLOAT16;
-}
+#include "exec/kernels/kernel_util.h"
 
 /* The losses of logp (N, C, D flattened: N*C*D values, C at stride D) into
  * `out` (N*D values, or a scalar), per the reduction. */
@@ -64,7 +60,7 @@ static gwr_status nll(gwr_kctx *k, const gwr_value *logp, const gwr_value *targe
 
 static gwr_status k_nll(gwr_kctx *k) {
     if (k->nin < 2 || !k->in[0] || !k->in[1]) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "needs input and target");
-    if (!is_float(k->in[0]->dtype))
+    if (!gwr_ku_is_float(k->in[0]->dtype))
         return gwr_k_fail(k, GWR_ERR_TYPE, "input must be a float tensor, not %s", gwr_dtype_name(k->in[0]->dtype));
     return nll(k, k->in[0], k->in[1], k->nin > 2 ? k->in[2] : NULL, 0);
 }
@@ -72,7 +68,7 @@ static gwr_status k_nll(gwr_kctx *k) {
 static gwr_status k_sce(gwr_kctx *k) {
     if (k->nin < 2 || !k->in[0] || !k->in[1]) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "needs scores and labels");
     const gwr_value *x = k->in[0];
-    if (!is_float(x->dtype))
+    if (!gwr_ku_is_float(x->dtype))
         return gwr_k_fail(k, GWR_ERR_TYPE, "scores must be a float tensor, not %s", gwr_dtype_name(x->dtype));
     if (x->rank < 2) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "scores must have rank >= 2 (N, C, ...), not %d", x->rank);
     /* log_softmax over axis 1, into a value of the scores' shape. */
@@ -98,7 +94,7 @@ static gwr_status k_sce(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_loss[] = {
-    {"", "NegativeLogLikelihoodLoss", k_nll},
-    {"", "SoftmaxCrossEntropyLoss", k_sce},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(NegativeLogLikelihoodLoss, k_nll),
+    GWR_KERNEL(SoftmaxCrossEntropyLoss, k_sce),
+    {.fn = NULL},
 };

@@ -11,53 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_internal.h"
-
-static int is_floatish(gwr_dtype t) {
-    return t == GWR_FLOAT32 || t == GWR_FLOAT64 || t == GWR_FLOAT16 || t == GWR_BFLOAT16;
-}
-
-static void load_f64(const gwr_value *v, int64_t off, int64_t n, double *dst) {
-    switch (v->dtype) {
-    case GWR_FLOAT32: {
-        const float *s = (const float *)v->data + off;
-        for (int64_t j = 0; j < n; j++) dst[j] = s[j];
-        break;
-    }
-    case GWR_FLOAT64: memcpy(dst, (const double *)v->data + off, (size_t)n * sizeof *dst); break;
-    default:
-        for (int64_t j = 0; j < n; j++) dst[j] = gwr_v_get_f64(v, off + j);
-    }
-}
-
-static void store_f64(gwr_value *v, int64_t off, int64_t n, const double *src) {
-    switch (v->dtype) {
-    case GWR_FLOAT32: {
-        float *d = (float *)v->data + off;
-        for (int64_t j = 0; j < n; j++) d[j] = (float)src[j];
-        break;
-    }
-    case GWR_FLOAT64: memcpy((double *)v->data + off, src, (size_t)n * sizeof *src); break;
-    default:
-        for (int64_t j = 0; j < n; j++) gwr_v_set_f64(v, off + j, src[j]);
-    }
-}
+#include "exec/kernels/kernel_util.h"
 
 /* A whole value as doubles (malloc'd; NULL after gwr_k_fail). */
 static double *all_f64(gwr_kctx *k, const gwr_value *v) {
     double *d = malloc((size_t)(v->numel ? v->numel : 1) * sizeof *d);
     if (!d) gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
-    else load_f64(v, 0, v->numel, d);
+    else gwr_ku_load_f64(v, 0, v->numel, d);
     return d;
 }
 
 static const gwr_value *need_float(gwr_kctx *k, int i, const char *what) {
-    const gwr_value *v = i < k->nin ? k->in[i] : NULL;
-    if (!v) {
-        gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d (%s) is missing", i, what);
-        return NULL;
-    }
-    if (!is_floatish(v->dtype)) {
+    const gwr_value *v = gwr_ku_need_named(k, i, what);
+    if (v && !gwr_ku_is_float(v->dtype)) {
         gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d (%s) is %s, not a floating-point tensor", i, what,
                    gwr_dtype_name(v->dtype));
         return NULL;
@@ -75,7 +41,7 @@ static int param_vec(gwr_kctx *k, int i, const char *what, int64_t n, double *ds
                    (long long)n);
         return -1;
     }
-    load_f64(v, 0, n, dst);
+    gwr_ku_load_f64(v, 0, n, dst);
     return 0;
 }
 
@@ -248,9 +214,9 @@ static gwr_status softmax_family(gwr_kctx *k, int kind) {
     double *b = malloc((size_t)(n * inner) * sizeof *b);
     if (!b) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     for (int64_t o = 0; o < outer; o++) {
-        load_f64(x, o * n * inner, n * inner, b);
+        gwr_ku_load_f64(x, o * n * inner, n * inner, b);
         for (int64_t j = 0; j < inner; j++) softmax_f64(b + j, n, inner, kind);
-        store_f64(y, o * n * inner, n * inner, b);
+        gwr_ku_store_f64(y, o * n * inner, n * inner, b);
     }
     free(b);
     return GWR_OK;
@@ -310,12 +276,12 @@ static gwr_status k_batch_norm(gwr_kctx *k) {
         for (int64_t c = 0; c < C; c++) {
             double s = 0, q = 0;
             for (int64_t nn = 0; nn < N; nn++) {
-                load_f64(x, (nn * C + c) * S, S, row);
+                gwr_ku_load_f64(x, (nn * C + c) * S, S, row);
                 for (int64_t j = 0; j < S; j++) s += row[j];
             }
             double m = cnt > 0 ? s / cnt : 0;
             for (int64_t nn = 0; nn < N; nn++) {
-                load_f64(x, (nn * C + c) * S, S, row);
+                gwr_ku_load_f64(x, (nn * C + c) * S, S, row);
                 for (int64_t j = 0; j < S; j++) q += (row[j] - m) * (row[j] - m);
             }
             bm[c] = m, bv[c] = cnt > 0 ? q / cnt : 0;
@@ -362,12 +328,12 @@ static gwr_status k_batch_norm(gwr_kctx *k) {
         if (!row) rc = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
         for (int64_t nn = 0; row && nn < N; nn++)
             for (int64_t c = 0; c < C; c++) {
-                load_f64(x, (nn * C + c) * S, S, row);
+                gwr_ku_load_f64(x, (nn * C + c) * S, S, row);
                 for (int64_t j = 0; j < S; j++) {
                     int64_t p = per_elem ? c * S + j : c;
                     row[j] = row[j] * sc[p] + bi[p];
                 }
-                store_f64(y, (nn * C + c) * S, S, row);
+                gwr_ku_store_f64(y, (nn * C + c) * S, S, row);
             }
         free(row);
     }
@@ -411,11 +377,11 @@ static gwr_status k_instance_norm(gwr_kctx *k) {
         for (int64_t c = 0; c < C; c++) {
             int64_t off = (nn * C + c) * S;
             double m, inv;
-            load_f64(x, off, S, row);
+            gwr_ku_load_f64(x, off, S, row);
             moments(row, S, eps, &m, &inv);
             double a = inv * sc[c], b = bi[c] - m * a;
             for (int64_t j = 0; j < S; j++) row[j] = row[j] * a + b;
-            store_f64(y, off, S, row);
+            gwr_ku_store_f64(y, off, S, row);
         }
     free(pm);
     return GWR_OK;
@@ -453,13 +419,13 @@ static gwr_status k_group_norm(gwr_kctx *k) {
         for (int64_t g = 0; g < G; g++) {
             int64_t off = (nn * G + g) * blk;
             double m, inv;
-            load_f64(x, off, blk, row);
+            gwr_ku_load_f64(x, off, blk, row);
             moments(row, blk, eps, &m, &inv);
             for (int64_t j = 0; j < blk; j++) {
                 int64_t p = P == C ? g * (C / G) + j / (S ? S : 1) : g;
                 row[j] = (row[j] - m) * inv * sc[p] + bi[p];
             }
-            store_f64(y, off, blk, row);
+            gwr_ku_store_f64(y, off, blk, row);
         }
     free(pm);
     return GWR_OK;
@@ -476,7 +442,7 @@ static int bcast_param(gwr_kctx *k, int i, const char *what, int nd, const int64
         int same = 1;
         for (int j = 0; j < v->rank; j++) same &= v->dims[v->rank - 1 - j] == dims[nd - 1 - j];
         if (same) {
-            load_f64(v, 0, n, dst);
+            gwr_ku_load_f64(v, 0, n, dst);
             return 0;
         }
     }
@@ -507,7 +473,7 @@ static int bcast_param(gwr_kctx *k, int i, const char *what, int nd, const int64
 static gwr_dtype declared_or(const gwr_kctx *k, int o, gwr_dtype def) {
     gwr_tensor *t = gwr_layer_output(k->layer, o);
     gwr_dtype d = t ? gwr_tensor_dtype(t) : GWR_UNDEFINED;
-    return is_floatish(d) ? d : def;
+    return gwr_ku_is_float(d) ? d : def;
 }
 
 static gwr_status k_layer_norm(gwr_kctx *k) {
@@ -540,7 +506,7 @@ static gwr_status k_layer_norm(gwr_kctx *k) {
     int64_t sd[GWR_MAX_RANK];
     for (int i = 0; i < r; i++) sd[i] = i < a ? x->dims[i] : 1;
     int64_t stash = gwr_k_int(k, "stash_type", 1);
-    gwr_dtype st = is_floatish((gwr_dtype)stash) ? (gwr_dtype)stash : GWR_FLOAT32;
+    gwr_dtype st = gwr_ku_is_float((gwr_dtype)stash) ? (gwr_dtype)stash : GWR_FLOAT32;
     if (k->nout > 1 && gwr_k_out_used(k, 1) && !(mo = gwr_k_out(k, 1, declared_or(k, 1, st), r, sd))) {
         free(pm);
         return GWR_ERR_NOMEM;
@@ -570,10 +536,10 @@ static gwr_status k_layer_norm(gwr_kctx *k) {
     } else {
         for (int64_t o = 0; o < outer; o++) {
             double m, inv;
-            load_f64(x, o * n, n, row);
+            gwr_ku_load_f64(x, o * n, n, row);
             moments(row, n, eps, &m, &inv);
             for (int64_t j = 0; j < n; j++) row[j] = (row[j] - m) * inv * sc[j] + bi[j];
-            store_f64(y, o * n, n, row);
+            gwr_ku_store_f64(y, o * n, n, row);
             if (mo) gwr_v_set_f64(mo, o, m);
             if (io) gwr_v_set_f64(io, o, inv);
         }
@@ -593,12 +559,7 @@ static gwr_status k_mvn(gwr_kctx *k) {
     int64_t na = gwr_k_ints(k, "axes", &axes);
     if (na < 0) axes = def_axes, na = 3;
     uint8_t red[GWR_MAX_RANK] = {0};
-    for (int64_t i = 0; i < na; i++) {
-        int a = gwr_axis(axes[i], r);
-        if (a < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis %lld is out of range for rank %d", (long long)axes[i], r);
-        if (red[a]) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis %lld is repeated", (long long)axes[i]);
-        red[a] = 1;
-    }
+    if (gwr_ku_axes_mask(k, axes, na, r, red, NULL)) return GWR_ERR_INVALID_ARG;
     gwr_value *y = gwr_k_out(k, 0, x->dtype, r, x->dims);
     if (!y) return GWR_ERR_NOMEM;
     if (!x->numel) return GWR_OK;
@@ -634,7 +595,7 @@ static gwr_status k_mvn(gwr_kctx *k) {
             if (pass == 1) var[i] /= (double)cnt;
         }
     }
-    store_f64(y, 0, x->numel, d);
+    gwr_ku_store_f64(y, 0, x->numel, d);
     free(d), free(st);
     return GWR_OK;
 }
@@ -672,20 +633,21 @@ static gwr_status k_lrn(gwr_kctx *k) {
             double *yr = o + (nn * C + c) * S;
             for (int64_t j = 0; j < S; j++) yr[j] = xr[j] / pow(bias + alpha / (double)size * sq[j], beta);
         }
-    store_f64(y, 0, x->numel, o);
+    gwr_ku_store_f64(y, 0, x->numel, o);
     free(d), free(o), free(sq);
     return GWR_OK;
 }
 
 const gwr_kernel_entry gwr_kernels_norm[] = {
-    {"", "BatchNormalization", k_batch_norm},
-    {"", "InstanceNormalization", k_instance_norm},
-    {"", "LayerNormalization", k_layer_norm},
-    {"", "GroupNormalization", k_group_norm},
-    {"", "MeanVarianceNormalization", k_mvn},
-    {"", "LRN", k_lrn},
-    {"", "Softmax", k_softmax},
-    {"", "LogSoftmax", k_log_softmax},
-    {"", "Hardmax", k_hardmax},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(BatchNormalization, k_batch_norm),
+    GWR_KERNEL(InstanceNormalization, k_instance_norm),
+    GWR_KERNEL(LayerNormalization, k_layer_norm),
+    /* opset 18, not in ops.def yet */
+    GWR_KERNEL_CUSTOM("", "GroupNormalization", k_group_norm),
+    GWR_KERNEL(MeanVarianceNormalization, k_mvn),
+    GWR_KERNEL(LRN, k_lrn),
+    GWR_KERNEL(Softmax, k_softmax),
+    GWR_KERNEL(LogSoftmax, k_log_softmax),
+    GWR_KERNEL(Hardmax, k_hardmax),
+    {.fn = NULL},
 };

@@ -28,22 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_internal.h"
+#include "exec/kernels/kernel_util.h"
 
 #define ATT_MAX_ELEMS (INT64_C(1) << 34)
-
-static int att_dtype_ok(gwr_dtype t) {
-    return t == GWR_FLOAT32 || t == GWR_FLOAT64 || t == GWR_FLOAT16 || t == GWR_BFLOAT16;
-}
-
-static double att_get(const gwr_value *v, int64_t i) {
-    return v->dtype == GWR_FLOAT32 ? (double)((const float *)v->data)[i] : gwr_v_get_f64(v, i);
-}
-
-static void att_set(gwr_value *v, int64_t i, double x) {
-    if (v->dtype == GWR_FLOAT32) ((float *)v->data)[i] = (float)x;
-    else gwr_v_set_f64(v, i, x);
-}
 
 typedef struct att_seq {
     int64_t start, len; /* token rows of qkv */
@@ -61,7 +48,7 @@ static gwr_status k_gpt_attention(gwr_kctx *k) {
     char ty[96];
     if (!qkv) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "qkv is missing");
     gwr_value_type_str(qkv, ty, sizeof ty);
-    if (!att_dtype_ok(qkv->dtype) || qkv->rank != 3 || qkv->dims[2] != W)
+    if (!gwr_ku_is_float(qkv->dtype) || qkv->rank != 3 || qkv->dims[2] != W)
         return gwr_k_fail(k, GWR_ERR_SHAPE, "qkv must be float [batch, seq, %lld], got %s", (long long)W, ty);
     if (rp && qkv->dims[0] != 1)
         return gwr_k_fail(k, GWR_ERR_SHAPE, "with remove_padding qkv must be [1, tokens, %lld], got %s", (long long)W, ty);
@@ -125,7 +112,7 @@ static gwr_status k_gpt_attention(gwr_kctx *k) {
     }
     if (!st) {
         for (int64_t r = 0; r < rows; r++)
-            for (int64_t j = 0; j < W; j++) x[r * W + j] = att_get(qkv, r * W + j) + (bias ? att_get(bias, j) : 0.0);
+            for (int64_t j = 0; j < W; j++) x[r * W + j] = gwr_ku_get(qkv, r * W + j) + (bias ? gwr_ku_get(bias, j) : 0.0);
         double scale = 1.0 / sqrt((double)hs);
         for (int64_t s = 0; s < nseq; s++) {
             int64_t base = seq[s].start, L = seq[s].len;
@@ -153,7 +140,7 @@ static gwr_status k_gpt_attention(gwr_kctx *k) {
                         }
                     }
                     int64_t o = (base + i) * H + h * hs;
-                    for (int64_t e = 0; e < hs; e++) att_set(ctx, o + e, sum > 0 ? acc[e] / sum : 0.0);
+                    for (int64_t e = 0; e < hs; e++) gwr_ku_set(ctx, o + e, sum > 0 ? acc[e] / sum : 0.0);
                 }
             }
         }
@@ -163,7 +150,7 @@ static gwr_status k_gpt_attention(gwr_kctx *k) {
                 for (int64_t kv = 0; kv < 2; kv++)
                     for (int64_t h = 0; h < nh; h++)
                         for (int64_t e = 0; e < hs; e++)
-                            att_set(present, (((b * 2 + kv) * nh + h) * S + t) * hs + e, x[r * W + (1 + kv) * H + h * hs + e]);
+                            gwr_ku_set(present, (((b * 2 + kv) * nh + h) * S + t) * hs + e, x[r * W + (1 + kv) * H + h * hs + e]);
             }
     }
     free(x), free(p), free(acc), free(seq), free(valid);
@@ -171,6 +158,6 @@ static gwr_status k_gpt_attention(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_plugins[] = {
-    {"gwr", "GPTAttention", k_gpt_attention},
-    {NULL, NULL, NULL},
+    GWR_KERNEL_CUSTOM("gwr", "GPTAttention", k_gpt_attention),
+    {.fn = NULL},
 };

@@ -14,19 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_internal.h"
+#include "exec/kernels/kernel_util.h"
 
-#define MAXSP 3
+#define MAXSP GWR_KU_MAXSP
 #define ATTR_MAX ((int64_t)1 << 24)
 #define DIM_MAX ((int64_t)1 << 36)
 
-enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
 enum { POOL_MAX, POOL_AVG, POOL_LP };
 
-typedef struct geom {
-    int nsp;
-    int64_t in[MAXSP], out[MAXSP], k[MAXSP], s[MAXSP], d[MAXSP], pb[MAXSP], pe[MAXSP];
-} geom;
+typedef gwr_ku_window geom;
 
 /* Per dim and output position: the first input index of the window, the
  * valid taps [lo, hi), and the taps inside the padded input (for
@@ -36,42 +32,6 @@ typedef struct taps {
     int64_t *mem;
 } taps;
 
-static int64_t floordiv(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    if (a % b != 0 && (a < 0) != (b < 0)) q--;
-    return q;
-}
-static int64_t ceildiv(int64_t a, int64_t b) { return -floordiv(-a, b); }
-
-/* Outputs o in [0, n) whose read o*s + start lands in [0, in): [*lo, *hi). */
-static void valid_range(int64_t n, int64_t s, int64_t start, int64_t in, int64_t *lo, int64_t *hi) {
-    int64_t a = ceildiv(-start, s), b = ceildiv(in - start, s);
-    if (a < 0) a = 0;
-    if (b > n) b = n;
-    if (b < a) b = a;
-    *lo = a, *hi = b;
-}
-
-static int read_list(gwr_kctx *k, const char *name, int64_t want, int64_t lo, const int64_t **v) {
-    int64_t n = gwr_k_ints(k, name, v);
-    if (n < 0) return 0;
-    if (n != want) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s has %lld values, expected %lld", name, (long long)n, (long long)want), -1;
-    for (int64_t i = 0; i < n; i++)
-        if ((*v)[i] < lo || (*v)[i] > ATTR_MAX)
-            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s[%lld] = %lld is out of range", name, (long long)i, (long long)(*v)[i]), -1;
-    return 1;
-}
-
-static int read_auto_pad(gwr_kctx *k) {
-    const char *a = gwr_k_string(k, "auto_pad", "NOTSET");
-    if (!strcmp(a, "NOTSET") || !*a) return PAD_NOTSET;
-    if (!strcmp(a, "SAME_UPPER")) return PAD_SAME_UPPER;
-    if (!strcmp(a, "SAME_LOWER")) return PAD_SAME_LOWER;
-    if (!strcmp(a, "VALID")) return PAD_VALID;
-    gwr_k_fail(k, GWR_ERR_INVALID_ARG, "auto_pad '%s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", a);
-    return -1;
-}
-
 /* Checks x (N, C, spatial...) and reads the window of the layer into g,
  * output size included. auto_pad only when with_auto_pad. */
 static gwr_status read_pool(gwr_kctx *k, const gwr_value *x, int with_auto_pad, geom *g) {
@@ -80,46 +40,16 @@ static gwr_status read_pool(gwr_kctx *k, const gwr_value *x, int with_auto_pad, 
     for (int i = 0; i < x->rank; i++)
         if (x->dims[i] > DIM_MAX) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dims too large");
     int nsp = x->rank - 2, off = MAXSP - nsp;
-    g->nsp = nsp;
-    for (int i = 0; i < MAXSP; i++) g->in[i] = g->out[i] = g->k[i] = g->s[i] = g->d[i] = 1, g->pb[i] = g->pe[i] = 0;
-    const int64_t *ks, *st, *dl, *pd;
+    gwr_ku_window_init(g, nsp);
+    const int64_t *ks;
     int r;
-    if ((r = read_list(k, "kernel_shape", nsp, 1, &ks)) < 0) return GWR_ERR_INVALID_ARG;
+    if ((r = gwr_ku_attr_list(k, "kernel_shape", nsp, 1, ATTR_MAX, &ks)) < 0) return GWR_ERR_INVALID_ARG;
     if (!r) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "kernel_shape is required");
     for (int i = 0; i < nsp; i++) g->k[off + i] = ks[i], g->in[off + i] = x->dims[2 + i];
-    if ((r = read_list(k, "strides", nsp, 1, &st)) < 0) return GWR_ERR_INVALID_ARG;
-    for (int i = 0; r && i < nsp; i++) g->s[off + i] = st[i];
-    if ((r = read_list(k, "dilations", nsp, 1, &dl)) < 0) return GWR_ERR_INVALID_ARG;
-    for (int i = 0; r && i < nsp; i++) g->d[off + i] = dl[i];
-    if ((r = read_list(k, "pads", 2 * nsp, 0, &pd)) < 0) return GWR_ERR_INVALID_ARG;
-    for (int i = 0; r && i < nsp; i++) g->pb[off + i] = pd[i], g->pe[off + i] = pd[nsp + i];
-    int ap = with_auto_pad ? read_auto_pad(k) : PAD_NOTSET;
+    if (gwr_ku_window_attrs(k, g, ATTR_MAX)) return GWR_ERR_INVALID_ARG;
+    int ap = with_auto_pad ? gwr_ku_auto_pad(k) : GWR_KU_PAD_NOTSET;
     if (ap < 0) return GWR_ERR_INVALID_ARG;
-    int64_t ceil_mode = gwr_k_int(k, "ceil_mode", 0);
-    for (int i = off; i < MAXSP; i++) {
-        int64_t ek = (g->k[i] - 1) * g->d[i] + 1, in = g->in[i];
-        if (ap == PAD_SAME_UPPER || ap == PAD_SAME_LOWER) {
-            g->out[i] = ceildiv(in, g->s[i]);
-            int64_t total = (g->out[i] - 1) * g->s[i] + ek - in;
-            if (total < 0) total = 0;
-            g->pb[i] = ap == PAD_SAME_UPPER ? total / 2 : total - total / 2;
-            g->pe[i] = total - g->pb[i];
-            continue;
-        }
-        if (ap == PAD_VALID) g->pb[i] = g->pe[i] = 0;
-        int64_t span = in + g->pb[i] + g->pe[i] - ek;
-        if (span < 0)
-            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "kernel extent %lld is larger than the padded input %lld (spatial dim %d)",
-                              (long long)ek, (long long)(in + g->pb[i] + g->pe[i]), i - off);
-        if (ceil_mode) {
-            g->out[i] = ceildiv(span, g->s[i]) + 1;
-            /* a last window starting in the end padding is dropped */
-            if ((g->out[i] - 1) * g->s[i] >= in + g->pb[i]) g->out[i]--;
-        } else {
-            g->out[i] = span / g->s[i] + 1;
-        }
-    }
-    return GWR_OK;
+    return gwr_ku_window_out(k, g, ap, gwr_k_int(k, "ceil_mode", 0) != 0);
 }
 
 static gwr_status taps_new(gwr_kctx *k, const geom *g, taps *t) {
@@ -130,8 +60,8 @@ static gwr_status taps_new(gwr_kctx *k, const geom *g, taps *t) {
         t->start[i] = p, t->lo[i] = p + g->out[i], t->hi[i] = p + 2 * g->out[i], t->padded[i] = p + 3 * g->out[i];
         p += 4 * g->out[i];
         for (int64_t o = 0; o < g->out[i]; o++) {
-            int64_t st = o * g->s[i] - g->pb[i], lo = ceildiv(-st, g->d[i]), hi = ceildiv(g->in[i] - st, g->d[i]);
-            int64_t phi = ceildiv(g->in[i] + g->pe[i] - st, g->d[i]);
+            int64_t st = o * g->s[i] - g->pb[i], lo = gwr_ku_ceildiv(-st, g->d[i]), hi = gwr_ku_ceildiv(g->in[i] - st, g->d[i]);
+            int64_t phi = gwr_ku_ceildiv(g->in[i] + g->pe[i] - st, g->d[i]);
             if (lo < 0) lo = 0;
             if (hi > g->k[i]) hi = g->k[i];
             if (hi < lo) hi = lo;
@@ -265,37 +195,8 @@ DEFINE_POOL_ROWS(double, f64)
 /* ---- dtypes -------------------------------------------------------------- */
 
 static int pool_dtype_ok(gwr_dtype t, int ints) {
-    return t == GWR_FLOAT32 || t == GWR_FLOAT64 || t == GWR_FLOAT16 || t == GWR_BFLOAT16 ||
+    return gwr_ku_is_float(t) ||
            (ints && (t == GWR_INT8 || t == GWR_UINT8));
-}
-
-static float *widen(const gwr_value *v) {
-    float *f = malloc((size_t)(v->numel ? v->numel : 1) * sizeof *f);
-    if (!f) return NULL;
-    const uint16_t *h = v->data;
-    for (int64_t i = 0; i < v->numel; i++)
-        switch (v->dtype) {
-        case GWR_FLOAT16: f[i] = gwr_f16_to_f32(h[i]); break;
-        case GWR_BFLOAT16: f[i] = gwr_bf16_to_f32(h[i]); break;
-        case GWR_INT8: f[i] = ((const int8_t *)v->data)[i]; break;
-        case GWR_UINT8: f[i] = ((const uint8_t *)v->data)[i]; break;
-        default: f[i] = ((const float *)v->data)[i]; break;
-        }
-    return f;
-}
-
-static void narrow(const float *f, gwr_value *v) {
-    uint16_t *h = v->data;
-    for (int64_t i = 0; i < v->numel; i++) {
-        float x = f[i];
-        switch (v->dtype) {
-        case GWR_FLOAT16: h[i] = gwr_f32_to_f16(x); break;
-        case GWR_BFLOAT16: h[i] = gwr_f32_to_bf16(x); break;
-        case GWR_INT8: ((int8_t *)v->data)[i] = (int8_t)(x != x ? 0 : x < -128 ? -128 : x > 127 ? 127 : x); break;
-        case GWR_UINT8: ((uint8_t *)v->data)[i] = (uint8_t)(x != x ? 0 : x < 0 ? 0 : x > 255 ? 255 : x); break;
-        default: ((float *)v->data)[i] = x; break;
-        }
-    }
 }
 
 static const gwr_value *input0(gwr_kctx *k) {
@@ -317,12 +218,12 @@ static gwr_status pool_exec(gwr_kctx *k, int kind, const gwr_value *x, gwr_value
         free(t.mem), free(kr), free(acc);
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
-    for (int64_t k2 = 0; kr && k2 < K2; k2++) valid_range(O2, g->s[2], k2 * g->d[2] - g->pb[2], g->in[2], &kr[k2], &kr[K2 + k2]);
+    for (int64_t k2 = 0; kr && k2 < K2; k2++) gwr_ku_valid_range(O2, g->s[2], k2 * g->d[2] - g->pb[2], g->in[2], &kr[k2], &kr[K2 + k2]);
     const void *xv = x->data;
     void *yv = y->data;
     float *xf = NULL, *yf = NULL;
     if (x->dtype != GWR_FLOAT32 && x->dtype != GWR_FLOAT64) {
-        xf = widen(x), yf = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
+        xf = gwr_ku_widen(x), yf = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
         xv = xf, yv = yf;
         if (!xf || !yf) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
@@ -334,7 +235,7 @@ static gwr_status pool_exec(gwr_kctx *k, int kind, const gwr_value *x, gwr_value
             if (ind) pool_f32(kind, xv, yv, ind, planes, g, &t, include_pad, storage_order, p);
             else pool_rows_f32(kind, xv, yv, planes, g, &t, include_pad, p, kr, kr + K2, acc);
         }
-        if (yf) narrow(yf, y);
+        if (yf) gwr_ku_narrow(yf, y);
     }
     free(xf), free(yf), free(kr), free(acc), free(t.mem);
     return st;
@@ -402,7 +303,7 @@ static gwr_status global_op(gwr_kctx *k, int kind) {
     const double *xf64 = x->dtype == GWR_FLOAT64 ? x->data : NULL;
     float *tmp = NULL, *yf = NULL;
     if (!xf32 && !xf64) {
-        tmp = widen(x), yf = malloc((size_t)(planes ? planes : 1) * sizeof *yf);
+        tmp = gwr_ku_widen(x), yf = malloc((size_t)(planes ? planes : 1) * sizeof *yf);
         if (!tmp || !yf) {
             free(tmp), free(yf);
             return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
@@ -434,7 +335,7 @@ static gwr_status global_op(gwr_kctx *k, int kind) {
         else if (!yf) ((float *)y->data)[pl] = (float)r;
         else yf[pl] = (float)r;
     }
-    if (yf) narrow(yf, y);
+    if (yf) gwr_ku_narrow(yf, y);
     free(tmp), free(yf);
     return GWR_OK;
 }
@@ -460,9 +361,9 @@ static gwr_status k_maxunpool(gwr_kctx *k) {
     int nsp = x->rank - 2;
     const int64_t *ks, *st, *pd;
     int r;
-    if ((r = read_list(k, "kernel_shape", nsp, 1, &ks)) < 0) return GWR_ERR_INVALID_ARG;
+    if ((r = gwr_ku_attr_list(k, "kernel_shape", nsp, 1, ATTR_MAX, &ks)) < 0) return GWR_ERR_INVALID_ARG;
     if (!r) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "kernel_shape is required");
-    int hs = read_list(k, "strides", nsp, 1, &st), hp = read_list(k, "pads", 2 * nsp, 0, &pd);
+    int hs = gwr_ku_attr_list(k, "strides", nsp, 1, ATTR_MAX, &st), hp = gwr_ku_attr_list(k, "pads", 2 * nsp, 0, ATTR_MAX, &pd);
     if (hs < 0 || hp < 0) return GWR_ERR_INVALID_ARG;
     int64_t inf[2 + MAXSP], dims[2 + MAXSP]; /* the shape the indices address, and the output's */
     inf[0] = x->dims[0], inf[1] = x->dims[1];
@@ -507,12 +408,12 @@ static gwr_status k_maxunpool(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_pool[] = {
-    {"", "MaxPool", k_maxpool},
-    {"", "AveragePool", k_avgpool},
-    {"", "LpPool", k_lppool},
-    {"", "GlobalMaxPool", k_global_maxpool},
-    {"", "GlobalAveragePool", k_global_avgpool},
-    {"", "GlobalLpPool", k_global_lppool},
-    {"", "MaxUnpool", k_maxunpool},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(MaxPool, k_maxpool),
+    GWR_KERNEL(AveragePool, k_avgpool),
+    GWR_KERNEL(LpPool, k_lppool),
+    GWR_KERNEL(GlobalMaxPool, k_global_maxpool),
+    GWR_KERNEL(GlobalAveragePool, k_global_avgpool),
+    GWR_KERNEL(GlobalLpPool, k_global_lppool),
+    GWR_KERNEL(MaxUnpool, k_maxunpool),
+    {.fn = NULL},
 };

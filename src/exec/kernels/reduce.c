@@ -12,46 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_internal.h"
+#include "exec/kernels/kernel_util.h"
 
 /* ---- element access by rows ------------------------------------------------ */
-
-static int is_floatish(gwr_dtype t) {
-    return t == GWR_FLOAT32 || t == GWR_FLOAT64 || t == GWR_FLOAT16 || t == GWR_BFLOAT16;
-}
-
-static int is_intish(gwr_dtype t) {
-    switch (t) {
-    case GWR_INT8: case GWR_UINT8: case GWR_INT16: case GWR_UINT16:
-    case GWR_INT32: case GWR_UINT32: case GWR_INT64: case GWR_UINT64: return 1;
-    default: return 0;
-    }
-}
-
-/* n elements of v from element off, as doubles. */
-static void load_f64(const gwr_value *v, int64_t off, int64_t n, double *dst) {
-    const void *p = v->data;
-    switch (v->dtype) {
-    case GWR_FLOAT32: {
-        const float *s = (const float *)p + off;
-        for (int64_t j = 0; j < n; j++) dst[j] = s[j];
-        break;
-    }
-    case GWR_FLOAT64: memcpy(dst, (const double *)p + off, (size_t)n * sizeof *dst); break;
-    case GWR_INT32: {
-        const int32_t *s = (const int32_t *)p + off;
-        for (int64_t j = 0; j < n; j++) dst[j] = s[j];
-        break;
-    }
-    case GWR_INT64: {
-        const int64_t *s = (const int64_t *)p + off;
-        for (int64_t j = 0; j < n; j++) dst[j] = (double)s[j];
-        break;
-    }
-    default:
-        for (int64_t j = 0; j < n; j++) dst[j] = gwr_v_get_f64(v, off + j);
-    }
-}
 
 /* n elements as int64 (uint64 with the sign bit flipped when `order`, so
  * signed comparisons order them). */
@@ -72,19 +35,6 @@ static void load_i64(const gwr_value *v, int64_t off, int64_t n, int64_t *dst, i
     }
     default:
         for (int64_t j = 0; j < n; j++) dst[j] = gwr_v_get_i64(v, off + j);
-    }
-}
-
-static void store_f64(gwr_value *v, int64_t off, int64_t n, const double *src) {
-    switch (v->dtype) {
-    case GWR_FLOAT32: {
-        float *d = (float *)v->data + off;
-        for (int64_t j = 0; j < n; j++) d[j] = (float)src[j];
-        break;
-    }
-    case GWR_FLOAT64: memcpy((double *)v->data + off, src, (size_t)n * sizeof *src); break;
-    default:
-        for (int64_t j = 0; j < n; j++) gwr_v_set_f64(v, off + j, src[j]);
     }
 }
 
@@ -193,7 +143,7 @@ typedef struct rctx {
 
 static void frow(rctx *c, int64_t in_off, int64_t n, int64_t o, int red) {
     double *x = c->row, *a = c->acc + o;
-    load_f64(c->x, in_off, n, x);
+    gwr_ku_load_f64(c->x, in_off, n, x);
     rop op = c->op;
     if (op == R_LSE && c->pass == 0) op = R_MAX;
     if (op == R_LSE) {
@@ -299,8 +249,8 @@ static void walk(const groups *g, rctx *c, void (*row)(rctx *, int64_t, int64_t,
 static gwr_status reduce(gwr_kctx *k, rop op) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
     if (!x) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input 0 (data) is missing");
-    int fl = is_floatish(x->dtype);
-    if (!fl && !is_intish(x->dtype))
+    int fl = gwr_ku_is_float(x->dtype);
+    if (!fl && !gwr_ku_is_int(x->dtype))
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s does not take %s", rop_names[op], gwr_dtype_name(x->dtype));
     int r = x->rank;
     int64_t axes[GWR_MAX_RANK];
@@ -324,12 +274,7 @@ static gwr_status reduce(gwr_kctx *k, rop op) {
         return GWR_OK;
     }
     uint8_t red[GWR_MAX_RANK] = {0};
-    for (int64_t i = 0; i < na; i++) {
-        int a = gwr_axis(axes[i], r);
-        if (a < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis %lld is out of range for rank %d", (long long)axes[i], r);
-        if (red[a]) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis %lld is repeated", (long long)axes[i]);
-        red[a] = 1;
-    }
+    if (gwr_ku_axes_mask(k, axes, na, r, red, NULL)) return GWR_ERR_INVALID_ARG;
     if (na == 0) memset(red, 1, sizeof red);
     int64_t od[GWR_MAX_RANK];
     int orank = 0;
@@ -392,7 +337,7 @@ static gwr_status reduce(gwr_kctx *k, rop op) {
             }
             c.acc[i] = v;
         }
-        store_f64(y, 0, on, c.acc);
+        gwr_ku_store_f64(y, 0, on, c.acc);
     }
 done:
     free(c.acc), free(c.shift), free(c.iacc), free(c.row), free(c.irow);
@@ -423,8 +368,8 @@ static void split_axis(const gwr_value *x, int a, int64_t *outer, int64_t *n, in
 static gwr_status arg_extreme(gwr_kctx *k, int want_max) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
     if (!x) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input 0 (data) is missing");
-    int fl = is_floatish(x->dtype);
-    if (!fl && !is_intish(x->dtype))
+    int fl = gwr_ku_is_float(x->dtype);
+    if (!fl && !gwr_ku_is_int(x->dtype))
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s does not take %s", want_max ? "ArgMax" : "ArgMin",
                           gwr_dtype_name(x->dtype));
     int64_t axis = gwr_k_int(k, "axis", 0);
@@ -460,7 +405,7 @@ static gwr_status arg_extreme(gwr_kctx *k, int want_max) {
         for (int64_t i = 0; i < n; i++) {
             int64_t off = (o * n + i) * inner;
             if (fl) {
-                load_f64(x, off, inner, i ? fr : bv);
+                gwr_ku_load_f64(x, off, inner, i ? fr : bv);
                 if (!i) continue;
                 for (int64_t j = 0; j < inner; j++) {
                     double v = fr[j], b = bv[j];
@@ -524,8 +469,8 @@ static int tk_cmp_i_asc(const void *pa, const void *pb) {
 static gwr_status k_topk(gwr_kctx *k) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
     if (!x) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input 0 (X) is missing");
-    int fl = is_floatish(x->dtype);
-    if (!fl && !is_intish(x->dtype)) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "TopK does not take %s", gwr_dtype_name(x->dtype));
+    int fl = gwr_ku_is_float(x->dtype);
+    if (!fl && !gwr_ku_is_int(x->dtype)) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "TopK does not take %s", gwr_dtype_name(x->dtype));
     if (x->rank < 1) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "X must have rank 1 or more");
     int64_t kk;
     if (k->nin > 1 && k->in[1]) {
@@ -587,8 +532,8 @@ static gwr_status k_cumsum(gwr_kctx *k) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
     if (!x) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input 0 (x) is missing");
     if (k->nin < 2 || !k->in[1]) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input 1 (axis) is missing");
-    int fl = is_floatish(x->dtype);
-    if (!fl && !is_intish(x->dtype)) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "CumSum does not take %s", gwr_dtype_name(x->dtype));
+    int fl = gwr_ku_is_float(x->dtype);
+    if (!fl && !gwr_ku_is_int(x->dtype)) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "CumSum does not take %s", gwr_dtype_name(x->dtype));
     int64_t axis;
     if (read_axis(k, 1, &axis)) return GWR_ERR_INVALID_ARG;
     if (x->rank < 1) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "x must have rank 1 or more");
@@ -615,12 +560,12 @@ static gwr_status k_cumsum(gwr_kctx *k) {
         for (int64_t q = 0; q < n; q++) {
             int64_t i = rev ? n - 1 - q : q, off = (o * n + i) * inner;
             if (fl) {
-                load_f64(x, off, inner, fr);
+                gwr_ku_load_f64(x, off, inner, fr);
                 for (int64_t j = 0; j < inner; j++) {
                     if (excl) fo[j] = fs[j], fs[j] += fr[j];
                     else fs[j] += fr[j], fo[j] = fs[j];
                 }
-                store_f64(y, off, inner, fo);
+                gwr_ku_store_f64(y, off, inner, fo);
             } else {
                 load_i64(x, off, inner, ir, 0);
                 for (int64_t j = 0; j < inner; j++) {
@@ -636,19 +581,19 @@ static gwr_status k_cumsum(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_reduce[] = {
-    {"", "ReduceSum", k_reduce_sum},
-    {"", "ReduceMean", k_reduce_mean},
-    {"", "ReduceMax", k_reduce_max},
-    {"", "ReduceMin", k_reduce_min},
-    {"", "ReduceProd", k_reduce_prod},
-    {"", "ReduceL1", k_reduce_l1},
-    {"", "ReduceL2", k_reduce_l2},
-    {"", "ReduceLogSum", k_reduce_log_sum},
-    {"", "ReduceLogSumExp", k_reduce_log_sum_exp},
-    {"", "ReduceSumSquare", k_reduce_sum_square},
-    {"", "ArgMax", k_argmax},
-    {"", "ArgMin", k_argmin},
-    {"", "TopK", k_topk},
-    {"", "CumSum", k_cumsum},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(ReduceSum, k_reduce_sum, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(ReduceMean, k_reduce_mean, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(ReduceMax, k_reduce_max, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(ReduceMin, k_reduce_min, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(ReduceProd, k_reduce_prod, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(ReduceL1, k_reduce_l1, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(ReduceL2, k_reduce_l2, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(ReduceLogSum, k_reduce_log_sum, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(ReduceLogSumExp, k_reduce_log_sum_exp, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(ReduceSumSquare, k_reduce_sum_square, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(ArgMax, k_argmax),
+    GWR_KERNEL(ArgMin, k_argmin),
+    GWR_KERNEL(TopK, k_topk),
+    GWR_KERNEL(CumSum, k_cumsum),
+    {.fn = NULL},
 };

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_internal.h"
+#include "exec/kernels/kernel_util.h"
 
 typedef enum { M_NEAREST, M_LINEAR, M_CUBIC } rmode;
 typedef enum { CT_HALF_PIXEL, CT_HALF_PIXEL_SYM, CT_PYTORCH, CT_ALIGN, CT_ASYM, CT_TF_CROP, CT_TF_NN } ctmode;
@@ -304,8 +304,8 @@ static const char *const ct_names[] = {"half_pixel", "half_pixel_symmetric", "py
 static const char *const nm_names[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
 
 static gwr_status k_resize(gwr_kctx *k) {
-    const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
-    if (!x) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input 0 (X) is missing");
+    const gwr_value *x = gwr_ku_need_named(k, 0, "X");
+    if (!x) return GWR_ERR_INVALID_ARG;
     rsz p;
     memset(&p, 0, sizeof p);
     p.rank = x->rank;
@@ -341,12 +341,7 @@ static gwr_status k_resize(gwr_kctx *k) {
     if (nav >= 0) {
         if (nav > r) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%lld axes for a rank-%d input", (long long)nav, r);
         na = (int)nav;
-        for (int i = 0; i < na; i++) {
-            int a = gwr_axis(av[i], r);
-            if (a < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis %lld is out of range for rank %d", (long long)av[i], r);
-            if (seen[a]) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis %lld is repeated", (long long)av[i]);
-            seen[a] = 1, axes[i] = a;
-        }
+        if (gwr_ku_axes_mask(k, av, na, r, seen, axes)) return GWR_ERR_INVALID_ARG;
     } else {
         for (int i = 0; i < r; i++) axes[i] = i;
     }
@@ -416,8 +411,8 @@ static gwr_status k_resize(gwr_kctx *k) {
 
 /* Upsample: asymmetric coordinates; scales an attribute (7) or input 1 (9). */
 static gwr_status k_upsample(gwr_kctx *k) {
-    const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
-    if (!x) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input 0 (X) is missing");
+    const gwr_value *x = gwr_ku_need_named(k, 0, "X");
+    if (!x) return GWR_ERR_INVALID_ARG;
     rsz p;
     memset(&p, 0, sizeof p);
     p.rank = x->rank;
@@ -443,7 +438,7 @@ static gwr_status k_upsample(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_resize[] = {
-    {"", "Resize", k_resize},
-    {"", "Upsample", k_upsample},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(Resize, k_resize),
+    GWR_KERNEL(Upsample, k_upsample),
+    {.fn = NULL},
 };

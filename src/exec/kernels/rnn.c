@@ -12,8 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "exec/blas.h"
-#include "exec/exec_internal.h"
+#include "exec/kernels/kernel_util.h"
 
 enum cell { CELL_RNN, CELL_GRU, CELL_LSTM };
 
@@ -74,22 +73,8 @@ static double act_apply(const act *a, double x) {
 
 static int rnn_dtype_ok(gwr_dtype t) { return t == GWR_FLOAT32 || t == GWR_FLOAT64 || t == GWR_FLOAT16; }
 
-static void load_f64(const gwr_value *v, double *dst) {
-    if (v->dtype == GWR_FLOAT32) {
-        const float *p = v->data;
-        for (int64_t i = 0; i < v->numel; i++) dst[i] = p[i];
-    } else if (v->dtype == GWR_FLOAT64) {
-        memcpy(dst, v->data, (size_t)v->numel * sizeof *dst);
-    } else {
-        for (int64_t i = 0; i < v->numel; i++) dst[i] = gwr_v_get_f64(v, i);
-    }
-}
-
-static void store_f64(gwr_value *v, int64_t i, double x) {
-    if (v->dtype == GWR_FLOAT32) ((float *)v->data)[i] = (float)x;
-    else if (v->dtype == GWR_FLOAT64) ((double *)v->data)[i] = x;
-    else gwr_v_set_f64(v, i, x);
-}
+/* A whole value as doubles. */
+static void load_all(const gwr_value *v, double *dst) { gwr_ku_load_f64(v, 0, v->numel, dst); }
 
 /* ---- the driver --------------------------------------------------------------- */
 
@@ -106,11 +91,7 @@ typedef struct rnn_args {
     act acts[2][3];        /* per direction */
 } rnn_args;
 
-static int64_t checked_mul(int64_t a, int64_t b) {
-    if (a < 0 || b < 0) return -1;
-    if (a && b > RNN_MAX_ELEMS / a) return -1;
-    return a * b;
-}
+static int64_t checked_mul(int64_t a, int64_t b) { return gwr_ku_mul_max(a, b, RNN_MAX_ELEMS); }
 
 static gwr_status parse_acts(gwr_kctx *k, rnn_args *a) {
     int nact = cell_nact[a->cell];
@@ -280,26 +261,26 @@ static int buf_load(gwr_kctx *k, const rnn_args *a, rnn_buf *b) {
         return -1;
     const gwr_value *X = k->in[0];
     if (!a->layout) {
-        load_f64(X, b->x);
+        load_all(X, b->x);
     } else {
         double *xb = alloc_d(T * B * I);
         if (!xb) return -1;
-        load_f64(X, xb);
+        load_all(X, xb);
         for (int64_t bb = 0; bb < B; bb++)
             for (int64_t t = 0; t < T; t++) memcpy(b->x + (t * B + bb) * I, xb + (bb * T + t) * I, (size_t)I * sizeof(double));
         free(xb);
     }
-    load_f64(k->in[1], b->w);
-    load_f64(k->in[2], b->r);
-    if (k->nin > 3 && k->in[3]) load_f64(k->in[3], b->bias);
-    if (a->cell == CELL_LSTM && k->nin > 7 && k->in[7]) load_f64(k->in[7], b->p);
+    load_all(k->in[1], b->w);
+    load_all(k->in[2], b->r);
+    if (k->nin > 3 && k->in[3]) load_all(k->in[3], b->bias);
+    if (a->cell == CELL_LSTM && k->nin > 7 && k->in[7]) load_all(k->in[7], b->p);
     for (int s = 0; s < 2; s++) {
         int idx = s ? 6 : 5;
         double *dst = s ? b->c0 : b->h0;
         const gwr_value *v = idx < k->nin ? k->in[idx] : NULL;
         if (!v) continue;
         if (!a->layout) {
-            load_f64(v, dst);
+            load_all(v, dst);
         } else { /* [B][D][H] -> [D][B][H] */
             for (int64_t bb = 0; bb < B; bb++)
                 for (int64_t d = 0; d < D; d++)
@@ -313,13 +294,7 @@ static int buf_load(gwr_kctx *k, const rnn_args *a, rnn_buf *b) {
 
 /* C[m][n] (rows ldc apart) = A[m][kk] * Bm[n][kk]^T. */
 static void gemm_nt(int64_t m, int64_t n, int64_t kk, const double *A, const double *Bm, double *C, int64_t ldc) {
-    if (!m || !n) return;
-    if (!kk) {
-        for (int64_t i = 0; i < m; i++) memset(C + i * ldc, 0, (size_t)n * sizeof *C);
-        return;
-    }
-    gwr_blas.dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)kk, 1.0, A, (int)kk, Bm, (int)kk, 0.0, C,
-                (int)ldc);
+    gwr_ku_dgemm(0, 1, (int)m, (int)n, (int)kk, 1.0, A, (int)kk, Bm, (int)kk, 0.0, C, (int)ldc);
 }
 
 static int gemm_fits(const rnn_args *a) {
@@ -407,15 +382,15 @@ static void run_direction(const rnn_args *a, rnn_buf *b, int64_t d, int rev, gwr
             }
             if (Y) {
                 int64_t base = a->layout ? ((bb * T + t) * D + d) * H : ((t * D + d) * B + bb) * H;
-                for (int64_t j = 0; j < H; j++) store_f64(Y, base + j, h[j]);
+                for (int64_t j = 0; j < H; j++) gwr_ku_set(Y, base + j, h[j]);
             }
         }
     }
     for (int64_t bb = 0; bb < B; bb++) {
         int64_t base = a->layout ? (bb * D + d) * H : (d * B + bb) * H;
         for (int64_t j = 0; j < H; j++) {
-            if (Yh) store_f64(Yh, base + j, b->h[bb * H + j]);
-            if (Yc) store_f64(Yc, base + j, b->c[bb * H + j]);
+            if (Yh) gwr_ku_set(Yh, base + j, b->h[bb * H + j]);
+            if (Yc) gwr_ku_set(Yc, base + j, b->c[bb * H + j]);
         }
     }
 }
@@ -453,8 +428,8 @@ static gwr_status k_gru(gwr_kctx *k) { return k_recurrent(k, CELL_GRU); }
 static gwr_status k_lstm(gwr_kctx *k) { return k_recurrent(k, CELL_LSTM); }
 
 const gwr_kernel_entry gwr_kernels_rnn[] = {
-    {"", "RNN", k_rnn},
-    {"", "GRU", k_gru},
-    {"", "LSTM", k_lstm},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(RNN, k_rnn, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(GRU, k_gru, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(LSTM, k_lstm, .flags = GWR_KF_BLAS),
+    {.fn = NULL},
 };

@@ -1,4 +1,5 @@
-/* signal.c - the signal kernel family: DFT, STFT and MelWeightMatrix.
+/* signal.c - the signal kernel family: DFT, STFT, MelWeightMatrix and
+ * the window functions (HannWindow, HammingWindow, BlackmanWindow).
  *
  * Every transform runs in double whatever the tensors' dtype: a radix-2
  * FFT for power-of-two lengths, the direct sum for short other lengths,
@@ -9,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_internal.h"
+#include "exec/kernels/kernel_util.h"
 
 /* The longest transform (points); Bluestein needs 4 times as many doubles
  * in its convolution buffers. */
@@ -18,10 +19,6 @@
 #define DFT_DIRECT_MAX 128
 
 static const double PI = 3.14159265358979323846;
-
-static int is_float(gwr_dtype t) {
-    return t == GWR_FLOAT32 || t == GWR_FLOAT64 || t == GWR_FLOAT16 || t == GWR_BFLOAT16;
-}
 
 static int is_pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
@@ -223,7 +220,7 @@ static gwr_status dft_axis(gwr_kctx *k, int rank, int *axis) {
 static gwr_status k_dft(gwr_kctx *k) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
     if (!x) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "needs an input");
-    if (!is_float(x->dtype))
+    if (!gwr_ku_is_float(x->dtype))
         return gwr_k_fail(k, GWR_ERR_TYPE, "input must be float16, float, double or bfloat16, not %s",
                           gwr_dtype_name(x->dtype));
     int r = x->rank;
@@ -305,7 +302,7 @@ static gwr_status k_dft(gwr_kctx *k) {
 static gwr_status k_stft(gwr_kctx *k) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL, *win = k->nin > 2 ? k->in[2] : NULL;
     if (!x) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "needs a signal");
-    if (!is_float(x->dtype))
+    if (!gwr_ku_is_float(x->dtype))
         return gwr_k_fail(k, GWR_ERR_TYPE, "signal must be float16, float, double or bfloat16, not %s",
                           gwr_dtype_name(x->dtype));
     if (x->rank != 3 || (x->dims[2] != 1 && x->dims[2] != 2))
@@ -379,7 +376,7 @@ static gwr_status k_stft(gwr_kctx *k) {
 static gwr_status scalar_float(gwr_kctx *k, int i, const char *name, double *v) {
     const gwr_value *x = i < k->nin ? k->in[i] : NULL;
     if (!x) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s (input %d) is missing", name, i);
-    if (!is_float(x->dtype) || x->rank > 1 || x->numel != 1)
+    if (!gwr_ku_is_float(x->dtype) || x->rank > 1 || x->numel != 1)
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s (input %d) must be a float scalar", name, i);
     *v = gwr_v_get_f64(x, 0);
     if (!isfinite(*v)) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s is not finite", name);
@@ -463,9 +460,38 @@ static gwr_status k_mel_weight_matrix(gwr_kctx *k) {
     return GWR_OK;
 }
 
+/* ---- windows ------------------------------------------------------------- */
+
+/* w[n] = a0 - a1 cos(2 pi n / D) + a2 cos(4 pi n / D), D = N (periodic) or
+ * N - 1 (symmetric). */
+static gwr_status window(gwr_kctx *k, double a0, double a1, double a2) {
+    int64_t size;
+    if (gwr_k_in_ints(k, 0, &size, 1) != 1) return GWR_ERR_INVALID_ARG;
+    if (size < 0 || size > ((int64_t)1 << 31)) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "size %lld is out of range", (long long)size);
+    gwr_dtype ot = (gwr_dtype)gwr_k_int(k, "output_datatype", GWR_FLOAT32);
+    if (!gwr_dtype_is_valid(ot) || ot == GWR_STRING || ot == GWR_UNDEFINED || gwr_dtype_bits(ot) < 8 || ot >= GWR_FLOAT8E4M3FN)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output_datatype %d is not a numeric type", (int)ot);
+    double d = gwr_k_int(k, "periodic", 1) ? (double)size : (double)size - 1;
+    gwr_value *y = gwr_k_out(k, 0, ot, 1, &size);
+    if (!y) return GWR_ERR_NOMEM;
+    const double pi = 3.14159265358979323846;
+    for (int64_t i = 0; i < size; i++) {
+        double t = d > 0 ? 2.0 * pi * (double)i / d : 0;
+        gwr_v_set_f64(y, i, a0 - a1 * cos(t) + a2 * cos(2 * t));
+    }
+    return GWR_OK;
+}
+
+static gwr_status k_hann(gwr_kctx *k) { return window(k, 0.5, 0.5, 0); }
+static gwr_status k_hamming(gwr_kctx *k) { return window(k, 25.0 / 46.0, 21.0 / 46.0, 0); }
+static gwr_status k_blackman(gwr_kctx *k) { return window(k, 0.42, 0.5, 0.08); }
+
 const gwr_kernel_entry gwr_kernels_signal[] = {
-    {"", "DFT", k_dft},
-    {"", "STFT", k_stft},
-    {"", "MelWeightMatrix", k_mel_weight_matrix},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(DFT, k_dft),
+    GWR_KERNEL(STFT, k_stft),
+    GWR_KERNEL(MelWeightMatrix, k_mel_weight_matrix),
+    GWR_KERNEL(HannWindow, k_hann),
+    GWR_KERNEL(HammingWindow, k_hamming),
+    GWR_KERNEL(BlackmanWindow, k_blackman),
+    {.fn = NULL},
 };

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_internal.h"
+#include "exec/kernels/kernel_util.h"
 
 #define MAXR GWR_MAX_RANK
 /* The most elements an op that makes its output from sizes (Expand, Tile,
@@ -25,43 +25,6 @@
 /* ---- helpers ------------------------------------------------------------- */
 
 /* Input i, or NULL after gwr_k_fail when it is missing. */
-static const gwr_value *need(gwr_kctx *k, int i) {
-    const gwr_value *v = i < k->nin ? k->in[i] : NULL;
-    if (!v) gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d is missing", i);
-    return v;
-}
-
-static const gwr_value *opt_in(const gwr_kctx *k, int i) { return i < k->nin ? k->in[i] : NULL; }
-
-/* Element size in bytes (0 for STRING); -1 after gwr_k_fail for a dtype
- * whose elements are not whole bytes. */
-static int64_t elem_size(gwr_kctx *k, gwr_dtype dt) {
-    if (dt == GWR_STRING) return 0;
-    int bits = gwr_dtype_bits(dt);
-    if (bits < 8 || bits % 8)
-        return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported by this op", gwr_dtype_name(dt)), -1;
-    return bits / 8;
-}
-
-static gwr_status str_copy(gwr_kctx *k, gwr_value *o, int64_t oi, const gwr_value *v, int64_t vi) {
-    const gwr_bytes *b = &((const gwr_bytes *)v->data)[vi];
-    if (gwr_value_set_string(o, oi, b->data, b->len)) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
-    return GWR_OK;
-}
-
-/* Copies n elements of v from vi to o at oi (esz 0: strings). */
-static gwr_status copy_run(gwr_kctx *k, gwr_value *o, int64_t oi, const gwr_value *v, int64_t vi, int64_t n,
-                           int64_t esz) {
-    if (n <= 0) return GWR_OK;
-    if (esz) {
-        memcpy((char *)o->data + oi * esz, (const char *)v->data + vi * esz, (size_t)(n * esz));
-        return GWR_OK;
-    }
-    for (int64_t j = 0; j < n; j++)
-        if (str_copy(k, o, oi + j, v, vi + j)) return GWR_ERR_NOMEM;
-    return GWR_OK;
-}
-
 /* Fills n elements of o from oi with the element at val (esz bytes; for
  * strings, val is a gwr_bytes). */
 static gwr_status fill_run(gwr_kctx *k, gwr_value *o, int64_t oi, const void *val, int64_t n, int64_t esz) {
@@ -145,7 +108,7 @@ static gwr_status copy_view(gwr_kctx *k, gwr_value *o, int64_t oi, const gwr_val
     for (;;) {
         if (!esz) {
             for (int64_t j = 0; j < n; j++)
-                if (str_copy(k, o, oi + j, v, off + j * is)) return GWR_ERR_NOMEM;
+                if (gwr_ku_copy_strings(k, o, oi + j, v, off + j * is, 1)) return GWR_ERR_NOMEM;
             oi += n;
         } else if (tiled) {
             transpose_2d(dst, src + off * esz, d[r - 2], n, is, esz);
@@ -175,7 +138,7 @@ static gwr_status copy_view(gwr_kctx *k, gwr_value *o, int64_t oi, const gwr_val
 /* Axes from input i (when present) or attribute `name`: count, -1 after
  * gwr_k_fail, -2 when neither is there. */
 static int64_t axes_of(gwr_kctx *k, int i, const char *name, int64_t *out, int64_t max) {
-    if (opt_in(k, i)) {
+    if (gwr_ku_opt(k, i)) {
         int64_t n = gwr_k_in_ints(k, i, out, max);
         return n < 0 ? -1 : n;
     }
@@ -203,7 +166,7 @@ static void fmt_dims(char *buf, size_t size, int rank, const int64_t *d) {
 /* ---- views: Reshape, Flatten, Squeeze, Unsqueeze -------------------------- */
 
 static gwr_status k_reshape(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0);
+    const gwr_value *x = gwr_ku_need(k, 0);
     if (!x) return GWR_ERR_INVALID_ARG;
     int64_t sh[MAXR], od[MAXR];
     int64_t n = axes_of(k, 1, "shape", sh, MAXR);
@@ -249,7 +212,7 @@ static gwr_status k_reshape(gwr_kctx *k) {
 }
 
 static gwr_status k_flatten(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0);
+    const gwr_value *x = gwr_ku_need(k, 0);
     if (!x) return GWR_ERR_INVALID_ARG;
     int64_t axis = gwr_k_int(k, "axis", 1);
     if (axis < -x->rank || axis > x->rank)
@@ -261,7 +224,7 @@ static gwr_status k_flatten(gwr_kctx *k) {
 }
 
 static gwr_status k_squeeze(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0);
+    const gwr_value *x = gwr_ku_need(k, 0);
     if (!x) return GWR_ERR_INVALID_ARG;
     int64_t ax[MAXR], od[MAXR];
     uint8_t drop[MAXR] = {0};
@@ -286,7 +249,7 @@ static gwr_status k_squeeze(gwr_kctx *k) {
 }
 
 static gwr_status k_unsqueeze(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0);
+    const gwr_value *x = gwr_ku_need(k, 0);
     if (!x) return GWR_ERR_INVALID_ARG;
     int64_t ax[MAXR], od[MAXR];
     uint8_t add[MAXR] = {0};
@@ -308,9 +271,9 @@ static gwr_status k_unsqueeze(gwr_kctx *k) {
 /* ---- Transpose, DepthToSpace, SpaceToDepth ------------------------------- */
 
 static gwr_status k_transpose(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0);
+    const gwr_value *x = gwr_ku_need(k, 0);
     if (!x) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     const int64_t *perm;
     int64_t np = gwr_k_ints(k, "perm", &perm), p[MAXR], od[MAXR], xs[MAXR], st[MAXR];
@@ -336,9 +299,9 @@ static gwr_status k_transpose(gwr_kctx *k) {
 }
 
 static gwr_status space_depth(gwr_kctx *k, int to_space) {
-    const gwr_value *x = need(k, 0);
+    const gwr_value *x = gwr_ku_need(k, 0);
     if (!x) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     if (x->rank != 4) return gwr_k_fail(k, GWR_ERR_SHAPE, "input must have rank 4, not %d", x->rank);
     int64_t b = gwr_k_int(k, "blocksize", 0);
@@ -378,9 +341,9 @@ static gwr_status k_space_to_depth(gwr_kctx *k) { return space_depth(k, 0); }
 
 static gwr_status k_concat(gwr_kctx *k) {
     if (k->nin < 1) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "no inputs");
-    const gwr_value *x0 = need(k, 0);
+    const gwr_value *x0 = gwr_ku_need(k, 0);
     if (!x0) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x0->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x0->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     int r = x0->rank;
     if (r == 0) return gwr_k_fail(k, GWR_ERR_SHAPE, "cannot concatenate scalars");
@@ -394,7 +357,7 @@ static gwr_status k_concat(gwr_kctx *k) {
     memcpy(od, x0->dims, (size_t)r * sizeof *od);
     od[axis] = 0;
     for (int i = 0; i < k->nin; i++) {
-        const gwr_value *x = need(k, i);
+        const gwr_value *x = gwr_ku_need(k, i);
         if (!x) return GWR_ERR_INVALID_ARG;
         if (x->dtype != x0->dtype)
             return gwr_k_fail(k, GWR_ERR_TYPE, "input %d is %s, input 0 %s", i, gwr_dtype_name(x->dtype), gwr_dtype_name(x0->dtype));
@@ -421,7 +384,7 @@ static gwr_status k_concat(gwr_kctx *k) {
                 for (int64_t b = 0; b < row * esz; b++) d[q * orow * esz + b] = s[q * row * esz + b];
         } else {
             for (int64_t q = 0; q < outer; q++)
-                if (copy_run(k, o, q * orow + at, x, q * row, row, esz)) return GWR_ERR_NOMEM;
+                if (gwr_ku_copy_run(k, o, q * orow + at, x, q * row, row, esz)) return GWR_ERR_NOMEM;
         }
         at += row;
     }
@@ -429,9 +392,9 @@ static gwr_status k_concat(gwr_kctx *k) {
 }
 
 static gwr_status k_split(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0);
+    const gwr_value *x = gwr_ku_need(k, 0);
     if (!x) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     int r = x->rank;
     int64_t axis_attr = gwr_k_int(k, "axis", 0);
@@ -443,7 +406,7 @@ static gwr_status k_split(gwr_kctx *k) {
     if (!sz) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     gwr_status rc = GWR_OK;
     int64_t dim = x->dims[axis];
-    const gwr_value *sv = opt_in(k, 1);
+    const gwr_value *sv = gwr_ku_opt(k, 1);
     const int64_t *sa;
     int64_t ns = -1;
     if (sv) {
@@ -508,7 +471,7 @@ static gwr_status k_split(gwr_kctx *k) {
                     rc = GWR_ERR_NOMEM;
                     break;
                 }
-                for (int64_t q = 0; q < outer && !rc; q++) rc = copy_run(k, o, q * row, x, q * dim * inner + at, row, esz);
+                for (int64_t q = 0; q < outer && !rc; q++) rc = gwr_ku_copy_run(k, o, q * row, x, q * dim * inner + at, row, esz);
             }
         }
         at += row;
@@ -521,17 +484,17 @@ done:
 /* ---- Slice ---------------------------------------------------------------- */
 
 static gwr_status k_slice(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0);
+    const gwr_value *x = gwr_ku_need(k, 0);
     if (!x) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     int r = x->rank;
     int64_t starts[MAXR], ends[MAXR], axes[MAXR], steps[MAXR], ns = -2, ne = -2, na = -2, nst = -2;
     if (k->nin >= 2) {
         if ((ns = gwr_k_in_ints(k, 1, starts, MAXR)) < 0) return GWR_ERR_INVALID_ARG;
         if ((ne = gwr_k_in_ints(k, 2, ends, MAXR)) < 0) return GWR_ERR_INVALID_ARG;
-        if (opt_in(k, 3) && (na = gwr_k_in_ints(k, 3, axes, MAXR)) < 0) return GWR_ERR_INVALID_ARG;
-        if (opt_in(k, 4) && (nst = gwr_k_in_ints(k, 4, steps, MAXR)) < 0) return GWR_ERR_INVALID_ARG;
+        if (gwr_ku_opt(k, 3) && (na = gwr_k_in_ints(k, 3, axes, MAXR)) < 0) return GWR_ERR_INVALID_ARG;
+        if (gwr_ku_opt(k, 4) && (nst = gwr_k_in_ints(k, 4, steps, MAXR)) < 0) return GWR_ERR_INVALID_ARG;
     } else {
         if ((ns = axes_of(k, 99, "starts", starts, MAXR)) < 0 || (ne = axes_of(k, 99, "ends", ends, MAXR)) < 0)
             return ns == -1 || ne == -1 ? GWR_ERR_INVALID_ARG : gwr_k_fail(k, GWR_ERR_INVALID_ARG, "no starts or ends");
@@ -591,9 +554,9 @@ static gwr_status k_slice(gwr_kctx *k) {
 /* ---- Expand, Tile --------------------------------------------------------- */
 
 static gwr_status k_expand(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0);
-    if (!x || !need(k, 1)) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    const gwr_value *x = gwr_ku_need(k, 0);
+    if (!x || !gwr_ku_need(k, 1)) return GWR_ERR_INVALID_ARG;
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     int64_t sh[MAXR], od[MAXR], st[MAXR];
     int64_t n = gwr_k_in_ints(k, 1, sh, MAXR);
@@ -618,9 +581,9 @@ static gwr_status k_expand(gwr_kctx *k) {
 }
 
 static gwr_status k_tile(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0);
-    if (!x || !need(k, 1)) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    const gwr_value *x = gwr_ku_need(k, 0);
+    if (!x || !gwr_ku_need(k, 1)) return GWR_ERR_INVALID_ARG;
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     int r = x->rank;
     int64_t rep[MAXR], od[MAXR], xs[MAXR], vd[2 * MAXR], vs[2 * MAXR];
@@ -646,9 +609,9 @@ static gwr_status k_tile(gwr_kctx *k) {
 /* ---- Pad ------------------------------------------------------------------ */
 
 static gwr_status k_pad(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0);
+    const gwr_value *x = gwr_ku_need(k, 0);
     if (!x) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     int r = x->rank;
     const char *mode = gwr_k_string(k, "mode", "constant");
@@ -662,7 +625,7 @@ static gwr_status k_pad(gwr_kctx *k) {
     if ((np = axes_of(k, 1, "pads", pads, 2 * MAXR)) == -1) return GWR_ERR_INVALID_ARG;
     if (np == -2 && (np = axes_of(k, 99, "paddings", pads, 2 * MAXR)) == -1) return GWR_ERR_INVALID_ARG; /* opset 1 */
     if (np == -2) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "no pads");
-    if (opt_in(k, 3) && (na = gwr_k_in_ints(k, 3, axes, MAXR)) < 0) return GWR_ERR_INVALID_ARG;
+    if (gwr_ku_opt(k, 3) && (na = gwr_k_in_ints(k, 3, axes, MAXR)) < 0) return GWR_ERR_INVALID_ARG;
     int64_t nax = na >= 0 ? na : r;
     if (np != 2 * nax) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "pads has %lld entries, expected %lld", (long long)np, (long long)(2 * nax));
     int64_t lo[MAXR] = {0}, hi[MAXR] = {0}, od[MAXR];
@@ -692,7 +655,7 @@ static gwr_status k_pad(gwr_kctx *k) {
         double align;
     } cval;
     memset(&cval, 0, sizeof cval);
-    const gwr_value *cv = opt_in(k, 2);
+    const gwr_value *cv = gwr_ku_opt(k, 2);
     if (cv && cv->numel > 0) {
         if (cv->dtype != x->dtype)
             return gwr_k_fail(k, GWR_ERR_TYPE, "constant_value is %s, the input %s", gwr_dtype_name(cv->dtype), gwr_dtype_name(x->dtype));
@@ -708,7 +671,7 @@ static gwr_status k_pad(gwr_kctx *k) {
     gwr_value *o = gwr_k_out(k, 0, x->dtype, r, od);
     if (!o) return GWR_ERR_NOMEM;
     if (!total) return GWR_OK;
-    if (r == 0) return copy_run(k, o, 0, x, 0, 1, esz);
+    if (r == 0) return gwr_ku_copy_run(k, o, 0, x, 0, 1, esz);
     /* Per axis, the input index of each output index (-1: the constant). */
     int64_t nmap = 0, off[MAXR], xs[MAXR];
     for (int a = 0; a < r; a++) off[a] = nmap, nmap += od[a];
@@ -753,7 +716,7 @@ static gwr_status k_pad(gwr_kctx *k) {
                     rc = fill_run(k, o, oi + j, &cval, l, esz);
                 } else {
                     while (j + l < n && im[j + l] == v + l) l++;
-                    rc = copy_run(k, o, oi + j, x, src + v, l, esz);
+                    rc = gwr_ku_copy_run(k, o, oi + j, x, src + v, l, esz);
                 }
                 j += l;
             }
@@ -774,7 +737,7 @@ static gwr_status k_pad(gwr_kctx *k) {
 /* ---- Shape, Size, ConstantOfShape, Range, EyeLike ------------------------ */
 
 static gwr_status k_shape(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0);
+    const gwr_value *x = gwr_ku_need(k, 0);
     if (!x) return GWR_ERR_INVALID_ARG;
     int64_t r = x->rank, s = gwr_k_int(k, "start", 0), e = gwr_k_int(k, "end", r);
     if (s < 0) s += r;
@@ -789,7 +752,7 @@ static gwr_status k_shape(gwr_kctx *k) {
 }
 
 static gwr_status k_size(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0);
+    const gwr_value *x = gwr_ku_need(k, 0);
     if (!x) return GWR_ERR_INVALID_ARG;
     gwr_value *o = gwr_k_out(k, 0, GWR_INT64, 0, NULL);
     if (!o) return GWR_ERR_NOMEM;
@@ -798,7 +761,7 @@ static gwr_status k_size(gwr_kctx *k) {
 }
 
 static gwr_status k_constant_of_shape(gwr_kctx *k) {
-    if (!need(k, 0)) return GWR_ERR_INVALID_ARG;
+    if (!gwr_ku_need(k, 0)) return GWR_ERR_INVALID_ARG;
     int64_t sh[MAXR];
     int64_t n = gwr_k_in_ints(k, 0, sh, MAXR);
     if (n < 0) return GWR_ERR_INVALID_ARG;
@@ -818,7 +781,7 @@ static gwr_status k_constant_of_shape(gwr_kctx *k) {
         if (gwr_shape_numel(w->rank, w->dims) != 1)
             return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "value must hold one element");
         dt = w->dtype;
-        int64_t esz = elem_size(k, dt);
+        int64_t esz = gwr_ku_elem_size(k, dt);
         if (esz < 0) return GWR_ERR_UNSUPPORTED;
         if (esz > 16 || (esz && w->nbytes < (size_t)esz)) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "value has no data");
         if (esz) memcpy(val.b, w->data, (size_t)esz);
@@ -837,7 +800,7 @@ static int is_plain_numeric(gwr_dtype dt) {
 static gwr_status k_range(gwr_kctx *k) {
     const gwr_value *v[3];
     for (int i = 0; i < 3; i++) {
-        if (!(v[i] = need(k, i))) return GWR_ERR_INVALID_ARG;
+        if (!(v[i] = gwr_ku_need(k, i))) return GWR_ERR_INVALID_ARG;
         if (v[i]->numel != 1) return gwr_k_fail(k, GWR_ERR_SHAPE, "input %d must be a scalar", i);
         if (v[i]->dtype != v[0]->dtype) return gwr_k_fail(k, GWR_ERR_TYPE, "inputs differ in dtype");
     }
@@ -881,7 +844,7 @@ static gwr_status k_range(gwr_kctx *k) {
 }
 
 static gwr_status k_eye_like(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0);
+    const gwr_value *x = gwr_ku_need(k, 0);
     if (!x) return GWR_ERR_INVALID_ARG;
     if (x->rank != 2) return gwr_k_fail(k, GWR_ERR_SHAPE, "input must have rank 2, not %d", x->rank);
     int64_t dti = gwr_k_int(k, "dtype", x->dtype), kk = gwr_k_int(k, "k", 0);
@@ -915,9 +878,9 @@ static int nonzero_at(const gwr_value *x, int64_t i, int64_t esz) {
 }
 
 static gwr_status k_nonzero(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0);
+    const gwr_value *x = gwr_ku_need(k, 0);
     if (!x) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     if (x->dtype == GWR_COMPLEX64 || x->dtype == GWR_COMPLEX128 || x->dtype >= GWR_FLOAT8E4M3FN)
         return gwr_k_fail(k, GWR_ERR_TYPE, "dtype %s is not supported", gwr_dtype_name(x->dtype));
@@ -942,13 +905,13 @@ static gwr_status k_nonzero(gwr_kctx *k) {
 }
 
 static gwr_status k_one_hot(gwr_kctx *k) {
-    const gwr_value *ind = need(k, 0), *dep = need(k, 1), *val = need(k, 2);
+    const gwr_value *ind = gwr_ku_need(k, 0), *dep = gwr_ku_need(k, 1), *val = gwr_ku_need(k, 2);
     if (!ind || !dep || !val) return GWR_ERR_INVALID_ARG;
     if (!is_plain_numeric(ind->dtype) || !is_plain_numeric(dep->dtype))
         return gwr_k_fail(k, GWR_ERR_TYPE, "indices and depth must be numeric");
     if (dep->numel != 1) return gwr_k_fail(k, GWR_ERR_SHAPE, "depth must hold one element");
     if (val->numel != 2) return gwr_k_fail(k, GWR_ERR_SHAPE, "values must hold two elements, not %lld", (long long)val->numel);
-    int64_t esz = elem_size(k, val->dtype);
+    int64_t esz = gwr_ku_elem_size(k, val->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     double dd = gwr_v_get_f64(dep, 0);
     if (!(dd >= 1) || dd > (double)MAX_ELEMS) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "depth %g must be a positive count", dd);
@@ -973,19 +936,19 @@ static gwr_status k_one_hot(gwr_kctx *k) {
             int64_t id = (int64_t)f;
             if (id < 0) id += depth;
             if (id < 0 || id >= depth) continue;
-            if (copy_run(k, o, (q * depth + id) * inner + i, val, 1, 1, esz)) return GWR_ERR_NOMEM;
+            if (gwr_ku_copy_run(k, o, (q * depth + id) * inner + i, val, 1, 1, esz)) return GWR_ERR_NOMEM;
         }
     return GWR_OK;
 }
 
 static gwr_status k_trilu(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0);
+    const gwr_value *x = gwr_ku_need(k, 0);
     if (!x) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     if (x->rank < 2) return gwr_k_fail(k, GWR_ERR_SHAPE, "input must have rank 2 or more, not %d", x->rank);
     int64_t kk = 0;
-    const gwr_value *kv = opt_in(k, 1);
+    const gwr_value *kv = gwr_ku_opt(k, 1);
     if (kv) {
         if (kv->numel != 1 || (kv->dtype != GWR_INT64 && kv->dtype != GWR_INT32))
             return gwr_k_fail(k, GWR_ERR_TYPE, "k must be one int64");
@@ -1004,7 +967,7 @@ static gwr_status k_trilu(gwr_kctx *k) {
             int64_t row = (b * n + i) * m, from, to; /* kept: [from, to) */
             if (upper) from = i + kk < 0 ? 0 : i + kk > m ? m : i + kk, to = m;
             else from = 0, to = i + kk + 1 < 0 ? 0 : i + kk + 1 > m ? m : i + kk + 1;
-            if (copy_run(k, o, row + from, x, row + from, to - from, esz)) return GWR_ERR_NOMEM;
+            if (gwr_ku_copy_run(k, o, row + from, x, row + from, to - from, esz)) return GWR_ERR_NOMEM;
             if (esz) {
                 char *d = o->data;
                 memset(d + row * esz, 0, (size_t)(from * esz));
@@ -1016,9 +979,9 @@ static gwr_status k_trilu(gwr_kctx *k) {
 }
 
 static gwr_status k_reverse_sequence(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0), *lens = need(k, 1);
+    const gwr_value *x = gwr_ku_need(k, 0), *lens = gwr_ku_need(k, 1);
     if (!x || !lens) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     if (x->rank < 2) return gwr_k_fail(k, GWR_ERR_SHAPE, "input must have rank 2 or more, not %d", x->rank);
     int64_t ba = gwr_k_int(k, "batch_axis", 1), ta = gwr_k_int(k, "time_axis", 0);
@@ -1038,16 +1001,16 @@ static gwr_status k_reverse_sequence(gwr_kctx *k) {
         for (int64_t t = 0; t < T; t++) {
             int64_t s = t < l ? l - 1 - t : t;
             int64_t oi = (ta == 0 ? t * B + b : b * T + t) * inner, si = (ta == 0 ? s * B + b : b * T + s) * inner;
-            if (copy_run(k, o, oi, x, si, inner, esz)) return GWR_ERR_NOMEM;
+            if (gwr_ku_copy_run(k, o, oi, x, si, inner, esz)) return GWR_ERR_NOMEM;
         }
     }
     return GWR_OK;
 }
 
 static gwr_status k_compress(gwr_kctx *k) {
-    const gwr_value *x = need(k, 0), *c = need(k, 1);
+    const gwr_value *x = gwr_ku_need(k, 0), *c = gwr_ku_need(k, 1);
     if (!x || !c) return GWR_ERR_INVALID_ARG;
-    int64_t esz = elem_size(k, x->dtype);
+    int64_t esz = gwr_ku_elem_size(k, x->dtype);
     if (esz < 0) return GWR_ERR_UNSUPPORTED;
     if (c->dtype != GWR_BOOL || c->rank != 1) return gwr_k_fail(k, GWR_ERR_TYPE, "condition must be a 1-D bool tensor");
     int has_axis = gwr_layer_has_attr(k->layer, "axis");
@@ -1073,35 +1036,35 @@ static gwr_status k_compress(gwr_kctx *k) {
     for (int64_t q = 0; q < outer; q++)
         for (int64_t i = 0; i < c->numel && i < dim; i++)
             if (cond[i]) {
-                if (copy_run(k, o, oi, x, (q * dim + i) * inner, inner, esz)) return GWR_ERR_NOMEM;
+                if (gwr_ku_copy_run(k, o, oi, x, (q * dim + i) * inner, inner, esz)) return GWR_ERR_NOMEM;
                 oi += inner;
             }
     return GWR_OK;
 }
 
 const gwr_kernel_entry gwr_kernels_tensor[] = {
-    {"", "Reshape", k_reshape},
-    {"", "Flatten", k_flatten},
-    {"", "Squeeze", k_squeeze},
-    {"", "Unsqueeze", k_unsqueeze},
-    {"", "Transpose", k_transpose},
-    {"", "DepthToSpace", k_depth_to_space},
-    {"", "SpaceToDepth", k_space_to_depth},
-    {"", "Concat", k_concat},
-    {"", "Split", k_split},
-    {"", "Slice", k_slice},
-    {"", "Expand", k_expand},
-    {"", "Tile", k_tile},
-    {"", "Pad", k_pad},
-    {"", "Shape", k_shape},
-    {"", "Size", k_size},
-    {"", "ConstantOfShape", k_constant_of_shape},
-    {"", "Range", k_range},
-    {"", "EyeLike", k_eye_like},
-    {"", "NonZero", k_nonzero},
-    {"", "OneHot", k_one_hot},
-    {"", "Trilu", k_trilu},
-    {"", "ReverseSequence", k_reverse_sequence},
-    {"", "Compress", k_compress},
-    {NULL, NULL, NULL},
+    GWR_KERNEL(Reshape, k_reshape, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(Flatten, k_flatten, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(Squeeze, k_squeeze, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(Unsqueeze, k_unsqueeze, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(Transpose, k_transpose, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(DepthToSpace, k_depth_to_space),
+    GWR_KERNEL(SpaceToDepth, k_space_to_depth),
+    GWR_KERNEL(Concat, k_concat),
+    GWR_KERNEL(Split, k_split, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(Slice, k_slice, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(Expand, k_expand, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(Tile, k_tile),
+    GWR_KERNEL(Pad, k_pad),
+    GWR_KERNEL(Shape, k_shape),
+    GWR_KERNEL(Size, k_size),
+    GWR_KERNEL(ConstantOfShape, k_constant_of_shape),
+    GWR_KERNEL(Range, k_range),
+    GWR_KERNEL(EyeLike, k_eye_like),
+    GWR_KERNEL(NonZero, k_nonzero),
+    GWR_KERNEL(OneHot, k_one_hot),
+    GWR_KERNEL(Trilu, k_trilu),
+    GWR_KERNEL(ReverseSequence, k_reverse_sequence),
+    GWR_KERNEL(Compress, k_compress),
+    {.fn = NULL},
 };

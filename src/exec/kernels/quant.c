@@ -1,17 +1,13 @@
-/* misc.c - linear quantization (QuantizeLinear, DequantizeLinear,
- * DynamicQuantizeLinear), the window functions of signal processing
- * (HannWindow, HammingWindow, BlackmanWindow) and Det. */
+/* quant.c - linear quantization: QuantizeLinear (round half to even,
+ * saturate), DequantizeLinear, per tensor or per axis, and
+ * DynamicQuantizeLinear (uint8 with the scale and zero point of the
+ * input's range). The quantized products (QLinearMatMul, ConvInteger ...)
+ * live with their float forms in linalg.c and conv.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_internal.h"
-
-static int is_float(gwr_dtype t) {
-    return t == GWR_FLOAT32 || t == GWR_FLOAT64 || t == GWR_FLOAT16 || t == GWR_BFLOAT16;
-}
-
-/* ---- quantization -------------------------------------------------------- */
+#include "exec/kernels/kernel_util.h"
 
 static int quant_range(gwr_dtype t, double *lo, double *hi) {
     switch (t) {
@@ -52,7 +48,7 @@ static gwr_status k_quantize(gwr_kctx *k) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL, *scale = k->nin > 1 ? k->in[1] : NULL,
                     *zp = k->nin > 2 ? k->in[2] : NULL;
     if (!x || !scale) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "needs x and y_scale");
-    if (!is_float(x->dtype) && x->dtype != GWR_INT32)
+    if (!gwr_ku_is_float(x->dtype) && x->dtype != GWR_INT32)
         return gwr_k_fail(k, GWR_ERR_TYPE, "x must be float or int32, not %s", gwr_dtype_name(x->dtype));
     gwr_dtype ot = zp ? zp->dtype : GWR_UINT8;
     double lo, hi;
@@ -80,7 +76,7 @@ static gwr_status k_dequantize(gwr_kctx *k) {
     if (!x || !scale) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "needs x and x_scale");
     if (!quant_range(x->dtype, &lo, &hi))
         return gwr_k_fail(k, GWR_ERR_TYPE, "x must be an 8, 16 or 32-bit integer, not %s", gwr_dtype_name(x->dtype));
-    if (!is_float(scale->dtype)) return gwr_k_fail(k, GWR_ERR_TYPE, "x_scale must be float");
+    if (!gwr_ku_is_float(scale->dtype)) return gwr_k_fail(k, GWR_ERR_TYPE, "x_scale must be float");
     if (zp && zp->dtype != x->dtype) return gwr_k_fail(k, GWR_ERR_TYPE, "x_zero_point must have x's dtype");
     int64_t n, inner;
     if (qparams(k, x, scale, zp, &n, &inner)) return GWR_ERR_INVALID_ARG;
@@ -117,85 +113,9 @@ static gwr_status k_dynamic_quantize(gwr_kctx *k) {
     return GWR_OK;
 }
 
-/* ---- windows ------------------------------------------------------------- */
-
-/* w[n] = a0 - a1 cos(2 pi n / D) + a2 cos(4 pi n / D), D = N (periodic) or
- * N - 1 (symmetric). */
-static gwr_status window(gwr_kctx *k, double a0, double a1, double a2) {
-    int64_t size;
-    if (gwr_k_in_ints(k, 0, &size, 1) != 1) return GWR_ERR_INVALID_ARG;
-    if (size < 0 || size > ((int64_t)1 << 31)) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "size %lld is out of range", (long long)size);
-    gwr_dtype ot = (gwr_dtype)gwr_k_int(k, "output_datatype", GWR_FLOAT32);
-    if (!gwr_dtype_is_valid(ot) || ot == GWR_STRING || ot == GWR_UNDEFINED || gwr_dtype_bits(ot) < 8 || ot >= GWR_FLOAT8E4M3FN)
-        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output_datatype %d is not a numeric type", (int)ot);
-    double d = gwr_k_int(k, "periodic", 1) ? (double)size : (double)size - 1;
-    gwr_value *y = gwr_k_out(k, 0, ot, 1, &size);
-    if (!y) return GWR_ERR_NOMEM;
-    const double pi = 3.14159265358979323846;
-    for (int64_t i = 0; i < size; i++) {
-        double t = d > 0 ? 2.0 * pi * (double)i / d : 0;
-        gwr_v_set_f64(y, i, a0 - a1 * cos(t) + a2 * cos(2 * t));
-    }
-    return GWR_OK;
-}
-
-static gwr_status k_hann(gwr_kctx *k) { return window(k, 0.5, 0.5, 0); }
-static gwr_status k_hamming(gwr_kctx *k) { return window(k, 25.0 / 46.0, 21.0 / 46.0, 0); }
-static gwr_status k_blackman(gwr_kctx *k) { return window(k, 0.42, 0.5, 0.08); }
-
-/* ---- Det ----------------------------------------------------------------- */
-
-/* The determinant of each trailing M x M matrix: LU with partial pivoting
- * in double. */
-static gwr_status k_det(gwr_kctx *k) {
-    const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
-    if (!x || !is_float(x->dtype)) return gwr_k_fail(k, GWR_ERR_TYPE, "input must be a float tensor");
-    if (x->rank < 2 || x->dims[x->rank - 1] != x->dims[x->rank - 2])
-        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input must be [..., M, M]");
-    int64_t m = x->dims[x->rank - 1], batch = m ? x->numel / (m * m) : 0;
-    if (m == 0) batch = gwr_shape_numel(x->rank - 2, x->dims);
-    gwr_value *y = gwr_k_out(k, 0, x->dtype, x->rank - 2, x->dims);
-    if (!y) return GWR_ERR_NOMEM;
-    int64_t mm = m * m;
-    double *a = malloc((size_t)(mm > 0 ? mm : 1) * sizeof *a);
-    if (!a) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
-    for (int64_t b = 0; b < batch; b++) {
-        for (int64_t i = 0; i < m * m; i++) a[i] = gwr_v_get_f64(x, b * m * m + i);
-        double det = 1;
-        for (int64_t c = 0; c < m && det != 0; c++) {
-            int64_t p = c;
-            for (int64_t r = c + 1; r < m; r++)
-                if (fabs(a[r * m + c]) > fabs(a[p * m + c])) p = r;
-            if (a[p * m + c] == 0) {
-                det = 0;
-                break;
-            }
-            if (p != c) {
-                for (int64_t j = 0; j < m; j++) {
-                    double t = a[c * m + j];
-                    a[c * m + j] = a[p * m + j], a[p * m + j] = t;
-                }
-                det = -det;
-            }
-            det *= a[c * m + c];
-            for (int64_t r = c + 1; r < m; r++) {
-                double f = a[r * m + c] / a[c * m + c];
-                for (int64_t j = c; j < m; j++) a[r * m + j] -= f * a[c * m + j];
-            }
-        }
-        gwr_v_set_f64(y, b, det);
-    }
-    free(a);
-    return GWR_OK;
-}
-
-const gwr_kernel_entry gwr_kernels_misc[] = {
-    {"", "QuantizeLinear", k_quantize},
-    {"", "DequantizeLinear", k_dequantize},
-    {"", "DynamicQuantizeLinear", k_dynamic_quantize},
-    {"", "HannWindow", k_hann},
-    {"", "HammingWindow", k_hamming},
-    {"", "BlackmanWindow", k_blackman},
-    {"", "Det", k_det},
-    {NULL, NULL, NULL},
+const gwr_kernel_entry gwr_kernels_quant[] = {
+    GWR_KERNEL(QuantizeLinear, k_quantize),
+    GWR_KERNEL(DequantizeLinear, k_dequantize),
+    GWR_KERNEL(DynamicQuantizeLinear, k_dynamic_quantize),
+    {.fn = NULL},
 };

@@ -1,0 +1,268 @@
+/* kernel_util.c - the helpers kernel families share (kernel_util.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/blas.h"
+#include "exec/kernels/kernel_util.h"
+
+int64_t gwr_ku_elem_size(gwr_kctx *k, gwr_dtype dt) {
+    if (dt == GWR_STRING) return 0;
+    int bits = gwr_dtype_bits(dt);
+    if (bits < 8 || bits % 8)
+        return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported by this op", gwr_dtype_name(dt)), -1;
+    return bits / 8;
+}
+
+/* ---- conversion by rows -------------------------------------------------- */
+
+void gwr_ku_half_to_f32(gwr_dtype t, const uint16_t *h, int64_t stride, float *f, int64_t n) {
+    if (t == GWR_FLOAT16)
+        for (int64_t i = 0; i < n; i++) f[i] = gwr_f16_to_f32(h[i * stride]);
+    else
+        for (int64_t i = 0; i < n; i++) f[i] = gwr_bf16_to_f32(h[i * stride]);
+}
+
+void gwr_ku_f32_to_half(gwr_dtype t, const float *f, uint16_t *h, int64_t n) {
+    if (t == GWR_FLOAT16)
+        for (int64_t i = 0; i < n; i++) h[i] = gwr_f32_to_f16(f[i]);
+    else
+        for (int64_t i = 0; i < n; i++) h[i] = gwr_f32_to_bf16(f[i]);
+}
+
+float *gwr_ku_widen(const gwr_value *v) {
+    int64_t n = v->numel;
+    float *f = malloc((size_t)(n ? n : 1) * sizeof *f);
+    if (!f) return NULL;
+    switch (v->dtype) {
+    case GWR_FLOAT16:
+    case GWR_BFLOAT16: gwr_ku_half_to_f32(v->dtype, v->data, 1, f, n); break;
+    case GWR_INT8:
+        for (int64_t i = 0; i < n; i++) f[i] = ((const int8_t *)v->data)[i];
+        break;
+    case GWR_UINT8:
+        for (int64_t i = 0; i < n; i++) f[i] = ((const uint8_t *)v->data)[i];
+        break;
+    default:
+        if (n) memcpy(f, v->data, (size_t)n * sizeof *f);
+        break;
+    }
+    return f;
+}
+
+void gwr_ku_narrow(const float *f, gwr_value *v) {
+    int64_t n = v->numel;
+    switch (v->dtype) {
+    case GWR_FLOAT16:
+    case GWR_BFLOAT16: gwr_ku_f32_to_half(v->dtype, f, v->data, n); break;
+    case GWR_INT8:
+        for (int64_t i = 0; i < n; i++) {
+            float x = f[i];
+            ((int8_t *)v->data)[i] = (int8_t)(x != x ? 0 : x < -128 ? -128 : x > 127 ? 127 : x);
+        }
+        break;
+    case GWR_UINT8:
+        for (int64_t i = 0; i < n; i++) {
+            float x = f[i];
+            ((uint8_t *)v->data)[i] = (uint8_t)(x != x ? 0 : x < 0 ? 0 : x > 255 ? 255 : x);
+        }
+        break;
+    default:
+        if (n) memcpy(v->data, f, (size_t)n * sizeof *f);
+        break;
+    }
+}
+
+void gwr_ku_load_f64(const gwr_value *v, int64_t off, int64_t n, double *dst) {
+    const void *p = v->data;
+    switch (v->dtype) {
+    case GWR_FLOAT32: {
+        const float *s = (const float *)p + off;
+        for (int64_t j = 0; j < n; j++) dst[j] = s[j];
+        break;
+    }
+    case GWR_FLOAT64: memcpy(dst, (const double *)p + off, (size_t)n * sizeof *dst); break;
+    case GWR_INT32: {
+        const int32_t *s = (const int32_t *)p + off;
+        for (int64_t j = 0; j < n; j++) dst[j] = s[j];
+        break;
+    }
+    case GWR_INT64: {
+        const int64_t *s = (const int64_t *)p + off;
+        for (int64_t j = 0; j < n; j++) dst[j] = (double)s[j];
+        break;
+    }
+    default:
+        for (int64_t j = 0; j < n; j++) dst[j] = gwr_v_get_f64(v, off + j);
+    }
+}
+
+void gwr_ku_store_f64(gwr_value *v, int64_t off, int64_t n, const double *src) {
+    switch (v->dtype) {
+    case GWR_FLOAT32: {
+        float *d = (float *)v->data + off;
+        for (int64_t j = 0; j < n; j++) d[j] = (float)src[j];
+        break;
+    }
+    case GWR_FLOAT64: memcpy((double *)v->data + off, src, (size_t)n * sizeof *src); break;
+    default:
+        for (int64_t j = 0; j < n; j++) gwr_v_set_f64(v, off + j, src[j]);
+    }
+}
+
+/* ---- inputs and attributes ----------------------------------------------- */
+
+const gwr_value *gwr_ku_need(gwr_kctx *k, int i) {
+    const gwr_value *v = i < k->nin ? k->in[i] : NULL;
+    if (!v) gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d is missing", i);
+    return v;
+}
+
+const gwr_value *gwr_ku_need_named(gwr_kctx *k, int i, const char *name) {
+    const gwr_value *v = i < k->nin ? k->in[i] : NULL;
+    if (!v) gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d (%s) is missing", i, name);
+    return v;
+}
+
+gwr_status gwr_ku_axes_mask(gwr_kctx *k, const int64_t *axes, int64_t n, int rank, uint8_t *mask, int *out) {
+    for (int64_t i = 0; i < n; i++) {
+        int a = gwr_axis(axes[i], rank);
+        if (a < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis %lld is out of range for rank %d", (long long)axes[i], rank);
+        if (mask[a]) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis %lld is repeated", (long long)axes[i]);
+        mask[a] = 1;
+        if (out) out[i] = a;
+    }
+    return GWR_OK;
+}
+
+int gwr_ku_attr_list(gwr_kctx *k, const char *name, int64_t want, int64_t lo, int64_t hi, const int64_t **v) {
+    int64_t n = gwr_k_ints(k, name, v);
+    if (n < 0) return 0;
+    if (n != want) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s has %lld values, expected %lld", name, (long long)n, (long long)want), -1;
+    for (int64_t i = 0; i < n; i++)
+        if ((*v)[i] < lo || (*v)[i] > hi)
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s[%lld] = %lld is out of range", name, (long long)i, (long long)(*v)[i]), -1;
+    return 1;
+}
+
+int gwr_ku_auto_pad(gwr_kctx *k) {
+    const char *a = gwr_k_string(k, "auto_pad", "NOTSET");
+    if (!strcmp(a, "NOTSET") || !*a) return GWR_KU_PAD_NOTSET;
+    if (!strcmp(a, "SAME_UPPER")) return GWR_KU_PAD_SAME_UPPER;
+    if (!strcmp(a, "SAME_LOWER")) return GWR_KU_PAD_SAME_LOWER;
+    if (!strcmp(a, "VALID")) return GWR_KU_PAD_VALID;
+    gwr_k_fail(k, GWR_ERR_INVALID_ARG, "auto_pad '%s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", a);
+    return -1;
+}
+
+/* ---- windows ------------------------------------------------------------- */
+
+void gwr_ku_window_init(gwr_ku_window *g, int nsp) {
+    g->nsp = nsp;
+    for (int i = 0; i < GWR_KU_MAXSP; i++) g->in[i] = g->out[i] = g->k[i] = g->s[i] = g->d[i] = 1, g->pb[i] = g->pe[i] = 0;
+}
+
+gwr_status gwr_ku_window_attrs(gwr_kctx *k, gwr_ku_window *g, int64_t max) {
+    int nsp = g->nsp, off = GWR_KU_MAXSP - nsp, r;
+    const int64_t *st, *dl, *pd;
+    if ((r = gwr_ku_attr_list(k, "strides", nsp, 1, max, &st)) < 0) return GWR_ERR_INVALID_ARG;
+    for (int i = 0; r && i < nsp; i++) g->s[off + i] = st[i];
+    if ((r = gwr_ku_attr_list(k, "dilations", nsp, 1, max, &dl)) < 0) return GWR_ERR_INVALID_ARG;
+    for (int i = 0; r && i < nsp; i++) g->d[off + i] = dl[i];
+    if ((r = gwr_ku_attr_list(k, "pads", 2 * nsp, 0, max, &pd)) < 0) return GWR_ERR_INVALID_ARG;
+    for (int i = 0; r && i < nsp; i++) g->pb[off + i] = pd[i], g->pe[off + i] = pd[nsp + i];
+    return GWR_OK;
+}
+
+gwr_status gwr_ku_window_out(gwr_kctx *k, gwr_ku_window *g, int autopad, int ceil_mode) {
+    int off = GWR_KU_MAXSP - g->nsp;
+    for (int i = off; i < GWR_KU_MAXSP; i++) {
+        int64_t ek = (g->k[i] - 1) * g->d[i] + 1, in = g->in[i];
+        if (autopad == GWR_KU_PAD_SAME_UPPER || autopad == GWR_KU_PAD_SAME_LOWER) {
+            g->out[i] = gwr_ku_ceildiv(in, g->s[i]);
+            int64_t total = (g->out[i] - 1) * g->s[i] + ek - in;
+            if (total < 0) total = 0;
+            g->pb[i] = autopad == GWR_KU_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+            g->pe[i] = total - g->pb[i];
+            continue;
+        }
+        if (autopad == GWR_KU_PAD_VALID) g->pb[i] = g->pe[i] = 0;
+        int64_t span = in + g->pb[i] + g->pe[i] - ek;
+        if (span < 0)
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "kernel extent %lld is larger than the padded input %lld (spatial dim %d)",
+                              (long long)ek, (long long)(in + g->pb[i] + g->pe[i]), i - off);
+        if (ceil_mode) {
+            g->out[i] = gwr_ku_ceildiv(span, g->s[i]) + 1;
+            /* a last window starting in the end padding is dropped */
+            if ((g->out[i] - 1) * g->s[i] >= in + g->pb[i]) g->out[i]--;
+        } else {
+            g->out[i] = span / g->s[i] + 1;
+        }
+    }
+    return GWR_OK;
+}
+
+/* ---- copies and scratch -------------------------------------------------- */
+
+gwr_status gwr_ku_copy_strings(gwr_kctx *k, gwr_value *o, int64_t oi, const gwr_value *v, int64_t vi, int64_t n) {
+    const gwr_bytes *b = (const gwr_bytes *)v->data + vi;
+    for (int64_t j = 0; j < n; j++)
+        if (gwr_value_set_string(o, oi + j, b[j].data, b[j].len)) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    return GWR_OK;
+}
+
+void *gwr_ku_scratch(gwr_kctx *k, int64_t n, size_t sz) {
+    if (n < 0 || (uint64_t)n > SIZE_MAX / sz / 2) {
+        gwr_k_fail(k, GWR_ERR_NOMEM, "scratch of %lld elements is too large", (long long)n);
+        return NULL;
+    }
+    void *p = malloc(n ? (size_t)n * sz : 1);
+    if (!p) gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    return p;
+}
+
+/* ---- sorting ------------------------------------------------------------- */
+
+void gwr_ku_merge_sort(int64_t *a, int64_t *tmp, int64_t n, gwr_ku_cmp_fn cmp, const void *ctx) {
+    for (int64_t w = 1; w < n; w *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * w) {
+            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            int64_t i = lo, j = mid, o = lo;
+            while (i < mid && j < hi) tmp[o++] = cmp(ctx, a[j], a[i]) < 0 ? a[j++] : a[i++];
+            while (i < mid) tmp[o++] = a[i++];
+            while (j < hi) tmp[o++] = a[j++];
+        }
+        memcpy(a, tmp, (size_t)n * sizeof *a);
+    }
+}
+
+int gwr_ku_cmp_bytes(const gwr_bytes *a, const gwr_bytes *b) {
+    size_t n = a->len < b->len ? a->len : b->len;
+    int c = n ? memcmp(a->data, b->data, n) : 0;
+    return c ? c : (a->len > b->len) - (a->len < b->len);
+}
+
+/* ---- GEMM ---------------------------------------------------------------- */
+
+void gwr_ku_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                  float beta, float *C, int ldc) {
+    if (!M || !N) return;
+    if (!K) {
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0 ? 0 : beta * C[(size_t)i * ldc + j];
+        return;
+    }
+    gwr_blas.sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
+                   B, ldb, beta, C, ldc);
+}
+
+void gwr_ku_dgemm(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda, const double *B, int ldb,
+                  double beta, double *C, int ldc) {
+    if (!M || !N) return;
+    if (!K) {
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0 ? 0 : beta * C[(size_t)i * ldc + j];
+        return;
+    }
+    gwr_blas.dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
+                   B, ldb, beta, C, ldc);
+}

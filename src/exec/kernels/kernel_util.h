@@ -1,0 +1,177 @@
+/* kernel_util.h - what kernel families share (src/exec/kernels only):
+ * dtype tests, element conversion by rows, inputs and attributes read the
+ * way several families read them, GEMM over the loaded OpenBLAS, and
+ * small algorithms (sorting, copying runs of elements). One copy of each,
+ * here and in kernel_util.c, so that a fix lands everywhere; kernel files
+ * use each other only through it. Names: gwr_ku_*. The float32 math the
+ * vectorized rows inline is in fast_math.h. */
+#ifndef GWR_EXEC_KERNEL_UTIL_H
+#define GWR_EXEC_KERNEL_UTIL_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "exec/exec_internal.h"
+
+/* ---- dtypes -------------------------------------------------------------- */
+
+static inline int gwr_ku_is_half(gwr_dtype t) { return t == GWR_FLOAT16 || t == GWR_BFLOAT16; }
+/* float32, float64, float16, bfloat16 */
+static inline int gwr_ku_is_float(gwr_dtype t) { return t == GWR_FLOAT32 || t == GWR_FLOAT64 || gwr_ku_is_half(t); }
+static inline int gwr_ku_is_sint(gwr_dtype t) {
+    return t == GWR_INT8 || t == GWR_INT16 || t == GWR_INT32 || t == GWR_INT64;
+}
+static inline int gwr_ku_is_uint(gwr_dtype t) {
+    return t == GWR_UINT8 || t == GWR_UINT16 || t == GWR_UINT32 || t == GWR_UINT64;
+}
+static inline int gwr_ku_is_int(gwr_dtype t) { return gwr_ku_is_sint(t) || gwr_ku_is_uint(t); }
+/* int8 or uint8, the quantized types */
+static inline int gwr_ku_is_q8(gwr_dtype t) { return t == GWR_INT8 || t == GWR_UINT8; }
+
+/* Element i of an int8 / uint8 value. */
+static inline double gwr_ku_q8(const gwr_value *v, int64_t i) {
+    return v->dtype == GWR_INT8 ? (double)((const int8_t *)v->data)[i] : (double)((const uint8_t *)v->data)[i];
+}
+
+/* Element i as double / set from a double, float32 without a call (any
+ * numeric dtype; gwr_v_get_f64 / gwr_v_set_f64 for the others). */
+static inline double gwr_ku_get(const gwr_value *v, int64_t i) {
+    return v->dtype == GWR_FLOAT32 ? (double)((const float *)v->data)[i] : gwr_v_get_f64(v, i);
+}
+static inline void gwr_ku_set(gwr_value *v, int64_t i, double x) {
+    if (v->dtype == GWR_FLOAT32) ((float *)v->data)[i] = (float)x;
+    else gwr_v_set_f64(v, i, x);
+}
+
+/* Size of an element in bytes (0 for STRING); -1 after gwr_k_fail for a
+ * dtype whose elements are not whole bytes. */
+int64_t gwr_ku_elem_size(gwr_kctx *k, gwr_dtype dt);
+
+/* ---- conversion by rows -------------------------------------------------- */
+
+/* n float16 / bfloat16 (type t) elements, stride apart, to float32 and back. */
+void gwr_ku_half_to_f32(gwr_dtype t, const uint16_t *h, int64_t stride, float *f, int64_t n);
+void gwr_ku_f32_to_half(gwr_dtype t, const float *f, uint16_t *h, int64_t n);
+/* A malloc'd float32 copy of a float32, float16, bfloat16, int8 or uint8
+ * value (exact); NULL when out of memory. */
+float *gwr_ku_widen(const gwr_value *v);
+/* f (v->numel values) into v: float16 / bfloat16 rounded to nearest even,
+ * int8 / uint8 saturated (NaN: 0), float32 copied. */
+void gwr_ku_narrow(const float *f, gwr_value *v);
+/* n elements of v from element off as doubles, and back (any numeric
+ * dtype; float32, float64, int32 and int64 without a call per element). */
+void gwr_ku_load_f64(const gwr_value *v, int64_t off, int64_t n, double *dst);
+void gwr_ku_store_f64(gwr_value *v, int64_t off, int64_t n, const double *src);
+
+/* ---- inputs and attributes ----------------------------------------------- */
+
+/* Input i, or NULL for an absent one. */
+static inline const gwr_value *gwr_ku_opt(const gwr_kctx *k, int i) { return i < k->nin ? k->in[i] : NULL; }
+/* Input i; NULL after gwr_k_fail ("input 2 is missing", or with the
+ * input's name "input 2 (B) is missing") when absent. */
+const gwr_value *gwr_ku_need(gwr_kctx *k, int i);
+const gwr_value *gwr_ku_need_named(gwr_kctx *k, int i, const char *name);
+
+/* Marks axes[0..n) (negative ones count from the end) in mask[rank],
+ * writing each normalized into out[] when out is not NULL;
+ * GWR_ERR_INVALID_ARG after gwr_k_fail when one is out of range or
+ * repeated. */
+gwr_status gwr_ku_axes_mask(gwr_kctx *k, const int64_t *axes, int64_t n, int rank, uint8_t *mask, int *out);
+
+/* An INTS attribute of exactly `want` values, each in [lo, hi]: 1 and *v
+ * set, 0 when absent, -1 after gwr_k_fail. */
+int gwr_ku_attr_list(gwr_kctx *k, const char *name, int64_t want, int64_t lo, int64_t hi, const int64_t **v);
+
+/* The auto_pad attribute of convolutions and pools; -1 after gwr_k_fail. */
+enum { GWR_KU_PAD_NOTSET, GWR_KU_PAD_SAME_UPPER, GWR_KU_PAD_SAME_LOWER, GWR_KU_PAD_VALID };
+int gwr_ku_auto_pad(gwr_kctx *k);
+
+/* ---- integer arithmetic -------------------------------------------------- */
+
+static inline int64_t gwr_ku_floordiv(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    if (a % b != 0 && (a < 0) != (b < 0)) q--;
+    return q;
+}
+static inline int64_t gwr_ku_ceildiv(int64_t a, int64_t b) { return -gwr_ku_floordiv(-a, b); }
+/* Does v fit a BLAS int dimension? */
+static inline int gwr_ku_fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+/* a * b, or -1 when either is negative or the product passes max. */
+static inline int64_t gwr_ku_mul_max(int64_t a, int64_t b, int64_t max) {
+    if (a < 0 || b < 0 || (a && b > max / a)) return -1;
+    return a * b;
+}
+
+/* A window over nsp spatial dims, held as 3-D (leading dims of size 1),
+ * so that one loop nest serves 1-D, 2-D and 3-D convolutions and pools. */
+#define GWR_KU_MAXSP 3
+typedef struct gwr_ku_window {
+    int nsp;
+    int64_t in[GWR_KU_MAXSP], out[GWR_KU_MAXSP], k[GWR_KU_MAXSP], s[GWR_KU_MAXSP], d[GWR_KU_MAXSP],
+        pb[GWR_KU_MAXSP], pe[GWR_KU_MAXSP];
+} gwr_ku_window;
+
+/* g for nsp spatial dims: every dim 1, no pads. */
+void gwr_ku_window_init(gwr_ku_window *g, int nsp);
+/* The strides, dilations (each in [1, max]) and pads ([0, max])
+ * attributes, where present, into g's last nsp dims; GWR_ERR_INVALID_ARG
+ * after gwr_k_fail. */
+gwr_status gwr_ku_window_attrs(gwr_kctx *k, gwr_ku_window *g, int64_t max);
+/* g->out from g->in (set) and the window, and the pads that auto_pad
+ * implies; with ceil_mode (pools), a last partial window counts unless it
+ * starts in the end padding. */
+gwr_status gwr_ku_window_out(gwr_kctx *k, gwr_ku_window *g, int autopad, int ceil_mode);
+
+/* Outputs o in [0, n) whose read o*s + start lands in [0, in): [*lo, *hi). */
+static inline void gwr_ku_valid_range(int64_t n, int64_t s, int64_t start, int64_t in, int64_t *lo, int64_t *hi) {
+    int64_t a = gwr_ku_ceildiv(-start, s), b = gwr_ku_ceildiv(in - start, s);
+    if (a < 0) a = 0;
+    if (b > n) b = n;
+    if (b < a) b = a;
+    *lo = a, *hi = b;
+}
+
+/* ---- copies and scratch -------------------------------------------------- */
+
+gwr_status gwr_ku_copy_strings(gwr_kctx *k, gwr_value *o, int64_t oi, const gwr_value *v, int64_t vi, int64_t n);
+
+/* Copies n elements of v from vi to o at oi (esz bytes each; 0: strings). */
+static inline gwr_status gwr_ku_copy_run(gwr_kctx *k, gwr_value *o, int64_t oi, const gwr_value *v, int64_t vi,
+                                         int64_t n, int64_t esz) {
+    if (n <= 0) return GWR_OK;
+    if (!esz) return gwr_ku_copy_strings(k, o, oi, v, vi, n);
+    char *d = (char *)o->data + oi * esz;
+    const char *s = (const char *)v->data + vi * esz;
+    switch (n * esz) { /* single elements: no memcpy call */
+    case 4: memcpy(d, s, 4); break;
+    case 8: memcpy(d, s, 8); break;
+    default: memcpy(d, s, (size_t)(n * esz)); break;
+    }
+    return GWR_OK;
+}
+
+/* n elements of size sz from malloc (at least one byte); NULL after
+ * gwr_k_fail(NOMEM). */
+void *gwr_ku_scratch(gwr_kctx *k, int64_t n, size_t sz);
+
+/* ---- sorting ------------------------------------------------------------- */
+
+/* A stable merge sort of n int64 keys by cmp(ctx, a, b) (< 0: a first);
+ * tmp holds n keys. */
+typedef int (*gwr_ku_cmp_fn)(const void *ctx, int64_t a, int64_t b);
+void gwr_ku_merge_sort(int64_t *a, int64_t *tmp, int64_t n, gwr_ku_cmp_fn cmp, const void *ctx);
+/* Byte strings in memcmp order, a prefix first. */
+int gwr_ku_cmp_bytes(const gwr_bytes *a, const gwr_bytes *b);
+
+/* ---- GEMM (OpenBLAS, loaded: kernels flagged GWR_KF_BLAS) ---------------- */
+
+/* C (M x N, row-major, rows ldc apart) = alpha A' B' + beta C, where A' is
+ * A (M x K) or, with ta, A^T, and B' likewise. K = 0 is handled (C = beta
+ * C: BLAS rejects lda = 0). */
+void gwr_ku_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                  float beta, float *C, int ldc);
+void gwr_ku_dgemm(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda, const double *B, int ldb,
+                  double beta, double *C, int ldc);
+
+#endif

@@ -35,7 +35,9 @@ def room_of(path):
     return parts[0] if parts and parts[0] in BELOW else None
 
 
-def objects(objdir):
+def objects(objdir, srcdir):
+    """The objects of the sources that exist (a build folder keeps the
+    objects of deleted files)."""
     out = {}
     for dirpath, _, files in os.walk(objdir):
         for f in files:
@@ -47,7 +49,7 @@ def objects(objdir):
             if i < 0:
                 continue
             src = rel[i + 4:-2]  # path under src/, ending in .c
-            if room_of(src):
+            if room_of(src) and os.path.exists(os.path.join(srcdir, src)):
                 out[src] = full
     return out
 
@@ -103,7 +105,7 @@ def cycles(nodes, edges):
 
 def main():
     objdir, srcdir = sys.argv[1], sys.argv[2]
-    objs = objects(objdir)
+    objs = objects(objdir, srcdir)
     if not objs:
         print(f"check_rooms: no objects of src/ under {objdir}")
         return 1

@@ -30,9 +30,9 @@ static void pool_unref(gwr_exec_pool *p) {
         while (p->free_list[c]) {
             void *b = p->free_list[c];
             p->free_list[c] = *(void **)b;
-            free(b);
+            gwr_free(b);
         }
-    free(p);
+    gwr_free(p);
 }
 
 static void pool_release(void *ctx, const void *data, size_t size) {
@@ -40,7 +40,7 @@ static void pool_release(void *ctx, const void *data, size_t size) {
     void *b = (void *)(uintptr_t)data;
     p->live -= (int64_t)size;
     if (p->closed) {
-        free(b);
+        gwr_free(b);
     } else {
         int c = size_class(size);
         *(void **)b = p->free_list[c];
@@ -50,7 +50,7 @@ static void pool_release(void *ctx, const void *data, size_t size) {
 }
 
 gwr_exec_pool *gwr_exec_pool_new(void) {
-    gwr_exec_pool *p = calloc(1, sizeof *p);
+    gwr_exec_pool *p = gwr_calloc(1, sizeof *p);
     if (p) atomic_init(&p->refs, 1);
     return p;
 }
@@ -66,10 +66,10 @@ gwr_buffer *gwr_exec_pool_alloc(gwr_exec_pool *p, size_t n) {
     if ((size_t)1 << c < n) return NULL; /* beyond the largest class */
     void *b = p->free_list[c];
     if (b) p->free_list[c] = *(void **)b;
-    else if (!(b = aligned_alloc(64, (size_t)1 << c))) return NULL;
+    else if (gwr_alloc_fails() || !(b = aligned_alloc(64, (size_t)1 << c))) return NULL;
     gwr_buffer *buf = gwr_buffer_wrap(b, n, pool_release, p);
     if (!buf) {
-        free(b);
+        gwr_free(b);
         return NULL;
     }
     atomic_fetch_add(&p->refs, 1);

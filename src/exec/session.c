@@ -80,10 +80,10 @@ static gwr_status sess_error(gwr_session *s, gwr_status st, const char *fmt, ...
 static void plan_free(gplan *p) {
     if (!p) return;
     for (int64_t i = 0; i < p->nsteps; i++)
-        free(p->steps[i].in), free(p->steps[i].out), free(p->steps[i].release), free(p->steps[i].out_used);
-    free(p->steps), free(p->input_slot), free(p->output_slot), free(p->outer), free(p->used);
+        gwr_free(p->steps[i].in), gwr_free(p->steps[i].out), gwr_free(p->steps[i].release), gwr_free(p->steps[i].out_used);
+    gwr_free(p->steps), gwr_free(p->input_slot), gwr_free(p->output_slot), gwr_free(p->outer), gwr_free(p->used);
     gwr_ptrmap_free(&p->slot_of);
-    free(p);
+    gwr_free(p);
 }
 
 static int64_t slot_of(const gplan *p, const gwr_tensor *t) {
@@ -152,16 +152,16 @@ static const gwr_kernel_entry *layer_kernel(const gwr_layer *l, int64_t opset, c
 }
 
 static gplan *plan_new(gwr_session *s, gwr_network *net) {
-    gplan *p = calloc(1, sizeof *p);
+    gplan *p = gwr_calloc(1, sizeof *p);
     gwr_layer **order = NULL;
     int64_t *last = NULL, nl = gwr_network_num_layers(net);
     if (!p) goto nomem;
     p->net = net;
     int ni = gwr_network_num_inputs(net), no = gwr_network_num_outputs(net);
-    order = malloc((size_t)(nl ? nl : 1) * sizeof *order);
-    p->steps = calloc((size_t)(nl ? nl : 1), sizeof *p->steps);
-    p->input_slot = malloc((size_t)(ni ? ni : 1) * sizeof *p->input_slot);
-    p->output_slot = malloc((size_t)(no ? no : 1) * sizeof *p->output_slot);
+    order = gwr_malloc((size_t)(nl ? nl : 1) * sizeof *order);
+    p->steps = gwr_calloc((size_t)(nl ? nl : 1), sizeof *p->steps);
+    p->input_slot = gwr_malloc((size_t)(ni ? ni : 1) * sizeof *p->input_slot);
+    p->output_slot = gwr_malloc((size_t)(no ? no : 1) * sizeof *p->output_slot);
     if (!order || !p->steps || !p->input_slot || !p->output_slot) goto nomem;
     if (gwr_network_topo_order(net, order)) {
         sess_error(s, GWR_ERR_CYCLE, "%s", gwr_network_errmsg(net));
@@ -183,8 +183,8 @@ static gplan *plan_new(gwr_session *s, gwr_network *net) {
         }
         st->fn = e->fn;
         st->nin = gwr_layer_num_inputs(l), st->nout = gwr_layer_num_outputs(l);
-        st->in = malloc((size_t)(st->nin ? st->nin : 1) * sizeof *st->in);
-        st->out = malloc((size_t)(st->nout ? st->nout : 1) * sizeof *st->out);
+        st->in = gwr_malloc((size_t)(st->nin ? st->nin : 1) * sizeof *st->in);
+        st->out = gwr_malloc((size_t)(st->nout ? st->nout : 1) * sizeof *st->out);
         if (!st->in || !st->out) goto nomem;
         for (int j = 0; j < st->nin; j++) {
             gwr_tensor *t = gwr_layer_input(l, j);
@@ -207,8 +207,8 @@ static gplan *plan_new(gwr_session *s, gwr_network *net) {
     }
     for (int i = 0; i < no; i++) p->output_slot[i] = slot_of(p, gwr_network_output(net, i));
     /* Lifetimes: the last step reading each slot; outputs live on. */
-    last = malloc((size_t)(p->nslots ? p->nslots : 1) * sizeof *last);
-    p->used = calloc((size_t)(p->nslots ? p->nslots : 1), 1);
+    last = gwr_malloc((size_t)(p->nslots ? p->nslots : 1) * sizeof *last);
+    p->used = gwr_calloc((size_t)(p->nslots ? p->nslots : 1), 1);
     if (!last || !p->used) goto nomem;
     for (int64_t k = 0; k < p->nslots; k++) last[k] = -1;
     for (int64_t k = 0; k < p->nsteps; k++) {
@@ -230,23 +230,23 @@ static gplan *plan_new(gwr_session *s, gwr_network *net) {
         if (p->output_slot[i] >= 0) last[p->output_slot[i]] = p->nsteps, p->used[p->output_slot[i]] = 1;
     for (int64_t k = 0; k < p->nsteps; k++) {
         step *st = &p->steps[k];
-        if (!(st->out_used = malloc((size_t)(st->nout ? st->nout : 1)))) goto nomem;
+        if (!(st->out_used = gwr_malloc((size_t)(st->nout ? st->nout : 1)))) goto nomem;
         for (int o = 0; o < st->nout; o++) st->out_used[o] = p->used[st->out[o]];
     }
     for (int64_t sl = 0; sl < p->nslots; sl++) {
         if (last[sl] < 0 || last[sl] >= p->nsteps) continue;
         step *st = &p->steps[last[sl]];
-        int64_t *r = realloc(st->release, (size_t)(st->nrelease + 1) * sizeof *r);
+        int64_t *r = gwr_realloc(st->release, (size_t)(st->nrelease + 1) * sizeof *r);
         if (!r) goto nomem;
         st->release = r;
         r[st->nrelease++] = sl;
     }
-    free(order), free(last);
+    gwr_free(order), gwr_free(last);
     return p;
 nomem:
     sess_error(s, GWR_ERR_NOMEM, "out of memory");
 fail:
-    free(order), free(last);
+    gwr_free(order), gwr_free(last);
     plan_free(p);
     return NULL;
 }
@@ -258,9 +258,9 @@ gwr_session *gwr_session_new(gwr_network *net, const gwr_session_options *opt) {
         gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_session_new: NULL network");
         return NULL;
     }
-    gwr_session *s = calloc(1, sizeof *s);
+    gwr_session *s = gwr_calloc(1, sizeof *s);
     if (!s || !(s->pool = gwr_exec_pool_new())) {
-        free(s);
+        gwr_free(s);
         gwr_set_last_error(GWR_ERR_NOMEM, "gwr_session_new: out of memory");
         return NULL;
     }
@@ -281,7 +281,7 @@ void gwr_session_free(gwr_session *s) {
         if (s->subplans.keys && s->subplans.keys[i]) plan_free(s->subplans.vals[i]);
     gwr_ptrmap_free(&s->subplans);
     gwr_exec_pool_close(s->pool);
-    free(s);
+    gwr_free(s);
 }
 
 const char *gwr_session_errmsg(const gwr_session *s) { return s ? s->errmsg : gwr_last_errmsg(); }
@@ -328,7 +328,7 @@ static int fits(const gwr_tensor *t, const gwr_value *v, char *why, size_t size)
 
 static void frame_clear(gwr_frame *f) {
     for (int64_t i = 0; i < f->p->nslots; i++) gwr_value_release(f->vals[i]);
-    free(f->vals);
+    gwr_free(f->vals);
     f->vals = NULL;
 }
 
@@ -339,10 +339,10 @@ static gwr_status run_steps(gwr_session *s, gwr_frame *f) {
     gwr_value *inb[16], *outb[16];
     for (int64_t k = 0; k < p->nsteps; k++) {
         step *st = &p->steps[k];
-        gwr_value **in = st->nin <= 16 ? inb : calloc((size_t)st->nin, sizeof *in);
-        gwr_value **out = st->nout <= 16 ? outb : calloc((size_t)st->nout, sizeof *out);
+        gwr_value **in = st->nin <= 16 ? inb : gwr_calloc((size_t)st->nin, sizeof *in);
+        gwr_value **out = st->nout <= 16 ? outb : gwr_calloc((size_t)st->nout, sizeof *out);
         if (!in || !out) {
-            if (in != inb) free(in);
+            if (in != inb) gwr_free(in);
             return sess_error(s, GWR_ERR_NOMEM, "out of memory");
         }
         memset(out, 0, (size_t)st->nout * sizeof *out);
@@ -378,8 +378,8 @@ static gwr_status run_steps(gwr_session *s, gwr_frame *f) {
             if (!rc) gwr_value_release(f->vals[st->out[o]]), f->vals[st->out[o]] = out[o];
             else gwr_value_release(out[o]);
         }
-        if (in != inb) free(in);
-        if (out != outb) free(out);
+        if (in != inb) gwr_free(in);
+        if (out != outb) gwr_free(out);
         if (rc) return rc;
         for (int64_t r = 0; r < st->nrelease; r++) {
             gwr_value_release(f->vals[st->release[r]]);
@@ -392,7 +392,7 @@ static gwr_status run_steps(gwr_session *s, gwr_frame *f) {
 /* Runs plan p with its inputs (one per network input, NULL: the input's
  * default) under parent; outputs get new references. */
 static gwr_status run_plan(gwr_session *s, gplan *p, gwr_frame *parent, gwr_value *const *inputs, gwr_value **outputs) {
-    gwr_frame f = {s, p, calloc((size_t)(p->nslots ? p->nslots : 1), sizeof(gwr_value *)), parent};
+    gwr_frame f = {s, p, gwr_calloc((size_t)(p->nslots ? p->nslots : 1), sizeof(gwr_value *)), parent};
     if (!f.vals) return sess_error(s, GWR_ERR_NOMEM, "out of memory");
     gwr_status rc = GWR_OK;
     int ni = gwr_network_num_inputs(p->net), no = gwr_network_num_outputs(p->net);
@@ -430,7 +430,7 @@ gwr_status gwr_session_run(gwr_session *s, int nin, const char *const *in_names,
     for (int i = 0; i < nout; i++) out_values[i] = NULL;
     if (!out_names && nout != no)
         return sess_error(s, GWR_ERR_INVALID_ARG, "the network has %d outputs, %d asked for", no, nout);
-    gwr_value **ins = calloc((size_t)(ni ? ni : 1), sizeof *ins), **outs = calloc((size_t)(no ? no : 1), sizeof *outs);
+    gwr_value **ins = gwr_calloc((size_t)(ni ? ni : 1), sizeof *ins), **outs = gwr_calloc((size_t)(no ? no : 1), sizeof *outs);
     gwr_status rc = ins && outs ? GWR_OK : sess_error(s, GWR_ERR_NOMEM, "out of memory");
     for (int k = 0; k < nin && !rc; k++) {
         int i = 0;
@@ -439,7 +439,7 @@ gwr_status gwr_session_run(gwr_session *s, int nin, const char *const *in_names,
         else if (!in_values[k]) rc = sess_error(s, GWR_ERR_INVALID_ARG, "input '%s': NULL value", in_names[k]);
         else ins[i] = in_values[k];
     }
-    int *pick = calloc((size_t)(nout ? nout : 1), sizeof *pick);
+    int *pick = gwr_calloc((size_t)(nout ? nout : 1), sizeof *pick);
     if (!rc && !pick) rc = sess_error(s, GWR_ERR_NOMEM, "out of memory");
     for (int k = 0; k < nout && !rc; k++) {
         if (!out_names) {
@@ -479,7 +479,7 @@ gwr_status gwr_session_run(gwr_session *s, int nin, const char *const *in_names,
     gwr_exec_pool_stats(s->pool, &s->peak, &s->total);
     for (int k = 0; k < nout && !rc; k++) out_values[k] = gwr_value_retain(outs[pick[k]]);
     for (int i = 0; outs && i < no; i++) gwr_value_release(outs[i]);
-    free(ins), free(outs), free(pick);
+    gwr_free(ins), gwr_free(outs), gwr_free(pick);
     return rc;
 }
 

@@ -12,7 +12,7 @@
 static int set_shape(gwr_value *v, int rank, const int64_t *dims) {
     v->rank = rank;
     v->dims = rank <= (int)(sizeof v->dims_small / sizeof *v->dims_small) ? v->dims_small
-                                                                           : malloc((size_t)rank * sizeof *v->dims);
+                                                                           : gwr_malloc((size_t)rank * sizeof *v->dims);
     if (!v->dims) return -1;
     if (rank) memcpy(v->dims, dims, (size_t)rank * sizeof *dims);
     v->numel = gwr_shape_numel(rank, dims);
@@ -40,9 +40,9 @@ gwr_value *gwr_value_over(gwr_buffer *buf, void *data, gwr_dtype dtype, int rank
     int64_t numel;
     size_t nbytes;
     if (check_type(dtype, rank, dims, &numel, &nbytes)) return NULL;
-    gwr_value *v = calloc(1, sizeof *v);
+    gwr_value *v = gwr_calloc(1, sizeof *v);
     if (!v || set_shape(v, rank, dims)) {
-        free(v);
+        gwr_free(v);
         gwr_set_last_error(GWR_ERR_NOMEM, "value: out of memory");
         return NULL;
     }
@@ -50,7 +50,7 @@ gwr_value *gwr_value_over(gwr_buffer *buf, void *data, gwr_dtype dtype, int rank
     v->dtype = dtype;
     v->nbytes = nbytes;
     if (dtype == GWR_STRING) {
-        v->data = calloc((size_t)(numel ? numel : 1), sizeof(gwr_bytes));
+        v->data = gwr_calloc((size_t)(numel ? numel : 1), sizeof(gwr_bytes));
         if (!v->data) {
             gwr_value_release(v);
             gwr_set_last_error(GWR_ERR_NOMEM, "value: out of memory");
@@ -109,12 +109,12 @@ void gwr_value_release(gwr_value *v) {
     if (!v || atomic_fetch_sub(&v->refs, 1) != 1) return;
     if (v->dtype == GWR_STRING && v->data) {
         gwr_bytes *b = v->data;
-        for (int64_t i = 0; i < v->numel; i++) free((void *)(uintptr_t)b[i].data);
-        free(v->data);
+        for (int64_t i = 0; i < v->numel; i++) gwr_free((void *)(uintptr_t)b[i].data);
+        gwr_free(v->data);
     }
     gwr_buffer_release(v->buf);
-    if (v->dims != v->dims_small) free(v->dims);
-    free(v);
+    if (v->dims != v->dims_small) gwr_free(v->dims);
+    gwr_free(v);
 }
 
 gwr_dtype gwr_value_dtype(const gwr_value *v) { return v ? v->dtype : GWR_UNDEFINED; }
@@ -128,12 +128,12 @@ const void *gwr_value_cdata(const gwr_value *v) { return v ? v->data : NULL; }
 gwr_status gwr_value_set_string(gwr_value *v, int64_t i, const void *data, size_t len) {
     if (!v || v->dtype != GWR_STRING || i < 0 || i >= v->numel || (!data && len))
         return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_value_set_string: bad argument");
-    char *d = malloc(len + 1);
+    char *d = gwr_malloc(len + 1);
     if (!d) return gwr_set_last_error(GWR_ERR_NOMEM, "gwr_value_set_string: out of memory");
     if (len) memcpy(d, data, len);
     d[len] = 0;
     gwr_bytes *b = &((gwr_bytes *)v->data)[i];
-    free((void *)(uintptr_t)b->data);
+    gwr_free((void *)(uintptr_t)b->data);
     b->data = d, b->len = len;
     return GWR_OK;
 }

@@ -53,7 +53,7 @@ const char *gwr_arg_type_name(gwr_arg_type t) {
 
 gwr_args *gwr_args_new(void) {
     /* Not calloc: the message buffer need not be zeroed. */
-    gwr_args *a = malloc(sizeof *a);
+    gwr_args *a = gwr_malloc(sizeof *a);
     if (!a) {
         gwr_set_last_error(GWR_ERR_NOMEM, "gwr_args_new: out of memory");
         return NULL;
@@ -66,10 +66,10 @@ gwr_args *gwr_args_new(void) {
 
 static void value_free(arg *x) {
     switch (x->type) {
-    case GWR_ARG_TENSORS: free(x->v.ts); break;
-    case GWR_ARG_STRING: free(x->v.s); break;
-    case GWR_ARG_INTS: free(x->v.ints); break;
-    case GWR_ARG_FLOATS: free(x->v.floats); break;
+    case GWR_ARG_TENSORS: gwr_free(x->v.ts); break;
+    case GWR_ARG_STRING: gwr_free(x->v.s); break;
+    case GWR_ARG_INTS: gwr_free(x->v.ints); break;
+    case GWR_ARG_FLOATS: gwr_free(x->v.floats); break;
     default: break;
     }
     x->type = GWR_ARG_NONE;
@@ -109,10 +109,10 @@ void gwr_args_free(gwr_args *a) {
     if (!a) return;
     for (int64_t i = 0; i < a->n; i++) {
         value_free(&a->items[i]);
-        free(a->items[i].heap_name);
+        gwr_free(a->items[i].heap_name);
     }
-    free(a->items);
-    free(a);
+    gwr_free(a->items);
+    gwr_free(a);
 }
 
 int gwr_args_count(const gwr_args *a) { return a ? (int)a->n : -1; }
@@ -136,7 +136,7 @@ gwr_status gwr_args_remove(gwr_args *a, const char *name) {
     int i = gwr_args_find(a, name);
     if (i < 0) return gwr_fmt_error(a->errmsg, GWR_ERR_NOT_FOUND, "no argument '%s'", name);
     value_free(&a->items[i]);
-    free(a->items[i].heap_name);
+    gwr_free(a->items[i].heap_name);
     memmove(&a->items[i], &a->items[i + 1], (size_t)(a->n - i - 1) * sizeof *a->items);
     a->n--;
     return GWR_OK;
@@ -202,10 +202,10 @@ gwr_status gwr_args_set_tensor(gwr_args *a, const char *name, gwr_tensor *t) {
 gwr_status gwr_args_set_tensors(gwr_args *a, const char *name, int n, gwr_tensor *const *t) {
     gwr_status s = count_ok(a, name, n, t);
     if (s) return s;
-    arg v = {.type = GWR_ARG_TENSORS, .n = n, .v.ts = malloc((size_t)(n ? n : 1) * sizeof *t)};
+    arg v = {.type = GWR_ARG_TENSORS, .n = n, .v.ts = gwr_malloc((size_t)(n ? n : 1) * sizeof *t)};
     if (!v.v.ts) return nomem(a);
     if (n) memcpy(v.v.ts, t, (size_t)n * sizeof *t);
-    if ((s = put(a, name, &v))) free(v.v.ts);
+    if ((s = put(a, name, &v))) gwr_free(v.v.ts);
     return s;
 }
 
@@ -224,7 +224,7 @@ gwr_status gwr_args_set_string(gwr_args *a, const char *name, const char *str) {
     if (s) return s;
     arg v = {.type = GWR_ARG_STRING, .v.s = gwr_strdup(str)};
     if (!v.v.s) return nomem(a);
-    if ((s = put(a, name, &v))) free(v.v.s);
+    if ((s = put(a, name, &v))) gwr_free(v.v.s);
     return s;
 }
 
@@ -233,7 +233,7 @@ gwr_status gwr_args_set_ints(gwr_args *a, const char *name, int n, const int64_t
     if (s) return s;
     arg v = {.type = GWR_ARG_INTS, .n = n, .v.ints = (int64_t *)gwr_memdup(p, (size_t)n * sizeof *p)};
     if (!v.v.ints) return nomem(a);
-    if ((s = put(a, name, &v))) free(v.v.ints);
+    if ((s = put(a, name, &v))) gwr_free(v.v.ints);
     return s;
 }
 
@@ -242,7 +242,7 @@ gwr_status gwr_args_set_floats(gwr_args *a, const char *name, int n, const doubl
     if (s) return s;
     arg v = {.type = GWR_ARG_FLOATS, .n = n, .v.floats = (double *)gwr_memdup(p, (size_t)n * sizeof *p)};
     if (!v.v.floats) return nomem(a);
-    if ((s = put(a, name, &v))) free(v.v.floats);
+    if ((s = put(a, name, &v))) gwr_free(v.v.floats);
     return s;
 }
 
@@ -258,7 +258,7 @@ gwr_args *gwr_args_clone(const gwr_args *a) {
     gwr_args *c = gwr_args_new();
     if (!c) return NULL;
     /* Item by item, without looking names up: they are distinct in a. */
-    if (a->n && !(c->items = malloc((size_t)a->n * sizeof *c->items))) goto nomem;
+    if (a->n && !(c->items = gwr_malloc((size_t)a->n * sizeof *c->items))) goto nomem;
     c->cap = a->n;
     for (int64_t i = 0; i < a->n; i++) {
         arg *x = &c->items[i];
@@ -409,11 +409,11 @@ gwr_status gwr_fn_set_attrs(gwr_layer *l, const gwr_args *attrs) {
         case GWR_ARG_STRING: s = gwr_layer_set_string(l, arg_name(x), x->v.s); break;
         case GWR_ARG_INTS: s = gwr_layer_set_ints(l, arg_name(x), x->v.ints, x->n); break;
         case GWR_ARG_FLOATS: {
-            float *f = malloc((size_t)(x->n ? x->n : 1) * sizeof *f);
+            float *f = gwr_malloc((size_t)(x->n ? x->n : 1) * sizeof *f);
             if (!f) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
             for (int k = 0; k < x->n; k++) f[k] = (float)x->v.floats[k];
             s = gwr_layer_set_floats(l, arg_name(x), f, x->n);
-            free(f);
+            gwr_free(f);
             break;
         }
         default:

@@ -201,7 +201,7 @@ gwr_layer *gwr_op_call(gwr_network *net, const char *domain, const char *op, int
 static void free_block(void *ctx, const void *data, size_t size) {
     (void)ctx;
     (void)size;
-    free((void *)data);
+    gwr_free((void *)data);
 }
 
 /* A buffer holding n gwr_bytes entries followed by their NUL-terminated
@@ -219,7 +219,7 @@ static gwr_buffer *string_buffer(gwr_network *net, int64_t n, const char *const 
         }
         total += strlen(strs[i]) + 1;
     }
-    block = malloc(total ? total : 1);
+    block = gwr_malloc(total ? total : 1);
     if (!block) {
         gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_constant: out of memory");
         return NULL;
@@ -235,7 +235,7 @@ static gwr_buffer *string_buffer(gwr_network *net, int64_t n, const char *const 
     }
     b = gwr_buffer_wrap(block, total, free_block, NULL);
     if (!b) {
-        free(block);
+        gwr_free(block);
         gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_constant: out of memory");
         return NULL;
     }

@@ -52,10 +52,10 @@ static gwr_flayer **ref_items(refs *r) { return r->cap ? r->v : r->inl; }
 
 static void flayer_free(gwr_flayer *f) {
     if (!f) return;
-    free(f->kind);
+    gwr_free(f->kind);
     gwr_args_free(f->inputs);
-    free(f->outputs);
-    free(f);
+    gwr_free(f->outputs);
+    gwr_free(f);
 }
 
 static void memo_free(void *p) {
@@ -68,16 +68,16 @@ static void memo_free(void *p) {
         gwr_ir_layer_set_flayer(l, NULL);
     }
     for (int64_t i = 1; i < m->npool; i++)
-        if (m->pool[i].n >= 0 && m->pool[i].cap) free(m->pool[i].v);
+        if (m->pool[i].n >= 0 && m->pool[i].cap) gwr_free(m->pool[i].v);
     for (int64_t i = 0; i < m->foreign.cap; i++)
         if (m->foreign.keys[i]) {
             refs *r = m->foreign.vals[i];
-            if (r->cap) free(r->v);
-            free(r);
+            if (r->cap) gwr_free(r->v);
+            gwr_free(r);
         }
-    free(m->pool);
+    gwr_free(m->pool);
     gwr_ptrmap_free(&m->foreign);
-    free(m);
+    gwr_free(m);
 }
 
 /* t's referrers in m, or NULL; with `create`, an empty entry is made
@@ -106,13 +106,13 @@ static void ref_release(memo *m, gwr_tensor *t) {
     if (gwr_ir_tnet(t) != m->net) {
         if (!(r = gwr_ptrmap_get(&m->foreign, t))) return;
         gwr_ptrmap_del(&m->foreign, t);
-        if (r->cap) free(r->v);
-        free(r);
+        if (r->cap) gwr_free(r->v);
+        gwr_free(r);
         return;
     }
     if (!t->memo_ref) return;
     r = &m->pool[t->memo_ref];
-    if (r->cap) free(r->v);
+    if (r->cap) gwr_free(r->v);
     *r = (refs){.n = -1, .cap = m->free_ref};
     m->free_ref = (int32_t)t->memo_ref;
     gwr_ir_tensor_set_memo_ref(t, 0);
@@ -124,13 +124,13 @@ static int ref_push(refs *r, gwr_flayer *f) {
         return 0;
     }
     if (!r->cap) {
-        gwr_flayer **v = malloc(2 * REFS_INLINE * sizeof *v);
+        gwr_flayer **v = gwr_malloc(2 * REFS_INLINE * sizeof *v);
         if (!v) return -1;
         memcpy(v, r->inl, sizeof r->inl);
         r->v = v, r->cap = 2 * REFS_INLINE;
     } else if (r->n == r->cap) {
         if (r->cap > INT32_MAX / 2) return -1;
-        gwr_flayer **v = realloc(r->v, 2 * (size_t)r->cap * sizeof *v);
+        gwr_flayer **v = gwr_realloc(r->v, 2 * (size_t)r->cap * sizeof *v);
         if (!v) return -1;
         r->v = v, r->cap *= 2;
     }
@@ -213,7 +213,7 @@ static void on_tensor_replaced(void *ctx, gwr_tensor *old_t, gwr_tensor *new_t) 
 static memo *memo_of(gwr_network *net, int create) {
     memo *m = gwr_ir_ext_get(net, GWR_EXT_FLAYER_MEMO);
     if (m || !create) return m;
-    if (!(m = calloc(1, sizeof *m))) return NULL;
+    if (!(m = gwr_calloc(1, sizeof *m))) return NULL;
     m->net = net;
     m->npool = 1; /* entry 0 means none */
     gwr_listener ls = {.layer_removed = on_layer_removed,
@@ -221,7 +221,7 @@ static memo *memo_of(gwr_network *net, int create) {
                        .tensor_replaced = on_tensor_replaced,
                        .ctx = m};
     if ((m->listener = gwr_network_add_listener(net, &ls)) < 0) {
-        free(m);
+        gwr_free(m);
         return NULL;
     }
     gwr_ir_ext_set(net, GWR_EXT_FLAYER_MEMO, m, memo_free);
@@ -235,10 +235,10 @@ static memo *memo_of(gwr_network *net, int create) {
 static gwr_status memo_record(gwr_network *net, gwr_layer *l, const char *kind, gwr_args *bound,
                               gwr_tensor *const *o, int n) {
     memo *m = memo_of(net, 1);
-    gwr_flayer *f = calloc(1, sizeof *f);
-    if (!m || !f || !(f->kind = gwr_strdup(kind)) || !(f->outputs = malloc((size_t)(n ? n : 1) * sizeof *o))) {
-        if (f) free(f->kind);
-        free(f);
+    gwr_flayer *f = gwr_calloc(1, sizeof *f);
+    if (!m || !f || !(f->kind = gwr_strdup(kind)) || !(f->outputs = gwr_malloc((size_t)(n ? n : 1) * sizeof *o))) {
+        if (f) gwr_free(f->kind);
+        gwr_free(f);
         gwr_args_free(bound);
         return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
     }

@@ -103,10 +103,12 @@ static gwr_tensor *attention_onnx(gen *g, gwr_tensor *qkv) {
 
 static gwr_tensor *attention_plugin(gen *g, gwr_tensor *qkv) {
     gwr_args *a = gwr_args_new();
-    if (!a) return NULL;
-    gwr_args_set_tensor(a, "qkv", qkv);
-    gwr_args_set_int(a, "num_heads", g->cfg->heads);
-    gwr_args_set_int(a, "head_size", g->cfg->hidden / g->cfg->heads);
+    if (!a || gwr_args_set_tensor(a, "qkv", qkv) || gwr_args_set_int(a, "num_heads", g->cfg->heads) ||
+        gwr_args_set_int(a, "head_size", g->cfg->hidden / g->cfg->heads)) {
+        gwr_args_free(a);
+        gwr_ir_error(g->net, GWR_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
     gwr_tensor *outs[2] = {NULL, NULL};
     gwr_status s = gwr_call(g->net, GWR_GPT_ATTENTION, a, outs, 2, NULL);
     gwr_args_free(a);

@@ -25,12 +25,19 @@ static struct {
     int64_t nfns, fns_cap;
 } reg;
 static once_flag reg_once = ONCE_FLAG_INIT;
+/* Set once every built-in is registered; until then each use of the
+ * registry tries again, so that an allocation failing in the first try
+ * does not lose a built-in for the life of the process. */
+static int builtins_done;
 
-static void register_builtins(void);
+static gwr_status register_builtins(void);
 
-static void reg_init(void) {
-    mtx_init(&reg.lock, mtx_plain);
-    register_builtins();
+static void reg_init(void) { mtx_init(&reg.lock, mtx_plain); }
+
+static void reg_lock(void) {
+    call_once(&reg_once, reg_init);
+    mtx_lock(&reg.lock);
+    if (!builtins_done) builtins_done = register_builtins() == GWR_OK;
 }
 
 static plugin_kind *plugin_find_locked(const char *domain, const char *type) {
@@ -40,8 +47,7 @@ static plugin_kind *plugin_find_locked(const char *domain, const char *type) {
 }
 
 static plugin_kind *plugin_find(const char *domain, const char *type) {
-    call_once(&reg_once, reg_init);
-    mtx_lock(&reg.lock);
+    reg_lock();
     plugin_kind *k = plugin_find_locked(domain, type);
     mtx_unlock(&reg.lock);
     return k;
@@ -51,11 +57,11 @@ static gwr_status plugin_register_locked(const char *domain, const char *type, i
                                          gwr_plugin_infer_fn infer, void *user) {
     if (plugin_find_locked(domain, type))
         return gwr_set_last_error(GWR_ERR_DUPLICATE, "plugin %s::%s is already registered", domain, type);
-    plugin_kind *k = calloc(1, sizeof *k);
+    plugin_kind *k = gwr_calloc(1, sizeof *k);
     if (!k || !(k->domain = gwr_strdup(domain)) || !(k->type = gwr_strdup(type)) ||
         gwr_grow((void **)&reg.plugins, sizeof *reg.plugins, &reg.plugins_cap, reg.nplugins + 1)) {
-        if (k) free(k->domain), free(k->type);
-        free(k);
+        if (k) gwr_free(k->domain), gwr_free(k->type);
+        gwr_free(k);
         return gwr_set_last_error(GWR_ERR_NOMEM, "out of memory");
     }
     k->noutputs = noutputs, k->infer = infer, k->user = user;
@@ -70,8 +76,7 @@ gwr_status gwr_plugin_register(const char *domain, const char *type, int noutput
     if (gwr_op_lookup(domain, type) != GWR_OP_CUSTOM)
         return gwr_set_last_error(GWR_ERR_DUPLICATE, "gwr_plugin_register: %s::%s is an op of the table",
                                   domain, type);
-    call_once(&reg_once, reg_init);
-    mtx_lock(&reg.lock);
+    reg_lock();
     gwr_status s = plugin_register_locked(domain, type, noutputs, infer, user);
     mtx_unlock(&reg.lock);
     return s;
@@ -126,11 +131,11 @@ static gwr_status functional_register_locked(const char *kind, gwr_functional_fn
     for (int64_t i = 0; i < reg.nfns; i++)
         if (!strcmp(reg.fns[i]->kind, kind))
             return gwr_set_last_error(GWR_ERR_DUPLICATE, "functional '%s' is already registered", kind);
-    gwr_fn_functional *f = calloc(1, sizeof *f);
+    gwr_fn_functional *f = gwr_calloc(1, sizeof *f);
     if (!f || !(f->kind = gwr_strdup(kind)) || !(f->params = params ? gwr_args_clone(params) : gwr_args_new()) ||
         gwr_grow((void **)&reg.fns, sizeof *reg.fns, &reg.fns_cap, reg.nfns + 1)) {
-        if (f) free(f->kind), gwr_args_free(f->params);
-        free(f);
+        if (f) gwr_free(f->kind), gwr_args_free(f->params);
+        gwr_free(f);
         return gwr_set_last_error(GWR_ERR_NOMEM, "out of memory");
     }
     f->fn = fn, f->user = user;
@@ -140,16 +145,14 @@ static gwr_status functional_register_locked(const char *kind, gwr_functional_fn
 
 gwr_status gwr_functional_register(const char *kind, gwr_functional_fn fn, const gwr_args *params, void *user) {
     if (!kind || !*kind || !fn) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_functional_register: bad argument");
-    call_once(&reg_once, reg_init);
-    mtx_lock(&reg.lock);
+    reg_lock();
     gwr_status s = functional_register_locked(kind, fn, params, user);
     mtx_unlock(&reg.lock);
     return s;
 }
 
 const gwr_fn_functional *gwr_fn_functional_find(const char *kind) {
-    call_once(&reg_once, reg_init);
-    mtx_lock(&reg.lock);
+    reg_lock();
     gwr_fn_functional *f = NULL;
     for (int64_t i = 0; i < reg.nfns && !f; i++)
         if (!strcmp(reg.fns[i]->kind, kind)) f = reg.fns[i];
@@ -244,16 +247,19 @@ static gwr_status gpt_attention_fn(gwr_network *net, const gwr_args *args, gwr_t
     return GWR_OK;
 }
 
-static void register_builtins(void) {
-    plugin_register_locked(GWR_PLUGIN_DOMAIN, "GPTAttention", 2, gpt_attention_infer, NULL);
+/* Under the lock; what an earlier, failed call registered stays. */
+static gwr_status register_builtins(void) {
+    if (!plugin_find_locked(GWR_PLUGIN_DOMAIN, "GPTAttention") &&
+        plugin_register_locked(GWR_PLUGIN_DOMAIN, "GPTAttention", 2, gpt_attention_infer, NULL))
+        return GWR_ERR_NOMEM;
+    for (int64_t i = 0; i < reg.nfns; i++)
+        if (!strcmp(reg.fns[i]->kind, GWR_GPT_ATTENTION)) return GWR_OK;
     gwr_args *p = gwr_args_new();
-    if (!p) return;
-    gwr_args_set_none(p, "qkv");
-    gwr_args_set_none(p, "qkv_bias");
-    gwr_args_set_none(p, "attention_mask");
-    gwr_args_set_none(p, "num_heads");
-    gwr_args_set_none(p, "head_size");
-    gwr_args_set_int(p, "remove_padding", 0);
-    functional_register_locked(GWR_GPT_ATTENTION, gpt_attention_fn, p, NULL);
+    gwr_status s = p ? GWR_OK : GWR_ERR_NOMEM;
+    static const char *const none[] = {"qkv", "qkv_bias", "attention_mask", "num_heads", "head_size"};
+    for (size_t i = 0; i < sizeof none / sizeof *none && !s; i++) s = gwr_args_set_none(p, none[i]);
+    if (!s) s = gwr_args_set_int(p, "remove_padding", 0);
+    if (!s) s = functional_register_locked(GWR_GPT_ATTENTION, gpt_attention_fn, p, NULL);
     gwr_args_free(p);
+    return s;
 }

@@ -63,10 +63,10 @@ static gwr_status attr_put(gwr_layer *l, const char *name, gwr_attr *a) {
     int i = gwr_layer_find_attr(l, name);
     if (i < 0) {
         const char *iname = gwr_ir_intern(l->net, name);
-        gwr_attr *na = iname ? realloc(l->attrs, (size_t)(l->nattrs + 1) * sizeof *na) : NULL;
+        gwr_attr *na = iname ? gwr_realloc(l->attrs, (size_t)(l->nattrs + 1) * sizeof *na) : NULL;
         if (!na) {
             /* Graphs stay with the caller on failure. */
-            if (a->type == GWR_ATTR_GRAPH || a->type == GWR_ATTR_GRAPHS) free(a->v.graphs);
+            if (a->type == GWR_ATTR_GRAPH || a->type == GWR_ATTR_GRAPHS) gwr_free(a->v.graphs);
             else gwr_ir_attr_clear(l->net, a);
             return gwr_ir_error(l->net, GWR_ERR_NOMEM, "out of memory");
         }
@@ -255,7 +255,7 @@ gwr_status gwr_layer_set_bytes_list(gwr_layer *l, const char *name, const gwr_by
     for (int64_t i = 0; i < n; i++)
         if (!v[i].data && v[i].len)
             return gwr_ir_error(l->net, GWR_ERR_INVALID_ARG, "attribute '%s': NULL string %lld", name, (long long)i);
-    gwr_attr a = {.type = GWR_ATTR_STRINGS, .n = n, .v.strings = calloc(alloc_count(n), sizeof(gwr_bytes))};
+    gwr_attr a = {.type = GWR_ATTR_STRINGS, .n = n, .v.strings = gwr_calloc(alloc_count(n), sizeof(gwr_bytes))};
     if (!a.v.strings) return NOMEM(l);
     for (int64_t i = 0; i < n; i++) {
         a.v.strings[i].len = v[i].len;
@@ -271,17 +271,17 @@ gwr_status gwr_layer_set_bytes_list(gwr_layer *l, const char *name, const gwr_by
 gwr_status gwr_layer_set_strings(gwr_layer *l, const char *name, const char *const *v, int64_t n) {
     gwr_status s = setter_check(l, name, v, n);
     if (s) return s;
-    gwr_bytes *b = calloc(alloc_count(n), sizeof *b);
+    gwr_bytes *b = gwr_calloc(alloc_count(n), sizeof *b);
     if (!b) return NOMEM(l);
     for (int64_t i = 0; i < n; i++) {
         if (!v[i]) {
-            free(b);
+            gwr_free(b);
             return gwr_ir_error(l->net, GWR_ERR_INVALID_ARG, "attribute '%s': NULL string %lld", name, (long long)i);
         }
         b[i].len = strlen(v[i]), b[i].data = v[i];
     }
     s = gwr_layer_set_bytes_list(l, name, b, n);
-    free(b);
+    gwr_free(b);
     return s;
 }
 
@@ -290,7 +290,7 @@ static gwr_status set_weights(gwr_layer *l, const char *name, const gwr_weights 
     if (s) return s;
     for (int64_t i = 0; i < n; i++)
         if ((s = gwr_ir_weights_check(l->net, &w[i]))) return s;
-    gwr_attr a = {.type = type, .n = 0, .v.tensors = calloc(alloc_count(n), sizeof(gwr_weights))};
+    gwr_attr a = {.type = type, .n = 0, .v.tensors = gwr_calloc(alloc_count(n), sizeof(gwr_weights))};
     if (!a.v.tensors) return NOMEM(l);
     for (; a.n < n; a.n++)
         if (gwr_ir_weights_copy(&a.v.tensors[a.n], &w[a.n])) {
@@ -326,7 +326,7 @@ static gwr_status set_graphs(gwr_layer *l, const char *name, gwr_network *const 
          * above (it has an owner), so clearing the old value is safe. */
         if ((s = gwr_ir_attach_check(l, g[i]))) return s;
     }
-    gwr_attr a = {.type = type, .n = n, .v.graphs = malloc((size_t)(n ? n : 1) * sizeof(gwr_network *))};
+    gwr_attr a = {.type = type, .n = n, .v.graphs = gwr_malloc((size_t)(n ? n : 1) * sizeof(gwr_network *))};
     if (!a.v.graphs) return NOMEM(l);
     if (n) memcpy(a.v.graphs, g, (size_t)n * sizeof *g);
     s = attr_put(l, name, &a);

@@ -106,10 +106,10 @@ struct gwr_buffer {
 };
 
 gwr_buffer *gwr_buffer_new_copy(const void *data, size_t size) {
-    gwr_buffer *b = malloc(sizeof *b);
-    void *p = malloc(size ? size : 1);
+    gwr_buffer *b = gwr_malloc(sizeof *b);
+    void *p = gwr_malloc(size ? size : 1);
     if (!b || !p) {
-        free(b), free(p);
+        gwr_free(b), gwr_free(p);
         gwr_set_last_error(GWR_ERR_NOMEM, "gwr_buffer_new_copy: out of memory (%zu bytes)", size);
         return NULL;
     }
@@ -126,7 +126,7 @@ gwr_buffer *gwr_buffer_wrap(const void *data, size_t size,
         gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_buffer_wrap: NULL data with size %zu", size);
         return NULL;
     }
-    gwr_buffer *b = malloc(sizeof *b);
+    gwr_buffer *b = gwr_malloc(sizeof *b);
     if (!b) {
         gwr_set_last_error(GWR_ERR_NOMEM, "gwr_buffer_wrap: out of memory");
         return NULL;
@@ -142,9 +142,9 @@ void gwr_buffer_retain(gwr_buffer *b) {
 
 void gwr_buffer_release(gwr_buffer *b) {
     if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
-    if (b->owned) free((void *)b->data);
+    if (b->owned) gwr_free((void *)b->data);
     else if (b->release) b->release(b->ctx, b->data, b->size);
-    free(b);
+    gwr_free(b);
 }
 
 const void *gwr_buffer_data(const gwr_buffer *b) { return b ? b->data : NULL; }

@@ -57,10 +57,10 @@ gwr_status gwr_layer_append_input(gwr_layer *l, gwr_tensor *t) {
     }
     if (l->ninputs == l->incap) {
         int32_t ncap = l->incap ? l->incap * 2 : 2;
-        gwr_tensor **in = malloc((size_t)ncap * sizeof *in);
+        gwr_tensor **in = gwr_malloc((size_t)ncap * sizeof *in);
         if (!in) return gwr_ir_error(l->net, GWR_ERR_NOMEM, "out of memory");
         if (l->ninputs) memcpy(in, l->inputs, (size_t)l->ninputs * sizeof *in);
-        if (l->flags & LF_OWN_INPUTS) free(l->inputs);
+        if (l->flags & LF_OWN_INPUTS) gwr_free(l->inputs);
         l->inputs = in;
         l->incap = ncap;
         l->flags |= LF_OWN_INPUTS;
@@ -253,7 +253,7 @@ static gwr_status mark_live(gwr_network *net, uint32_t live) {
                 }
             }
     }
-    free(st.v), free(preds.v);
+    gwr_free(st.v), gwr_free(preds.v);
     return s == GWR_ERR_NOMEM ? gwr_ir_error(net, s, "out of memory") : s;
 }
 
@@ -282,7 +282,7 @@ static gwr_status mark_live(gwr_network *net, uint32_t live) {
 static gwr_status mark_dead(gwr_network *net, uint32_t dead, gwr_ir_lstack *q) {
     int64_t n = net->nlayers;
     /* Readers not known to be dead; -1: makes a network output. */
-    int64_t *left = malloc((size_t)(n ? n : 1) * sizeof *left);
+    int64_t *left = gwr_malloc((size_t)(n ? n : 1) * sizeof *left);
     if (!left) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
     gwr_status s = GWR_OK;
     for (int64_t i = 0; i < n && !s; i++) {
@@ -333,7 +333,7 @@ static gwr_status mark_dead(gwr_network *net, uint32_t dead, gwr_ir_lstack *q) {
             }
         }
     }
-    free(left);
+    gwr_free(left);
     for (int64_t i = 0; removed < net->nremoved && !s && i < n; i++) {
         gwr_layer *x = net->layers[i];
         if (!(x->flags & LF_REMOVED) || x->mark == dead) continue;
@@ -395,7 +395,7 @@ static gwr_status prune_net(gwr_network *net, int64_t *count) {
     }
     if (s) {
         for (int64_t i = 0; i < drop.n; i++) drop.v[i]->flags &= (uint8_t)~LF_DROPPED;
-        free(drop.v);
+        gwr_free(drop.v);
         return s;
     }
     for (int64_t i = 0; i < drop.n; i++) GWR_IR_NOTIFY(net, layer_dropped, drop.v[i]);
@@ -425,7 +425,7 @@ static gwr_status prune_net(gwr_network *net, int64_t *count) {
         net->nlayers = n;
     }
     *count += drop.n;
-    free(drop.v);
+    gwr_free(drop.v);
     net->nremoved = 0;
     /* Subgraphs of the surviving layers. */
     for (int64_t i = 0; net->ngraph_attrs && i < net->nlayers; i++) {
@@ -543,7 +543,7 @@ static gwr_status verify_net(gwr_network *net, const gwr_network *top, gwr_ptrma
     gwr_status ts = gwr_ir_topo_order(net, &order, &cyc);
     if (ts == GWR_ERR_CYCLE) return gwr_ir_error(net, ts, "network '%s' has a cycle through layer '%s'", nn, cyc->name);
     if (ts) return gwr_ir_error(net, ts, "out of memory");
-    free(order);
+    gwr_free(order);
     for (int64_t i = 0; i < net->noutputs; i++) {
         gwr_tensor *t = net->outputs[i];
         if (gwr_ir_tnet(t) != net || t->output_index != i)

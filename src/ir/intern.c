@@ -58,7 +58,7 @@ const gwr_ishape *gwr_ir_intern_shape(gwr_network *net, int rank, const gwr_dim 
     }
     if ((r->nshapes + 1) * 2 > r->shapes_cap) {
         int64_t ncap = r->shapes_cap ? r->shapes_cap * 2 : 64;
-        void **ns = calloc((size_t)ncap, sizeof *ns);
+        void **ns = gwr_calloc((size_t)ncap, sizeof *ns);
         if (!ns) return NULL;
         for (int64_t i = 0; i < r->shapes_cap; i++) {
             gwr_ishape *s = r->shapes[i];
@@ -67,7 +67,7 @@ const gwr_ishape *gwr_ir_intern_shape(gwr_network *net, int rank, const gwr_dim 
             while (ns[j]) j = (j + 1) & (uint64_t)(ncap - 1);
             ns[j] = s;
         }
-        free(r->shapes);
+        gwr_free(r->shapes);
         r->shapes = ns, r->shapes_cap = ncap;
     }
     gwr_ishape *s = gwr_arena_alloc(&r->arena, sizeof *s + (size_t)rank * sizeof(gwr_dim));

@@ -39,6 +39,9 @@ uint32_t gwr_ir_name_hash(const char *name);
 void *gwr_ir_namemap_get(const gwr_namemap *m, const char *name);
 void *gwr_ir_namemap_get_h(const gwr_namemap *m, const char *name, uint32_t h);
 int gwr_ir_namemap_put(gwr_namemap *m, void *obj);
+/* Makes room for `extra` more names, so that as many puts cannot fail:
+ * 0, or -1 on allocation failure (the map unchanged). */
+int gwr_ir_namemap_reserve(gwr_namemap *m, int64_t extra);
 int gwr_ir_namemap_put_h(gwr_namemap *m, void *obj, uint32_t h);
 void gwr_ir_namemap_del(gwr_namemap *m, void *obj);
 /* Starts loading the slot where a lookup of hash h begins. */

@@ -13,7 +13,7 @@
 static const gwr_op_info *custom_op(gwr_network *net, const char *domain, const char *op) {
     gwr_network *r = net->root;
     size_t dl = strlen(domain), ol = strlen(op);
-    char *key = malloc(dl + ol + 2);
+    char *key = gwr_malloc(dl + ol + 2);
     if (!key) return NULL;
     memcpy(key, domain, dl);
     key[dl] = '\x1f';
@@ -27,7 +27,7 @@ static const gwr_op_info *custom_op(gwr_network *net, const char *domain, const 
             if (gwr_strmap_put(&r->custom_ops, k, info)) info = NULL;
         }
     }
-    free(key);
+    gwr_free(key);
     return info;
 }
 
@@ -38,10 +38,10 @@ static void add_undo(gwr_network *net, gwr_layer *l, int n, uint32_t hl) {
     gwr_tensor *outs = gwr_ir_outputs(l);
     for (int j = 0; j < n; j++) {
         gwr_ir_unname_tensor(net, &outs[j], 0);
-        if (outs[j].flags & TF_OWN_NAME) free((void *)outs[j].name);
+        if (outs[j].flags & TF_OWN_NAME) gwr_free((void *)outs[j].name);
     }
     gwr_ir_unname_layer(net, l, hl);
-    free(l);
+    gwr_free(l);
 }
 
 /* What naming a new layer decided, for the steps after it. */
@@ -179,9 +179,9 @@ static gwr_layer *add_alloc(gwr_network *net, const char *op, const char *domain
         gwr_ir_error(net, GWR_ERR_UNSUPPORTED, "a network holds at most %d layers", INT32_MAX - 1);
         return NULL;
     }
-    gwr_layer *l = malloc(size);
+    gwr_layer *l = gwr_malloc(size);
     if (!l || gwr_grow((void **)&net->layers, sizeof *net->layers, &net->layers_cap, net->nlayers + 1)) {
-        free(l);
+        gwr_free(l);
         gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
         return NULL;
     }
@@ -194,7 +194,7 @@ static gwr_layer *add_alloc(gwr_network *net, const char *op, const char *domain
     l->op_id = (uint16_t)id;
     l->info = id != GWR_OP_CUSTOM ? gwr_op_info_get(id) : custom_op(net, domain, op);
     if (!l->info) {
-        free(l);
+        gwr_free(l);
         gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
         return NULL;
     }
@@ -269,7 +269,7 @@ static int add_name_output(gwr_network *net, gwr_layer *l, int i, add_name *nm, 
     int gen_out = nm->gen_n >= 0 && !given && (i ? nm->fresh_outs && tn == tbuf : tn == l->name);
     if (failed || (!gen_out && (from_counter ? gwr_ir_namemap_put_h(&net->tensor_names, t, th)
                                              : gwr_ir_name_put(net, &net->tensor_names, t, th)))) {
-        if (t->flags & TF_OWN_NAME) free((void *)t->name); /* not in the map */
+        if (t->flags & TF_OWN_NAME) gwr_free((void *)t->name); /* not in the map */
         add_undo(net, l, i, nm->hash);
         gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
         return 0;

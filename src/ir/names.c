@@ -28,7 +28,7 @@ static void slot_set(gwr_name_slot *s, void *obj, uint32_t h) {
 }
 
 static int namemap_resize(gwr_namemap *m, int64_t ncap) {
-    gwr_name_slot *slots = calloc((size_t)ncap, sizeof *slots);
+    gwr_name_slot *slots = gwr_calloc((size_t)ncap, sizeof *slots);
     if (!slots) return -1;
     gwr_advise_huge(slots, (size_t)ncap * sizeof *slots);
     for (int64_t i = 0; i < m->cap; i++) {
@@ -37,7 +37,7 @@ static int namemap_resize(gwr_namemap *m, int64_t ncap) {
         while (slots[j].hash) j = (j + 1) & (ncap - 1);
         slots[j] = m->slots[i];
     }
-    free(m->slots);
+    gwr_free(m->slots);
     m->slots = slots, m->cap = ncap;
     return 0;
 }
@@ -78,6 +78,12 @@ int gwr_ir_namemap_put_h(gwr_namemap *m, void *obj, uint32_t h) {
     slot_set(&m->slots[j], obj, h);
     m->count++;
     return 0;
+}
+
+int gwr_ir_namemap_reserve(gwr_namemap *m, int64_t extra) {
+    int64_t cap = m->cap ? m->cap : 16;
+    while ((m->count + extra) * 4 > cap * 3) cap *= 2;
+    return cap == m->cap ? 0 : namemap_resize(m, cap);
 }
 
 int gwr_ir_namemap_put(gwr_namemap *m, void *obj) {
@@ -284,9 +290,12 @@ gwr_status gwr_layer_set_name(gwr_layer *l, const char *name) {
     if (gwr_ir_find_layer(net, name))
         return gwr_ir_error(net, GWR_ERR_DUPLICATE, "layer name '%s' is already taken", name);
     char *d = gwr_strdup(name);
-    if (!d) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+    if (!d || gwr_ir_namemap_reserve(&net->layer_names, 1)) {
+        gwr_free(d);
+        return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
+    }
     gwr_ir_unname_layer(net, l, 0);
-    if (l->flags & LF_OWN_NAME) free((void *)l->name);
+    if (l->flags & LF_OWN_NAME) gwr_free((void *)l->name);
     l->name = d;
     l->flags |= LF_OWN_NAME;
     if (gwr_ir_name_put(net, &net->layer_names, l, gwr_ir_name_hash(d))) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
@@ -296,9 +305,12 @@ gwr_status gwr_layer_set_name(gwr_layer *l, const char *name) {
 /* Renames without checks (the caller knows the name is free). */
 gwr_status gwr_ir_tensor_rename(gwr_tensor *t, const char *name) {
     char *d = gwr_strdup(name);
-    if (!d) return gwr_ir_error(gwr_ir_tnet(t), GWR_ERR_NOMEM, "out of memory");
+    if (!d || gwr_ir_namemap_reserve(&gwr_ir_tnet(t)->tensor_names, 1)) {
+        gwr_free(d);
+        return gwr_ir_error(gwr_ir_tnet(t), GWR_ERR_NOMEM, "out of memory");
+    }
     gwr_ir_unname_tensor(gwr_ir_tnet(t), t, 0);
-    if (t->flags & TF_OWN_NAME) free((void *)t->name);
+    if (t->flags & TF_OWN_NAME) gwr_free((void *)t->name);
     t->name = d;
     t->flags |= TF_OWN_NAME;
     if (gwr_ir_name_put(gwr_ir_tnet(t), &gwr_ir_tnet(t)->tensor_names, t, gwr_ir_name_hash(d)))

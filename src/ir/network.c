@@ -10,14 +10,14 @@
 /* ---- networks ---- */
 
 static gwr_network *network_alloc(const char *name) {
-    gwr_network *net = calloc(1, sizeof *net);
+    gwr_network *net = gwr_calloc(1, sizeof *net);
     if (!net) {
         gwr_set_last_error(GWR_ERR_NOMEM, "gwr_network_new: out of memory");
         return NULL;
     }
     net->name = gwr_strdup(name ? name : "");
     if (!net->name) {
-        free(net);
+        gwr_free(net);
         gwr_set_last_error(GWR_ERR_NOMEM, "gwr_network_new: out of memory");
         return NULL;
     }
@@ -44,24 +44,24 @@ gwr_network *gwr_network_new_subgraph(gwr_network *parent, const char *name) {
  * its layers and subgraphs (an attribute's graph is a network) ---- */
 
 static void tensor_free_fields(gwr_tensor *t) {
-    if (t->cap > 1) free(t->uses.many);
+    if (t->cap > 1) gwr_free(t->uses.many);
     gwr_ir_tensor_drop_vtype(t);
-    if (t->flags & TF_OWN_NAME) free((void *)t->name);
+    if (t->flags & TF_OWN_NAME) gwr_free((void *)t->name);
 }
 
 void gwr_ir_attr_clear(gwr_network *net, gwr_attr *a) {
     switch (a->type) {
-    case GWR_ATTR_STRING: free(a->v.s); break;
-    case GWR_ATTR_INTS: free(a->v.ints); break;
-    case GWR_ATTR_FLOATS: free(a->v.floats); break;
+    case GWR_ATTR_STRING: gwr_free(a->v.s); break;
+    case GWR_ATTR_INTS: gwr_free(a->v.ints); break;
+    case GWR_ATTR_FLOATS: gwr_free(a->v.floats); break;
     case GWR_ATTR_STRINGS:
-        for (int64_t i = 0; i < a->n; i++) free((void *)a->v.strings[i].data);
-        free(a->v.strings);
+        for (int64_t i = 0; i < a->n; i++) gwr_free((void *)a->v.strings[i].data);
+        gwr_free(a->v.strings);
         break;
     case GWR_ATTR_TENSOR:
     case GWR_ATTR_TENSORS:
         for (int64_t i = 0; i < a->n; i++) gwr_ir_weights_clear(&a->v.tensors[i]);
-        free(a->v.tensors);
+        gwr_free(a->v.tensors);
         break;
     case GWR_ATTR_GRAPH:
     case GWR_ATTR_GRAPHS:
@@ -70,7 +70,7 @@ void gwr_ir_attr_clear(gwr_network *net, gwr_attr *a) {
             g->owner = NULL;
             gwr_ir_network_destroy(g);
         }
-        free(a->v.graphs);
+        gwr_free(a->v.graphs);
         net->ngraph_attrs--;
         break;
     default: break;
@@ -80,7 +80,7 @@ void gwr_ir_attr_clear(gwr_network *net, gwr_attr *a) {
 
 void gwr_ir_attrs_free(gwr_layer *l) {
     for (int i = 0; i < l->nattrs; i++) gwr_ir_attr_clear(l->net, &l->attrs[i]);
-    free(l->attrs);
+    gwr_free(l->attrs);
     l->attrs = NULL;
     l->nattrs = 0;
 }
@@ -88,9 +88,9 @@ void gwr_ir_attrs_free(gwr_layer *l) {
 void gwr_ir_layer_free(gwr_layer *l) {
     gwr_ir_attrs_free(l);
     for (int i = 0; i < l->noutputs; i++) tensor_free_fields(&gwr_ir_outputs(l)[i]);
-    if (l->flags & LF_OWN_NAME) free((void *)l->name);
-    if (l->flags & LF_OWN_INPUTS) free(l->inputs);
-    free(l);
+    if (l->flags & LF_OWN_NAME) gwr_free((void *)l->name);
+    if (l->flags & LF_OWN_INPUTS) gwr_free(l->inputs);
+    gwr_free(l);
 }
 
 void gwr_network_free(gwr_network *net) {
@@ -128,24 +128,24 @@ void gwr_ir_network_destroy(gwr_network *net) {
     for (int64_t i = 0; i < net->nlayers; i++) gwr_ir_layer_free(net->layers[i]);
     for (int64_t i = 0; i < net->ninputs; i++) {
         tensor_free_fields(net->inputs[i]);
-        free(net->inputs[i]);
+        gwr_free(net->inputs[i]);
     }
     gwr_ir_props_destroy(net);
     for (int64_t i = 0; i < net->vtypes.cap; i++)
         if (net->vtypes.keys[i]) gwr_ir_type_free(net->vtypes.vals[i]);
     gwr_ptrmap_free(&net->vtypes);
-    free(net->layers), free(net->inputs), free(net->outputs), free(net->listeners);
-    free(net->layer_names.slots), free(net->tensor_names.slots), free(net->gen);
+    gwr_free(net->layers), gwr_free(net->inputs), gwr_free(net->outputs), gwr_free(net->listeners);
+    gwr_free(net->layer_names.slots), gwr_free(net->tensor_names.slots), gwr_free(net->gen);
     if (net->root == net) {
         gwr_arena_free(&net->arena);
         gwr_strmap_free(&net->strings);
         gwr_strmap_free(&net->custom_ops);
         gwr_strmap_free(&net->sym_index);
-        free(net->shapes);
-        free(net->syms);
+        gwr_free(net->shapes);
+        gwr_free(net->syms);
     }
-    free(net->name);
-    free(net);
+    gwr_free(net->name);
+    gwr_free(net);
 }
 
 const char *gwr_network_name(const gwr_network *net) { return net ? net->name : NULL; }
@@ -154,7 +154,7 @@ gwr_status gwr_network_set_name(gwr_network *net, const char *name) {
     if (!net || !name) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_network_set_name: NULL argument");
     char *d = gwr_strdup(name);
     if (!d) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
-    free(net->name);
+    gwr_free(net->name);
     net->name = d;
     return GWR_OK;
 }
@@ -211,24 +211,24 @@ gwr_tensor *gwr_network_add_input(gwr_network *net, const char *name, gwr_dtype 
         gwr_ir_error(net, GWR_ERR_DUPLICATE, "input name '%s' is already taken", name);
         return NULL;
     }
-    gwr_input_tensor *it = calloc(1, sizeof *it);
-    gwr_tensor *t = &it->t;
+    gwr_input_tensor *it = gwr_calloc(1, sizeof *it);
     char *d = gwr_strdup(name);
     if (!it || !d || gwr_grow((void **)&net->inputs, sizeof *net->inputs, &net->inputs_cap, net->ninputs + 1)) {
-        free(it), free(d);
+        gwr_free(it), gwr_free(d);
         gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
         return NULL;
     }
+    gwr_tensor *t = &it->t;
     t->name = d;
     it->net = net;
     t->flags = TF_INPUT | TF_OWN_NAME;
     t->output_index = -1;
     if (gwr_tensor_set_type(t, dtype, rank, dims) != GWR_OK) {
-        free(d), free(t);
+        gwr_free(d), gwr_free(t);
         return NULL;
     }
     if (gwr_ir_name_put(net, &net->tensor_names, t, gwr_ir_name_hash(d))) {
-        free(d), free(t);
+        gwr_free(d), gwr_free(t);
         gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
         return NULL;
     }

@@ -28,11 +28,11 @@ int gwr_ir_uses_reserve(gwr_tensor *t, int64_t need) {
     if (ncap > INT32_MAX) ncap = INT32_MAX;
     gwr_use *p;
     if (t->cap <= 1) {
-        p = malloc((size_t)ncap * sizeof *p);
+        p = gwr_malloc((size_t)ncap * sizeof *p);
         if (!p) return -1;
         if (t->nuses) p[0] = t->uses.one;
     } else {
-        p = realloc(t->uses.many, (size_t)ncap * sizeof *p);
+        p = gwr_realloc(t->uses.many, (size_t)ncap * sizeof *p);
         if (!p) return -1;
     }
     t->uses.many = p;
@@ -165,7 +165,7 @@ int gwr_ir_would_cycle(gwr_layer *P, gwr_layer *C) {
             }
         }
     }
-    free(st.v), free(preds.v);
+    gwr_free(st.v), gwr_free(preds.v);
     return found;
 }
 
@@ -208,7 +208,7 @@ void gwr_ir_lower_region(gwr_layer *P, int32_t bound) {
         if (r < x->rank) x->rank = r;
     }
 out:
-    free(region.v), free(st.v), free(preds.v);
+    gwr_free(region.v), gwr_free(st.v), gwr_free(preds.v);
 }
 
 /* Raises C's rank to at least `min` and repairs ranks downstream. Ranks
@@ -233,7 +233,7 @@ void gwr_ir_raise_rank(gwr_layer *C, int64_t min) {
                 gwr_layer *y = gwr_ir_consumer_in(u[i].layer, x->net);
                 if (y && y->rank <= x->rank) {
                     if (x->rank >= INT32_MAX - 1) {
-                        free(st.v);
+                        gwr_free(st.v);
                         gwr_ir_retighten_ranks(x->net);
                         return;
                     }
@@ -244,7 +244,7 @@ void gwr_ir_raise_rank(gwr_layer *C, int64_t min) {
         }
     }
 out:
-    free(st.v);
+    gwr_free(st.v);
 }
 
 void gwr_ir_capture_edge(gwr_tensor *t, gwr_layer *l) {
@@ -256,7 +256,7 @@ void gwr_ir_capture_edge(gwr_tensor *t, gwr_layer *l) {
 gwr_status gwr_ir_attach_check(gwr_layer *l, gwr_network *g) {
     gwr_ir_lstack caps = {0};
     if (collect_captures(g, l->net, &caps)) {
-        free(caps.v);
+        gwr_free(caps.v);
         return gwr_ir_error(l->net, GWR_ERR_NOMEM, "out of memory");
     }
     for (int64_t i = 0; i < caps.n; i++)
@@ -264,10 +264,10 @@ gwr_status gwr_ir_attach_check(gwr_layer *l, gwr_network *g) {
             gwr_status s = gwr_ir_error(l->net, GWR_ERR_CYCLE,
                                         "subgraph '%s' reads the output of '%s', which depends on layer '%s'",
                                         g->name, caps.v[i]->name, l->name);
-            free(caps.v);
+            gwr_free(caps.v);
             return s;
         }
-    free(caps.v);
+    gwr_free(caps.v);
     return GWR_OK;
 }
 
@@ -275,7 +275,7 @@ void gwr_ir_attach_edges(gwr_layer *l, gwr_network *g) {
     gwr_ir_lstack caps = {0};
     if (!collect_captures(g, l->net, &caps))
         for (int64_t i = 0; i < caps.n; i++) gwr_ir_raise_rank(l, caps.v[i]->rank + 1);
-    free(caps.v);
+    gwr_free(caps.v);
 }
 
 /* ---- topological order ---- */
@@ -285,7 +285,7 @@ void gwr_ir_attach_edges(gwr_layer *l, gwr_network *g) {
 gwr_status gwr_ir_topo_order(gwr_network *net, gwr_layer ***order, gwr_layer **on_cycle) {
     *order = NULL;
     *on_cycle = NULL;
-    gwr_layer **out = malloc((size_t)(net->nlayers ? net->nlayers : 1) * sizeof *out);
+    gwr_layer **out = gwr_malloc((size_t)(net->nlayers ? net->nlayers : 1) * sizeof *out);
     typedef struct {
         gwr_layer *l;
         int64_t next, npreds, base;
@@ -328,9 +328,9 @@ gwr_status gwr_ir_topo_order(gwr_network *net, gwr_layer ***order, gwr_layer **o
             }
         }
     }
-    free(st), free(preds.v);
+    gwr_free(st), gwr_free(preds.v);
     if (s) {
-        free(out);
+        gwr_free(out);
         return s;
     }
     *order = out;
@@ -344,7 +344,7 @@ gwr_status gwr_network_topo_order(gwr_network *net, gwr_layer **out) {
     if (s == GWR_ERR_CYCLE) return gwr_ir_error(net, s, "the network has a cycle through layer '%s'", cyc->name);
     if (s) return gwr_ir_error(net, s, "out of memory");
     if (net->nlayers) memcpy(out, order, (size_t)net->nlayers * sizeof *order);
-    free(order);
+    gwr_free(order);
     return GWR_OK;
 }
 
@@ -362,7 +362,7 @@ static void set_tight_ranks(gwr_network *net, gwr_layer **order) {
         for (int64_t k = 0; k < preds.n; k++)
             if (preds.v[k]->rank + step > l->rank) l->rank = preds.v[k]->rank + step;
     }
-    free(preds.v);
+    gwr_free(preds.v);
 }
 
 gwr_status gwr_network_toposort(gwr_network *net) {
@@ -375,7 +375,7 @@ gwr_status gwr_network_toposort(gwr_network *net) {
         return gwr_ir_error(net, s, "the network has a cycle through layer '%s'", cyc->name);
     if (s) return gwr_ir_error(net, s, "out of memory");
     memcpy(net->layers, order, (size_t)net->nlayers * sizeof *order);
-    free(order);
+    gwr_free(order);
     for (int64_t i = 0; i < net->nlayers; i++) net->layers[i]->index = (int32_t)i;
     set_tight_ranks(net, net->layers);
     return GWR_OK;
@@ -385,6 +385,6 @@ void gwr_ir_retighten_ranks(gwr_network *net) {
     gwr_layer **order, *cyc;
     if (gwr_ir_topo_order(net, &order, &cyc) == GWR_OK) {
         set_tight_ranks(net, order);
-        free(order);
+        gwr_free(order);
     }
 }

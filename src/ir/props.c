@@ -7,8 +7,8 @@
 #include "ir/ir_internal.h"
 
 static void props_clear(gwr_props *p) {
-    for (int64_t i = 0; i < p->n; i++) free(p->v[i].key), free(p->v[i].val);
-    free(p->v);
+    for (int64_t i = 0; i < p->n; i++) gwr_free(p->v[i].key), gwr_free(p->v[i].val);
+    gwr_free(p->v);
     memset(p, 0, sizeof *p);
 }
 
@@ -23,13 +23,13 @@ static gwr_status props_set(gwr_network *net, gwr_props *p, const char *key, con
     if (!v) return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
     int64_t i = props_find(p, key);
     if (i >= 0) {
-        free(p->v[i].val);
+        gwr_free(p->v[i].val);
         p->v[i].val = v, p->v[i].len = len;
         return GWR_OK;
     }
     char *k = gwr_strdup(key);
     if (!k || gwr_grow((void **)&p->v, sizeof *p->v, &p->cap, p->n + 1)) {
-        free(k), free(v);
+        gwr_free(k), gwr_free(v);
         return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
     }
     p->v[p->n++] = (gwr_prop){k, v, len};
@@ -46,7 +46,7 @@ static const void *props_get(const gwr_props *p, const char *key, size_t *len) {
 static gwr_status props_remove(gwr_network *net, gwr_props *p, const char *key) {
     int64_t i = props_find(p, key);
     if (i < 0) return gwr_ir_error(net, GWR_ERR_NOT_FOUND, "no property '%s'", key);
-    free(p->v[i].key), free(p->v[i].val);
+    gwr_free(p->v[i].key), gwr_free(p->v[i].val);
     memmove(&p->v[i], &p->v[i + 1], (size_t)(p->n - i - 1) * sizeof *p->v);
     p->n--;
     return GWR_OK;
@@ -61,13 +61,13 @@ void gwr_ir_props_drop(gwr_network *net, const void *obj) {
     gwr_props *p = gwr_ptrmap_get(&net->objprops, obj);
     if (p) {
         props_clear(p);
-        free(p);
+        gwr_free(p);
         gwr_ptrmap_del(&net->objprops, obj);
     }
     gwr_weights *w = gwr_ptrmap_get(&net->defaults, obj);
     if (w) {
         gwr_ir_weights_clear(w);
-        free(w);
+        gwr_free(w);
         gwr_ptrmap_del(&net->defaults, obj);
     }
 }
@@ -77,16 +77,16 @@ void gwr_ir_props_destroy(gwr_network *net) {
     for (int64_t i = 0; i < net->objprops.cap; i++)
         if (net->objprops.keys[i]) {
             props_clear(net->objprops.vals[i]);
-            free(net->objprops.vals[i]);
+            gwr_free(net->objprops.vals[i]);
         }
     gwr_ptrmap_free(&net->objprops);
     for (int64_t i = 0; i < net->defaults.cap; i++)
         if (net->defaults.keys[i]) {
             gwr_ir_weights_clear(net->defaults.vals[i]);
-            free(net->defaults.vals[i]);
+            gwr_free(net->defaults.vals[i]);
         }
     gwr_ptrmap_free(&net->defaults);
-    free(net->opsets);
+    gwr_free(net->opsets);
 }
 
 static gwr_status key_ok(const void *obj, const char *key, const void *val, size_t len, const char *fn) {
@@ -152,22 +152,22 @@ static gwr_status gwr_tensor_set_default_impl(gwr_tensor *t, const gwr_weights *
     if (!w) {
         if (old) {
             gwr_ir_weights_clear(old);
-            free(old);
+            gwr_free(old);
             gwr_ptrmap_del(&net->defaults, t);
         }
         return GWR_OK;
     }
     gwr_status s = gwr_ir_weights_check(net, w);
     if (s) return s;
-    gwr_weights *c = calloc(1, sizeof *c);
+    gwr_weights *c = gwr_calloc(1, sizeof *c);
     if (!c || gwr_ir_weights_copy(c, w) || gwr_ptrmap_put(&net->defaults, t, c)) {
         if (c) gwr_ir_weights_clear(c);
-        free(c);
+        gwr_free(c);
         return gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
     }
     if (old) {
         gwr_ir_weights_clear(old);
-        free(old);
+        gwr_free(old);
     }
     return GWR_OK;
 }

@@ -70,8 +70,8 @@ gwr_status gwr_tensor_set_type(gwr_tensor *t, gwr_dtype dtype, int rank, const g
 void gwr_ir_type_free(gwr_type *ty) {
     while (ty) {
         gwr_type *e = (gwr_type *)ty->elem;
-        free((void *)ty->dims);
-        free(ty);
+        gwr_free((void *)ty->dims);
+        gwr_free(ty);
         ty = e;
     }
 }
@@ -92,14 +92,14 @@ static gwr_type *type_copy(gwr_network *net, const gwr_type *src, int depth, gwr
     }
     int rank = has_elem ? -1 : src->rank;
     if ((*st = check_dims(net, "value type", rank, src->dims))) return NULL;
-    gwr_type *d = calloc(1, sizeof *d);
+    gwr_type *d = gwr_calloc(1, sizeof *d);
     if (!d) goto nomem;
     *d = *src;
     d->rank = rank;
     d->dims = NULL;
     d->elem = NULL;
     if (rank > 0) {
-        gwr_dim *dims = malloc((size_t)rank * sizeof *dims);
+        gwr_dim *dims = gwr_malloc((size_t)rank * sizeof *dims);
         if (!dims) goto nomem_d;
         memcpy(dims, src->dims, (size_t)rank * sizeof *dims);
         d->dims = dims;
@@ -110,7 +110,7 @@ static gwr_type *type_copy(gwr_network *net, const gwr_type *src, int depth, gwr
     }
     return d;
 nomem_d:
-    free(d);
+    gwr_free(d);
 nomem:
     *st = gwr_ir_error(net, GWR_ERR_NOMEM, "out of memory");
     return NULL;

@@ -44,7 +44,7 @@ gwr_status gwr_ir_weights_copy(gwr_weights *dst, const gwr_weights *w) {
     dst->nbytes = w->nbytes;
     int64_t *dims = NULL;
     if (w->rank) {
-        dims = malloc((size_t)w->rank * sizeof *dims);
+        dims = gwr_malloc((size_t)w->rank * sizeof *dims);
         if (!dims) return GWR_ERR_NOMEM;
         memcpy(dims, w->dims, (size_t)w->rank * sizeof *dims);
     }
@@ -83,8 +83,8 @@ nomem:
 }
 
 void gwr_ir_weights_clear(gwr_weights *w) {
-    free((void *)w->dims);
-    free((void *)w->name);
+    gwr_free((void *)w->dims);
+    gwr_free((void *)w->name);
     gwr_buffer_release(w->buffer);
     memset(w, 0, sizeof *w);
 }

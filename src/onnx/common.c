@@ -3,6 +3,20 @@
 
 #include <string.h>
 
+#include "util/util.h"
+
+static void *pb_alloc(void *ud, size_t n) {
+    (void)ud;
+    return gwr_malloc(n ? n : 1);
+}
+
+static void pb_free(void *ud, void *p) {
+    (void)ud;
+    gwr_free(p);
+}
+
+ProtobufCAllocator gwr_onnx_pb_allocator = {pb_alloc, pb_free, NULL};
+
 int gwr_onnx_location_ok(const char *loc, int for_writing) {
     if (!*loc || loc[0] == '/') return 0;
     for (const char *p = loc; *p;) {

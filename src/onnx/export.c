@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ir/ir_api.h"
+#include "onnx/onnx_common.h"
 #include "onnx/onnx_export.h"
 
 gwr_status gwr_ox_fail(gwr_ox_ctx *c, gwr_status s, const char *fmt, ...) {
@@ -60,7 +61,7 @@ static char *S_or_null(const char *s) { return s && *s ? (char *)s : NULL; }
 
 static int keep_unpacked(gwr_ox_ctx *c, ProtobufCMessage *m) {
     if (gwr_grow((void **)&c->unpacked, sizeof *c->unpacked, &c->unpacked_cap, c->nunpacked + 1)) {
-        protobuf_c_message_free_unpacked(m, NULL);
+        protobuf_c_message_free_unpacked(m, &gwr_onnx_pb_allocator);
         gwr_ox_fail(c, GWR_ERR_NOMEM, "out of memory");
         return -1;
     }
@@ -72,7 +73,7 @@ static int keep_unpacked(gwr_ox_ctx *c, ProtobufCMessage *m) {
  * context frees it. NULL with the failure recorded. */
 static void *ox_unpack(gwr_ox_ctx *c, const ProtobufCMessageDescriptor *d, const void *data, size_t len,
                        const char *what) {
-    ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, (const uint8_t *)data);
+    ProtobufCMessage *m = protobuf_c_message_unpack(d, &gwr_onnx_pb_allocator, len, (const uint8_t *)data);
     if (!m) {
         gwr_ox_fail(c, GWR_ERR_PARSE, "%s: the serialized %s does not parse", what, d->short_name);
         return NULL;
@@ -93,11 +94,11 @@ static int ox_patch(gwr_ox_ctx *c, char **field, const char *value) {
 
 void gwr_ox_free(gwr_ox_ctx *c) {
     for (int64_t i = c->npatches - 1; i >= 0; i--) *c->patches[i].field = c->patches[i].orig;
-    for (int64_t i = 0; i < c->nunpacked; i++) protobuf_c_message_free_unpacked(c->unpacked[i], NULL);
-    free(c->unpacked);
-    free(c->patches);
-    free(c->tensors);
-    free(c->domains);
+    for (int64_t i = 0; i < c->nunpacked; i++) protobuf_c_message_free_unpacked(c->unpacked[i], &gwr_onnx_pb_allocator);
+    gwr_free(c->unpacked);
+    gwr_free(c->patches);
+    gwr_free(c->tensors);
+    gwr_free(c->domains);
     gwr_arena_free(&c->arena);
     c->unpacked = NULL, c->patches = NULL, c->tensors = NULL, c->domains = NULL;
     c->nunpacked = c->npatches = c->ntensors = c->ndomains = 0;
@@ -114,12 +115,12 @@ static int net_has_objprops(const gwr_network *net) { return net->objprops.count
 static const char *layer_prop2(const gwr_layer *l, const char *prefix, const char *name, size_t *len) {
     char buf[256];
     size_t pl = strlen(prefix), nl = strlen(name);
-    char *key = pl + nl < sizeof buf ? buf : malloc(pl + nl + 1);
+    char *key = pl + nl < sizeof buf ? buf : gwr_malloc(pl + nl + 1);
     if (!key) return NULL;
     memcpy(key, prefix, pl);
     memcpy(key + pl, name, nl + 1);
     const char *v = gwr_layer_prop(l, key, len);
-    if (key != buf) free(key);
+    if (key != buf) gwr_free(key);
     return v;
 }
 

@@ -33,10 +33,10 @@ static int room(gwr_pb_out *w, size_t n) {
     if (w->pos >= n) return 0;
     size_t used = w->cap - w->pos, ncap = w->cap ? w->cap * 2 : 1 << 16;
     while (ncap - used < n) ncap *= 2;
-    uint8_t *nb = malloc(ncap);
+    uint8_t *nb = gwr_malloc(ncap);
     if (!nb) return -1;
     if (used) memcpy(nb + ncap - used, w->buf + w->pos, used);
-    free(w->buf);
+    gwr_free(w->buf);
     w->buf = nb, w->cap = ncap, w->pos = ncap - used;
     return 0;
 }
@@ -150,9 +150,9 @@ static size_t elem_size(ProtobufCType t) {
 /* What protobuf-c packs and this file does not: copied in from it. */
 static int pack_foreign(gwr_pb_out *w, const ProtobufCMessage *m) {
     size_t n = protobuf_c_message_get_packed_size(m);
-    uint8_t *b = malloc(n ? n : 1);
+    uint8_t *b = gwr_malloc(n ? n : 1);
     if (!b || gwr_grow((void **)&w->owned, sizeof *w->owned, &w->owncap, w->nowned + 1)) {
-        free(b);
+        gwr_free(b);
         return -1;
     }
     protobuf_c_message_pack(m, b);
@@ -226,8 +226,8 @@ gwr_status gwr_pb_pack(gwr_pb_out *w, const ProtobufCMessage *m) {
 }
 
 void gwr_pb_free(gwr_pb_out *w) {
-    for (int64_t i = 0; i < w->nowned; i++) free(w->owned[i]);
-    free(w->owned), free(w->refs), free(w->buf);
+    for (int64_t i = 0; i < w->nowned; i++) gwr_free(w->owned[i]);
+    gwr_free(w->owned), gwr_free(w->refs), gwr_free(w->buf);
     memset(w, 0, sizeof *w);
 }
 

@@ -68,14 +68,14 @@ static void writer_zeros(ox_writer *w, uint64_t n) {
 static int writer_open(ox_writer *w, const char *tmp) {
     memset(w, 0, sizeof *w);
     w->base.append = writer_append;
-    if (!(w->buf = malloc(WRITE_BUF))) {
+    if (!(w->buf = gwr_malloc(WRITE_BUF))) {
         w->err = ENOMEM;
         return -1;
     }
     w->cap = WRITE_BUF;
     if (!(w->f = fopen(tmp, "wb"))) {
         w->err = errno;
-        free(w->buf);
+        gwr_free(w->buf);
         w->buf = NULL;
         return -1;
     }
@@ -90,7 +90,7 @@ static int writer_close(ox_writer *w) {
         if (fclose(w->f) && !w->err) w->err = errno ? errno : EIO;
         w->f = NULL;
     }
-    free(w->buf);
+    gwr_free(w->buf);
     w->buf = NULL;
     return w->err;
 }
@@ -173,7 +173,7 @@ static gwr_status plan_external(gwr_ox_ctx *c, ext_plan *p, const char *location
 /* "<path>.tmp.<pid>", malloc'd. */
 static char *tmp_name(const char *path) {
     size_t n = strlen(path) + 32;
-    char *t = malloc(n);
+    char *t = gwr_malloc(n);
     if (t) snprintf(t, n, "%s.tmp.%ld", path, (long)getpid());
     return t;
 }
@@ -244,10 +244,10 @@ gwr_status gwr_onnx_save(gwr_network *net, const char *path, const gwr_onnx_save
         /* The side file's name as the model records it, and its path. */
         if (o.external_file) {
             loc = gwr_strdup(o.external_file);
-        } else if ((loc = malloc(strlen(path + dl) + 6))) {
+        } else if ((loc = gwr_malloc(strlen(path + dl) + 6))) {
             sprintf(loc, "%s.data", path + dl);
         }
-        if (!loc || !(data_path = malloc(dl + strlen(loc) + 1))) {
+        if (!loc || !(data_path = gwr_malloc(dl + strlen(loc) + 1))) {
             s = gwr_ox_fail(&c, GWR_ERR_NOMEM, "out of memory");
             goto fail;
         }
@@ -299,7 +299,7 @@ gwr_status gwr_onnx_save(gwr_network *net, const char *path, const gwr_onnx_save
     }
     gwr_pb_free(&packed);
     gwr_ox_free(&c);
-    free(plan.ranges), free(loc), free(data_path), free(data_tmp), free(model_tmp);
+    gwr_free(plan.ranges), gwr_free(loc), gwr_free(data_path), gwr_free(data_tmp), gwr_free(model_tmp);
     return GWR_OK;
 
 fail:
@@ -308,7 +308,7 @@ fail:
     s = save_error(net, path, s, c.err);
     gwr_pb_free(&packed);
     gwr_ox_free(&c);
-    free(plan.ranges), free(loc), free(data_path), free(data_tmp), free(model_tmp);
+    gwr_free(plan.ranges), gwr_free(loc), gwr_free(data_path), gwr_free(data_tmp), gwr_free(model_tmp);
     return s;
 }
 
@@ -331,12 +331,12 @@ gwr_status gwr_onnx_save_memory(gwr_network *net, void **data, size_t *size) {
                             "the model needs %zu bytes, more than protobuf's limit of 2 GiB; save it to a file "
                             "with external data",
                             n);
-        else if (!(buf = malloc(n ? n : 1)))
+        else if (!(buf = gwr_malloc(n ? n : 1)))
             s = gwr_ox_fail(&c, GWR_ERR_NOMEM, "out of memory for %zu bytes", n);
         else
             gwr_pb_copy(&packed, buf);
         if (s) {
-            free(buf);
+            gwr_free(buf);
         } else {
             *data = buf;
             *size = n;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "gwr/functional.h"
+#include "onnx/onnx_common.h"
 #include "onnx/onnx_import.h"
 
 /* ---- errors ---- */
@@ -85,16 +86,7 @@ static const char *node_desc(const Onnx__NodeProto *n, size_t idx, char *buf, si
 
 /* ---- protobuf-c glue ---- */
 
-/* Plain malloc/free, so that bytes taken out of a message are free()d. */
-static void *pb_alloc(void *ud, size_t n) {
-    (void)ud;
-    return malloc(n ? n : 1);
-}
-static void pb_free(void *ud, void *p) {
-    (void)ud;
-    free(p);
-}
-
+/* Plain malloc/free, so that bytes taken out of a message are gwr_free()d. */
 /* The model without its initializers (the skeleton: nodes, attributes,
  * value infos, subgraphs) lives in an arena for the length of the load:
  * tens of thousands of small messages and strings, each a malloc and a
@@ -109,7 +101,7 @@ static void arena_free(void *ud, void *p) {
 /* Serializes a message into a malloc'd buffer. */
 static uint8_t *pb_pack(gwr_oi_ctx *c, const ProtobufCMessage *m, size_t *len) {
     *len = protobuf_c_message_get_packed_size(m);
-    uint8_t *b = malloc(*len ? *len : 1);
+    uint8_t *b = gwr_malloc(*len ? *len : 1);
     if (!b) {
         gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
         return NULL;
@@ -135,12 +127,12 @@ static gwr_status layer_prop(gwr_oi_ctx *c, gwr_layer *l, const char *key, const
 /* Property "<prefix><name>" (attribute names have no length limit). */
 static gwr_status layer_prop2(gwr_oi_ctx *c, gwr_layer *l, const char *prefix, const char *name, const char *v) {
     size_t pl = strlen(prefix), nl = strlen(name);
-    char *key = malloc(pl + nl + 1);
+    char *key = gwr_malloc(pl + nl + 1);
     if (!key) return gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
     memcpy(key, prefix, pl);
     memcpy(key + pl, name, nl + 1);
     gwr_status s = layer_prop(c, l, key, v);
-    free(key);
+    gwr_free(key);
     return s;
 }
 static gwr_status tensor_prop(gwr_oi_ctx *c, gwr_tensor *t, const char *key, const char *v) {
@@ -160,7 +152,7 @@ typedef struct oi_type {
 static void type_free(oi_type *o) {
     while (o) {
         oi_type *e = o->sub;
-        free(o);
+        gwr_free(o);
         o = e;
     }
 }
@@ -207,7 +199,7 @@ static gwr_status type_conv(gwr_oi_ctx *c, gwr_network *net, const Onnx__TypePro
                             const char *what, int depth) {
     *out = NULL;
     if (depth > 32) return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: type nested deeper than 32", what);
-    oi_type *o = calloc(1, sizeof *o);
+    oi_type *o = gwr_calloc(1, sizeof *o);
     if (!o) return gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
     *out = o;
     o->t.kind = GWR_VALUE_TENSOR;
@@ -402,7 +394,7 @@ static gwr_status add_initializer(gwr_oi_ctx *c, gwr_oi_scope *sc, Onnx__TensorP
 static gwr_status add_plain_initializer(gwr_oi_ctx *c, gwr_oi_scope *sc, const gwr_oi_plain_tensor *pt, size_t idx) {
     char what[256], small[192];
     if (!pt->name_len) return gwr_oi_fail(c, GWR_ERR_PARSE, "initializer #%zu has no name", idx);
-    char *name = pt->name_len < sizeof small ? small : malloc(pt->name_len + 1);
+    char *name = pt->name_len < sizeof small ? small : gwr_malloc(pt->name_len + 1);
     if (!name) return gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
     memcpy(name, pt->name, pt->name_len);
     name[pt->name_len] = 0;
@@ -412,7 +404,7 @@ static gwr_status add_plain_initializer(gwr_oi_ctx *c, gwr_oi_scope *sc, const g
     gwr_status s = init_name_check(c, sc, name, what, &input) || gwr_oi_plain_weights(c, pt, what, &w)
                        ? c->st
                        : put_initializer(c, sc, name, input, w, what);
-    if (name != small) free(name);
+    if (name != small) gwr_free(name);
     return s;
 }
 
@@ -462,7 +454,7 @@ static gwr_status add_sparse_initializer(gwr_oi_ctx *c, gwr_oi_scope *sc, Onnx__
         ir_fail(c, s, sc->net, "%s", what);
     else if (layer_prop(c, l, "onnx.sparse", ""))
         s = c->st;
-    free(bytes);
+    gwr_free(bytes);
     return s ? c->st : GWR_OK;
 }
 
@@ -475,11 +467,11 @@ static gwr_status import_graph(gwr_oi_ctx *c, Onnx__GraphProto *g, gwr_network *
  * NUL-terminated strings, so an entry holding a NUL cannot be stored yet. */
 static gwr_status set_byte_list(gwr_oi_ctx *c, gwr_layer *l, const char *name, const ProtobufCBinaryData *v,
                                 size_t n, const char *what) {
-    gwr_bytes *arr = calloc(n ? n : 1, sizeof *arr);
+    gwr_bytes *arr = gwr_calloc(n ? n : 1, sizeof *arr);
     if (!arr) return gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) arr[i].len = v[i].len, arr[i].data = (const char *)v[i].data;
     gwr_status s = gwr_layer_set_bytes_list(l, name, arr, (int64_t)n);
-    free(arr);
+    gwr_free(arr);
     if (s) ir_fail(c, s, gwr_layer_network(l), "%s", what);
     return s ? c->st : GWR_OK;
 }
@@ -487,20 +479,20 @@ static gwr_status set_byte_list(gwr_oi_ctx *c, gwr_layer *l, const char *name, c
 /* Serialized messages (SPARSE_TENSORS, TYPE_PROTOS) as a STRINGS attribute. */
 static gwr_status set_message_list(gwr_oi_ctx *c, gwr_layer *l, const char *name, ProtobufCMessage *const *m, size_t n,
                                    const char *what) {
-    ProtobufCBinaryData *v = calloc(n ? n : 1, sizeof *v);
+    ProtobufCBinaryData *v = gwr_calloc(n ? n : 1, sizeof *v);
     gwr_status s = v ? GWR_OK : gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
     for (size_t i = 0; !s && i < n; i++)
         if (!(v[i].data = pb_pack(c, m[i], &v[i].len))) s = c->st;
     if (!s) s = set_byte_list(c, l, name, v, n, what);
-    for (size_t i = 0; v && i < n; i++) free(v[i].data);
-    free(v);
+    for (size_t i = 0; v && i < n; i++) gwr_free(v[i].data);
+    gwr_free(v);
     return s;
 }
 
 static gwr_status attr_graphs(gwr_oi_ctx *c, gwr_layer *l, const char *name, Onnx__GraphProto **gs, size_t n, int one,
                               const char *what) {
     gwr_network *net = gwr_layer_network(l);
-    gwr_network **subs = calloc(n ? n : 1, sizeof *subs);
+    gwr_network **subs = gwr_calloc(n ? n : 1, sizeof *subs);
     if (!subs) return gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
     gwr_status s = GWR_OK;
     size_t k = 0;
@@ -530,13 +522,13 @@ static gwr_status attr_graphs(gwr_oi_ctx *c, gwr_layer *l, const char *name, Onn
     for (size_t i = 0; i < k; i++) {
         if (subs[i]) gwr_network_free(subs[i]);
     }
-    free(subs);
+    gwr_free(subs);
     return s ? c->st : GWR_OK;
 }
 
 static gwr_status attr_tensors(gwr_oi_ctx *c, gwr_layer *l, const char *name, Onnx__TensorProto **ts, size_t n, int one,
                                const char *what) {
-    gwr_weights *w = calloc(n ? n : 1, sizeof *w);
+    gwr_weights *w = gwr_calloc(n ? n : 1, sizeof *w);
     if (!w) return gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
     gwr_status s = GWR_OK;
     size_t k = 0;
@@ -551,7 +543,7 @@ static gwr_status attr_tensors(gwr_oi_ctx *c, gwr_layer *l, const char *name, On
         if (s) ir_fail(c, s, gwr_layer_network(l), "%s", what);
     }
     for (size_t i = 0; i < n; i++) gwr_buffer_release(w[i].buffer);
-    free(w);
+    gwr_free(w);
     return s ? c->st : GWR_OK;
 }
 
@@ -562,7 +554,7 @@ static gwr_status attr_message(gwr_oi_ctx *c, gwr_layer *l, const char *name, co
     uint8_t *b = pb_pack(c, m, &len);
     if (!b) return c->st;
     gwr_status s = gwr_layer_set_bytes(l, name, b, len);
-    free(b);
+    gwr_free(b);
     if (s) return ir_fail(c, s, gwr_layer_network(l), "%s", what);
     return GWR_OK;
 }
@@ -708,10 +700,10 @@ static gwr_status import_node(gwr_oi_ctx *c, gwr_oi_scope *sc, Onnx__NodeProto *
     if (n->n_input > (1u << 24) || n->n_output > (1u << 24))
         return gwr_oi_fail(c, GWR_ERR_UNSUPPORTED, "%s has too many inputs or outputs", nd);
     int nin = (int)n->n_input, nout = (int)n->n_output;
-    gwr_tensor **ins = calloc((size_t)nin + 1, sizeof *ins);
-    int *later = calloc((size_t)nin + 1, sizeof *later);
-    const char **onames = calloc((size_t)nout + 1, sizeof *onames);
-    char **gen = calloc((size_t)nout + 1, sizeof *gen);
+    gwr_tensor **ins = gwr_calloc((size_t)nin + 1, sizeof *ins);
+    int *later = gwr_calloc((size_t)nin + 1, sizeof *later);
+    const char **onames = gwr_calloc((size_t)nout + 1, sizeof *onames);
+    char **gen = gwr_calloc((size_t)nout + 1, sizeof *gen);
     gwr_status s = ins && later && onames && gen ? GWR_OK : gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
     for (int j = 0; !s && j < nin; j++) {
         const char *in = n->input[j];
@@ -745,8 +737,8 @@ static gwr_status import_node(gwr_oi_ctx *c, gwr_oi_scope *sc, Onnx__NodeProto *
         if (later[j] >= 0) s = defer(c, later[j], l, j, n->input[j], n, idx);
     for (int j = 0; !s && j < nout; j++)
         if (gen[j]) s = tensor_prop(c, gwr_layer_output(l, j), "onnx.absent", "");
-    for (int j = 0; gen && j < nout; j++) free(gen[j]);
-    free(ins), free(later), free(onames), free(gen);
+    for (int j = 0; gen && j < nout; j++) gwr_free(gen[j]);
+    gwr_free(ins), gwr_free(later), gwr_free(onames), gwr_free(gen);
     if (s) return c->st;
     if (unnamed && layer_prop(c, l, "onnx.unnamed", "")) return c->st;
     if (renamed && layer_prop(c, l, "onnx.name", n->name)) return c->st;
@@ -823,13 +815,13 @@ static Onnx__TensorProto *unpack_initializer(gwr_oi_ctx *c, gwr_oi_span span, si
     if (gwr_oi_wire_tensor_split(c, span, BIG_RAW_MIN, &raw, &rest, &rest_len)) return NULL;
     Onnx__TensorProto *t = rest ? onnx__tensor_proto__unpack(&c->alloc, rest_len, rest)
                                 : onnx__tensor_proto__unpack(&c->alloc, span.len, c->data + span.off);
-    free(rest);
+    gwr_free(rest);
     if (!t) {
         gwr_oi_fail(c, GWR_ERR_PARSE, "initializer #%zu: protobuf-c cannot unpack it", idx);
         return NULL;
     }
     if (!raw.len) return t;
-    void *buf = mmap(NULL, raw.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *buf = gwr_alloc_fails() ? MAP_FAILED : mmap(NULL, raw.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (buf == MAP_FAILED) {
         onnx__tensor_proto__free_unpacked(t, &c->alloc);
         gwr_oi_fail(c, GWR_ERR_NOMEM, "initializer #%zu: out of memory (%zu bytes)", idx, raw.len);
@@ -961,7 +953,7 @@ static gwr_status graph_body(gwr_oi_ctx *c, gwr_oi_scope *sc, Onnx__GraphProto *
         if (!b) return c->st;
         snprintf(key, sizeof key, "onnx.quantization_annotation.%zu", i);
         gwr_status s = net_prop(c, net, key, b, len);
-        free(b);
+        gwr_free(b);
         if (s) return s;
     }
     return GWR_OK;
@@ -983,7 +975,7 @@ static gwr_status import_graph(gwr_oi_ctx *c, Onnx__GraphProto *g, gwr_network *
     if (!s && top && !g->n_node && !g->n_output) s = gwr_oi_fail(c, GWR_ERR_INVALID_GRAPH, "empty graph (no nodes and no outputs)");
     gwr_strmap_free(&sc->outs);
     gwr_strmap_free(&sc->node_names);
-    free(sc->def);
+    gwr_free(sc->def);
     memset(sc, 0, sizeof *sc);
     c->depth = saved;
     return s;
@@ -1009,12 +1001,12 @@ static gwr_status model_props(gwr_oi_ctx *c, gwr_network *net, const Onnx__Model
     for (size_t i = 0; i < m->n_metadata_props; i++) {
         const Onnx__StringStringEntryProto *e = m->metadata_props[i];
         size_t kl = e->key ? strlen(e->key) : 0;
-        char *k = malloc(kl + 16);
+        char *k = gwr_malloc(kl + 16);
         if (!k) return gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
         memcpy(k, "onnx.meta.", 10);
         memcpy(k + 10, e->key ? e->key : "", kl + 1);
         gwr_status s = net_prop_str(c, net, k, e->value);
-        free(k);
+        gwr_free(k);
         if (s) return s;
     }
     for (size_t i = 0; i < m->n_opset_import; i++) {
@@ -1030,7 +1022,7 @@ static gwr_status model_props(gwr_oi_ctx *c, gwr_network *net, const Onnx__Model
         if (!b) return c->st;
         snprintf(key, sizeof key, "onnx.function.%zu", i);
         gwr_status s = net_prop(c, net, key, b, len);
-        free(b);
+        gwr_free(b);
         if (s) return s;
     }
     for (size_t i = 0; i < m->n_training_info; i++) {
@@ -1039,7 +1031,7 @@ static gwr_status model_props(gwr_oi_ctx *c, gwr_network *net, const Onnx__Model
         if (!b) return c->st;
         snprintf(key, sizeof key, "onnx.training_info.%zu", i);
         gwr_status s = net_prop(c, net, key, b, len);
-        free(b);
+        gwr_free(b);
         if (s) return s;
     }
     return GWR_OK;
@@ -1050,7 +1042,7 @@ static gwr_status model_props(gwr_oi_ctx *c, gwr_network *net, const Onnx__Model
  * outputs as they were; types the file gave are never replaced. */
 static void infer_net(gwr_network *net, int in_order) {
     int64_t n = gwr_network_num_layers(net);
-    gwr_layer **order = malloc((size_t)(n ? n : 1) * sizeof *order);
+    gwr_layer **order = gwr_malloc((size_t)(n ? n : 1) * sizeof *order);
     if (!order) return;
     if (in_order || gwr_network_topo_order(net, order))
         for (int64_t i = 0; i < n; i++) order[i] = gwr_network_layer(net, i);
@@ -1071,7 +1063,7 @@ static void infer_net(gwr_network *net, int in_order) {
             untyped |= gwr_tensor_dtype(t) == GWR_UNDEFINED && gwr_tensor_rank(t) < 0;
         }
         if (!untyped || other_kind) continue;
-        struct saved { gwr_dtype dt; int rank; const gwr_dim *dims; } *sv = malloc((size_t)nout * sizeof *sv);
+        struct saved { gwr_dtype dt; int rank; const gwr_dim *dims; } *sv = gwr_malloc((size_t)nout * sizeof *sv);
         if (!sv) break;
         for (int o = 0; o < nout; o++) {
             gwr_tensor *t = gwr_layer_output(l, o);
@@ -1084,9 +1076,9 @@ static void infer_net(gwr_network *net, int in_order) {
             int was_typed = sv[o].dt != GWR_UNDEFINED || sv[o].rank >= 0;
             if (failed || was_typed) (void)gwr_tensor_set_type(t, sv[o].dt, sv[o].rank, sv[o].dims);
         }
-        free(sv);
+        gwr_free(sv);
     }
-    free(order);
+    gwr_free(order);
 }
 
 static gwr_network *load(gwr_oi_ctx *c) {
@@ -1098,7 +1090,7 @@ static gwr_network *load(gwr_oi_ctx *c) {
     gwr_arena skel_arena;
     gwr_arena_init(&skel_arena);
     ProtobufCAllocator skel_alloc = {arena_alloc, arena_free, &skel_arena};
-    c->alloc = (ProtobufCAllocator){pb_alloc, pb_free, NULL};
+    c->alloc = gwr_onnx_pb_allocator;
     if (!c->size) {
         gwr_oi_fail(c, GWR_ERR_PARSE, "empty file");
         goto out;
@@ -1110,7 +1102,7 @@ static gwr_network *load(gwr_oi_ctx *c) {
     }
     if (gwr_oi_wire_check(c) || gwr_oi_wire_split(c, &skel, &skel_len, &spans, &nspans)) goto out;
     m = onnx__model_proto__unpack(&skel_alloc, skel ? skel_len : c->size, skel ? skel : c->data);
-    free(skel);
+    gwr_free(skel);
     if (!m) {
         gwr_oi_fail(c, GWR_ERR_PARSE, "not a valid ONNX model (protobuf-c cannot unpack it)");
         goto out;
@@ -1134,7 +1126,7 @@ static gwr_network *load(gwr_oi_ctx *c) {
     if (c->opt.infer_shapes) infer_net(net, !c->deferred);
 out:
     gwr_arena_free(&skel_arena);
-    free(spans);
+    gwr_free(spans);
     gwr_oi_ext_close(c);
     if (c->st && net) {
         gwr_network_free(net);
@@ -1154,7 +1146,7 @@ static void report(const char *path, gwr_status s, const char *msg) {
 }
 
 static gwr_oi_ctx *ctx_new(const char *path, const gwr_onnx_load_options *opt) {
-    gwr_oi_ctx *c = calloc(1, sizeof *c);
+    gwr_oi_ctx *c = gwr_calloc(1, sizeof *c);
     if (!c) {
         gwr_set_last_error(GWR_ERR_NOMEM, "%s: out of memory", path);
         return NULL;
@@ -1166,7 +1158,7 @@ static gwr_oi_ctx *ctx_new(const char *path, const gwr_onnx_load_options *opt) {
 
 static gwr_network *finish(gwr_oi_ctx *c, gwr_network *net) {
     if (!net) report(c->path, c->st ? c->st : GWR_ERR_PARSE, c->err);
-    free(c);
+    gwr_free(c);
     return net;
 }
 
@@ -1218,7 +1210,7 @@ gwr_network *gwr_onnx_load(const char *path, const gwr_onnx_load_options *opt) {
         net = load(c);
     }
     if (map) munmap(map, size);
-    free(dir);
+    gwr_free(dir);
     return finish(c, net);
 }
 

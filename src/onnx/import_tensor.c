@@ -31,7 +31,7 @@ struct gwr_oi_map {
 static void map_unref(gwr_oi_map *m) {
     if (!m || atomic_fetch_sub(&m->refs, 1) != 1) return;
     if (m->base) munmap(m->base, m->size);
-    free(m);
+    gwr_free(m);
 }
 
 static void map_release(void *ctx, const void *data, size_t size) {
@@ -41,7 +41,7 @@ static void map_release(void *ctx, const void *data, size_t size) {
 
 static void free_release(void *ctx, const void *data, size_t size) {
     (void)ctx, (void)size;
-    free((void *)data);
+    gwr_free((void *)data);
 }
 
 static void munmap_release(void *ctx, const void *data, size_t size) {
@@ -53,13 +53,13 @@ void gwr_oi_ext_close(gwr_oi_ctx *c) {
     map_unref(c->raw_chunk);
     c->raw_chunk = NULL;
     for (int64_t i = 0; i < c->next; i++) {
-        free(c->ext[i].location);
+        gwr_free(c->ext[i].location);
         map_unref(c->ext[i].map);
     }
-    free(c->ext);
+    gwr_free(c->ext);
     c->ext = NULL;
     c->next = c->extcap = 0;
-    free(c->base_real);
+    gwr_free(c->base_real);
     c->base_real = NULL;
 }
 
@@ -85,7 +85,7 @@ static gwr_oi_extfile *ext_open(gwr_oi_ctx *c, const char *loc, const char *what
         return NULL;
     }
     size_t bl = strlen(c->base_dir), ll = strlen(loc);
-    char *full = malloc(bl + ll + 2);
+    char *full = gwr_malloc(bl + ll + 2);
     if (!full) {
         gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
         return NULL;
@@ -94,7 +94,7 @@ static gwr_oi_extfile *ext_open(gwr_oi_ctx *c, const char *loc, const char *what
     full[bl] = '/';
     memcpy(full + bl + 1, loc, ll + 1);
     char *real = realpath(full, NULL);
-    free(full);
+    gwr_free(full);
     if (!real) {
         gwr_oi_fail(c, GWR_ERR_IO, "%s: cannot open external data file '%s': %s", what, loc, strerror(errno));
         return NULL;
@@ -103,12 +103,12 @@ static gwr_oi_extfile *ext_open(gwr_oi_ctx *c, const char *loc, const char *what
     size_t rl = strlen(c->base_real);
     int inside = !strncmp(real, c->base_real, rl) && (real[rl] == '/' || (rl == 1 && c->base_real[0] == '/'));
     if (!inside) {
-        free(real);
+        gwr_free(real);
         gwr_oi_fail(c, GWR_ERR_PARSE, "%s: external data file '%s' lies outside the model's directory", what, loc);
         return NULL;
     }
     int fd = open(real, O_RDONLY | O_CLOEXEC);
-    free(real);
+    gwr_free(real);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
         int e = fd < 0 ? errno : EINVAL;
@@ -117,11 +117,11 @@ static gwr_oi_extfile *ext_open(gwr_oi_ctx *c, const char *loc, const char *what
                     e == EINVAL ? "not a regular file" : strerror(e));
         return NULL;
     }
-    gwr_oi_map *m = calloc(1, sizeof *m);
+    gwr_oi_map *m = gwr_calloc(1, sizeof *m);
     char *lc = gwr_strdup(loc);
     if (!m || !lc || gwr_grow((void **)&c->ext, sizeof *c->ext, &c->extcap, c->next + 1)) {
         close(fd);
-        free(m), free(lc);
+        gwr_free(m), gwr_free(lc);
         gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
         return NULL;
     }
@@ -132,7 +132,7 @@ static gwr_oi_extfile *ext_open(gwr_oi_ctx *c, const char *loc, const char *what
         if (base == MAP_FAILED) {
             int e = errno;
             close(fd);
-            free(m), free(lc);
+            gwr_free(m), gwr_free(lc);
             gwr_oi_fail(c, GWR_ERR_IO, "%s: cannot map external data file '%s': %s", what, loc, strerror(e));
             return NULL;
         }
@@ -154,7 +154,7 @@ static gwr_buffer *copy_out(const char *p, size_t len) {
     gwr_buffer *b;
     char *dst;
     if (len >= ((size_t)2 << 20)) {
-        void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void *m = gwr_alloc_fails() ? MAP_FAILED : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED) return NULL;
 #ifdef MADV_HUGEPAGE
         (void)madvise(m, len, MADV_HUGEPAGE);
@@ -460,11 +460,11 @@ static void drop_chunk(gwr_oi_ctx *c) {
 }
 
 static gwr_oi_map *new_mapping(size_t size) {
-    gwr_oi_map *m = calloc(1, sizeof *m);
+    gwr_oi_map *m = gwr_calloc(1, sizeof *m);
     if (!m) return NULL;
-    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *base = gwr_alloc_fails() ? MAP_FAILED : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED) {
-        free(m);
+        gwr_free(m);
         return NULL;
     }
 #ifdef MADV_HUGEPAGE

@@ -200,11 +200,11 @@ gwr_status gwr_oi_wire_split(gwr_oi_ctx *c, uint8_t **skel, size_t *skel_len, gw
         }
     }
     if (!nin) return GWR_OK; /* nothing to split: unpack the model as it is */
-    *inits = malloc(nin * sizeof **inits);
+    *inits = gwr_malloc(nin * sizeof **inits);
     size_t total = model_rest + 1 + varint_size(graph_rest) + graph_rest;
-    *skel = malloc(total ? total : 1);
+    *skel = gwr_malloc(total ? total : 1);
     if (!*inits || !*skel) {
-        free(*inits), free(*skel);
+        gwr_free(*inits), gwr_free(*skel);
         *inits = NULL, *skel = NULL;
         return gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
     }
@@ -258,7 +258,7 @@ gwr_status gwr_oi_wire_tensor_split(gwr_oi_ctx *c, gwr_oi_span tensor, size_t mi
         raw->off = raw->len = 0;
         return GWR_OK;
     }
-    uint8_t *o = *rest = malloc(other ? other : 1);
+    uint8_t *o = *rest = gwr_malloc(other ? other : 1);
     if (!o) return gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
     for (p = c->data + tensor.off; p < end;) {
         (void)rd_field(c, &p, end, "TensorProto", &f);

@@ -17,18 +17,18 @@ static void *read_file(const char *path, size_t *size, char *err, size_t errsize
         return NULL;
     }
     size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
+    char *buf = gwr_malloc(cap);
     while (buf) {
         n += fread(buf + n, 1, cap - n, f);
         if (n < cap) break;
-        char *b = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
-        if (!b) free(buf);
+        char *b = cap > SIZE_MAX / 2 ? NULL : gwr_realloc(buf, cap * 2);
+        if (!b) gwr_free(buf);
         buf = b, cap *= 2;
     }
     int bad = ferror(f);
     fclose(f);
     if (!buf || bad) {
-        free(buf);
+        gwr_free(buf);
         snprintf(err, errsize, bad ? "cannot read" : "out of memory");
         return NULL;
     }
@@ -40,13 +40,13 @@ gwr_status gwr_onnx_read_tensor(const char *path, gwr_weights *w, int64_t *dims,
     if (!path || !w || !dims) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_onnx_read_tensor: NULL argument");
     memset(w, 0, sizeof *w);
     if (name) *name = NULL;
-    gwr_oi_ctx *c = calloc(1, sizeof *c);
+    gwr_oi_ctx *c = gwr_calloc(1, sizeof *c);
     if (!c) return gwr_set_last_error(GWR_ERR_NOMEM, "%s: out of memory", path);
     size_t size = 0;
     uint8_t *data = read_file(path, &size, c->err, sizeof c->err);
     gwr_status s = data ? GWR_OK : GWR_ERR_IO;
     Onnx__TensorProto *t = NULL;
-    if (!s && !(t = onnx__tensor_proto__unpack(NULL, size, data)))
+    if (!s && !(t = onnx__tensor_proto__unpack(&gwr_onnx_pb_allocator, size, data)))
         s = GWR_ERR_PARSE, snprintf(c->err, sizeof c->err, "not a serialized TensorProto");
     if (!s) {
         /* External data resolves next to the file. */
@@ -62,17 +62,17 @@ gwr_status gwr_onnx_read_tensor(const char *path, gwr_weights *w, int64_t *dims,
             w->name = NULL;
         }
         gwr_oi_ext_close(c);
-        free(dir);
+        gwr_free(dir);
     }
-    if (t) onnx__tensor_proto__free_unpacked(t, NULL);
-    free(data);
+    if (t) onnx__tensor_proto__free_unpacked(t, &gwr_onnx_pb_allocator);
+    gwr_free(data);
     if (s) {
         gwr_buffer_release(w->buffer);
         memset(w, 0, sizeof *w);
-        if (name) free(*name), *name = NULL;
+        if (name) gwr_free(*name), *name = NULL;
         gwr_set_last_error(s, "%s: %s", path, c->err[0] ? c->err : gwr_status_name(s));
     }
-    free(c);
+    gwr_free(c);
     return s;
 }
 
@@ -88,7 +88,7 @@ gwr_status gwr_onnx_write_tensor(const char *path, const char *name, const gwr_w
     if (w->dtype == GWR_STRING) {
         size_t n = w->nbytes / sizeof(gwr_bytes);
         const gwr_bytes *b = w->data;
-        if (n && !(sd = malloc(n * sizeof *sd))) return gwr_set_last_error(GWR_ERR_NOMEM, "%s: out of memory", path);
+        if (n && !(sd = gwr_malloc(n * sizeof *sd))) return gwr_set_last_error(GWR_ERR_NOMEM, "%s: out of memory", path);
         for (size_t i = 0; i < n; i++) sd[i].len = b[i].len, sd[i].data = (uint8_t *)(uintptr_t)b[i].data;
         tp.n_string_data = n, tp.string_data = sd;
     } else {
@@ -98,13 +98,13 @@ gwr_status gwr_onnx_write_tensor(const char *path, const char *name, const gwr_w
     }
     gwr_pb_out out = {0};
     gwr_status s = gwr_pb_pack(&out, &tp.base);
-    free(sd);
+    gwr_free(sd);
     if (s) {
         gwr_pb_free(&out);
         return gwr_set_last_error(s, "%s: out of memory", path);
     }
     size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
+    char *tmp = gwr_malloc(plen + 16);
     if (!tmp) {
         gwr_pb_free(&out);
         return gwr_set_last_error(GWR_ERR_NOMEM, "%s: out of memory", path);
@@ -115,7 +115,7 @@ gwr_status gwr_onnx_write_tensor(const char *path, const char *name, const gwr_w
     if (f && fclose(f) && !err) err = errno ? errno : EIO;
     if (!err && rename(tmp, path)) err = errno;
     if (err) unlink(tmp);
-    free(tmp);
+    gwr_free(tmp);
     gwr_pb_free(&out);
     return err ? gwr_set_last_error(GWR_ERR_IO, "%s: cannot write: %s", path, strerror(err)) : GWR_OK;
 }

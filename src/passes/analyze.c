@@ -33,7 +33,7 @@ gwr_status an_dims_init(an_dims *D, gwr_network *net, const gwr_args *dims, char
     D->net = net;
     int n = dims ? gwr_args_count(dims) : 0;
     if (n <= 0) return GWR_OK;
-    D->bind = calloc((size_t)n, sizeof *D->bind);
+    D->bind = gwr_calloc((size_t)n, sizeof *D->bind);
     if (!D->bind) return gwr_fmt_error(errbuf, GWR_ERR_NOMEM, "out of memory");
     for (int i = 0; i < n; i++) {
         const char *name = gwr_args_name(dims, i);
@@ -54,12 +54,12 @@ gwr_status an_dims_init(an_dims *D, gwr_network *net, const gwr_args *dims, char
 }
 
 void an_dims_free(an_dims *D) {
-    for (int64_t i = 0; i < D->nbind; i++) free(D->bind[i].name);
-    free(D->bind);
+    for (int64_t i = 0; i < D->nbind; i++) gwr_free(D->bind[i].name);
+    gwr_free(D->bind);
     gwr_strmap_free(&D->index);
-    free(D->sym);
-    for (int64_t i = 0; i < D->nassumed; i++) free(D->assumed[i]);
-    free(D->assumed);
+    gwr_free(D->sym);
+    for (int64_t i = 0; i < D->nassumed; i++) gwr_free(D->assumed[i]);
+    gwr_free(D->assumed);
     gwr_ptrmap_free(&D->unknown);
     memset(D, 0, sizeof *D);
 }
@@ -103,7 +103,7 @@ static int64_t resolve(an_dims *D, gwr_dim d, int *known, int *unknown) {
     char *copy = gwr_strdup(name);
     int64_t cap = D->assumed_cap;
     if (!copy || gwr_grow((void **)&D->assumed, sizeof *D->assumed, &cap, D->nassumed + 1)) {
-        free(copy);
+        gwr_free(copy);
         D->nomem = 1;
     } else {
         D->assumed_cap = cap;
@@ -560,8 +560,8 @@ gwr_status an_lifetimes(gwr_network *net, gwr_layer *const *order, int64_t n, an
     if (n != live)
         return gwr_fmt_error(errbuf, GWR_ERR_INVALID_ARG, "the order has %lld layers; the network has %lld live ones",
                              (long long)n, (long long)live);
-    int64_t *pos = malloc((size_t)(nl ? nl : 1) * sizeof *pos);
-    int64_t *diff = calloc((size_t)n + 1, sizeof *diff);
+    int64_t *pos = gwr_malloc((size_t)(nl ? nl : 1) * sizeof *pos);
+    int64_t *diff = gwr_calloc((size_t)n + 1, sizeof *diff);
     int ninputs = gwr_network_num_inputs(net);
     gwr_tensor_lifetime *life = NULL;
     gwr_status s = GWR_OK;
@@ -596,7 +596,7 @@ gwr_status an_lifetimes(gwr_network *net, gwr_layer *const *order, int64_t n, an
         pos[idx] = i;
         cap += gwr_layer_num_outputs(l);
     }
-    if (!(life = malloc((size_t)(cap ? cap : 1) * sizeof *life))) {
+    if (!(life = gwr_malloc((size_t)(cap ? cap : 1) * sizeof *life))) {
         s = gwr_fmt_error(errbuf, GWR_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -660,7 +660,7 @@ gwr_status an_lifetimes(gwr_network *net, gwr_layer *const *order, int64_t n, an
     } else {
         /* Past int64: the same in long double, the result saturated. */
         long double run = 0, lbest = -1;
-        long double *ld = calloc((size_t)n + 1, sizeof *ld);
+        long double *ld = gwr_calloc((size_t)n + 1, sizeof *ld);
         if (!ld) {
             s = gwr_fmt_error(errbuf, GWR_ERR_NOMEM, "out of memory");
             goto done;
@@ -673,17 +673,17 @@ gwr_status an_lifetimes(gwr_network *net, gwr_layer *const *order, int64_t n, an
             run += ld[i];
             if (run > lbest) lbest = run, best_at = i;
         }
-        free(ld);
+        gwr_free(ld);
         best = lbest >= (long double)INT64_MAX ? INT64_MAX : (int64_t)lbest;
     }
     if (D->nomem) s = gwr_fmt_error(errbuf, GWR_ERR_NOMEM, "out of memory");
     if (peak) *peak = best;
     if (at) *at = best_at;
 done:
-    free(pos);
-    free(diff);
+    gwr_free(pos);
+    gwr_free(diff);
     if (s || !out) {
-        free(life);
+        gwr_free(life);
     } else {
         *out = life;
         *nout = nlife;
@@ -695,7 +695,7 @@ done:
  * stable topological order. A malloc'd array of n entries. */
 static gwr_status live_order(gwr_network *net, gwr_layer ***order, int64_t *n, int *network_order, char *errbuf) {
     int64_t nl = gwr_network_num_layers(net);
-    gwr_layer **all = malloc((size_t)(nl ? nl : 1) * sizeof *all);
+    gwr_layer **all = gwr_malloc((size_t)(nl ? nl : 1) * sizeof *all);
     if (!all) return gwr_fmt_error(errbuf, GWR_ERR_NOMEM, "out of memory");
     /* Network order is topological when every live reader comes after its
      * producer (readers inside bodies as their If/Loop layer). */
@@ -715,7 +715,7 @@ static gwr_status live_order(gwr_network *net, gwr_layer ***order, int64_t *n, i
         for (int64_t i = 0; i < nl; i++) all[i] = gwr_network_layer(net, i);
     } else if (gwr_network_topo_order(net, all)) {
         gwr_status s = gwr_fmt_error(errbuf, GWR_ERR_CYCLE, "%s", gwr_network_errmsg(net));
-        free(all);
+        gwr_free(all);
         return s;
     }
     int64_t k = 0;
@@ -741,7 +741,7 @@ gwr_status gwr_peak_memory(gwr_network *net, gwr_layer *const *order, int64_t n,
     }
     if (!s && n < 0) s = gwr_fmt_error(err, GWR_ERR_INVALID_ARG, "negative layer count %lld", (long long)n);
     if (!s) s = an_lifetimes(net, order, n, &D, err, NULL, NULL, peak_bytes, at_index);
-    free(own);
+    gwr_free(own);
     an_dims_free(&D);
     if (s) return gwr_ir_error(net, s, "gwr_peak_memory: %s", err);
     return GWR_OK;
@@ -820,7 +820,7 @@ gwr_analysis *gwr_analyze_network(gwr_network *net, const gwr_args *dims) {
         gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_analyze_network: NULL network");
         return NULL;
     }
-    gwr_analysis *a = calloc(1, sizeof *a);
+    gwr_analysis *a = gwr_calloc(1, sizeof *a);
     if (!a) {
         gwr_set_last_error(GWR_ERR_NOMEM, "gwr_analyze_network: out of memory");
         return NULL;
@@ -897,18 +897,18 @@ gwr_analysis *gwr_analyze_network(gwr_network *net, const gwr_args *dims) {
         goto fail;
     }
     if (D->nassumed) qsort(D->assumed, (size_t)D->nassumed, sizeof *D->assumed, an_cmp_str);
-    free(order);
-    free(stack);
-    free(st.spans);
+    gwr_free(order);
+    gwr_free(stack);
+    gwr_free(st.spans);
     gwr_analysis_manager_free(m);
     return a;
 fail:
     gwr_ir_error(net, s, "gwr_analyze_network: %s", err);
-    free(order);
-    free(stack);
-    free(st.ops);
-    free(st.cost);
-    free(st.spans);
+    gwr_free(order);
+    gwr_free(stack);
+    gwr_free(st.ops);
+    gwr_free(st.cost);
+    gwr_free(st.spans);
     gwr_analysis_manager_free(m);
     gwr_analysis_free(a);
     return NULL;
@@ -918,11 +918,11 @@ int an_cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, 
 
 void gwr_analysis_free(gwr_analysis *a) {
     if (!a) return;
-    free(a->ops);
-    free(a->cost);
-    free(a->life);
+    gwr_free(a->ops);
+    gwr_free(a->cost);
+    gwr_free(a->life);
     an_dims_free(&a->dims);
-    free(a);
+    gwr_free(a);
 }
 
 /* ---- accessors ------------------------------------------------------------- */
@@ -972,7 +972,7 @@ int64_t gwr_analysis_top_layers(const gwr_analysis *a, int64_t n, int64_t *idx) 
     if (n > a->ncost) n = a->ncost;
     if (n > 16) {
         /* Many: sort them all, O(layers log layers). */
-        an_rank *r = malloc((size_t)a->ncost * sizeof *r);
+        an_rank *r = gwr_malloc((size_t)a->ncost * sizeof *r);
         if (!r) {
             gwr_set_last_error(GWR_ERR_NOMEM, "gwr_analysis_top_layers: out of memory");
             return -1;
@@ -980,7 +980,7 @@ int64_t gwr_analysis_top_layers(const gwr_analysis *a, int64_t n, int64_t *idx) 
         for (int64_t i = 0; i < a->ncost; i++) r[i] = (an_rank){a->cost[i].flops, i};
         qsort(r, (size_t)a->ncost, sizeof *r, cmp_rank);
         for (int64_t i = 0; i < n; i++) idx[i] = r[i].index;
-        free(r);
+        gwr_free(r);
         return n;
     }
     /* Few: insertion into a sorted window of n, O(layers * n). */

@@ -67,10 +67,10 @@ static int op_key(FILE *out, const char *domain, const char *op) {
  * NULL on allocation failure. */
 static int64_t *top_list(const gwr_analysis *a, int64_t *n) {
     int64_t want = *n < 0 || *n > a->ncost ? a->ncost : *n;
-    int64_t *idx = malloc((size_t)(want ? want : 1) * sizeof *idx);
+    int64_t *idx = gwr_malloc((size_t)(want ? want : 1) * sizeof *idx);
     if (!idx) return NULL;
     if ((*n = gwr_analysis_top_layers(a, want, idx)) < 0) {
-        free(idx);
+        gwr_free(idx);
         return NULL;
     }
     return idx;
@@ -225,7 +225,7 @@ gwr_status gwr_analysis_write(const gwr_analysis *a, FILE *out, int json, int64_
     if (!idx) return gwr_fmt_error(errmsg, GWR_ERR_NOMEM, "gwr_analysis_write: out of memory");
     if (json) write_json(a, out, idx, ntop);
     else write_text(a, out, idx, ntop);
-    free(idx);
+    gwr_free(idx);
     if (fflush(out) || ferror(out)) return gwr_fmt_error(errmsg, GWR_ERR_IO, "gwr_analysis_write: cannot write the report");
     return GWR_OK;
 }

@@ -14,6 +14,7 @@
 
 #include "gwr/exec.h"
 #include "gwr/passes.h"
+#include "util/util.h"
 
 #define DEFAULT_MAX_BYTES ((int64_t)16 << 20)
 
@@ -107,7 +108,7 @@ static int compute(gwr_rewrite_ctx *c, gwr_layer *l, gwr_value **out) {
         return 1;
     }
     int nin = gwr_layer_num_inputs(l), rc = 1;
-    gwr_value **in = calloc((size_t)nin + 1, sizeof *in);
+    gwr_value **in = gwr_calloc((size_t)nin + 1, sizeof *in);
     if (!in) return gwr_rewrite_fail(c, GWR_ERR_NOMEM, "out of memory");
     for (int i = 0; i < nin && rc == 1; i++) {
         gwr_tensor *t = gwr_layer_input(l, i);
@@ -119,7 +120,7 @@ static int compute(gwr_rewrite_ctx *c, gwr_layer *l, gwr_value **out) {
      * say) leaves the layer as it is, for the run to report. */
     if (rc == 1 && gwr_exec_layer(l, in, out)) rc = gwr_rewrite_no_match(c, "the kernel fails: %s", gwr_last_errmsg());
     for (int i = 0; i < nin; i++) gwr_value_release(in[i]);
-    free(in);
+    gwr_free(in);
     return rc;
 }
 
@@ -128,7 +129,7 @@ static int fold(gwr_rewrite_ctx *c, gwr_layer *l) {
     if (rc <= 0) return rc;
     gwr_network *net = gwr_rewrite_ctx_network(c);
     int nout = gwr_layer_num_outputs(l);
-    gwr_value **out = calloc((size_t)nout + 1, sizeof *out);
+    gwr_value **out = gwr_calloc((size_t)nout + 1, sizeof *out);
     if (!out) return gwr_rewrite_fail(c, GWR_ERR_NOMEM, "out of memory");
     rc = compute(c, l, out);
     int64_t limit = max_bytes(c);
@@ -150,7 +151,7 @@ static int fold(gwr_rewrite_ctx *c, gwr_layer *l) {
     }
     if (rc == 1 && gwr_layer_mark_as_removed(l)) rc = gwr_rewrite_fail(c, GWR_ERR_STATE, "%s", gwr_network_errmsg(net));
     for (int o = 0; o < nout; o++) gwr_value_release(out[o]);
-    free(out);
+    gwr_free(out);
     return rc;
 }
 

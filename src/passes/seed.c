@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gwr/passes.h"
+#include "util/util.h"
 
 /* ---- replace_add_with_sub ------------------------------------------------ */
 
@@ -140,11 +141,11 @@ static gwr_tensor *seq_lengths(gwr_network *net, int64_t b, int64_t s) {
     if (k && !gwr_layer_is_removed(k) && gwr_layer_type(k) == GWR_LAYER_CONSTANT &&
         !gwr_layer_get_tensor(k, "value", &w) && w->dtype == GWR_INT64 && w->rank == 1 && w->dims[0] == b)
         return gwr_layer_output(k, 0);
-    int64_t *v = malloc((size_t)b * sizeof *v);
+    int64_t *v = gwr_malloc((size_t)b * sizeof *v);
     if (!v) return NULL;
     for (int64_t i = 0; i < b; i++) v[i] = s;
     gwr_tensor *t = gwr_constant(net, GWR_INT64, 1, &b, v);
-    free(v);
+    gwr_free(v);
     if (t && !k && !gwr_layer_set_name(gwr_tensor_parent(t), name)) gwr_tensor_set_name(t, name);
     return t;
 }

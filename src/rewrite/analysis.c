@@ -13,7 +13,7 @@ struct gwr_analysis_manager {
 };
 
 gwr_analysis_manager *gwr_analysis_manager_new(void) {
-    gwr_analysis_manager *m = calloc(1, sizeof *m);
+    gwr_analysis_manager *m = gwr_calloc(1, sizeof *m);
     if (!m) gwr_set_last_error(GWR_ERR_NOMEM, "out of memory");
     return m;
 }
@@ -25,7 +25,7 @@ void gwr_analysis_manager_free(gwr_analysis_manager *m) {
         return;
     }
     rw_table_free(&m->table);
-    free(m);
+    gwr_free(m);
 }
 
 const char *gwr_analysis_manager_errmsg(const gwr_analysis_manager *m) { return m ? m->errmsg : ""; }
@@ -153,7 +153,7 @@ gwr_status gwr_analysis_manager_analyze(gwr_analysis_manager *m, gwr_network *ne
     }
     m->running = 0;
     gwr_ir_network_set_driven(net, 0);
-    free(c.match);
+    gwr_free(c.match);
     gwr_network_remove_listener(net, id);
     rw_table_thaw(&m->table);
     return s;

@@ -221,7 +221,7 @@ static void on_tensor_modified(void *ctx, gwr_tensor *t) {
 /* ---- the manager ---- */
 
 gwr_rewrite_manager *gwr_rewrite_manager_new(void) {
-    gwr_rewrite_manager *m = calloc(1, sizeof *m);
+    gwr_rewrite_manager *m = gwr_calloc(1, sizeof *m);
     if (!m) gwr_set_last_error(GWR_ERR_NOMEM, "out of memory");
     return m;
 }
@@ -233,10 +233,10 @@ void gwr_rewrite_manager_free(gwr_rewrite_manager *m) {
         return;
     }
     rw_table_free(&m->table);
-    free(m->listeners);
-    for (int64_t i = 0; i < m->nkept; i++) free(m->kept[i]);
-    free(m->kept);
-    free(m);
+    gwr_free(m->listeners);
+    for (int64_t i = 0; i < m->nkept; i++) gwr_free(m->kept[i]);
+    gwr_free(m->kept);
+    gwr_free(m);
 }
 
 const char *gwr_rewrite_manager_errmsg(const gwr_rewrite_manager *m) { return m ? m->errmsg : ""; }
@@ -544,11 +544,11 @@ gwr_status gwr_rewrite_manager_rewrite(gwr_rewrite_manager *m, gwr_network *net,
     m->running = 0;
     gwr_network_remove_listener(net, id);
     rw_table_thaw(&m->table);
-    free(r.wl);
-    free(r.on);
-    free(r.added);
-    free(r.removed);
-    free(r.ctx.match);
+    gwr_free(r.wl);
+    gwr_free(r.on);
+    gwr_free(r.added);
+    gwr_free(r.removed);
+    gwr_free(r.ctx.match);
     m->summary.rewrites = r.rewrites;
     s = ret < 0 ? (gwr_status)-ret : GWR_OK;
     if (!s && !o->keep_dead) {

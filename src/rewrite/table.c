@@ -18,18 +18,18 @@ double rw_now(void) {
 
 static void pattern_free(rw_pattern *p) {
     if (!p) return;
-    free(p->label);
-    free(p->name);
+    gwr_free(p->label);
+    gwr_free(p->name);
     for (int i = 0; i < p->nops; i++) {
-        free(p->ops[i]);
-        free(p->op_domain[i]);
-        free(p->op_name[i]);
+        gwr_free(p->ops[i]);
+        gwr_free(p->op_domain[i]);
+        gwr_free(p->op_name[i]);
     }
-    free(p->ops);
-    free(p->op_domain);
-    free(p->op_name);
-    free(p->op_id);
-    free(p);
+    gwr_free(p->ops);
+    gwr_free(p->op_domain);
+    gwr_free(p->op_name);
+    gwr_free(p->op_id);
+    gwr_free(p);
 }
 
 /* "Op" or "domain::Op" into its parts; -1 when malformed. */
@@ -60,16 +60,16 @@ gwr_status rw_table_add(rw_table *t, char *errbuf, const char *what, const char 
     if (!label || !*label) return gwr_fmt_error(errbuf, GWR_ERR_INVALID_ARG, "%s: a pattern needs a label", what);
     if (rw_table_find(t, label))
         return gwr_fmt_error(errbuf, GWR_ERR_DUPLICATE, "%s: label '%s' is already taken", what, label);
-    rw_pattern *p = calloc(1, sizeof *p);
+    rw_pattern *p = gwr_calloc(1, sizeof *p);
     if (!p) return gwr_fmt_error(errbuf, GWR_ERR_NOMEM, "out of memory");
     int nops = 0;
     while (root_ops && root_ops[nops]) nops++;
     p->label = gwr_strdup(label);
     p->name = gwr_strdup(name && *name ? name : label);
-    p->ops = calloc((size_t)nops + 1, sizeof *p->ops);
-    p->op_domain = calloc((size_t)nops + 1, sizeof *p->op_domain);
-    p->op_name = calloc((size_t)nops + 1, sizeof *p->op_name);
-    p->op_id = calloc((size_t)nops + 1, sizeof *p->op_id);
+    p->ops = gwr_calloc((size_t)nops + 1, sizeof *p->ops);
+    p->op_domain = gwr_calloc((size_t)nops + 1, sizeof *p->op_domain);
+    p->op_name = gwr_calloc((size_t)nops + 1, sizeof *p->op_name);
+    p->op_id = gwr_calloc((size_t)nops + 1, sizeof *p->op_id);
     if (!p->label || !p->name || !p->ops || !p->op_domain || !p->op_name || !p->op_id) goto nomem;
     for (int i = 0; i < nops; i++) {
         p->nops = i + 1;
@@ -116,7 +116,7 @@ static int op_matches(const rw_pattern *p, gwr_op_id id, const gwr_op_info *info
 
 /* The patterns (priority order) that root on class cls or on the op. */
 static rw_pattern **make_list(rw_table *t, int cls, gwr_op_id id, const gwr_op_info *info) {
-    rw_pattern **l = calloc((size_t)t->n + 1, sizeof *l);
+    rw_pattern **l = gwr_calloc((size_t)t->n + 1, sizeof *l);
     if (!l) return NULL;
     int64_t k = 0;
     for (int64_t i = 0; i < t->n; i++) {
@@ -139,7 +139,7 @@ gwr_status rw_table_freeze(rw_table *t, char *errbuf) {
             else named = 1;
         }
     if (named) {
-        if (!(t->op_lists = calloc(GWR_OP_COUNT, sizeof *t->op_lists))) goto nomem;
+        if (!(t->op_lists = gwr_calloc(GWR_OP_COUNT, sizeof *t->op_lists))) goto nomem;
         for (int64_t i = 0; i < t->n; i++)
             for (int k = 0; k < t->v[i]->nops; k++) {
                 gwr_op_id id = t->v[i]->op_id[k];
@@ -160,7 +160,7 @@ rw_pattern *const *rw_custom_candidates(rw_table *t, const gwr_layer *l) {
     if (list) return list;
     list = make_list(t, l->type, GWR_OP_CUSTOM, l->info);
     if (list && gwr_ptrmap_put(&t->custom, l->info, list)) {
-        free(list);
+        gwr_free(list);
         list = NULL;
     }
     return list;
@@ -168,15 +168,15 @@ rw_pattern *const *rw_custom_candidates(rw_table *t, const gwr_layer *l) {
 
 void rw_table_thaw(rw_table *t) {
     for (int c = 0; c < GWR_LAYER_TYPE_COUNT; c++) {
-        free(t->class_lists[c]);
+        gwr_free(t->class_lists[c]);
         t->class_lists[c] = NULL;
     }
     if (t->op_lists)
-        for (int i = 0; i < GWR_OP_COUNT; i++) free(t->op_lists[i]);
-    free(t->op_lists);
+        for (int i = 0; i < GWR_OP_COUNT; i++) gwr_free(t->op_lists[i]);
+    gwr_free(t->op_lists);
     t->op_lists = NULL;
     for (int64_t i = 0; i < t->custom.cap; i++)
-        if (t->custom.keys[i]) free(t->custom.vals[i]);
+        if (t->custom.keys[i]) gwr_free(t->custom.vals[i]);
     gwr_ptrmap_free(&t->custom);
     memset(&t->custom, 0, sizeof t->custom);
     t->frozen = 0;
@@ -185,7 +185,7 @@ void rw_table_thaw(rw_table *t) {
 void rw_table_free(rw_table *t) {
     rw_table_thaw(t);
     for (int64_t i = 0; i < t->n; i++) pattern_free(t->v[i]);
-    free(t->v);
+    gwr_free(t->v);
     memset(t, 0, sizeof *t);
 }
 

@@ -67,13 +67,13 @@ int gwr_rewrite_manager_trace(gwr_rewrite_manager *m, FILE *out, gwr_trace_forma
         gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_rewrite_manager_trace: bad argument");
         return -1;
     }
-    trace *t = malloc(sizeof *t);
+    trace *t = gwr_malloc(sizeof *t);
     if (!t) return -1;
     t->out = out;
     t->fmt = fmt;
     gwr_rewrite_listener ls = {.pattern_applied = trace_applied, .match_failed = failures ? trace_failed : NULL, .ctx = t};
     if (rw_manager_keep(m, t)) {
-        free(t);
+        gwr_free(t);
         return -1;
     }
     return gwr_rewrite_manager_add_listener(m, &ls);

@@ -14,10 +14,13 @@
  * The scenarios: loading an ONNX model with subgraphs and external data;
  * building a decoder with the functional API, its attention plugins
  * recording FLayerInfos; a rewrite run of the three seed patterns; saving;
- * planning and running a session. Printed: per scenario, the runs, the
+ * planning and running a session, on the model with control flow and on a
+ * decoder of plain ONNX ops. Printed: per scenario, the runs, the
  * allocations of a complete run, and the distinct call sites that were
  * made to fail. */
+#define _GNU_SOURCE /* dladdr */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +55,16 @@ static void note_site(const void *site) {
     g_sites[g_nsites++] = site;
 }
 
+/* "file+offset" of a code address, for addr2line. */
+static const char *where(const void *site, char *buf, size_t size) {
+    Dl_info info;
+    if (site && dladdr(site, &info) && info.dli_fname)
+        snprintf(buf, size, "%s+0x%zx", info.dli_fname, (size_t)((const char *)site - (const char *)info.dli_fbase));
+    else
+        snprintf(buf, size, "%p", site);
+    return buf;
+}
+
 /* ---- the loop ---------------------------------------------------------------- */
 
 /* One scenario: `run` does the work under the armed hook and returns its
@@ -81,13 +94,22 @@ static void run_scenario(const scenario *sc, void *ctx, int sticky) {
         if (failed) note_site(site);
         if (failed && s != GWR_OK) {
             errors++;
-            if (!CHECK(msg && *msg)) fprintf(stderr, "  %s: allocation %lld failed without a message\n", sc->name, (long long)n);
+            char at[512];
+            if (!CHECK(msg && *msg))
+                fprintf(stderr, "  %s: allocation %lld (at %s) failed without a message\n", sc->name, (long long)n,
+                        where(site, at, sizeof at));
         } else if (failed) {
             benign++;
         } else if (!CHECK_OK(s)) {
             fprintf(stderr, "  %s: the run without failures failed: %s\n", sc->name, msg);
         }
-        if (sc->check) sc->check(ctx, s != GWR_OK);
+        if (sc->check) {
+            int64_t before = check_nfailed_;
+            sc->check(ctx, s != GWR_OK);
+            char at[512];
+            if (check_nfailed_ > before && failed)
+                fprintf(stderr, "  %s: after allocation %lld (at %s) failed\n", sc->name, (long long)n, where(site, at, sizeof at));
+        }
         sc->cleanup(ctx);
         if (!failed) {
             printf("%-8s %-6s %6lld runs (%lld errors, %lld recovered), %6lld allocations, %4zu new sites\n",
@@ -360,6 +382,72 @@ static void session_cleanup(void *ctx) {
     memset(c, 0, sizeof *c);
 }
 
+/* ---- session: a decoder in plain ONNX ops ------------------------------------ */
+
+/* The kernels of a decoder (MatMul, Softmax, LayerNormalization, Gelu,
+ * Split, Transpose, ...): a run made with every allocation failing in turn
+ * must still give, when it completes, what the same session gave with
+ * none failing. */
+typedef struct gpt_ctx {
+    gwr_network *net;
+    gwr_session *s;
+    gwr_value *x, *out;
+    double want[32];
+} gpt_ctx;
+
+static const gwr_gpt_config g_gpt_onnx = {.blocks = 1, .hidden = 8, .heads = 2, .ffn = 16, .use_plugin = 0, .seed = 3};
+
+static gwr_status gpt_setup(void *ctx) {
+    gpt_ctx *c = ctx;
+    static const char *const names[] = {"x"};
+    int64_t d[3] = {1, 4, 8};
+    c->net = gwr_network_new("gpt");
+    c->x = gwr_value_new(GWR_FLOAT32, 3, d);
+    if (!c->net || !c->x || !gwr_build_gpt(c->net, &g_gpt_onnx)) return GWR_ERR_NOMEM;
+    for (int i = 0; i < 32; i++) gwr_value_set_f64(c->x, i, (i % 7) / 7.0 - 0.5);
+    gwr_session *s = gwr_session_new(c->net, NULL);
+    gwr_value *y = NULL;
+    gwr_status st = s ? gwr_session_run(s, 1, names, &c->x, 1, NULL, &y) : GWR_ERR_NOMEM;
+    if (!st && gwr_value_numel(y) == 32)
+        for (int i = 0; i < 32; i++) c->want[i] = gwr_value_get_f64(y, i);
+    else if (!st)
+        st = GWR_ERR_SHAPE;
+    gwr_value_release(y);
+    gwr_session_free(s);
+    return st;
+}
+
+static gwr_status gpt_run(void *ctx, const char **msg) {
+    gpt_ctx *c = ctx;
+    static const char *const names[] = {"x"};
+    c->s = gwr_session_new(c->net, NULL);
+    if (!c->s) {
+        *msg = gwr_last_errmsg();
+        return GWR_ERR_NOMEM;
+    }
+    gwr_status s = gwr_session_run(c->s, 1, names, &c->x, 1, NULL, &c->out);
+    *msg = gwr_session_errmsg(c->s);
+    return s;
+}
+
+static void gpt_check(void *ctx, int failed) {
+    gpt_ctx *c = ctx;
+    check_verifies(c->net, "session-gpt");
+    if (failed || !CHECK(c->out) || !CHECK_EQ_INT(gwr_value_numel(c->out), 32)) return;
+    int same = 1;
+    for (int i = 0; i < 32; i++) same &= gwr_value_get_f64(c->out, i) == c->want[i];
+    CHECK(same);
+}
+
+static void gpt_cleanup(void *ctx) {
+    gpt_ctx *c = ctx;
+    gwr_value_release(c->out);
+    gwr_value_release(c->x);
+    gwr_session_free(c->s);
+    gwr_network_free(c->net);
+    memset(c, 0, sizeof *c);
+}
+
 /* ---- the hook itself ------------------------------------------------------------ */
 
 TEST(test_hook) {
@@ -385,6 +473,7 @@ TEST(test_scenarios) {
     rewrite_ctx rc = {0};
     save_ctx sc = {0};
     session_ctx xc = {0};
+    gpt_ctx gc = {0};
     snprintf(sc.dir, sizeof sc.dir, "%s/out", g_dir);
     snprintf(sc.path, sizeof sc.path, "%s/saved.onnx", sc.dir);
     if (!CHECK(mkdir(sc.dir, 0755) == 0)) return;
@@ -394,8 +483,9 @@ TEST(test_scenarios) {
         {"rewrite", rewrite_setup, rewrite_run, rewrite_check, rewrite_cleanup},
         {"save", save_setup, save_run, save_check, save_cleanup},
         {"session", session_setup, session_run, session_check, session_cleanup},
+        {"run-gpt", gpt_setup, gpt_run, gpt_check, gpt_cleanup},
     };
-    void *ctxs[] = {&lc, &bc, &rc, &sc, &xc};
+    void *ctxs[] = {&lc, &bc, &rc, &sc, &xc, &gc};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         for (int sticky = 0; sticky < 2; sticky++) run_scenario(&all[i], ctxs[i], sticky);
     rmdir(sc.dir);

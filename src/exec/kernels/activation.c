@@ -390,7 +390,7 @@ static gwr_status k_dropout(gwr_kctx *k) {
     }
     gwr_value *o = gwr_k_out(k, 0, t, x->rank, x->dims);
     if (!o) return GWR_ERR_NOMEM;
-    mt19937 *rng = malloc(sizeof *rng);
+    mt19937 *rng = gwr_malloc(sizeof *rng);
     if (!rng) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     mt_seed(rng, (uint32_t)gwr_k_int(k, "seed", 0));
     double scale = ratio < 1 ? 1.0 / (1.0 - ratio) : 0.0;
@@ -400,7 +400,7 @@ static gwr_status k_dropout(gwr_kctx *k) {
         gwr_v_set_f64(o, i, keep ? gwr_v_get_f64(x, i) * scale : 0.0);
         if (mask) gwr_v_set_f64(mask, i, keep);
     }
-    free(rng);
+    gwr_free(rng);
     return GWR_OK;
 }
 

@@ -92,7 +92,7 @@ typedef struct stack {
 
 static void stack_free(stack *s) {
     release_all(s->v, s->n);
-    free(s->v);
+    gwr_free(s->v);
     memset(s, 0, sizeof *s);
 }
 
@@ -186,13 +186,13 @@ static gwr_status k_if(gwr_kctx *k) {
     if (no != k->nout)
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s branch '%s' gives %d outputs; the If has %d", c ? "then" : "else",
                           gwr_network_name(g), no, k->nout);
-    gwr_value *outb[8], **outs = no <= 8 ? outb : calloc((size_t)no, sizeof *outs);
+    gwr_value *outb[8], **outs = no <= 8 ? outb : gwr_calloc((size_t)no, sizeof *outs);
     if (!outs) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     memset(outs, 0, (size_t)no * sizeof *outs);
     st = gwr_k_run_graph(k, g, 0, NULL, no, outs);
     for (int i = 0; !st && i < no; i++) gwr_k_set_out(k, i, outs[i]);
     release_all(outs, no);
-    if (outs != outb) free(outs);
+    if (outs != outb) gwr_free(outs);
     return st;
 }
 
@@ -231,11 +231,11 @@ static gwr_status k_loop(gwr_kctx *k) {
     if (has_cond && read_bool(k, k->in[1], "cond", &cond)) return GWR_ERR_INVALID_ARG;
     /* With neither M nor cond (ONNX's "infinite loop") only the body's
      * failure or the bounds below stop it. */
-    gwr_value **cur = calloc((size_t)N + 1, sizeof *cur);
-    gwr_value **bi = calloc((size_t)bin, sizeof *bi), **bo = calloc((size_t)bout, sizeof *bo);
-    stack *stk = calloc((size_t)K + 1, sizeof *stk);
+    gwr_value **cur = gwr_calloc((size_t)N + 1, sizeof *cur);
+    gwr_value **bi = gwr_calloc((size_t)bin, sizeof *bi), **bo = gwr_calloc((size_t)bout, sizeof *bo);
+    stack *stk = gwr_calloc((size_t)K + 1, sizeof *stk);
     if (!cur || !bi || !bo || !stk) {
-        free(cur), free(bi), free(bo), free(stk);
+        gwr_free(cur), gwr_free(bi), gwr_free(bo), gwr_free(stk);
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
     for (int i = 0; i < N; i++) cur[i] = gwr_value_retain(k->in[2 + i]);
@@ -276,7 +276,7 @@ static gwr_status k_loop(gwr_kctx *k) {
     for (int j = 0; j < K && !st; j++) st = stack_out(k, N + j, &stk[j], 0, 0, gwr_network_output(g, 1 + N + j));
     release_all(cur, N);
     for (int j = 0; j < K; j++) stack_free(&stk[j]);
-    free(cur), free(bi), free(bo), free(stk);
+    gwr_free(cur), gwr_free(bi), gwr_free(bo), gwr_free(stk);
     return st;
 }
 
@@ -335,9 +335,9 @@ static gwr_status scan_run(gwr_kctx *k, const scan_cfg *c, gwr_value *const *st0
         T = x->dims[ax];
     }
     if (T < 0) T = 0;
-    gwr_value **bi = calloc((size_t)bin + 1, sizeof *bi), **bo = calloc((size_t)bout + 1, sizeof *bo);
+    gwr_value **bi = gwr_calloc((size_t)bin + 1, sizeof *bi), **bo = gwr_calloc((size_t)bout + 1, sizeof *bo);
     if (!bi || !bo) {
-        free(bi), free(bo);
+        gwr_free(bi), gwr_free(bo);
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
     gwr_status st = GWR_OK;
@@ -359,7 +359,7 @@ static gwr_status scan_run(gwr_kctx *k, const scan_cfg *c, gwr_value *const *st0
         for (int j = 0; j < K && !st; j++) st = stack_push(k, &stk[j], bo[N + j], j);
         release_all(bo, bout);
     }
-    free(bi), free(bo);
+    gwr_free(bi), gwr_free(bo);
     return st;
 }
 
@@ -381,10 +381,10 @@ static gwr_status scan_cfg_read(gwr_kctx *k, scan_cfg *c, int nstate_in, int nsc
     if (k->nout != c->N + c->K)
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "Scan has %d outputs; its body gives %d states and %d scan outputs", k->nout,
                           c->N, c->K);
-    c->in_axes = calloc((size_t)c->M + 1, sizeof(int64_t));
-    c->in_dirs = calloc((size_t)c->M + 1, sizeof(int64_t));
-    c->out_axes = calloc((size_t)c->K + 1, sizeof(int64_t));
-    c->out_dirs = calloc((size_t)c->K + 1, sizeof(int64_t));
+    c->in_axes = gwr_calloc((size_t)c->M + 1, sizeof(int64_t));
+    c->in_dirs = gwr_calloc((size_t)c->M + 1, sizeof(int64_t));
+    c->out_axes = gwr_calloc((size_t)c->K + 1, sizeof(int64_t));
+    c->out_dirs = gwr_calloc((size_t)c->K + 1, sizeof(int64_t));
     if (!c->in_axes || !c->in_dirs || !c->out_axes || !c->out_dirs) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     gwr_status st;
     if ((st = read_ints_attr(k, "scan_input_directions", c->M, 0, c->in_dirs)) ||
@@ -399,7 +399,7 @@ static gwr_status scan_cfg_read(gwr_kctx *k, scan_cfg *c, int nstate_in, int nsc
     return GWR_OK;
 }
 
-static void scan_cfg_free(scan_cfg *c) { free(c->in_axes), free(c->in_dirs), free(c->out_axes), free(c->out_dirs); }
+static void scan_cfg_free(scan_cfg *c) { gwr_free(c->in_axes), gwr_free(c->in_dirs), gwr_free(c->out_axes), gwr_free(c->out_dirs); }
 
 /* Opset 9 and later: inputs are the N initial states then the M scan inputs. */
 static gwr_status scan9(gwr_kctx *k, scan_cfg *c) {
@@ -411,8 +411,8 @@ static gwr_status scan9(gwr_kctx *k, scan_cfg *c) {
     for (int i = 0; i < k->nin; i++)
         if (!k->in[i]) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d is missing", i);
     int N = c->N, K = c->K;
-    gwr_value **fin = calloc((size_t)N + 1, sizeof *fin);
-    stack *stk = calloc((size_t)K + 1, sizeof *stk);
+    gwr_value **fin = gwr_calloc((size_t)N + 1, sizeof *fin);
+    stack *stk = gwr_calloc((size_t)K + 1, sizeof *stk);
     if (!fin || !stk) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     if (!st) st = scan_run(k, c, k->in, k->in + N, fin, stk);
     for (int i = 0; i < N && !st; i++) gwr_k_set_out(k, i, fin[i]);
@@ -429,7 +429,7 @@ static gwr_status scan9(gwr_kctx *k, scan_cfg *c) {
     }
     if (fin) release_all(fin, N);
     for (int j = 0; stk && j < K; j++) stack_free(&stk[j]);
-    free(fin), free(stk);
+    gwr_free(fin), gwr_free(stk);
     return st;
 }
 
@@ -462,9 +462,9 @@ static gwr_status scan8(gwr_kctx *k, scan_cfg *c) {
     for (int64_t b = 0; sl && b < B; b++)
         if (gwr_v_get_i64(sl, b) != Tfull)
             return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "sequence_lens shorter than the scan inputs are not supported");
-    gwr_value **st0 = calloc((size_t)(N + M) + 1, sizeof *st0), **fin = calloc((size_t)N + 1, sizeof *fin);
-    stack *per = calloc((size_t)(N + K) + 1, sizeof *per); /* per output: one value per batch entry */
-    stack *stk = calloc((size_t)K + 1, sizeof *stk);
+    gwr_value **st0 = gwr_calloc((size_t)(N + M) + 1, sizeof *st0), **fin = gwr_calloc((size_t)N + 1, sizeof *fin);
+    stack *per = gwr_calloc((size_t)(N + K) + 1, sizeof *per); /* per output: one value per batch entry */
+    stack *stk = gwr_calloc((size_t)K + 1, sizeof *stk);
     if (!st0 || !fin || !per || !stk) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     for (int64_t b = 0; b < B && !st; b++) {
         for (int i = 0; i < N + M && !st; i++)
@@ -491,7 +491,7 @@ static gwr_status scan8(gwr_kctx *k, scan_cfg *c) {
     if (fin) release_all(fin, N);
     for (int o = 0; per && o < N + K; o++) stack_free(&per[o]);
     for (int j = 0; stk && j < K; j++) stack_free(&stk[j]);
-    free(st0), free(fin), free(per), free(stk);
+    gwr_free(st0), gwr_free(fin), gwr_free(per), gwr_free(stk);
     return st;
 }
 

@@ -276,7 +276,7 @@ static gwr_status conv_forward(gwr_kctx *k, const cops *o, const cprob *p, const
     if (per < 1) per = 1;
     char *col = NULL;
     if (!direct && rows && p->YS && p->N && Mg) {
-        col = malloc((size_t)(rows * per * O2) * esz);
+        col = gwr_malloc((size_t)(rows * per * O2) * esz);
         if (!col) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the im2col buffer");
     }
     gwr_blas_threads(k->threads);
@@ -297,7 +297,7 @@ static gwr_status conv_forward(gwr_kctx *k, const cops *o, const cprob *p, const
                         (int)p->YS);
             }
         }
-    free(col);
+    gwr_free(col);
     return GWR_OK;
 }
 
@@ -310,7 +310,7 @@ static gwr_status conv_transpose(gwr_kctx *k, const cops *o, const cprob *p, con
     for (int i = 0; i < MAXSP; i++) direct &= g->s[i] == 1 && g->pb[i] == 0 && g->in[i] == g->out[i];
     char *col = NULL;
     if (!direct && rows && p->XS && p->N) {
-        col = malloc((size_t)(rows * p->XS) * esz);
+        col = gwr_malloc((size_t)(rows * p->XS) * esz);
         if (!col) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the col2im buffer");
     }
     gwr_blas_threads(k->threads);
@@ -327,7 +327,7 @@ static gwr_status conv_transpose(gwr_kctx *k, const cops *o, const cprob *p, con
                 o->col2im(col, g, Mg, yg);
             }
         }
-    free(col);
+    gwr_free(col);
     return GWR_OK;
 }
 
@@ -355,10 +355,10 @@ static gwr_status conv_float(gwr_kctx *k, int transpose) {
     if (x->dtype == GWR_FLOAT32) return conv_run(k, &OPS_F32, &p, x->data, w->data, b ? b->data : NULL, y->data);
     if (x->dtype == GWR_FLOAT64) return conv_run(k, &OPS_F64, &p, x->data, w->data, b ? b->data : NULL, y->data);
     float *xf = gwr_ku_widen(x), *wf = gwr_ku_widen(w), *bf = b ? gwr_ku_widen(b) : NULL;
-    float *yf = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
+    float *yf = gwr_malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
     if (!xf || !wf || (b && !bf) || !yf) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     else if (!(st = conv_run(k, &OPS_F32, &p, xf, wf, bf, yf))) gwr_ku_narrow(yf, y);
-    free(xf), free(wf), free(bf), free(yf);
+    gwr_free(xf), gwr_free(wf), gwr_free(bf), gwr_free(yf);
     return st;
 }
 
@@ -381,10 +381,10 @@ static int check_param(gwr_kctx *k, const gwr_value *v, const char *name, gwr_dt
 /* x - xzp and w - wzp[m] as float64 arrays; NULL after gwr_k_fail. */
 static gwr_status q_operands(gwr_kctx *k, const gwr_value *x, const gwr_value *xzp, const gwr_value *w, const gwr_value *wzp,
                              int64_t M, double **xd, double **wd) {
-    *xd = malloc((size_t)(x->numel ? x->numel : 1) * sizeof **xd);
-    *wd = malloc((size_t)(w->numel ? w->numel : 1) * sizeof **wd);
+    *xd = gwr_malloc((size_t)(x->numel ? x->numel : 1) * sizeof **xd);
+    *wd = gwr_malloc((size_t)(w->numel ? w->numel : 1) * sizeof **wd);
     if (!*xd || !*wd) {
-        free(*xd), free(*wd);
+        gwr_free(*xd), gwr_free(*wd);
         *xd = *wd = NULL;
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
@@ -412,17 +412,17 @@ static gwr_status k_conv_integer(gwr_kctx *k) {
         return GWR_ERR_INVALID_ARG;
     gwr_value *y = gwr_k_out(k, 0, GWR_INT32, p.rank, p.ydims);
     if (!y) return GWR_ERR_NOMEM;
-    double *xd, *wd, *yd = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yd);
+    double *xd, *wd, *yd = gwr_malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yd);
     if (!yd) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     if ((st = q_operands(k, x, xzp, w, wzp, p.M, &xd, &wd))) {
-        free(yd);
+        gwr_free(yd);
         return st;
     }
     if (!(st = conv_run(k, &OPS_F64, &p, xd, wd, NULL, yd))) {
         int32_t *yo = y->data;
         for (int64_t i = 0; i < y->numel; i++) yo[i] = (int32_t)(int64_t)yd[i]; /* exact integers */
     }
-    free(xd), free(wd), free(yd);
+    gwr_free(xd), gwr_free(wd), gwr_free(yd);
     return st;
 }
 
@@ -448,10 +448,10 @@ static gwr_status k_qlinear_conv(gwr_kctx *k) {
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "B must be int32 of shape [%lld]", (long long)p.M);
     gwr_value *y = gwr_k_out(k, 0, yzp->dtype, p.rank, p.ydims);
     if (!y) return GWR_ERR_NOMEM;
-    double *xd, *wd, *yd = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yd);
+    double *xd, *wd, *yd = gwr_malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yd);
     if (!yd) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     if ((st = q_operands(k, x, xzp, w, wzp, p.M, &xd, &wd))) {
-        free(yd);
+        gwr_free(yd);
         return st;
     }
     if (!(st = conv_run(k, &OPS_F64, &p, xd, wd, NULL, yd))) {
@@ -468,7 +468,7 @@ static gwr_status k_qlinear_conv(gwr_kctx *k) {
             else ((uint8_t *)y->data)[i] = (uint8_t)q;
         }
     }
-    free(xd), free(wd), free(yd);
+    gwr_free(xd), gwr_free(wd), gwr_free(yd);
     return st;
 }
 

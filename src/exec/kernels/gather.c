@@ -460,7 +460,7 @@ static gwr_status k_unique(gwr_kctx *k) {
         if (oc) ((int64_t *)oc->data)[u] = count[order[u]];
     }
     for (int64_t i = 0; i < n && ov && !rc; i++) ((int64_t *)ov->data)[i] = pos[grp[i]];
-    free(mem);
+    gwr_free(mem);
     return rc;
 }
 

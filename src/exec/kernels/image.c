@@ -89,7 +89,7 @@ static gwr_status k_nms(gwr_kctx *k) {
     int64_t *cand = score ? gwr_ku_scratch(k, 2 * ns + maxout, sizeof *cand) : NULL, *sel = NULL;
     if (cand) sel = gwr_ku_scratch(k, 3 * cap, sizeof *sel);
     if (!sel) {
-        free(boxes), free(score), free(cand);
+        gwr_free(boxes), gwr_free(score), gwr_free(cand);
         return GWR_ERR_NOMEM;
     }
     int64_t *tmp = cand + ns, *chosen = cand + 2 * ns, nsel = 0;
@@ -126,7 +126,7 @@ static gwr_status k_nms(gwr_kctx *k) {
     int64_t od[2] = {nsel, 3};
     gwr_value *y = gwr_k_out(k, 0, GWR_INT64, 2, od);
     if (y && nsel) memcpy(y->data, sel, (size_t)nsel * 3 * sizeof *sel);
-    free(boxes), free(score), free(cand), free(sel);
+    gwr_free(boxes), gwr_free(score), gwr_free(cand), gwr_free(sel);
     return y ? GWR_OK : GWR_ERR_NOMEM;
 }
 
@@ -194,12 +194,12 @@ static gwr_status k_roi_align(gwr_kctx *k) {
         double gh = sr ? (double)sr : ceil(bh), gw = sr ? (double)sr : ceil(bw);
         gh = gh > 0 ? gh : 0, gw = gw > 0 ? gw : 0;
         if (gh > (double)MAX_SAMPLES || gw > (double)MAX_SAMPLES || gh * gw > (double)MAX_SAMPLES)
-            return free(sm), gwr_k_fail(k, GWR_ERR_INVALID_ARG, "roi %lld needs %.0f x %.0f samples per output element, more than %lld",
+            return gwr_free(sm), gwr_k_fail(k, GWR_ERR_INVALID_ARG, "roi %lld needs %.0f x %.0f samples per output element, more than %lld",
                                         (long long)r, gh, gw, (long long)MAX_SAMPLES);
         int64_t ngh = (int64_t)gh, ngw = (int64_t)gw, ns = ngh * ngw, count = ns > 1 ? ns : 1;
         if (ns > cap) {
-            sample *t = realloc(sm, (size_t)ns * sizeof *sm);
-            if (!t) return free(sm), gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+            sample *t = gwr_realloc(sm, (size_t)ns * sizeof *sm);
+            if (!t) return gwr_free(sm), gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
             sm = t, cap = ns;
         }
         for (int64_t ph = 0; ph < oh; ph++)
@@ -246,7 +246,7 @@ static gwr_status k_roi_align(gwr_kctx *k) {
                 }
             }
     }
-    free(sm);
+    gwr_free(sm);
     return GWR_OK;
 }
 

@@ -31,7 +31,7 @@ void gwr_ku_f32_to_half(gwr_dtype t, const float *f, uint16_t *h, int64_t n) {
 
 float *gwr_ku_widen(const gwr_value *v) {
     int64_t n = v->numel;
-    float *f = malloc((size_t)(n ? n : 1) * sizeof *f);
+    float *f = gwr_malloc((size_t)(n ? n : 1) * sizeof *f);
     if (!f) return NULL;
     switch (v->dtype) {
     case GWR_FLOAT16:
@@ -215,7 +215,7 @@ void *gwr_ku_scratch(gwr_kctx *k, int64_t n, size_t sz) {
         gwr_k_fail(k, GWR_ERR_NOMEM, "scratch of %lld elements is too large", (long long)n);
         return NULL;
     }
-    void *p = malloc(n ? (size_t)n * sz : 1);
+    void *p = gwr_malloc(n ? (size_t)n * sz : 1);
     if (!p) gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     return p;
 }

@@ -91,10 +91,10 @@ static gwr_status mm_setup(gwr_kctx *k, const gwr_value *a, const gwr_value *b, 
     int64_t sa[MAXR], sb[MAXR], idx[MAXR] = {0};
     gwr_bcast_strides(abr, a->dims, obr, obd, sa);
     gwr_bcast_strides(bbr, b->dims, obr, obd, sb);
-    p->aoff = malloc((size_t)p->batch * sizeof *p->aoff);
-    p->boff = malloc((size_t)p->batch * sizeof *p->boff);
+    p->aoff = gwr_malloc((size_t)p->batch * sizeof *p->aoff);
+    p->boff = gwr_malloc((size_t)p->batch * sizeof *p->boff);
     if (!p->aoff || !p->boff) {
-        free(p->aoff), free(p->boff);
+        gwr_free(p->aoff), gwr_free(p->boff);
         p->aoff = p->boff = NULL;
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
@@ -110,7 +110,7 @@ static gwr_status mm_setup(gwr_kctx *k, const gwr_value *a, const gwr_value *b, 
     return GWR_OK;
 }
 
-static void mm_free(mmshape *p) { free(p->aoff), free(p->boff); }
+static void mm_free(mmshape *p) { gwr_free(p->aoff), gwr_free(p->boff); }
 
 static void mm_f32(const mmshape *p, const float *A, const float *B, float *Y) {
     int M = (int)p->M, N = (int)p->N, K = (int)p->K;
@@ -133,7 +133,7 @@ static void mm_f64(const mmshape *p, const double *A, const double *B, double *Y
 /* Integer matmul, wrapping: Y[t] = A[t] B[t]. */
 static int mm_int(const mmshape *p, const gwr_value *a, const gwr_value *b, gwr_value *y) {
     int64_t M = p->M, N = p->N, K = p->K;
-    uint64_t *row = malloc((size_t)(N ? N : 1) * sizeof *row);
+    uint64_t *row = gwr_malloc((size_t)(N ? N : 1) * sizeof *row);
     if (!row) return -1;
     for (int64_t t = 0; t < p->batch; t++) {
         int64_t ao = p->fold ? t * M * K : p->aoff[t], bo = p->fold ? 0 : p->boff[t];
@@ -147,7 +147,7 @@ static int mm_int(const mmshape *p, const gwr_value *a, const gwr_value *b, gwr_
             for (int64_t j = 0; j < N; j++) iset(y, (t * M + i) * N + j, row[j]);
         }
     }
-    free(row);
+    gwr_free(row);
     return 0;
 }
 
@@ -173,10 +173,10 @@ static gwr_status k_matmul(gwr_kctx *k) {
     } else if (dt == GWR_FLOAT64) {
         mm_f64(&p, a->data, b->data, y->data);
     } else if (dt == GWR_FLOAT16 || dt == GWR_BFLOAT16) {
-        float *af = gwr_ku_widen(a), *bf = gwr_ku_widen(b), *yf = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
+        float *af = gwr_ku_widen(a), *bf = gwr_ku_widen(b), *yf = gwr_malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
         if (!af || !bf || !yf) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
         else mm_f32(&p, af, bf, yf), gwr_ku_narrow(yf, y);
-        free(af), free(bf), free(yf);
+        gwr_free(af), gwr_free(bf), gwr_free(yf);
     } else {
         if (mm_int(&p, a, b, y)) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
@@ -203,10 +203,10 @@ static int qparam(gwr_kctx *k, const gwr_value *v, const char *name, gwr_dtype w
 static gwr_status q_matmul(gwr_kctx *k, const gwr_value *a, const gwr_value *azp, const gwr_value *b, const gwr_value *bzp,
                            mmshape *p, double **acc) {
     int64_t M = p->M, N = p->N, K = p->K, ynum = p->batch * M * N;
-    double *ad = malloc((size_t)(a->numel ? a->numel : 1) * sizeof *ad), *bd = malloc((size_t)(b->numel ? b->numel : 1) * sizeof *bd);
-    *acc = malloc((size_t)(ynum ? ynum : 1) * sizeof **acc);
+    double *ad = gwr_malloc((size_t)(a->numel ? a->numel : 1) * sizeof *ad), *bd = gwr_malloc((size_t)(b->numel ? b->numel : 1) * sizeof *bd);
+    *acc = gwr_malloc((size_t)(ynum ? ynum : 1) * sizeof **acc);
     if (!ad || !bd || !*acc) {
-        free(ad), free(bd), free(*acc);
+        gwr_free(ad), gwr_free(bd), gwr_free(*acc);
         *acc = NULL;
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
@@ -214,7 +214,7 @@ static gwr_status q_matmul(gwr_kctx *k, const gwr_value *a, const gwr_value *azp
     for (int64_t i = 0; i < b->numel; i++) bd[i] = gwr_ku_q8(b, i) - (!bzp ? 0 : bzp->numel == 1 ? gwr_ku_q8(bzp, 0) : gwr_ku_q8(bzp, i % N));
     gwr_blas_threads(k->threads);
     mm_f64(p, ad, bd, *acc);
-    free(ad), free(bd);
+    gwr_free(ad), gwr_free(bd);
     return GWR_OK;
 }
 
@@ -233,7 +233,7 @@ static gwr_status k_matmul_integer(gwr_kctx *k) {
     else if (!(y = gwr_k_out(k, 0, GWR_INT32, p.orank, p.odims))) st = GWR_ERR_NOMEM;
     else if (!(st = q_matmul(k, a, azp, b, bzp, &p, &acc)))
         for (int64_t i = 0; i < y->numel; i++) ((int32_t *)y->data)[i] = (int32_t)(uint32_t)(uint64_t)(int64_t)acc[i];
-    free(acc);
+    gwr_free(acc);
     mm_free(&p);
     return st;
 }
@@ -271,7 +271,7 @@ static gwr_status k_qlinear_matmul(gwr_kctx *k) {
             else ((uint8_t *)y->data)[i] = (uint8_t)q;
         }
     }
-    free(acc);
+    gwr_free(acc);
     mm_free(&p);
     return st;
 }
@@ -315,7 +315,7 @@ static gwr_status k_gemm(gwr_kctx *k) {
     if (dt == GWR_FLOAT32 || dt == GWR_FLOAT16 || dt == GWR_BFLOAT16) {
         int wide = dt != GWR_FLOAT32;
         float *af = wide ? gwr_ku_widen(a) : a->data, *bf = wide ? gwr_ku_widen(b) : b->data, *cf = wide && use_c ? gwr_ku_widen(c) : NULL;
-        float *yf = wide ? malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf) : y->data;
+        float *yf = wide ? gwr_malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf) : y->data;
         gwr_status st = GWR_OK;
         if (!af || !bf || !yf || (wide && use_c && !cf)) {
             st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
@@ -327,7 +327,7 @@ static gwr_status k_gemm(gwr_kctx *k) {
             gwr_ku_sgemm(ta, tb, (int)M, (int)N, (int)K, alpha, af, lda, bf, ldb, use_c ? 1.0f : 0.0f, yf, (int)N);
             if (wide) gwr_ku_narrow(yf, y);
         }
-        if (wide) free(af), free(bf), free(cf), free(yf);
+        if (wide) gwr_free(af), gwr_free(bf), gwr_free(cf), gwr_free(yf);
         return st;
     }
     if (dt == GWR_FLOAT64) {
@@ -565,7 +565,7 @@ static void ein_loop(const ein_plan *p, void *const *data, int isint, gwr_value 
 static gwr_status ein_operands(gwr_kctx *k, int isint, void **data) {
     for (int i = 0; i < k->nin; i++) {
         const gwr_value *v = k->in[i];
-        if (!(data[i] = malloc((size_t)(v->numel ? v->numel : 1) * 8))) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+        if (!(data[i] = gwr_malloc((size_t)(v->numel ? v->numel : 1) * 8))) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
         if (isint)
             for (int64_t j = 0; j < v->numel; j++) ((uint64_t *)data[i])[j] = iget(v, j);
         else
@@ -602,7 +602,7 @@ static gwr_status k_einsum(gwr_kctx *k) {
     if (!y) return GWR_ERR_NOMEM;
     void *data[EIN_MAXIN] = {0};
     if (!(st = ein_operands(k, isint, data))) ein_loop(&p, data, isint, y);
-    for (int i = 0; i < p.nin; i++) free(data[i]);
+    for (int i = 0; i < p.nin; i++) gwr_free(data[i]);
     return st;
 }
 
@@ -620,7 +620,7 @@ static gwr_status k_det(gwr_kctx *k) {
     gwr_value *y = gwr_k_out(k, 0, x->dtype, x->rank - 2, x->dims);
     if (!y) return GWR_ERR_NOMEM;
     int64_t mm = m * m;
-    double *a = malloc((size_t)(mm > 0 ? mm : 1) * sizeof *a);
+    double *a = gwr_malloc((size_t)(mm > 0 ? mm : 1) * sizeof *a);
     if (!a) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     for (int64_t b = 0; b < batch; b++) {
         for (int64_t i = 0; i < m * m; i++) a[i] = gwr_v_get_f64(x, b * m * m + i);
@@ -648,7 +648,7 @@ static gwr_status k_det(gwr_kctx *k) {
         }
         gwr_v_set_f64(y, b, det);
     }
-    free(a);
+    gwr_free(a);
     return GWR_OK;
 }
 

@@ -15,7 +15,7 @@
 
 /* A whole value as doubles (malloc'd; NULL after gwr_k_fail). */
 static double *all_f64(gwr_kctx *k, const gwr_value *v) {
-    double *d = malloc((size_t)(v->numel ? v->numel : 1) * sizeof *d);
+    double *d = gwr_malloc((size_t)(v->numel ? v->numel : 1) * sizeof *d);
     if (!d) gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     else gwr_ku_load_f64(v, 0, v->numel, d);
     return d;
@@ -205,20 +205,20 @@ static gwr_status softmax_family(gwr_kctx *k, int kind) {
     if (x->dtype == GWR_FLOAT32 && inner == 1 && kind != SM_HARD) {
         const float *xs = x->data;
         float *ys = y->data;
-        double *tmp = malloc((size_t)n * sizeof *tmp);
+        double *tmp = gwr_malloc((size_t)n * sizeof *tmp);
         if (!tmp) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
         for (int64_t o = 0; o < outer; o++) softmax_row_f32(xs + o * n, ys + o * n, n, kind, tmp);
-        free(tmp);
+        gwr_free(tmp);
         return GWR_OK;
     }
-    double *b = malloc((size_t)(n * inner) * sizeof *b);
+    double *b = gwr_malloc((size_t)(n * inner) * sizeof *b);
     if (!b) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     for (int64_t o = 0; o < outer; o++) {
         gwr_ku_load_f64(x, o * n * inner, n * inner, b);
         for (int64_t j = 0; j < inner; j++) softmax_f64(b + j, n, inner, kind);
         gwr_ku_store_f64(y, o * n * inner, n * inner, b);
     }
-    free(b);
+    gwr_free(b);
     return GWR_OK;
 }
 
@@ -248,27 +248,27 @@ static gwr_status k_batch_norm(gwr_kctx *k) {
     }
     if (training) per_elem = 0;
     int64_t P = per_elem ? C * S : C; /* parameters */
-    double *pm = malloc((size_t)(4 * (P ? P : 1)) * sizeof *pm);
+    double *pm = gwr_malloc((size_t)(4 * (P ? P : 1)) * sizeof *pm);
     if (!pm) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     double *sc = pm, *bi = pm + P, *mean = pm + 2 * P, *var = pm + 3 * P;
     gwr_status rc = GWR_OK;
     if (param_vec(k, 1, "scale", P, sc) || param_vec(k, 2, "B", P, bi) || param_vec(k, 3, "mean", P, mean) ||
         param_vec(k, 4, "var", P, var)) {
-        free(pm);
+        gwr_free(pm);
         return GWR_ERR_INVALID_ARG;
     }
     gwr_value *y = gwr_k_out(k, 0, x->dtype, x->rank, x->dims);
     if (!y) {
-        free(pm);
+        gwr_free(pm);
         return GWR_ERR_NOMEM;
     }
     double *bm = NULL, *bv = NULL;
     if (training) {
         /* Batch statistics over N and the spatial dims; population variance. */
-        bm = calloc((size_t)(2 * (C ? C : 1)), sizeof *bm);
-        double *row = malloc((size_t)(S ? S : 1) * sizeof *row);
+        bm = gwr_calloc((size_t)(2 * (C ? C : 1)), sizeof *bm);
+        double *row = gwr_malloc((size_t)(S ? S : 1) * sizeof *row);
         if (!bm || !row) {
-            free(row), free(bm), free(pm);
+            gwr_free(row), gwr_free(bm), gwr_free(pm);
             return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
         }
         bv = bm + C;
@@ -286,14 +286,14 @@ static gwr_status k_batch_norm(gwr_kctx *k) {
             }
             bm[c] = m, bv[c] = cnt > 0 ? q / cnt : 0;
         }
-        free(row);
+        gwr_free(row);
         /* Running statistics (opset 14+: outputs 1, 2; before: 1, 2 and the saved 3, 4). */
         for (int o = 1; o < k->nout && o <= 4; o++) {
             if (!gwr_k_out_used(k, o)) continue;
             const gwr_value *like = k->in[o == 2 || o == 4 ? 4 : 3];
             gwr_value *ov = gwr_k_out(k, o, like->dtype, 1, &C);
             if (!ov) {
-                free(bm), free(pm);
+                gwr_free(bm), gwr_free(pm);
                 return GWR_ERR_NOMEM;
             }
             for (int64_t c = 0; c < C; c++) {
@@ -324,7 +324,7 @@ static gwr_status k_batch_norm(gwr_kctx *k) {
                 }
             }
     } else {
-        double *row = malloc((size_t)(S ? S : 1) * sizeof *row);
+        double *row = gwr_malloc((size_t)(S ? S : 1) * sizeof *row);
         if (!row) rc = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
         for (int64_t nn = 0; row && nn < N; nn++)
             for (int64_t c = 0; c < C; c++) {
@@ -335,9 +335,9 @@ static gwr_status k_batch_norm(gwr_kctx *k) {
                 }
                 gwr_ku_store_f64(y, (nn * C + c) * S, S, row);
             }
-        free(row);
+        gwr_free(row);
     }
-    free(bm), free(pm);
+    gwr_free(bm), gwr_free(pm);
     return rc;
 }
 
@@ -361,16 +361,16 @@ static gwr_status k_instance_norm(gwr_kctx *k) {
     int64_t N = x->dims[0], C = x->dims[1], S = 1;
     for (int i = 2; i < x->rank; i++) S *= x->dims[i];
     double eps = gwr_k_float(k, "epsilon", 1e-5f);
-    double *pm = malloc((size_t)(2 * C + S + 1) * sizeof *pm);
+    double *pm = gwr_malloc((size_t)(2 * C + S + 1) * sizeof *pm);
     if (!pm) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     double *sc = pm, *bi = pm + C, *row = pm + 2 * C;
     if (param_vec(k, 1, "scale", C, sc) || param_vec(k, 2, "B", C, bi)) {
-        free(pm);
+        gwr_free(pm);
         return GWR_ERR_INVALID_ARG;
     }
     gwr_value *y = gwr_k_out(k, 0, x->dtype, x->rank, x->dims);
     if (!y) {
-        free(pm);
+        gwr_free(pm);
         return GWR_ERR_NOMEM;
     }
     for (int64_t nn = 0; nn < N; nn++)
@@ -383,7 +383,7 @@ static gwr_status k_instance_norm(gwr_kctx *k) {
             for (int64_t j = 0; j < S; j++) row[j] = row[j] * a + b;
             gwr_ku_store_f64(y, off, S, row);
         }
-    free(pm);
+    gwr_free(pm);
     return GWR_OK;
 }
 
@@ -403,16 +403,16 @@ static gwr_status k_group_norm(gwr_kctx *k) {
     int64_t P = s->numel == C && (s->numel != G || k->opset <= 0 || k->opset >= 21) ? C : G;
     double eps = gwr_k_float(k, "epsilon", 1e-5f);
     int64_t blk = C / G * S;
-    double *pm = malloc((size_t)(2 * P + blk + 1) * sizeof *pm);
+    double *pm = gwr_malloc((size_t)(2 * P + blk + 1) * sizeof *pm);
     if (!pm) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     double *sc = pm, *bi = pm + P, *row = pm + 2 * P;
     if (param_vec(k, 1, "scale", P, sc) || param_vec(k, 2, "bias", P, bi)) {
-        free(pm);
+        gwr_free(pm);
         return GWR_ERR_INVALID_ARG;
     }
     gwr_value *y = gwr_k_out(k, 0, x->dtype, x->rank, x->dims);
     if (!y) {
-        free(pm);
+        gwr_free(pm);
         return GWR_ERR_NOMEM;
     }
     for (int64_t nn = 0; nn < N; nn++)
@@ -427,7 +427,7 @@ static gwr_status k_group_norm(gwr_kctx *k) {
             }
             gwr_ku_store_f64(y, off, blk, row);
         }
-    free(pm);
+    gwr_free(pm);
     return GWR_OK;
 }
 
@@ -488,19 +488,19 @@ static gwr_status k_layer_norm(gwr_kctx *k) {
     double eps = gwr_k_float(k, "epsilon", 1e-5f);
     int64_t outer = 1, n = 1;
     for (int i = 0; i < r; i++) *(i < a ? &outer : &n) *= x->dims[i];
-    double *pm = malloc((size_t)(3 * n + 1) * sizeof *pm);
+    double *pm = gwr_malloc((size_t)(3 * n + 1) * sizeof *pm);
     if (!pm) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     double *sc = pm, *bi = pm + n, *row = pm + 2 * n;
     int has_b = k->nin > 2 && k->in[2];
     if (bcast_param(k, 1, "Scale", r - a, x->dims + a, n, sc) ||
         (has_b && bcast_param(k, 2, "B", r - a, x->dims + a, n, bi))) {
-        free(pm);
+        gwr_free(pm);
         return GWR_ERR_INVALID_ARG;
     }
     if (!has_b) memset(bi, 0, (size_t)n * sizeof *bi);
     gwr_value *y = gwr_k_out(k, 0, x->dtype, r, x->dims), *mo = NULL, *io = NULL;
     if (!y) {
-        free(pm);
+        gwr_free(pm);
         return GWR_ERR_NOMEM;
     }
     int64_t sd[GWR_MAX_RANK];
@@ -508,17 +508,17 @@ static gwr_status k_layer_norm(gwr_kctx *k) {
     int64_t stash = gwr_k_int(k, "stash_type", 1);
     gwr_dtype st = gwr_ku_is_float((gwr_dtype)stash) ? (gwr_dtype)stash : GWR_FLOAT32;
     if (k->nout > 1 && gwr_k_out_used(k, 1) && !(mo = gwr_k_out(k, 1, declared_or(k, 1, st), r, sd))) {
-        free(pm);
+        gwr_free(pm);
         return GWR_ERR_NOMEM;
     }
     if (k->nout > 2 && gwr_k_out_used(k, 2) && !(io = gwr_k_out(k, 2, declared_or(k, 2, st), r, sd))) {
-        free(pm);
+        gwr_free(pm);
         return GWR_ERR_NOMEM;
     }
     if (x->dtype == GWR_FLOAT32) {
-        float *fs = malloc((size_t)(2 * n + 1) * sizeof *fs);
+        float *fs = gwr_malloc((size_t)(2 * n + 1) * sizeof *fs);
         if (!fs) {
-            free(pm);
+            gwr_free(pm);
             return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
         }
         float *fsc = fs, *fbi = fs + n;
@@ -532,7 +532,7 @@ static gwr_status k_layer_norm(gwr_kctx *k) {
             if (mo) gwr_v_set_f64(mo, o, m);
             if (io) gwr_v_set_f64(io, o, inv);
         }
-        free(fs);
+        gwr_free(fs);
     } else {
         for (int64_t o = 0; o < outer; o++) {
             double m, inv;
@@ -544,7 +544,7 @@ static gwr_status k_layer_norm(gwr_kctx *k) {
             if (io) gwr_v_set_f64(io, o, inv);
         }
     }
-    free(pm);
+    gwr_free(pm);
     return GWR_OK;
 }
 
@@ -571,9 +571,9 @@ static gwr_status k_mvn(gwr_kctx *k) {
         else nk *= x->dims[i];
     }
     double *d = all_f64(k, x);
-    double *st = calloc((size_t)(2 * nk), sizeof *st);
+    double *st = gwr_calloc((size_t)(2 * nk), sizeof *st);
     if (!d || !st) {
-        free(d), free(st);
+        gwr_free(d), gwr_free(st);
         return d ? gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory") : GWR_ERR_NOMEM;
     }
     double *mean = st, *var = st + nk;
@@ -596,7 +596,7 @@ static gwr_status k_mvn(gwr_kctx *k) {
         }
     }
     gwr_ku_store_f64(y, 0, x->numel, d);
-    free(d), free(st);
+    gwr_free(d), gwr_free(st);
     return GWR_OK;
 }
 
@@ -615,9 +615,9 @@ static gwr_status k_lrn(gwr_kctx *k) {
     if (!y) return GWR_ERR_NOMEM;
     if (!x->numel) return GWR_OK;
     double *d = all_f64(k, x);
-    double *o = malloc((size_t)x->numel * sizeof *o), *sq = malloc((size_t)(S ? S : 1) * sizeof *sq);
+    double *o = gwr_malloc((size_t)x->numel * sizeof *o), *sq = gwr_malloc((size_t)(S ? S : 1) * sizeof *sq);
     if (!d || !o || !sq) {
-        free(d), free(o), free(sq);
+        gwr_free(d), gwr_free(o), gwr_free(sq);
         return d ? gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory") : GWR_ERR_NOMEM;
     }
     int64_t lo = (size - 1) / 2, hi = size - 1 - lo; /* floor and ceil of (size - 1) / 2 */
@@ -634,7 +634,7 @@ static gwr_status k_lrn(gwr_kctx *k) {
             for (int64_t j = 0; j < S; j++) yr[j] = xr[j] / pow(bias + alpha / (double)size * sq[j], beta);
         }
     gwr_ku_store_f64(y, 0, x->numel, o);
-    free(d), free(o), free(sq);
+    gwr_free(d), gwr_free(o), gwr_free(sq);
     return GWR_OK;
 }
 

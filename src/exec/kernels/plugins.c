@@ -61,7 +61,7 @@ static gwr_status k_gpt_attention(gwr_kctx *k) {
     /* The sequences and the valid keys. */
     int64_t nseq = 0;
     att_seq *seq = NULL;
-    uint8_t *valid = malloc((size_t)(rows ? rows : 1));
+    uint8_t *valid = gwr_malloc((size_t)(rows ? rows : 1));
     if (!valid) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     memset(valid, 1, (size_t)(rows ? rows : 1));
     gwr_status st = GWR_OK;
@@ -76,13 +76,13 @@ static gwr_status k_gpt_attention(gwr_kctx *k) {
         for (int64_t i = 0; !st && i < rows; i++) valid[i] = gwr_v_get_f64(mask, i) != 0;
         nseq = rp ? mask->dims[0] : B;
         int64_t L = rp ? mask->dims[1] : S;
-        if (!st && !(seq = malloc((size_t)(nseq ? nseq : 1) * sizeof *seq))) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+        if (!st && !(seq = gwr_malloc((size_t)(nseq ? nseq : 1) * sizeof *seq))) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
         for (int64_t i = 0; !st && i < nseq; i++) seq[i] = (att_seq){i * L, L};
     } else if (mask && mask->rank == 1 && rp) {
         if (mask->dtype != GWR_INT32 && mask->dtype != GWR_INT64)
             st = gwr_k_fail(k, GWR_ERR_TYPE, "attention_mask as sequence lengths must be int32 or int64, got %s", ty);
         nseq = mask->dims[0];
-        if (!st && !(seq = malloc((size_t)(nseq ? nseq : 1) * sizeof *seq))) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+        if (!st && !(seq = gwr_malloc((size_t)(nseq ? nseq : 1) * sizeof *seq))) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
         int64_t at = 0;
         for (int64_t i = 0; !st && i < nseq; i++) {
             int64_t L = gwr_v_get_i64(mask, i);
@@ -96,7 +96,7 @@ static gwr_status k_gpt_attention(gwr_kctx *k) {
         st = gwr_k_fail(k, GWR_ERR_SHAPE, "attention_mask must be [batch, seq]%s, got %s", rp ? " or [batch] lengths" : "", ty);
     } else {
         nseq = B;
-        if (!(seq = malloc((size_t)(nseq ? nseq : 1) * sizeof *seq))) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+        if (!(seq = gwr_malloc((size_t)(nseq ? nseq : 1) * sizeof *seq))) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
         for (int64_t i = 0; !st && i < nseq; i++) seq[i] = (att_seq){i * S, S};
     }
     int64_t cd[3] = {B, S, H}, pd[5] = {B, 2, nh, S, hs};
@@ -105,9 +105,9 @@ static gwr_status k_gpt_attention(gwr_kctx *k) {
     if (!st && k->nout > 1 && gwr_k_out_used(k, 1) && !(present = gwr_k_out(k, 1, qkv->dtype, 5, pd))) st = GWR_ERR_NOMEM;
     double *x = NULL, *p = NULL, *acc = NULL;
     if (!st) {
-        x = malloc((size_t)(rows > 0 ? rows * W : 1) * sizeof *x);
-        p = malloc((size_t)(S ? S : 1) * sizeof *p);
-        acc = malloc((size_t)hs * sizeof *acc);
+        x = gwr_malloc((size_t)(rows > 0 ? rows * W : 1) * sizeof *x);
+        p = gwr_malloc((size_t)(S ? S : 1) * sizeof *p);
+        acc = gwr_malloc((size_t)hs * sizeof *acc);
         if (!x || !p || !acc) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
     if (!st) {
@@ -153,7 +153,7 @@ static gwr_status k_gpt_attention(gwr_kctx *k) {
                             gwr_ku_set(present, (((b * 2 + kv) * nh + h) * S + t) * hs + e, x[r * W + (1 + kv) * H + h * hs + e]);
             }
     }
-    free(x), free(p), free(acc), free(seq), free(valid);
+    gwr_free(x), gwr_free(p), gwr_free(acc), gwr_free(seq), gwr_free(valid);
     return st;
 }
 

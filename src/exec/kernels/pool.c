@@ -54,7 +54,7 @@ static gwr_status read_pool(gwr_kctx *k, const gwr_value *x, int with_auto_pad, 
 
 static gwr_status taps_new(gwr_kctx *k, const geom *g, taps *t) {
     int64_t total = g->out[0] + g->out[1] + g->out[2];
-    if (!(t->mem = malloc((size_t)(4 * total) * sizeof *t->mem))) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    if (!(t->mem = gwr_malloc((size_t)(4 * total) * sizeof *t->mem))) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     int64_t *p = t->mem;
     for (int i = 0; i < MAXSP; i++) {
         t->start[i] = p, t->lo[i] = p + g->out[i], t->hi[i] = p + 2 * g->out[i], t->padded[i] = p + 3 * g->out[i];
@@ -212,10 +212,10 @@ static gwr_status pool_exec(gwr_kctx *k, int kind, const gwr_value *x, gwr_value
     gwr_status st = taps_new(k, g, &t);
     if (st) return st;
     int64_t planes = x->dims[0] * x->dims[1], K2 = g->k[2], O2 = g->out[2];
-    int64_t *kr = ind ? NULL : malloc((size_t)(2 * K2) * sizeof *kr);
-    double *acc = ind ? NULL : malloc((size_t)(O2 ? O2 : 1) * sizeof *acc);
+    int64_t *kr = ind ? NULL : gwr_malloc((size_t)(2 * K2) * sizeof *kr);
+    double *acc = ind ? NULL : gwr_malloc((size_t)(O2 ? O2 : 1) * sizeof *acc);
     if (!ind && (!kr || !acc)) {
-        free(t.mem), free(kr), free(acc);
+        gwr_free(t.mem), gwr_free(kr), gwr_free(acc);
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
     for (int64_t k2 = 0; kr && k2 < K2; k2++) gwr_ku_valid_range(O2, g->s[2], k2 * g->d[2] - g->pb[2], g->in[2], &kr[k2], &kr[K2 + k2]);
@@ -223,7 +223,7 @@ static gwr_status pool_exec(gwr_kctx *k, int kind, const gwr_value *x, gwr_value
     void *yv = y->data;
     float *xf = NULL, *yf = NULL;
     if (x->dtype != GWR_FLOAT32 && x->dtype != GWR_FLOAT64) {
-        xf = gwr_ku_widen(x), yf = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
+        xf = gwr_ku_widen(x), yf = gwr_malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
         xv = xf, yv = yf;
         if (!xf || !yf) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
@@ -237,7 +237,7 @@ static gwr_status pool_exec(gwr_kctx *k, int kind, const gwr_value *x, gwr_value
         }
         if (yf) gwr_ku_narrow(yf, y);
     }
-    free(xf), free(yf), free(kr), free(acc), free(t.mem);
+    gwr_free(xf), gwr_free(yf), gwr_free(kr), gwr_free(acc), gwr_free(t.mem);
     return st;
 }
 
@@ -303,9 +303,9 @@ static gwr_status global_op(gwr_kctx *k, int kind) {
     const double *xf64 = x->dtype == GWR_FLOAT64 ? x->data : NULL;
     float *tmp = NULL, *yf = NULL;
     if (!xf32 && !xf64) {
-        tmp = gwr_ku_widen(x), yf = malloc((size_t)(planes ? planes : 1) * sizeof *yf);
+        tmp = gwr_ku_widen(x), yf = gwr_malloc((size_t)(planes ? planes : 1) * sizeof *yf);
         if (!tmp || !yf) {
-            free(tmp), free(yf);
+            gwr_free(tmp), gwr_free(yf);
             return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
         }
         xf32 = tmp;
@@ -336,7 +336,7 @@ static gwr_status global_op(gwr_kctx *k, int kind) {
         else yf[pl] = (float)r;
     }
     if (yf) gwr_ku_narrow(yf, y);
-    free(tmp), free(yf);
+    gwr_free(tmp), gwr_free(yf);
     return GWR_OK;
 }
 

@@ -295,8 +295,8 @@ static gwr_status reduce(gwr_kctx *k, rop op) {
     int intpath = !fl && op != R_L2 && op != R_LOGSUM && op != R_LSE;
     gwr_status rc = GWR_OK;
     if (intpath) {
-        c.iacc = malloc((size_t)on * sizeof *c.iacc);
-        c.irow = malloc((size_t)(rowlen ? rowlen : 1) * sizeof *c.irow);
+        c.iacc = gwr_malloc((size_t)on * sizeof *c.iacc);
+        c.irow = gwr_malloc((size_t)(rowlen ? rowlen : 1) * sizeof *c.irow);
         if (!c.iacc || !c.irow) {
             rc = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
             goto done;
@@ -308,9 +308,9 @@ static gwr_status reduce(gwr_kctx *k, rop op) {
             for (int64_t i = 0; i < on; i++) c.iacc[i] = cnt ? c.iacc[i] / cnt : 0;
         store_i64(y, 0, on, c.iacc, op == R_MAX || op == R_MIN);
     } else {
-        c.acc = malloc((size_t)on * sizeof *c.acc);
-        c.row = malloc((size_t)(rowlen ? rowlen : 1) * sizeof *c.row);
-        if (op == R_LSE) c.shift = malloc((size_t)on * sizeof *c.shift);
+        c.acc = gwr_malloc((size_t)on * sizeof *c.acc);
+        c.row = gwr_malloc((size_t)(rowlen ? rowlen : 1) * sizeof *c.row);
+        if (op == R_LSE) c.shift = gwr_malloc((size_t)on * sizeof *c.shift);
         if (!c.acc || !c.row || (op == R_LSE && !c.shift)) {
             rc = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
             goto done;
@@ -340,7 +340,7 @@ static gwr_status reduce(gwr_kctx *k, rop op) {
         gwr_ku_store_f64(y, 0, on, c.acc);
     }
 done:
-    free(c.acc), free(c.shift), free(c.iacc), free(c.row), free(c.irow);
+    gwr_free(c.acc), gwr_free(c.shift), gwr_free(c.iacc), gwr_free(c.row), gwr_free(c.irow);
     return rc;
 }
 
@@ -393,10 +393,10 @@ static gwr_status arg_extreme(gwr_kctx *k, int want_max) {
     /* Best values as doubles for floats, order keys for integers. */
     double *bv = NULL, *fr = NULL;
     int64_t *iv = NULL, *ir = NULL;
-    if (fl) bv = malloc((size_t)inner * sizeof *bv), fr = malloc((size_t)inner * sizeof *fr);
-    else iv = malloc((size_t)inner * sizeof *iv), ir = malloc((size_t)inner * sizeof *ir);
+    if (fl) bv = gwr_malloc((size_t)inner * sizeof *bv), fr = gwr_malloc((size_t)inner * sizeof *fr);
+    else iv = gwr_malloc((size_t)inner * sizeof *iv), ir = gwr_malloc((size_t)inner * sizeof *ir);
     if ((fl && (!bv || !fr)) || (!fl && (!iv || !ir))) {
-        free(bv), free(fr), free(iv), free(ir);
+        gwr_free(bv), gwr_free(fr), gwr_free(iv), gwr_free(ir);
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
     for (int64_t o = 0; o < outer; o++) {
@@ -426,7 +426,7 @@ static gwr_status arg_extreme(gwr_kctx *k, int want_max) {
             }
         }
     }
-    free(bv), free(fr), free(iv), free(ir);
+    gwr_free(bv), gwr_free(fr), gwr_free(iv), gwr_free(ir);
     return GWR_OK;
 }
 
@@ -499,7 +499,7 @@ static gwr_status k_topk(gwr_kctx *k) {
     gwr_value *idxs = gwr_k_out(k, 1, GWR_INT64, x->rank, od);
     if (!idxs) return GWR_ERR_NOMEM;
     if (!vals->numel) return GWR_OK;
-    tk_item *it = malloc((size_t)n * sizeof *it);
+    tk_item *it = gwr_malloc((size_t)n * sizeof *it);
     if (!it) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     int (*cmp)(const void *, const void *) =
         fl ? (largest ? tk_cmp_f_desc : tk_cmp_f_asc) : (largest ? tk_cmp_i_desc : tk_cmp_i_asc);
@@ -522,7 +522,7 @@ static gwr_status k_topk(gwr_kctx *k) {
                 is[d] = it[q].idx;
             }
         }
-    free(it);
+    gwr_free(it);
     return GWR_OK;
 }
 
@@ -548,10 +548,10 @@ static gwr_status k_cumsum(gwr_kctx *k) {
     double *fs = NULL, *fr = NULL, *fo = NULL;
     int64_t *is = NULL, *ir = NULL, *io = NULL;
     size_t sz = (size_t)inner * 8;
-    if (fl) fs = malloc(sz), fr = malloc(sz), fo = malloc(sz);
-    else is = malloc(sz), ir = malloc(sz), io = malloc(sz);
+    if (fl) fs = gwr_malloc(sz), fr = gwr_malloc(sz), fo = gwr_malloc(sz);
+    else is = gwr_malloc(sz), ir = gwr_malloc(sz), io = gwr_malloc(sz);
     if (fl ? !fs || !fr || !fo : !is || !ir || !io) {
-        free(fs), free(fr), free(fo), free(is), free(ir), free(io);
+        gwr_free(fs), gwr_free(fr), gwr_free(fo), gwr_free(is), gwr_free(ir), gwr_free(io);
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
     for (int64_t o = 0; o < outer; o++) {
@@ -576,7 +576,7 @@ static gwr_status k_cumsum(gwr_kctx *k) {
             }
         }
     }
-    free(fs), free(fr), free(fo), free(is), free(ir), free(io);
+    gwr_free(fs), gwr_free(fr), gwr_free(fo), gwr_free(is), gwr_free(ir), gwr_free(io);
     return GWR_OK;
 }
 

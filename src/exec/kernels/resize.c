@@ -96,8 +96,8 @@ static int build_tab(const rsz *p, int d, axis_tab *t) {
     if (p->mode == M_NEAREST) nt = 1, start = 0;
     else start = (int64_t)floor((p->mode == M_LINEAR ? -1 : -2) / sa) + 1, nt = (int)(2 - 2 * start);
     t->nt = nt;
-    t->idx = malloc((size_t)(O ? O : 1) * (size_t)nt * sizeof *t->idx);
-    t->w = malloc((size_t)(O ? O : 1) * (size_t)nt * sizeof *t->w);
+    t->idx = gwr_malloc((size_t)(O ? O : 1) * (size_t)nt * sizeof *t->idx);
+    t->w = gwr_malloc((size_t)(O ? O : 1) * (size_t)nt * sizeof *t->w);
     if (!t->idx || !t->w) return -1;
     t->identity = L == O;
     for (int64_t i = 0; i < O; i++) {
@@ -194,7 +194,7 @@ static gwr_status run_interp(gwr_kctx *k, const rsz *p, const gwr_value *x, gwr_
     int r = p->rank;
     int64_t cur[GWR_MAX_RANK];
     memcpy(cur, p->in, (size_t)r * sizeof *cur);
-    double *a = malloc((size_t)(x->numel ? x->numel : 1) * sizeof *a);
+    double *a = gwr_malloc((size_t)(x->numel ? x->numel : 1) * sizeof *a);
     if (!a) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     for (int64_t j = 0; j < x->numel; j++) a[j] = gwr_v_get_f64(x, j);
     /* Shrinking axes first keeps the intermediate buffers small. */
@@ -205,9 +205,9 @@ static gwr_status run_interp(gwr_kctx *k, const rsz *p, const gwr_value *x, gwr_
         for (int i = 0; i < d; i++) outer *= cur[i];
         for (int i = d + 1; i < r; i++) inner *= cur[i];
         int64_t n = outer * O * inner;
-        double *b = calloc((size_t)(n ? n : 1), sizeof *b);
+        double *b = gwr_calloc((size_t)(n ? n : 1), sizeof *b);
         if (!b) {
-            free(a);
+            gwr_free(a);
             return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
         }
         int nt = tab[d].nt;
@@ -227,12 +227,12 @@ static gwr_status run_interp(gwr_kctx *k, const rsz *p, const gwr_value *x, gwr_
                     for (int64_t j = 0; j < inner; j++) dst[j] += wq * src[j];
                 }
             }
-        free(a);
+        gwr_free(a);
         a = b;
         cur[d] = O;
     }
     for (int64_t j = 0; j < y->numel; j++) gwr_v_set_f64(y, j, a[j]);
-    free(a);
+    gwr_free(a);
     return GWR_OK;
 }
 
@@ -256,7 +256,7 @@ static gwr_status resize_run(gwr_kctx *k, rsz *p, const gwr_value *x) {
     for (int d = 0; d < p->rank && !rc; d++)
         if (build_tab(p, d, &tab[d])) rc = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     if (!rc) rc = p->mode == M_NEAREST ? run_nearest(k, p, x, y, tab) : run_interp(k, p, x, y, tab);
-    for (int d = 0; d < p->rank; d++) free(tab[d].idx), free(tab[d].w);
+    for (int d = 0; d < p->rank; d++) gwr_free(tab[d].idx), gwr_free(tab[d].w);
     return rc;
 }
 

@@ -243,11 +243,11 @@ typedef struct rnn_buf {
 } rnn_buf;
 
 static void buf_free(rnn_buf *b) {
-    free(b->x), free(b->w), free(b->r), free(b->bias), free(b->p), free(b->h0), free(b->c0), free(b->xw), free(b->hr);
-    free(b->tmp), free(b->h), free(b->c), free(b->len);
+    gwr_free(b->x), gwr_free(b->w), gwr_free(b->r), gwr_free(b->bias), gwr_free(b->p), gwr_free(b->h0), gwr_free(b->c0), gwr_free(b->xw), gwr_free(b->hr);
+    gwr_free(b->tmp), gwr_free(b->h), gwr_free(b->c), gwr_free(b->len);
 }
 
-static double *alloc_d(int64_t n) { return calloc((size_t)(n ? n : 1), sizeof(double)); }
+static double *alloc_d(int64_t n) { return gwr_calloc((size_t)(n ? n : 1), sizeof(double)); }
 
 /* Loads the inputs into b (x in [T][B][I] order, states in [D][B][H]). */
 static int buf_load(gwr_kctx *k, const rnn_args *a, rnn_buf *b) {
@@ -255,7 +255,7 @@ static int buf_load(gwr_kctx *k, const rnn_args *a, rnn_buf *b) {
     b->x = alloc_d(T * B * I), b->w = alloc_d(D * GH * I), b->r = alloc_d(D * GH * H), b->bias = alloc_d(D * 2 * GH);
     b->p = alloc_d(D * 3 * H), b->h0 = alloc_d(D * B * H), b->c0 = alloc_d(D * B * H), b->xw = alloc_d(T * B * GH);
     b->hr = alloc_d(B * GH), b->tmp = alloc_d(B * H), b->h = alloc_d(B * H), b->c = alloc_d(B * H);
-    b->len = malloc((size_t)(B ? B : 1) * sizeof *b->len);
+    b->len = gwr_malloc((size_t)(B ? B : 1) * sizeof *b->len);
     if (!b->x || !b->w || !b->r || !b->bias || !b->p || !b->h0 || !b->c0 || !b->xw || !b->hr || !b->tmp || !b->h || !b->c ||
         !b->len)
         return -1;
@@ -268,7 +268,7 @@ static int buf_load(gwr_kctx *k, const rnn_args *a, rnn_buf *b) {
         load_all(X, xb);
         for (int64_t bb = 0; bb < B; bb++)
             for (int64_t t = 0; t < T; t++) memcpy(b->x + (t * B + bb) * I, xb + (bb * T + t) * I, (size_t)I * sizeof(double));
-        free(xb);
+        gwr_free(xb);
     }
     load_all(k->in[1], b->w);
     load_all(k->in[2], b->r);

@@ -37,7 +37,7 @@ typedef struct fft {
 } fft;
 
 static void fft_free(fft *f) {
-    free(f->tw), free(f->chirp), free(f->filt), free(f->work);
+    gwr_free(f->tw), gwr_free(f->chirp), gwr_free(f->filt), gwr_free(f->work);
     memset(f, 0, sizeof *f);
 }
 
@@ -82,14 +82,14 @@ static int fft_init(fft *f, int64_t n) {
     f->n = n;
     if (is_pow2(n)) {
         f->mode = FFT_RADIX2, f->m = n;
-        if (!(f->tw = malloc((size_t)(n / 2 + 1) * 2 * sizeof(double)))) return -1;
+        if (!(f->tw = gwr_malloc((size_t)(n / 2 + 1) * 2 * sizeof(double)))) return -1;
         twiddles(f->tw, n / 2, n);
         return 0;
     }
     if (n <= DFT_DIRECT_MAX) {
         f->mode = FFT_DIRECT;
-        f->tw = malloc((size_t)n * 2 * sizeof(double));
-        f->work = malloc((size_t)n * 2 * sizeof(double));
+        f->tw = gwr_malloc((size_t)n * 2 * sizeof(double));
+        f->work = gwr_malloc((size_t)n * 2 * sizeof(double));
         if (!f->tw || !f->work) return fft_free(f), -1;
         twiddles(f->tw, n, n);
         return 0;
@@ -98,10 +98,10 @@ static int fft_init(fft *f, int64_t n) {
     int64_t m = 1;
     while (m < 2 * n - 1) m <<= 1;
     f->m = m;
-    f->tw = malloc((size_t)(m / 2) * 2 * sizeof(double));
-    f->chirp = malloc((size_t)n * 2 * sizeof(double));
-    f->filt = calloc((size_t)m * 2, sizeof(double));
-    f->work = malloc((size_t)m * 2 * sizeof(double));
+    f->tw = gwr_malloc((size_t)(m / 2) * 2 * sizeof(double));
+    f->chirp = gwr_malloc((size_t)n * 2 * sizeof(double));
+    f->filt = gwr_calloc((size_t)m * 2, sizeof(double));
+    f->work = gwr_malloc((size_t)m * 2 * sizeof(double));
     if (!f->tw || !f->chirp || !f->filt || !f->work) return fft_free(f), -1;
     twiddles(f->tw, m / 2, m);
     for (int64_t t = 0; t < n; t++) {
@@ -267,9 +267,9 @@ static gwr_status k_dft(gwr_kctx *k) {
     gwr_value *y = gwr_k_out(k, 0, x->dtype, r, od);
     if (!y) return GWR_ERR_NOMEM;
     fft f;
-    double *buf = malloc((size_t)n * 2 * sizeof(double));
+    double *buf = gwr_malloc((size_t)n * 2 * sizeof(double));
     if (!buf || fft_init(&f, n)) {
-        free(buf);
+        gwr_free(buf);
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for a DFT of %lld points", (long long)n);
     }
     double scale = inverse ? 1.0 / (double)n : 1.0;
@@ -291,7 +291,7 @@ static gwr_status k_dft(gwr_kctx *k) {
             }
         }
     fft_free(&f);
-    free(buf);
+    gwr_free(buf);
     return GWR_OK;
 }
 
@@ -345,9 +345,9 @@ static gwr_status k_stft(gwr_kctx *k) {
     gwr_value *y = gwr_k_out(k, 0, x->dtype, 4, od);
     if (!y) return GWR_ERR_NOMEM;
     fft f;
-    double *buf = malloc((size_t)fl * 2 * sizeof(double)), *w = malloc((size_t)fl * sizeof(double));
+    double *buf = gwr_malloc((size_t)fl * 2 * sizeof(double)), *w = gwr_malloc((size_t)fl * sizeof(double));
     if (!buf || !w || fft_init(&f, fl)) {
-        free(buf), free(w);
+        gwr_free(buf), gwr_free(w);
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for frames of %lld points", (long long)fl);
     }
     for (int64_t t = 0; t < fl; t++) w[t] = win ? gwr_v_get_f64(win, t) : 1.0;
@@ -366,7 +366,7 @@ static gwr_status k_stft(gwr_kctx *k) {
             }
         }
     fft_free(&f);
-    free(buf), free(w);
+    gwr_free(buf), gwr_free(w);
     return GWR_OK;
 }
 
@@ -424,7 +424,7 @@ static gwr_status k_mel_weight_matrix(gwr_kctx *k) {
     int64_t nbins = dftlen / 2 + 1;
     if (nbins * nmel > ((int64_t)1 << 32))
         return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "a %lld x %lld matrix is too large", (long long)nbins, (long long)nmel);
-    int64_t *edge = malloc((size_t)(nmel + 2) * sizeof *edge);
+    int64_t *edge = gwr_malloc((size_t)(nmel + 2) * sizeof *edge);
     if (!edge) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     double lo_mel = hz_to_mel(lo), mel_step = (hz_to_mel(hi) - lo_mel) / (double)(nmel + 2);
     for (int64_t i = 0; i < nmel + 2; i++) {
@@ -432,7 +432,7 @@ static gwr_status k_mel_weight_matrix(gwr_kctx *k) {
         double bin = py_floordiv((double)(dftlen + 1) * hz, (double)rate);
         /* the last corner only bounds a half-open range */
         if (!(bin >= 0 && bin < (double)(i == nmel + 1 ? nbins + 1 : nbins))) {
-            free(edge);
+            gwr_free(edge);
             return gwr_k_fail(k, GWR_ERR_INVALID_ARG,
                               "upper_edge_hertz %g reaches past the %lld bins of a %lld-point DFT at sample_rate %lld",
                               hi, (long long)nbins, (long long)dftlen, (long long)rate);
@@ -442,7 +442,7 @@ static gwr_status k_mel_weight_matrix(gwr_kctx *k) {
     int64_t od[2] = {nbins, nmel};
     gwr_value *y = gwr_k_out(k, 0, ot, 2, od);
     if (!y) {
-        free(edge);
+        gwr_free(edge);
         return GWR_ERR_NOMEM;
     }
     memset(y->data, 0, y->nbytes); /* all-zero bytes are 0 in every allowed dtype */
@@ -456,7 +456,7 @@ static gwr_status k_mel_weight_matrix(gwr_kctx *k) {
         for (int64_t j = center; j < right; j++)
             gwr_v_set_f64(y, j * nmel + i, (double)(right - j) / (double)(right - center));
     }
-    free(edge);
+    gwr_free(edge);
     return GWR_OK;
 }
 

@@ -402,7 +402,7 @@ static gwr_status k_split(gwr_kctx *k) {
     if (axis < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis %lld is out of range for rank %d", (long long)axis_attr, r);
     int nout = k->nout;
     if (nout < 1) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "no outputs");
-    int64_t *sz = malloc((size_t)nout * sizeof *sz);
+    int64_t *sz = gwr_malloc((size_t)nout * sizeof *sz);
     if (!sz) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     gwr_status rc = GWR_OK;
     int64_t dim = x->dims[axis];
@@ -477,7 +477,7 @@ static gwr_status k_split(gwr_kctx *k) {
         at += row;
     }
 done:
-    free(sz);
+    gwr_free(sz);
     return rc;
 }
 
@@ -675,7 +675,7 @@ static gwr_status k_pad(gwr_kctx *k) {
     /* Per axis, the input index of each output index (-1: the constant). */
     int64_t nmap = 0, off[MAXR], xs[MAXR];
     for (int a = 0; a < r; a++) off[a] = nmap, nmap += od[a];
-    int64_t *map = malloc((size_t)nmap * sizeof *map);
+    int64_t *map = gwr_malloc((size_t)nmap * sizeof *map);
     if (!map) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     for (int a = 0; a < r; a++) {
         int64_t n = x->dims[a];
@@ -730,7 +730,7 @@ static gwr_status k_pad(gwr_kctx *k) {
         }
         if (a < 0) break;
     }
-    free(map);
+    gwr_free(map);
     return rc;
 }
 

@@ -112,7 +112,7 @@ static gwr_status k_string_normalizer(gwr_kctx *k) {
     char *buf = gwr_ku_scratch(k, (int64_t)(maxlen + swbytes + 1), 1);
     char *keep = buf ? gwr_ku_scratch(k, c, 1) : NULL;
     if (!keep) {
-        free(buf);
+        gwr_free(buf);
         return GWR_ERR_NOMEM;
     }
     char *folded = buf + maxlen;
@@ -146,8 +146,8 @@ static gwr_status k_string_normalizer(gwr_kctx *k) {
         }
         if (gwr_value_set_string(y, o++, s, xs[i].len)) rc = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
-    free(buf);
-    free(keep);
+    gwr_free(buf);
+    gwr_free(keep);
     return rc;
 }
 
@@ -339,7 +339,7 @@ static gwr_status k_tfidf(gwr_kctx *k) {
             else yr[idx[i]] = (float)wt;
         }
     }
-    free(mem);
+    gwr_free(mem);
     return y ? GWR_OK : GWR_ERR_NOMEM;
 }
 

@@ -1,4 +1,4 @@
-/* test_exec_extra.c - src/exec/kernels/extra.c: StringNormalizer, Unique,
+/* test_exec_extra.c - src/exec/kernels/text.c, gather.c, image.c: StringNormalizer, Unique,
  * NonMaxSuppression, TfIdfVectorizer, RoiAlign, GridSample. ONNX's test
  * data covers the common cases; here are the corners it does not (empty
  * inputs, everything filtered, NaN, infinities, ties, one-pixel images,

@@ -1,4 +1,4 @@
-/* test_exec_misc.c - src/exec/kernels/misc.c: quantization, windows, Det.
+/* test_exec_misc.c - src/exec/kernels/quant.c, signal.c, linalg.c: quantization, windows, Det.
  * Hand-computed corners (saturation, ties to even, a singular matrix, a
  * one-point window) and every bad input as a named error; ONNX's test data
  * covers the common cases. */

@@ -12,9 +12,10 @@
 
 #include "functional/infer/infer_internal.h"
 
-#define FAMILIES(X)                                                                                          \
-    X(elementwise) X(activation) X(linalg) X(conv) X(pool) X(norm) X(reduce) X(loss) X(tensor) X(gather)     \
-        X(basic) X(resize) X(rnn) X(quantize) X(extra) X(control) X(signal) X(ml)
+#define FAMILIES(X)                                                                                                    \
+    X(elementwise)                                                                                                     \
+    X(activation) X(linalg) X(conv) X(pool) X(norm) X(reduce) X(loss) X(tensor) X(gather) X(basic) X(resize) X(rnn)    \
+        X(quant) X(image) X(text) X(control) X(signal) X(ml)
 
 #define DECLARE(f) extern const gwr_fi_entry gwr_fi_rules_##f[];
 FAMILIES(DECLARE)
@@ -38,8 +39,7 @@ static void rules_init(void) {
 }
 
 static gwr_fi_rule rule_of(gwr_op_id id) {
-    if ((int)id <= GWR_OP_CUSTOM || (int)id >= GWR_OP_COUNT)
-        return NULL;
+    if ((int)id <= GWR_OP_CUSTOM || (int)id >= GWR_OP_COUNT) return NULL;
     call_once(&rules_once, rules_init);
     return rules[id];
 }
@@ -49,8 +49,7 @@ int gwr_fn_infer_has_rule(gwr_op_id id) { return rule_of(id) != NULL; }
 gwr_status gwr_fn_infer_op(gwr_layer *l) {
     ictx c;
     gwr_fi_rule rule;
-    if (!l)
-        return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_fn_infer_op: layer is NULL");
+    if (!l) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_fn_infer_op: layer is NULL");
     c.l = l;
     c.net = gwr_layer_network(l);
     c.id = gwr_layer_op_id(l);

@@ -12,8 +12,7 @@ static gwr_status infer_prelu(ictx *c) {
     gwr_tensor *x = gwr_fi_need(c, 0, "X"), *slope = gwr_fi_need(c, 1, "slope");
     shp xs, ss;
     sbuf a, b;
-    if (!x || !slope || !gwr_fi_same_dtype(c, x, slope))
-        return c->st;
+    if (!x || !slope || !gwr_fi_same_dtype(c, x, slope)) return c->st;
     gwr_fi_shp_get(x, &xs);
     gwr_fi_shp_get(slope, &ss);
     if (!gwr_fi_ubcast_ok(&xs, &ss))
@@ -25,21 +24,27 @@ static gwr_status infer_prelu(ictx *c) {
 static gwr_status infer_gelu(ictx *c) {
     gwr_tensor *x = gwr_fi_need(c, 0, "input");
     const char *a;
-    if (!x)
-        return c->st;
+    if (!x) return c->st;
     a = gwr_fi_astr(c, "approximate", "none");
-    if (c->st)
-        return c->st;
+    if (c->st) return c->st;
     if (strcmp(a, "none") != 0 && strcmp(a, "tanh") != 0)
         return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "approximate must be \"none\" or \"tanh\", got \"%s\"", a);
     return gwr_fi_same_as_input(c, GWR_UNDEFINED);
 }
 
 const gwr_fi_entry gwr_fi_rules_activation[] = {
-    {GWR_OP_Relu, gwr_fi_rule_same}, {GWR_OP_LeakyRelu, gwr_fi_rule_same}, {GWR_OP_Sigmoid, gwr_fi_rule_same},
-    {GWR_OP_HardSigmoid, gwr_fi_rule_same}, {GWR_OP_Tanh, gwr_fi_rule_same}, {GWR_OP_Elu, gwr_fi_rule_same},
-    {GWR_OP_Selu, gwr_fi_rule_same}, {GWR_OP_Celu, gwr_fi_rule_same}, {GWR_OP_ThresholdedRelu, gwr_fi_rule_same},
-    {GWR_OP_Softplus, gwr_fi_rule_same}, {GWR_OP_Softsign, gwr_fi_rule_same}, {GWR_OP_HardSwish, gwr_fi_rule_same},
+    {GWR_OP_Relu, gwr_fi_rule_same},
+    {GWR_OP_LeakyRelu, gwr_fi_rule_same},
+    {GWR_OP_Sigmoid, gwr_fi_rule_same},
+    {GWR_OP_HardSigmoid, gwr_fi_rule_same},
+    {GWR_OP_Tanh, gwr_fi_rule_same},
+    {GWR_OP_Elu, gwr_fi_rule_same},
+    {GWR_OP_Selu, gwr_fi_rule_same},
+    {GWR_OP_Celu, gwr_fi_rule_same},
+    {GWR_OP_ThresholdedRelu, gwr_fi_rule_same},
+    {GWR_OP_Softplus, gwr_fi_rule_same},
+    {GWR_OP_Softsign, gwr_fi_rule_same},
+    {GWR_OP_HardSwish, gwr_fi_rule_same},
     {GWR_OP_Shrink, gwr_fi_rule_same},
     {GWR_OP_PRelu, infer_prelu},
     {GWR_OP_Gelu, infer_gelu},

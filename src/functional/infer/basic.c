@@ -23,8 +23,7 @@ static gwr_status infer_constant(ictx *c) {
             return gwr_fi_fail(c, GWR_ERR_SHAPE, "value has an invalid shape");
         out.rank = w->rank;
         for (int i = 0; i < w->rank; i++) {
-            if (w->dims[i] < 0)
-                return gwr_fi_fail(c, GWR_ERR_SHAPE, "value has a negative dim");
+            if (w->dims[i] < 0) return gwr_fi_fail(c, GWR_ERR_SHAPE, "value has a negative dim");
             out.d[i] = w->dims[i];
         }
         return gwr_fi_put(c, 0, w->dtype, &out);
@@ -52,16 +51,14 @@ static gwr_status infer_constant(ictx *c) {
         out.d[0] = n;
         return gwr_fi_put(c, 0, GWR_INT64, &out);
     }
-    if (c->st)
-        return c->st;
+    if (c->st) return c->st;
     if (gwr_layer_has_attr(c->l, "value_strings")) {
         if (gwr_layer_get_strings(c->l, "value_strings", &sv, &n) != GWR_OK)
             return gwr_fi_fail(c, GWR_ERR_TYPE, "attribute value_strings must be a list of strings");
         out.d[0] = n;
         return gwr_fi_put(c, 0, GWR_STRING, &out);
     }
-    if (gwr_layer_has_attr(c->l, "sparse_value"))
-        return gwr_fi_put(c, 0, GWR_UNDEFINED, NULL);
+    if (gwr_layer_has_attr(c->l, "sparse_value")) return gwr_fi_put(c, 0, GWR_UNDEFINED, NULL);
     return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "has no value attribute");
 }
 
@@ -69,11 +66,9 @@ static gwr_status infer_constant(ictx *c) {
 static gwr_status infer_identity(ictx *c) {
     shp s;
     gwr_tensor *x = gwr_fi_need(c, 0, "input");
-    if (!x)
-        return c->st;
+    if (!x) return c->st;
     gwr_fi_shp_get(x, &s);
-    if (gwr_fi_put(c, 0, dt_of(x), &s) != GWR_OK)
-        return c->st;
+    if (gwr_fi_put(c, 0, dt_of(x), &s) != GWR_OK) return c->st;
     return gwr_fi_put(c, 1, GWR_BOOL, &s);
 }
 
@@ -83,22 +78,17 @@ static int valid_dtype(int64_t d) {
 
 static gwr_status infer_cast(ictx *c) {
     int64_t to;
-    if (!gwr_fi_need(c, 0, "input"))
-        return c->st;
-    if (!gwr_layer_has_attr(c->l, "to"))
-        return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "missing attribute to");
+    if (!gwr_fi_need(c, 0, "input")) return c->st;
+    if (!gwr_layer_has_attr(c->l, "to")) return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "missing attribute to");
     to = gwr_fi_aint(c, "to", 0);
-    if (c->st)
-        return c->st;
-    if (!valid_dtype(to))
-        return gwr_fi_fail(c, GWR_ERR_TYPE, "to = %lld is not a dtype", (long long)to);
+    if (c->st) return c->st;
+    if (!valid_dtype(to)) return gwr_fi_fail(c, GWR_ERR_TYPE, "to = %lld is not a dtype", (long long)to);
     return gwr_fi_same_as_input(c, (gwr_dtype)to);
 }
 
 static gwr_status infer_cast_like(ictx *c) {
     gwr_tensor *x = gwr_fi_need(c, 0, "input"), *like = gwr_fi_need(c, 1, "target_type");
-    if (!x || !like)
-        return c->st;
+    if (!x || !like) return c->st;
     return gwr_fi_same_as_input(c, dt_of(like));
 }
 
@@ -106,12 +96,10 @@ static gwr_status infer_shape(ictx *c) {
     gwr_tensor *x = gwr_fi_need(c, 0, "data");
     shp xs, out;
     int64_t s, e;
-    if (!x)
-        return c->st;
+    if (!x) return c->st;
     gwr_fi_aint(c, "start", 0);
     gwr_fi_aint(c, "end", 0);
-    if (c->st)
-        return c->st;
+    if (c->st) return c->st;
     gwr_fi_shp_get(x, &xs);
     out.rank = 1;
     out.d[0] = GWR_DIM_UNKNOWN;
@@ -124,8 +112,7 @@ static gwr_status infer_shape(ictx *c) {
 
 static gwr_status infer_size(ictx *c) {
     shp out = {0, {0}};
-    if (!gwr_fi_need(c, 0, "data"))
-        return c->st;
+    if (!gwr_fi_need(c, 0, "data")) return c->st;
     return gwr_fi_put(c, 0, GWR_INT64, &out);
 }
 
@@ -153,18 +140,15 @@ static gwr_status infer_constant_of_shape(ictx *c) {
     gwr_dtype dt = GWR_FLOAT32;
     ival sv;
     shp out;
-    if (!st || !gwr_fi_want_dtype(c, st, GWR_INT64, "input") || gwr_fi_too_long(c, 0, "input"))
-        return c->st;
+    if (!st || !gwr_fi_want_dtype(c, st, GWR_INT64, "input") || gwr_fi_too_long(c, 0, "input")) return c->st;
     if (gwr_layer_has_attr(c->l, "value")) {
         if (gwr_layer_get_tensor(c->l, "value", &w) != GWR_OK || !w)
             return gwr_fi_fail(c, GWR_ERR_TYPE, "attribute value must be a tensor");
         dt = w->dtype;
     }
     gwr_fi_iv_in(c, 0, &sv);
-    if (sv.n < 0)
-        return gwr_fi_put(c, 0, dt, NULL);
-    if (!shape_from_iv(c, &sv, &out))
-        return c->st;
+    if (sv.n < 0) return gwr_fi_put(c, 0, dt, NULL);
+    if (!shape_from_iv(c, &sv, &out)) return c->st;
     return gwr_fi_put(c, 0, dt, &out);
 }
 
@@ -178,8 +162,7 @@ static gwr_status infer_range(ictx *c) {
     for (int i = 0; i < 3; i++) {
         shp s;
         sbuf p;
-        if (!(t[i] = gwr_fi_need(c, i, names[i])) || (i > 0 && !gwr_fi_same_dtype(c, t[0], t[i])))
-            return c->st;
+        if (!(t[i] = gwr_fi_need(c, i, names[i])) || (i > 0 && !gwr_fi_same_dtype(c, t[0], t[i]))) return c->st;
         gwr_fi_shp_get(t[i], &s);
         if (s.rank > 0 && !(s.rank == 1 && s.d[0] == 1))
             return gwr_fi_fail(c, GWR_ERR_SHAPE, "%s must be a scalar, got %s", names[i], gwr_fi_tstr(t[i], &p));
@@ -189,24 +172,21 @@ static gwr_status infer_range(ictx *c) {
     if (gwr_fi_iv_exact(&v[0]) && gwr_fi_iv_exact(&v[1]) && gwr_fi_iv_exact(&v[2]) && v[0].n == 1 && v[1].n == 1 &&
         v[2].n == 1) {
         int64_t st = v[0].v[0], lim = v[1].v[0], d = v[2].v[0], diff;
-        if (d == 0)
-            return gwr_fi_fail(c, GWR_ERR_SHAPE, "delta is 0");
+        if (d == 0) return gwr_fi_fail(c, GWR_ERR_SHAPE, "delta is 0");
         if (!__builtin_sub_overflow(lim, st, &diff)) {
             if (d > 0)
                 out.d[0] = diff > 0 ? (diff - 1) / d + 1 : 0;
             else
                 out.d[0] = diff < 0 ? (diff + 1) / d + 1 : 0;
         }
-    } else if (v[0].n == 1 && v[1].n == 1 && v[2].n == 1 && v[0].k[0] == IV_VAL &&
-               v[0].v[0] == 0 && v[2].k[0] == IV_VAL && v[2].v[0] == 1 && v[1].k[0] == IV_SYM) {
+    } else if (v[0].n == 1 && v[1].n == 1 && v[2].n == 1 && v[0].k[0] == IV_VAL && v[0].v[0] == 0 &&
+               v[2].k[0] == IV_VAL && v[2].v[0] == 1 && v[1].k[0] == IV_SYM) {
         out.d[0] = v[1].v[0]; /* Range(0, n, 1) of a symbolic n */
     } else if (nconst == 3) {
         double len;
-        if (f[2] == 0)
-            return gwr_fi_fail(c, GWR_ERR_SHAPE, "delta is 0");
+        if (f[2] == 0) return gwr_fi_fail(c, GWR_ERR_SHAPE, "delta is 0");
         len = ceil((f[1] - f[0]) / f[2]);
-        if (isfinite(len))
-            out.d[0] = len <= 0 ? 0 : len < 9.0e18 ? (gwr_dim)len : GWR_DIM_UNKNOWN;
+        if (isfinite(len)) out.d[0] = len <= 0 ? 0 : len < 9.0e18 ? (gwr_dim)len : GWR_DIM_UNKNOWN;
     }
     return gwr_fi_put(c, 0, dt_of(t[0]), &out);
 }
@@ -215,16 +195,12 @@ static gwr_status infer_eye_like(ictx *c) {
     gwr_tensor *x = gwr_fi_need(c, 0, "input");
     shp xs;
     int64_t dt;
-    if (!x)
-        return c->st;
+    if (!x) return c->st;
     dt = gwr_fi_aint(c, "dtype", dt_of(x));
-    if (c->st)
-        return c->st;
+    if (c->st) return c->st;
     gwr_fi_shp_get(x, &xs);
-    if (!gwr_fi_want_rank(c, x, &xs, 2, 2, "input"))
-        return c->st;
-    if (xs.rank < 0)
-        gwr_fi_shp_unknown_dims(&xs, 2);
+    if (!gwr_fi_want_rank(c, x, &xs, 2, 2, "input")) return c->st;
+    if (xs.rank < 0) gwr_fi_shp_unknown_dims(&xs, 2);
     return gwr_fi_put(c, 0, (gwr_dtype)dt, &xs);
 }
 
@@ -239,45 +215,37 @@ static gwr_status infer_random(ictx *c) {
         dt = gwr_fi_aint(c, "dtype", GWR_FLOAT32);
         if (!gwr_fi_aints(c, "shape", &v, &n))
             return c->st ? c->st : gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "missing attribute shape");
-        if (n > GWR_MAX_RANK)
-            return gwr_fi_fail(c, GWR_ERR_SHAPE, "shape has %lld values", (long long)n);
+        if (n > GWR_MAX_RANK) return gwr_fi_fail(c, GWR_ERR_SHAPE, "shape has %lld values", (long long)n);
         out.rank = (int)n;
         for (int i = 0; i < n; i++) {
-            if (v[i] < 0)
-                return gwr_fi_fail(c, GWR_ERR_SHAPE, "shape[%d] is negative", i);
+            if (v[i] < 0) return gwr_fi_fail(c, GWR_ERR_SHAPE, "shape[%d] is negative", i);
             out.d[i] = v[i];
         }
         break;
     case GWR_OP_Multinomial:
         dt = gwr_fi_aint(c, "dtype", GWR_INT32);
-        if (!gwr_fi_need(c, 0, "input"))
-            return c->st;
+        if (!gwr_fi_need(c, 0, "input")) return c->st;
         gwr_fi_shp_get(x, &out);
-        if (!gwr_fi_want_rank(c, x, &out, 2, 2, "input"))
-            return c->st;
-        if (out.rank < 0)
-            gwr_fi_shp_unknown_dims(&out, 2);
+        if (!gwr_fi_want_rank(c, x, &out, 2, 2, "input")) return c->st;
+        if (out.rank < 0) gwr_fi_shp_unknown_dims(&out, 2);
         out.d[1] = gwr_fi_aint(c, "sample_size", 1);
-        if (out.d[1] < 0)
-            return gwr_fi_fail(c, GWR_ERR_SHAPE, "sample_size is negative");
+        if (out.d[1] < 0) return gwr_fi_fail(c, GWR_ERR_SHAPE, "sample_size is negative");
         break;
     default: /* the *Like ops and Bernoulli */
-        if (!gwr_fi_need(c, 0, "input"))
-            return c->st;
+        if (!gwr_fi_need(c, 0, "input")) return c->st;
         dt = gwr_fi_aint(c, "dtype", dt_of(x));
         gwr_fi_shp_get(x, &out);
         break;
     }
-    if (c->st)
-        return c->st;
-    if (!valid_dtype(dt))
-        return gwr_fi_fail(c, GWR_ERR_TYPE, "dtype %lld is invalid", (long long)dt);
+    if (c->st) return c->st;
+    if (!valid_dtype(dt)) return gwr_fi_fail(c, GWR_ERR_TYPE, "dtype %lld is invalid", (long long)dt);
     return gwr_fi_put(c, 0, (gwr_dtype)dt, &out);
 }
 
 const gwr_fi_entry gwr_fi_rules_basic[] = {
     {GWR_OP_Constant, infer_constant},
-    {GWR_OP_Identity, infer_identity}, {GWR_OP_Dropout, infer_identity},
+    {GWR_OP_Identity, infer_identity},
+    {GWR_OP_Dropout, infer_identity},
     {GWR_OP_Cast, infer_cast},
     {GWR_OP_CastLike, infer_cast_like},
     {GWR_OP_Shape, infer_shape},
@@ -285,8 +253,11 @@ const gwr_fi_entry gwr_fi_rules_basic[] = {
     {GWR_OP_ConstantOfShape, infer_constant_of_shape},
     {GWR_OP_Range, infer_range},
     {GWR_OP_EyeLike, infer_eye_like},
-    {GWR_OP_RandomNormal, infer_random}, {GWR_OP_RandomUniform, infer_random},
-    {GWR_OP_RandomNormalLike, infer_random}, {GWR_OP_RandomUniformLike, infer_random},
-    {GWR_OP_Multinomial, infer_random}, {GWR_OP_Bernoulli, infer_random},
+    {GWR_OP_RandomNormal, infer_random},
+    {GWR_OP_RandomUniform, infer_random},
+    {GWR_OP_RandomNormalLike, infer_random},
+    {GWR_OP_RandomUniformLike, infer_random},
+    {GWR_OP_Multinomial, infer_random},
+    {GWR_OP_Bernoulli, infer_random},
     {GWR_OP_CUSTOM, NULL},
 };

@@ -19,8 +19,7 @@
 gwr_status gwr_fi_fail(ictx *c, gwr_status s, const char *fmt, ...) {
     char msg[GWR_ERRMSG_MAX];
     va_list ap;
-    if (c->st != GWR_OK)
-        return c->st;
+    if (c->st != GWR_OK) return c->st;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
@@ -73,41 +72,32 @@ void gwr_fi_shp_get(const gwr_tensor *t, shp *s) {
     const gwr_dim *d;
     int r;
     s->rank = -1;
-    if (!t || gwr_tensor_kind(t) != GWR_VALUE_TENSOR)
-        return;
+    if (!t || gwr_tensor_kind(t) != GWR_VALUE_TENSOR) return;
     r = gwr_tensor_rank(t);
     d = gwr_tensor_dims(t);
-    if (r < 0 || r > GWR_MAX_RANK || (r > 0 && !d))
-        return;
+    if (r < 0 || r > GWR_MAX_RANK || (r > 0 && !d)) return;
     s->rank = r;
-    if (r > 0)
-        memcpy(s->d, d, (size_t)r * sizeof *d);
+    if (r > 0) memcpy(s->d, d, (size_t)r * sizeof *d);
 }
 
 void gwr_fi_shp_unknown_dims(shp *s, int rank) {
     s->rank = rank;
-    for (int i = 0; i < rank && i < GWR_MAX_RANK; i++)
-        s->d[i] = GWR_DIM_UNKNOWN;
+    for (int i = 0; i < rank && i < GWR_MAX_RANK; i++) s->d[i] = GWR_DIM_UNKNOWN;
 }
 
 int gwr_fi_shp_all_known(const shp *s) {
-    if (s->rank < 0)
-        return 0;
+    if (s->rank < 0) return 0;
     for (int i = 0; i < s->rank; i++)
-        if (!GWR_DIM_IS_KNOWN(s->d[i]))
-            return 0;
+        if (!GWR_DIM_IS_KNOWN(s->d[i])) return 0;
     return 1;
 }
 
 gwr_status gwr_fi_put(ictx *c, int i, gwr_dtype dt, const shp *s) {
     gwr_tensor *o;
     int rank = s ? s->rank : -1;
-    if (c->st != GWR_OK)
-        return c->st;
-    if (i < 0 || i >= c->nout || !(o = gwr_layer_output(c->l, i)))
-        return GWR_OK;
-    if (rank > GWR_MAX_RANK)
-        return gwr_fi_fail(c, GWR_ERR_SHAPE, "output rank %d exceeds %d", rank, GWR_MAX_RANK);
+    if (c->st != GWR_OK) return c->st;
+    if (i < 0 || i >= c->nout || !(o = gwr_layer_output(c->l, i))) return GWR_OK;
+    if (rank > GWR_MAX_RANK) return gwr_fi_fail(c, GWR_ERR_SHAPE, "output rank %d exceeds %d", rank, GWR_MAX_RANK);
     c->st = gwr_tensor_set_type(o, dt, rank, rank >= 0 ? s->d : NULL);
     return c->st;
 }
@@ -115,8 +105,7 @@ gwr_status gwr_fi_put(ictx *c, int i, gwr_dtype dt, const shp *s) {
 gwr_status gwr_fi_put_all_unknown(ictx *c, gwr_dtype dt) {
     for (int i = 0; i < c->nout; i++) {
         gwr_status s = gwr_fi_put(c, i, dt, NULL);
-        if (s != GWR_OK)
-            return s;
+        if (s != GWR_OK) return s;
     }
     return GWR_OK;
 }
@@ -124,8 +113,7 @@ gwr_status gwr_fi_put_all_unknown(ictx *c, gwr_dtype dt) {
 gwr_status gwr_fi_same_as_input(ictx *c, gwr_dtype dt) {
     shp s;
     gwr_tensor *x = gwr_fi_need(c, 0, "input");
-    if (!x)
-        return c->st;
+    if (!x) return c->st;
     gwr_fi_shp_get(x, &s);
     return gwr_fi_put(c, 0, dt != GWR_UNDEFINED ? dt : dt_of(x), &s);
 }
@@ -134,8 +122,7 @@ gwr_status gwr_fi_same_as_input(ictx *c, gwr_dtype dt) {
 
 gwr_status gwr_fi_rule_generic(ictx *c) {
     gwr_dtype dt = GWR_UNDEFINED;
-    for (int i = 0; i < c->nin && dt == GWR_UNDEFINED; i++)
-        dt = dt_of(inp(c, i));
+    for (int i = 0; i < c->nin && dt == GWR_UNDEFINED; i++) dt = dt_of(inp(c, i));
     return gwr_fi_put_all_unknown(c, dt);
 }
 
@@ -167,11 +154,9 @@ const char *gwr_fi_shp_str(const ictx *c, const shp *s, sbuf *b) {
             w = snprintf(b->s + n, sizeof b->s - n, "%s%lld", i ? "," : "", (long long)s->d[i]);
         else
             w = snprintf(b->s + n, sizeof b->s - n, "%s?", i ? "," : "");
-        if (w > 0)
-            n += (size_t)w;
+        if (w > 0) n += (size_t)w;
     }
-    if (n > sizeof b->s - 2)
-        n = sizeof b->s - 2;
+    if (n > sizeof b->s - 2) n = sizeof b->s - 2;
     b->s[n++] = ']';
     b->s[n] = '\0';
     return b->s;
@@ -180,24 +165,17 @@ const char *gwr_fi_shp_str(const ictx *c, const shp *s, sbuf *b) {
 /* ---- dim arithmetic ---- */
 
 gwr_dim gwr_fi_dmul(gwr_dim a, gwr_dim b) {
-    if (a == 0 || b == 0)
-        return 0;
-    if (a == 1)
-        return b;
-    if (b == 1)
-        return a;
-    if (a > 0 && b > 0)
-        return a > INT64_MAX / b ? GWR_DIM_UNKNOWN : a * b;
+    if (a == 0 || b == 0) return 0;
+    if (a == 1) return b;
+    if (b == 1) return a;
+    if (a > 0 && b > 0) return a > INT64_MAX / b ? GWR_DIM_UNKNOWN : a * b;
     return GWR_DIM_UNKNOWN;
 }
 
 gwr_dim gwr_fi_dadd(gwr_dim a, gwr_dim b) {
-    if (a == 0)
-        return b;
-    if (b == 0)
-        return a;
-    if (a > 0 && b > 0)
-        return a > INT64_MAX - b ? GWR_DIM_UNKNOWN : a + b;
+    if (a == 0) return b;
+    if (b == 0) return a;
+    if (a > 0 && b > 0) return a > INT64_MAX - b ? GWR_DIM_UNKNOWN : a + b;
     return GWR_DIM_UNKNOWN;
 }
 
@@ -235,29 +213,24 @@ int gwr_fi_bcast(const shp *a, const shp *b, shp *out) {
     for (int i = 0; i < r.rank; i++) {
         int ia = i - (r.rank - a->rank), ib = i - (r.rank - b->rank);
         gwr_dim da = ia >= 0 ? a->d[ia] : 1, db = ib >= 0 ? b->d[ib] : 1;
-        if (!bdim(da, db, &r.d[i]))
-            return 0;
+        if (!bdim(da, db, &r.d[i])) return 0;
     }
     *out = r;
     return 1;
 }
 
 int gwr_fi_ubcast_ok(const shp *target, const shp *src) {
-    if (target->rank < 0 || src->rank < 0)
-        return 1;
-    if (src->rank > target->rank)
-        return 0;
+    if (target->rank < 0 || src->rank < 0) return 1;
+    if (src->rank > target->rank) return 0;
     for (int i = 0; i < src->rank; i++) {
         gwr_dim s = src->d[src->rank - 1 - i], t = target->d[target->rank - 1 - i];
-        if (GWR_DIM_IS_KNOWN(s) && s != 1 && GWR_DIM_IS_KNOWN(t) && s != t)
-            return 0;
+        if (GWR_DIM_IS_KNOWN(s) && s != 1 && GWR_DIM_IS_KNOWN(t) && s != t) return 0;
     }
     return 1;
 }
 
 int gwr_fi_dmerge(gwr_dim a, gwr_dim b, gwr_dim *out) {
-    if (GWR_DIM_IS_KNOWN(a) && GWR_DIM_IS_KNOWN(b) && a != b)
-        return 0;
+    if (GWR_DIM_IS_KNOWN(a) && GWR_DIM_IS_KNOWN(b) && a != b) return 0;
     *out = GWR_DIM_IS_KNOWN(a) ? a : GWR_DIM_IS_KNOWN(b) ? b : GWR_DIM_IS_SYM(a) ? a : b;
     return 1;
 }
@@ -278,16 +251,14 @@ int gwr_fi_norm_axis(ictx *c, int64_t axis, int rank, int extra, int64_t *out) {
 
 gwr_tensor *gwr_fi_need(ictx *c, int i, const char *what) {
     gwr_tensor *t = inp(c, i);
-    if (!t)
-        gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "required input %d (%s) is absent", i, what);
+    if (!t) gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "required input %d (%s) is absent", i, what);
     return t;
 }
 
 int gwr_fi_same_dtype(ictx *c, const gwr_tensor *a, const gwr_tensor *b) {
     gwr_dtype da = dt_of(a), db = dt_of(b);
     sbuf x, y;
-    if (!a || !b || da == GWR_UNDEFINED || db == GWR_UNDEFINED || da == db)
-        return 1;
+    if (!a || !b || da == GWR_UNDEFINED || db == GWR_UNDEFINED || da == db) return 1;
     gwr_fi_fail(c, GWR_ERR_TYPE, "input dtypes differ: %s vs %s", gwr_fi_tstr(a, &x), gwr_fi_tstr(b, &y));
     return 0;
 }
@@ -295,8 +266,7 @@ int gwr_fi_same_dtype(ictx *c, const gwr_tensor *a, const gwr_tensor *b) {
 int gwr_fi_want_dtype(ictx *c, const gwr_tensor *t, gwr_dtype want, const char *what) {
     gwr_dtype d = dt_of(t);
     sbuf x;
-    if (!t || d == GWR_UNDEFINED || d == want)
-        return 1;
+    if (!t || d == GWR_UNDEFINED || d == want) return 1;
     gwr_fi_fail(c, GWR_ERR_TYPE, "%s must be %s, got %s", what, gwr_dtype_name(want), gwr_fi_tstr(t, &x));
     return 0;
 }
@@ -304,16 +274,14 @@ int gwr_fi_want_dtype(ictx *c, const gwr_tensor *t, gwr_dtype want, const char *
 int gwr_fi_want_index_dtype(ictx *c, const gwr_tensor *t, const char *what) {
     gwr_dtype d = dt_of(t);
     sbuf x;
-    if (!t || d == GWR_UNDEFINED || d == GWR_INT64 || d == GWR_INT32)
-        return 1;
+    if (!t || d == GWR_UNDEFINED || d == GWR_INT64 || d == GWR_INT32) return 1;
     gwr_fi_fail(c, GWR_ERR_TYPE, "%s must be int32 or int64, got %s", what, gwr_fi_tstr(t, &x));
     return 0;
 }
 
 int gwr_fi_want_rank(ictx *c, const gwr_tensor *t, const shp *s, int lo, int hi, const char *what) {
     sbuf x;
-    if (s->rank < 0 || (s->rank >= lo && s->rank <= hi))
-        return 1;
+    if (s->rank < 0 || (s->rank >= lo && s->rank <= hi)) return 1;
     if (lo == hi)
         gwr_fi_fail(c, GWR_ERR_SHAPE, "%s must have rank %d, got %s", what, lo, gwr_fi_tstr(t, &x));
     else if (hi >= GWR_MAX_RANK)
@@ -327,14 +295,11 @@ int gwr_fi_want_vec(ictx *c, const gwr_tensor *t, gwr_dim n, const char *what) {
     shp s;
     sbuf x;
     gwr_dim m;
-    if (!t)
-        return 1;
+    if (!t) return 1;
     gwr_fi_shp_get(t, &s);
-    if (!gwr_fi_want_rank(c, t, &s, 1, 1, what))
-        return 0;
+    if (!gwr_fi_want_rank(c, t, &s, 1, 1, what)) return 0;
     if (s.rank == 1 && !gwr_fi_dmerge(s.d[0], n, &m)) {
-        gwr_fi_fail(c, GWR_ERR_SHAPE, "%s has %s, expected %lld elements", what, gwr_fi_tstr(t, &x),
-                    (long long)n);
+        gwr_fi_fail(c, GWR_ERR_SHAPE, "%s has %s, expected %lld elements", what, gwr_fi_tstr(t, &x), (long long)n);
         return 0;
     }
     return 1;
@@ -347,16 +312,13 @@ int gwr_fi_want_vec(ictx *c, const gwr_tensor *t, gwr_dim n, const char *what) {
 void gwr_fi_iv_unknown(ival *o, int rank, int n) {
     o->rank = rank;
     o->n = (n >= 0 && n <= IV_MAX) ? n : -1;
-    if (o->n > 0)
-        memset(o->k, IV_UNK, (size_t)o->n);
+    if (o->n > 0) memset(o->k, IV_UNK, (size_t)o->n);
 }
 
 int gwr_fi_iv_exact(const ival *v) {
-    if (v->n < 0)
-        return 0;
+    if (v->n < 0) return 0;
     for (int i = 0; i < v->n; i++)
-        if (v->k[i] != IV_VAL)
-            return 0;
+        if (v->k[i] != IV_VAL) return 0;
     return 1;
 }
 
@@ -374,18 +336,52 @@ static int w_int_at(const gwr_weights *w, int64_t i, int64_t *out) {
     size_t sz = gwr_dtype_size(w->dtype);
     const unsigned char *p = (const unsigned char *)w->data + (size_t)i * sz;
     switch (w->dtype) {
-    case GWR_INT64: { int64_t x; memcpy(&x, p, 8); *out = x; return 1; }
-    case GWR_INT32: { int32_t x; memcpy(&x, p, 4); *out = x; return 1; }
-    case GWR_INT16: { int16_t x; memcpy(&x, p, 2); *out = x; return 1; }
-    case GWR_INT8: { int8_t x; memcpy(&x, p, 1); *out = x; return 1; }
-    case GWR_UINT8: { uint8_t x; memcpy(&x, p, 1); *out = x; return 1; }
-    case GWR_UINT16: { uint16_t x; memcpy(&x, p, 2); *out = x; return 1; }
-    case GWR_UINT32: { uint32_t x; memcpy(&x, p, 4); *out = x; return 1; }
+    case GWR_INT64: {
+        int64_t x;
+        memcpy(&x, p, 8);
+        *out = x;
+        return 1;
+    }
+    case GWR_INT32: {
+        int32_t x;
+        memcpy(&x, p, 4);
+        *out = x;
+        return 1;
+    }
+    case GWR_INT16: {
+        int16_t x;
+        memcpy(&x, p, 2);
+        *out = x;
+        return 1;
+    }
+    case GWR_INT8: {
+        int8_t x;
+        memcpy(&x, p, 1);
+        *out = x;
+        return 1;
+    }
+    case GWR_UINT8: {
+        uint8_t x;
+        memcpy(&x, p, 1);
+        *out = x;
+        return 1;
+    }
+    case GWR_UINT16: {
+        uint16_t x;
+        memcpy(&x, p, 2);
+        *out = x;
+        return 1;
+    }
+    case GWR_UINT32: {
+        uint32_t x;
+        memcpy(&x, p, 4);
+        *out = x;
+        return 1;
+    }
     case GWR_UINT64: {
         uint64_t x;
         memcpy(&x, p, 8);
-        if (x > (uint64_t)INT64_MAX)
-            return 0;
+        if (x > (uint64_t)INT64_MAX) return 0;
         *out = (int64_t)x;
         return 1;
     }
@@ -399,13 +395,10 @@ static int w_int_at(const gwr_weights *w, int64_t i, int64_t *out) {
 static int64_t w_count(const gwr_weights *w) {
     int64_t n;
     size_t sz = gwr_dtype_size(w->dtype);
-    if (w->rank < 0 || w->rank > GWR_MAX_RANK || (w->rank > 0 && !w->dims))
-        return -1;
+    if (w->rank < 0 || w->rank > GWR_MAX_RANK || (w->rank > 0 && !w->dims)) return -1;
     n = gwr_shape_numel(w->rank, w->dims);
-    if (n < 0 || sz == 0 || gwr_dtype_bits(w->dtype) < 8)
-        return -1;
-    if (n > 0 && (!w->data || (uint64_t)n > w->nbytes / sz))
-        return -1;
+    if (n < 0 || sz == 0 || gwr_dtype_bits(w->dtype) < 8) return -1;
+    if (n > 0 && (!w->data || (uint64_t)n > w->nbytes / sz)) return -1;
     return n;
 }
 
@@ -417,8 +410,7 @@ static void iv_constant(const gwr_layer *p, ival *o) {
     int64_t n, x;
     if (gwr_layer_get_tensor(p, "value", &w) == GWR_OK && w && w->rank <= 1) {
         n = w_count(w);
-        if (n < 0 || n > IV_MAX)
-            return;
+        if (n < 0 || n > IV_MAX) return;
         gwr_fi_iv_unknown(o, w->rank, (int)n);
         for (int i = 0; i < o->n; i++) {
             if (!w_int_at(w, i, &o->v[i])) {
@@ -438,14 +430,10 @@ static void iv_constant(const gwr_layer *p, ival *o) {
 
 void gwr_fi_shape_range(const gwr_layer *p, int rank, int64_t *start, int64_t *end) {
     int64_t s = 0, e = rank;
-    if (gwr_layer_get_int(p, "start", &s) != GWR_OK)
-        s = 0;
-    if (gwr_layer_get_int(p, "end", &e) != GWR_OK)
-        e = rank;
-    if (s < 0)
-        s += rank;
-    if (e < 0)
-        e += rank;
+    if (gwr_layer_get_int(p, "start", &s) != GWR_OK) s = 0;
+    if (gwr_layer_get_int(p, "end", &e) != GWR_OK) e = rank;
+    if (s < 0) s += rank;
+    if (e < 0) e += rank;
     s = s < 0 ? 0 : s > rank ? rank : s;
     e = e < 0 ? 0 : e > rank ? rank : e;
     *start = s;
@@ -453,10 +441,8 @@ void gwr_fi_shape_range(const gwr_layer *p, int rank, int64_t *start, int64_t *e
 }
 
 int64_t gwr_fi_slice_len(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first) {
-    if (start < 0)
-        start += dim;
-    if (end < 0)
-        end += dim;
+    if (start < 0) start += dim;
+    if (end < 0) end += dim;
     if (step > 0) {
         start = start < 0 ? 0 : start > dim ? dim : start;
         end = end < 0 ? 0 : end > dim ? dim : end;
@@ -476,22 +462,18 @@ static int iv_slice(const gwr_layer *p, const ival *data, ival *o, int depth) {
     ival st, en, ax, sp;
     int64_t first, len;
     int nin = gwr_layer_num_inputs(p);
-    if (data->rank != 1 || data->n < 0 || nin < 3)
-        return 0;
+    if (data->rank != 1 || data->n < 0 || nin < 3) return 0;
     gwr_fi_iv_eval(gwr_layer_input(p, 1), &st, depth + 1);
     gwr_fi_iv_eval(gwr_layer_input(p, 2), &en, depth + 1);
-    if (!gwr_fi_iv_exact(&st) || !gwr_fi_iv_exact(&en) || st.n != 1 || en.n != 1)
-        return 0;
+    if (!gwr_fi_iv_exact(&st) || !gwr_fi_iv_exact(&en) || st.n != 1 || en.n != 1) return 0;
     if (nin > 3 && gwr_layer_input(p, 3)) {
         gwr_fi_iv_eval(gwr_layer_input(p, 3), &ax, depth + 1);
-        if (!gwr_fi_iv_exact(&ax) || ax.n != 1 || (ax.v[0] != 0 && ax.v[0] != -1))
-            return 0;
+        if (!gwr_fi_iv_exact(&ax) || ax.n != 1 || (ax.v[0] != 0 && ax.v[0] != -1)) return 0;
     }
     sp.v[0] = 1;
     if (nin > 4 && gwr_layer_input(p, 4)) {
         gwr_fi_iv_eval(gwr_layer_input(p, 4), &sp, depth + 1);
-        if (!gwr_fi_iv_exact(&sp) || sp.n != 1 || sp.v[0] == 0)
-            return 0;
+        if (!gwr_fi_iv_exact(&sp) || sp.n != 1 || sp.v[0] == 0) return 0;
     }
     len = gwr_fi_slice_len(data->n, st.v[0], en.v[0], sp.v[0], &first);
     gwr_fi_iv_unknown(o, 1, (int)len);
@@ -505,13 +487,10 @@ static int iv_slice(const gwr_layer *p, const ival *data, ival *o, int depth) {
 /* Element-wise integer arithmetic on ivals (scalar broadcasts). */
 static int iv_arith(gwr_op_id id, const ival *a, const ival *b, ival *o) {
     int n;
-    if (a->n < 0 || b->n < 0 || a->rank < 0 || b->rank < 0)
-        return 0;
-    if (a->n != b->n && a->n != 1 && b->n != 1)
-        return 0;
+    if (a->n < 0 || b->n < 0 || a->rank < 0 || b->rank < 0) return 0;
+    if (a->n != b->n && a->n != 1 && b->n != 1) return 0;
     n = a->n > b->n ? a->n : b->n;
-    if (a->n == 0 || b->n == 0)
-        n = 0;
+    if (a->n == 0 || b->n == 0) n = 0;
     gwr_fi_iv_unknown(o, a->rank > b->rank ? a->rank : b->rank, n);
     for (int i = 0; i < n; i++) {
         int ia = a->n == 1 ? 0 : i, ib = b->n == 1 ? 0 : i;
@@ -519,14 +498,21 @@ static int iv_arith(gwr_op_id id, const ival *a, const ival *b, ival *o) {
         int ka = a->k[ia], kb = b->k[ib], ok = 0;
         if (ka == IV_VAL && kb == IV_VAL) {
             switch (id) {
-            case GWR_OP_Add: ok = !__builtin_add_overflow(x, y, &r); break;
-            case GWR_OP_Sub: ok = !__builtin_sub_overflow(x, y, &r); break;
-            case GWR_OP_Mul: ok = !__builtin_mul_overflow(x, y, &r); break;
+            case GWR_OP_Add:
+                ok = !__builtin_add_overflow(x, y, &r);
+                break;
+            case GWR_OP_Sub:
+                ok = !__builtin_sub_overflow(x, y, &r);
+                break;
+            case GWR_OP_Mul:
+                ok = !__builtin_mul_overflow(x, y, &r);
+                break;
             case GWR_OP_Div:
                 ok = y != 0 && !(x == INT64_MIN && y == -1);
                 r = ok ? x / y : 0;
                 break;
-            default: break;
+            default:
+                break;
             }
             if (ok) {
                 o->v[i] = r;
@@ -537,8 +523,7 @@ static int iv_arith(gwr_op_id id, const ival *a, const ival *b, ival *o) {
                     ((id == GWR_OP_Mul || id == GWR_OP_Div) && y == 1))) {
             o->v[i] = x;
             o->k[i] = IV_SYM;
-        } else if (kb == IV_SYM && ka == IV_VAL &&
-                   ((id == GWR_OP_Add && x == 0) || (id == GWR_OP_Mul && x == 1))) {
+        } else if (kb == IV_SYM && ka == IV_VAL && ((id == GWR_OP_Add && x == 0) || (id == GWR_OP_Mul && x == 1))) {
             o->v[i] = y;
             o->k[i] = IV_SYM;
         }
@@ -552,8 +537,7 @@ static int iv_from_producer(const gwr_layer *p, int out_index, ival *o, int dept
     gwr_tensor *x = gwr_layer_num_inputs(p) > 0 ? gwr_layer_input(p, 0) : NULL;
     int64_t s, e, axis, to;
     gwr_fi_iv_unknown(o, -1, -1);
-    if (out_index != 0)
-        return 0;
+    if (out_index != 0) return 0;
     if (gwr_layer_type_of(p) == GWR_LAYER_CONSTANT) {
         iv_constant(p, o);
         return o->rank >= 0;
@@ -562,23 +546,19 @@ static int iv_from_producer(const gwr_layer *p, int out_index, ival *o, int dept
     case GWR_OP_Shape: {
         shp xs;
         gwr_fi_shp_get(x, &xs);
-        if (xs.rank < 0)
-            return 0;
+        if (xs.rank < 0) return 0;
         gwr_fi_shape_range(p, xs.rank, &s, &e);
         gwr_fi_iv_unknown(o, 1, (int)(e - s));
         for (int64_t i = s; i < e; i++) {
             o->v[i - s] = xs.d[i];
-            o->k[i - s] = GWR_DIM_IS_KNOWN(xs.d[i]) ? IV_VAL
-                        : GWR_DIM_IS_SYM(xs.d[i])   ? IV_SYM
-                                                    : IV_UNK;
+            o->k[i - s] = GWR_DIM_IS_KNOWN(xs.d[i]) ? IV_VAL : GWR_DIM_IS_SYM(xs.d[i]) ? IV_SYM : IV_UNK;
         }
         return 1;
     }
     case GWR_OP_Size: {
         shp xs;
         gwr_fi_shp_get(x, &xs);
-        if (!gwr_fi_shp_all_known(&xs) || (s = gwr_shape_numel(xs.rank, xs.d)) < 0)
-            return 0;
+        if (!gwr_fi_shp_all_known(&xs) || (s = gwr_shape_numel(xs.rank, xs.d)) < 0) return 0;
         gwr_fi_iv_unknown(o, 0, 1);
         o->v[0] = s;
         o->k[0] = IV_VAL;
@@ -588,8 +568,7 @@ static int iv_from_producer(const gwr_layer *p, int out_index, ival *o, int dept
         gwr_fi_iv_eval(x, o, depth + 1);
         return o->rank >= 0;
     case GWR_OP_Cast:
-        if (gwr_layer_get_int(p, "to", &to) != GWR_OK || (to != GWR_INT64 && to != GWR_INT32))
-            return 0;
+        if (gwr_layer_get_int(p, "to", &to) != GWR_OK || (to != GWR_INT64 && to != GWR_INT32)) return 0;
         gwr_fi_iv_eval(x, o, depth + 1);
         return o->rank >= 0;
     case GWR_OP_Squeeze:
@@ -608,13 +587,11 @@ static int iv_from_producer(const gwr_layer *p, int out_index, ival *o, int dept
         return 0;
     case GWR_OP_Concat: {
         int nin = gwr_layer_num_inputs(p), n = 0;
-        if (gwr_layer_get_int(p, "axis", &axis) != GWR_OK || (axis != 0 && axis != -1))
-            return 0;
+        if (gwr_layer_get_int(p, "axis", &axis) != GWR_OK || (axis != 0 && axis != -1)) return 0;
         gwr_fi_iv_unknown(o, 1, 0);
         for (int i = 0; i < nin; i++) {
             gwr_fi_iv_eval(gwr_layer_input(p, i), &a, depth + 1);
-            if (a.rank != 1 || a.n < 0 || n + a.n > IV_MAX)
-                return 0;
+            if (a.rank != 1 || a.n < 0 || n + a.n > IV_MAX) return 0;
             memcpy(o->v + n, a.v, (size_t)a.n * sizeof a.v[0]);
             memcpy(o->k + n, a.k, (size_t)a.n);
             n += a.n;
@@ -623,17 +600,14 @@ static int iv_from_producer(const gwr_layer *p, int out_index, ival *o, int dept
         return 1;
     }
     case GWR_OP_Gather: {
-        if (gwr_layer_get_int(p, "axis", &axis) != GWR_OK)
-            axis = 0;
+        if (gwr_layer_get_int(p, "axis", &axis) != GWR_OK) axis = 0;
         gwr_fi_iv_eval(x, &a, depth + 1);
         gwr_fi_iv_eval(gwr_layer_num_inputs(p) > 1 ? gwr_layer_input(p, 1) : NULL, &b, depth + 1);
-        if (a.rank != 1 || a.n < 0 || (axis != 0 && axis != -1) || !gwr_fi_iv_exact(&b) || b.rank < 0)
-            return 0;
+        if (a.rank != 1 || a.n < 0 || (axis != 0 && axis != -1) || !gwr_fi_iv_exact(&b) || b.rank < 0) return 0;
         gwr_fi_iv_unknown(o, b.rank, b.n);
         for (int i = 0; i < b.n; i++) {
             int64_t j = b.v[i] < 0 ? b.v[i] + a.n : b.v[i];
-            if (j < 0 || j >= a.n)
-                return 0;
+            if (j < 0 || j >= a.n) return 0;
             o->v[i] = a.v[j];
             o->k[i] = a.k[j];
         }
@@ -659,24 +633,19 @@ void gwr_fi_iv_eval(const gwr_tensor *t, ival *o, int depth) {
     ival pv;
     int r;
     gwr_fi_iv_unknown(o, -1, -1);
-    if (!t || gwr_tensor_kind(t) != GWR_VALUE_TENSOR)
-        return;
+    if (!t || gwr_tensor_kind(t) != GWR_VALUE_TENSOR) return;
     r = gwr_tensor_rank(t);
     if (r == 0)
         gwr_fi_iv_unknown(o, 0, 1);
     else if (r == 1)
-        gwr_fi_iv_unknown(o, 1, GWR_DIM_IS_KNOWN(gwr_tensor_dim(t, 0)) &&
-                                 gwr_tensor_dim(t, 0) <= IV_MAX
-                             ? (int)gwr_tensor_dim(t, 0)
-                             : -1);
+        gwr_fi_iv_unknown(
+            o, 1,
+            GWR_DIM_IS_KNOWN(gwr_tensor_dim(t, 0)) && gwr_tensor_dim(t, 0) <= IV_MAX ? (int)gwr_tensor_dim(t, 0) : -1);
     p = gwr_tensor_parent(t);
-    if (!p || depth > IV_DEPTH)
-        return;
-    if (!iv_from_producer(p, gwr_tensor_parent_output_index(t), &pv, depth))
-        return;
+    if (!p || depth > IV_DEPTH) return;
+    if (!iv_from_producer(p, gwr_tensor_parent_output_index(t), &pv, depth)) return;
     /* Trust the producer only where it agrees with the declared type. */
-    if ((o->rank >= 0 && pv.rank != o->rank) || (o->n >= 0 && pv.n != o->n) || pv.n < 0)
-        return;
+    if ((o->rank >= 0 && pv.rank != o->rank) || (o->n >= 0 && pv.n != o->n) || pv.n < 0) return;
     *o = pv;
 }
 
@@ -685,10 +654,8 @@ void gwr_fi_iv_in(const ictx *c, int i, ival *o) { gwr_fi_iv_eval(inp(c, i), o, 
 int gwr_fi_too_long(ictx *c, int i, const char *what) {
     gwr_tensor *t = inp(c, i);
     gwr_dim n = t && gwr_tensor_rank(t) == 1 ? gwr_tensor_dim(t, 0) : GWR_DIM_UNKNOWN;
-    if (n <= GWR_MAX_RANK)
-        return 0;
-    gwr_fi_fail(c, GWR_ERR_SHAPE, "%s has %lld values, more than the rank limit %d", what, (long long)n,
-                GWR_MAX_RANK);
+    if (n <= GWR_MAX_RANK) return 0;
+    gwr_fi_fail(c, GWR_ERR_SHAPE, "%s has %lld values, more than the rank limit %d", what, (long long)n, GWR_MAX_RANK);
     return 1;
 }
 
@@ -713,12 +680,10 @@ int gwr_fi_const_f64s(const gwr_tensor *t, double *out, int max) {
     const float *fv;
     int64_t n, iv;
     float f;
-    if (!p || gwr_layer_type_of(p) != GWR_LAYER_CONSTANT)
-        return -1;
+    if (!p || gwr_layer_type_of(p) != GWR_LAYER_CONSTANT) return -1;
     if (gwr_layer_get_tensor(p, "value", &w) == GWR_OK && w) {
         n = w_count(w);
-        if (n < 0 || n > max)
-            return -1;
+        if (n < 0 || n > max) return -1;
         for (int64_t i = 0; i < n; i++) {
             const unsigned char *q = (const unsigned char *)w->data + (size_t)i * gwr_dtype_size(w->dtype);
             if (w->dtype == GWR_FLOAT32) {
@@ -739,8 +704,7 @@ int gwr_fi_const_f64s(const gwr_tensor *t, double *out, int max) {
         return 1;
     }
     if (gwr_layer_get_floats(p, "value_floats", &fv, &n) == GWR_OK && n <= max) {
-        for (int64_t i = 0; i < n; i++)
-            out[i] = fv[i];
+        for (int64_t i = 0; i < n; i++) out[i] = fv[i];
         return (int)n;
     }
     if (gwr_layer_get_int(p, "value_int", &iv) == GWR_OK && max >= 1) {
@@ -752,8 +716,7 @@ int gwr_fi_const_f64s(const gwr_tensor *t, double *out, int max) {
 
 int gwr_fi_norm_axes(ictx *c, const ival *v, int rank, int64_t *axes) {
     for (int i = 0; i < v->n; i++) {
-        if (!gwr_fi_norm_axis(c, v->v[i], rank, 0, &axes[i]))
-            return 0;
+        if (!gwr_fi_norm_axis(c, v->v[i], rank, 0, &axes[i])) return 0;
         for (int j = 0; j < i; j++)
             if (axes[j] == axes[i]) {
                 gwr_fi_fail(c, GWR_ERR_SHAPE, "axis %lld is repeated", (long long)v->v[i]);
@@ -769,8 +732,7 @@ int gwr_fi_norm_axes(ictx *c, const ival *v, int rank, int64_t *axes) {
 
 static int read_auto_pad(ictx *c, int *mode) {
     const char *s = gwr_fi_astr(c, "auto_pad", "NOTSET");
-    if (c->st)
-        return 0;
+    if (c->st) return 0;
     if (!strcmp(s, "NOTSET") || !*s)
         *mode = PAD_NOTSET;
     else if (!strcmp(s, "SAME_UPPER"))
@@ -790,8 +752,7 @@ int gwr_fi_read_ints_n(ictx *c, const char *name, int want, int64_t lo, int64_t 
     const int64_t *v;
     int64_t n;
     if (!gwr_fi_aints(c, name, &v, &n)) {
-        for (int i = 0; i < want; i++)
-            out[i] = def;
+        for (int i = 0; i < want; i++) out[i] = def;
         return c->st == GWR_OK;
     }
     if (n != want) {
@@ -815,8 +776,7 @@ int gwr_fi_read_spatial(ictx *c, spatial *sp) {
         !gwr_fi_read_ints_n(c, "output_padding", sp->n, 0, 0, sp->op) || !read_auto_pad(c, &sp->mode))
         return 0;
     sp->ceil_mode = gwr_fi_aint(c, "ceil_mode", 0) != 0;
-    if (sp->mode != PAD_NOTSET)
-        memset(sp->pads, 0, sizeof sp->pads);
+    if (sp->mode != PAD_NOTSET) memset(sp->pads, 0, sizeof sp->pads);
     return c->st == GWR_OK;
 }
 
@@ -830,14 +790,11 @@ gwr_dim gwr_fi_conv_out(ictx *c, const spatial *sp, int i, gwr_dim in, int is_po
     ek = (sp->k[i] - 1) * sp->d[i] + 1;
     if (!GWR_DIM_IS_KNOWN(in)) {
         int same_keep = (sp->mode == PAD_SAME_UPPER || sp->mode == PAD_SAME_LOWER) && s == 1;
-        int plain_keep = (sp->mode == PAD_NOTSET || sp->mode == PAD_VALID) && ek == 1 && s == 1 &&
-                         pb == 0 && pe == 0;
+        int plain_keep = (sp->mode == PAD_NOTSET || sp->mode == PAD_VALID) && ek == 1 && s == 1 && pb == 0 && pe == 0;
         return same_keep || plain_keep ? in : GWR_DIM_UNKNOWN;
     }
-    if (sp->mode == PAD_SAME_UPPER || sp->mode == PAD_SAME_LOWER)
-        return in / s + (in % s != 0);
-    if (pb > INT64_MAX / 4 || pe > INT64_MAX / 4 || in > INT64_MAX / 4)
-        return GWR_DIM_UNKNOWN;
+    if (sp->mode == PAD_SAME_UPPER || sp->mode == PAD_SAME_LOWER) return in / s + (in % s != 0);
+    if (pb > INT64_MAX / 4 || pe > INT64_MAX / 4 || in > INT64_MAX / 4) return GWR_DIM_UNKNOWN;
     num = in + pb + pe - ek;
     if (num < 0) {
         gwr_fi_fail(c, GWR_ERR_SHAPE,
@@ -848,11 +805,9 @@ gwr_dim gwr_fi_conv_out(ictx *c, const spatial *sp, int i, gwr_dim in, int is_po
     if (is_pool && sp->ceil_mode) {
         o = num / s + (num % s != 0) + 1;
         /* The last window must start inside the input or its begin pad. */
-        if (sp->mode == PAD_NOTSET && (o - 1) * s >= in + pb)
-            o--;
+        if (sp->mode == PAD_NOTSET && (o - 1) * s >= in + pb) o--;
     } else {
         o = num / s + 1;
     }
     return o;
 }
-

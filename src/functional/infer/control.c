@@ -13,12 +13,20 @@ static gwr_status infer_keep_declared(ictx *c) {
 }
 
 const gwr_fi_entry gwr_fi_rules_control[] = {
-    {GWR_OP_If, infer_keep_declared}, {GWR_OP_Loop, infer_keep_declared}, {GWR_OP_Scan, infer_keep_declared},
-    {GWR_OP_SequenceConstruct, infer_keep_declared}, {GWR_OP_SequenceEmpty, infer_keep_declared},
-    {GWR_OP_SequenceAt, infer_keep_declared}, {GWR_OP_SequenceInsert, infer_keep_declared},
-    {GWR_OP_SequenceErase, infer_keep_declared}, {GWR_OP_SequenceLength, infer_keep_declared},
-    {GWR_OP_SequenceMap, infer_keep_declared}, {GWR_OP_SplitToSequence, infer_keep_declared},
-    {GWR_OP_ConcatFromSequence, infer_keep_declared}, {GWR_OP_Optional, infer_keep_declared},
-    {GWR_OP_OptionalHasElement, infer_keep_declared}, {GWR_OP_OptionalGetElement, infer_keep_declared},
+    {GWR_OP_If, infer_keep_declared},
+    {GWR_OP_Loop, infer_keep_declared},
+    {GWR_OP_Scan, infer_keep_declared},
+    {GWR_OP_SequenceConstruct, infer_keep_declared},
+    {GWR_OP_SequenceEmpty, infer_keep_declared},
+    {GWR_OP_SequenceAt, infer_keep_declared},
+    {GWR_OP_SequenceInsert, infer_keep_declared},
+    {GWR_OP_SequenceErase, infer_keep_declared},
+    {GWR_OP_SequenceLength, infer_keep_declared},
+    {GWR_OP_SequenceMap, infer_keep_declared},
+    {GWR_OP_SplitToSequence, infer_keep_declared},
+    {GWR_OP_ConcatFromSequence, infer_keep_declared},
+    {GWR_OP_Optional, infer_keep_declared},
+    {GWR_OP_OptionalHasElement, infer_keep_declared},
+    {GWR_OP_OptionalGetElement, infer_keep_declared},
     {GWR_OP_CUSTOM, NULL},
 };

@@ -65,9 +65,7 @@ typedef struct shp {
 } shp;
 
 /* Input i, or NULL when absent or out of range. */
-static inline gwr_tensor *inp(const ictx *c, int i) {
-    return (i >= 0 && i < c->nin) ? gwr_layer_input(c->l, i) : NULL;
-}
+static inline gwr_tensor *inp(const ictx *c, int i) { return (i >= 0 && i < c->nin) ? gwr_layer_input(c->l, i) : NULL; }
 
 static inline gwr_dtype dt_of(const gwr_tensor *t) { return t ? gwr_tensor_dtype(t) : GWR_UNDEFINED; }
 
@@ -123,9 +121,10 @@ int gwr_fi_want_vec(ictx *c, const gwr_tensor *t, gwr_dim n, const char *what);
 /* ---- small integer values known at build time ---- */
 
 enum { IV_UNK = 0, IV_VAL, IV_SYM };
-#define IV_MAX GWR_MAX_RANK /* longer values are treated as unknown (keeps the
-                             * recursion's stack use to a few KiB a level) */
-#define IV_DEPTH 12  /* how far back through producers to look */
+#define IV_MAX                                                                                                         \
+    GWR_MAX_RANK    /* longer values are treated as unknown (keeps the                                                 \
+                     * recursion's stack use to a few KiB a level) */
+#define IV_DEPTH 12 /* how far back through producers to look */
 
 /* A scalar or 1-D int value: rank 0/1 (-1 unknown), n elements (-1
  * unknown), and per element a kind: an exact value, a symbolic dim (v holds

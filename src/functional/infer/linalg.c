@@ -1,7 +1,7 @@
 /* linalg.c - shape rules of the matrix products: MatMul (NumPy matmul:
  * batch dims broadcast, 1-D operands promoted and their dim dropped),
  * MatMulInteger, QLinearMatMul, Gemm, Det and Einsum. As in
- * exec/kernels/linalg.c (which has no Det: that is in misc.c there). */
+ * exec/kernels/linalg.c (Det included). */
 
 #include <string.h>
 
@@ -37,10 +37,8 @@ static int matmul_shape(ictx *c, const gwr_tensor *ta, const gwr_tensor *tb, shp
         return 0;
     }
     *out = batch;
-    if (a.rank >= 2)
-        out->d[out->rank++] = a.d[a.rank - 2];
-    if (b.rank >= 2)
-        out->d[out->rank++] = b.d[b.rank - 1];
+    if (a.rank >= 2) out->d[out->rank++] = a.d[a.rank - 2];
+    if (b.rank >= 2) out->d[out->rank++] = b.d[b.rank - 1];
     return 1;
 }
 
@@ -49,19 +47,13 @@ static gwr_status infer_matmul(ictx *c) {
     gwr_dtype dt;
     gwr_tensor *a, *b;
     shp out;
-    if (c->id == GWR_OP_QLinearMatMul)
-        ib = 3;
+    if (c->id == GWR_OP_QLinearMatMul) ib = 3;
     a = gwr_fi_need(c, ia, "A");
     b = gwr_fi_need(c, ib, "B");
-    if (!a || !b)
-        return c->st;
-    if (c->id == GWR_OP_MatMul && !gwr_fi_same_dtype(c, a, b))
-        return c->st;
-    if (!matmul_shape(c, a, b, &out))
-        return c->st;
-    dt = c->id == GWR_OP_MatMulInteger   ? GWR_INT32
-       : c->id == GWR_OP_QLinearMatMul ? dt_of(inp(c, 7))
-                                       : dt_of(a);
+    if (!a || !b) return c->st;
+    if (c->id == GWR_OP_MatMul && !gwr_fi_same_dtype(c, a, b)) return c->st;
+    if (!matmul_shape(c, a, b, &out)) return c->st;
+    dt = c->id == GWR_OP_MatMulInteger ? GWR_INT32 : c->id == GWR_OP_QLinearMatMul ? dt_of(inp(c, 7)) : dt_of(a);
     return gwr_fi_put(c, 0, dt, &out);
 }
 
@@ -71,16 +63,13 @@ static gwr_status infer_gemm(ictx *c) {
     gwr_dim k;
     sbuf x, y;
     int64_t ta, tb;
-    if (!a || !b)
-        return c->st;
+    if (!a || !b) return c->st;
     ta = gwr_fi_aint(c, "transA", 0);
     tb = gwr_fi_aint(c, "transB", 0);
-    if (c->st || !gwr_fi_same_dtype(c, a, b) || !gwr_fi_same_dtype(c, a, cc))
-        return c->st;
+    if (c->st || !gwr_fi_same_dtype(c, a, b) || !gwr_fi_same_dtype(c, a, cc)) return c->st;
     gwr_fi_shp_get(a, &sa);
     gwr_fi_shp_get(b, &sb);
-    if (!gwr_fi_want_rank(c, a, &sa, 2, 2, "A") || !gwr_fi_want_rank(c, b, &sb, 2, 2, "B"))
-        return c->st;
+    if (!gwr_fi_want_rank(c, a, &sa, 2, 2, "A") || !gwr_fi_want_rank(c, b, &sb, 2, 2, "B")) return c->st;
     out.rank = 2;
     out.d[0] = sa.rank == 2 ? sa.d[ta ? 1 : 0] : GWR_DIM_UNKNOWN;
     out.d[1] = sb.rank == 2 ? sb.d[tb ? 0 : 1] : GWR_DIM_UNKNOWN;
@@ -101,11 +90,9 @@ static gwr_status infer_det(ictx *c) {
     shp s;
     gwr_dim m;
     sbuf b;
-    if (!x)
-        return c->st;
+    if (!x) return c->st;
     gwr_fi_shp_get(x, &s);
-    if (!gwr_fi_want_rank(c, x, &s, 2, GWR_MAX_RANK, "X"))
-        return c->st;
+    if (!gwr_fi_want_rank(c, x, &s, 2, GWR_MAX_RANK, "X")) return c->st;
     if (s.rank >= 2) {
         if (!gwr_fi_dmerge(s.d[s.rank - 1], s.d[s.rank - 2], &m))
             return gwr_fi_fail(c, GWR_ERR_SHAPE, "needs square matrices, got %s", gwr_fi_tstr(x, &b));
@@ -122,27 +109,21 @@ static gwr_status infer_einsum(ictx *c) {
     shp s, out;
     gwr_dtype dt = dt_of(inp(c, 0));
     sbuf p;
-    if (c->st)
-        return c->st;
-    if (!eq)
-        return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "missing attribute equation");
+    if (c->st) return c->st;
+    if (!eq) return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "missing attribute equation");
     for (int i = 0; i < c->nin; i++) {
-        if (!gwr_fi_need(c, i, "operand") || !gwr_fi_same_dtype(c, inp(c, 0), inp(c, i)))
-            return c->st;
+        if (!gwr_fi_need(c, i, "operand") || !gwr_fi_same_dtype(c, inp(c, 0), inp(c, i))) return c->st;
     }
-    if (strchr(eq, '.'))
-        return gwr_fi_put(c, 0, dt, NULL);
-    for (int i = 0; i < 128; i++)
-        dim[i] = GWR_DIM_UNKNOWN;
+    if (strchr(eq, '.')) return gwr_fi_put(c, 0, dt, NULL);
+    for (int i = 0; i < 128; i++) dim[i] = GWR_DIM_UNKNOWN;
     gwr_fi_shp_get(inp(c, 0), &s);
     for (q = eq; *q && !(q[0] == '-' && q[1] == '>'); q++) {
         unsigned char ch = (unsigned char)*q;
-        if (ch == ' ')
-            continue;
+        if (ch == ' ') continue;
         if (ch == ',') {
             if (s.rank >= 0 && pos != s.rank)
-                return gwr_fi_fail(c, GWR_ERR_SHAPE, "term %d names %d axes but operand %d is %s", term,
-                                   pos, term, gwr_fi_tstr(inp(c, term), &p));
+                return gwr_fi_fail(c, GWR_ERR_SHAPE, "term %d names %d axes but operand %d is %s", term, pos, term,
+                                   gwr_fi_tstr(inp(c, term), &p));
             if (++term >= c->nin)
                 return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "equation \"%s\" has more terms than inputs", eq);
             gwr_fi_shp_get(inp(c, term), &s);
@@ -155,40 +136,38 @@ static gwr_status infer_einsum(ictx *c) {
             gwr_dim d = s.d[pos];
             /* A letter's extents must agree, except that 1 broadcasts. */
             if (count[ch] && d != 1 && dim[ch] != 1 && !gwr_fi_dmerge(dim[ch], d, &dim[ch]))
-                return gwr_fi_fail(c, GWR_ERR_SHAPE, "axis '%c' has extents %lld and %lld", ch,
-                                   (long long)dim[ch], (long long)d);
-            if (!count[ch] || dim[ch] == 1)
-                dim[ch] = d;
+                return gwr_fi_fail(c, GWR_ERR_SHAPE, "axis '%c' has extents %lld and %lld", ch, (long long)dim[ch],
+                                   (long long)d);
+            if (!count[ch] || dim[ch] == 1) dim[ch] = d;
         }
         count[ch]++;
         pos++;
     }
     if (term != c->nin - 1)
-        return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "equation \"%s\" has %d terms for %d inputs", eq,
-                           term + 1, c->nin);
+        return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "equation \"%s\" has %d terms for %d inputs", eq, term + 1, c->nin);
     if (s.rank >= 0 && pos != s.rank)
-        return gwr_fi_fail(c, GWR_ERR_SHAPE, "term %d names %d axes but operand %d is %s", term, pos,
-                           term, gwr_fi_tstr(inp(c, term), &p));
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "term %d names %d axes but operand %d is %s", term, pos, term,
+                           gwr_fi_tstr(inp(c, term), &p));
     out.rank = 0;
     if (*q) { /* explicit output */
         for (q += 2; *q; q++) {
             unsigned char ch = (unsigned char)*q;
-            if (ch == ' ')
-                continue;
+            if (ch == ' ') continue;
             if (ch >= 128 || !count[ch] || out.rank >= GWR_MAX_RANK)
                 return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "invalid output in equation \"%s\"", eq);
             out.d[out.rank++] = dim[ch];
         }
     } else { /* implicit: the letters seen once, in alphabetical order */
         for (int ch = 'A'; ch <= 'z'; ch++)
-            if (count[ch] == 1 && out.rank < GWR_MAX_RANK)
-                out.d[out.rank++] = dim[ch];
+            if (count[ch] == 1 && out.rank < GWR_MAX_RANK) out.d[out.rank++] = dim[ch];
     }
     return gwr_fi_put(c, 0, dt, &out);
 }
 
 const gwr_fi_entry gwr_fi_rules_linalg[] = {
-    {GWR_OP_MatMul, infer_matmul}, {GWR_OP_MatMulInteger, infer_matmul}, {GWR_OP_QLinearMatMul, infer_matmul},
+    {GWR_OP_MatMul, infer_matmul},
+    {GWR_OP_MatMulInteger, infer_matmul},
+    {GWR_OP_QLinearMatMul, infer_matmul},
     {GWR_OP_Gemm, infer_gemm},
     {GWR_OP_Det, infer_det},
     {GWR_OP_Einsum, infer_einsum},

@@ -7,7 +7,8 @@
 #include "functional/infer/infer_internal.h"
 
 const gwr_fi_entry gwr_fi_rules_ml[] = {
-    {GWR_OP_ML_Binarizer, gwr_fi_rule_generic}, {GWR_OP_ML_Imputer, gwr_fi_rule_generic},
+    {GWR_OP_ML_Binarizer, gwr_fi_rule_generic},
+    {GWR_OP_ML_Imputer, gwr_fi_rule_generic},
     {GWR_OP_ML_ArrayFeatureExtractor, gwr_fi_rule_generic},
     {GWR_OP_CUSTOM, NULL},
 };

@@ -14,11 +14,9 @@ static gwr_status infer_resize(ictx *c) {
     double sc[GWR_MAX_RANK];
     int ns;
     sbuf p;
-    if (!x)
-        return c->st;
+    if (!x) return c->st;
     gwr_fi_shp_get(x, &xs);
-    if (xs.rank < 0)
-        return gwr_fi_put(c, 0, dt_of(x), NULL);
+    if (xs.rank < 0) return gwr_fi_put(c, 0, dt_of(x), NULL);
     gwr_fi_shp_unknown_dims(&out, xs.rank);
     if (gwr_layer_has_attr(c->l, "axes")) /* opset 18: a subset of axes */
         return gwr_fi_put(c, 0, dt_of(x), &out);
@@ -28,8 +26,7 @@ static gwr_status infer_resize(ictx *c) {
         if (sv.n >= 0 && sv.n != xs.rank)
             return gwr_fi_fail(c, GWR_ERR_SHAPE, "sizes has %d values for %s", sv.n, gwr_fi_tstr(x, &p));
         for (int i = 0; i < sv.n; i++)
-            if (sv.k[i] != IV_UNK)
-                out.d[i] = sv.v[i];
+            if (sv.k[i] != IV_UNK) out.d[i] = sv.v[i];
         return gwr_fi_put(c, 0, dt_of(x), &out);
     }
     ns = gwr_fi_const_f64s(inp(c, scales_at), sc, GWR_MAX_RANK);
@@ -48,6 +45,7 @@ static gwr_status infer_resize(ictx *c) {
 }
 
 const gwr_fi_entry gwr_fi_rules_resize[] = {
-    {GWR_OP_Resize, infer_resize}, {GWR_OP_Upsample, infer_resize},
+    {GWR_OP_Resize, infer_resize},
+    {GWR_OP_Upsample, infer_resize},
     {GWR_OP_CUSTOM, NULL},
 };

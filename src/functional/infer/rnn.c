@@ -13,13 +13,11 @@ static gwr_status infer_rnn(ictx *c) {
     int64_t hidden, layout, nd;
     shp xs, rs, y, yh;
     gwr_dim seq, batch;
-    if (!x || !w || !r || !gwr_fi_same_dtype(c, x, w) || !gwr_fi_same_dtype(c, x, r))
-        return c->st;
+    if (!x || !w || !r || !gwr_fi_same_dtype(c, x, w) || !gwr_fi_same_dtype(c, x, r)) return c->st;
     dir = gwr_fi_astr(c, "direction", "forward");
     layout = gwr_fi_aint(c, "layout", 0);
     hidden = gwr_fi_aint(c, "hidden_size", GWR_DIM_UNKNOWN);
-    if (c->st)
-        return c->st;
+    if (c->st) return c->st;
     if (!strcmp(dir, "forward") || !strcmp(dir, "reverse"))
         nd = 1;
     else if (!strcmp(dir, "bidirectional"))
@@ -28,10 +26,8 @@ static gwr_status infer_rnn(ictx *c) {
         return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "unknown direction \"%s\"", dir);
     gwr_fi_shp_get(x, &xs);
     gwr_fi_shp_get(r, &rs);
-    if (!gwr_fi_want_rank(c, x, &xs, 3, 3, "X") || !gwr_fi_want_rank(c, r, &rs, 3, 3, "R"))
-        return c->st;
-    if (hidden == GWR_DIM_UNKNOWN && rs.rank == 3)
-        hidden = rs.d[2];
+    if (!gwr_fi_want_rank(c, x, &xs, 3, 3, "X") || !gwr_fi_want_rank(c, r, &rs, 3, 3, "R")) return c->st;
+    if (hidden == GWR_DIM_UNKNOWN && rs.rank == 3) hidden = rs.d[2];
     if (hidden < 0 && hidden != GWR_DIM_UNKNOWN && !GWR_DIM_IS_SYM(hidden))
         return gwr_fi_fail(c, GWR_ERR_SHAPE, "hidden_size %lld is invalid", (long long)hidden);
     seq = xs.rank == 3 ? xs.d[layout ? 1 : 0] : GWR_DIM_UNKNOWN;
@@ -45,12 +41,13 @@ static gwr_status infer_rnn(ictx *c) {
         y.d[0] = seq, y.d[1] = nd, y.d[2] = batch, y.d[3] = hidden;
         yh.d[0] = nd, yh.d[1] = batch, yh.d[2] = hidden;
     }
-    if (gwr_fi_put(c, 0, dt_of(x), &y) || gwr_fi_put(c, 1, dt_of(x), &yh))
-        return c->st;
+    if (gwr_fi_put(c, 0, dt_of(x), &y) || gwr_fi_put(c, 1, dt_of(x), &yh)) return c->st;
     return gwr_fi_put(c, 2, dt_of(x), &yh);
 }
 
 const gwr_fi_entry gwr_fi_rules_rnn[] = {
-    {GWR_OP_LSTM, infer_rnn}, {GWR_OP_GRU, infer_rnn}, {GWR_OP_RNN, infer_rnn},
+    {GWR_OP_LSTM, infer_rnn},
+    {GWR_OP_GRU, infer_rnn},
+    {GWR_OP_RNN, infer_rnn},
     {GWR_OP_CUSTOM, NULL},
 };

@@ -7,6 +7,7 @@
 #include "functional/infer/infer_internal.h"
 
 const gwr_fi_entry gwr_fi_rules_signal[] = {
-    {GWR_OP_DFT, gwr_fi_rule_generic}, {GWR_OP_STFT, gwr_fi_rule_generic},
+    {GWR_OP_DFT, gwr_fi_rule_generic},
+    {GWR_OP_STFT, gwr_fi_rule_generic},
     {GWR_OP_CUSTOM, NULL},
 };

@@ -1,19 +1,17 @@
-/* quantize.c - shape rules of linear quantization: QuantizeLinear,
+/* quant.c - shape rules of linear quantization: QuantizeLinear,
  * DequantizeLinear and DynamicQuantizeLinear (whose scale and zero point
- * are scalars). Their kernels are in exec/kernels/misc.c. */
+ * are scalars). Their kernels are in exec/kernels/quant.c. */
 
 #include "functional/infer/infer_internal.h"
 
 static gwr_status infer_quantize(ictx *c) {
     gwr_tensor *x = gwr_fi_need(c, 0, "x"), *scale = gwr_fi_need(c, 1, "scale"), *zp = inp(c, 2);
     gwr_dtype dt;
-    if (!x || !scale)
-        return c->st;
+    if (!x || !scale) return c->st;
     if (c->id == GWR_OP_QuantizeLinear) {
         dt = zp && dt_of(zp) != GWR_UNDEFINED ? dt_of(zp) : GWR_UINT8;
     } else {
-        if (zp && !gwr_fi_same_dtype(c, x, zp))
-            return c->st;
+        if (zp && !gwr_fi_same_dtype(c, x, zp)) return c->st;
         dt = gwr_dtype_is_float(dt_of(scale)) ? dt_of(scale) : GWR_FLOAT32;
     }
     return gwr_fi_same_as_input(c, dt);
@@ -21,13 +19,13 @@ static gwr_status infer_quantize(ictx *c) {
 
 static gwr_status infer_dynamic_quantize(ictx *c) {
     shp sc = {0, {0}};
-    if (gwr_fi_same_as_input(c, GWR_UINT8) != GWR_OK || gwr_fi_put(c, 1, GWR_FLOAT32, &sc) != GWR_OK)
-        return c->st;
+    if (gwr_fi_same_as_input(c, GWR_UINT8) != GWR_OK || gwr_fi_put(c, 1, GWR_FLOAT32, &sc) != GWR_OK) return c->st;
     return gwr_fi_put(c, 2, GWR_UINT8, &sc);
 }
 
-const gwr_fi_entry gwr_fi_rules_quantize[] = {
-    {GWR_OP_QuantizeLinear, infer_quantize}, {GWR_OP_DequantizeLinear, infer_quantize},
+const gwr_fi_entry gwr_fi_rules_quant[] = {
+    {GWR_OP_QuantizeLinear, infer_quantize},
+    {GWR_OP_DequantizeLinear, infer_quantize},
     {GWR_OP_DynamicQuantizeLinear, infer_dynamic_quantize},
     {GWR_OP_CUSTOM, NULL},
 };

@@ -42,8 +42,8 @@ typedef struct gwr_analysis gwr_analysis;
 /* Runs every built-in analysis over the live layers of net. dims (may be
  * NULL) binds symbolic dim names to INT values >= 0 ("batch" = 1, "seq" =
  * 128). Returns a report, or NULL with the message on net (a dims entry
- * that is not an INT >= 0, an analyzer failure) or, for a NULL net or no
- * memory, in gwr_last_errmsg(). The network is not changed. The peak
+ * that is not an INT >= 0, an analyzer failure, no memory) or, for a NULL
+ * net, in gwr_last_errmsg(). The network is not changed. The peak
  * memory is taken over network order when that is topological, else over
  * the stable topological order (gwr_network_topo_order). Parameters
  * include the constants of If/Loop/Scan bodies; the histogram, the costs

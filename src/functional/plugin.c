@@ -164,7 +164,8 @@ const gwr_fn_functional *gwr_fn_functional_find(const char *kind) {
 
 static int64_t field_int(gwr_layer *l, const char *name, int64_t dflt) {
     int64_t v;
-    return gwr_layer_get_int(l, name, &v) == GWR_OK ? v : dflt;
+    gwr_layer_attr_int(l, name, dflt, &v); /* another type: dflt */
+    return v;
 }
 
 static int dim_is(gwr_dim d, int64_t v) { return !GWR_DIM_IS_KNOWN(d) || d == v; }

@@ -296,7 +296,8 @@ static gwr_layer_cost *record(gwr_rewrite_ctx *c, gwr_layer *l) {
 
 static int64_t attr_int(gwr_layer *l, const char *name, int64_t dflt) {
     int64_t v;
-    return gwr_layer_get_int(l, name, &v) == GWR_OK ? v : dflt;
+    gwr_layer_attr_int(l, name, dflt, &v); /* another type: dflt */
+    return v;
 }
 
 /* [.., M, K] x [.., K, N] with NumPy batch broadcasting; 1-D operands as
@@ -822,7 +823,7 @@ gwr_analysis *gwr_analyze_network(gwr_network *net, const gwr_args *dims) {
     }
     gwr_analysis *a = gwr_calloc(1, sizeof *a);
     if (!a) {
-        gwr_set_last_error(GWR_ERR_NOMEM, "gwr_analyze_network: out of memory");
+        gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_analyze_network: out of memory");
         return NULL;
     }
     a->net = net;

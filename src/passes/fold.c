@@ -117,8 +117,11 @@ static int compute(gwr_rewrite_ctx *c, gwr_layer *l, gwr_value **out) {
                                   gwr_last_errmsg());
     }
     /* A kernel that refuses these constants (a Div by zero of integers,
-     * say) leaves the layer as it is, for the run to report. */
-    if (rc == 1 && gwr_exec_layer(l, in, out)) rc = gwr_rewrite_no_match(c, "the kernel fails: %s", gwr_last_errmsg());
+     * say) leaves the layer as it is, for the run to report; running out
+     * of memory ends the run, as anywhere else. */
+    gwr_status es = rc == 1 ? gwr_exec_layer(l, in, out) : GWR_OK;
+    if (es == GWR_ERR_NOMEM) rc = gwr_rewrite_fail(c, es, "folding: %s", gwr_last_errmsg());
+    else if (es) rc = gwr_rewrite_no_match(c, "the kernel fails: %s", gwr_last_errmsg());
     for (int i = 0; i < nin; i++) gwr_value_release(in[i]);
     gwr_free(in);
     return rc;

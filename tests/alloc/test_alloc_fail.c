@@ -21,6 +21,7 @@
 #define _GNU_SOURCE /* dladdr */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -448,6 +449,153 @@ static void gpt_cleanup(void *ctx) {
     memset(c, 0, sizeof *c);
 }
 
+/* ---- FLayerInfo: re-create a plugin from its recorded call --------------------- */
+
+/* What a pattern does by hand: redirect an input of the recorded call,
+ * clone the arguments, call the functional again, move the outputs' uses
+ * to the new layer and drop the old one. */
+typedef struct flayer_ctx {
+    gwr_network *net;
+    gwr_layer *old;
+    gwr_tensor *q2;
+    gwr_args *args;
+    int64_t memo_before;
+} flayer_ctx;
+
+static gwr_status flayer_setup(void *ctx) {
+    flayer_ctx *c = ctx;
+    c->net = gwr_network_new("flayer");
+    if (!c->net || !gwr_build_gpt(c->net, &g_gpt)) return GWR_ERR_NOMEM;
+    for (int64_t i = 0; i < gwr_network_num_layers(c->net) && !c->old; i++)
+        if (gwr_flayer_get(c->net, gwr_network_layer(c->net, i))) c->old = gwr_network_layer(c->net, i);
+    c->memo_before = gwr_flayer_memo_size(c->net);
+    return c->old ? GWR_OK : GWR_ERR_STATE;
+}
+
+static gwr_status flayer_run(void *ctx, const char **msg) {
+    flayer_ctx *c = ctx;
+    gwr_flayer *f = gwr_flayer_get(c->net, c->old);
+    gwr_tensor *qkv = gwr_flayer_get_input(f, "qkv"), *outs[2] = {NULL, NULL};
+    gwr_status s = GWR_ERR_NOMEM;
+    *msg = gwr_network_errmsg(c->net);
+    if (!gwr_op_call(c->net, "", "Identity", 1, &qkv, NULL, 1, &c->q2)) return GWR_ERR_NOMEM;
+    if ((s = gwr_flayer_replace_input_with(f, qkv, c->q2))) return s;
+    if (!(c->args = gwr_flayer_clone_inputs(f))) {
+        *msg = gwr_last_errmsg(); /* a constructor's message */
+        return GWR_ERR_NOMEM;
+    }
+    if ((s = gwr_call(c->net, GWR_GPT_ATTENTION, c->args, outs, 2, NULL))) return s;
+    if ((s = gwr_flayer_replace_outputs_uses_with(f, 2, outs))) return s;
+    if ((s = gwr_layer_mark_as_removed(c->old))) return s;
+    return gwr_network_prune(c->net, NULL);
+}
+
+static void flayer_check(void *ctx, int failed) {
+    flayer_ctx *c = ctx;
+    check_verifies(c->net, "flayer");
+    if (failed) return;
+    CHECK_EQ_INT(gwr_flayer_memo_size(c->net), c->memo_before);
+    /* the new layer's call names the Identity's output */
+    int found = 0;
+    for (int64_t i = 0; i < gwr_network_num_layers(c->net); i++) {
+        gwr_flayer *f = gwr_flayer_get(c->net, gwr_network_layer(c->net, i));
+        found += f && gwr_flayer_get_input(f, "qkv") == c->q2;
+    }
+    CHECK_EQ_INT(found, 1);
+}
+
+static void flayer_cleanup(void *ctx) {
+    flayer_ctx *c = ctx;
+    gwr_args_free(c->args);
+    gwr_network_free(c->net);
+    memset(c, 0, sizeof *c);
+}
+
+/* ---- fold_constants: a pass that runs kernels ------------------------------------ */
+
+typedef struct fold_ctx {
+    gwr_network *net;
+    gwr_rewrite_manager *m;
+} fold_ctx;
+
+static const float g_fa[4] = {1.5f, -2.0f, 0.25f, 8.0f}, g_fb[4] = {0.5f, 4.0f, -0.25f, -1.0f};
+
+static gwr_status fold_setup(void *ctx) {
+    fold_ctx *c = ctx;
+    int64_t d = 4;
+    c->net = gwr_network_new("fold");
+    c->m = gwr_rewrite_manager_new();
+    if (!c->net || !c->m) return GWR_ERR_NOMEM;
+    gwr_dim dd = 4;
+    gwr_tensor *x = gwr_network_add_input(c->net, "x", GWR_FLOAT32, 1, &dd);
+    gwr_tensor *a = gwr_constant(c->net, GWR_FLOAT32, 1, &d, g_fa), *b = gwr_constant(c->net, GWR_FLOAT32, 1, &d, g_fb);
+    gwr_tensor *y = gwr_mul(c->net, x, gwr_sqrt(c->net, gwr_mul(c->net, gwr_add(c->net, a, b), gwr_add(c->net, a, b))));
+    if (!y || gwr_network_mark_output(c->net, y)) return GWR_ERR_NOMEM;
+    return gwr_passes_add(c->m, "fold_constants");
+}
+
+static gwr_status fold_run(void *ctx, const char **msg) {
+    fold_ctx *c = ctx;
+    gwr_status s = gwr_rewrite_manager_rewrite(c->m, c->net, NULL);
+    *msg = gwr_rewrite_manager_errmsg(c->m);
+    return s;
+}
+
+static void fold_check(void *ctx, int failed) {
+    fold_ctx *c = ctx;
+    check_verifies(c->net, "fold");
+    if (failed) return;
+    /* y = x * |a + b|: one Mul left, reading the folded constant */
+    CHECK_EQ_INT(count_op(c->net, "Add") + count_op(c->net, "Sqrt"), 0);
+    gwr_layer *mul = gwr_tensor_parent(gwr_network_output(c->net, 0));
+    const gwr_weights *w = NULL;
+    gwr_layer *k = mul ? gwr_tensor_parent(gwr_layer_input(mul, 1)) : NULL;
+    if (!CHECK(k) || !CHECK_OK(gwr_layer_get_tensor(k, "value", &w))) return;
+    const float *v = gwr_buffer_data(w->buffer);
+    for (int i = 0; i < 4; i++) CHECK(v[i] == fabsf(g_fa[i] + g_fb[i]));
+}
+
+static void fold_cleanup(void *ctx) {
+    fold_ctx *c = ctx;
+    gwr_rewrite_manager_free(c->m);
+    gwr_network_free(c->net);
+    memset(c, 0, sizeof *c);
+}
+
+/* ---- analysis ------------------------------------------------------------------- */
+
+typedef struct analyze_ctx {
+    gwr_network *net;
+    gwr_analysis *a;
+} analyze_ctx;
+
+static gwr_status analyze_setup(void *ctx) {
+    analyze_ctx *c = ctx;
+    c->net = gwr_onnx_load(g_model, NULL);
+    return c->net ? GWR_OK : GWR_ERR_NOMEM;
+}
+
+static gwr_status analyze_run(void *ctx, const char **msg) {
+    analyze_ctx *c = ctx;
+    c->a = gwr_analyze_network(c->net, NULL);
+    *msg = gwr_network_errmsg(c->net);
+    return c->a ? GWR_OK : GWR_ERR_NOMEM;
+}
+
+static void analyze_check(void *ctx, int failed) {
+    analyze_ctx *c = ctx;
+    check_verifies(c->net, "analyze");
+    gwr_param_stats ps;
+    if (!failed && CHECK(c->a) && CHECK_OK(gwr_analysis_params(c->a, &ps))) CHECK_EQ_INT(ps.elements, 20);
+}
+
+static void analyze_cleanup(void *ctx) {
+    analyze_ctx *c = ctx;
+    gwr_analysis_free(c->a);
+    gwr_network_free(c->net);
+    memset(c, 0, sizeof *c);
+}
+
 /* ---- the hook itself ------------------------------------------------------------ */
 
 TEST(test_hook) {
@@ -474,6 +622,9 @@ TEST(test_scenarios) {
     save_ctx sc = {0};
     session_ctx xc = {0};
     gpt_ctx gc = {0};
+    flayer_ctx fc = {0};
+    fold_ctx oc = {0};
+    analyze_ctx ac = {0};
     snprintf(sc.dir, sizeof sc.dir, "%s/out", g_dir);
     snprintf(sc.path, sizeof sc.path, "%s/saved.onnx", sc.dir);
     if (!CHECK(mkdir(sc.dir, 0755) == 0)) return;
@@ -484,8 +635,11 @@ TEST(test_scenarios) {
         {"save", save_setup, save_run, save_check, save_cleanup},
         {"session", session_setup, session_run, session_check, session_cleanup},
         {"run-gpt", gpt_setup, gpt_run, gpt_check, gpt_cleanup},
+        {"flayer", flayer_setup, flayer_run, flayer_check, flayer_cleanup},
+        {"fold", fold_setup, fold_run, fold_check, fold_cleanup},
+        {"analyze", analyze_setup, analyze_run, analyze_check, analyze_cleanup},
     };
-    void *ctxs[] = {&lc, &bc, &rc, &sc, &xc, &gc};
+    void *ctxs[] = {&lc, &bc, &rc, &sc, &xc, &gc, &fc, &oc, &ac};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         for (int sticky = 0; sticky < 2; sticky++) run_scenario(&all[i], ctxs[i], sticky);
     rmdir(sc.dir);

@@ -5,6 +5,8 @@
 #ifndef GWR_PASSES_H
 #define GWR_PASSES_H
 
+#include <stdio.h>
+
 #include "gwr/rewrite.h"
 
 #ifdef __cplusplus
@@ -43,6 +45,44 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_constants;
  * none (one loaded from ONNX), from its inputs and attributes, so that the
  * plugin patterns can re-create it. *nrecorded (may be NULL) gets the count. */
 GWR_API gwr_status gwr_passes_recover_flayers(gwr_network *net, int64_t *nrecorded);
+
+/* The one table of built-in passes. `level` says which optimization
+ * level runs a pass, as onnxruntime's levels do (NONE: never implied by a
+ * level; the tutorial patterns); `targets` which outputs it may be used
+ * for (GWR_TARGET_*: standard ONNX, onnxruntime's contrib ops, gwr's own
+ * executor); `numerics` whether outputs stay bit-identical, agree within
+ * `tolerance` (max abs difference on the test cases' inputs), or change
+ * on purpose. The registry, `gwr rewrite --list`, the table in docs/api.md
+ * and the test loop over every pass all read this table. */
+typedef enum gwr_pass_level {
+    GWR_LEVEL_NONE = 0,
+    GWR_LEVEL_BASIC,    /* eliminations and folding */
+    GWR_LEVEL_EXTENDED, /* fusions */
+    GWR_LEVEL_ALL
+} gwr_pass_level;
+enum { GWR_TARGET_ONNX = 1, GWR_TARGET_ORT = 2, GWR_TARGET_GWR = 4, GWR_TARGET_ANY = 7 };
+typedef enum gwr_pass_numerics {
+    GWR_NUMERICS_EXACT = 0,
+    GWR_NUMERICS_APPROX, /* within tolerance */
+    GWR_NUMERICS_CHANGES /* changes the results on purpose */
+} gwr_pass_numerics;
+typedef struct gwr_pass_info {
+    const char *label;
+    const gwr_pattern_rewriter *pattern;
+    int benefit;
+    gwr_pass_level level;
+    unsigned targets;
+    gwr_pass_numerics numerics;
+    double tolerance;
+    const char *summary;
+} gwr_pass_info;
+
+GWR_API const char *gwr_pass_level_name(gwr_pass_level level); /* "basic" */
+/* Entry i of the table (0 <= i < gwr_passes_count()), or NULL. */
+GWR_API const gwr_pass_info *gwr_passes_info(int i);
+/* Writes the table as `gwr rewrite --list` prints it: text columns, or a
+ * Markdown table (the one in docs/api.md) when markdown is 1. */
+GWR_API void gwr_passes_print(FILE *out, int markdown);
 
 /* The built-in patterns, in a stable order. */
 GWR_API int gwr_passes_count(void);

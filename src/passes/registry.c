@@ -1,36 +1,70 @@
 /* registry.c - the built-in rewrite patterns by label, for
  * gwr_passes_add and `gwr rewrite --pattern LABEL`. */
+#include <stdio.h>
 #include <string.h>
 
 #include "gwr/passes.h"
 #include "rewrite/rewrite_api.h"
 
-typedef struct builtin {
-    const char *label;
-    const gwr_pattern_rewriter *pattern;
-    int benefit;
-    const char *summary;
-} builtin;
-
 /* Benefits: the fusion first, so that it sees the Add before
  * replace_add_with_sub turns it into a Sub. */
-static const builtin builtins[] = {
-    {"fuse_attention_with_bias", &gwr_pattern_fuse_attention_with_bias, 20,
-     "fold a constant Add feeding a GPTAttention's qkv into its qkv_bias"},
-    {"gpt_attention_remove_padding", &gwr_pattern_gpt_attention_remove_padding, 10,
+static const gwr_pass_info builtins[] = {
+    {"fuse_attention_with_bias", &gwr_pattern_fuse_attention_with_bias, 20, GWR_LEVEL_NONE, GWR_TARGET_GWR,
+     GWR_NUMERICS_APPROX, 1e-5, "fold a constant Add feeding a GPTAttention's qkv into its qkv_bias"},
+    {"gpt_attention_remove_padding", &gwr_pattern_gpt_attention_remove_padding, 10, GWR_LEVEL_NONE, GWR_TARGET_GWR,
+     GWR_NUMERICS_APPROX, 1e-5,
      "re-create GPTAttention plugins in remove-padding mode (args batch_size, in_len, hidden_size)"},
-    {"fold_constants", &gwr_pattern_fold_constants, 30,
+    {"fold_constants", &gwr_pattern_fold_constants, 30, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
      "compute layers whose inputs are all constants into constants (arg fold_max_bytes, default 16 MiB)"},
-    {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1,
-     "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},
+    {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1, GWR_LEVEL_NONE, GWR_TARGET_ANY,
+     GWR_NUMERICS_CHANGES, 0, "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},
 };
 
 #define NBUILTIN ((int)(sizeof builtins / sizeof builtins[0]))
 
+const char *gwr_pass_level_name(gwr_pass_level level) {
+    static const char *const names[] = {"none", "basic", "extended", "all"};
+    return (unsigned)level <= GWR_LEVEL_ALL ? names[level] : "unknown";
+}
+
+const gwr_pass_info *gwr_passes_info(int i) { return i >= 0 && i < NBUILTIN ? &builtins[i] : NULL; }
 int gwr_passes_count(void) { return NBUILTIN; }
 const char *gwr_passes_label(int i) { return i >= 0 && i < NBUILTIN ? builtins[i].label : NULL; }
 const char *gwr_passes_summary(int i) { return i >= 0 && i < NBUILTIN ? builtins[i].summary : NULL; }
 int gwr_passes_benefit(int i) { return i >= 0 && i < NBUILTIN ? builtins[i].benefit : 0; }
+
+static void targets_str(unsigned t, char *buf, size_t size) {
+    snprintf(buf, size, "%s%s%s%s%s", t & GWR_TARGET_ONNX ? "onnx" : "",
+             (t & GWR_TARGET_ONNX) && (t & (GWR_TARGET_ORT | GWR_TARGET_GWR)) ? "," : "", t & GWR_TARGET_ORT ? "ort" : "",
+             (t & GWR_TARGET_ORT) && (t & GWR_TARGET_GWR) ? "," : "", t & GWR_TARGET_GWR ? "gwr" : "");
+}
+
+static void numerics_str(const gwr_pass_info *p, char *buf, size_t size) {
+    if (p->numerics == GWR_NUMERICS_EXACT) snprintf(buf, size, "exact");
+    else if (p->numerics == GWR_NUMERICS_APPROX) snprintf(buf, size, "within %g", p->tolerance);
+    else snprintf(buf, size, "changes");
+}
+
+void gwr_passes_print(FILE *out, int markdown) {
+    if (!out) return;
+    if (markdown)
+        fprintf(out, "| label | benefit | level | targets | numerics | what it does |\n| --- | ---: | --- | --- | --- | --- |\n");
+    else
+        fprintf(out, "%-30s %7s  %-8s  %-12s  %-12s  %s\n", "pattern", "benefit", "level", "targets", "numerics",
+                "what it does");
+    for (int i = 0; i < NBUILTIN; i++) {
+        const gwr_pass_info *p = &builtins[i];
+        char tg[32], nu[32];
+        targets_str(p->targets, tg, sizeof tg);
+        numerics_str(p, nu, sizeof nu);
+        if (markdown)
+            fprintf(out, "| `%s` | %d | %s | %s | %s | %s |\n", p->label, p->benefit, gwr_pass_level_name(p->level), tg,
+                    nu, p->summary);
+        else
+            fprintf(out, "%-30s %7d  %-8s  %-12s  %-12s  %s\n", p->label, p->benefit, gwr_pass_level_name(p->level), tg,
+                    nu, p->summary);
+    }
+}
 
 const gwr_pattern_rewriter *gwr_passes_find(const char *label, int *benefit) {
     for (int i = 0; label && i < NBUILTIN; i++)

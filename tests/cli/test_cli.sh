@@ -254,6 +254,13 @@ expect 0 "rewrite --help" -- "$GWR" rewrite --help
 has out "usage: gwr rewrite" "rewrite help"
 expect 0 "rewrite --list" -- "$GWR" rewrite --list
 for p in replace_add_with_sub fuse_attention_with_bias gpt_attention_remove_padding; do has out "^$p " "--list names $p"; done
+has out "^fold_constants  *30  *basic  *onnx,ort,gwr  *exact " "--list gives level, targets and numerics"
+expect 0 "rewrite --list --markdown" -- "$GWR" rewrite --list --markdown
+# docs/api.md's passes table is the one the pass table prints
+sed -n '/^<!-- passes table/,/^<!-- end of passes table/p' "$HERE/../../docs/api.md" | sed '1d;$d' >"$tmp/doc_table"
+ok "docs/api.md's passes table is --list --markdown" -- cmp -s "$tmp/out" "$tmp/doc_table"
+expect 2 "rewrite --list --bogus" -- "$GWR" rewrite --list --bogus
+errline "--list takes only --markdown" "--list with a bad flag"
 D="$tmp/demo/demo.onnx"
 "$GWR" demo --dir "$tmp/demo" >/dev/null 2>&1
 expect 2 "rewrite without MODEL" -- "$GWR" rewrite --pattern replace_add_with_sub -o "$tmp/r.onnx"

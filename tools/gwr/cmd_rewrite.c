@@ -11,13 +11,14 @@ static void help(FILE *out) {
             "usage: gwr rewrite MODEL --pattern LABEL [--pattern LABEL...] -o OUT\n"
             "                   [--arg NAME=INT...] [--trace | --trace-json] [--stats]\n"
             "                   [--explain] [--max-rewrites N] [--single-pass] [--keep-dead] [--debug] [--seed N]\n"
-            "       gwr rewrite --list\n"
+            "       gwr rewrite --list [--markdown]\n"
             "\n"
             "Loads the ONNX model MODEL, applies the built-in patterns named by --pattern\n"
             "(higher benefit first) until none matches, prunes dead layers and writes OUT\n"
             "(a temporary file renamed at the end: a failure leaves no partial file).\n"
             "\n"
-            "  --pattern LABEL   a built-in pattern (--list shows them); repeatable\n"
+            "  --pattern LABEL   a built-in pattern (--list shows them with benefit, level,\n"
+            "                    targets and numerics; --markdown as docs/api.md's table); repeatable\n"
             "  --arg NAME=INT    an integer argument the patterns read (batch_size=2 ...)\n"
             "  --trace           print one line per rewrite: pattern, root layer, layers\n"
             "                    added (+) and removed (-); --trace-json prints JSON lines\n"
@@ -34,10 +35,8 @@ static void help(FILE *out) {
             "or did not converge, 2 bad usage.\n");
 }
 
-static int list(void) {
-    printf("%-30s %7s  %s\n", "pattern", "benefit", "what it does");
-    for (int i = 0; i < gwr_passes_count(); i++)
-        printf("%-30s %7d  %s\n", gwr_passes_label(i), gwr_passes_benefit(i), gwr_passes_summary(i));
+static int list(int markdown) {
+    gwr_passes_print(stdout, markdown);
     return CLI_OK;
 }
 
@@ -72,7 +71,9 @@ static int run(int argc, char **argv) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--list")) {
-            rc = list();
+            int md = v && !strcmp(v, "--markdown");
+            if (v && !md) USAGE("--list takes only --markdown");
+            rc = list(md);
             goto done;
         } else if (!strcmp(a, "--pattern") || !strcmp(a, "-p")) {
             if (!v) USAGE("--pattern needs a label (see 'gwr rewrite --list')");

@@ -7,6 +7,7 @@
 #include "gwr/functional.h"
 #include "gwr/rewrite.h"
 #include "gwr/passes.h"
+#include "gwr/optimize.h"
 #include "gwr/analyze.h"
 #include "gwr/onnx.h"
 #include "gwr/exec.h"

@@ -562,6 +562,17 @@ static void fold_cleanup(void *ctx) {
     memset(c, 0, sizeof *c);
 }
 
+/* gwr_optimize: the same network through the optimizer (its plan, the
+ * report, the bodies' walk). */
+static gwr_status optimize_run(void *ctx, const char **msg) {
+    fold_ctx *c = ctx;
+    gwr_optimize_report *r = NULL;
+    gwr_status s = gwr_optimize(c->net, NULL, &r);
+    gwr_optimize_report_free(r);
+    *msg = gwr_network_errmsg(c->net);
+    return s;
+}
+
 /* ---- analysis ------------------------------------------------------------------- */
 
 typedef struct analyze_ctx {
@@ -625,6 +636,7 @@ TEST(test_scenarios) {
     flayer_ctx fc = {0};
     fold_ctx oc = {0};
     analyze_ctx ac = {0};
+    fold_ctx pc = {0};
     snprintf(sc.dir, sizeof sc.dir, "%s/out", g_dir);
     snprintf(sc.path, sizeof sc.path, "%s/saved.onnx", sc.dir);
     if (!CHECK(mkdir(sc.dir, 0755) == 0)) return;
@@ -637,9 +649,10 @@ TEST(test_scenarios) {
         {"run-gpt", gpt_setup, gpt_run, gpt_check, gpt_cleanup},
         {"flayer", flayer_setup, flayer_run, flayer_check, flayer_cleanup},
         {"fold", fold_setup, fold_run, fold_check, fold_cleanup},
+        {"optimize", fold_setup, optimize_run, fold_check, fold_cleanup},
         {"analyze", analyze_setup, analyze_run, analyze_check, analyze_cleanup},
     };
-    void *ctxs[] = {&lc, &bc, &rc, &sc, &xc, &gc, &fc, &oc, &ac};
+    void *ctxs[] = {&lc, &bc, &rc, &sc, &xc, &gc, &fc, &oc, &pc, &ac};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         for (int sticky = 0; sticky < 2; sticky++) run_scenario(&all[i], ctxs[i], sticky);
     rmdir(sc.dir);

@@ -23,6 +23,7 @@ extern const cli_command cli_inspect;
 extern const cli_command cli_convert;
 extern const cli_command cli_dot;
 extern const cli_command cli_rewrite;
+extern const cli_command cli_optimize;
 extern const cli_command cli_analyze;
 extern const cli_command cli_test_onnx;
 extern const cli_command cli_run;

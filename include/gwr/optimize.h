@@ -1,0 +1,57 @@
+/* gwr/optimize.h - the optimizer: the built-in passes of the pass table
+ * (gwr/passes.h) chosen by level and target, run to a fixpoint over a
+ * network and every If/Loop/Scan body in it, with a report of what each
+ * pass did. `gwr optimize` is its command-line form. */
+#ifndef GWR_OPTIMIZE_H
+#define GWR_OPTIMIZE_H
+
+#include <stdio.h>
+
+#include "gwr/passes.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Zero-initialized means the defaults. */
+typedef struct gwr_optimize_options {
+    gwr_pass_level level; /* passes of this level and below; GWR_LEVEL_NONE means EXTENDED */
+    unsigned target;      /* one GWR_TARGET_*: the passes that may serve it; 0 means ONNX */
+    /* Comma-separated pass labels. `only`: exactly these (whatever their
+     * level; each must serve the target). `disable`: not these. An unknown
+     * label is GWR_ERR_NOT_FOUND. NULL: none. */
+    const char *only;
+    const char *disable;
+    int debug;            /* verify the network after every rewrite */
+} gwr_optimize_options;
+
+/* What a run did: per pass of the table, whether it ran (or why not) and
+ * its counters summed over the network and its bodies. Owned by the
+ * caller (gwr_optimize_report_free). */
+typedef struct gwr_optimize_report gwr_optimize_report;
+typedef struct gwr_optimize_pass {
+    const char *label;
+    const char *skipped;  /* NULL when it ran; else why not ("level extended", "disabled", ...) */
+    int64_t attempts, matches, rewrites;
+} gwr_optimize_pass;
+
+/* Optimizes net in place. On failure the network still verifies, holding
+ * the rewrites completed before it, and the message is on net. *report
+ * (report may be NULL) is set on success and on a failed run, NULL when
+ * the options were refused. */
+GWR_API gwr_status gwr_optimize(gwr_network *net, const gwr_optimize_options *opt, gwr_optimize_report **report);
+GWR_API void gwr_optimize_report_free(gwr_optimize_report *r);
+/* One entry per pass of the table, in its order. */
+GWR_API int gwr_optimize_report_count(const gwr_optimize_report *r);
+GWR_API const gwr_optimize_pass *gwr_optimize_report_pass(const gwr_optimize_report *r, int i);
+/* Live layers of the network itself before and after, and the networks
+ * visited (1 + the bodies). */
+GWR_API void gwr_optimize_report_layers(const gwr_optimize_report *r, int64_t *before, int64_t *after,
+                                        int64_t *networks);
+/* The report as a table, one line per pass. */
+GWR_API void gwr_optimize_report_print(const gwr_optimize_report *r, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

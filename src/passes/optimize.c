@@ -1,0 +1,197 @@
+/* optimize.c - gwr_optimize: the passes of the table (registry.c) that the
+ * level, the target and the --only/--disable lists select, in one rewrite
+ * manager run to a fixpoint over the network, then over every If/Loop/Scan
+ * body in it, body by body. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gwr/optimize.h"
+#include "ir/ir_api.h"
+
+struct gwr_optimize_report {
+    int n;
+    gwr_optimize_pass *passes; /* one per entry of the pass table, in its order */
+    int64_t before, after, networks;
+};
+
+/* Is `label` one of the comma-separated tokens of list? */
+static int in_list(const char *list, const char *label) {
+    size_t n = strlen(label);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, label, n)) return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+static int known_label(const char *tok, size_t len) {
+    for (int i = 0; i < gwr_passes_count(); i++) {
+        const char *l = gwr_passes_label(i);
+        if (strlen(l) == len && !strncmp(l, tok, len)) return 1;
+    }
+    return 0;
+}
+
+/* Every token of list names a pass of the table. */
+static gwr_status check_list(gwr_network *net, const char *list, const char *what) {
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (!known_label(p, len))
+            return gwr_ir_error(net, GWR_ERR_NOT_FOUND, "gwr_optimize: %s names no pass '%.*s' (gwr rewrite --list)",
+                                what, (int)len, p);
+        p = e ? e + 1 : NULL;
+    }
+    return GWR_OK;
+}
+
+static const char *target_name(unsigned t) {
+    return t == GWR_TARGET_ONNX ? "onnx" : t == GWR_TARGET_ORT ? "ort" : "gwr";
+}
+
+/* Why pass p does not run under these options, or NULL when it does.
+ * GWR_ERR_INVALID_ARG in *st for an --only pass that cannot serve the
+ * target. */
+static const char *skip_reason(gwr_network *net, const gwr_pass_info *p, gwr_pass_level level, unsigned target,
+                               const gwr_optimize_options *o, gwr_status *st) {
+    if (o->only) {
+        if (!in_list(o->only, p->label)) return "not in the --only list";
+        if (!(p->targets & target))
+            *st = gwr_ir_error(net, GWR_ERR_INVALID_ARG, "gwr_optimize: pass '%s' does not serve target %s", p->label,
+                               target_name(target));
+    } else if (p->level == GWR_LEVEL_NONE) {
+        return "not an optimization (a tutorial pattern)";
+    } else if (p->level > level) {
+        return p->level == GWR_LEVEL_ALL ? "level all" : "level extended";
+    } else if (!(p->targets & target)) {
+        return target == GWR_TARGET_ONNX ? "not for target onnx" : target == GWR_TARGET_ORT ? "not for target ort"
+                                                                                            : "not for target gwr";
+    }
+    if (o->disable && in_list(o->disable, p->label)) return "disabled";
+    return NULL;
+}
+
+/* Adds each stat of the last run to the report's entry of its label. */
+static void add_stats(gwr_optimize_report *r, const gwr_rewrite_manager *m) {
+    for (int k = 0; k < gwr_rewrite_manager_count(m); k++) {
+        gwr_pattern_stats ps;
+        if (gwr_rewrite_manager_stats(m, k, &ps)) continue;
+        for (int i = 0; i < r->n; i++)
+            if (!strcmp(r->passes[i].label, gwr_rewrite_manager_label(m, k))) {
+                r->passes[i].attempts += ps.attempts;
+                r->passes[i].matches += ps.matches;
+                r->passes[i].rewrites += ps.rewrites;
+            }
+    }
+}
+
+/* Runs m on g, then on every body of g's live layers. */
+static gwr_status run_on(gwr_rewrite_manager *m, gwr_network *root, gwr_network *g, gwr_optimize_report *r,
+                         int depth) {
+    if (depth > 64) return gwr_ir_error(root, GWR_ERR_UNSUPPORTED, "gwr_optimize: bodies nested over 64 deep");
+    r->networks++;
+    gwr_status s = gwr_rewrite_manager_rewrite(m, g, NULL);
+    add_stats(r, m);
+    if (s) return gwr_ir_error(root, s, "%s", gwr_rewrite_manager_errmsg(m));
+    for (int64_t i = 0; i < gwr_network_num_layers(g); i++) {
+        gwr_layer *l = gwr_network_layer(g, i);
+        if (gwr_layer_is_removed(l)) continue;
+        for (int a = 0; a < gwr_layer_num_attrs(l); a++) {
+            gwr_attr_type t = gwr_layer_attr_type(l, a);
+            gwr_network *const *gs = NULL;
+            gwr_network *one = NULL;
+            int64_t n = 0;
+            if (t == GWR_ATTR_GRAPH && !gwr_layer_get_graph(l, gwr_layer_attr_name(l, a), &one)) gs = &one, n = 1;
+            else if (t == GWR_ATTR_GRAPHS) gwr_layer_get_graphs(l, gwr_layer_attr_name(l, a), &gs, &n);
+            for (int64_t k = 0; k < n; k++)
+                if ((s = run_on(m, root, gs[k], r, depth + 1))) return s;
+        }
+    }
+    return GWR_OK;
+}
+
+static gwr_status check_options(gwr_network *net, const gwr_optimize_options *o) {
+    if ((unsigned)o->level > GWR_LEVEL_ALL)
+        return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "gwr_optimize: level %d is not basic, extended or all", (int)o->level);
+    if (o->target != 0 && o->target != GWR_TARGET_ONNX && o->target != GWR_TARGET_ORT && o->target != GWR_TARGET_GWR)
+        return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "gwr_optimize: the target must be one of onnx, ort, gwr");
+    gwr_status s = check_list(net, o->only, "the --only list");
+    return s ? s : check_list(net, o->disable, "the --disable list");
+}
+
+/* A report with an entry per pass, and the manager with the passes that
+ * run. */
+static gwr_status plan(gwr_network *net, const gwr_optimize_options *o, gwr_optimize_report *r,
+                       gwr_rewrite_manager *m) {
+    gwr_pass_level level = o->level ? o->level : GWR_LEVEL_EXTENDED;
+    unsigned target = o->target ? o->target : GWR_TARGET_ONNX;
+    for (int i = 0; i < r->n; i++) {
+        const gwr_pass_info *p = gwr_passes_info(i);
+        gwr_status s = GWR_OK;
+        r->passes[i].label = p->label;
+        r->passes[i].skipped = skip_reason(net, p, level, target, o, &s);
+        if (s) return s;
+        if (!r->passes[i].skipped && (s = gwr_rewrite_manager_add(m, p->label, p->pattern, p->benefit)))
+            return gwr_ir_error(net, s, "gwr_optimize: %s", gwr_rewrite_manager_errmsg(m));
+    }
+    gwr_rewrite_options ro = {.debug = o->debug};
+    return gwr_rewrite_manager_set_options(m, &ro);
+}
+
+gwr_status gwr_optimize(gwr_network *net, const gwr_optimize_options *opt, gwr_optimize_report **report) {
+    static const gwr_optimize_options defaults;
+    const gwr_optimize_options *o = opt ? opt : &defaults;
+    if (report) *report = NULL;
+    if (!net) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_optimize: NULL network");
+    gwr_status s = check_options(net, o);
+    if (s) return s;
+    gwr_optimize_report *r = gwr_calloc(1, sizeof *r);
+    gwr_rewrite_manager *m = gwr_rewrite_manager_new();
+    if (r) r->n = gwr_passes_count();
+    if (!r || !m || !(r->passes = gwr_calloc((size_t)r->n + 1, sizeof *r->passes))) {
+        s = gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_optimize: out of memory");
+    } else if (!(s = plan(net, o, r, m))) {
+        r->before = gwr_network_num_live_layers(net);
+        s = run_on(m, net, net, r, 0);
+        r->after = gwr_network_num_live_layers(net);
+    }
+    gwr_rewrite_manager_free(m);
+    if (r && r->passes && (!s || r->networks) && report) *report = r;
+    else gwr_optimize_report_free(r);
+    return s;
+}
+
+void gwr_optimize_report_free(gwr_optimize_report *r) {
+    if (!r) return;
+    gwr_free(r->passes);
+    gwr_free(r);
+}
+
+int gwr_optimize_report_count(const gwr_optimize_report *r) { return r ? r->n : 0; }
+
+const gwr_optimize_pass *gwr_optimize_report_pass(const gwr_optimize_report *r, int i) {
+    return r && i >= 0 && i < r->n ? &r->passes[i] : NULL;
+}
+
+void gwr_optimize_report_layers(const gwr_optimize_report *r, int64_t *before, int64_t *after, int64_t *networks) {
+    if (before) *before = r ? r->before : 0;
+    if (after) *after = r ? r->after : 0;
+    if (networks) *networks = r ? r->networks : 0;
+}
+
+void gwr_optimize_report_print(const gwr_optimize_report *r, FILE *out) {
+    if (!r || !out) return;
+    fprintf(out, "%-30s %9s %9s %9s  %s\n", "pass", "attempts", "matches", "rewrites", "");
+    for (int i = 0; i < r->n; i++) {
+        const gwr_optimize_pass *p = &r->passes[i];
+        if (p->skipped)
+            fprintf(out, "%-30s %9s %9s %9s  skipped: %s\n", p->label, "-", "-", "-", p->skipped);
+        else
+            fprintf(out, "%-30s %9lld %9lld %9lld\n", p->label, (long long)p->attempts, (long long)p->matches,
+                    (long long)p->rewrites);
+    }
+    fprintf(out, "layers %lld -> %lld (%lld network%s)\n", (long long)r->before, (long long)r->after,
+            (long long)r->networks, r->networks == 1 ? "" : "s");
+}

@@ -313,9 +313,12 @@ static int match_and_rewrite(gwr_rewrite_ctx *c, gwr_layer *l) {
     if (!r) {
         const gwr_match_node *n = m.why_node >= 0 ? &p->nodes[m.why_node] : NULL;
         const char *op = n && n->op ? n->op : n && n->op_id ? gwr_op_info_get(n->op_id)->name : "any op";
-        return gwr_rewrite_no_match(c, "node %d (%s) input %d%s%s%s: %s", m.why_node, op, m.why_input,
-                                    m.why_tensor ? " '" : "", m.why_tensor ? gwr_tensor_name(m.why_tensor) : "",
-                                    m.why_tensor ? "'" : "", m.why);
+        const char *tn = m.why_tensor ? gwr_tensor_name(m.why_tensor) : NULL;
+        if (m.why_input >= 0)
+            return gwr_rewrite_no_match(c, "node %d (%s) input %d%s%s%s: %s", m.why_node, op, m.why_input, tn ? " '" : "",
+                                        tn ? tn : "", tn ? "'" : "", m.why);
+        return gwr_rewrite_no_match(c, "node %d (%s)%s%s%s: %s", m.why_node, op, tn ? " '" : "", tn ? tn : "", tn ? "'" : "",
+                                    m.why);
     }
     return p->rewrite(c, &m);
 }

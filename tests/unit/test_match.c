@@ -288,6 +288,11 @@ static int run_net(gwr_network *net, gwr_value *in, gwr_value **outs) {
     return st == GWR_OK;
 }
 
+static void on_failed(void *ctx, const char *label, gwr_layer *root, const char *reason) {
+    (void)label, (void)root;
+    snprintf((char *)ctx, 256, "%s", reason);
+}
+
 TEST(rewrite_through_manager) {
     gwr_value *in_a, *in_b;
     gwr_network *a = hswish_model(7, &in_a), *b = hswish_model(7, &in_b);
@@ -321,7 +326,12 @@ TEST(rewrite_through_manager) {
     for (int64_t i = 0; i < gwr_network_num_layers(c); i++)
         if (!strcmp(gwr_layer_op(gwr_network_layer(c, i)), "Clip")) clip = gwr_network_layer(c, i);
     gwr_network_mark_output(c, gwr_layer_output(clip, 0));
+    char reason[256] = "";
+    int lid = gwr_rewrite_manager_add_listener(m, &(gwr_rewrite_listener){.match_failed = on_failed, .ctx = reason});
+    CHECK(lid >= 0);
     CHECK_OK(gwr_rewrite_manager_rewrite(m, c, NULL));
+    CHECK_CONTAINS(reason, "node 1 (Clip)");
+    CHECK_CONTAINS(reason, "is a network output");
     CHECK_OK(gwr_rewrite_manager_summary(m, &sum));
     CHECK_EQ_INT(sum.rewrites, 0);
     CHECK_EQ_INT(count_live(c, "HardSwish"), 0);

@@ -202,9 +202,10 @@ GWR_API gwr_status gwr_match_add(gwr_rewrite_manager *m, const char *label, cons
  * marks l removed. n must be l's output count; an outs[i] may be NULL only
  * for an output nobody reads. Checked before anything changes: counts,
  * NULLs, dtypes (GWR_ERR_TYPE when both are known and differ), networks,
- * a new tensor being one of l's own outputs. Should the IR refuse a later
- * output (a cycle), the outputs already moved are moved back. Message in
- * gwr_last_errmsg() (and on the network when it refused). */
+ * a new tensor being one of l's own outputs, and, with several outputs, a
+ * new tensor depending on l (a cycle: a walk over its producers); with one
+ * output the IR refuses a cycle itself. So an error changes nothing.
+ * Message in gwr_last_errmsg(). */
 GWR_API gwr_status gwr_match_replace_layer(gwr_layer *l, int n, gwr_tensor *const *outs);
 /* gwr_match_replace_layer on m's root, then every other matched layer is
  * marked removed (the single-reader rule left them dead). */

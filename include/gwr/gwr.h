@@ -6,6 +6,7 @@
 #include "gwr/ir.h"
 #include "gwr/functional.h"
 #include "gwr/rewrite.h"
+#include "gwr/match.h"
 #include "gwr/passes.h"
 #include "gwr/optimize.h"
 #include "gwr/analyze.h"

@@ -22,9 +22,10 @@ BELOW = {
     "ir": {"util"},
     "functional": {"util", "ir"},
     "rewrite": {"util", "ir", "functional"},
+    "match": {"util", "ir", "functional", "rewrite"},
     "exec": {"util", "ir", "functional"},
     "onnx": {"util", "ir", "functional"},
-    "passes": {"util", "ir", "functional", "rewrite", "exec"},
+    "passes": {"util", "ir", "functional", "rewrite", "match", "exec"},
 }
 API_HEADER = {r: f"{r}/{r}_api.h" for r in BELOW}
 API_HEADER["util"] = "util/util.h"

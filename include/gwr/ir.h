@@ -214,6 +214,24 @@ GWR_API const char *gwr_tensor_prop_key(const gwr_tensor *t, int i);
  * attribute 'pads' differs: [0,0,1,1] vs [0,0,0,0]". */
 GWR_API int gwr_network_equal(gwr_network *a, gwr_network *b, char *why, size_t size);
 
+/* A deep copy of a root network, owned by the caller (gwr_network_free),
+ * independent of src: changing or freeing either leaves the other as it
+ * was. It copies the name, properties (of the network, its layers and
+ * tensors), opset imports and dimension symbols (same gwr_dim values),
+ * graph inputs (names, value types, default values), layers in network
+ * order (names, ops, domains, input and output tensors with their value
+ * types, doc strings, removed marks), attributes of every type in their
+ * order (weights share their gwr_buffer, retained; GRAPH and GRAPHS
+ * subgraphs are copied recursively, their reads of enclosing tensors
+ * pointing at the copy's tensors), network outputs in order, and the
+ * counter of generated names, so that gwr_network_equal(src, copy) holds
+ * and the copy names new layers as src would. Not copied: listeners, and
+ * the FLayerInfos recorded on layers (the functional room's memo keeps
+ * them for its own network; gwr_flayer_get on the copy finds none). src
+ * is only read. NULL with gwr_last_errmsg() set when src is NULL or a
+ * subgraph, or on allocation failure (nothing leaks). O(size of src). */
+GWR_API gwr_network *gwr_network_clone(const gwr_network *src);
+
 /* Listeners: called after each change. Used by the FLayerInfo memo and by
  * the rewrite driver's trace and statistics. Returns an id >= 0 for
  * gwr_network_remove_listener, or -1 on error. The struct is copied. */

@@ -99,6 +99,119 @@ GWR_API gwr_status gwr_exec_layer(gwr_layer *l, gwr_value *const *inputs, gwr_va
 /* 1 when the executor has a kernel for the op (domain "" is ONNX). */
 GWR_API int gwr_exec_has_kernel(const char *domain, const char *op);
 
+/* ---- inputs: given, or seeded random ------------------------------------ */
+
+/* A new value of seeded random data (`gwr run --random`): floats uniform
+ * in [-1, 1), integers in [0, 3] (valid as small indices), bools 0/1,
+ * strings "s0".."s3". *state is a xorshift64* state, advanced by one step
+ * per element (nonzero; gwr_exec_make_inputs seeds it). NULL (and
+ * gwr_last_errmsg) on a bad type or no memory. */
+GWR_API gwr_value *gwr_value_random(gwr_dtype dtype, int rank, const int64_t *dims, uint64_t *state);
+
+/* The shape of the random value of input `name`. */
+typedef struct gwr_input_shape {
+    const char *name;
+    int rank;                 /* 0..GWR_MAX_RANK */
+    const int64_t *dims;      /* rank entries >= 0 */
+} gwr_input_shape;
+
+/* A symbolic dimension ("batch") bound to a value for random inputs. */
+typedef struct gwr_dim_binding {
+    const char *name;
+    int64_t value;            /* >= 0 */
+} gwr_dim_binding;
+
+/* How gwr_exec_make_inputs makes a network's inputs. All zero: random
+ * values of the declared shapes with unknown and symbolic dims 1, seed 0. */
+typedef struct gwr_input_options {
+    uint64_t seed;
+    /* Values given by input name (retained, not copied). */
+    int ngiven;
+    const char *const *given_names;
+    gwr_value *const *given_values;
+    /* Shapes of random inputs by name (else the declared shape). */
+    int nshapes;
+    const gwr_input_shape *shapes;
+    /* Symbolic dims of declared shapes, by symbol name. */
+    int nbind;
+    const gwr_dim_binding *bind;
+    int64_t default_dim;      /* unknown and unbound symbolic dims; 0 means 1 */
+} gwr_input_options;
+
+/* Inputs ready for gwr_session_run: names point into the network (valid
+ * while it is unchanged), values are references the struct holds. */
+typedef struct gwr_inputs {
+    int n;
+    const char **names;
+    gwr_value **values;
+    /* On error: the entry of opt->shapes or opt->given_names at fault, or
+     * -1; the network input at fault (its name), or NULL. */
+    int bad_shape, bad_given;
+    const char *bad_input;
+} gwr_inputs;
+
+/* Values for every input of net in network order: the given one; else,
+ * for an input with a default value (initializer) and no shape given,
+ * none (the session uses the default); else seeded random data (one
+ * generator for all, advanced in input order, so the same seed gives the
+ * same values). opt may be NULL. Errors (gwr_last_errmsg, out->bad_*):
+ * GWR_ERR_TYPE for an input without a tensor type that is not given;
+ * GWR_ERR_INVALID_ARG for a shape of another rank than the input's or
+ * contradicting a known dim, a bad shape or binding, or a given or shaped
+ * name the network has no input of. *out is left empty on error. */
+GWR_API gwr_status gwr_exec_make_inputs(gwr_network *net, const gwr_input_options *opt, gwr_inputs *out);
+/* Releases the values and empties *in; NULL is ignored. */
+GWR_API void gwr_inputs_free(gwr_inputs *in);
+
+/* ---- comparing two networks' outputs -------------------------------------- */
+
+/* An element of a and b is within tolerance when |a - b| <= atol + rtol *
+ * |b|; NaN matches NaN, and a NaN against a number differs. */
+typedef struct gwr_compare_options {
+    double atol, rtol;
+    gwr_input_options inputs; /* how the inputs are made (from the first network) */
+    int threads;              /* gwr_session_options.threads of both sessions */
+} gwr_compare_options;
+/* The tolerances of `gwr verify`: atol 1e-5, rtol 1e-4. */
+#define GWR_COMPARE_DEFAULTS {.atol = 1e-5, .rtol = 1e-4}
+
+/* One output of both networks. */
+typedef struct gwr_compare_output {
+    char *name;
+    gwr_value *a, *b;         /* the outputs (references the report holds) */
+    int same_type;            /* dtype and dims equal; else nothing else is compared */
+    double max_abs, max_rel;  /* worst |a - b| and |a - b| / |b| (infinity for NaN against a number) */
+    double excess;            /* worst |a - b| / (atol + rtol * |b|): beyond tolerance when > 1 */
+    int64_t numel, nbad;      /* elements, and those beyond tolerance */
+    int pass;                 /* same_type and nbad == 0 */
+} gwr_compare_output;
+
+typedef struct gwr_compare_report {
+    int pass;                 /* every output passes */
+    int noutputs;
+    gwr_compare_output *outputs; /* in the first network's output order */
+    int worst;                /* the output with the largest excess (type mismatch first), -1 if none differs */
+    const char *worst_name;   /* its name, or NULL */
+    double max_abs, max_rel;  /* over all outputs */
+    /* On an error of planning or running: 1 or 2 for the network that
+     * failed (the session's message is in gwr_last_errmsg), else 0. */
+    int error_in;
+} gwr_compare_report;
+
+/* Runs a and b on the same inputs (made from a's interface by
+ * gwr_exec_make_inputs with opt->inputs) and compares their outputs by
+ * name: `gwr verify` as a function, the numeric check of every rewrite
+ * test. opt NULL: GWR_COMPARE_DEFAULTS. The interface must agree: the same
+ * output names, every input without a default value of either network an
+ * input of the other, and equal dtypes where both are known; otherwise
+ * GWR_ERR_TYPE with a message naming the first difference, before
+ * anything runs. Outputs that differ are not an error: *rep says pass or
+ * fail, per output and in all; free it with gwr_compare_report_free (also
+ * after an error, when it is empty). Networks are only read. */
+GWR_API gwr_status gwr_exec_compare(gwr_network *a, gwr_network *b, const gwr_compare_options *opt,
+                                    gwr_compare_report *rep);
+GWR_API void gwr_compare_report_free(gwr_compare_report *rep);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,7 +3,6 @@
  * inputs and compare their outputs): the proof that a rewrite changed no
  * output. */
 #include <errno.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,120 +61,93 @@ static int parse_dims(const char *s, int64_t *dims, int *rank) {
     return 0;
 }
 
-static uint64_t next_rand(uint64_t *s) {
-    *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;
-    return *s * 0x2545f4914f6cdd1dULL;
-}
-
-/* Seeded random data: floats uniform in [-1, 1), integers in [0, 3],
- * bools 0/1, strings "s0".."s3": small integers stay valid as indices. */
-static gwr_value *random_value(gwr_dtype dt, int rank, const int64_t *dims, uint64_t *state) {
-    gwr_value *v = gwr_value_new(dt, rank, dims);
-    if (!v) return NULL;
-    int64_t n = gwr_value_numel(v);
-    for (int64_t i = 0; i < n; i++) {
-        uint64_t r = next_rand(state);
-        if (dt == GWR_STRING) {
-            char s[4] = {'s', (char)('0' + (r & 3)), 0, 0};
-            if (gwr_value_set_string(v, i, s, 2)) {
-                gwr_value_release(v);
-                return NULL;
-            }
-        } else if (dt == GWR_FLOAT32 || dt == GWR_FLOAT64 || dt == GWR_FLOAT16 || dt == GWR_BFLOAT16) {
-            gwr_value_set_f64(v, i, (double)(r >> 11) * (2.0 / 9007199254740992.0) - 1.0);
-        } else if (dt == GWR_BOOL) {
-            gwr_value_set_f64(v, i, (double)(r & 1));
-        } else {
-            gwr_value_set_f64(v, i, (double)(r & 3));
-        }
-    }
-    return v;
-}
-
 typedef struct inputs {
-    int n;
-    const char **names;
-    gwr_value **vals;
+    gwr_inputs in;                /* the library's: names and values */
+    gwr_value **files;            /* the values read from --input files (NULL: names no input) */
+    char **file_names;
+    gwr_input_shape *shapes;
+    int64_t (*shape_dims)[GWR_MAX_RANK];
+    char **shape_names;
+    int nfiles, nshapes;
 } inputs;
 
 static void inputs_free(inputs *in) {
-    for (int i = 0; i < in->n; i++) gwr_value_release(in->vals[i]);
-    free(in->names), free(in->vals);
+    gwr_inputs_free(&in->in);
+    for (int i = 0; i < in->nfiles; i++) gwr_value_release(in->files[i]), free(in->file_names[i]);
+    for (int i = 0; i < in->nshapes; i++) free(in->shape_names[i]);
+    free(in->files), free(in->file_names), free(in->shapes), free(in->shape_dims), free(in->shape_names);
     memset(in, 0, sizeof *in);
 }
 
-/* Values for every input of net without a default (and those given): from
- * --input files, else random with --shape or the declared dims (unknown
- * and symbolic ones 1). One line on error. */
+static char *name_of(const named *nm) {
+    char *s = malloc(nm->namelen + 1);
+    if (s) memcpy(s, nm->arg, nm->namelen), s[nm->namelen] = 0;
+    return s;
+}
+
+/* Values for every input of net without a default (and those given), made
+ * by gwr_exec_make_inputs: from --input files, else random with --shape or
+ * the declared dims (unknown and symbolic ones 1). One line on error. */
 static int make_inputs(const char *cmd, gwr_network *net, input_spec *spec, inputs *out) {
-    int ni = gwr_network_num_inputs(net);
-    out->names = calloc((size_t)ni + 1, sizeof *out->names);
-    out->vals = calloc((size_t)ni + 1, sizeof *out->vals);
-    if (!out->names || !out->vals) {
+    out->nfiles = spec->nfiles, out->nshapes = spec->nshapes;
+    out->files = calloc((size_t)spec->nfiles + 1, sizeof *out->files);
+    out->file_names = calloc((size_t)spec->nfiles + 1, sizeof *out->file_names);
+    out->shapes = calloc((size_t)spec->nshapes + 1, sizeof *out->shapes);
+    out->shape_dims = calloc((size_t)spec->nshapes + 1, sizeof *out->shape_dims);
+    out->shape_names = calloc((size_t)spec->nshapes + 1, sizeof *out->shape_names);
+    if (!out->files || !out->file_names || !out->shapes || !out->shape_dims || !out->shape_names) {
         cli_error(cmd, "out of memory");
         return CLI_FAIL;
     }
-    uint64_t state = spec->seed * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL;
-    for (int i = 0; i < ni; i++) {
-        gwr_tensor *t = gwr_network_input(net, i);
-        const char *name = gwr_tensor_name(t);
-        named *f = find_named(spec->files, spec->nfiles, name), *sh = find_named(spec->shapes, spec->nshapes, name);
-        gwr_value *v = NULL;
-        if (f) {
-            f->used = 1;
-            gwr_weights w;
-            int64_t dims[GWR_MAX_RANK];
-            if (gwr_onnx_read_tensor(f->rest, &w, dims, NULL)) {
-                cli_error(f->rest, gwr_last_errmsg());
-                return CLI_FAIL;
-            }
-            v = gwr_value_from_weights(&w);
-            gwr_buffer_release(w.buffer);
-        } else if (gwr_tensor_default(t) && !sh) {
-            continue; /* the initializer's value */
-        } else {
-            gwr_dtype dt = gwr_tensor_dtype(t);
-            if (dt == GWR_UNDEFINED || gwr_tensor_kind(t) != GWR_VALUE_TENSOR) {
-                fprintf(stderr, "gwr: %s: input '%s' has no tensor type: give its data with --input %s=FILE.pb\n", cmd,
-                        name, name);
-                return CLI_FAIL;
-            }
-            int64_t dims[GWR_MAX_RANK];
-            int rank = gwr_tensor_rank(t);
-            if (sh) {
-                sh->used = 1;
-                int r2;
-                if (parse_dims(sh->rest, dims, &r2))
-                    return cli_usage(cmd, "--shape '%s': expected NAME=D0,D1,... (integers >= 0) or NAME=scalar", sh->arg);
-                if (rank >= 0 && r2 != rank)
-                    return cli_usage(cmd, "--shape '%s': input '%s' has rank %d", sh->arg, name, rank);
-                for (int d = 0; d < r2 && rank >= 0; d++) {
-                    gwr_dim dd = gwr_tensor_dim(t, d);
-                    if (GWR_DIM_IS_KNOWN(dd) && dd != dims[d])
-                        return cli_usage(cmd, "--shape '%s': dim %d of '%s' is %lld", sh->arg, d, name, (long long)dd);
-                }
-                rank = r2;
-            } else {
-                if (rank < 0) rank = 1;
-                for (int d = 0; d < rank; d++) {
-                    gwr_dim dd = gwr_tensor_dim(t, d);
-                    dims[d] = GWR_DIM_IS_KNOWN(dd) ? dd : 1;
-                }
-            }
-            v = random_value(dt, rank, dims, &state);
+    for (int i = 0; i < spec->nshapes; i++) {
+        named *sh = &spec->shapes[i];
+        if (!(out->shape_names[i] = name_of(sh))) {
+            cli_error(cmd, "out of memory");
+            return CLI_FAIL;
         }
+        if (parse_dims(sh->rest, out->shape_dims[i], &out->shapes[i].rank))
+            return cli_usage(cmd, "--shape '%s': expected NAME=D0,D1,... (integers >= 0) or NAME=scalar", sh->arg);
+        out->shapes[i].name = out->shape_names[i];
+        out->shapes[i].dims = out->shape_dims[i];
+    }
+    /* The files of inputs the model has, in the model's input order; the
+     * library reports the others. */
+    for (int i = 0; i < spec->nfiles; i++)
+        if (!(out->file_names[i] = name_of(&spec->files[i]))) {
+            cli_error(cmd, "out of memory");
+            return CLI_FAIL;
+        }
+    for (int k = 0; k < gwr_network_num_inputs(net); k++) {
+        const char *name = gwr_tensor_name(gwr_network_input(net, k));
+        named *f = find_named(spec->files, spec->nfiles, name);
+        if (!f) continue;
+        gwr_weights w;
+        int64_t dims[GWR_MAX_RANK];
+        if (gwr_onnx_read_tensor(f->rest, &w, dims, NULL)) {
+            cli_error(f->rest, gwr_last_errmsg());
+            return CLI_FAIL;
+        }
+        gwr_value *v = gwr_value_from_weights(&w);
+        gwr_buffer_release(w.buffer);
         if (!v) {
             cli_error(cmd, gwr_last_errmsg());
             return CLI_FAIL;
         }
-        out->names[out->n] = name;
-        out->vals[out->n++] = v;
+        out->files[f - spec->files] = v;
     }
-    for (int i = 0; i < spec->nfiles; i++)
-        if (!spec->files[i].used) return cli_usage(cmd, "--input '%s': the model has no such input", spec->files[i].arg);
-    for (int i = 0; i < spec->nshapes; i++)
-        if (!spec->shapes[i].used) return cli_usage(cmd, "--shape '%s': the model has no such input", spec->shapes[i].arg);
-    return CLI_OK;
+    gwr_input_options io = {.seed = spec->seed, .ngiven = spec->nfiles, .given_names = (const char *const *)out->file_names,
+                            .given_values = out->files, .nshapes = spec->nshapes, .shapes = out->shapes};
+    gwr_status st = gwr_exec_make_inputs(net, &io, &out->in);
+    if (!st) return CLI_OK;
+    if (out->in.bad_given >= 0) return cli_usage(cmd, "--input '%s': %s", spec->files[out->in.bad_given].arg, gwr_last_errmsg());
+    if (out->in.bad_shape >= 0) return cli_usage(cmd, "--shape '%s': %s", spec->shapes[out->in.bad_shape].arg, gwr_last_errmsg());
+    if (st == GWR_ERR_TYPE && out->in.bad_input) {
+        fprintf(stderr, "gwr: %s: input '%s' has no tensor type: give its data with --input %s=FILE.pb\n", cmd,
+                out->in.bad_input, out->in.bad_input);
+        return CLI_FAIL;
+    }
+    cli_error(cmd, gwr_last_errmsg());
+    return CLI_FAIL;
 }
 
 /* Parses the options run and verify share; 1 when argv[*i] was one. */
@@ -327,7 +299,7 @@ static int run_cmd(int argc, char **argv) {
     for (int r = 0; r < repeat; r++) {
         for (int i = 0; i < no; i++) gwr_value_release(outs[i]), outs[i] = NULL;
         double a = now_s();
-        if (gwr_session_run(s, in.n, in.names, in.vals, no, NULL, outs)) {
+        if (gwr_session_run(s, in.in.n, in.in.names, in.in.values, no, NULL, outs)) {
             cli_error(model, gwr_session_errmsg(s));
             goto done;
         }
@@ -354,21 +326,21 @@ static int run_cmd(int argc, char **argv) {
             goto done;
         }
         /* The inputs too: DIR is then a test case of ONNX's layout. */
-        for (int i = 0; i < in.n + no; i++) {
+        for (int i = 0; i < in.in.n + no; i++) {
             char path[4096];
-            int io = i >= in.n;
-            snprintf(path, sizeof path, "%s/%s_%d.pb", odir, io ? "output" : "input", io ? i - in.n : i);
+            int io = i >= in.in.n;
+            snprintf(path, sizeof path, "%s/%s_%d.pb", odir, io ? "output" : "input", io ? i - in.in.n : i);
             gwr_weights w;
-            if (gwr_value_to_weights(io ? outs[i - in.n] : in.vals[i], &w)) goto done;
+            if (gwr_value_to_weights(io ? outs[i - in.in.n] : in.in.values[i], &w)) goto done;
             gwr_status st = gwr_onnx_write_tensor(
-                path, io ? gwr_tensor_name(gwr_network_output(net, i - in.n)) : in.names[i], &w);
+                path, io ? gwr_tensor_name(gwr_network_output(net, i - in.in.n)) : in.in.names[i], &w);
             gwr_buffer_release(w.buffer);
             if (st) {
                 cli_error(path, gwr_last_errmsg());
                 goto done;
             }
         }
-        printf("wrote %d input%s and %d output%s to %s\n", in.n, in.n == 1 ? "" : "s", no, no == 1 ? "" : "s", odir);
+        printf("wrote %d input%s and %d output%s to %s\n", in.in.n, in.in.n == 1 ? "" : "s", no, no == 1 ? "" : "s", odir);
     }
     rc = CLI_OK;
 done:
@@ -400,21 +372,6 @@ static void verify_help(FILE *out) {
             "cannot be read or run), 2 bad usage.\n");
 }
 
-static int run_model(const char *path, gwr_network *net, inputs *in, gwr_value **outs) {
-    gwr_session *s = gwr_session_new(net, NULL);
-    if (!s) {
-        cli_error(path, gwr_last_errmsg());
-        return CLI_FAIL;
-    }
-    int rc = CLI_OK;
-    if (gwr_session_run(s, in->n, in->names, in->vals, gwr_network_num_outputs(net), NULL, outs)) {
-        cli_error(path, gwr_session_errmsg(s));
-        rc = CLI_FAIL;
-    }
-    gwr_session_free(s);
-    return rc;
-}
-
 static int verify_cmd(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         verify_help(stdout);
@@ -441,70 +398,39 @@ static int verify_cmd(int argc, char **argv) {
     if (rc == CLI_OK && !pb) rc = cli_usage("verify", "two models needed, A and B");
     gwr_network *na = NULL, *nb = NULL;
     inputs in = {0};
-    gwr_value **oa = NULL, **ob = NULL;
+    gwr_compare_report rep = {0};
     if (rc) goto done;
     rc = CLI_FAIL;
     gwr_onnx_load_options lo = {.infer_shapes = 1};
     if (!(na = cli_load(pa, &lo)) || !(nb = cli_load(pb, &lo))) goto done;
     if ((rc = make_inputs("verify", na, &spec, &in))) goto done;
     rc = CLI_FAIL;
-    for (int i = 0; i < in.n; i++) {
-        gwr_tensor *t = gwr_network_find_tensor(nb, in.names[i]);
-        if (!t || !gwr_tensor_is_input(t)) {
-            fprintf(stderr, "gwr: %s: has no input '%s' (which %s has)\n", pb, in.names[i], pa);
-            goto done;
-        }
+    /* Every input made: the library runs both on exactly these. */
+    gwr_compare_options co = {.atol = atol, .rtol = rtol,
+                              .inputs = {.ngiven = in.in.n, .given_names = in.in.names, .given_values = in.in.values}};
+    if (gwr_exec_compare(na, nb, &co, &rep)) {
+        if (rep.error_in) cli_error(rep.error_in == 1 ? pa : pb, gwr_last_errmsg());
+        else fprintf(stderr, "gwr: verify %s %s: %s\n", pa, pb, gwr_last_errmsg());
+        goto done;
     }
-    int noa = gwr_network_num_outputs(na), nob = gwr_network_num_outputs(nb);
-    oa = calloc((size_t)noa + 1, sizeof *oa), ob = calloc((size_t)nob + 1, sizeof *ob);
-    if (!oa || !ob || run_model(pa, na, &in, oa) || run_model(pb, nb, &in, ob)) goto done;
-    int bad = 0;
-    for (int i = 0; i < noa; i++) {
-        const char *name = gwr_tensor_name(gwr_network_output(na, i));
-        int j = 0;
-        while (j < nob && strcmp(gwr_tensor_name(gwr_network_output(nb, j)), name)) j++;
-        if (j == nob) {
-            printf("%s: missing from %s\n", name, pb);
-            bad = 1;
-            continue;
-        }
-        const gwr_value *x = oa[i], *y = ob[j];
+    for (int i = 0; i < rep.noutputs; i++) {
+        const gwr_compare_output *o = &rep.outputs[i];
         char tx[256], ty[256];
-        gwr_value_type_str(x, tx, sizeof tx);
-        gwr_value_type_str(y, ty, sizeof ty);
-        if (strcmp(tx, ty)) {
-            printf("%s: %s in %s, %s in %s\n", name, tx, pa, ty, pb);
-            bad = 1;
+        gwr_value_type_str(o->a, tx, sizeof tx);
+        gwr_value_type_str(o->b, ty, sizeof ty);
+        if (!o->same_type) {
+            printf("%s: %s in %s, %s in %s\n", o->name, tx, pa, ty, pb);
             continue;
         }
-        double maxabs = 0, maxrel = 0;
-        int64_t nbad = 0, n = gwr_value_numel(x);
-        if (gwr_value_dtype(x) == GWR_STRING) {
-            const gwr_bytes *bx = gwr_value_cdata(x), *by = gwr_value_cdata(y);
-            for (int64_t e = 0; e < n; e++) nbad += bx[e].len != by[e].len || memcmp(bx[e].data, by[e].data, bx[e].len);
-        } else {
-            for (int64_t e = 0; e < n; e++) {
-                double u = gwr_value_get_f64(x, e), v = gwr_value_get_f64(y, e);
-                if ((isnan(u) && isnan(v)) || u == v) continue;
-                double d = fabs(u - v), r = d / (fabs(v) > 1e-30 ? fabs(v) : 1e-30);
-                if (isnan(d)) d = INFINITY, r = INFINITY;
-                if (d > maxabs) maxabs = d;
-                if (r > maxrel) maxrel = r;
-                if (!(d <= atol + rtol * fabs(v))) nbad++;
-            }
-        }
-        printf("%s: %s, max abs error %.3g, max rel error %.3g%s\n", name, tx, maxabs, maxrel,
-               nbad ? " -> beyond tolerance" : "");
-        if (nbad) printf("  %lld of %lld elements beyond atol %.3g + rtol %.3g * |b|\n", (long long)nbad, (long long)n,
-                         atol, rtol);
-        bad |= nbad > 0;
+        printf("%s: %s, max abs error %.3g, max rel error %.3g%s\n", o->name, tx, o->max_abs, o->max_rel,
+               o->nbad ? " -> beyond tolerance" : "");
+        if (o->nbad) printf("  %lld of %lld elements beyond atol %.3g + rtol %.3g * |b|\n", (long long)o->nbad,
+                            (long long)o->numel, atol, rtol);
     }
-    printf("%s\n", bad ? "outputs differ" : "outputs match");
-    rc = bad ? CLI_FAIL : CLI_OK;
+    printf("%s\n", rep.pass ? "outputs match" : "outputs differ");
+    rc = rep.pass ? CLI_OK : CLI_FAIL;
 done:
-    for (int i = 0; oa && i < gwr_network_num_outputs(na); i++) gwr_value_release(oa[i]);
-    for (int i = 0; ob && i < gwr_network_num_outputs(nb); i++) gwr_value_release(ob[i]);
-    free(oa), free(ob);
+    gwr_compare_report_free(&rep);
     inputs_free(&in);
     gwr_network_free(na), gwr_network_free(nb);
     free(spec.files), free(spec.shapes);

@@ -55,6 +55,19 @@ ok "idempotent and deterministic: the same bytes" -- cmp "$tmp/o1.onnx" "$tmp/o2
 expect 0 "optimize --disable fold_constants" -- "$GWR" optimize "$tmp/m.onnx" -o "$tmp/o3.onnx" --disable fold_constants --report
 has out "skipped: disabled" "disabled pass named in the report"
 
+# --verify: the model before and after on the same seeded inputs
+expect 0 "optimize --verify" -- "$GWR" optimize "$tmp/m.onnx" -o "$tmp/v1.onnx" --verify --seed 7
+has out "^verify: 1 output, max abs 0, max rel 0: same" "--verify: a fold changes nothing"
+# a pass that changes the numbers on purpose: --verify names the output, exits 1, writes nothing
+expect 1 "optimize --verify catches a change" -- "$GWR" optimize "$tmp/m.onnx" -o "$tmp/v2.onnx" --verify --only replace_add_with_sub
+has out "DIFFER (worst 'y')" "--verify names the worst output"
+errline "output 'y' differs" "--verify failure"
+absent "$tmp/v2.onnx" "--verify failure writes nothing"
+expect 2 "bad --shape" -- "$GWR" optimize "$tmp/m.onnx" -o "$tmp/bad.onnx" --verify --shape batch
+errline "SYMBOL=N" "bad --shape"
+expect 2 "bad --seed" -- "$GWR" optimize "$tmp/m.onnx" -o "$tmp/bad.onnx" --verify --seed -1
+errline "--seed" "bad --seed"
+
 # bad usage: one line, exit 2, no output file
 expect 2 "unknown pass" -- "$GWR" optimize "$tmp/m.onnx" -o "$tmp/bad.onnx" --only fold_constant
 errline "fold_constant" "unknown pass"

@@ -1,5 +1,7 @@
 /* cmd_optimize.c - `gwr optimize MODEL -o OUT`: the optimizer
  * (gwr/optimize.h) on an ONNX model. */
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -8,6 +10,7 @@ static void help(FILE *out) {
     fprintf(out,
             "usage: gwr optimize MODEL -o OUT [--level basic|extended|all] [--target onnx|ort|gwr]\n"
             "                    [--only PASS,...] [--disable PASS,...] [--report] [--debug]\n"
+            "                    [--verify [--shape SYMBOL=N ...] [--seed N]]\n"
             "       gwr optimize --list\n"
             "\n"
             "Loads the ONNX model MODEL, runs the optimizer's passes that the level and the\n"
@@ -22,6 +25,11 @@ static void help(FILE *out) {
             "  --disable P,...  not these passes\n"
             "  --report         per pass: attempts, matches, rewrites, or why it was skipped\n"
             "  --debug          verify the network after every rewrite\n"
+            "  --verify         run the model before and after on the executor with the same\n"
+            "                   seeded random inputs; name the worst output; exit 1 and write\n"
+            "                   nothing when an output differs (|a-b| > 1e-5 + 1e-4|b|)\n"
+            "  --shape SYM=N    bind symbolic dim SYM to N for --verify's inputs (others: 1)\n"
+            "  --seed N         the inputs' seed (default 0)\n"
             "  --list           the passes, with level, targets and numerics\n"
             "\n"
             "Exit status: 0 success, 1 the model cannot be read or written or a pass failed,\n"
@@ -43,10 +51,60 @@ static int parse_target(const char *v, unsigned *out) {
     return 0;
 }
 
+#define MAX_BIND 32
+
+/* --verify: the copy taken before against the optimized network. 0 when
+ * every output agrees, 1 when one differs or a run fails (printed). */
+static int verify(gwr_network *before, gwr_network *after, const char *in, const gwr_dim_binding *bind, int nbind,
+                  uint64_t seed) {
+    gwr_compare_options co = GWR_COMPARE_DEFAULTS;
+    gwr_compare_report rep;
+    co.inputs.seed = seed;
+    co.inputs.nbind = nbind;
+    co.inputs.bind = bind;
+    gwr_status s = gwr_exec_compare(before, after, &co, &rep);
+    int rc = 1;
+    if (s) {
+        char msg[700];
+        snprintf(msg, sizeof msg, "%s: --verify: %s", in, gwr_last_errmsg());
+        cli_error(in, msg);
+    } else {
+        printf("verify: %d output%s, max abs %g, max rel %g: %s", rep.noutputs, rep.noutputs == 1 ? "" : "s",
+               rep.max_abs, rep.max_rel, rep.pass ? "same" : "DIFFER");
+        if (rep.worst_name) printf(" (worst '%s')", rep.worst_name);
+        printf("\n");
+        if (!rep.pass) {
+            char msg[700];
+            snprintf(msg, sizeof msg, "%s: --verify: output '%s' differs after optimizing (max abs %g)", in,
+                     rep.worst_name ? rep.worst_name : "?", rep.max_abs);
+            cli_error(in, msg);
+        }
+        rc = !rep.pass;
+    }
+    gwr_compare_report_free(&rep);
+    return rc;
+}
+
+static int parse_bind(const char *v, gwr_dim_binding *b, char *name, size_t size) {
+    const char *eq = v ? strchr(v, '=') : NULL;
+    char *end;
+    if (!eq || eq == v || (size_t)(eq - v) >= size || !eq[1]) return -1;
+    long long n = strtoll(eq + 1, &end, 10);
+    if (*end || n < 0) return -1;
+    memcpy(name, v, (size_t)(eq - v));
+    name[eq - v] = 0;
+    b->name = name;
+    b->value = n;
+    return 0;
+}
+
 static int run(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     gwr_optimize_options o = {0};
-    int report = 0;
+    int report = 0, check = 0, nbind = 0;
+    gwr_dim_binding bind[MAX_BIND];
+    char bind_names[MAX_BIND][128];
+    uint64_t seed = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -71,6 +129,18 @@ static int run(int argc, char **argv) {
             report = 1;
         } else if (!strcmp(a, "--debug")) {
             o.debug = 1;
+        } else if (!strcmp(a, "--verify")) {
+            check = 1;
+        } else if (!strcmp(a, "--shape")) {
+            if (nbind == MAX_BIND) return cli_usage("optimize", "at most %d --shape bindings", MAX_BIND);
+            if (parse_bind(v, &bind[nbind], bind_names[nbind], sizeof bind_names[nbind]))
+                return cli_usage("optimize", "--shape needs SYMBOL=N (N >= 0), not '%s'", v ? v : "");
+            nbind++, i++;
+        } else if (!strcmp(a, "--seed")) {
+            char *end;
+            unsigned long long n = v ? strtoull(v, &end, 10) : 0;
+            if (!v || !*v || *end || *v == '-') return cli_usage("optimize", "--seed needs a non-negative integer");
+            seed = n, i++;
         } else if (a[0] == '-' && a[1]) {
             return cli_usage("optimize", "unknown option '%s'", a);
         } else if (!in) {
@@ -86,6 +156,12 @@ static int run(int argc, char **argv) {
     gwr_onnx_load_options lo = {.copy_external_data = 1, .infer_shapes = 1};
     gwr_network *net = cli_load(in, &lo);
     if (!net) return CLI_FAIL;
+    gwr_network *before = NULL;
+    if (check && !(before = gwr_network_clone(net))) {
+        cli_error(in, gwr_last_errmsg());
+        cli_free_at_exit(net);
+        return CLI_FAIL;
+    }
     gwr_optimize_report *r = NULL;
     gwr_status s = gwr_optimize(net, &o, &r);
     int rc = CLI_FAIL;
@@ -94,16 +170,21 @@ static int run(int argc, char **argv) {
     } else if (s) {
         if (report) gwr_optimize_report_print(r, stdout);
         cli_error(in, gwr_network_errmsg(net));
-    } else if (gwr_onnx_save(net, out, NULL)) {
-        cli_error(out, gwr_network_errmsg(net));
     } else {
         if (report) gwr_optimize_report_print(r, stdout);
-        int64_t before, after;
-        gwr_optimize_report_layers(r, &before, &after, NULL);
-        printf("wrote %s: %lld -> %lld layers\n", out, (long long)before, (long long)after);
-        rc = CLI_OK;
+        int64_t nb, na;
+        gwr_optimize_report_layers(r, &nb, &na, NULL);
+        if (check && verify(before, net, in, bind, nbind, seed)) {
+            /* an output differs: no file is written */
+        } else if (gwr_onnx_save(net, out, NULL)) {
+            cli_error(out, gwr_network_errmsg(net));
+        } else {
+            printf("wrote %s: %lld -> %lld layers\n", out, (long long)nb, (long long)na);
+            rc = CLI_OK;
+        }
     }
     gwr_optimize_report_free(r);
+    cli_free_at_exit(before);
     cli_free_at_exit(net);
     return rc;
 }

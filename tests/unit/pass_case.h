@@ -6,8 +6,9 @@
  *   pass_case_check(build_foldable, "fold_constants", 2, 1e-6);
  *   pass_case_check_pattern(build_plain, &my_pattern, 0, 0);
  *
- * One case: build the network once, clone it (gwr_network_clone), run a
- * rewrite manager holding only the pattern on the clone with debug on
+ * One case: build the network once, clone it (gwr_network_clone) as the
+ * reference, run a rewrite manager holding only the pattern on the built
+ * network (its FLayerInfos, which a clone lacks, stay on it) with debug on
  * (the network verified after every rewrite, and a pattern that claims a
  * change it did not make, or the reverse, fails the run), check how many
  * times the pattern fired (gwr_rewrite_manager_stats), verify, and run both
@@ -113,12 +114,15 @@ static inline pass_case_result pass_case_run(const pass_case *c) {
     pass_case_result r;
     memset(&r, 0, sizeof r);
     r.fired = -1;
-    gwr_network *orig = c->build ? c->build() : NULL;
-    gwr_network *net = orig && gwr_network_verify(orig) == GWR_OK ? gwr_network_clone(orig) : NULL;
-    if (!net) {
-        snprintf(r.why, sizeof r.why, "build: %s", orig ? gwr_network_errmsg(orig) : gwr_last_errmsg());
-        if (orig && !*gwr_network_errmsg(orig)) snprintf(r.why, sizeof r.why, "clone: %s", gwr_last_errmsg());
-        gwr_network_free(orig);
+    /* The built network is rewritten, so that the FLayerInfos its builders
+     * recorded (which a clone does not copy) are there for the pattern; a
+     * clone taken first is the reference. */
+    gwr_network *net = c->build ? c->build() : NULL;
+    gwr_network *orig = net && gwr_network_verify(net) == GWR_OK ? gwr_network_clone(net) : NULL;
+    if (!orig) {
+        snprintf(r.why, sizeof r.why, "build: %s", net ? gwr_network_errmsg(net) : gwr_last_errmsg());
+        if (net && !*gwr_network_errmsg(net)) snprintf(r.why, sizeof r.why, "clone: %s", gwr_last_errmsg());
+        gwr_network_free(net);
         return r;
     }
     r.built = 1;

@@ -1,0 +1,138 @@
+/* test_pass_table.c - the test loop of the pass table: every pass of
+ * gwr_passes_info has, here, a case where it must fire and a case where it
+ * must not, both run through pass_case.h (debug rewrite, count, verify,
+ * outputs compared on seeded inputs) with the numerics the table claims:
+ * bit-identical for an exact pass, within its tolerance for an approximate
+ * one, and a difference the comparison sees for one that changes the
+ * results on purpose. A pass added to the table without cases here fails
+ * the loop. */
+#include <string.h>
+
+#include "check.h"
+#include "gwr/gwr.h"
+#include "pass_case.h"
+
+/* ---- builders ------------------------------------------------------------------ */
+
+static gwr_tensor *input(gwr_network *net, const char *name, int rank, const gwr_dim *dims) {
+    return gwr_network_add_input(net, name, GWR_FLOAT32, rank, dims);
+}
+
+static gwr_network *finish(gwr_network *net, gwr_tensor *y) {
+    if (!y || gwr_network_mark_output(net, y)) {
+        gwr_network_free(net);
+        return NULL;
+    }
+    return net;
+}
+
+/* y = x * (a + b): one all-constant Add */
+static gwr_network *fold_fires(void) {
+    static const float a[3] = {1, 2, 3}, b[3] = {0.5f, -1, 4};
+    int64_t d = 3;
+    gwr_dim dd = 3;
+    gwr_network *net = gwr_network_new("fold");
+    gwr_tensor *x = input(net, "x", 1, &dd);
+    gwr_tensor *k = gwr_add(net, gwr_constant(net, GWR_FLOAT32, 1, &d, a), gwr_constant(net, GWR_FLOAT32, 1, &d, b));
+    return finish(net, gwr_mul(net, x, k));
+}
+
+/* y = (x + x) * x: nothing constant to fold */
+static gwr_network *no_constants(void) {
+    gwr_dim dd = 3;
+    gwr_network *net = gwr_network_new("plain");
+    gwr_tensor *x = input(net, "x", 1, &dd);
+    return finish(net, gwr_mul(net, gwr_add(net, x, x), x));
+}
+
+/* y = relu(x) * x: no Add at all */
+static gwr_network *no_add(void) {
+    gwr_dim dd = 3;
+    gwr_network *net = gwr_network_new("noadd");
+    gwr_tensor *x = input(net, "x", 1, &dd);
+    return finish(net, gwr_mul(net, gwr_relu(net, x), x));
+}
+
+static gwr_network *gpt(int use_plugin) {
+    gwr_gpt_config cfg = {.blocks = 1, .hidden = 8, .heads = 2, .ffn = 16, .use_plugin = use_plugin, .seed = 5};
+    gwr_network *net = gwr_network_new("gpt");
+    if (net && !gwr_build_gpt(net, &cfg)) {
+        gwr_network_free(net);
+        return NULL;
+    }
+    return net;
+}
+static gwr_network *gpt_plugin(void) { return gpt(1); }
+static gwr_network *gpt_onnx(void) { return gpt(0); }
+
+/* ---- the cases of each pass ------------------------------------------------------ */
+
+typedef struct pass_cases {
+    const char *label;
+    pass_case_build_fn fires, idle;
+    int64_t expect;      /* rewrites of the firing case; -1: at least one */
+    int needs_args;      /* the gpt_attention args */
+} pass_cases;
+
+static const pass_cases cases[] = {
+    {"fuse_attention_with_bias", gpt_plugin, gpt_onnx, 1, 0},
+    {"gpt_attention_remove_padding", gpt_plugin, gpt_onnx, -1, 1},
+    {"fold_constants", fold_fires, no_constants, 1, 0},
+    {"replace_add_with_sub", no_constants, no_add, 1, 0},
+};
+
+static const pass_cases *cases_of(const char *label) {
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        if (!strcmp(cases[i].label, label)) return &cases[i];
+    return NULL;
+}
+
+static void run_pass(const gwr_pass_info *p, const pass_cases *pc) {
+    static const gwr_dim_binding bind[] = {{"batch", 2}, {"seq", 4}};
+    gwr_args *args = gwr_args_new();
+    if (!CHECK(args)) return;
+    gwr_args_set_int(args, "batch_size", 2);
+    gwr_args_set_int(args, "in_len", 4);
+    gwr_args_set_int(args, "hidden_size", 24);
+    pass_case c = {.label = p->label, .args = pc->needs_args ? args : NULL, .nbind = 2, .bind = bind, .seed = 11};
+    /* the numerics the table claims */
+    c.atol = p->numerics == GWR_NUMERICS_APPROX ? p->tolerance : 0;
+    c.rtol = 0;
+    c.build = pc->fires;
+    c.expect = pc->expect;
+    pass_case_result r = pass_case_run(&c);
+    if (!CHECK(r.rewrote && r.verified && r.compared && r.fired != 0 && (pc->expect < 0 || r.fired == pc->expect)))
+        fprintf(stderr, "  %s, firing case: fired %lld; %s\n", p->label, (long long)r.fired, r.why);
+    if (p->numerics == GWR_NUMERICS_CHANGES) {
+        if (!CHECK(!r.numeric_pass)) fprintf(stderr, "  %s claims to change the results; they are the same\n", p->label);
+    } else if (!CHECK(r.numeric_pass)) {
+        fprintf(stderr, "  %s: '%s' differs by %g, over what the table claims (%s %g)\n", p->label, r.worst, r.max_abs,
+                p->numerics == GWR_NUMERICS_EXACT ? "exact" : "within", c.atol);
+    }
+    c.build = pc->idle;
+    c.expect = 0;
+    r = pass_case_run(&c);
+    if (!CHECK(r.ok)) fprintf(stderr, "  %s, idle case: %s\n", p->label, r.why);
+    gwr_args_free(args);
+}
+
+TEST(test_every_pass_has_its_cases) {
+    for (int i = 0; i < gwr_passes_count(); i++) {
+        const gwr_pass_info *p = gwr_passes_info(i);
+        const pass_cases *pc = cases_of(p->label);
+        if (!CHECK(pc != NULL)) {
+            fprintf(stderr, "  pass '%s' of the table has no cases in test_pass_table.c\n", p->label);
+            continue;
+        }
+        run_pass(p, pc);
+    }
+    /* and no cases for a pass the table lost */
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        if (!CHECK(gwr_passes_find(cases[i].label, NULL) != NULL))
+            fprintf(stderr, "  cases for '%s', which the table does not hold\n", cases[i].label);
+}
+
+int main(void) {
+    RUN(test_every_pass_has_its_cases);
+    return check_report();
+}

@@ -41,6 +41,16 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_attention_with_bias;
  * manager arg fold_max_bytes (default 16 MiB). Root: any layer. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_constants;
 
+/* fold_batchnorm (scale.c): an inference BatchNormalization (training_mode
+ * 0, extra outputs unread) with constant scale, B, mean and var, reading
+ * the only output of a Conv, ConvTranspose or Gemm with constant weights
+ * (a MatMul with a constant 2-D weight and an input of known rank 2
+ * becomes a Gemm), is folded into new weight and bias constants computed
+ * in double: W' = W * s per output channel, B' = (B - mean) * s + beta,
+ * s = scale / sqrt(var + epsilon). Shared weights are copied, never
+ * changed. Root: BatchNormalization. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_batchnorm;
+
 /* Records the FLayerInfo of every gwr::GPTAttention plugin layer that has
  * none (one loaded from ONNX), from its inputs and attributes, so that the
  * plugin patterns can re-create it. *nrecorded (may be NULL) gets the count. */

@@ -61,11 +61,11 @@ static int64_t run_pass(gwr_network *net, const char *label, unsigned target) {
 }
 
 /* The largest |a - b| over every output of two networks with the same
- * inputs, on seeded random inputs in [-range, range); -1 when a run fails. */
+ * inputs (outputs by name: a rewrite may reorder them), on seeded random inputs in [-range, range); -1 when a run fails. */
 static double max_diff(gwr_network *a, gwr_network *b, unsigned seed, double range) {
     int nin = gwr_network_num_inputs(a), nout = gwr_network_num_outputs(a);
     if (nin > 8 || nout > 8 || nout != gwr_network_num_outputs(b)) return -1;
-    const char *names[8];
+    const char *names[8], *onames[8];
     gwr_value *in[8] = {0}, *oa[8] = {0}, *ob[8] = {0};
     rng_state = seed;
     for (int i = 0; i < nin; i++) {
@@ -76,10 +76,11 @@ static double max_diff(gwr_network *a, gwr_network *b, unsigned seed, double ran
         in[i] = gwr_value_new(gwr_tensor_dtype(t), gwr_tensor_rank(t), dims);
         for (int64_t k = 0; k < gwr_value_numel(in[i]); k++) gwr_value_set_f64(in[i], k, urand(-range, range));
     }
+    for (int k = 0; k < nout; k++) onames[k] = gwr_tensor_name(gwr_network_output(a, k));
     gwr_session *sa = gwr_session_new(a, NULL), *sb = gwr_session_new(b, NULL);
     double worst = -1;
-    if (sa && sb && !gwr_session_run(sa, nin, names, in, nout, NULL, oa) &&
-        !gwr_session_run(sb, nin, names, in, nout, NULL, ob)) {
+    if (sa && sb && !gwr_session_run(sa, nin, names, in, nout, onames, oa) &&
+        !gwr_session_run(sb, nin, names, in, nout, onames, ob)) {
         worst = 0;
         for (int k = 0; k < nout; k++) {
             if (gwr_value_numel(oa[k]) != gwr_value_numel(ob[k])) return -1;
@@ -113,7 +114,7 @@ static double expect(gwr_network *net, const char *label, unsigned target, int64
     CHECK_EQ_INT(run_pass(net, label, target), rewrites);
     for (unsigned seed = 1; seed <= 3; seed++) {
         double d = max_diff(before, net, seed * 7919u, range);
-        CHECK(d >= 0 && d <= pass_tolerance(label));
+        if (!CHECK(d >= 0 && d <= pass_tolerance(label))) fprintf(stderr, "  %s: difference %g\n", label, d);
         if (d > worst) worst = d;
     }
     gwr_network_free(before);
@@ -270,10 +271,159 @@ TEST(fold_batchnorm_gemm_matmul) {
     fprintf(stderr, "fold_batchnorm Gemm/MatMul: worst difference %g\n", worst);
 }
 
+
+/* ---- fuse_hard_swish ------------------------------------------------------------ */
+
+enum { HS_DIV, HS_MUL, HS_HSIG, HS_INNER, HS_SIG_ONLY };
+typedef struct hs_case {
+    int form, swap, clip_attrs;
+    double k3, hi, sixth, alpha; /* 0: the right value */
+    int other_x;                 /* the Mul reads y, not x */
+    int64_t opset;               /* 0: none set */
+} hs_case;
+
+static gwr_tensor *kf(gwr_network *net, double v) { return gwr_constant_f32(net, (float)v); }
+
+static gwr_tensor *clip06(gwr_network *net, gwr_tensor *a, const hs_case *c) {
+    double hi = c->hi ? c->hi : 6;
+    if (!c->clip_attrs) return gwr_clip(net, a, kf(net, 0), kf(net, hi));
+    gwr_args *args = gwr_args_new();
+    gwr_tensor *y = NULL;
+    gwr_args_set_float(args, "min", 0);
+    gwr_args_set_float(args, "max", hi);
+    gwr_op_call(net, "", "Clip", 1, &a, args, 1, &y);
+    gwr_args_free(args);
+    return y;
+}
+
+static gwr_network *hs_model(const hs_case *c) {
+    gwr_network *net = gwr_network_new("hswish");
+    const int64_t d[2] = {4, 8};
+    gwr_tensor *x = input(net, "x", 2, d), *y = c->other_x ? input(net, "y", 2, d) : x;
+    gwr_tensor *k3 = kf(net, c->k3 ? c->k3 : 3), *m = c->other_x ? y : x, *out;
+    double sixth = c->sixth ? c->sixth : 1.0 / 6;
+    if (c->opset) gwr_network_set_opset(net, "", c->opset);
+    if (c->form == HS_HSIG) {
+        gwr_args *args = gwr_args_new();
+        gwr_tensor *h = NULL;
+        gwr_args_set_float(args, "alpha", c->alpha ? c->alpha : 1.0 / 6);
+        gwr_args_set_float(args, "beta", 0.5);
+        gwr_op_call(net, "", "HardSigmoid", 1, &x, args, 1, &h);
+        gwr_args_free(args);
+        out = c->swap ? gwr_mul(net, h, m) : gwr_mul(net, m, h);
+    } else {
+        gwr_tensor *clip = clip06(net, c->swap ? gwr_add(net, k3, x) : gwr_add(net, x, k3), c);
+        gwr_tensor *xc = c->form > HS_MUL ? NULL : c->swap ? gwr_mul(net, clip, m) : gwr_mul(net, m, clip);
+        switch (c->form) {
+        case HS_DIV: out = gwr_div(net, xc, kf(net, 6)); break;
+        case HS_MUL: out = c->swap ? gwr_mul(net, kf(net, sixth), xc) : gwr_mul(net, xc, kf(net, sixth)); break;
+        case HS_INNER: out = gwr_mul(net, m, gwr_div(net, clip, kf(net, 6))); break;
+        default: out = c->swap ? gwr_mul(net, kf(net, sixth), clip) : gwr_div(net, clip, kf(net, 6)); break;
+        }
+    }
+    gwr_network_mark_output(net, gwr_relu(net, out));
+    gwr_network_mark_output(net, out);
+    return net;
+}
+
+TEST(fuse_hard_swish_fires) {
+    double worst = 0;
+    for (int form = HS_DIV; form <= HS_INNER; form++)
+        for (int swap = 0; swap < 2; swap++) {
+            hs_case c = {.form = form, .swap = swap, .opset = swap ? 0 : 14}; /* opset 14, or none set */
+            gwr_network *net = hs_model(&c), *keep = gwr_network_clone(net);
+            worst = fmax(worst, expect(net, "fuse_hard_swish", GWR_TARGET_ONNX, form == HS_INNER ? 2 : 1, 8));
+            CHECK(run_pass(keep, "fuse_hard_swish", GWR_TARGET_GWR) >= 1);
+            CHECK_EQ_INT(count_op(keep, "HardSwish"), 1);
+            CHECK_EQ_INT(count_op(keep, "Clip") + count_op(keep, "Div") + count_op(keep, "Add") +
+                             count_op(keep, "HardSigmoid") + count_op(keep, "Mul"),
+                         0);
+            gwr_network_free(keep);
+        }
+    fprintf(stderr, "fuse_hard_swish: worst difference %g\n", worst);
+    /* 1/6 a little off, within 1e-6 relative: outputs up to 8 then differ by up to 8e-6 */
+    hs_case c = {.form = HS_MUL, .sixth = 1.0 / 6 * (1 + 5e-7)};
+    worst = expect(hs_model(&c), "fuse_hard_swish", GWR_TARGET_ORT, 1, 8);
+    fprintf(stderr, "fuse_hard_swish, 1/6 * (1 + 5e-7): worst difference %g\n", worst);
+}
+
+TEST(fuse_hard_sigmoid) {
+    double worst = 0;
+    for (int swap = 0; swap < 2; swap++)
+        for (int attrs = 0; attrs < 2; attrs++) {
+            hs_case c = {.form = HS_SIG_ONLY, .swap = swap, .clip_attrs = attrs, .opset = attrs ? 10 : 0};
+            gwr_network *net = hs_model(&c), *keep = gwr_network_clone(net);
+            worst = fmax(worst, expect(net, "fuse_hard_swish", GWR_TARGET_ONNX, 1, 8));
+            CHECK_EQ_INT(run_pass(keep, "fuse_hard_swish", GWR_TARGET_ONNX), 1);
+            CHECK_EQ_INT(count_op(keep, "HardSigmoid"), 1);
+            CHECK_EQ_INT(count_op(keep, "Clip") + count_op(keep, "Div") + count_op(keep, "Mul"), 0);
+            gwr_network_free(keep);
+        }
+    /* opset 13, and opset 10 with Clip's attributes: no HardSwish, but x * (Clip(x+3,0,6)/6) gets its
+     * HardSigmoid */
+    for (int attrs = 0; attrs < 2; attrs++) {
+        hs_case c = {.form = HS_INNER, .clip_attrs = attrs, .opset = attrs ? 10 : 13};
+        gwr_network *net = hs_model(&c), *keep = gwr_network_clone(net);
+        worst = fmax(worst, expect(net, "fuse_hard_swish", GWR_TARGET_ONNX, 1, 8));
+        CHECK_EQ_INT(run_pass(keep, "fuse_hard_swish", GWR_TARGET_ONNX), 1);
+        CHECK_EQ_INT(count_op(keep, "HardSigmoid"), 1);
+        CHECK_EQ_INT(count_op(keep, "HardSwish") + count_op(keep, "Clip"), 0);
+        gwr_network_free(keep);
+    }
+    fprintf(stderr, "fuse_hard_swish (HardSigmoid): worst difference %g\n", worst);
+}
+
+TEST(fuse_hard_swish_refuses) {
+    const hs_case cases[] = {
+        {.form = HS_HSIG, .alpha = 0.2},          /* PyTorch's other HardSigmoid */
+        {.form = HS_DIV, .hi = 5},                /* Clip(x+3, 0, 5) */
+        {.form = HS_SIG_ONLY, .clip_attrs = 1, .hi = 5, .opset = 10},
+        {.form = HS_SIG_ONLY, .hi = 5},
+        {.form = HS_DIV, .clip_attrs = 1, .opset = 10},  /* an opset-10 model has no HardSwish */
+        {.form = HS_SIG_ONLY, .clip_attrs = 1},          /* no opset: Clip's attributes are not its bounds */
+        {.form = HS_DIV, .k3 = 2},                /* x + 2 */
+        {.form = HS_DIV, .other_x = 1},           /* y * Clip(x+3,0,6) / 6 */
+        {.form = HS_HSIG, .other_x = 1},          /* y * HardSigmoid(x) */
+        {.form = HS_DIV, .opset = 13},            /* no HardSwish before opset 14 */
+        {.form = HS_MUL, .opset = 13},
+        {.form = HS_HSIG, .opset = 13},
+        {.form = HS_MUL, .sixth = 0.17},          /* not 1/6 */
+        {.form = HS_MUL, .sixth = 1.0 / 6 * (1 + 3e-6)},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gwr_network *net = hs_model(&cases[i]);
+        int64_t sig = count_op(net, "HardSigmoid");
+        CHECK_EQ_INT(run_pass(net, "fuse_hard_swish", GWR_TARGET_ONNX), 0);
+        CHECK_EQ_INT(count_op(net, "HardSwish"), 0);
+        CHECK_EQ_INT(count_op(net, "HardSigmoid"), sig);
+        gwr_network_free(net);
+    }
+    /* an intermediate read outside the chain */
+    hs_case c = {.form = HS_DIV};
+    gwr_network *net = hs_model(&c);
+    for (int64_t i = 0; i < gwr_network_num_layers(net); i++)
+        if (!strcmp(gwr_layer_op(gwr_network_layer(net, i)), "Clip"))
+            gwr_network_mark_output(net, gwr_layer_output(gwr_network_layer(net, i), 0));
+    CHECK_EQ_INT(run_pass(net, "fuse_hard_swish", GWR_TARGET_ONNX), 0);
+    gwr_network_free(net);
+    /* a splat 6 that broadcasts x [4, 8] to [1, 4, 8]: the result's shape is not x's */
+    net = gwr_network_new("bcast");
+    const int64_t d[2] = {4, 8}, d3[3] = {1, 1, 1};
+    static const float six = 6;
+    gwr_tensor *x = input(net, "x", 2, d);
+    gwr_tensor *xc = gwr_mul(net, x, gwr_clip(net, gwr_add(net, x, kf(net, 3)), kf(net, 0), kf(net, 6)));
+    gwr_network_mark_output(net, gwr_div(net, xc, gwr_constant(net, GWR_FLOAT32, 3, d3, &six)));
+    CHECK_EQ_INT(run_pass(net, "fuse_hard_swish", GWR_TARGET_ONNX), 0);
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(fold_batchnorm_conv);
     RUN(fold_batchnorm_conv_transpose);
     RUN(fold_batchnorm_refuses);
     RUN(fold_batchnorm_gemm_matmul);
+    RUN(fuse_hard_swish_fires);
+    RUN(fuse_hard_sigmoid);
+    RUN(fuse_hard_swish_refuses);
     return check_report();
 }

@@ -124,11 +124,10 @@ static int read_channels(const gwr_tensor *t, int64_t nch, double *out) {
  * NULL when it fits, else why not. */
 static const char *check_producer(fold *f, const gwr_match *m) {
     gwr_layer *p = m->layers[0];
-    const int64_t *d = f->w.dims;
     if (!gwr_match_const_get(m->captures[W], &f->w) || !is_float(f->w.dtype)) return "the weights are not floats";
     if (f->w.numel <= 0) return "empty weights";
     if (m->captures[B] && gwr_tensor_dtype(m->captures[B]) != f->w.dtype) return "bias and weights differ in dtype";
-    d = f->w.dims;
+    const int64_t *d = f->w.dims;
     f->group = 1, f->trans_b = 0, f->gemm_beta = 1;
     switch (f->kind) {
     case K_CONV:

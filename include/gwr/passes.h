@@ -41,6 +41,24 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_attention_with_bias;
  * manager arg fold_max_bytes (default 16 MiB). Root: any layer. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_constants;
 
+/* fold_batchnorm (scale.c): an inference BatchNormalization (training_mode
+ * 0, extra outputs unread) with constant scale, B, mean and var, reading
+ * the only output of a Conv, ConvTranspose or Gemm with constant weights
+ * (a MatMul with a constant 2-D weight and an input of known rank 2
+ * becomes a Gemm), is folded into new weight and bias constants computed
+ * in double: W' = W * s per output channel, B' = (B - mean) * s + beta,
+ * s = scale / sqrt(var + epsilon). Shared weights are copied, never
+ * changed. Root: BatchNormalization. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_batchnorm;
+
+/* fuse_hard_swish (activation.c): x * Clip(x + 3, 0, 6) / 6 (Div by 6 or
+ * Mul by 1/6, either operand order, Clip bounds as inputs or attributes)
+ * and x * HardSigmoid(x) with alpha 1/6 and beta 0.5 become HardSwish(x),
+ * when the network's default opset is 14 or more (or not set);
+ * Clip(x + 3, 0, 6) / 6 alone becomes HardSigmoid(x; 1/6, 0.5). Roots: Mul
+ * and Div. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_hard_swish;
+
 /* Records the FLayerInfo of every gwr::GPTAttention plugin layer that has
  * none (one loaded from ONNX), from its inputs and attributes, so that the
  * plugin patterns can re-create it. *nrecorded (may be NULL) gets the count. */

@@ -16,6 +16,10 @@ static const gwr_pass_info builtins[] = {
      "re-create GPTAttention plugins in remove-padding mode (args batch_size, in_len, hidden_size)"},
     {"fold_constants", &gwr_pattern_fold_constants, 30, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
      "compute layers whose inputs are all constants into constants (arg fold_max_bytes, default 16 MiB)"},
+    {"fold_batchnorm", &gwr_pattern_fold_batchnorm, 50, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_APPROX, 1e-4,
+     "fold an inference BatchNormalization into the constant weights of the Conv, ConvTranspose, Gemm or MatMul before it"},
+    {"fuse_hard_swish", &gwr_pattern_fuse_hard_swish, 40, GWR_LEVEL_EXTENDED, GWR_TARGET_ANY, GWR_NUMERICS_APPROX,
+     1e-5, "turn x*Clip(x+3,0,6)/6 and x*HardSigmoid(x) into HardSwish (opset >= 14), Clip(x+3,0,6)/6 into HardSigmoid"},
     {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1, GWR_LEVEL_NONE, GWR_TARGET_ANY,
      GWR_NUMERICS_CHANGES, 0, "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},
 };

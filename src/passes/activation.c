@@ -1,0 +1,130 @@
+/* activation.c - fuse_hard_swish: the exporters' spellings of HardSwish
+ * and HardSigmoid become the one layer.
+ *
+ *   x * Clip(x + 3, 0, 6) / 6          -> HardSwish(x)    (Div by 6, or Mul by 1/6)
+ *   x * HardSigmoid(x; 1/6, 0.5)       -> HardSwish(x)
+ *   Clip(x + 3, 0, 6) / 6              -> HardSigmoid(x; alpha 1/6, beta 0.5)
+ *
+ * Add and Mul are commutative, so either operand order matches; the Clip
+ * bounds are inputs (opset >= 11, or none imported) or attributes (a
+ * network importing an older opset; HardSigmoid only then). 1/6 is compared
+ * within 1e-6 relative: PyTorch's other HardSigmoid, alpha 0.2, is not
+ * one. x * (Clip(x + 3, 0, 6) / 6) fuses in two steps, HardSigmoid first.
+ * HardSwish exists from opset 14: a network importing an older default
+ * opset keeps its chains (the pass cannot tell the target, so it refuses
+ * for every target rather than emit an op the model's opset lacks); one
+ * with no opset import (built by the API) gets it. The replacement must
+ * have the root's type: a splat constant that broadcasts x to a larger
+ * shape refuses, and x must be a float tensor. */
+#include <string.h>
+
+#include "gwr/match.h"
+#include "gwr/passes.h"
+#include "util/util.h"
+
+enum { X, K3, LO, HI, K6, NCAP };
+
+#define SIXTH (1.0 / 6.0)
+#define SIXTH_TOL (1e-6 / 6.0)
+
+/* The constant of the root's Mul is 1/6 within 1e-6 relative. */
+static int is_sixth(const gwr_match *m, int node, void *user) {
+    (void)node, (void)user;
+    return gwr_match_const_is_splat(m->captures[K6], SIXTH, SIXTH_TOL);
+}
+
+#define ADD3 GWR_M_OP("Add", GWR_M_CAP(X), GWR_M_SPLAT(K3, 3.0))
+#define CLIP_IN GWR_M_OP("Clip", GWR_M_NODE(0), GWR_M_SPLAT(LO, 0.0), GWR_M_SPLAT(HI, 6.0))
+#define CLIP_ATTR {.op = "Clip", .in = {GWR_M_NODE(0)}, .attrs = {GWR_MA_FLOAT("min", 0.0, 1e-6), GWR_MA_FLOAT("max", 6.0, 1e-6)}}
+#define XMUL GWR_M_OP("Mul", GWR_M_CAP(X), GWR_M_NODE(1))
+#define DIV6(n) GWR_M_OP("Div", GWR_M_NODE(n), GWR_M_SPLAT(K6, 6.0))
+#define MUL6(n) {.op = "Mul", .in = {GWR_M_NODE(n), GWR_M_CONST(K6)}, .pred = is_sixth}
+
+/* HardSwish: x * Clip(x + 3, 0, 6) / 6 and x * Clip(x + 3, 0, 6) * (1/6).
+ * (No Clip-attribute forms: those models are older than opset 11, so older
+ * than HardSwish.) */
+static const gwr_match_node hs_div[] = {ADD3, CLIP_IN, XMUL, DIV6(2)};
+static const gwr_match_node hs_mul[] = {ADD3, CLIP_IN, XMUL, MUL6(2)};
+/* HardSwish: x * HardSigmoid(x) with alpha 1/6 (no default: it is 0.2) and beta 0.5. */
+static const gwr_match_node hs_hsig[] = {
+    {.op = "HardSigmoid",
+     .in = {GWR_M_CAP(X)},
+     .attrs = {GWR_MA_FLOAT("alpha", SIXTH, SIXTH_TOL), GWR_MA_FLOAT_OR_ABSENT("beta", 0.5, 1e-6)}},
+    GWR_M_OP("Mul", GWR_M_CAP(X), GWR_M_NODE(0)),
+};
+/* HardSigmoid: Clip(x + 3, 0, 6) / 6 and Clip(x + 3, 0, 6) * (1/6). */
+static const gwr_match_node sig_div_in[] = {ADD3, CLIP_IN, DIV6(1)};
+static const gwr_match_node sig_mul_in[] = {ADD3, CLIP_IN, MUL6(1)};
+static const gwr_match_node sig_div_attr[] = {ADD3, CLIP_ATTR, DIV6(1)};
+static const gwr_match_node sig_mul_attr[] = {ADD3, CLIP_ATTR, MUL6(1)};
+
+/* Tables [0, NSWISH) make a HardSwish, the rest a HardSigmoid; those from
+ * FIRST_ATTR on read Clip's attributes. */
+#define NSWISH 3
+#define FIRST_ATTR 5
+static const gwr_match_pattern tables[] = {
+    {"hard_swish.div", GWR_M_NODES(hs_div), NULL, NULL},
+    {"hard_swish.mul", GWR_M_NODES(hs_mul), NULL, NULL},
+    {"hard_swish.hard_sigmoid", GWR_M_NODES(hs_hsig), NULL, NULL},
+    {"hard_sigmoid.div", GWR_M_NODES(sig_div_in), NULL, NULL},
+    {"hard_sigmoid.mul", GWR_M_NODES(sig_mul_in), NULL, NULL},
+    {"hard_sigmoid.div_clip_attrs", GWR_M_NODES(sig_div_attr), NULL, NULL},
+    {"hard_sigmoid.mul_clip_attrs", GWR_M_NODES(sig_mul_attr), NULL, NULL},
+};
+#define NTABLES ((int)(sizeof tables / sizeof tables[0]))
+
+/* Table k applies at this default-domain opset (-1: none imported): no
+ * HardSwish before 14; Clip's min and max are attributes only before 11
+ * (from 11 on, and with no opset, the executor reads Clip's inputs). */
+static int applies(int k, int64_t opset) {
+    if (k < NSWISH) return opset < 0 || opset >= 14;
+    return k < FIRST_ATTR || (opset >= 0 && opset < 11);
+}
+
+/* x a float tensor of known rank with the root output's shape. */
+static int same_type(const gwr_tensor *x, const gwr_tensor *y) {
+    gwr_dtype t = gwr_tensor_dtype(x);
+    int r = gwr_tensor_rank(x);
+    if (t != GWR_FLOAT32 && t != GWR_FLOAT16 && t != GWR_FLOAT64 && t != GWR_BFLOAT16) return 0;
+    if (t != gwr_tensor_dtype(y) || r < 0 || r != gwr_tensor_rank(y)) return 0;
+    return !r || !memcmp(gwr_tensor_dims(x), gwr_tensor_dims(y), (size_t)r * sizeof(gwr_dim));
+}
+
+static gwr_tensor *hard_sigmoid(gwr_network *net, gwr_tensor *x) {
+    gwr_args *a = gwr_args_new();
+    gwr_tensor *y = NULL;
+    if (a && !gwr_args_set_float(a, "alpha", SIXTH) && !gwr_args_set_float(a, "beta", 0.5))
+        gwr_op_call(net, "", "HardSigmoid", 1, &x, a, 1, &y);
+    gwr_args_free(a);
+    return y;
+}
+
+static int fuse(gwr_rewrite_ctx *c, gwr_layer *l) {
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX Mul or Div");
+    int64_t opset = gwr_network_opset(net, "");
+    gwr_match m;
+    int k = 0, rc = 0;
+    for (; k < NTABLES && !rc; k++)
+        if (applies(k, opset) && (rc = gwr_match_layer(&tables[k], l, &m)) < 0)
+            return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
+    if (!rc)
+        return gwr_rewrite_no_match(c, "no HardSwish or HardSigmoid form%s",
+                                    applies(0, opset) ? "" : " (HardSwish needs opset 14)");
+    k--;
+    gwr_tensor *x = m.captures[X], *out = gwr_layer_output(l, 0);
+    if (!same_type(x, out))
+        return gwr_rewrite_no_match(c, "'%s' is not a float tensor of the result's shape", gwr_tensor_name(x));
+    gwr_tensor *y = k < NSWISH ? gwr_hard_swish(net, x) : hard_sigmoid(net, x);
+    if (!y) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "%s", gwr_network_errmsg(net));
+    gwr_status s = gwr_match_replace(&m, 1, &y);
+    return s ? gwr_rewrite_fail(c, s, "%s", gwr_last_errmsg()) : 1;
+}
+
+static const char *const roots[] = {"Div", "Mul", NULL};
+
+const gwr_pattern_rewriter gwr_pattern_fuse_hard_swish = {
+    .name = "fuse_hard_swish",
+    .root_ops = roots,
+    .match_and_rewrite = fuse,
+};

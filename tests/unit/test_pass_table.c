@@ -65,6 +65,50 @@ static gwr_network *gpt(int use_plugin) {
 static gwr_network *gpt_plugin(void) { return gpt(1); }
 static gwr_network *gpt_onnx(void) { return gpt(0); }
 
+static gwr_tensor *op(gwr_network *net, const char *name, int nin, gwr_tensor *const *in) {
+    gwr_tensor *out = NULL;
+    return gwr_op_call(net, "", name, nin, in, NULL, 1, &out) ? out : NULL;
+}
+
+static gwr_tensor *vec(gwr_network *net, int64_t n, const float *v) { return gwr_constant(net, GWR_FLOAT32, 1, &n, v); }
+
+/* BatchNormalization(Conv(x, W, B)), every parameter constant; with
+ * `second_reader`, the Conv's output is also read by a Relu that is an
+ * output too, so the BN must not be folded. */
+static gwr_network *conv_bn(int second_reader) {
+    static float w[3 * 2 * 3 * 3];
+    static const float b[3] = {0.1f, -0.2f, 0.3f}, g[3] = {1.5f, 0.5f, -1}, be[3] = {0.25f, 0, -0.5f},
+                       mean[3] = {0.2f, -0.1f, 0.05f}, var[3] = {0.5f, 2, 1.25f};
+    for (int i = 0; i < 54; i++) w[i] = (float)((i * 37 % 19) - 9) / 10.0f;
+    gwr_dim xd[4] = {1, 2, 5, 5};
+    int64_t wd[4] = {3, 2, 3, 3};
+    gwr_network *net = gwr_network_new("conv_bn");
+    gwr_tensor *x = input(net, "x", 4, xd);
+    gwr_tensor *cin[3] = {x, gwr_constant(net, GWR_FLOAT32, 4, wd, w), vec(net, 3, b)};
+    gwr_tensor *c = op(net, "Conv", 3, cin);
+    gwr_tensor *bin[5] = {c, vec(net, 3, g), vec(net, 3, be), vec(net, 3, mean), vec(net, 3, var)};
+    gwr_tensor *y = op(net, "BatchNormalization", 5, bin);
+    if (second_reader && y && gwr_network_mark_output(net, gwr_relu(net, c))) y = NULL;
+    return finish(net, y);
+}
+static gwr_network *bn_fires(void) { return conv_bn(0); }
+static gwr_network *bn_idle(void) { return conv_bn(1); }
+
+/* Div(Mul(x, Clip(Add(x, 3), 0, hi)), 6): HardSwish when hi is 6 */
+static gwr_network *hswish(float hi) {
+    gwr_dim d = 8;
+    gwr_network *net = gwr_network_new("hswish");
+    if (net && gwr_network_set_opset(net, "", 14)) {
+        gwr_network_free(net);
+        return NULL;
+    }
+    gwr_tensor *x = input(net, "x", 1, &d);
+    gwr_tensor *cl[3] = {gwr_add(net, x, gwr_constant_f32(net, 3)), gwr_constant_f32(net, 0), gwr_constant_f32(net, hi)};
+    return finish(net, gwr_div(net, gwr_mul(net, x, op(net, "Clip", 3, cl)), gwr_constant_f32(net, 6)));
+}
+static gwr_network *hswish_fires(void) { return hswish(6); }
+static gwr_network *hswish_idle(void) { return hswish(5); }
+
 /* ---- the cases of each pass ------------------------------------------------------ */
 
 typedef struct pass_cases {
@@ -79,6 +123,8 @@ static const pass_cases cases[] = {
     {"gpt_attention_remove_padding", gpt_plugin, gpt_onnx, -1, 1},
     {"fold_constants", fold_fires, no_constants, 1, 0},
     {"replace_add_with_sub", no_constants, no_add, 1, 0},
+    {"fold_batchnorm", bn_fires, bn_idle, 1, 0},
+    {"fuse_hard_swish", hswish_fires, hswish_idle, 1, 0},
 };
 
 static const pass_cases *cases_of(const char *label) {

@@ -60,8 +60,8 @@ static int replace_by(gwr_rewrite_ctx *c, gwr_layer *l, const gwr_match *m, gwr_
     gwr_tensor *o = gwr_layer_output(l, 0), *outs[2] = {x, NULL};
     gwr_dtype a = gwr_tensor_dtype(o), b = gwr_tensor_dtype(x);
     if (a != GWR_UNDEFINED && b != GWR_UNDEFINED && a != b)
-        return gwr_rewrite_no_match(c, "'%s' is %s, '%s' is %s", gwr_tensor_name(o), gwr_dtype_name(a), gwr_tensor_name(x),
-                                    gwr_dtype_name(b));
+        return gwr_rewrite_no_match(c, "'%s' is %s, '%s' is %s", gwr_tensor_name(o), gwr_dtype_name(a),
+                                    gwr_tensor_name(x), gwr_dtype_name(b));
     if (gwr_tensor_kind(o) != gwr_tensor_kind(x)) return gwr_rewrite_no_match(c, "the value kinds differ");
     int n = gwr_layer_num_outputs(l);
     if (n > 2 || extra_outputs_used(l)) return gwr_rewrite_no_match(c, "another output is read");
@@ -111,7 +111,8 @@ static int to_input(gwr_rewrite_ctx *c, const gwr_match *m) {
     gwr_layer *l = m->layers[m->nlayers - 1];
     gwr_tensor *o = gwr_layer_output(l, 0), *x = m->captures[X];
     if (gwr_layer_op_id(l) == GWR_OP_Identity && needs_carrier(l, o, x))
-        return gwr_rewrite_no_match(c, "the Identity carries output '%s' of '%s'", gwr_tensor_name(o), gwr_tensor_name(x));
+        return gwr_rewrite_no_match(c, "the Identity carries output '%s' of '%s'", gwr_tensor_name(o),
+                                    gwr_tensor_name(x));
     return replace_by(c, l, m, x);
 }
 
@@ -155,7 +156,8 @@ static int keeps_x(const gwr_tensor *x, const gwr_tensor *k, const gwr_tensor *y
 /* user: the neutral value (0 or 1), compared exactly. */
 static int neutral(const gwr_match *m, int node, void *user) {
     const gwr_tensor *y = gwr_layer_output(m->layers[node], 0);
-    return gwr_match_const_is_splat(m->captures[K], *(const double *)user, 0) && keeps_x(m->captures[X], m->captures[K], y);
+    return gwr_match_const_is_splat(m->captures[K], *(const double *)user, 0) &&
+           keeps_x(m->captures[X], m->captures[K], y);
 }
 
 static int to_x(gwr_rewrite_ctx *c, const gwr_match *m) {
@@ -270,8 +272,8 @@ static gwr_tensor *noop_slice(gwr_layer *l, const char **why) {
     if (nin == 1) {
         const int64_t *a[3];
         int64_t k[3] = {0, -1, -1};
-        if (gwr_layer_get_ints(l, "starts", &a[0], &k[0]) || gwr_layer_get_ints(l, "ends", &a[1], &k[1]) || k[0] != k[1] ||
-            k[0] > GWR_MAX_RANK || (!gwr_layer_get_ints(l, "axes", &a[2], &k[2]) && k[2] != k[0]))
+        if (gwr_layer_get_ints(l, "starts", &a[0], &k[0]) || gwr_layer_get_ints(l, "ends", &a[1], &k[1]) ||
+            k[0] != k[1] || k[0] > GWR_MAX_RANK || (!gwr_layer_get_ints(l, "axes", &a[2], &k[2]) && k[2] != k[0]))
             return *why = "malformed attributes", NULL;
         for (int64_t i = 0; i < k[0]; i++) st[i] = (double)a[0][i], en[i] = (double)a[1][i];
         for (int64_t i = 0; i < k[2]; i++) ax[i] = (double)a[2][i];

@@ -479,6 +479,30 @@ TEST(noop_cast_transpose_pad_tile_concat_split) {
     gwr_network_free(net);
 }
 
+/* Opset 9's Slice and opset 2's Pad take attributes. */
+TEST(noop_attribute_forms) {
+    for (int pad = 0; pad < 2; pad++)
+        for (int noop = 0; noop < 2; noop++) {
+            gwr_network *net = gwr_network_new("attrs");
+            gwr_network_set_opset(net, "", pad ? 2 : 9);
+            gwr_tensor *x = input(net, "x", GWR_FLOAT32, 2, d23);
+            /* added directly: the builders check today's arity */
+            gwr_layer *l = gwr_network_add_layer(net, pad ? "Pad" : "Slice", "", NULL, 1, &x, 1, NULL);
+            if (pad) {
+                gwr_layer_set_ints(l, "pads", (int64_t[]){0, 0, 0, noop ? 0 : 1}, 4);
+            } else {
+                gwr_layer_set_ints(l, "starts", (int64_t[]){0}, 1);
+                gwr_layer_set_ints(l, "ends", (int64_t[]){noop ? INT64_MAX : 2}, 1);
+                gwr_layer_set_ints(l, "axes", (int64_t[]){1}, 1);
+            }
+            gwr_tensor *y = gwr_layer_output(l, 0);
+            gwr_tensor_set_type(y, GWR_FLOAT32, 2, (gwr_dim[]){2, noop ? 3 : pad ? 4 : 2});
+            gwr_network_mark_output(net, gwr_unary(net, GWR_OP_Neg, y));
+            CHECK_EQ_INT(optimize_case(net, "eliminate_noop_reshape", "eliminate_noop_reshape", 0, 1), noop);
+            gwr_network_free(net);
+        }
+}
+
 /* ---- compose_transposes ---------------------------------------------------- */
 
 /* y = Relu(T(T(x, p1), p2)) over x[2,3,4]; `share`: the inner Transpose
@@ -545,6 +569,7 @@ int main(void) {
     RUN(noop_reshape_and_expand);
     RUN(noop_slice);
     RUN(noop_cast_transpose_pad_tile_concat_split);
+    RUN(noop_attribute_forms);
     RUN(compose);
     return check_report();
 }

@@ -53,18 +53,26 @@ static int extra_outputs_used(const gwr_layer *l) {
     return 0;
 }
 
-/* Readers of l's first output read x instead; l (and, with a match, the
- * other matched layers) removed. The dtypes are checked first, so that a
- * mismatch refuses instead of failing the run. */
-static int replace_by(gwr_rewrite_ctx *c, gwr_layer *l, const gwr_match *m, gwr_tensor *x) {
-    gwr_tensor *o = gwr_layer_output(l, 0), *outs[2] = {x, NULL};
+/* Can x stand for l's first output? 1, or 0 through gwr_rewrite_no_match:
+ * checked before anything changes, so that a mismatch (a model whose
+ * declared types disagree) refuses instead of failing the run. */
+static int can_replace(gwr_rewrite_ctx *c, gwr_layer *l, const gwr_tensor *x) {
+    gwr_tensor *o = gwr_layer_output(l, 0);
     gwr_dtype a = gwr_tensor_dtype(o), b = gwr_tensor_dtype(x);
     if (a != GWR_UNDEFINED && b != GWR_UNDEFINED && a != b)
         return gwr_rewrite_no_match(c, "'%s' is %s, '%s' is %s", gwr_tensor_name(o), gwr_dtype_name(a),
                                     gwr_tensor_name(x), gwr_dtype_name(b));
     if (gwr_tensor_kind(o) != gwr_tensor_kind(x)) return gwr_rewrite_no_match(c, "the value kinds differ");
+    if (gwr_layer_num_outputs(l) > 2 || extra_outputs_used(l)) return gwr_rewrite_no_match(c, "another output is read");
+    return 1;
+}
+
+/* Readers of l's first output read x instead; l (and, with a match, the
+ * other matched layers) removed. */
+static int replace_by(gwr_rewrite_ctx *c, gwr_layer *l, const gwr_match *m, gwr_tensor *x) {
+    gwr_tensor *outs[2] = {x, NULL};
+    if (!can_replace(c, l, x)) return 0;
     int n = gwr_layer_num_outputs(l);
-    if (n > 2 || extra_outputs_used(l)) return gwr_rewrite_no_match(c, "another output is read");
     gwr_status s = m ? gwr_match_replace(m, n, outs) : gwr_match_replace_layer(l, n, outs);
     return s ? gwr_rewrite_fail(c, s, "%s", gwr_last_errmsg()) : 1;
 }
@@ -394,6 +402,7 @@ static int compose(gwr_rewrite_ctx *c, const gwr_match *m) {
     int n2 = perm_of(m->layers[1], gwr_tensor_rank(gwr_layer_output(m->layers[0], 0)), p2), ident = 1;
     if (n1 < 0 || n2 != n1) return gwr_rewrite_no_match(c, "the perms are unknown or of different ranks");
     for (int j = 0; j < n1; j++) ident &= (q[j] = p1[p2[j]]) == j;
+    if (!can_replace(c, m->layers[1], x)) return 0; /* the new Transpose would have x's dtype */
     if (ident) return replace_by(c, m->layers[1], m, x);
     gwr_network *net = gwr_rewrite_ctx_network(c);
     gwr_tensor *y = gwr_transpose(net, x, n1, q);

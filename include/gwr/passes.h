@@ -59,6 +59,25 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_batchnorm;
  * and Div. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_hard_swish;
 
+/* The eliminations (eliminate.c): layers whose output provably equals an
+ * input are removed and their readers read that input. Constants are
+ * compared exactly, shapes from known dims; an Identity carrying a network
+ * output's name for a graph input, another output or an outer tensor stays.
+ * eliminate_identity: Identity, and Dropout in inference (no training_mode
+ * or a constant false one, is_test before opset 7) with its mask unread.
+ * eliminate_noop_arith: x+0, 0+x, x-0, x*1, 1*x, x/1 with an exact splat
+ * constant of x's dtype that broadcasts to x's own shape.
+ * eliminate_noop_reshape: Cast(Like) to x's dtype, Reshape/Expand to x's
+ * known shape, an identity Transpose, a Slice of everything, a zero Pad, a
+ * Tile by ones, a one-input Concat, a one-output Split.
+ * compose_transposes: Transpose(Transpose(x, p1), p2) becomes
+ * Transpose(x, p1[p2]), or x when that is the identity (the inner one read
+ * only there). */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_eliminate_identity;
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_eliminate_noop_arith;
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_eliminate_noop_reshape;
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_compose_transposes;
+
 /* Records the FLayerInfo of every gwr::GPTAttention plugin layer that has
  * none (one loaded from ONNX), from its inputs and attributes, so that the
  * plugin patterns can re-create it. *nrecorded (may be NULL) gets the count. */

@@ -7,13 +7,24 @@
 #include "rewrite/rewrite_api.h"
 
 /* Benefits: the fusion first, so that it sees the Add before
- * replace_add_with_sub turns it into a Sub. */
+ * replace_add_with_sub turns it into a Sub; the eliminations (40-60)
+ * before folding (30), so that a fold never computes a no-op. */
 static const gwr_pass_info builtins[] = {
     {"fuse_attention_with_bias", &gwr_pattern_fuse_attention_with_bias, 20, GWR_LEVEL_NONE, GWR_TARGET_GWR,
      GWR_NUMERICS_APPROX, 1e-5, "fold a constant Add feeding a GPTAttention's qkv into its qkv_bias"},
     {"gpt_attention_remove_padding", &gwr_pattern_gpt_attention_remove_padding, 10, GWR_LEVEL_NONE, GWR_TARGET_GWR,
      GWR_NUMERICS_APPROX, 1e-5,
      "re-create GPTAttention plugins in remove-padding mode (args batch_size, in_len, hidden_size)"},
+    {"eliminate_identity", &gwr_pattern_eliminate_identity, 60, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
+     "remove Identity and inference-mode Dropout (mask unread): readers read the input"},
+    {"eliminate_noop_reshape", &gwr_pattern_eliminate_noop_reshape, 55, GWR_LEVEL_BASIC, GWR_TARGET_ANY,
+     GWR_NUMERICS_EXACT, 0,
+     "remove Cast to its own dtype, Reshape/Expand to the same known shape, identity Transpose, full Slice, "
+     "zero Pad, Tile by ones, one-part Concat/Split"},
+    {"compose_transposes", &gwr_pattern_compose_transposes, 50, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
+     "merge Transpose(Transpose(x)) into one Transpose, or none when the perms cancel"},
+    {"eliminate_noop_arith", &gwr_pattern_eliminate_noop_arith, 45, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT,
+     0, "remove x+0, x-0, x*1, x/1 (exact splat constant, x's dtype and shape kept)"},
     {"fold_constants", &gwr_pattern_fold_constants, 30, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
      "compute layers whose inputs are all constants into constants (arg fold_max_bytes, default 16 MiB)"},
     {"fold_batchnorm", &gwr_pattern_fold_batchnorm, 50, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_APPROX, 1e-4,

@@ -109,6 +109,56 @@ static gwr_network *hswish(float hi) {
 static gwr_network *hswish_fires(void) { return hswish(6); }
 static gwr_network *hswish_idle(void) { return hswish(5); }
 
+/* y = relu(Identity(x)) or, idle, relu(x) * x with an Identity whose
+ * output is a network output reading the graph input (an Identity that
+ * carries an interface name stays). */
+static gwr_network *identity_fires(void) {
+    gwr_dim d = 4;
+    gwr_network *net = gwr_network_new("id");
+    gwr_tensor *x = input(net, "x", 1, &d);
+    return finish(net, gwr_relu(net, op(net, "Identity", 1, &x)));
+}
+static gwr_network *identity_idle(void) {
+    gwr_dim d = 4;
+    gwr_network *net = gwr_network_new("id_idle");
+    gwr_tensor *x = input(net, "x", 1, &d);
+    gwr_tensor *i = op(net, "Identity", 1, &x);
+    if (i && gwr_network_mark_output(net, i)) i = NULL;
+    return finish(net, i ? gwr_mul(net, gwr_relu(net, x), x) : NULL);
+}
+
+/* relu(x + 0) fires; relu(x + 0.001) must not */
+static gwr_network *add_k(float k) {
+    gwr_dim d[2] = {2, 3};
+    gwr_network *net = gwr_network_new("arith");
+    gwr_tensor *x = input(net, "x", 2, d);
+    return finish(net, gwr_relu(net, gwr_add(net, x, gwr_constant_f32(net, k))));
+}
+static gwr_network *arith_fires(void) { return add_k(0); }
+static gwr_network *arith_idle(void) { return add_k(0.001f); }
+
+/* relu(Transpose(x, perm)): the identity perm fires, a swap does not */
+static gwr_network *transpose_of(const int64_t *perm1, const int64_t *perm2) {
+    gwr_dim d[2] = {2, 3};
+    gwr_network *net = gwr_network_new("transpose");
+    gwr_tensor *x = input(net, "x", 2, d);
+    gwr_args *a = gwr_args_new();
+    gwr_tensor *t = NULL, *u = NULL;
+    int ok = a && !gwr_args_set_ints(a, "perm", 2, perm1) && gwr_op_call(net, "", "Transpose", 1, &x, a, 1, &t);
+    if (ok && perm2) {
+        ok = !gwr_args_set_ints(a, "perm", 2, perm2) && gwr_op_call(net, "", "Transpose", 1, &t, a, 1, &u);
+        t = u;
+    }
+    if (!ok) t = NULL;
+    gwr_args_free(a);
+    return finish(net, gwr_relu(net, t));
+}
+static const int64_t id2[2] = {0, 1}, swap2[2] = {1, 0};
+static gwr_network *reshape_fires(void) { return transpose_of(id2, NULL); }
+static gwr_network *reshape_idle(void) { return transpose_of(swap2, NULL); }
+static gwr_network *transposes_fire(void) { return transpose_of(swap2, swap2); }
+static gwr_network *transpose_single(void) { return transpose_of(swap2, NULL); }
+
 /* ---- the cases of each pass ------------------------------------------------------ */
 
 typedef struct pass_cases {
@@ -124,6 +174,10 @@ static const pass_cases cases[] = {
     {"fold_constants", fold_fires, no_constants, 1, 0},
     {"replace_add_with_sub", no_constants, no_add, 1, 0},
     {"fold_batchnorm", bn_fires, bn_idle, 1, 0},
+    {"eliminate_identity", identity_fires, identity_idle, 1, 0},
+    {"eliminate_noop_arith", arith_fires, arith_idle, 1, 0},
+    {"eliminate_noop_reshape", reshape_fires, reshape_idle, 1, 0},
+    {"compose_transposes", transposes_fire, transpose_single, 1, 0},
     {"fuse_hard_swish", hswish_fires, hswish_idle, 1, 0},
 };
 

@@ -35,7 +35,9 @@ typedef struct gwr_optimize_pass {
     int64_t attempts, matches, rewrites;
 } gwr_optimize_pass;
 
-/* Optimizes net in place. On failure the network still verifies, holding
+/* Optimizes net in place. The passes find the target in the manager's
+ * args, as the int "target" (a GWR_TARGET_* value), to choose what they
+ * may emit. On failure the network still verifies, holding
  * the rewrites completed before it, and the message is on net. *report
  * (report may be NULL) is set on success and on a failed run, NULL when
  * the options were refused. */

@@ -88,11 +88,11 @@ static void add_stats(gwr_optimize_report *r, const gwr_rewrite_manager *m) {
 }
 
 /* Runs m on g, then on every body of g's live layers. */
-static gwr_status run_on(gwr_rewrite_manager *m, gwr_network *root, gwr_network *g, gwr_optimize_report *r,
-                         int depth) {
+static gwr_status run_on(gwr_rewrite_manager *m, gwr_network *root, gwr_network *g, const gwr_args *args,
+                         gwr_optimize_report *r, int depth) {
     if (depth > 64) return gwr_ir_error(root, GWR_ERR_UNSUPPORTED, "gwr_optimize: bodies nested over 64 deep");
     r->networks++;
-    gwr_status s = gwr_rewrite_manager_rewrite(m, g, NULL);
+    gwr_status s = gwr_rewrite_manager_rewrite(m, g, args);
     add_stats(r, m);
     if (s) return gwr_ir_error(root, s, "%s", gwr_rewrite_manager_errmsg(m));
     for (int64_t i = 0; i < gwr_network_num_layers(g); i++) {
@@ -106,7 +106,7 @@ static gwr_status run_on(gwr_rewrite_manager *m, gwr_network *root, gwr_network 
             if (t == GWR_ATTR_GRAPH && !gwr_layer_get_graph(l, gwr_layer_attr_name(l, a), &one)) gs = &one, n = 1;
             else if (t == GWR_ATTR_GRAPHS) gwr_layer_get_graphs(l, gwr_layer_attr_name(l, a), &gs, &n);
             for (int64_t k = 0; k < n; k++)
-                if ((s = run_on(m, root, gs[k], r, depth + 1))) return s;
+                if ((s = run_on(m, root, gs[k], args, r, depth + 1))) return s;
         }
     }
     return GWR_OK;
@@ -149,14 +149,18 @@ gwr_status gwr_optimize(gwr_network *net, const gwr_optimize_options *opt, gwr_o
     if (s) return s;
     gwr_optimize_report *r = gwr_calloc(1, sizeof *r);
     gwr_rewrite_manager *m = gwr_rewrite_manager_new();
+    /* The passes read the target from the manager's args. */
+    gwr_args *args = gwr_args_new();
     if (r) r->n = gwr_passes_count();
-    if (!r || !m || !(r->passes = gwr_calloc((size_t)r->n + 1, sizeof *r->passes))) {
+    if (!r || !m || !args || !(r->passes = gwr_calloc((size_t)r->n + 1, sizeof *r->passes)) ||
+        gwr_args_set_int(args, "target", o->target ? (int64_t)o->target : GWR_TARGET_ONNX)) {
         s = gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_optimize: out of memory");
     } else if (!(s = plan(net, o, r, m))) {
         r->before = gwr_network_num_live_layers(net);
-        s = run_on(m, net, net, r, 0);
+        s = run_on(m, net, net, args, r, 0);
         r->after = gwr_network_num_live_layers(net);
     }
+    gwr_args_free(args);
     gwr_rewrite_manager_free(m);
     if (r && r->passes && (!s || r->networks) && report) *report = r;
     else gwr_optimize_report_free(r);

@@ -59,6 +59,26 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_batchnorm;
  * and Div. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_hard_swish;
 
+/* fuse_layer_norm (norm.c): the exporters' chain over the last axis,
+ * d = x - ReduceMean(x), d / Sqrt(ReduceMean(Pow(d, 2) or d * d) + eps)
+ * (or d * Reciprocal(...)), then an optional Mul by a constant 1-D gamma
+ * and Add of a constant 1-D beta of x's last dim, becomes
+ * LayerNormalization(x, gamma or ones, beta; axis -1, epsilon eps). The
+ * ReduceMeans (keepdims 1) name only the last axis (-1 or rank - 1) as an
+ * attribute or a constant input; x (the same tensor in both places) is a
+ * float tensor with a known last dim; the intermediates have no reader
+ * outside the chain. Not under default opset 17 (none set is fine), for
+ * any target. Roots: Div and Mul. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_layer_norm;
+
+/* fuse_matmul_add (linalg.c): Add(MatMul(a, B), C), either operand order,
+ * becomes Gemm(a, B, C) when a has known rank 2 and a float dtype, B is a
+ * constant 2-D matrix and C a constant of a's dtype that broadcasts to
+ * [M, N] without growing it ([], [N], [1, N], [M, N], ... with M known when
+ * C's dim 0 is not 1), and the MatMul's output has no other reader. Root:
+ * Add. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_matmul_add;
+
 /* The eliminations (eliminate.c): layers whose output provably equals an
  * input are removed and their readers read that input. Constants are
  * compared exactly, shapes from known dims; an Identity carrying a network

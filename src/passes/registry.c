@@ -31,6 +31,11 @@ static const gwr_pass_info builtins[] = {
      "fold an inference BatchNormalization into the constant weights of the Conv, ConvTranspose, Gemm or MatMul before it"},
     {"fuse_hard_swish", &gwr_pattern_fuse_hard_swish, 40, GWR_LEVEL_EXTENDED, GWR_TARGET_ANY, GWR_NUMERICS_APPROX,
      1e-5, "turn x*Clip(x+3,0,6)/6 and x*HardSigmoid(x) into HardSwish (opset >= 14), Clip(x+3,0,6)/6 into HardSigmoid"},
+    {"fuse_layer_norm", &gwr_pattern_fuse_layer_norm, 45, GWR_LEVEL_EXTENDED, GWR_TARGET_ANY, GWR_NUMERICS_APPROX,
+     1e-5, "turn the exporters' ReduceMean/Sub/Pow/Sqrt/Div chain (and constant gamma, beta) into LayerNormalization "
+     "(opset >= 17)"},
+    {"fuse_matmul_add", &gwr_pattern_fuse_matmul_add, 35, GWR_LEVEL_EXTENDED, GWR_TARGET_ANY, GWR_NUMERICS_APPROX,
+     1e-4, "turn MatMul(a, B) + C, a of rank 2, B and C constant, into Gemm(a, B, C)"},
     {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1, GWR_LEVEL_NONE, GWR_TARGET_ANY,
      GWR_NUMERICS_CHANGES, 0, "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},
 };

@@ -159,6 +159,42 @@ static gwr_network *reshape_idle(void) { return transpose_of(swap2, NULL); }
 static gwr_network *transposes_fire(void) { return transpose_of(swap2, swap2); }
 static gwr_network *transpose_single(void) { return transpose_of(swap2, NULL); }
 
+/* The exporters' LayerNormalization of x [2, 8] (opset 17), Pow and Div:
+ * fires; with the mean also an output, idle. */
+static gwr_network *layer_norm(int mean_out) {
+    static const float g[8] = {1, 0.5f, 2, 1, -1, 1.5f, 1, 0.25f}, b[8] = {0, 0.1f, -0.2f, 0.3f, 0, 1, -1, 0.5f};
+    gwr_dim d[2] = {2, 8};
+    int64_t ax = -1;
+    gwr_network *net = gwr_network_new("layer_norm");
+    if (net && gwr_network_set_opset(net, "", 17)) {
+        gwr_network_free(net);
+        return NULL;
+    }
+    gwr_tensor *x = input(net, "x", 2, d), *mean = gwr_reduce_mean(net, x, 1, &ax, 1);
+    gwr_tensor *dv = gwr_sub(net, x, mean);
+    gwr_tensor *var = gwr_reduce_mean(net, gwr_pow(net, dv, gwr_constant_f32(net, 2)), 1, &ax, 1);
+    gwr_tensor *sq = gwr_add(net, var, gwr_constant_f32(net, 1e-5f));
+    gwr_tensor *y = gwr_add(net, gwr_mul(net, gwr_div(net, dv, op(net, "Sqrt", 1, &sq)), vec(net, 8, g)), vec(net, 8, b));
+    if (mean_out && y && gwr_network_mark_output(net, mean)) y = NULL;
+    return finish(net, y);
+}
+static gwr_network *layer_norm_fires(void) { return layer_norm(0); }
+static gwr_network *layer_norm_idle(void) { return layer_norm(1); }
+
+/* MatMul(a [3, 4], B) + C [5] fires; with a [2, 3, 4] it stays. */
+static gwr_network *matmul_add(int rank3) {
+    static float w[20];
+    static const float c[5] = {0.5f, -1, 0.25f, 2, 0};
+    for (int i = 0; i < 20; i++) w[i] = (float)((i * 7 % 11) - 5) / 4.0f;
+    gwr_dim d3[3] = {2, 3, 4};
+    int64_t wd[2] = {4, 5};
+    gwr_network *net = gwr_network_new("matmul_add");
+    gwr_tensor *a = input(net, "a", rank3 ? 3 : 2, rank3 ? d3 : d3 + 1);
+    return finish(net, gwr_add(net, gwr_matmul(net, a, gwr_constant(net, GWR_FLOAT32, 2, wd, w)), vec(net, 5, c)));
+}
+static gwr_network *matmul_add_fires(void) { return matmul_add(0); }
+static gwr_network *matmul_add_idle(void) { return matmul_add(1); }
+
 /* ---- the cases of each pass ------------------------------------------------------ */
 
 typedef struct pass_cases {
@@ -179,6 +215,8 @@ static const pass_cases cases[] = {
     {"eliminate_noop_reshape", reshape_fires, reshape_idle, 1, 0},
     {"compose_transposes", transposes_fire, transpose_single, 1, 0},
     {"fuse_hard_swish", hswish_fires, hswish_idle, 1, 0},
+    {"fuse_layer_norm", layer_norm_fires, layer_norm_idle, 1, 0},
+    {"fuse_matmul_add", matmul_add_fires, matmul_add_idle, 1, 0},
 };
 
 static const pass_cases *cases_of(const char *label) {

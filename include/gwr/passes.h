@@ -58,6 +58,15 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_batchnorm;
  * Clip(x + 3, 0, 6) / 6 alone becomes HardSigmoid(x; 1/6, 0.5). Roots: Mul
  * and Div. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_hard_swish;
+/* fuse_gelu (activation.c): the exporters' GELU, 0.5 x (1 + Erf(x / sqrt2))
+ * (Div by sqrt2 or Mul by 1/sqrt2) and 0.5 x (1 + Tanh(sqrt(2/pi) (x +
+ * 0.044715 x^3))) (Pow(x, 3) or x*x*x), the 0.5 multiplied first, last or
+ * in the middle, become Gelu(x) and Gelu(x, approximate "tanh"); the
+ * irrational constants within 1e-4 relative. Gelu is opset 20: for the
+ * manager arg "target" GWR_TARGET_GWR at any opset, otherwise (onnx, ort,
+ * or no arg) only when the default opset is 20 or more or not set. x must
+ * be a float tensor of the result's shape. Root: Mul. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_gelu;
 
 /* The eliminations (eliminate.c): layers whose output provably equals an
  * input are removed and their readers read that input. Constants are

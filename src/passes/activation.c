@@ -128,3 +128,126 @@ const gwr_pattern_rewriter gwr_pattern_fuse_hard_swish = {
     .root_ops = roots,
     .match_and_rewrite = fuse,
 };
+
+/* ---- fuse_gelu ---------------------------------------------------------------
+ *
+ * The exporters' GELU, 0.5 x (1 + Erf(x / sqrt2)) (a Div by sqrt2 or a Mul
+ * by 1/sqrt2) and 0.5 x (1 + Tanh(sqrt(2/pi) (x + 0.044715 x^3))) (x^3 as
+ * Pow(x, 3) or x*x*x), with the 0.5 multiplied first (0.5x * (1 + ...)),
+ * last ((x * (1 + ...)) * 0.5) or in the middle (x * ((1 + ...) * 0.5)),
+ * become Gelu(x) and Gelu(x, approximate "tanh"). The irrational constants
+ * are compared within 1e-4 relative (exporters round them to float32 or
+ * fewer digits); 0.5, 1 and 3 are SPLATs (1e-6). Gelu is opset 20: for
+ * target onnx and ort (gwr's executor has no com.microsoft Gelu/FastGelu
+ * kernel, so ort gets no contrib op) the default opset must be 20 or more
+ * or unset; for target gwr any opset (the executor runs Gelu at every
+ * opset). No "target" arg (a plain manager run) is treated as onnx. */
+
+enum { GX, GHALF, GONE, GSQ, GCUBE, GC, GT, GNCAP };
+
+#define GELU_RTOL 1e-4
+#define SQRT2 1.41421356237309504880
+#define SQRT_2_PI 0.79788456080286535588 /* sqrt(2/pi) */
+#define GELU_C 0.044715
+
+static int near(const gwr_tensor *t, double v) { return gwr_match_const_is_splat(t, v, GELU_RTOL * v); }
+
+/* The root's predicate: the irrational constants the table captured. */
+static int gelu_consts(const gwr_match *m, int node, void *user) {
+    (void)node, (void)user;
+    const gwr_tensor *sq = m->captures[GSQ];
+    if (sq && !near(sq, strcmp(gwr_layer_op(m->layers[0]), "Div") ? 1.0 / SQRT2 : SQRT2)) return 0;
+    if (m->captures[GC] && !near(m->captures[GC], GELU_C)) return 0;
+    return !m->captures[GT] || near(m->captures[GT], SQRT_2_PI);
+}
+
+/* the cores, ending in the Add of 1 (node c below) */
+#define ERF_CORE(op)                                                                                       \
+    GWR_M_OP(op, GWR_M_CAP(GX), GWR_M_CONST(GSQ)), GWR_M_OP("Erf", GWR_M_NODE(0)),                         \
+        GWR_M_OP("Add", GWR_M_NODE(1), GWR_M_SPLAT(GONE, 1.0))
+#define TANH_REST(n)                                                                                       \
+    GWR_M_OP("Mul", GWR_M_NODE(n), GWR_M_CONST(GC)), GWR_M_OP("Add", GWR_M_CAP(GX), GWR_M_NODE((n) + 1)), \
+        GWR_M_OP("Mul", GWR_M_NODE((n) + 2), GWR_M_CONST(GT)), GWR_M_OP("Tanh", GWR_M_NODE((n) + 3)),     \
+        GWR_M_OP("Add", GWR_M_NODE((n) + 4), GWR_M_SPLAT(GONE, 1.0))
+#define TANH_POW GWR_M_OP("Pow", GWR_M_CAP(GX), GWR_M_SPLAT(GCUBE, 3.0)), TANH_REST(0)
+#define TANH_CUBE GWR_M_OP("Mul", GWR_M_CAP(GX), GWR_M_CAP(GX)), GWR_M_OP("Mul", GWR_M_NODE(0), GWR_M_CAP(GX)), TANH_REST(1)
+/* the tails: where the 0.5 goes */
+#define HALF_LAST(c)                                                                                       \
+    GWR_M_OP("Mul", GWR_M_CAP(GX), GWR_M_NODE(c)),                                                         \
+        {.op = "Mul", .in = {GWR_M_NODE((c) + 1), GWR_M_SPLAT(GHALF, 0.5)}, .pred = gelu_consts}
+#define HALF_FIRST(c)                                                                                      \
+    GWR_M_OP("Mul", GWR_M_CAP(GX), GWR_M_SPLAT(GHALF, 0.5)),                                               \
+        {.op = "Mul", .in = {GWR_M_NODE((c) + 1), GWR_M_NODE(c)}, .pred = gelu_consts}
+#define HALF_MID(c)                                                                                        \
+    GWR_M_OP("Mul", GWR_M_NODE(c), GWR_M_SPLAT(GHALF, 0.5)),                                               \
+        {.op = "Mul", .in = {GWR_M_CAP(GX), GWR_M_NODE((c) + 1)}, .pred = gelu_consts}
+
+static const gwr_match_node erf_div_last[] = {ERF_CORE("Div"), HALF_LAST(2)};
+static const gwr_match_node erf_div_first[] = {ERF_CORE("Div"), HALF_FIRST(2)};
+static const gwr_match_node erf_div_mid[] = {ERF_CORE("Div"), HALF_MID(2)};
+static const gwr_match_node erf_mul_last[] = {ERF_CORE("Mul"), HALF_LAST(2)};
+static const gwr_match_node erf_mul_first[] = {ERF_CORE("Mul"), HALF_FIRST(2)};
+static const gwr_match_node erf_mul_mid[] = {ERF_CORE("Mul"), HALF_MID(2)};
+static const gwr_match_node tanh_pow_last[] = {TANH_POW, HALF_LAST(5)};
+static const gwr_match_node tanh_pow_first[] = {TANH_POW, HALF_FIRST(5)};
+static const gwr_match_node tanh_pow_mid[] = {TANH_POW, HALF_MID(5)};
+static const gwr_match_node tanh_cube_last[] = {TANH_CUBE, HALF_LAST(6)};
+static const gwr_match_node tanh_cube_first[] = {TANH_CUBE, HALF_FIRST(6)};
+static const gwr_match_node tanh_cube_mid[] = {TANH_CUBE, HALF_MID(6)};
+
+/* the first NGELU_ERF make the erf Gelu, the rest the tanh one */
+#define NGELU_ERF 6
+static const gwr_match_pattern gelu_tables[] = {
+    {"gelu.erf_div_last", GWR_M_NODES(erf_div_last), NULL, NULL},
+    {"gelu.erf_div_first", GWR_M_NODES(erf_div_first), NULL, NULL},
+    {"gelu.erf_div_mid", GWR_M_NODES(erf_div_mid), NULL, NULL},
+    {"gelu.erf_mul_last", GWR_M_NODES(erf_mul_last), NULL, NULL},
+    {"gelu.erf_mul_first", GWR_M_NODES(erf_mul_first), NULL, NULL},
+    {"gelu.erf_mul_mid", GWR_M_NODES(erf_mul_mid), NULL, NULL},
+    {"gelu.tanh_pow_last", GWR_M_NODES(tanh_pow_last), NULL, NULL},
+    {"gelu.tanh_pow_first", GWR_M_NODES(tanh_pow_first), NULL, NULL},
+    {"gelu.tanh_pow_mid", GWR_M_NODES(tanh_pow_mid), NULL, NULL},
+    {"gelu.tanh_cube_last", GWR_M_NODES(tanh_cube_last), NULL, NULL},
+    {"gelu.tanh_cube_first", GWR_M_NODES(tanh_cube_first), NULL, NULL},
+    {"gelu.tanh_cube_mid", GWR_M_NODES(tanh_cube_mid), NULL, NULL},
+};
+#define NGELU ((int)(sizeof gelu_tables / sizeof gelu_tables[0]))
+
+/* The optimizer's target (manager arg "target"); GWR_TARGET_ONNX without one. */
+static int64_t target_of(gwr_rewrite_ctx *c) {
+    const gwr_args *a = gwr_rewrite_ctx_args(c);
+    int64_t t = GWR_TARGET_ONNX;
+    if (!a || gwr_args_get_int(a, "target", &t)) t = GWR_TARGET_ONNX;
+    return t;
+}
+
+static int fuse_gelu(gwr_rewrite_ctx *c, gwr_layer *l) {
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX Mul");
+    int64_t opset = gwr_network_opset(net, "");
+    if (target_of(c) != GWR_TARGET_GWR && opset >= 0 && opset < 20)
+        return gwr_rewrite_no_match(c, "Gelu needs opset 20 (the network imports %lld) for a target other than gwr",
+                                    (long long)opset);
+    gwr_match m;
+    int k = 0, rc = 0;
+    for (; k < NGELU && !rc; k++)
+        if ((rc = gwr_match_layer(&gelu_tables[k], l, &m)) < 0)
+            return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
+    if (!rc) return gwr_rewrite_no_match(c, "no GELU form");
+    k--;
+    gwr_tensor *x = m.captures[GX], *out = gwr_layer_output(l, 0);
+    if (!same_type(x, out))
+        return gwr_rewrite_no_match(c, "'%s' is not a float tensor of the result's shape", gwr_tensor_name(x));
+    gwr_tensor *y = gwr_gelu(net, x, k < NGELU_ERF ? NULL : "tanh");
+    if (!y) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "%s", gwr_network_errmsg(net));
+    gwr_status s = gwr_match_replace(&m, 1, &y);
+    return s ? gwr_rewrite_fail(c, s, "%s", gwr_last_errmsg()) : 1;
+}
+
+static const char *const gelu_roots[] = {"Mul", NULL};
+
+const gwr_pattern_rewriter gwr_pattern_fuse_gelu = {
+    .name = "fuse_gelu",
+    .root_ops = gelu_roots,
+    .match_and_rewrite = fuse_gelu,
+};

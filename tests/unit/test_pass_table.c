@@ -159,6 +159,23 @@ static gwr_network *reshape_idle(void) { return transpose_of(swap2, NULL); }
 static gwr_network *transposes_fire(void) { return transpose_of(swap2, swap2); }
 static gwr_network *transpose_single(void) { return transpose_of(swap2, NULL); }
 
+/* 0.5 x (1 + Erf(x / 1.4142135)) at opset `opset` (0: none): Gelu only from
+ * opset 20 for the default target (onnx) */
+static gwr_network *gelu_at(int64_t opset) {
+    gwr_dim d = 8;
+    gwr_network *net = gwr_network_new("gelu");
+    if (net && opset && gwr_network_set_opset(net, "", opset)) {
+        gwr_network_free(net);
+        return NULL;
+    }
+    gwr_tensor *x = input(net, "x", 1, &d);
+    gwr_tensor *in[2] = {x, gwr_constant_f32(net, 1.4142135f)}, *e = op(net, "Div", 2, in);
+    gwr_tensor *one = gwr_add(net, op(net, "Erf", 1, &e), gwr_constant_f32(net, 1));
+    return finish(net, gwr_mul(net, gwr_mul(net, x, one), gwr_constant_f32(net, 0.5f)));
+}
+static gwr_network *gelu_fires(void) { return gelu_at(0); }
+static gwr_network *gelu_idle(void) { return gelu_at(17); }
+
 /* ---- the cases of each pass ------------------------------------------------------ */
 
 typedef struct pass_cases {
@@ -179,6 +196,7 @@ static const pass_cases cases[] = {
     {"eliminate_noop_reshape", reshape_fires, reshape_idle, 1, 0},
     {"compose_transposes", transposes_fire, transpose_single, 1, 0},
     {"fuse_hard_swish", hswish_fires, hswish_idle, 1, 0},
+    {"fuse_gelu", gelu_fires, gelu_idle, 1, 0},
 };
 
 static const pass_cases *cases_of(const char *label) {

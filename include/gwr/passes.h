@@ -67,6 +67,18 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_hard_swish;
  * or no arg) only when the default opset is 20 or more or not set. x must
  * be a float tensor of the result's shape. Root: Mul. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_gelu;
+/* fuse_clip_chains (activation.c): clamp chains become one layer, bit for
+ * bit (NaN and signed zeros included): Relu(Relu(x)) -> Relu(x);
+ * Clip(Relu(x), lo, hi) -> Clip(x, lo, hi) with lo >= +0; Clip(Clip(x, a,
+ * b), c, d) -> Clip(x, max(a, c), min(b, d)) when the intervals are in
+ * order and overlap; Max(x, +0) -> Relu(x); Min(Max(x, lo), hi) ->
+ * Clip(x, lo, hi) and Min(Relu(x), hi) -> Clip(x, +0, hi), x and the Max
+ * or Relu as first operands (gwr's Max/Min keep the
+ * first operand on a tie, so the mirrored orders differ in the sign of a
+ * zero). Bounds: one-element constants of x's dtype, not NaN, not -0.0;
+ * the Clip forms need default opset >= 11 or none. Roots: Relu, Clip, Max,
+ * Min. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_clip_chains;
 
 /* The eliminations (eliminate.c): layers whose output provably equals an
  * input are removed and their readers read that input. Constants are

@@ -270,10 +270,150 @@ TEST(gelu_target) {
     }
 }
 
+/* ---- fuse_clip_chains ----------------------------------------------------------- */
+
+enum { F_RELU_RELU, F_CLIP_RELU, F_CLIP_CLIP, F_MAX_ZERO, F_MIN_MAX };
+enum { C_SECOND_READER = 1, C_NET_OUTPUT = 2, C_RANK1 = 4 };
+
+typedef struct clip_spec {
+    int form;
+    double a, b, c, d;  /* the bounds in order of appearance (inner first) */
+    unsigned absent;    /* bit i: bound i absent */
+    int swap;           /* Max/Min: the constant first */
+    unsigned flags;
+} clip_spec;
+
+static gwr_tensor *kb(gwr_network *net, const clip_spec *s, int i, double v) {
+    if (s->absent & (1u << i)) return NULL;
+    float f = (float)v;
+    int64_t one = 1;
+    return gwr_constant(net, GWR_FLOAT32, s->flags & C_RANK1 ? 1 : 0, &one, &f);
+}
+
+static gwr_tensor *clip3(gwr_network *net, gwr_tensor *x, gwr_tensor *lo, gwr_tensor *hi) {
+    gwr_tensor *in[3] = {x, lo, hi}, *out = NULL;
+    int n = hi ? 3 : lo ? 2 : 1;
+    return gwr_op_call(net, "", "Clip", n, in, NULL, 1, &out) ? out : NULL;
+}
+
+static gwr_network *clip_net(const clip_spec *s) {
+    gwr_network *net = gwr_network_new("clip");
+    if (!net || gwr_network_set_opset(net, "", 13)) {
+        gwr_network_free(net);
+        return NULL;
+    }
+    gwr_dim d[2] = {4, 16};
+    gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 2, d), *inner = NULL, *y = NULL;
+    switch (s->form) {
+    case F_RELU_RELU: y = un(net, "Relu", inner = un(net, "Relu", x)); break;
+    case F_CLIP_RELU: y = clip3(net, inner = un(net, "Relu", x), kb(net, s, 0, s->a), kb(net, s, 1, s->b)); break;
+    case F_CLIP_CLIP:
+        inner = clip3(net, x, kb(net, s, 0, s->a), kb(net, s, 1, s->b));
+        y = clip3(net, inner, kb(net, s, 2, s->c), kb(net, s, 3, s->d));
+        break;
+    case F_MAX_ZERO: y = bin(net, "Max", x, kb(net, s, 0, s->a), s->swap); break;
+    default:
+        inner = bin(net, "Max", x, kb(net, s, 0, s->a), s->swap);
+        y = bin(net, "Min", inner, kb(net, s, 1, s->b), s->swap);
+    }
+    if (!y || gwr_network_mark_output(net, y)) y = NULL;
+    if (y && (s->flags & C_SECOND_READER)) y = gwr_network_mark_output(net, un(net, "Neg", inner)) ? NULL : y;
+    if (y && (s->flags & C_NET_OUTPUT)) y = gwr_network_mark_output(net, inner) ? NULL : y;
+    if (!y) {
+        gwr_network_free(net);
+        return NULL;
+    }
+    return net;
+}
+
+/* Runs fuse_clip_chains for target gwr; expects `rewrites` and, after,
+ * `ops` live layers of op `op`; the outputs must be bit-identical to the
+ * clone's on inputs in [-8, 8) holding NaN, +-0, +-inf and denormals. */
+static void clip_case(const clip_spec *s, int64_t rewrites, const char *op, int64_t ops) {
+    gwr_network *net = clip_net(s);
+    if (!CHECK(net != NULL)) return;
+    gwr_network *before = gwr_network_clone(net);
+    if (!CHECK(before != NULL)) return;
+    int64_t n = run_pass(net, "fuse_clip_chains", GWR_TARGET_GWR);
+    if (!CHECK_EQ_INT(n, rewrites)) fprintf(stderr, "  form %d (%g %g %g %g) fired %lld\n", s->form, s->a, s->b, s->c, s->d, (long long)n);
+    if (op && !CHECK_EQ_INT(count_op(net, op), ops)) fprintf(stderr, "  form %d (%g %g): %s\n", s->form, s->a, s->b, op);
+    for (unsigned seed = 1; seed <= 3; seed++) {
+        int64_t bits = -1;
+        double dd = max_diff(before, net, seed * 104729u, 8, 1, &bits);
+        if (!CHECK(dd == 0 && bits == 0)) fprintf(stderr, "  form %d: difference %g, %lld bytes differ\n", s->form, dd, (long long)bits);
+    }
+    gwr_network_free(before);
+    gwr_network_free(net);
+}
+
+TEST(clip_chains_fire) {
+    const unsigned A0 = 1, A1 = 2, A2 = 4, A3 = 8;
+    clip_case(&(clip_spec){.form = F_RELU_RELU}, 1, "Relu", 1);
+    clip_case(&(clip_spec){.form = F_CLIP_RELU, .a = 0, .b = 6}, 1, "Relu", 0);
+    clip_case(&(clip_spec){.form = F_CLIP_RELU, .a = 0.5, .absent = A1}, 1, "Clip", 1);
+    clip_case(&(clip_spec){.form = F_CLIP_CLIP, .a = 0, .b = 6, .c = 1, .d = 4}, 1, "Clip", 1);
+    clip_case(&(clip_spec){.form = F_CLIP_CLIP, .a = -1, .b = 3, .c = 0, .d = 6}, 1, "Clip", 1);
+    clip_case(&(clip_spec){.form = F_CLIP_CLIP, .a = 1, .b = 2, .c = 2, .d = 3}, 1, "Clip", 1); /* touching */
+    clip_case(&(clip_spec){.form = F_CLIP_CLIP, .b = 6, .c = 0, .absent = A0 | A3}, 1, "Clip", 1);
+    clip_case(&(clip_spec){.form = F_CLIP_CLIP, .a = 0, .b = 6, .absent = A2 | A3}, 1, "Clip", 1);
+    clip_case(&(clip_spec){.form = F_CLIP_CLIP, .absent = A0 | A1 | A2 | A3}, 1, "Clip", 1);
+    clip_case(&(clip_spec){.form = F_MAX_ZERO, .a = 0}, 1, "Relu", 1);
+    clip_case(&(clip_spec){.form = F_MIN_MAX, .a = -1, .b = 2}, 1, "Clip", 1);
+    /* Max(x, 0) becomes a Relu first, then Min(Relu(x), 6) a Clip */
+    clip_case(&(clip_spec){.form = F_MIN_MAX, .a = 0, .b = 6, .flags = C_RANK1}, 2, "Clip", 1);
+    clip_case(&(clip_spec){.form = F_MIN_MAX, .a = 0.5, .b = 6, .flags = C_RANK1}, 1, "Clip", 1);
+    clip_case(&(clip_spec){.form = F_MIN_MAX, .a = 3, .b = 1}, 1, "Clip", 1); /* lo > hi: hi everywhere, both ways */
+    clip_case(&(clip_spec){.form = F_MIN_MAX, .a = -0.0, .b = 0}, 1, "Clip", 1);
+}
+
+TEST(clip_chains_idle) {
+    const clip_spec idle[] = {
+        {.form = F_RELU_RELU, .flags = C_SECOND_READER},
+        {.form = F_RELU_RELU, .flags = C_NET_OUTPUT},
+        {.form = F_CLIP_RELU, .a = -0.0, .b = 6},           /* Relu(-1) is +0, Clip(-1, -0.0) is -0.0 */
+        {.form = F_CLIP_RELU, .a = -1, .b = 6},
+        {.form = F_CLIP_RELU, .a = 0, .b = 6, .flags = C_SECOND_READER},
+        {.form = F_CLIP_CLIP, .a = 0, .b = 1, .c = 2, .d = 3}, /* disjoint: 2 where one Clip gives 1 */
+        {.form = F_CLIP_CLIP, .a = 3, .b = 1, .c = 0, .d = 6}, /* an inner pair out of order */
+        {.form = F_CLIP_CLIP, .a = -0.0, .b = 6, .c = 0, .d = 4},
+        {.form = F_CLIP_CLIP, .a = NAN, .b = 6, .c = 0, .d = 4},
+        {.form = F_CLIP_CLIP, .a = 0, .b = 6, .c = 1, .d = 4, .flags = C_NET_OUTPUT},
+        {.form = F_MAX_ZERO, .a = 0, .swap = 1},            /* Max(0, -0.0) is +0.0 */
+        {.form = F_MAX_ZERO, .a = -0.0},
+        {.form = F_MAX_ZERO, .a = 0.001},
+        {.form = F_MIN_MAX, .a = -1, .b = 2, .swap = 1},
+        {.form = F_MIN_MAX, .a = NAN, .b = 2},
+        {.form = F_MIN_MAX, .a = -1, .b = 2, .flags = C_SECOND_READER},
+        {.form = F_MIN_MAX, .a = 0, .b = 2, .swap = 1},     /* Min(2, Max(0, x)): neither order */
+    };
+    for (size_t i = 0; i < sizeof idle / sizeof *idle; i++) clip_case(&idle[i], 0, NULL, 0);
+}
+
+/* Clip with bounds as inputs needs opset 11: at opset 10 (attributes) only
+ * the Relu forms fire. */
+TEST(clip_chains_opset) {
+    gwr_dim d = 8;
+    gwr_network *net = gwr_network_new("old");
+    CHECK(net && !gwr_network_set_opset(net, "", 10));
+    gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 1, &d);
+    gwr_tensor *c = un(net, "Clip", un(net, "Relu", x));
+    CHECK(c && !gwr_layer_set_float(gwr_tensor_parent(c), "min", 0) && !gwr_layer_set_float(gwr_tensor_parent(c), "max", 6));
+    CHECK(!gwr_network_mark_output(net, c));
+    CHECK(!gwr_network_mark_output(net, un(net, "Relu", bin(net, "Max", x, k32(net, 0), 0))));
+    CHECK_EQ_INT(run_pass(net, "fuse_clip_chains", GWR_TARGET_ONNX), 2); /* Max(x, 0) -> Relu, then Relu(Relu) */
+    CHECK_EQ_INT(count_op(net, "Max"), 0);
+    CHECK_EQ_INT(count_op(net, "Relu"), 2);
+    CHECK_EQ_INT(count_op(net, "Clip"), 1);
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(gelu_fires_on_every_form);
     RUN(gelu_constants_at_the_edge);
     RUN(gelu_idle);
     RUN(gelu_target);
+    RUN(clip_chains_fire);
+    RUN(clip_chains_idle);
+    RUN(clip_chains_opset);
     return check_report();
 }

@@ -176,6 +176,18 @@ static gwr_network *gelu_at(int64_t opset) {
 static gwr_network *gelu_fires(void) { return gelu_at(0); }
 static gwr_network *gelu_idle(void) { return gelu_at(17); }
 
+/* Clip(Clip(x, 0, 6), lo, 4): one Clip when [0, 6] and [lo, 4] overlap (lo 1);
+ * lo 7 leaves them (the fused bounds would be out of order) */
+static gwr_network *clips(float lo) {
+    gwr_dim d = 8;
+    gwr_network *net = gwr_network_new("clips");
+    gwr_tensor *x = input(net, "x", 1, &d);
+    gwr_tensor *c = gwr_clip(net, x, gwr_constant_f32(net, 0), gwr_constant_f32(net, 6));
+    return finish(net, gwr_clip(net, c, gwr_constant_f32(net, lo), gwr_constant_f32(net, 4)));
+}
+static gwr_network *clips_fire(void) { return clips(1); }
+static gwr_network *clips_idle(void) { return clips(7); }
+
 /* ---- the cases of each pass ------------------------------------------------------ */
 
 typedef struct pass_cases {
@@ -197,6 +209,7 @@ static const pass_cases cases[] = {
     {"compose_transposes", transposes_fire, transpose_single, 1, 0},
     {"fuse_hard_swish", hswish_fires, hswish_idle, 1, 0},
     {"fuse_gelu", gelu_fires, gelu_idle, 1, 0},
+    {"fuse_clip_chains", clips_fire, clips_idle, 1, 0},
 };
 
 static const pass_cases *cases_of(const char *label) {

@@ -58,6 +58,27 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_batchnorm;
  * Clip(x + 3, 0, 6) / 6 alone becomes HardSigmoid(x; 1/6, 0.5). Roots: Mul
  * and Div. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_hard_swish;
+/* fuse_gelu (activation.c): the exporters' GELU, 0.5 x (1 + Erf(x / sqrt2))
+ * (Div by sqrt2 or Mul by 1/sqrt2) and 0.5 x (1 + Tanh(sqrt(2/pi) (x +
+ * 0.044715 x^3))) (Pow(x, 3) or x*x*x), the 0.5 multiplied first, last or
+ * in the middle, become Gelu(x) and Gelu(x, approximate "tanh"); the
+ * irrational constants within 1e-4 relative. Gelu is opset 20: for the
+ * manager arg "target" GWR_TARGET_GWR at any opset, otherwise (onnx, ort,
+ * or no arg) only when the default opset is 20 or more or not set. x must
+ * be a float tensor of the result's shape. Root: Mul. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_gelu;
+/* fuse_clip_chains (activation.c): clamp chains become one layer, bit for
+ * bit (NaN and signed zeros included): Relu(Relu(x)) -> Relu(x);
+ * Clip(Relu(x), lo, hi) -> Clip(x, lo, hi) with lo >= +0; Clip(Clip(x, a,
+ * b), c, d) -> Clip(x, max(a, c), min(b, d)) when the intervals are in
+ * order and overlap; Max(x, +0) -> Relu(x); Min(Max(x, lo), hi) ->
+ * Clip(x, lo, hi) and Min(Relu(x), hi) -> Clip(x, +0, hi), x and the Max
+ * or Relu as first operands (gwr's Max/Min keep the
+ * first operand on a tie, so the mirrored orders differ in the sign of a
+ * zero). Bounds: one-element constants of x's dtype, not NaN, not -0.0;
+ * the Clip forms need default opset >= 11 or none. Roots: Relu, Clip, Max,
+ * Min. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_clip_chains;
 
 /* fuse_layer_norm (norm.c): the exporters' chain over the last axis,
  * d = x - ReduceMean(x), d / Sqrt(ReduceMean(Pow(d, 2) or d * d) + eps)

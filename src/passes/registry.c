@@ -36,6 +36,10 @@ static const gwr_pass_info builtins[] = {
      "(opset >= 17)"},
     {"fuse_matmul_add", &gwr_pattern_fuse_matmul_add, 35, GWR_LEVEL_EXTENDED, GWR_TARGET_ANY, GWR_NUMERICS_APPROX,
      1e-4, "turn MatMul(a, B) + C, a of rank 2, B and C constant, into Gemm(a, B, C)"},
+    {"fuse_gelu", &gwr_pattern_fuse_gelu, 40, GWR_LEVEL_EXTENDED, GWR_TARGET_ANY, GWR_NUMERICS_APPROX, 5e-5,
+     "turn the erf and tanh GELU formulas into Gelu (opset >= 20, or any opset for target gwr)"},
+    {"fuse_clip_chains", &gwr_pattern_fuse_clip_chains, 42, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
+     "merge Relu(Relu), Clip(Relu), Clip(Clip) into one; Max(x,0) into Relu, Min(Max(x,lo),hi) into Clip"},
     {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1, GWR_LEVEL_NONE, GWR_TARGET_ANY,
      GWR_NUMERICS_CHANGES, 0, "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},
 };
@@ -100,12 +104,16 @@ gwr_status gwr_passes_add(gwr_rewrite_manager *m, const char *label) {
     int benefit = 0;
     const gwr_pattern_rewriter *p = gwr_passes_find(label, &benefit);
     if (!p) {
-        char known[256] = "";
+        /* As many labels as the message holds; "..." when they do not all fit. */
+        char known[400] = "";
         size_t off = 0;
-        for (int i = 0; i < NBUILTIN && off < sizeof known; i++) {
-            int w = snprintf(known + off, sizeof known - off, "%s%s", i ? ", " : "", builtins[i].label);
-            if (w < 0) break;
-            off += (size_t)w;
+        for (int i = 0; i < NBUILTIN; i++) {
+            size_t need = strlen(builtins[i].label) + 2;
+            if (off + need + 5 >= sizeof known) {
+                snprintf(known + off, sizeof known - off, ", ...");
+                break;
+            }
+            off += (size_t)snprintf(known + off, sizeof known - off, "%s%s", i ? ", " : "", builtins[i].label);
         }
         return rw_manager_error(m, GWR_ERR_NOT_FOUND, "no built-in pattern '%s' (known: %s)", label ? label : "(null)",
                                 known);

@@ -194,6 +194,34 @@ static gwr_network *matmul_add(int rank3) {
 }
 static gwr_network *matmul_add_fires(void) { return matmul_add(0); }
 static gwr_network *matmul_add_idle(void) { return matmul_add(1); }
+/* 0.5 x (1 + Erf(x / 1.4142135)) at opset `opset` (0: none): Gelu only from
+ * opset 20 for the default target (onnx) */
+static gwr_network *gelu_at(int64_t opset) {
+    gwr_dim d = 8;
+    gwr_network *net = gwr_network_new("gelu");
+    if (net && opset && gwr_network_set_opset(net, "", opset)) {
+        gwr_network_free(net);
+        return NULL;
+    }
+    gwr_tensor *x = input(net, "x", 1, &d);
+    gwr_tensor *in[2] = {x, gwr_constant_f32(net, 1.4142135f)}, *e = op(net, "Div", 2, in);
+    gwr_tensor *one = gwr_add(net, op(net, "Erf", 1, &e), gwr_constant_f32(net, 1));
+    return finish(net, gwr_mul(net, gwr_mul(net, x, one), gwr_constant_f32(net, 0.5f)));
+}
+static gwr_network *gelu_fires(void) { return gelu_at(0); }
+static gwr_network *gelu_idle(void) { return gelu_at(17); }
+
+/* Clip(Clip(x, 0, 6), lo, 4): one Clip when [0, 6] and [lo, 4] overlap (lo 1);
+ * lo 7 leaves them (the fused bounds would be out of order) */
+static gwr_network *clips(float lo) {
+    gwr_dim d = 8;
+    gwr_network *net = gwr_network_new("clips");
+    gwr_tensor *x = input(net, "x", 1, &d);
+    gwr_tensor *c = gwr_clip(net, x, gwr_constant_f32(net, 0), gwr_constant_f32(net, 6));
+    return finish(net, gwr_clip(net, c, gwr_constant_f32(net, lo), gwr_constant_f32(net, 4)));
+}
+static gwr_network *clips_fire(void) { return clips(1); }
+static gwr_network *clips_idle(void) { return clips(7); }
 
 /* ---- the cases of each pass ------------------------------------------------------ */
 
@@ -217,6 +245,8 @@ static const pass_cases cases[] = {
     {"fuse_hard_swish", hswish_fires, hswish_idle, 1, 0},
     {"fuse_layer_norm", layer_norm_fires, layer_norm_idle, 1, 0},
     {"fuse_matmul_add", matmul_add_fires, matmul_add_idle, 1, 0},
+    {"fuse_gelu", gelu_fires, gelu_idle, 1, 0},
+    {"fuse_clip_chains", clips_fire, clips_idle, 1, 0},
 };
 
 static const pass_cases *cases_of(const char *label) {

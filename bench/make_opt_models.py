@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""make_opt_models.py OUTDIR: the small models of the optimizer benchmark
+(bench/run_optimize_bench.sh), written as exporters write them, with seeded
+random weights (numpy, seed 13):
+
+  cnn_bn.onnx        opset 13: a ResNet-style stack with BatchNormalization
+                     left in: stem Conv+BN+Relu, two residual blocks
+                     (Conv+BN+Relu, Conv+BN, Add, Relu), a ConvTranspose+BN+Relu
+                     head; x [1, 3, 32, 32]
+  mbv3_op13.onnx     opset 13: a MobileNetV3-style stack: 1x1 expand Conv,
+  mbv3_op14.onnx     opset 14: HardSwish as x * Clip(x + 3, 0, 6) / 6 (Clip with
+                     min/max inputs), depthwise 3x3 Conv, HardSwish,
+                     squeeze-excite (GlobalAveragePool, Conv 1x1, Relu, Conv 1x1,
+                     HardSigmoid as Clip(x + 3, 0, 6) / 6, Mul), 1x1 project
+                     Conv, residual Add; three blocks; x [1, 16, 32, 32]
+  xformer.onnx       opset 17: two pre-norm transformer blocks on 2-D tokens
+                     [64, 128]: the exporters' LayerNorm chain
+                     (ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add), single
+                     -head attention, GELU in erf form
+                     (x * 0.5 * (1 + Erf(x / sqrt(2)))), MatMul+Add linears.
+
+Needs python3-onnx and numpy (Debian's /usr/bin/python3).
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+rng = np.random.default_rng(13)
+
+
+class G:
+    def __init__(self):
+        self.nodes, self.inits, self.n = [], [], 0
+
+    def name(self, p):
+        self.n += 1
+        return f"{p}_{self.n}"
+
+    def const(self, arr, p="w"):
+        nm = self.name(p)
+        self.inits.append(numpy_helper.from_array(np.asarray(arr), nm))
+        return nm
+
+    def op(self, t, ins, p=None, **attrs):
+        out = self.name(p or t.lower())
+        self.nodes.append(helper.make_node(t, ins, [out], name=out + "_n", **attrs))
+        return out
+
+    def save(self, path, x_shape, y, y_shape, opset):
+        g = helper.make_graph(self.nodes, os.path.basename(path).split(".")[0],
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info(y, TensorProto.FLOAT, y_shape)],
+                              self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="gwr-bench")
+        m.ir_version = 8
+        onnx.checker.check_model(m)
+        onnx.save(m, path)
+
+
+def f32(*shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def conv(g, x, cin, cout, k, stride=1, group=1, bias=True):
+    w = g.const(f32(cout, cin // group, k, k, scale=(2.0 / (cin // group * k * k)) ** 0.5))
+    ins = [x, w] + ([g.const(f32(cout, scale=0.1))] if bias else [])
+    return g.op("Conv", ins, kernel_shape=[k, k], strides=[stride, stride],
+                pads=[k // 2] * 4, group=group)
+
+
+def bn(g, x, c):
+    return g.op("BatchNormalization",
+                [x, g.const((1 + 0.1 * rng.standard_normal(c)).astype(np.float32)),
+                 g.const(f32(c, scale=0.1)), g.const(f32(c, scale=0.1)),
+                 g.const((0.5 + rng.random(c)).astype(np.float32))], epsilon=1e-5)
+
+
+def cnn_bn(path):
+    g = G()
+    h = g.op("Relu", [bn(g, conv(g, "x", 3, 16, 3, bias=False), 16)])
+    for _ in range(2):
+        a = g.op("Relu", [bn(g, conv(g, h, 16, 16, 3, bias=False), 16)])
+        b = bn(g, conv(g, a, 16, 16, 3, bias=False), 16)
+        h = g.op("Relu", [g.op("Add", [b, h])])
+    w = g.const(f32(16, 8, 2, 2, scale=0.3))  # ConvTranspose weights [C_in, C_out, k, k]
+    t = g.op("ConvTranspose", [h, w, g.const(f32(8, scale=0.1))], kernel_shape=[2, 2], strides=[2, 2])
+    y = g.op("Relu", [bn(g, t, 8)])
+    g.save(path, [1, 3, 32, 32], y, [1, 8, 64, 64], 13)
+
+
+def mbv3(path, opset):
+    g = G()
+    three, zero, six = (g.const(np.array(v, np.float32), "c") for v in (3.0, 0.0, 6.0))
+    sixd = g.const(np.array(6.0, np.float32), "c")
+
+    def hard_sigmoid(x):  # Clip(x + 3, 0, 6) / 6
+        return g.op("Div", [g.op("Clip", [g.op("Add", [x, three]), zero, six]), sixd])
+
+    def hard_swish(x):  # x * Clip(x + 3, 0, 6) / 6
+        return g.op("Div", [g.op("Mul", [x, g.op("Clip", [g.op("Add", [x, three]), zero, six])]), sixd])
+
+    h = "x"
+    for _ in range(3):
+        e = hard_swish(conv(g, h, 16, 64, 1))
+        d = hard_swish(conv(g, e, 64, 64, 3, group=64))
+        s = g.op("GlobalAveragePool", [d])
+        s = g.op("Relu", [conv(g, s, 64, 16, 1)])
+        s = hard_sigmoid(conv(g, s, 16, 64, 1))
+        d = g.op("Mul", [d, s])
+        h = g.op("Add", [conv(g, d, 64, 16, 1), h])
+    g.save(path, [1, 16, 32, 32], h, [1, 16, 32, 32], opset)
+
+
+def xformer(path):
+    g = G()
+    D, F = 128, 512
+    eps, two = g.const(np.array(1e-5, np.float32), "c"), g.const(np.array(2.0, np.float32), "c")
+    half, one = g.const(np.array(0.5, np.float32), "c"), g.const(np.array(1.0, np.float32), "c")
+    sqrt2 = g.const(np.array(np.sqrt(2.0), np.float32), "c")
+    scale = g.const(np.array(np.sqrt(D), np.float32), "c")
+
+    def layer_norm(x):
+        m = g.op("ReduceMean", [x], axes=[-1], keepdims=1)
+        c = g.op("Sub", [x, m])
+        v = g.op("ReduceMean", [g.op("Pow", [c, two])], axes=[-1], keepdims=1)
+        n = g.op("Div", [c, g.op("Sqrt", [g.op("Add", [v, eps])])])
+        n = g.op("Mul", [n, g.const((1 + 0.1 * rng.standard_normal(D)).astype(np.float32), "gamma")])
+        return g.op("Add", [n, g.const(f32(D, scale=0.1), "beta")])
+
+    def linear(x, i, o):
+        return g.op("Add", [g.op("MatMul", [x, g.const(f32(i, o, scale=i ** -0.5))]), g.const(f32(o, scale=0.1), "b")])
+
+    def gelu(x):  # x * 0.5 * (1 + erf(x / sqrt(2)))
+        e = g.op("Erf", [g.op("Div", [x, sqrt2])])
+        return g.op("Mul", [g.op("Mul", [x, half]), g.op("Add", [e, one])])
+
+    h = "x"
+    for _ in range(2):
+        n = layer_norm(h)
+        q, k, v = linear(n, D, D), linear(n, D, D), linear(n, D, D)
+        s = g.op("Div", [g.op("MatMul", [q, g.op("Transpose", [k], perm=[1, 0])]), scale])
+        a = g.op("MatMul", [g.op("Softmax", [s], axis=-1), v])
+        h = g.op("Add", [h, linear(a, D, D)])
+        n = layer_norm(h)
+        h = g.op("Add", [h, linear(gelu(linear(n, D, F)), F, D)])
+    g.save(path, [64, D], h, [64, D], 17)
+
+
+if __name__ == "__main__":
+    out = sys.argv[1] if len(sys.argv) > 1 else "."
+    os.makedirs(out, exist_ok=True)
+    cnn_bn(f"{out}/cnn_bn.onnx")
+    mbv3(f"{out}/mbv3_op13.onnx", 13)
+    mbv3(f"{out}/mbv3_op14.onnx", 14)
+    xformer(f"{out}/xformer.onnx")

@@ -1,0 +1,193 @@
+#!/bin/sh
+# run_optimize_bench.sh - the optimizer's figures (issue 13) against
+# onnxruntime, measured in the same run, per model:
+#  1. compute nodes (every node of the top-level graph but Constant, counted
+#     with python's onnx) of the original, of `gwr optimize` at basic/onnx,
+#     extended/onnx and all/ort, and of onnxruntime's own optimized graph at
+#     basic and extended (session option optimizedModelFilePath,
+#     bench/ort_optimize.js; com.microsoft contrib ops count as nodes);
+#  2. numerics: `gwr optimize --verify` on every gwr output, and onnxruntime
+#     (optimizations disabled) on each gwr output against the original, same
+#     seeded inputs (`gwr run -o DIR`, bench/ort_compare.js);
+#  3. time: `gwr optimize --level extended` (whole process) against
+#     onnxruntime's session creation with 'extended' optimizations on the
+#     same file (bench/ort_session.js FILE REPEAT extended), and the cost per
+#     layer of `gwr optimize` on decoders of ~10^3, 10^4, 10^5 layers.
+# Models: bench_exec gen-gpt (GPT-12) and gen-resnet (ResNet-18-style, BN
+# folded), bench_onnx gen-gpt 1000 32 --static (the 1,000-block decoder), and
+# bench/make_opt_models.py's cnn_bn, mbv3_op13, mbv3_op14, xformer.
+# Usage: bench/run_optimize_bench.sh [WORKDIR]   (default: a temp dir, removed after)
+#   BUILD=<dir>   build folder (default build)
+#   REPEAT=N      repeats of each timing (default 3; best of N reported)
+#   SCALE="23 227 2273"  decoder blocks for the per-layer figure (~44 layers a block)
+# Needs ~400 MB free in WORKDIR, node with onnxruntime-node, and /usr/bin/python3
+# with onnx and numpy. Not part of the tests.
+set -eu
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+REPEAT=${REPEAT:-3}
+SCALE=${SCALE:-23 227 2273}
+PY=${PY:-/usr/bin/python3}
+if [ "$BUILD" = build ]; then
+    make >/dev/null
+else
+    [ -f "$BUILD/CMakeCache.txt" ] || cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake --build "$BUILD" -j "$(nproc)" >/dev/null
+fi
+cmake --build "$BUILD" --target bench_exec bench_onnx gwr -j "$(nproc)" >/dev/null
+[ -f node_modules/onnxruntime-node/package.json ] || npm install --ignore-scripts --no-audit --no-fund >/dev/null
+W=${1:-$(mktemp -d)}
+mkdir -p "$W"
+[ -n "${1:-}" ] || trap 'rm -rf "$W"' EXIT
+GWR=./$BUILD/gwr
+
+now() { date +%s.%N; }
+# best_gwr OUTFILE ARGS...: best-of-REPEAT wall time of the whole `gwr` process
+best_gwr() {
+    out=$1
+    shift
+    best=""
+    i=0
+    while [ "$i" -lt "$REPEAT" ]; do
+        rm -f "$out"
+        t0=$(now)
+        $GWR "$@" -o "$out" >/dev/null
+        t1=$(now)
+        best=$(awk "BEGIN{d = $t1 - $t0; b = \"$best\"; print (b == \"\" || d < b + 0) ? d : b}")
+        i=$((i + 1))
+    done
+    echo "$best"
+}
+
+echo "# gwr optimizer benchmark"
+echo
+echo "- command: \`bench/run_optimize_bench.sh\`; build $BUILD ($(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD/CMakeCache.txt")), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- src include 2>/dev/null || echo ' + local changes'), $(date -u +%Y-%m-%d)"
+echo "- machine: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "- onnxruntime-node $(node -p "require('onnxruntime-node/package.json').version"), one intra-op thread"
+echo "- times: wall clock of the whole process (gwr) / of InferenceSession.create (onnxruntime), best of $REPEAT"
+echo
+
+# name:run-shape (gwr run --shape for the inputs; symbolic dims of the
+# GPT-12 bound as in run_exec_bench.sh, for --verify too)
+MODELS="gpt12:x=1,128,256 resnet:x=1,3,224,224 gpt1000:x=1,128,32 cnn_bn:x=1,3,32,32 mbv3_op13:x=1,16,32,32 mbv3_op14:x=1,16,32,32 xformer:x=64,128"
+./$BUILD/bench/bench_exec gen-gpt "$W/gpt12.onnx" >/dev/null
+./$BUILD/bench/bench_exec gen-resnet "$W/resnet.onnx" >/dev/null
+./$BUILD/bench/bench_onnx gen-gpt 1000 32 "$W/gpt1000.onnx" --static >/dev/null
+"$PY" bench/make_opt_models.py "$W"
+
+fails=0
+: >"$W/numerics.md"
+: >"$W/time.md"
+for m in $MODELS; do
+    name=${m%%:*}
+    shape=${m#*:}
+    f=$W/$name.onnx
+    vshape=""
+    [ "$name" = gpt12 ] && vshape="--shape batch=1 --shape seq=128"
+    # 1. gwr's three outputs, each verified, with their reports
+    vlines=""
+    for v in basic:onnx extended:onnx all:ort; do
+        lvl=${v%%:*}
+        tgt=${v#*:}
+        o=$W/$name.gwr_${lvl}_$tgt.onnx
+        # shellcheck disable=SC2086
+        if $GWR optimize "$f" -o "$o" --level "$lvl" --target "$tgt" --report --verify $vshape >"$W/$name.gwr_${lvl}_$tgt.txt" 2>&1; then
+            vl=$(sed -n 's/^verify: [0-9]* outputs\{0,1\}, max abs \([^,]*\),.*: \([a-zA-Z]*\).*/\2 (\1)/p' "$W/$name.gwr_${lvl}_$tgt.txt")
+        else
+            fails=$((fails + 1))
+            vl="FAIL: $(grep -m1 -e '^verify' -e 'gwr' "$W/$name.gwr_${lvl}_$tgt.txt" || tail -n 1 "$W/$name.gwr_${lvl}_$tgt.txt")"
+        fi
+        vlines="$vlines | $vl"
+    done
+    # onnxruntime's own optimized graphs
+    node bench/ort_optimize.js "$f" basic "$W/$name.ort_basic.onnx" >/dev/null
+    node bench/ort_optimize.js "$f" extended "$W/$name.ort_extended.onnx" >/dev/null
+    # 2. onnxruntime on gwr's outputs against the original, same inputs
+    $GWR run "$f" --random 1 --shape "$shape" -o "$W/$name.io" >/dev/null
+    gouts=""
+    for v in basic_onnx extended_onnx all_ort; do
+        [ -f "$W/$name.gwr_$v.onnx" ] && gouts="$gouts $W/$name.gwr_$v.onnx"
+    done
+    # shellcheck disable=SC2086
+    node bench/ort_compare.js "$f" "$W/$name.io" $gouts >"$W/$name.cmp.txt" || fails=$((fails + 1))
+    olines=""
+    for v in basic_onnx extended_onnx all_ort; do
+        ol=$(sed -n "s/^$name.gwr_$v.onnx: loads, max abs difference from the original \(.*\)/\1/p; s/^$name.gwr_$v.onnx: \(FAILS.*\)/\1/p" "$W/$name.cmp.txt")
+        olines="$olines | ${ol:-not written}"
+    done
+    echo "| $name$vlines$olines |" >>"$W/numerics.md"
+    # 3. time: gwr optimize extended (whole process) vs onnxruntime extended session creation
+    g=$(best_gwr "$W/$name.t.onnx" optimize "$f" --level extended --target onnx)
+    ort=$(node bench/ort_session.js "$f" "$REPEAT" extended | sed -n 's/.*: \([0-9.]*\) s$/\1/p')
+    awk "BEGIN{printf \"| %s | %.3f s | %.3f s | %.1fx |\n\", \"$name\", $g, $ort, $ort / $g}" >>"$W/time.md"
+done
+
+echo "## 1. compute nodes (all but Constant, top-level graph)"
+echo
+"$PY" - "$W" $(for m in $MODELS; do printf '%s ' "${m%%:*}"; done) <<'EOF'
+import collections, sys
+import onnx
+w, names = sys.argv[1], sys.argv[2:]
+cols = [("", "original"), (".gwr_basic_onnx", "gwr basic/onnx"), (".gwr_extended_onnx", "gwr extended/onnx"),
+        (".gwr_all_ort", "gwr all/ort"), (".ort_basic", "ort basic"), (".ort_extended", "ort extended")]
+ops = {}
+print("| model | " + " | ".join(c[1] for c in cols) + " |")
+print("| --- |" + " ---: |" * len(cols))
+for n in names:
+    row = []
+    for suf, _ in cols:
+        try:
+            g = onnx.load(f"{w}/{n}{suf}.onnx").graph
+        except Exception:
+            row.append("-")
+            continue
+        c = collections.Counter((x.domain + "." if x.domain not in ("", "ai.onnx") else "") + x.op_type
+                                for x in g.node if x.op_type != "Constant")
+        ops[(n, suf)] = c
+        row.append(str(sum(c.values())))
+    print(f"| {n} | " + " | ".join(row) + " |")
+print()
+print("Op types where gwr extended/onnx, gwr all/ort and ort extended differ (gwr ext / gwr all-ort / ort ext):")
+print()
+for n in names:
+    a, b, c = (ops.get((n, s), collections.Counter()) for s in (".gwr_extended_onnx", ".gwr_all_ort", ".ort_extended"))
+    diff = sorted(k for k in set(a) | set(b) | set(c) if not (a[k] == b[k] == c[k]))
+    print(f"- {n}: " + (", ".join(f"{k} {a[k]}/{b[k]}/{c[k]}" for k in diff) or "same op counts"))
+EOF
+echo
+echo "## 2. numerics"
+echo
+echo "gwr optimize --verify (gwr's executor, before vs after; max abs), then onnxruntime (optimizations disabled) on gwr's output vs on the original, same seeded inputs (max abs difference):"
+echo
+echo "| model | verify basic/onnx | verify extended/onnx | verify all/ort | ort basic/onnx | ort extended/onnx | ort all/ort |"
+echo "| --- | --- | --- | --- | ---: | ---: | ---: |"
+cat "$W/numerics.md"
+echo
+echo "### passes that rewrote (gwr optimize --report)"
+echo
+for m in $MODELS; do
+    name=${m%%:*}
+    for v in extended_onnx all_ort; do
+        printf -- '- %s %s: %s\n' "$name" "$v" "$(awk '$1 ~ /^[a-z_]+$/ && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ && $4 ~ /^[0-9]+$/ && $4 > 0 {printf "%s%s %s", s, $1, $4; s = ", "} /^layers / {l = $2 " -> " $4} END {printf "%s (layers %s)", (s ? "" : "none"), l}' "$W/$name.gwr_$v.txt")"
+    done
+done
+echo
+echo "## 3a. gwr optimize --level extended (whole process) vs onnxruntime 'extended' session creation, same file"
+echo
+echo "| model | gwr optimize | onnxruntime session (extended) | onnxruntime / gwr |"
+echo "| --- | ---: | ---: | ---: |"
+cat "$W/time.md"
+echo
+echo "## 3b. gwr optimize --level extended per layer (bench_onnx gen-gpt N 32 --static)"
+echo
+echo "| blocks | layers | gwr optimize (whole process) | ns per layer |"
+echo "| ---: | ---: | ---: | ---: |"
+for b in $SCALE; do
+    ./$BUILD/bench/bench_onnx gen-gpt "$b" 32 "$W/scale$b.onnx" --static >/dev/null
+    t=$(best_gwr "$W/scale$b.opt.onnx" optimize "$W/scale$b.onnx" --level extended)
+    layers=$($GWR optimize "$W/scale$b.onnx" --level extended -o "$W/scale$b.opt.onnx" | sed -n 's/.*: \([0-9]*\) -> [0-9]* layers$/\1/p')
+    awk "BEGIN{printf \"| %d | %d | %.3f s | %.0f |\n\", $b, $layers, $t, $t * 1e9 / $layers}"
+    rm -f "$W/scale$b.onnx" "$W/scale$b.opt.onnx"
+done
+echo
+echo "failures (verify or onnxruntime): $fails"

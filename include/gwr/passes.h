@@ -119,6 +119,20 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_eliminate_noop_arith;
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_eliminate_noop_reshape;
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_compose_transposes;
 
+/* eliminate_common_subexpressions (cse.c): two live layers of one network
+ * with the same op (of the op table), the same input tensors in the same
+ * slots (either order for a commutative binary op), the same number of
+ * outputs and equal attributes (floats and tensors bit for bit, tensor
+ * names ignored) become one: the earlier in network order stays, the
+ * later's readers read its outputs. Equal Constants (same dtype, dims,
+ * bytes) merge the same way when they are read by one layer, or in
+ * corresponding layers of one op that share another input, so that their
+ * readers can merge next. Never merged: random ops, Dropout, layers with
+ * graph attributes (subgraphs are not compared), plugins and ops outside
+ * the table, and a pair whose outputs are both network outputs (the later
+ * output's name moves to the kept tensor otherwise). Root: any layer. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_eliminate_common_subexpressions;
+
 /* Records the FLayerInfo of every gwr::GPTAttention plugin layer that has
  * none (one loaded from ONNX), from its inputs and attributes, so that the
  * plugin patterns can re-create it. *nrecorded (may be NULL) gets the count. */

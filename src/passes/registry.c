@@ -21,6 +21,10 @@ static const gwr_pass_info builtins[] = {
      GWR_NUMERICS_EXACT, 0,
      "remove Cast to its own dtype, Reshape/Expand to the same known shape, identity Transpose, full Slice, "
      "zero Pad, Tile by ones, one-part Concat/Split"},
+    {"eliminate_common_subexpressions", &gwr_pattern_eliminate_common_subexpressions, 52, GWR_LEVEL_BASIC,
+     GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
+     "merge layers computing the same thing (same op, inputs, attributes bit for bit) and equal constants; "
+     "not random ops, subgraphs or plugins"},
     {"compose_transposes", &gwr_pattern_compose_transposes, 50, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
      "merge Transpose(Transpose(x)) into one Transpose, or none when the perms cancel"},
     {"eliminate_noop_arith", &gwr_pattern_eliminate_noop_arith, 45, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT,

@@ -547,7 +547,8 @@ TEST(compose) {
     gwr_tensor *y = gwr_transpose(net, gwr_transpose(net, gwr_transpose(net, x, 0, NULL), 0, NULL), 0, NULL);
     gwr_network_mark_output(net, y);
     gwr_network_mark_output(net, gwr_transpose(net, gwr_transpose(net, x, 0, NULL), 0, NULL));
-    CHECK_EQ_INT(optimize_case(net, NULL, "compose_transposes", 0, 1), 2);
+    /* alone: eliminate_common_subexpressions would merge the two T(x) first */
+    CHECK_EQ_INT(optimize_case(net, "compose_transposes", "compose_transposes", 0, 1), 2);
     CHECK_EQ_INT(count_op(net, "Transpose"), 1);
     CHECK_EQ_INT(count_op(net, "Identity"), 1);
     gwr_network_free(net);

@@ -223,6 +223,18 @@ static gwr_network *clips(float lo) {
 static gwr_network *clips_fire(void) { return clips(1); }
 static gwr_network *clips_idle(void) { return clips(7); }
 
+/* LeakyRelu(x, 0.1) + LeakyRelu(x, alpha): one LeakyRelu when alpha is 0.1;
+ * 0.2 leaves both */
+static gwr_network *leaky_twins(float alpha) {
+    gwr_dim d = 8;
+    gwr_network *net = gwr_network_new("cse");
+    gwr_tensor *x = input(net, "x", 1, &d);
+    gwr_tensor *a = gwr_leaky_relu(net, x, 0.1f), *b = gwr_leaky_relu(net, x, alpha);
+    return finish(net, gwr_add(net, a, b));
+}
+static gwr_network *cse_fires(void) { return leaky_twins(0.1f); }
+static gwr_network *cse_idle(void) { return leaky_twins(0.2f); }
+
 /* ---- the cases of each pass ------------------------------------------------------ */
 
 typedef struct pass_cases {
@@ -247,6 +259,7 @@ static const pass_cases cases[] = {
     {"fuse_matmul_add", matmul_add_fires, matmul_add_idle, 1, 0},
     {"fuse_gelu", gelu_fires, gelu_idle, 1, 0},
     {"fuse_clip_chains", clips_fire, clips_idle, 1, 0},
+    {"eliminate_common_subexpressions", cse_fires, cse_idle, 1, 0},
 };
 
 static const pass_cases *cases_of(const char *label) {

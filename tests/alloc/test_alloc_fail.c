@@ -30,6 +30,7 @@
 
 #include "check.h"
 #include "gwr/gwr.h"
+#include "net_count.h"
 #include "util/util.h"
 
 #ifndef GWR_SOURCE_DIR
@@ -212,15 +213,6 @@ typedef struct rewrite_ctx {
     gwr_args *args;
     int64_t adds_before;
 } rewrite_ctx;
-
-static int64_t count_op(gwr_network *net, const char *op) {
-    int64_t n = 0;
-    for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
-        gwr_layer *l = gwr_network_layer(net, i);
-        n += !gwr_layer_is_removed(l) && !strcmp(gwr_layer_op(l), op);
-    }
-    return n;
-}
 
 static gwr_status rewrite_setup(void *ctx) {
     rewrite_ctx *c = ctx;

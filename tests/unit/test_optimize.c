@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "gwr/gwr.h"
+#include "net_count.h"
 
 /* y = x * sqrt((a + b) * (a + b)): two Adds, a Mul and a Sqrt of constants */
 static gwr_network *foldable(void) {
@@ -24,15 +25,6 @@ static gwr_network *foldable(void) {
         return NULL;
     }
     return net;
-}
-
-static int64_t count_op(gwr_network *net, const char *op) {
-    int64_t n = 0;
-    for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
-        gwr_layer *l = gwr_network_layer(net, i);
-        n += !gwr_layer_is_removed(l) && !strcmp(gwr_layer_op(l), op);
-    }
-    return n;
 }
 
 static const gwr_optimize_pass *entry(const gwr_optimize_report *r, const char *label) {

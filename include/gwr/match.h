@@ -241,6 +241,10 @@ GWR_API gwr_status gwr_match_const_f64(const gwr_tensor *t, double *out, int64_t
                                        int64_t *dims);
 /* 1 when t is a constant with at least one element, every one within tol
  * of v (NaN never is). */
+/* Is t a real floating-point dtype the kernels compute in: float16,
+ * bfloat16, float32, float64? (gwr_dtype_is_float also counts complex and
+ * float8 types, which no arithmetic pattern may rewrite.) */
+GWR_API int gwr_match_dtype_real_float(gwr_dtype t);
 GWR_API int gwr_match_const_is_splat(const gwr_tensor *t, double v, double tol);
 /* 1 and *v when t is a constant with exactly one element (any rank). */
 GWR_API int gwr_match_const_scalar(const gwr_tensor *t, double *v);

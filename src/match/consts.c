@@ -134,3 +134,7 @@ int gwr_match_const_per_channel(const gwr_tensor *t, int rank, int axis, int64_t
     if (channels) *channels = ch;
     return 1;
 }
+
+int gwr_match_dtype_real_float(gwr_dtype t) {
+    return t == GWR_FLOAT32 || t == GWR_FLOAT16 || t == GWR_FLOAT64 || t == GWR_BFLOAT16;
+}

@@ -86,7 +86,7 @@ static int applies(int k, int64_t opset) {
 static int same_type(const gwr_tensor *x, const gwr_tensor *y) {
     gwr_dtype t = gwr_tensor_dtype(x);
     int r = gwr_tensor_rank(x);
-    if (t != GWR_FLOAT32 && t != GWR_FLOAT16 && t != GWR_FLOAT64 && t != GWR_BFLOAT16) return 0;
+    if (!gwr_match_dtype_real_float(t)) return 0;
     if (t != gwr_tensor_dtype(y) || r < 0 || r != gwr_tensor_rank(y)) return 0;
     return !r || !memcmp(gwr_tensor_dims(x), gwr_tensor_dims(y), (size_t)r * sizeof(gwr_dim));
 }

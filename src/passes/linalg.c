@@ -27,15 +27,11 @@ static const gwr_match_node matmul_add[] = {
 };
 static const gwr_match_pattern table = {"matmul_add", GWR_M_NODES(matmul_add), NULL, NULL};
 
-static int is_float(gwr_dtype t) {
-    return t == GWR_FLOAT32 || t == GWR_FLOAT16 || t == GWR_FLOAT64 || t == GWR_BFLOAT16;
-}
-
 /* NULL when the match fits Gemm, else why not. */
 static const char *check(const gwr_match *m) {
     gwr_tensor *a = m->captures[A], *y = gwr_layer_output(m->layers[1], 0);
     gwr_dtype dt = gwr_tensor_dtype(a);
-    if (!is_float(dt)) return "a is not a float tensor";
+    if (!gwr_match_dtype_real_float(dt)) return "a is not a float tensor";
     if (gwr_tensor_rank(a) != 2) return "a is not known to be of rank 2";
     gwr_match_const b, c;
     if (!gwr_match_const_get(m->captures[B], &b) || b.rank != 2 || b.dtype != dt) return "B is not a 2-D constant of a's dtype";

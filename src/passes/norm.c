@@ -27,6 +27,7 @@
 #include "gwr/exec.h"
 #include "gwr/match.h"
 #include "gwr/passes.h"
+#include "passes/pass_util.h"
 #include "util/util.h"
 
 enum { X, AX1, AX2, P2, EPS, NCAP };
@@ -56,15 +57,11 @@ static const gwr_match_pattern tables[] = {
 };
 #define NTABLES ((int)(sizeof tables / sizeof tables[0]))
 
-static int is_float(gwr_dtype t) {
-    return t == GWR_FLOAT32 || t == GWR_FLOAT16 || t == GWR_FLOAT64 || t == GWR_BFLOAT16;
-}
-
 /* x a float tensor of known rank >= 1 and known last dim, y of x's type. */
 static int same_type(const gwr_tensor *x, const gwr_tensor *y) {
     gwr_dtype t = gwr_tensor_dtype(x);
     int r = gwr_tensor_rank(x);
-    if (!is_float(t) || t != gwr_tensor_dtype(y) || r < 1 || r != gwr_tensor_rank(y)) return 0;
+    if (!gwr_match_dtype_real_float(t) || t != gwr_tensor_dtype(y) || r < 1 || r != gwr_tensor_rank(y)) return 0;
     if (!GWR_DIM_IS_KNOWN(gwr_tensor_dim(x, -1))) return 0;
     return !memcmp(gwr_tensor_dims(x), gwr_tensor_dims(y), (size_t)r * sizeof(gwr_dim));
 }
@@ -102,21 +99,6 @@ static gwr_tensor *param_after(gwr_tensor *t, const char *op, gwr_dtype dt, int6
     if (!gwr_match_const_get(p, &k) || k.dtype != dt || k.rank != 1 || k.dims[0] != c) return NULL;
     *reader = u;
     return p;
-}
-
-/* A constant of dtype dt, shape [c], every element v. NULL on error. */
-static gwr_tensor *filled(gwr_network *net, gwr_dtype dt, int64_t c, double v) {
-    gwr_value *val = gwr_value_new(dt, 1, &c);
-    if (!val) return NULL;
-    for (int64_t i = 0; i < c; i++) gwr_value_set_f64(val, i, v);
-    gwr_weights w;
-    gwr_tensor *t = NULL;
-    if (!gwr_value_to_weights(val, &w)) {
-        t = gwr_network_add_constant(net, NULL, &w);
-        gwr_buffer_release(w.buffer);
-    }
-    gwr_value_release(val);
-    return t;
 }
 
 /* LayerNormalization exists at this default-domain opset (-1: none). */
@@ -163,7 +145,7 @@ static int fuse(gwr_rewrite_ctx *c, gwr_layer *l) {
     if (gamma) tail = gwr_layer_output(mul, 0);
     gwr_tensor *beta = param_after(tail, "Add", dt, ch, &add);
     if (beta) tail = gwr_layer_output(add, 0);
-    if (!gamma && !(gamma = filled(net, dt, ch, 1.0))) return gwr_rewrite_fail(c, GWR_ERR_NOMEM, "%s", gwr_network_errmsg(net));
+    if (!gamma && !(gamma = gwr_ps_const_new(net, dt, 1, &ch, NULL, 1.0))) return gwr_rewrite_fail(c, GWR_ERR_NOMEM, "%s", gwr_network_errmsg(net));
     gwr_tensor *y = gwr_layer_norm(net, x, gamma, beta, -1, eps);
     if (!y) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "%s", gwr_network_errmsg(net));
     gwr_status s = gwr_match_replace_layer(gwr_tensor_parent(tail), 1, &y);

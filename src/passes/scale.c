@@ -27,6 +27,7 @@
 #include "gwr/exec.h"
 #include "gwr/match.h"
 #include "gwr/passes.h"
+#include "passes/pass_util.h"
 #include "util/util.h"
 
 enum { X, W, B, GAMMA, BETA, MEAN, VAR, NCAP };
@@ -63,27 +64,6 @@ static const gwr_match_pattern tables[NKIND] = {
     {"fold_batchnorm.matmul", GWR_M_NODES(matmul_bn), NULL, NULL},
 };
 static const char *const producer_ops[NKIND] = {"Conv", "ConvTranspose", "Gemm", "MatMul"};
-
-static int is_float(gwr_dtype t) {
-    return t == GWR_FLOAT32 || t == GWR_FLOAT16 || t == GWR_FLOAT64 || t == GWR_BFLOAT16;
-}
-
-/* A new constant of dtype dt and shape dims holding v (n values), each
- * rounded once. NULL on error (message on the network or last error). */
-static gwr_tensor *new_constant(gwr_network *net, gwr_dtype dt, int rank, const int64_t *dims, const double *v,
-                                int64_t n) {
-    gwr_value *val = gwr_value_new(dt, rank, dims);
-    if (!val) return NULL;
-    for (int64_t i = 0; i < n; i++) gwr_value_set_f64(val, i, v[i]);
-    gwr_weights w;
-    gwr_tensor *t = NULL;
-    if (!gwr_value_to_weights(val, &w)) {
-        t = gwr_network_add_constant(net, NULL, &w);
-        gwr_buffer_release(w.buffer);
-    }
-    gwr_value_release(val);
-    return t;
-}
 
 /* What the rewrite needs, and the scratch it owns. */
 typedef struct fold {
@@ -124,7 +104,7 @@ static int read_channels(const gwr_tensor *t, int64_t nch, double *out) {
  * NULL when it fits, else why not. */
 static const char *check_producer(fold *f, const gwr_match *m) {
     gwr_layer *p = m->layers[0];
-    if (!gwr_match_const_get(m->captures[W], &f->w) || !is_float(f->w.dtype)) return "the weights are not floats";
+    if (!gwr_match_const_get(m->captures[W], &f->w) || !gwr_match_dtype_real_float(f->w.dtype)) return "the weights are not floats";
     if (f->w.numel <= 0) return "empty weights";
     if (m->captures[B] && gwr_tensor_dtype(m->captures[B]) != f->w.dtype) return "bias and weights differ in dtype";
     const int64_t *d = f->w.dims;
@@ -195,8 +175,8 @@ static const char *compute(fold *f, const gwr_match *m) {
  * network). */
 static gwr_tensor *build(gwr_network *net, fold *f, const gwr_match *m) {
     for (int64_t i = 0; i < f->w.numel; i++) f->wv[i] = gwr_match_const_at(&f->w, i) * f->s[channel_of(f, i)];
-    gwr_tensor *wt = new_constant(net, f->w.dtype, f->w.rank, f->w.dims, f->wv, f->w.numel);
-    gwr_tensor *bt = wt ? new_constant(net, f->w.dtype, 1, &f->nch, f->bv, f->nch) : NULL;
+    gwr_tensor *wt = gwr_ps_const_new(net, f->w.dtype, f->w.rank, f->w.dims, f->wv, 0);
+    gwr_tensor *bt = wt ? gwr_ps_const_new(net, f->w.dtype, 1, &f->nch, f->bv, 0) : NULL;
     if (!bt) return NULL;
     if (f->kind == K_MATMUL) return gwr_gemm(net, m->captures[X], wt, bt, 1.0f, 1.0f, 0, 0);
     gwr_tensor *in[3] = {m->captures[X], wt, bt};

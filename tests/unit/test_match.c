@@ -343,6 +343,11 @@ TEST(rewrite_through_manager) {
 /* ---- helpers --------------------------------------------------------------------- */
 
 TEST(constants_widened) {
+    /* the dtypes arithmetic patterns may rewrite: real floats only */
+    CHECK(gwr_match_dtype_real_float(GWR_FLOAT32) && gwr_match_dtype_real_float(GWR_FLOAT16));
+    CHECK(gwr_match_dtype_real_float(GWR_BFLOAT16) && gwr_match_dtype_real_float(GWR_FLOAT64));
+    CHECK(!gwr_match_dtype_real_float(GWR_COMPLEX64) && !gwr_match_dtype_real_float(GWR_FLOAT8E4M3FN));
+    CHECK(!gwr_match_dtype_real_float(GWR_INT64) && !gwr_match_dtype_real_float(GWR_BOOL));
     gwr_network *net = gwr_network_new("n");
     int64_t d3[1] = {3}, d4[1] = {4}, d2[1] = {2};
     float f32[3] = {1.5f, -2.0f, 0.25f};

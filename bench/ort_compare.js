@@ -4,42 +4,9 @@
 // run -o DIR` writes them) and prints, per OTHER, the largest absolute
 // difference of its outputs from ORIG's (outputs matched by position), or
 // why onnxruntime could not load or run it. Exit 1 when one failed.
-const fs = require('fs');
 const path = require('path');
 const ort = require('onnxruntime-node');
-
-function varint(b, p) {
-  let v = 0n, s = 0n;
-  for (;;) {
-    const x = b[p.i++];
-    v |= BigInt(x & 0x7f) << s;
-    s += 7n;
-    if (!(x & 0x80)) return v;
-  }
-}
-const TYPES = {1: ['float32', Float32Array], 6: ['int32', Int32Array], 7: ['int64', BigInt64Array],
-               9: ['bool', Uint8Array], 11: ['float64', Float64Array]};
-function readTensor(file) {  // the TensorProto fields gwr writes (as ort_run.js)
-  const b = fs.readFileSync(file), p = {i: 0};
-  const dims = [];
-  let dt = 0, name = '', raw = null;
-  while (p.i < b.length) {
-    const tag = Number(varint(b, p)), f = tag >> 3, wt = tag & 7;
-    if (wt === 0) { const v = varint(b, p); if (f === 1) dims.push(Number(v)); else if (f === 2) dt = Number(v); }
-    else if (wt === 2) {
-      const n = Number(varint(b, p)), s = b.subarray(p.i, p.i + n);
-      p.i += n;
-      if (f === 1) { const q = {i: 0}; while (q.i < s.length) dims.push(Number(varint(s, q))); }
-      else if (f === 8) name = s.toString();
-      else if (f === 9) raw = s;
-    } else if (wt === 5) p.i += 4; else if (wt === 1) p.i += 8;
-    else throw new Error(`${file}: wire type ${wt}`);
-  }
-  const t = TYPES[dt];
-  if (!t || !raw) throw new Error(`${file}: data_type ${dt} without raw_data is not supported here`);
-  const copy = new Uint8Array(raw);
-  return {name, tensor: new ort.Tensor(t[0], new t[1](copy.buffer, copy.byteOffset, copy.length / t[1].BYTES_PER_ELEMENT), dims)};
-}
+const {readFeeds} = require('./tensor_pb');
 
 async function run(model, feeds) {
   const s = await ort.InferenceSession.create(model, {graphOptimizationLevel: 'disabled', intraOpNumThreads: 1});
@@ -51,11 +18,7 @@ async function run(model, feeds) {
 
 (async () => {
   const [orig, dir, ...others] = process.argv.slice(2);
-  const feeds = {};
-  for (const f of fs.readdirSync(dir).filter((f) => /^input_\d+\.pb$/.test(f))) {
-    const t = readTensor(`${dir}/${f}`);
-    feeds[t.name] = t.tensor;
-  }
+  const feeds = readFeeds(dir);
   const want = await run(orig, feeds);
   let failed = 0;
   for (const m of others) {

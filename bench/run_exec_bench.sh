@@ -13,16 +13,13 @@ set -eu
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 REPEAT=${REPEAT:-10}
-if [ "$BUILD" = build ]; then make >/dev/null; else cmake --build "$BUILD" -j "$(nproc)" >/dev/null; fi
-cmake --build "$BUILD" --target bench_exec gwr -j "$(nproc)" >/dev/null
-[ -f node_modules/onnxruntime-node/package.json ] || npm install --ignore-scripts --no-audit --no-fund >/dev/null
-W=${1:-$(mktemp -d)}
-mkdir -p "$W"
-[ -n "${1:-}" ] || trap 'rm -rf "$W"' EXIT
+. bench/lib.sh
+bench_build bench_exec gwr
+bench_workdir "${1:-}"
 
 echo "# gwr executor benchmark"
 echo
-echo "- command: \`bench/run_exec_bench.sh\`; build $BUILD ($(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD/CMakeCache.txt")), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- src include 2>/dev/null || echo ' + local changes')"
+echo "- command: \`bench/run_exec_bench.sh\`; $(bench_build_desc)"
 echo "- machine: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "- onnxruntime-node $(node -p "require('onnxruntime-node/package.json').version"), one intra-op thread; gwr run --threads 1"
 echo "- latency: one warm-up run, then $REPEAT timed runs of the session (planning and loading not counted)"

@@ -9,12 +9,9 @@
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
-[ -f "$BUILD/CMakeCache.txt" ] || cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$BUILD" --target bench_onnx gwr -j "$(nproc)" >/dev/null
-[ -f node_modules/onnxruntime-node/package.json ] || npm install --ignore-scripts --no-audit --no-fund >/dev/null
-W=${1:-$(mktemp -d)}
-mkdir -p "$W"
-[ -n "${1:-}" ] || trap 'rm -rf "$W"' EXIT
+. bench/lib.sh
+bench_build bench_onnx gwr
+bench_workdir "${1:-}"
 B=./$BUILD/bench/bench_onnx
 
 echo "# gwr ONNX benchmark"

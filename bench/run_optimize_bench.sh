@@ -28,17 +28,9 @@ BUILD=${BUILD:-build}
 REPEAT=${REPEAT:-3}
 SCALE=${SCALE:-23 227 2273}
 PY=${PY:-/usr/bin/python3}
-if [ "$BUILD" = build ]; then
-    make >/dev/null
-else
-    [ -f "$BUILD/CMakeCache.txt" ] || cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-    cmake --build "$BUILD" -j "$(nproc)" >/dev/null
-fi
-cmake --build "$BUILD" --target bench_exec bench_onnx gwr -j "$(nproc)" >/dev/null
-[ -f node_modules/onnxruntime-node/package.json ] || npm install --ignore-scripts --no-audit --no-fund >/dev/null
-W=${1:-$(mktemp -d)}
-mkdir -p "$W"
-[ -n "${1:-}" ] || trap 'rm -rf "$W"' EXIT
+. bench/lib.sh
+bench_build bench_exec bench_onnx gwr
+bench_workdir "${1:-}"
 GWR=./$BUILD/gwr
 
 now() { date +%s.%N; }
@@ -61,7 +53,7 @@ best_gwr() {
 
 echo "# gwr optimizer benchmark"
 echo
-echo "- command: \`bench/run_optimize_bench.sh\`; build $BUILD ($(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD/CMakeCache.txt")), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- src include 2>/dev/null || echo ' + local changes'), $(date -u +%Y-%m-%d)"
+echo "- command: \`bench/run_optimize_bench.sh\`; $(bench_build_desc), $(date -u +%Y-%m-%d)"
 echo "- machine: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "- onnxruntime-node $(node -p "require('onnxruntime-node/package.json').version"), one intra-op thread"
 echo "- times: wall clock of the whole process (gwr) / of InferenceSession.create (onnxruntime), best of $REPEAT"

@@ -1,9 +1,8 @@
 #!/bin/sh
 # Every model of ONNX's backend test data through `gwr optimize --level
 # basic --debug` (the network verified after every rewrite): each must exit
-# 0. Where the eliminations fire (eliminate_identity, eliminate_noop_arith,
-# eliminate_noop_reshape, compose_transposes), the output must give the
-# original's outputs exactly (`gwr verify --atol 0 --rtol 0`; a model gwr
+# 0. Where any pass of the level fires (a report line of a pass that ran,
+# with rewrites), the output must give the original's outputs exactly (`gwr verify --atol 0 --rtol 0`; a model gwr
 # cannot run even against itself is only counted) and a second run must
 # rewrite nothing.
 # usage: test_optimize_sweep.sh path/to/gwr
@@ -15,7 +14,7 @@ if [ ! -d "$DATA" ]; then
     echo "FAIL: $DATA is missing (scripts/setup.sh installs libonnx-testdata)"
     exit 1
 fi
-ELIM='^(eliminate_identity|eliminate_noop_arith|eliminate_noop_reshape|compose_transposes) '
+ELIM='^[a-z_]+ +[0-9]+ +[0-9]+ +[0-9]+$' # a pass that ran: label attempts matches rewrites
 models=0 fired=0 norun=0
 for m in $(find "$DATA" -name model.onnx | sort); do
     models=$((models + 1))
@@ -33,11 +32,11 @@ for m in $(find "$DATA" -name model.onnx | sort); do
     fi
     expect 0 "optimize the optimized $m" -- "$GWR" optimize "$tmp/o.onnx" -o "$tmp/o2.onnx" --level basic --report
     n=$(grep -E "$ELIM" "$tmp/out" | awk '{s += $4} END {print s + 0}')
-    ok "a second run of $m eliminates nothing" -- test "$n" -eq 0
+    ok "a second run of $m rewrites nothing" -- test "$n" -eq 0
 done
-echo "$models models, the eliminations fired in $fired ($norun not runnable by gwr); by pass:"
+echo "$models models, the basic passes fired in $fired ($norun not runnable by gwr); by pass:"
 sort "$tmp/passes" | uniq -c
 [ "$models" -gt 1000 ] || { echo "FAIL: only $models models"; fail=$((fail + 1)); }
-[ "$fired" -ge 70 ] || { echo "FAIL: the eliminations fired in only $fired models"; fail=$((fail + 1)); }
+[ "$fired" -ge 70 ] || { echo "FAIL: the basic passes fired in only $fired models"; fail=$((fail + 1)); }
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -12,7 +12,11 @@
 #  3. time: `gwr optimize --level extended` (whole process) against
 #     onnxruntime's session creation with 'extended' optimizations on the
 #     same file (bench/ort_session.js FILE REPEAT extended), and the cost per
-#     layer of `gwr optimize` on decoders of ~10^3, 10^4, 10^5 layers.
+#     layer of `gwr optimize` on decoders of ~10^3, 10^4, 10^5 layers;
+#  4. onnxruntime's inference latency (bench/ort_latency.js, the sessions
+#     taking turns on the same inputs): the `--target ort` output with
+#     onnxruntime's optimizations disabled against the original at
+#     'extended', and both at 'all' (gwr first, then onnxruntime's own).
 # Models: bench_exec gen-gpt (GPT-12) and gen-resnet (ResNet-18-style, BN
 # folded), bench_onnx gen-gpt 1000 32 --static (the 1,000-block decoder), and
 # bench/make_opt_models.py's cnn_bn, mbv3_op13, mbv3_op14, xformer.
@@ -20,6 +24,8 @@
 #   BUILD=<dir>   build folder (default build)
 #   REPEAT=N      repeats of each timing (default 3; best of N reported)
 #   SCALE="23 227 2273"  decoder blocks for the per-layer figure (~44 layers a block)
+#   MODELS="name:shape ..."  a subset of the models below (default all)
+#   ROUNDS=N      inference rounds per session for the latency figure (default 20; median reported)
 # Needs ~400 MB free in WORKDIR, node with onnxruntime-node, and /usr/bin/python3
 # with onnx and numpy. Not part of the tests.
 set -eu
@@ -27,6 +33,7 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 REPEAT=${REPEAT:-3}
 SCALE=${SCALE:-23 227 2273}
+ROUNDS=${ROUNDS:-20}
 PY=${PY:-/usr/bin/python3}
 . bench/lib.sh
 bench_build bench_exec bench_onnx gwr
@@ -61,7 +68,7 @@ echo
 
 # name:run-shape (gwr run --shape for the inputs; symbolic dims of the
 # GPT-12 bound as in run_exec_bench.sh, for --verify too)
-MODELS="gpt12:x=1,128,256 resnet:x=1,3,224,224 gpt1000:x=1,128,32 cnn_bn:x=1,3,32,32 mbv3_op13:x=1,16,32,32 mbv3_op14:x=1,16,32,32 xformer:x=64,128"
+MODELS=${MODELS:-"gpt12:x=1,128,256 resnet:x=1,3,224,224 gpt1000:x=1,128,32 cnn_bn:x=1,3,32,32 mbv3_op13:x=1,16,32,32 mbv3_op14:x=1,16,32,32 xformer:x=64,128"}
 ./$BUILD/bench/bench_exec gen-gpt "$W/gpt12.onnx" >/dev/null
 ./$BUILD/bench/bench_exec gen-resnet "$W/resnet.onnx" >/dev/null
 ./$BUILD/bench/bench_onnx gen-gpt 1000 32 "$W/gpt1000.onnx" --static >/dev/null
@@ -70,6 +77,7 @@ MODELS="gpt12:x=1,128,256 resnet:x=1,3,224,224 gpt1000:x=1,128,32 cnn_bn:x=1,3,3
 fails=0
 : >"$W/numerics.md"
 : >"$W/time.md"
+: >"$W/latency.md"
 for m in $MODELS; do
     name=${m%%:*}
     shape=${m#*:}
@@ -112,6 +120,17 @@ for m in $MODELS; do
     g=$(best_gwr "$W/$name.t.onnx" optimize "$f" --level extended --target onnx)
     ort=$(node bench/ort_session.js "$f" "$REPEAT" extended | sed -n 's/.*: \([0-9.]*\) s$/\1/p')
     awk "BEGIN{printf \"| %s | %.3f s | %.3f s | %.1fx |\n\", \"$name\", $g, $ort, $ort / $g}" >>"$W/time.md"
+    # 4. onnxruntime latency: original at extended and all, gwr's all/ort output disabled and at all
+    a=$W/$name.gwr_all_ort.onnx
+    if [ -f "$a" ] && node bench/ort_latency.js "$W/$name.io" "$ROUNDS" "$f:extended" "$a:disabled" "$f:all" "$a:all" \
+        >"$W/$name.lat.txt" 2>&1; then
+        sed -n 's/.*: median \([0-9.]*\) ms.*/\1/p' "$W/$name.lat.txt" | tr '\n' ' ' |
+            awk -v n="$name" '{printf "| %s | %.3f ms | %.3f ms | %.2fx | %.3f ms | %.3f ms | %.2fx |\n", n, $1, $2, $2 / $1, $3, $4, $4 / $3}' \
+            >>"$W/latency.md"
+    else
+        fails=$((fails + 1))
+        echo "| $name | FAIL: $(tail -n 1 "$W/$name.lat.txt") | | | | | |" >>"$W/latency.md"
+    fi
 done
 
 echo "## 1. compute nodes (all but Constant, top-level graph)"
@@ -145,6 +164,20 @@ for n in names:
     a, b, c = (ops.get((n, s), collections.Counter()) for s in (".gwr_extended_onnx", ".gwr_all_ort", ".ort_extended"))
     diff = sorted(k for k in set(a) | set(b) | set(c) if not (a[k] == b[k] == c[k]))
     print(f"- {n}: " + (", ".join(f"{k} {a[k]}/{b[k]}/{c[k]}" for k in diff) or "same op counts"))
+print()
+import math
+def total(n, s):
+    return sum(ops.get((n, s), collections.Counter()).values())
+def geo(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+ok = [n for n in names if total(n, ".gwr_all_ort") and total(n, ".ort_extended")]
+r = [total(n, ".gwr_all_ort") / total(n, ".ort_extended") for n in ok]
+worse = [n for n in ok if total(n, ".gwr_all_ort") > total(n, ".ort_extended")]
+print(f"gwr all/ort over ort extended, geometric mean of the node-count ratios: {geo(r):.3f} "
+      f"({len(ok)} models; above ort extended on: {', '.join(worse) or 'none'})")
+ok = [n for n in names if total(n, ".gwr_basic_onnx") and total(n, ".ort_basic")]
+worse = [n for n in ok if total(n, ".gwr_basic_onnx") > total(n, ".ort_basic")]
+print(f"gwr basic/onnx above ort basic on: {', '.join(worse) or 'none'}")
 EOF
 echo
 echo "## 2. numerics"
@@ -181,5 +214,17 @@ for b in $SCALE; do
     awk "BEGIN{printf \"| %d | %d | %.3f s | %.0f |\n\", $b, $layers, $t, $t * 1e9 / $layers}"
     rm -f "$W/scale$b.onnx" "$W/scale$b.opt.onnx"
 done
+echo
+echo "## 4. onnxruntime inference latency: gwr first (--level all --target ort) vs onnxruntime alone"
+echo
+echo "bench/ort_latency.js, one intra-op thread, the four sessions taking turns, median of $ROUNDS runs each:"
+echo "A = the original at 'extended', B = gwr's all/ort output with onnxruntime's optimizations disabled,"
+echo "C = the original at 'all', D = gwr's all/ort output at 'all'."
+echo
+echo "| model | A orig extended | B gwr, ort disabled | B / A | C orig all | D gwr, ort all | D / C |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+cat "$W/latency.md"
+echo
+awk -F'|' '$4 ~ /ms/ {n++; a += log($5 + 0); b += log($8 + 0)} END {if (n) printf "geometric mean over %d models: B / A %.3f, D / C %.3f\n", n, exp(a / n), exp(b / n)}' "$W/latency.md"
 echo
 echo "failures (verify or onnxruntime): $fails"

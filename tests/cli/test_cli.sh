@@ -206,6 +206,14 @@ model_tests() {
         expect 0 "dot $name .png" -- "$GWR" dot -o "$tmp/g.png" "$m"
         ok "dot $name .png: PNG magic" -- sh -c '[ "$(od -An -tx1 -N8 "$0" | tr -d " ")" = 89504e470d0a1a0a ]' "$tmp/g.png"
     done
+    # A file that leaves its intermediate tensors untyped: dot infers their
+    # types, so every edge carries one (Relu then Neg keep x's [2, 3]).
+    "$PY" -c 'import sys; from onnx import TensorProto as T, helper as h, save
+v = lambda n: h.make_tensor_value_info(n, T.FLOAT, [2, 3])
+save(h.make_model(h.make_graph([h.make_node("Relu", ["x"], ["r"]), h.make_node("Neg", ["r"], ["y"])], "g", [v("x")], [v("y")]),
+     opset_imports=[h.make_opsetid("", 13)]), sys.argv[1])' "$tmp/untyped.onnx"
+    expect 0 "dot of a model without value_info" -- "$GWR" dot "$tmp/untyped.onnx" -o "$tmp/u.dot"
+    ok "dot: the intermediate edge is typed too" -- sh -c '[ "$(grep -c "float32\[2,3\]" "$0")" = 3 ] && ! grep -q undefined "$0"' "$tmp/u.dot"
     if command -v file >/dev/null 2>&1; then
         ok "file(1) sees SVG" -- sh -c 'file "$0" | grep -q SVG' "$tmp/g.svg"
         ok "file(1) sees PNG" -- sh -c 'file "$0" | grep -q PNG' "$tmp/g.png"

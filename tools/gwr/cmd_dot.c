@@ -179,7 +179,9 @@ static int run(int argc, char **argv) {
     if (!model) return cli_usage("dot", "missing MODEL");
     if (!file || !*file) return cli_usage("dot", "missing -o FILE");
     if (!format_of(file)) return cli_usage("dot", "%s: FILE must end in .dot, .svg or .png", file);
-    gwr_network *net = cli_load(model, NULL);
+    /* Types for what the file leaves untyped, so that every edge has a label. */
+    gwr_onnx_load_options lo = {.infer_shapes = 1};
+    gwr_network *net = cli_load(model, &lo);
     if (!net) return CLI_FAIL;
     int rc = cli_draw(net, file) ? CLI_FAIL : CLI_OK;
     if (rc == CLI_OK) printf("wrote %s\n", file);

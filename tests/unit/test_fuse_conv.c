@@ -126,7 +126,7 @@ static int refused(int gemm, int rank, const char *act, int nparams, int bad_z, 
     static const int64_t xd[4] = {1, 2, 3, 3}, ad[2] = {2, 3}, zd[4] = {1, 2, 3, 3};
     gwr_network *net = gwr_network_new("bad");
     act_case c = {.act = act, .nparams = nparams, .p = {0.1, 0.2}, .with_z = 1};
-    gwr_tensor *x = input(net, "x", rank, gemm ? ad : xd), *y = NULL;
+    gwr_tensor *x = input(net, "x", rank, rank == 2 ? ad : xd), *y = NULL;
     if (bad_z) {
         static const int64_t wd[4] = {2, 2, 2, 2};
         gwr_args *a = gwr_args_new();

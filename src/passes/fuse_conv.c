@@ -206,7 +206,8 @@ static int conv_add_activation(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_tensor *y = gwr_layer_output(m.layers[0], 0), *z = m.captures[Z];
     if (z == y) return gwr_rewrite_no_match(c, "the Conv's output added to itself");
     if (!same_shape(z, y) || !same_shape(y, gwr_layer_output(l, 0)) || gwr_tensor_dtype(z) != GWR_FLOAT32)
-        return gwr_rewrite_no_match(c, "'%s' is not a float32 tensor of the Conv output's known shape", gwr_tensor_name(z));
+        return gwr_rewrite_no_match(c, "'%s' is not a float32 tensor of the Conv output's known shape",
+                                    gwr_tensor_name(z));
     gwr_tensor *in[4] = {m.captures[X], m.captures[W], m.captures[B], z};
     return replace(c, &m, "FusedConv", m.layers[0], 4, in, NULL);
 }

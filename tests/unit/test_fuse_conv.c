@@ -219,7 +219,8 @@ static gwr_network *conv_act(const char *act, int kind, int64_t opset, gwr_tenso
     gwr_args *a = gwr_args_new();
     if (!strcmp(act, "LeakyRelu")) gwr_args_set_float(a, "alpha", 0.25);
     if (!strcmp(act, "HardSigmoid")) gwr_args_set_float(a, "alpha", 0.3), gwr_args_set_float(a, "beta", 0.6);
-    if (!strcmp(act, "Clip") && opset && opset < 11) gwr_args_set_float(a, "min", -0.5), gwr_args_set_float(a, "max", 0.75);
+    if (!strcmp(act, "Clip") && opset && opset < 11)
+        gwr_args_set_float(a, "min", -0.5), gwr_args_set_float(a, "max", 0.75);
     gwr_op_call(net, "", act, nin, in, a, 1, &y);
     gwr_args_free(a);
     if (kind == C_SECOND_READER && y) y = gwr_add(net, y, gwr_relu(net, c));
@@ -243,7 +244,8 @@ static void check_pass(gwr_network *net, const char *label, int64_t fired) {
     int64_t bits = -1;
     if (CHECK(before != NULL) && CHECK_EQ_INT(run_pass(net, label, GWR_TARGET_ORT), fired)) {
         double d = max_diff(before, net, 17, 3.0, 1, &bits);
-        if (!CHECK(d == 0 && bits == 0)) fprintf(stderr, "  %s: difference %g, %lld bytes differ\n", label, d, (long long)bits);
+        if (!CHECK(d == 0 && bits == 0))
+            fprintf(stderr, "  %s: difference %g, %lld bytes differ\n", label, d, (long long)bits);
     }
     gwr_network_free(before);
     gwr_network_free(net);
@@ -279,16 +281,18 @@ TEST(test_conv_activation_idle) {
 }
 
 /* Relu(Add(Conv(x), z)) with z as `zkind` says; swap: Add(z, Conv). */
-enum { Z_INPUT, Z_BROADCAST, Z_SELF, Z_GROWS };
+enum { Z_INPUT, Z_BROADCAST, Z_SELF, Z_GROWS, Z_CONV_READ_TWICE, Z_CONV_IS_OUTPUT };
 static gwr_network *conv_add(int zkind, int swap, int relu) {
     static const gwr_dim xd[4] = {1, 3, 6, 6}, bd[4] = {1, 3, 1, 1}, gd[4] = {2, 3, 6, 6};
     gwr_network *net = new_net(13);
     gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 4, xd), *c = conv_of(net, x, zkind != Z_INPUT);
-    gwr_tensor *z = zkind == Z_INPUT       ? gwr_network_add_input(net, "z", GWR_FLOAT32, 4, xd)
+    gwr_tensor *z = zkind == Z_INPUT || zkind >= Z_CONV_READ_TWICE ? gwr_network_add_input(net, "z", GWR_FLOAT32, 4, xd)
                     : zkind == Z_BROADCAST ? gwr_network_add_input(net, "z", GWR_FLOAT32, 4, bd)
                     : zkind == Z_GROWS     ? gwr_network_add_input(net, "z", GWR_FLOAT32, 4, gd)
                                            : c;
     gwr_tensor *s = swap ? gwr_add(net, z, c) : gwr_add(net, c, z);
+    if (zkind == Z_CONV_READ_TWICE) s = gwr_mul(net, s, gwr_sigmoid(net, c));
+    if (zkind == Z_CONV_IS_OUTPUT && gwr_network_mark_output(net, c)) s = NULL;
     return done(net, relu ? gwr_relu(net, s) : s);
 }
 
@@ -298,9 +302,12 @@ TEST(test_conv_add) {
     check_pass(conv_add(Z_BROADCAST, 0, 1), "fuse_conv_add_activation", 0);
     check_pass(conv_add(Z_GROWS, 1, 1), "fuse_conv_add_activation", 0);
     check_pass(conv_add(Z_SELF, 0, 1), "fuse_conv_add_activation", 0);
+    check_pass(conv_add(Z_CONV_READ_TWICE, 0, 1), "fuse_conv_add_activation", 0);
+    check_pass(conv_add(Z_CONV_IS_OUTPUT, 1, 0), "fuse_conv_add_activation", 0);
     /* with the activation pass too: one FusedConv(x, W, B, z; Relu), bit for bit */
     gwr_network *net = conv_add(Z_INPUT, 1, 1), *before = gwr_network_clone(net);
-    gwr_optimize_options o = {.only = "fuse_conv_add_activation,fuse_conv_activation", .target = GWR_TARGET_ORT, .debug = 1};
+    gwr_optimize_options o = {
+        .only = "fuse_conv_add_activation,fuse_conv_activation", .target = GWR_TARGET_ORT, .debug = 1};
     if (CHECK(before) && CHECK(!gwr_optimize(net, &o, NULL))) {
         CHECK_EQ_INT(count_op(net, "FusedConv"), 1);
         CHECK_EQ_INT(count_op(net, "Relu") + count_op(net, "Add") + count_op(net, "Conv"), 0);

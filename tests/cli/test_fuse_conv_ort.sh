@@ -81,6 +81,16 @@ expect 0 "onnxruntime: the same outputs" -- node "$HERE/ort_same_outputs.js" "$t
     x=1x4x6x6 zz=1x2x3x3
 has out "max abs difference" "ort_same_outputs ran"
 
+# the cost rule: the fused layers cost what the layers they replace did
+expect 0 "only the CNN fusions" -- "$GWR" optimize "$tmp/m.onnx" -o "$tmp/fused.onnx" --target ort \
+    --only fuse_conv_activation,fuse_conv_add_activation,fuse_gemm_activation
+expect 0 "analyze the original" -- "$GWR" analyze "$tmp/m.onnx"
+grep "^FLOPs:" "$tmp/out" >"$tmp/flops_before"
+expect 0 "analyze the fused model" -- "$GWR" analyze "$tmp/fused.onnx"
+grep "^FLOPs:" "$tmp/out" >"$tmp/flops_after"
+ok "the same FLOPs" -- cmp "$tmp/flops_before" "$tmp/flops_after"
+has flops_after "^FLOPs: *[1-9]" "FLOPs counted"
+
 # idempotent: a second run changes nothing
 expect 0 "optimize the output again" -- "$GWR" optimize "$tmp/ort.onnx" -o "$tmp/ort2.onnx" --target ort
 ok "the same bytes" -- cmp "$tmp/ort.onnx" "$tmp/ort2.onnx"

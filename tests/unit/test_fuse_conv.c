@@ -118,6 +118,59 @@ TEST(test_kernels_match_numpy) {
     for (size_t i = 0; i < sizeof gemm_cases / sizeof *gemm_cases; i++) kernel_matches(1, &gemm_cases[i]);
 }
 
+/* net with output y, or NULL (and net freed) when y is NULL. */
+static gwr_network *done(gwr_network *net, gwr_tensor *y) {
+    if (!y || gwr_network_mark_output(net, y)) {
+        if (net) fprintf(stderr, "  build: %s\n", gwr_network_errmsg(net));
+        gwr_network_free(net);
+        return NULL;
+    }
+    return net;
+}
+
+/* FusedConv(x, w, b, z; act) against Conv, Add, act as separate layers, in
+ * dtype dt, every operand a network input (seeded random values, NaN and
+ * infinities among them): the same bits, float16 and bfloat16 rounded
+ * after the sum and after the activation as the separate layers round. */
+static gwr_network *conv_pair(gwr_dtype dt, const char *act, int fused) {
+    static const gwr_dim xd[4] = {1, 2, 4, 4}, wd[4] = {3, 2, 3, 3}, bd[1] = {3}, zd[4] = {1, 3, 2, 2};
+    gwr_network *net = gwr_network_new(fused ? "fused" : "plain");
+    gwr_tensor *in[4] = {gwr_network_add_input(net, "x", dt, 4, xd), gwr_network_add_input(net, "w", dt, 4, wd),
+                         gwr_network_add_input(net, "b", dt, 1, bd), gwr_network_add_input(net, "z", dt, 4, zd)};
+    gwr_args *a = gwr_args_new();
+    gwr_tensor *y = NULL, *c = NULL;
+    static const double params[2] = {0.25, 0.5};
+    if (fused) {
+        gwr_args_set_string(a, "activation", act);
+        if (!strcmp(act, "LeakyRelu") || !strcmp(act, "HardSigmoid"))
+            gwr_args_set_floats(a, "activation_params", !strcmp(act, "LeakyRelu") ? 1 : 2, params);
+        gwr_op_call(net, "com.microsoft", "FusedConv", 4, in, a, 1, &y);
+    } else if (gwr_op_call(net, "", "Conv", 3, in, NULL, 1, &c)) {
+        gwr_tensor *s = gwr_add(net, c, in[3]);
+        if (!strcmp(act, "LeakyRelu")) gwr_args_set_float(a, "alpha", params[0]);
+        if (!strcmp(act, "HardSigmoid")) gwr_args_set_float(a, "alpha", params[0]), gwr_args_set_float(a, "beta", params[1]);
+        gwr_op_call(net, "", act, 1, &s, a, 1, &y);
+    }
+    gwr_args_free(a);
+    if (y && gwr_tensor_set_name(y, "y")) y = NULL;
+    return done(net, y);
+}
+
+TEST(test_kernels_bits_of_the_unfused_layers) {
+    static const gwr_dtype dts[] = {GWR_FLOAT32, GWR_FLOAT64, GWR_FLOAT16, GWR_BFLOAT16};
+    static const char *const acts[] = {"Relu", "Tanh", "Sigmoid", "LeakyRelu", "HardSigmoid"};
+    for (size_t d = 0; d < sizeof dts / sizeof *dts; d++)
+        for (size_t i = 0; i < sizeof acts / sizeof *acts; i++) {
+            gwr_network *a = conv_pair(dts[d], acts[i], 0), *b = conv_pair(dts[d], acts[i], 1);
+            int64_t bits = -1;
+            if (CHECK(a && b) && !CHECK(max_diff(a, b, 29, 2.0, 1, &bits) == 0 && bits == 0))
+                fprintf(stderr, "  FusedConv %s in %s: %lld bytes differ\n", acts[i], gwr_dtype_name(dts[d]),
+                        (long long)bits);
+            gwr_network_free(a);
+            gwr_network_free(b);
+        }
+}
+
 /* ---- shape rules --------------------------------------------------------------- */
 
 /* Builds FusedConv (or FusedGemm) on x of rank `rank` with the activation
@@ -193,15 +246,6 @@ static gwr_tensor *conv_of(gwr_network *net, gwr_tensor *x, int with_bias) {
 static gwr_network *new_net(int64_t opset) {
     gwr_network *net = gwr_network_new("cnn");
     if (net && opset && gwr_network_set_opset(net, "", opset)) {
-        gwr_network_free(net);
-        return NULL;
-    }
-    return net;
-}
-
-static gwr_network *done(gwr_network *net, gwr_tensor *y) {
-    if (!y || gwr_network_mark_output(net, y)) {
-        if (net) fprintf(stderr, "  build: %s\n", gwr_network_errmsg(net));
         gwr_network_free(net);
         return NULL;
     }
@@ -425,6 +469,7 @@ TEST(test_onnx_round_trip) {
 
 int main(void) {
     RUN(test_kernels_match_numpy);
+    RUN(test_kernels_bits_of_the_unfused_layers);
     RUN(test_shape_rules);
     RUN(test_conv_activation_fires);
     RUN(test_conv_activation_idle);

@@ -16,6 +16,7 @@
 #include "gwr/gwr.h"
 #include "pass_case.h"
 #include "pass_test.h"
+#include "util/util.h"
 
 /* ---- the kernels against numpy ------------------------------------------------ */
 
@@ -467,6 +468,52 @@ TEST(test_onnx_round_trip) {
     gwr_network_free(net);
 }
 
+/* ---- out of memory ----------------------------------------------------------------- */
+
+/* The fusions and the fused kernels with the n-th allocation failing (once,
+ * then from the n-th on), n = 1, 2, ... until a run completes: a failed
+ * run returns an error with a message and leaves the network verifying;
+ * the complete run fuses everything (the sanitizer build checks leaks). */
+static void alloc_failures(int sticky) {
+    int64_t runs = 0;
+    for (int64_t n = 1; n < 100000; n++, runs++) {
+        gwr_network *net = gwr_network_new("oom");
+        static const gwr_dim xd[4] = {1, 3, 6, 6};
+        gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 4, xd);
+        gwr_tensor *r = gwr_relu(net, gwr_add(net, x, conv_of(net, gwr_relu(net, conv_of(net, x, 1)), 0)));
+        net = done(net, r);
+        if (!CHECK(net)) return;
+        gwr_optimize_options o = {.target = GWR_TARGET_ORT};
+        gwr_alloc_hook_arm(n, sticky);
+        gwr_status s = gwr_optimize(net, &o, NULL);
+        gwr_value *in = s ? NULL : gwr_value_new(GWR_FLOAT32, 4, (const int64_t[]){1, 3, 6, 6}), *out[8] = {0};
+        const char *names[1] = {"x"};
+        gwr_session *ss = in ? gwr_session_new(net, NULL) : NULL;
+        int ran = ss && !gwr_session_run(ss, 1, names, &in, 1, NULL, out) ? 1 : -1;
+        gwr_session_free(ss);
+        int64_t failed = gwr_alloc_hook_failures();
+        gwr_alloc_hook_arm(0, 0);
+        if (failed && s) CHECK(*gwr_network_errmsg(net));
+        CHECK_OK(gwr_network_verify(net));
+        if (!failed) {
+            CHECK_OK(s);
+            CHECK_EQ_INT(ran, 1);
+            CHECK_EQ_INT(count_op(net, "FusedConv"), 2);
+            CHECK_EQ_INT(count_op(net, "Relu") + count_op(net, "Add"), 0);
+        }
+        gwr_value_release(in);
+        gwr_value_release(out[0]);
+        gwr_network_free(net);
+        if (!failed) break;
+    }
+    CHECK(runs > 10);
+}
+
+TEST(test_out_of_memory) {
+    alloc_failures(0);
+    alloc_failures(1);
+}
+
 int main(void) {
     RUN(test_kernels_match_numpy);
     RUN(test_kernels_bits_of_the_unfused_layers);
@@ -477,5 +524,6 @@ int main(void) {
     RUN(test_gemm_activation);
     RUN(test_not_for_target_onnx);
     RUN(test_onnx_round_trip);
+    RUN(test_out_of_memory);
     return check_report();
 }

@@ -100,6 +100,24 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_layer_norm;
  * Add. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_matmul_add;
 
+/* onnxruntime's CNN fusions (fuse_conv.c), for targets ort and gwr only
+ * (the manager arg "target" GWR_TARGET_ONNX refuses; no arg fuses), all
+ * tensors float32, the producer's output read only by the next layer and
+ * not a network output:
+ * fuse_conv_activation: Relu, Tanh, Sigmoid, LeakyRelu, HardSigmoid or Clip
+ * (constant one-element bounds) of a Conv, or of a FusedConv without an
+ * activation, becomes com.microsoft FusedConv with "activation" and
+ * "activation_params". Roots: the activations.
+ * fuse_conv_add_activation: Add(Conv(x, W, B), z), either order, z of the
+ * Conv output's known shape (no broadcast), becomes FusedConv(x, W, B, z)
+ * (the activation after it then fuses as above). Root: Add.
+ * fuse_gemm_activation: Relu, Tanh, Sigmoid, LeakyRelu or HardSigmoid of a
+ * Gemm becomes com.microsoft FusedGemm with "activation",
+ * "activation_alpha", "activation_beta". Roots: the activations. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_conv_activation;
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_conv_add_activation;
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_gemm_activation;
+
 /* The eliminations (eliminate.c): layers whose output provably equals an
  * input are removed and their readers read that input. Constants are
  * compared exactly, shapes from known dims; an Identity carrying a network

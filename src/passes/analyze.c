@@ -335,7 +335,8 @@ static gwr_status matmul_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, i
     case GWR_OP_QLinearMatMul:
         r->flops = matmul_flops(D, gwr_layer_input(l, 0), gwr_layer_input(l, 3), &r->known);
         break;
-    case GWR_OP_Gemm: {
+    case GWR_OP_Gemm:
+    case GWR_OP_MS_FusedGemm: { /* its activation: one flop an element, as the Relu's it replaced */
         gwr_tensor *a = gwr_layer_input(l, 0), *b = gwr_layer_input(l, 1);
         gwr_tensor *bias = gwr_layer_num_inputs(l) > 2 ? gwr_layer_input(l, 2) : NULL;
         if (!a || !b || gwr_tensor_rank(a) != 2 || gwr_tensor_rank(b) != 2) {
@@ -347,6 +348,7 @@ static gwr_status matmul_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, i
         int64_t nn = an_dim(D, b, tb ? 0 : 1, &r->known);
         r->flops = an_mul(2, an_mul(m, an_mul(nn, k)));
         if (bias) r->flops = an_add(r->flops, an_mul(m, nn));
+        if (gwr_layer_op_id(l) == GWR_OP_MS_FusedGemm) r->flops = an_add(r->flops, an_mul(m, nn));
         break;
     }
     default: /* Det: not counted */
@@ -377,6 +379,7 @@ static gwr_status conv_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, int
     switch (gwr_layer_op_id(l)) {
     case GWR_OP_Conv:
     case GWR_OP_ConvTranspose:
+    case GWR_OP_MS_FusedConv: /* and one flop an element for Z's sum and for the activation */
         w = gwr_layer_input(l, 1);
         bias = nin > 2 ? gwr_layer_input(l, 2) : NULL;
         break;
@@ -399,6 +402,10 @@ static gwr_status conv_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, int
                                                                : an_numel(D, y, &r->known);
     r->flops = an_mul(2, an_mul(base, per));
     if (bias) r->flops = an_add(r->flops, an_numel(D, y, &r->known));
+    if (gwr_layer_op_id(l) == GWR_OP_MS_FusedConv) {
+        int terms = (nin > 3 && gwr_layer_input(l, 3)) + gwr_layer_has_attr(l, "activation");
+        r->flops = an_add(r->flops, an_mul(terms, an_numel(D, y, &r->known)));
+    }
     return GWR_OK;
 }
 

@@ -44,6 +44,18 @@ static const gwr_pass_info builtins[] = {
      "turn the erf and tanh GELU formulas into Gelu (opset >= 20, or any opset for target gwr)"},
     {"fuse_clip_chains", &gwr_pattern_fuse_clip_chains, 42, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
      "merge Relu(Relu), Clip(Relu), Clip(Clip) into one; Max(x,0) into Relu, Min(Max(x,lo),hi) into Clip"},
+    /* onnxruntime's CNN fusions (fuse_conv.c): com.microsoft ops, never for target onnx */
+    {"fuse_conv_activation", &gwr_pattern_fuse_conv_activation, 25, GWR_LEVEL_EXTENDED,
+     GWR_TARGET_ORT | GWR_TARGET_GWR, GWR_NUMERICS_EXACT, 0,
+     "turn Conv (or a FusedConv without one) + Relu/Tanh/Sigmoid/LeakyRelu/HardSigmoid/Clip into com.microsoft "
+     "FusedConv (float32; constant Clip bounds)"},
+    {"fuse_conv_add_activation", &gwr_pattern_fuse_conv_add_activation, 26, GWR_LEVEL_EXTENDED,
+     GWR_TARGET_ORT | GWR_TARGET_GWR, GWR_NUMERICS_EXACT, 0,
+     "turn Conv + Add of a residual z of the Conv output's exact shape into FusedConv(x, W, B, z); the activation "
+     "after it then fuses too"},
+    {"fuse_gemm_activation", &gwr_pattern_fuse_gemm_activation, 25, GWR_LEVEL_EXTENDED,
+     GWR_TARGET_ORT | GWR_TARGET_GWR, GWR_NUMERICS_EXACT, 0,
+     "turn Gemm + Relu/Tanh/Sigmoid/LeakyRelu/HardSigmoid into com.microsoft FusedGemm (float32)"},
     {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1, GWR_LEVEL_NONE, GWR_TARGET_ANY,
      GWR_NUMERICS_CHANGES, 0, "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},
 };

@@ -23,6 +23,11 @@ PINNED = ("",)                   # other domains: latest version of each op
 PREFIX = {"": "", "ai.onnx.ml": "ML_", "ai.onnx.preview.training": "TRAIN_"}
 # Ops newer than onnx 1.12, listed by hand: (domain, name) -> (since, arities).
 NEWER = {("", "Gelu"): (20, (1, 1, 1, 1))}   # Gelu: opset 20
+# onnxruntime's contrib ops (com.microsoft; not in the onnx package): by hand
+# from docs/ContribOperators.md.
+PREFIX["com.microsoft"] = "MS_"
+NEWER.update({("com.microsoft", "FusedConv"): (1, (2, 4, 1, 1)),    # X, W, B?, Z?
+              ("com.microsoft", "FusedGemm"): (1, (2, 3, 1, 1))})   # A, B, C?
 
 LINE = re.compile(r'^\s*GWR_OP\(\s*(\w+),\s*"(\w+)",\s*"([\w.]*)",\s*(\w+),\s*(\w+),'
                   r'\s*(-?\d+),\s*(-?\d+),\s*(-?\d+),\s*(-?\d+),\s*([\w|\s]+?),\s*(\d+)\s*\)\s*$')

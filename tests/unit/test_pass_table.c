@@ -235,6 +235,48 @@ static gwr_network *leaky_twins(float alpha) {
 static gwr_network *cse_fires(void) { return leaky_twins(0.1f); }
 static gwr_network *cse_idle(void) { return leaky_twins(0.2f); }
 
+/* act(Conv(x, W, B)) [+ Add of a residual first]: the CNN fusions' cases.
+ * kind 0: Relu(Conv) fires; 1: the Conv's output is also a network output
+ * (idle); 2: Relu(Conv + x) fires the Add; 3: Conv + a [3, 1, 1] constant
+ * (a broadcast, idle). */
+static gwr_network *conv_fusion(int kind) {
+    static float w[3 * 3 * 3 * 3];
+    static const float b[3] = {0.1f, -0.2f, 0.3f}, k[3] = {1, 2, 3};
+    for (int i = 0; i < 81; i++) w[i] = (float)((i * 29 % 17) - 8) / 10.0f;
+    gwr_dim xd[4] = {1, 3, 5, 5};
+    int64_t wd[4] = {3, 3, 3, 3}, kd[3] = {3, 1, 1};
+    gwr_network *net = gwr_network_new("conv_fusion");
+    gwr_args *a = gwr_args_new();
+    gwr_tensor *x = input(net, "x", 4, xd), *c = NULL;
+    gwr_tensor *cin[3] = {x, gwr_constant(net, GWR_FLOAT32, 4, wd, w), vec(net, 3, b)};
+    static const int64_t pads[4] = {1, 1, 1, 1};
+    if (a && !gwr_args_set_ints(a, "pads", 4, pads)) gwr_op_call(net, "", "Conv", 3, cin, a, 1, &c);
+    gwr_args_free(a);
+    if (kind == 1 && c && gwr_network_mark_output(net, c)) c = NULL;
+    if (kind == 2) c = gwr_add(net, c, x);
+    if (kind == 3) return finish(net, gwr_add(net, c, gwr_constant(net, GWR_FLOAT32, 3, kd, k)));
+    return finish(net, gwr_relu(net, c));
+}
+static gwr_network *conv_act_fires(void) { return conv_fusion(0); }
+static gwr_network *conv_act_idle(void) { return conv_fusion(1); }
+static gwr_network *conv_add_fires(void) { return conv_fusion(2); }
+static gwr_network *conv_add_idle(void) { return conv_fusion(3); }
+
+/* act(Gemm(a, B, C)): Relu fires; Clip stays (onnxruntime's FusedGemm has none) */
+static gwr_network *gemm_act(int clip) {
+    static float w[20];
+    static const float c[5] = {0.5f, -1, 0.25f, 2, 0};
+    for (int i = 0; i < 20; i++) w[i] = (float)((i * 7 % 11) - 5) / 4.0f;
+    gwr_dim ad[2] = {3, 4};
+    int64_t wd[2] = {4, 5};
+    gwr_network *net = gwr_network_new("gemm_act");
+    gwr_tensor *g = gwr_gemm(net, input(net, "a", 2, ad), gwr_constant(net, GWR_FLOAT32, 2, wd, w), vec(net, 5, c),
+                             1.0f, 1.0f, 0, 0);
+    return finish(net, clip ? gwr_clip(net, g, gwr_constant_f32(net, 0), gwr_constant_f32(net, 1)) : gwr_relu(net, g));
+}
+static gwr_network *gemm_act_fires(void) { return gemm_act(0); }
+static gwr_network *gemm_act_idle(void) { return gemm_act(1); }
+
 /* ---- the cases of each pass ------------------------------------------------------ */
 
 typedef struct pass_cases {
@@ -260,6 +302,9 @@ static const pass_cases cases[] = {
     {"fuse_gelu", gelu_fires, gelu_idle, 1, 0},
     {"fuse_clip_chains", clips_fire, clips_idle, 1, 0},
     {"eliminate_common_subexpressions", cse_fires, cse_idle, 1, 0},
+    {"fuse_conv_activation", conv_act_fires, conv_act_idle, 1, 0},
+    {"fuse_conv_add_activation", conv_add_fires, conv_add_idle, 1, 0},
+    {"fuse_gemm_activation", gemm_act_fires, gemm_act_idle, 1, 0},
 };
 
 static const pass_cases *cases_of(const char *label) {

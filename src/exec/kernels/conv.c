@@ -362,7 +362,8 @@ static gwr_status conv_float(gwr_kctx *k, int transpose) {
     return st;
 }
 
-static gwr_status k_conv(gwr_kctx *k) { return conv_float(k, 0); }
+gwr_status gwr_ku_conv_kernel(gwr_kctx *k) { return conv_float(k, 0); }
+static gwr_status k_conv(gwr_kctx *k) { return gwr_ku_conv_kernel(k); }
 static gwr_status k_conv_transpose(gwr_kctx *k) { return conv_float(k, 1); }
 
 /* ---- integer convolutions ------------------------------------------------ */

@@ -174,4 +174,13 @@ void gwr_ku_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float 
 void gwr_ku_dgemm(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda, const double *B, int ldb,
                   double beta, double *C, int ldc);
 
+/* ---- kernels other kernels extend ----------------------------------------- */
+
+/* The Conv kernel (conv.c) and the Gemm kernel (linalg.c), whole: inputs,
+ * attributes and output 0 of k as Conv's and Gemm's. com.microsoft's
+ * FusedConv and FusedGemm (fused_cnn.c) run them, then their activation,
+ * so that a fused layer computes what the unfused pair computes. */
+gwr_status gwr_ku_conv_kernel(gwr_kctx *k);
+gwr_status gwr_ku_gemm_kernel(gwr_kctx *k);
+
 #endif

@@ -278,7 +278,7 @@ static gwr_status k_qlinear_matmul(gwr_kctx *k) {
 
 /* ---- Gemm ---------------------------------------------------------------- */
 
-static gwr_status k_gemm(gwr_kctx *k) {
+gwr_status gwr_ku_gemm_kernel(gwr_kctx *k) {
     const gwr_value *a = k->nin > 0 ? k->in[0] : NULL, *b = k->nin > 1 ? k->in[1] : NULL, *c = k->nin > 2 ? k->in[2] : NULL;
     if (!a || !b) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %s is missing", a ? "B" : "A");
     gwr_dtype dt = a->dtype;
@@ -654,7 +654,7 @@ static gwr_status k_det(gwr_kctx *k) {
 
 const gwr_kernel_entry gwr_kernels_linalg[] = {
     GWR_KERNEL(MatMul, k_matmul, .flags = GWR_KF_BLAS),
-    GWR_KERNEL(Gemm, k_gemm, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(Gemm, gwr_ku_gemm_kernel, .flags = GWR_KF_BLAS),
     GWR_KERNEL(MatMulInteger, k_matmul_integer, .flags = GWR_KF_BLAS),
     GWR_KERNEL(QLinearMatMul, k_qlinear_matmul, .flags = GWR_KF_BLAS),
     GWR_KERNEL(Einsum, k_einsum),

@@ -13,7 +13,7 @@ static gwr_status infer_conv(ictx *c, int xi, int wi, int bi, gwr_dtype dt) {
     int64_t group;
     sbuf p, q;
     if (!x || !w) return c->st;
-    if (c->id == GWR_OP_Conv && (!gwr_fi_same_dtype(c, x, w) || !gwr_fi_same_dtype(c, x, b))) return c->st;
+    if ((c->id == GWR_OP_Conv || c->id == GWR_OP_MS_FusedConv) && (!gwr_fi_same_dtype(c, x, w) || !gwr_fi_same_dtype(c, x, b))) return c->st;
     if (dt == GWR_UNDEFINED) dt = dt_of(x);
     gwr_fi_shp_get(x, &xs);
     gwr_fi_shp_get(w, &ws);
@@ -57,7 +57,8 @@ static gwr_status infer_conv(ictx *c, int xi, int wi, int bi, gwr_dtype dt) {
     return gwr_fi_put(c, 0, dt, &out);
 }
 
-static gwr_status infer_conv_plain(ictx *c) { return infer_conv(c, 0, 1, 2, GWR_UNDEFINED); }
+/* Conv, and the Conv part of com.microsoft's FusedConv (fused_cnn.c). */
+gwr_status gwr_fi_rule_conv(ictx *c) { return infer_conv(c, 0, 1, 2, GWR_UNDEFINED); }
 static gwr_status infer_conv_integer(ictx *c) { return infer_conv(c, 0, 1, -1, GWR_INT32); }
 static gwr_status infer_qlinear_conv(ictx *c) { return infer_conv(c, 0, 3, 8, dt_of(inp(c, 7))); }
 
@@ -137,7 +138,7 @@ static gwr_status infer_conv_transpose(ictx *c) {
 }
 
 const gwr_fi_entry gwr_fi_rules_conv[] = {
-    {GWR_OP_Conv, infer_conv_plain},
+    {GWR_OP_Conv, gwr_fi_rule_conv},
     {GWR_OP_ConvInteger, infer_conv_integer},
     {GWR_OP_QLinearConv, infer_qlinear_conv},
     {GWR_OP_ConvTranspose, infer_conv_transpose},

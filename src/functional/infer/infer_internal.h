@@ -46,6 +46,10 @@ typedef struct gwr_fi_entry {
 gwr_status gwr_fi_rule_generic(ictx *c);
 /* Output 0 of input 0's dtype and shape. */
 gwr_status gwr_fi_rule_same(ictx *c);
+/* The rules of Conv (conv.c) and Gemm (linalg.c), which the fused ops of
+ * fused_cnn.c extend. */
+gwr_status gwr_fi_rule_conv(ictx *c);
+gwr_status gwr_fi_rule_gemm(ictx *c);
 
 /* ---- attributes: absent -> def; present with another type -> an error
  * (GWR_ERR_TYPE) recorded and def ---- */

@@ -57,7 +57,8 @@ static gwr_status infer_matmul(ictx *c) {
     return gwr_fi_put(c, 0, dt, &out);
 }
 
-static gwr_status infer_gemm(ictx *c) {
+/* Gemm, and the Gemm part of com.microsoft's FusedGemm (fused_cnn.c). */
+gwr_status gwr_fi_rule_gemm(ictx *c) {
     gwr_tensor *a = gwr_fi_need(c, 0, "A"), *b = gwr_fi_need(c, 1, "B"), *cc = inp(c, 2);
     shp sa, sb, sc, out;
     gwr_dim k;
@@ -168,7 +169,7 @@ const gwr_fi_entry gwr_fi_rules_linalg[] = {
     {GWR_OP_MatMul, infer_matmul},
     {GWR_OP_MatMulInteger, infer_matmul},
     {GWR_OP_QLinearMatMul, infer_matmul},
-    {GWR_OP_Gemm, infer_gemm},
+    {GWR_OP_Gemm, gwr_fi_rule_gemm},
     {GWR_OP_Det, infer_det},
     {GWR_OP_Einsum, infer_einsum},
     {GWR_OP_CUSTOM, NULL},

@@ -241,6 +241,20 @@ static int fold_after(gwr_rewrite_ctx *c, const gwr_match *m, fold *f, int scala
     return rc;
 }
 
+/* Is Add l, of the constant k, the x + 3 of the exporters' HardSigmoid,
+ * Clip(x + 3, 0, 6) / 6? Folding the 3 into the Conv's bias would save one
+ * layer and cost fuse_hard_swish the two it saves (Clip and Div into one
+ * HardSigmoid), so an Add of 3 whose only reader is a Clip stays. */
+static int before_hard_sigmoid(gwr_layer *l, const gwr_tensor *k) {
+    gwr_tensor *y = gwr_layer_output(l, 0);
+    if (!gwr_match_const_is_splat(k, 3.0, 1e-6) || gwr_tensor_num_live_users(y) != 1) return 0;
+    for (int64_t i = 0; i < gwr_tensor_num_users(y); i++) {
+        gwr_layer *u = gwr_tensor_user(y, i, NULL);
+        if (u && !gwr_layer_is_removed(u)) return !strcmp(gwr_layer_op(u), "Clip") && !*gwr_layer_domain(u);
+    }
+    return 0;
+}
+
 /* Tries the root l against the tables of its op, for the producer kinds
  * in `kinds` (a bit per kind). */
 static int fold_scale_root(gwr_rewrite_ctx *c, gwr_layer *l, unsigned kinds) {
@@ -262,6 +276,8 @@ static int fold_scale_root(gwr_rewrite_ctx *c, gwr_layer *l, unsigned kinds) {
                                                                                       : "Gemm or MatMul");
             continue;
         }
+        if (a == A_ADD && before_hard_sigmoid(l, m.captures[K]))
+            return gwr_rewrite_no_match(c, "x + 3 read by a Clip: left for fuse_hard_swish (HardSigmoid)");
         fold f = {.kind = kind, .op = a};
         return fold_after(c, &m, &f, 0);
     }

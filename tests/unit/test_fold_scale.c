@@ -34,8 +34,16 @@ static gwr_network *failed(gwr_network *net) {
     return NULL;
 }
 
+/* The largest output difference seen per pass, printed at the end (what
+ * the tolerances of the table rows are measured against). */
+static double worst_conv, worst_gemm, worst_around, worst_pad;
+
 static int check_pass(pass_case_build_fn build, const char *label, int64_t expect_n) {
     pass_case c = {.build = build, .label = label, .expect = expect_n, .atol = pass_tolerance(label), .seed = 7};
+    pass_case_result r = pass_case_run(&c);
+    double *w = strstr(label, "conv") ? (strstr(label, "pad") ? &worst_pad : &worst_conv)
+                                      : strstr(label, "gemm") ? &worst_gemm : &worst_around;
+    if (r.compared && r.max_abs > *w) *w = r.max_abs;
     return pass_case_check_case(&c);
 }
 
@@ -235,6 +243,30 @@ TEST(scale_into_conv_chain) {
     /* idempotent: nothing left to fold */
     CHECK_EQ_INT(run_pass(net, "fold_scale_into_conv", GWR_TARGET_ONNX), 0);
     gwr_network_free(net);
+}
+
+/* Conv -> Add 3 -> Clip(0, 6) -> Div 6 (the exporters' HardSigmoid) stays
+ * for fuse_hard_swish; Conv -> Add 3 -> Relu folds. */
+static int hsig_clip;
+static gwr_network *build_hard_sigmoid(void) {
+    rng_state = 77;
+    gwr_network *net = gwr_network_new("hsig");
+    const int64_t xd[4] = {1, 3, 5, 5}, wd[4] = {4, 3, 1, 1};
+    gwr_tensor *y = gwr_conv(net, input(net, "x", 4, xd), rconst(net, 4, wd, -1, 1), NULL, NULL);
+    y = gwr_add(net, y, gwr_constant_f32(net, 3));
+    if (hsig_clip)
+        y = gwr_div(net, gwr_clip(net, y, gwr_constant_f32(net, 0), gwr_constant_f32(net, 6)), gwr_constant_f32(net, 6));
+    else
+        y = gwr_relu(net, y);
+    if (!y || gwr_network_mark_output(net, y)) return failed(net);
+    return net;
+}
+
+TEST(scale_into_conv_leaves_hard_sigmoid) {
+    hsig_clip = 1;
+    CHECK(check_pass(build_hard_sigmoid, "fold_scale_into_conv", 0));
+    hsig_clip = 0;
+    CHECK(check_pass(build_hard_sigmoid, "fold_scale_into_conv", 1));
 }
 
 TEST(scale_into_gemm) {
@@ -525,11 +557,15 @@ int main(void) {
     RUN(scale_into_conv_refuses);
     RUN(scale_into_conv_shared_weights);
     RUN(scale_into_conv_chain);
+    RUN(scale_into_conv_leaves_hard_sigmoid);
     RUN(scale_into_gemm);
     RUN(scale_into_matmul);
     RUN(scale_into_gemm_rounds_once);
     RUN(scalar_around_matmul);
     RUN(pad_into_conv);
     RUN(pad_into_conv_refuses);
+    fprintf(stderr, "worst differences: fold_scale_into_conv %g, fold_scale_into_gemm %g, "
+                    "fold_scalar_around_matmul %g, fold_pad_into_conv %g\n",
+            worst_conv, worst_gemm, worst_around, worst_pad);
     return check_report();
 }

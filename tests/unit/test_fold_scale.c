@@ -136,13 +136,15 @@ static gwr_network *build_after(void) {
 
 static const char *const all_ops[] = {"Mul", "Div", "Add", "Sub"};
 
-/* Every op, both operand orders (Sub: k - y), with and without a bias. */
+/* Every op, both operand orders (Sub: k - y), with and without a bias;
+ * Gemm with transB = every_trans_b. */
+static int every_trans_b;
 static void fires_every_op(int kind, int krank, const int64_t *kdims, const char *label) {
     for (int o = 0; o < 4; o++)
         for (unsigned fl = 0; fl < 4; fl++) {
             unsigned flags = (fl & 1 ? F_BIAS : 0) | (fl & 2 ? F_K_FIRST : 0);
             if ((flags & F_K_FIRST) && o == 1) continue; /* k / y is not linear */
-            acfg = (after_cfg){.kind = kind, .op = all_ops[o], .krank = krank, .flags = flags};
+            acfg = (after_cfg){.kind = kind, .op = all_ops[o], .krank = krank, .flags = flags, .trans_b = every_trans_b};
             memcpy(acfg.kdims, kdims, (size_t)krank * sizeof *kdims);
             if (!check_pass(build_after, label, 1))
                 fprintf(stderr, "  %s kind %d, %s, k rank %d, flags %u\n", label, kind, all_ops[o], krank, flags);
@@ -272,12 +274,14 @@ TEST(scale_into_conv_leaves_hard_sigmoid) {
 TEST(scale_into_gemm) {
     static const int64_t s1[1] = {1}, c5[1] = {5}, r15[2] = {1, 5};
     for (int tb = 0; tb < 2; tb++) {
+        every_trans_b = tb;
         fires_every_op(L_GEMM, 0, s1, "fold_scale_into_gemm");
         fires_every_op(L_GEMM, 1, c5, "fold_scale_into_gemm");
         fires_every_op(L_GEMM, 2, r15, "fold_scale_into_gemm");
         acfg = (after_cfg){.kind = L_GEMM, .op = "Mul", .krank = 1, .kdims = {5}, .trans_b = tb, .flags = F_BIAS};
         CHECK(check_pass(build_after, "fold_scale_into_gemm", 1));
     }
+    every_trans_b = 0;
     /* not per column: [3, 1] (per row), [3, 5], [1, 1, 5] (grows the rank);
      * C varying along M; a shared B is copied */
     static const struct { int rank; int64_t d[3]; } bad[] = {{2, {3, 1}}, {2, {3, 5}}, {3, {1, 1, 5}}};
@@ -386,7 +390,7 @@ enum {
 static unsigned scfg;
 
 /* MatMul: x [2, 3, 4] @ W [4, 5], or W [5, 3] @ x. Gemm: a [3, 4] and B
- * [4, 5], either constant, C [3, 5]. The scale s = 0.125 (or [4] of
+ * [4, 5], either constant, C [3, 5]. The scale s = 0.3 (or [4] of
  * 0.5.., or 0) on the non-constant input or on the output. */
 static gwr_network *build_around(void) {
     rng_state = 31337;
@@ -402,8 +406,8 @@ static gwr_network *build_around(void) {
     int64_t four = 4;
     if (f & S_S_INPUT) s = input(net, "s", 0, NULL);
     else if (f & S_VECTOR) s = rconst(net, 1, &four, 0.5, 1.5);
-    else if (f & S_RANK) s = gwr_constant(net, GWR_FLOAT32, 4, one4, (const float[]){0.125f});
-    else s = gwr_constant_f32(net, f & S_ZERO ? 0.0f : 0.125f);
+    else if (f & S_RANK) s = gwr_constant(net, GWR_FLOAT32, 4, one4, (const float[]){0.3f});
+    else s = gwr_constant_f32(net, f & S_ZERO ? 0.0f : 0.3f); /* not a power of 2: the fold rounds */
     const char *sop = f & S_DIV ? "Div" : "Mul";
     gwr_tensor *sx = x;
     if (!(f & S_OUTPUT)) sx = call(net, sop, 2, (gwr_tensor *const[]){x, s}, NULL);

@@ -69,7 +69,8 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_scale_into_gemm;
 /* fold_scalar_around_matmul: a one-element constant Mul or Div on an
  * input of a MatMul or Gemm whose other operand is constant, or on its
  * output (Gemm's C constant then), folded into that constant operand
- * (x*s @ W = x @ (s*W)). Roots: MatMul, Gemm, Mul, Div. */
+ * (x*s @ W = x @ (s*W)); not a scale of a Mul's or Div's output (GELU's
+ * trailing 0.5). Roots: MatMul, Gemm, Mul, Div. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_scalar_around_matmul;
 /* fold_pad_into_conv: a Pad by zeros (mode constant, every opset form) of
  * the spatial axes only, with constant non-negative pads, read only by a

@@ -413,6 +413,12 @@ static int fold_around(gwr_rewrite_ctx *c, const gwr_match *m, const around *a) 
     if (*gwr_layer_domain(lin) || (!linear_gemm && strcmp(gwr_layer_op(lin), "MatMul")))
         return gwr_rewrite_no_match(c, "not around a MatMul or Gemm");
     if (!linear_gemm && m->captures[B]) return gwr_rewrite_no_match(c, "a MatMul with three inputs");
+    /* x * 0.5 after x * (1 + Erf(..)) is GELU's tail, x * Clip(..) / 6
+     * HardSwish's: folding the constant into the next MatMul would cost
+     * fuse_gelu or fuse_hard_swish their match. */
+    gwr_layer *xp = a->on_output ? NULL : gwr_tensor_parent(m->captures[X]);
+    if (xp && !*gwr_layer_domain(xp) && (!strcmp(gwr_layer_op(xp), "Mul") || !strcmp(gwr_layer_op(xp), "Div")))
+        return gwr_rewrite_no_match(c, "the scaled tensor is a Mul or Div (an activation's tail, GELU's 0.5)");
     double s = 0;
     gwr_tensor *other = a->on_output ? gwr_layer_output(lin, 0) : m->captures[X];
     const char *why = check_scalar(m, a, other, &s);

@@ -420,6 +420,25 @@ static gwr_network *build_around(void) {
     return net;
 }
 
+/* MatMul(h * 0.5, W) with h = x * (1 + Erf(x / sqrt 2)) (gelu_tail) or
+ * h = Relu(x); x [3, 4]. */
+static int gelu_tail;
+static gwr_network *build_gelu_matmul(void) {
+    rng_state = 2718;
+    gwr_network *net = gwr_network_new("gelu_mm");
+    const int64_t xd[2] = {3, 4}, wd[2] = {4, 5};
+    gwr_tensor *x = input(net, "x", 2, xd), *h;
+    if (gelu_tail) {
+        gwr_tensor *e = gwr_div(net, x, gwr_constant_f32(net, 1.4142135f));
+        h = gwr_mul(net, x, gwr_add(net, call(net, "Erf", 1, &e, NULL), gwr_constant_f32(net, 1)));
+    } else {
+        h = gwr_relu(net, x);
+    }
+    gwr_tensor *y = gwr_matmul(net, gwr_mul(net, h, gwr_constant_f32(net, 0.5f)), rconst(net, 2, wd, -1, 1));
+    if (!y || gwr_network_mark_output(net, y)) return failed(net);
+    return net;
+}
+
 TEST(scalar_around_matmul) {
     for (unsigned f = 0; f < 16; f++) {
         scfg = f;
@@ -436,6 +455,12 @@ TEST(scalar_around_matmul) {
         scfg = refuse[i];
         if (!check_pass(build_around, "fold_scalar_around_matmul", 0)) fprintf(stderr, "  refuse flags %u\n", scfg);
     }
+    /* GELU with its 0.5 last, then a MatMul: the 0.5 stays for fuse_gelu;
+     * the same scale after a Relu folds */
+    gelu_tail = 1;
+    CHECK(check_pass(build_gelu_matmul, "fold_scalar_around_matmul", 0));
+    gelu_tail = 0;
+    CHECK(check_pass(build_gelu_matmul, "fold_scalar_around_matmul", 1));
     /* a Mul by 0 is folded (x*0 @ W and x @ 0*W are both 0, NaN for an
      * infinite x) */
     scfg = S_ZERO;

@@ -477,6 +477,7 @@ typedef struct pad_cfg {
     float value;
     const char *mode;
     int second_reader, auto_pad, ceil_mode, value_input;
+    int paddings;         /* P_ATTRS: opset 1's attribute name */
 } pad_cfg;
 static pad_cfg pcfg;
 
@@ -485,7 +486,7 @@ static pad_cfg pcfg;
 static gwr_network *build_pad(void) {
     rng_state = 5150;
     gwr_network *net = gwr_network_new("pad");
-    int64_t opset = pcfg.form == P_ATTRS ? 10 : pcfg.form == P_AXES ? 18 : 13;
+    int64_t opset = pcfg.form == P_ATTRS ? (pcfg.paddings ? 1 : 10) : pcfg.form == P_AXES ? 18 : 13;
     if (gwr_network_set_opset(net, "", opset)) return net;
     const int64_t xd[4] = {1, 2, 5, 5}, wd[4] = {3, 2, 3, 3}, axes[2] = {-2, 3}, kern[2] = {3, 3};
     const int64_t cpads[4] = {1, 0, 0, 1}, ppads[4] = {1, 1, 0, 0};
@@ -503,7 +504,7 @@ static gwr_network *build_pad(void) {
     gwr_layer *pl = gwr_network_add_layer(net, "Pad", "", NULL, nin, in, 1, NULL);
     if (!pl) return failed(net);
     if (pcfg.mode) gwr_layer_set_string(pl, "mode", pcfg.mode);
-    if (pcfg.form == P_ATTRS) gwr_layer_set_ints(pl, "pads", pcfg.pads, 8);
+    if (pcfg.form == P_ATTRS) gwr_layer_set_ints(pl, pcfg.paddings ? "paddings" : "pads", pcfg.pads, 8);
     if (pcfg.form == P_ATTRS && pcfg.value != 0) gwr_layer_set_float(pl, "value", pcfg.value);
     gwr_dim pd[4];
     for (int i = 0; i < 4; i++) {
@@ -532,6 +533,7 @@ TEST(pad_into_conv) {
         {.form = P_INPUTS, .reader = R_CONV, .pads = {0, 0, 1, 2, 0, 0, 2, 1}, .value_input = 1, .mode = "constant"},
         {.form = P_ATTRS, .reader = R_CONV, .pads = {0, 0, 1, 2, 0, 0, 2, 1}},
         {.form = P_ATTRS, .reader = R_CONV, .pads = {0, 0, 0, 1, 0, 0, 0, 0}, .mode = "constant"},
+        {.form = P_ATTRS, .reader = R_CONV, .pads = {0, 0, 1, 2, 0, 0, 2, 1}, .paddings = 1},
         {.form = P_AXES, .reader = R_CONV, .pads = {1, 2, 2, 1}},
         {.form = P_INPUTS, .reader = R_AVG, .pads = {0, 0, 1, 1, 0, 0, 1, 1}},
         {.form = P_ATTRS, .reader = R_AVG, .pads = {0, 0, 0, 1, 0, 0, 2, 0}},

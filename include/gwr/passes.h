@@ -51,6 +51,35 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_constants;
  * changed. Root: BatchNormalization. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_batchnorm;
 
+/* ---- scale and Pad folding (fold_scale.c, fold_pad.c) ---- */
+/* fold_scale_into_conv: Mul, Div (the Conv's output the numerator), Add
+ * or Sub (either side) of a constant per output channel or scalar, in a
+ * broadcast form that keeps the output's shape ([], [1], [C,1,1],
+ * [1,C,1,1], ...; a [C] alone runs along the last axis and is refused),
+ * after a Conv or ConvTranspose with constant weights (and bias) whose
+ * output has no other reader, becomes new weights and bias computed in
+ * double: Mul/Div scale both, Add/Sub only the bias. Not for a Div by 0.
+ * Roots: Mul, Div, Add, Sub. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_scale_into_conv;
+/* fold_scale_into_gemm: the same after a Gemm with a constant B (and C
+ * per column or scalar; the new Gemm has beta 1) per output column, and
+ * Mul/Div only after a MatMul with a constant 2-D weight. Roots: Mul,
+ * Div, Add, Sub. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_scale_into_gemm;
+/* fold_scalar_around_matmul: a one-element constant Mul or Div on an
+ * input of a MatMul or Gemm whose other operand is constant, or on its
+ * output (Gemm's C constant then), folded into that constant operand
+ * (x*s @ W = x @ (s*W)); not a scale of a Mul's or Div's output (GELU's
+ * trailing 0.5). Roots: MatMul, Gemm, Mul, Div. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_scalar_around_matmul;
+/* fold_pad_into_conv: a Pad by zeros (mode constant, every opset form) of
+ * the spatial axes only, with constant non-negative pads, read only by a
+ * Conv (auto_pad NOTSET) or an AveragePool (count_include_pad 1,
+ * ceil_mode 0, pads kept below the kernel) is added to its pads. MaxPool
+ * and ConvTranspose are refused. Roots: Conv, AveragePool. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_pad_into_conv;
+/* ---- end of scale and Pad folding ---- */
+
 /* fuse_hard_swish (activation.c): x * Clip(x + 3, 0, 6) / 6 (Div by 6 or
  * Mul by 1/6, either operand order, Clip bounds as inputs or attributes)
  * and x * HardSigmoid(x) with alpha 1/6 and beta 0.5 become HardSwish(x),

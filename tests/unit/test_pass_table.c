@@ -276,6 +276,69 @@ static gwr_network *gemm_act(int clip) {
 }
 static gwr_network *gemm_act_fires(void) { return gemm_act(0); }
 static gwr_network *gemm_act_idle(void) { return gemm_act(1); }
+/* ---- scale and Pad folding -------------------------------------------------------- */
+
+static const float w3223[54] = {0.5f, -0.25f, 1, 0.75f, -1, 0.125f, 0.5f, 0.25f, -0.5f, 1, -0.75f, 0.25f, 0.5f, -0.125f,
+                                0.375f, -1, 0.5f, 0.25f, 0.75f, -0.5f, 0.125f, 1, -0.25f, 0.5f, -0.375f, 0.25f, 0.5f,
+                                -1, 0.75f, 0.25f, -0.5f, 0.125f, 1, 0.5f, -0.25f, 0.375f, 0.25f, -0.75f, 0.5f, 1,
+                                -0.125f, 0.25f, 0.5f, -0.5f, 0.75f, 0.125f, -1, 0.25f, 0.5f, 0.375f, -0.25f, 1, 0.5f,
+                                -0.75f};
+
+/* Conv(x [1,2,5,5]) -> [1,3,3,3] * k: k [1,3,1,1] is per channel; k [3]
+ * runs along the last axis (also of extent 3) and must stay. */
+static gwr_network *scale_conv(int per_channel) {
+    static const float k[3] = {0.5f, 2, -1.5f};
+    gwr_dim xd[4] = {1, 2, 5, 5};
+    const int64_t wd[4] = {3, 2, 3, 3}, kd[4] = {1, 3, 1, 1};
+    gwr_network *net = gwr_network_new("scale_conv");
+    gwr_tensor *y = gwr_conv(net, input(net, "x", 4, xd), gwr_constant(net, GWR_FLOAT32, 4, wd, w3223), NULL, NULL);
+    gwr_tensor *kt = per_channel ? gwr_constant(net, GWR_FLOAT32, 4, kd, k) : vec(net, 3, k);
+    return finish(net, gwr_mul(net, y, kt));
+}
+static gwr_network *scale_conv_fires(void) { return scale_conv(1); }
+static gwr_network *scale_conv_idle(void) { return scale_conv(0); }
+
+/* MatMul(a [3, 4], W [4, 5]) * k: k [5] per column; k [3, 1] per row stays. */
+static gwr_network *scale_gemm(int per_column) {
+    static const float k[5] = {0.5f, 2, -1.5f, 1, 0.25f};
+    gwr_dim ad[2] = {3, 4};
+    const int64_t wd[2] = {4, 5}, kd[2] = {3, 1};
+    gwr_network *net = gwr_network_new("scale_gemm");
+    gwr_tensor *y = gwr_matmul(net, input(net, "a", 2, ad), gwr_constant(net, GWR_FLOAT32, 2, wd, w3223));
+    gwr_tensor *kt = per_column ? vec(net, 5, k) : gwr_constant(net, GWR_FLOAT32, 2, kd, k);
+    return finish(net, gwr_mul(net, y, kt));
+}
+static gwr_network *scale_gemm_fires(void) { return scale_gemm(1); }
+static gwr_network *scale_gemm_idle(void) { return scale_gemm(0); }
+
+/* MatMul(a * 0.125, W): W constant folds; W a graph input (q @ k^T) stays. */
+static gwr_network *scalar_mm(int const_w) {
+    gwr_dim ad[2] = {3, 4}, wdd[2] = {4, 5};
+    const int64_t wd[2] = {4, 5};
+    gwr_network *net = gwr_network_new("scalar_mm");
+    gwr_tensor *a = input(net, "a", 2, ad);
+    gwr_tensor *w = const_w ? gwr_constant(net, GWR_FLOAT32, 2, wd, w3223) : input(net, "w", 2, wdd);
+    return finish(net, gwr_matmul(net, gwr_mul(net, a, gwr_constant_f32(net, 0.125f)), w));
+}
+static gwr_network *scalar_mm_fires(void) { return scalar_mm(1); }
+static gwr_network *scalar_mm_idle(void) { return scalar_mm(0); }
+
+/* Pad(x, 1 on H and W) -> Conv fires; -> AveragePool with
+ * count_include_pad 0 stays (the padded zeros would stop counting). */
+static gwr_network *pad_reader(int conv) {
+    static const int64_t pads[8] = {0, 0, 1, 1, 0, 0, 1, 1}, kern[2] = {3, 3};
+    const int64_t wd[4] = {3, 2, 3, 3}, np = 8;
+    gwr_dim xd[4] = {1, 2, 5, 5};
+    gwr_network *net = gwr_network_new("pad_reader");
+    gwr_tensor *x = input(net, "x", 4, xd);
+    gwr_tensor *in[2] = {x, gwr_constant(net, GWR_INT64, 1, &np, pads)}, *p = op(net, "Pad", 2, in);
+    gwr_conv_params cp = {.nspatial = 2, .kernel = kern};
+    gwr_tensor *y = conv ? gwr_conv(net, p, gwr_constant(net, GWR_FLOAT32, 4, wd, w3223), NULL, &cp)
+                         : gwr_avg_pool(net, p, &cp);
+    return finish(net, y);
+}
+static gwr_network *pad_conv_fires(void) { return pad_reader(1); }
+static gwr_network *pad_pool_idle(void) { return pad_reader(0); }
 
 /* ---- the cases of each pass ------------------------------------------------------ */
 
@@ -305,6 +368,10 @@ static const pass_cases cases[] = {
     {"fuse_conv_activation", conv_act_fires, conv_act_idle, 1, 0},
     {"fuse_conv_add_activation", conv_add_fires, conv_add_idle, 1, 0},
     {"fuse_gemm_activation", gemm_act_fires, gemm_act_idle, 1, 0},
+    {"fold_scale_into_conv", scale_conv_fires, scale_conv_idle, 1, 0},
+    {"fold_scale_into_gemm", scale_gemm_fires, scale_gemm_idle, 1, 0},
+    {"fold_scalar_around_matmul", scalar_mm_fires, scalar_mm_idle, 1, 0},
+    {"fold_pad_into_conv", pad_conv_fires, pad_pool_idle, 1, 0},
 };
 
 static const pass_cases *cases_of(const char *label) {

@@ -150,7 +150,9 @@ TEST(manager_basics) {
     CHECK_EQ_INT(gwr_rewrite_manager_add(NULL, "x", &c, 1), GWR_ERR_INVALID_ARG);
     CHECK_EQ_INT(gwr_rewrite_manager_rewrite(NULL, NULL, NULL), GWR_ERR_INVALID_ARG);
     CHECK_EQ_INT(gwr_passes_add(m, "no_such_pattern"), GWR_ERR_NOT_FOUND);
-    CHECK_CONTAINS(gwr_rewrite_manager_errmsg(m), "replace_add_with_sub");
+    /* the labels as far as the message holds them: the first one at least
+     * (the table outgrew the message; the last are cut to "...") */
+    CHECK_CONTAINS(gwr_rewrite_manager_errmsg(m), "(known: fuse_attention_with_bias, ");
     gwr_rewrite_manager_free(m);
     gwr_rewrite_manager_free(NULL);
 }

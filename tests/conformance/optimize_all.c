@@ -6,7 +6,8 @@
  * line or found under a given root (two levels deep), and every level and
  * target:
  *   a = load(model)                      (shapes inferred, as `gwr optimize`)
- *   b = clone(a); gwr_optimize(b)        must succeed
+ *   b = clone(a); gwr_optimize(b)        must succeed (debug: the network
+ *                                        verified after every rewrite)
  *   a and b on the executor              the same outputs: bit for bit when
  *                                        only exact passes fired, else within
  *                                        1e-5 + 1e-4|b| (the --verify bound);
@@ -21,9 +22,12 @@
  * counted: its optimized form must still load, optimize and save. The files
  * under OUTDIR are for ort_compare.js (onnxruntime on the same models).
  *
- * Usage: optimize_all [-o OUTDIR] [-x EXPECTED_FAILURES] [--every N] [-v] PATH...
+ * Usage: optimize_all [-o OUTDIR] [-x EXPECTED_FAILURES] [--every N]
+ *                     [--min-cases N] [--min-fired N] [-v] PATH...
  * --every N: only every Nth case in sorted order (the sanitizer build's
- * subset). Prints `FAIL suite/name: level/target: reason` per failure, the
+ * subset). --min-cases, --min-fired: fail unless at least N cases ran and
+ * in at least N of them some pass rewrote something (the data is there and
+ * the passes do fire). Prints `FAIL suite/name: level/target: reason` per failure, the
  * counts, and last `N passed, M failed`. EXPECTED_FAILURES lists
  * `suite/name  reason` per line (# comments); a listed case that passes (or
  * was not run) is a stale entry. Exit 0 only when every failure is listed
@@ -258,7 +262,11 @@ static int read_feed(const char *dir, gwr_network *net, feed *f) {
 
 /* ---- one case ---------------------------------------------------------- */
 
+#define MAX_PASSES 256
+
 typedef struct counts {
+    int fired_cases; /* cases where some level/target rewrote something */
+    int by_pass[MAX_PASSES]; /* level/target runs where pass i rewrote */
     int cases, pass, fail, noload, norun, random_inputs, fired, exact_checks, approx_checks;
 } counts;
 
@@ -267,29 +275,32 @@ typedef struct opts {
     int verbose;
 } opts;
 
-/* Sum of rewrites in a report, and whether an approximate pass rewrote. */
-static int64_t rewrites(const gwr_optimize_report *r, int *approx) {
+/* Sum of rewrites in a report, and whether an approximate pass rewrote;
+ * by_pass (may be NULL) counts the passes that rewrote. */
+static int64_t rewrites(const gwr_optimize_report *r, int *approx, int *by_pass) {
     int64_t n = 0;
     for (int i = 0; i < gwr_optimize_report_count(r); i++) {
         const gwr_optimize_pass *p = gwr_optimize_report_pass(r, i);
         const gwr_pass_info *info = gwr_passes_info(i);
         n += p->rewrites;
+        if (p->rewrites > 0 && by_pass && i < MAX_PASSES) by_pass[i]++;
         if (p->rewrites > 0 && approx && info && info->numerics != GWR_NUMERICS_EXACT) *approx = 1;
     }
     return n;
 }
 
 /* Clone, optimize, serialize. NULL (why) on failure. */
-static void *optimized_bytes(gwr_network *a, int c, size_t *size, int64_t *nrw, int *approx, gwr_network **keep,
-                             char *why, size_t wsize) {
+static void *optimized_bytes(gwr_network *a, int c, size_t *size, int64_t *nrw, int *approx, int *by_pass,
+                             gwr_network **keep, char *why, size_t wsize) {
     gwr_network *b = gwr_network_clone(a);
     if (!b) return snprintf(why, wsize, "clone: %s", gwr_last_errmsg()), NULL;
-    gwr_optimize_options o = {.level = combos[c].level, .target = combos[c].target};
+    /* debug: the network verified after every rewrite */
+    gwr_optimize_options o = {.level = combos[c].level, .target = combos[c].target, .debug = 1};
     gwr_optimize_report *r = NULL;
     void *data = NULL;
     if (gwr_optimize(b, &o, &r)) snprintf(why, wsize, "optimize: %s", gwr_network_errmsg(b));
     else if (gwr_onnx_save_memory(b, &data, size)) snprintf(why, wsize, "save: %s", gwr_network_errmsg(b)), data = NULL;
-    if (r && nrw) *nrw = rewrites(r, approx);
+    if (r && nrw) *nrw = rewrites(r, approx, by_pass);
     gwr_optimize_report_free(r);
     if (data && keep) *keep = b;
     else gwr_network_free(b);
@@ -304,7 +315,7 @@ static int check_idempotent(const void *bytes, size_t size, int c, const char *k
     if (!n) return snprintf(why, wsize, "reload of the optimized model: %s", gwr_last_errmsg()), 1;
     size_t size2 = 0;
     int64_t nrw = 0;
-    void *again = optimized_bytes(n, c, &size2, &nrw, NULL, NULL, why, wsize);
+    void *again = optimized_bytes(n, c, &size2, &nrw, NULL, NULL, NULL, why, wsize);
     int bad = 1;
     if (!again) {
         /* why is set */
@@ -367,10 +378,10 @@ static int run_combo(gwr_network *a, const feed *f, int c, const opts *o, const 
     int64_t nrw = 0;
     int approx = 0;
     gwr_network *b = NULL;
-    void *bytes = optimized_bytes(a, c, &size, &nrw, &approx, &b, why, wsize);
+    void *bytes = optimized_bytes(a, c, &size, &nrw, &approx, k->by_pass, &b, why, wsize);
     if (!bytes) return 1;
     int rc = 0;
-    void *bytes2 = optimized_bytes(a, c, &size2, NULL, NULL, NULL, why, wsize);
+    void *bytes2 = optimized_bytes(a, c, &size2, NULL, NULL, NULL, NULL, why, wsize);
     if (!bytes2) rc = 1;
     else if (size2 != size || memcmp(bytes, bytes2, size))
         rc = 1, snprintf(why, wsize, "not deterministic: two runs on the same model wrote other bytes");
@@ -399,7 +410,7 @@ static int run_case(const char *dir, const char *key, const opts *o, counts *k) 
     }
     feed f;
     if (!read_feed(dir, a, &f)) k->random_inputs++;
-    int failed = 0, norun = 0;
+    int failed = 0, norun = 0, fired = k->fired;
     for (int c = 0; c < NCOMBO; c++) {
         char why[1024] = "";
         int rc = run_combo(a, &f, c, o, key, k, why, sizeof why);
@@ -410,13 +421,15 @@ static int run_case(const char *dir, const char *key, const opts *o, counts *k) 
         }
     }
     if (norun) k->norun++;
+    if (k->fired > fired) k->fired_cases++;
     feed_free(&f);
     gwr_network_free(a);
     return failed;
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: optimize_all [-o OUTDIR] [-x EXPECTED_FAILURES] [--every N] [-v] PATH...\n");
+    fprintf(stderr, "usage: optimize_all [-o OUTDIR] [-x EXPECTED_FAILURES] [--every N] [--min-cases N] "
+                    "[--min-fired N] [-v] PATH...\n");
     exit(2);
 }
 
@@ -442,12 +455,14 @@ static int report_stale(const expected *x, const strs *keys, int every) {
 int main(int argc, char **argv) {
     opts o = {0};
     const char *xfile = NULL;
-    int every = 1;
+    int every = 1, min_cases = 0, min_fired = 0;
     strs paths = {0}, dirs = {0}, keys = {0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-o") && i + 1 < argc) o.outdir = argv[++i];
         else if (!strcmp(argv[i], "-x") && i + 1 < argc) xfile = argv[++i];
         else if (!strcmp(argv[i], "--every") && i + 1 < argc) every = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--min-cases") && i + 1 < argc) min_cases = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--min-fired") && i + 1 < argc) min_fired = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-v")) o.verbose = 1;
         else if (argv[i][0] == '-') usage();
         else push(&paths, argv[i]);
@@ -484,6 +499,13 @@ int main(int argc, char **argv) {
            (double)(clock() - t0) / CLOCKS_PER_SEC);
     printf("not loadable: %d (the round trip's expected failures); not runnable by the executor: %d; "
            "test_data_set_0 inputs unusable (random inputs): %d\n", k.noload, k.norun, k.random_inputs);
+    printf("cases where a pass rewrote something: %d; level/target runs where each pass rewrote:\n", k.fired_cases);
+    for (int i = 0; i < gwr_passes_count() && i < MAX_PASSES; i++)
+        if (k.by_pass[i]) printf("  %-34s %d\n", gwr_passes_label(i), k.by_pass[i]);
+    int floors = 0;
+    if (k.cases < min_cases) printf("FAIL: only %d cases ran (--min-cases %d)\n", k.cases, min_cases), floors = 1;
+    if (k.fired_cases < min_fired)
+        printf("FAIL: passes rewrote something in only %d cases (--min-fired %d)\n", k.fired_cases, min_fired), floors = 1;
     printf("optimizations that rewrote something: %d, checked on the executor bit for bit: %d, within 1e-5 + "
            "1e-4|b|: %d\n", k.fired, k.exact_checks, k.approx_checks);
     printf("%d expected failures (listed), %d unexpected, %d stale entries\n", xfail, unexpected, stale);
@@ -492,5 +514,5 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < keys.n; i++) free(keys.v[i]);
     for (size_t i = 0; i < x.keys.n; i++) free(x.keys.v[i]), free(x.reasons.v[i]);
     free(dirs.v), free(keys.v), free(paths.v), free(x.keys.v), free(x.reasons.v), free(x.failed), free(x.seen);
-    return unexpected || stale ? 1 : 0;
+    return unexpected || stale || floors ? 1 : 0;
 }

@@ -21,7 +21,7 @@ random weights (numpy, seed 13):
 
 and the models of the optimizer's proof sweep (tests/cli/test_optimize_models.sh,
 which names them on the command line; each is described at its function):
-  gpt_decoder.onnx, resnet_bn.onnx, deconv_bn.onnx, lstm.onnx
+  gpt_decoder.onnx, resnet_bn.onnx, deconv_bn.onnx, lstm.onnx, mbv3_forms.onnx
 
 usage: make_opt_models.py OUTDIR [NAME...]   (NAME: a model above without
 .onnx; none: the four of the benchmark). Every model is built from its own
@@ -129,6 +129,39 @@ def mbv3(path, opset):
         d = g.op("Mul", [d, s])
         h = g.op("Add", [conv(g, d, 64, 16, 1), h])
     g.save(path, [1, 16, 32, 32], h, [1, 16, 32, 32], opset)
+
+
+def mbv3_forms(path):
+    """opset 14: the other ways exporters write MobileNetV3's activations,
+    one block (as mbv3's, x [1, 16, 32, 32]) each:
+      A  PyTorch at opset 13 and below: hardswish as x * HardSigmoid(x;
+         alpha 1/6, beta 0.5), the squeeze-excite gate a HardSigmoid node
+         (14 nodes: expand Conv + 2, depthwise Conv + 2, GAP, Conv, Relu,
+         Conv, HardSigmoid, Mul, project Conv, residual Add);
+      B  the Mul-by-1/6 forms: x * Clip(x + 3, 0, 6) * (1/6) and
+         Clip(x + 3, 0, 6) * (1/6) (20 nodes, as mbv3's blocks);
+      C  PyTorch at opset 14: native HardSwish and HardSigmoid (12 nodes)."""
+    g = G()
+    three, zero, six = (g.const(np.array(v, np.float32), "c") for v in (3.0, 0.0, 6.0))
+    sixth = g.const(np.array(1.0 / 6.0, np.float32), "c")
+
+    def act(form, x, gate):
+        if form == "A":
+            hs = g.op("HardSigmoid", [x], alpha=1.0 / 6.0, beta=0.5)
+            return hs if gate else g.op("Mul", [x, hs])
+        if form == "B":
+            c = g.op("Clip", [g.op("Add", [x, three]), zero, six])
+            return g.op("Mul", [c, sixth]) if gate else g.op("Mul", [g.op("Mul", [x, c]), sixth])
+        return g.op("HardSigmoid", [x], alpha=1.0 / 6.0, beta=0.5) if gate else g.op("HardSwish", [x])
+
+    h = "x"
+    for form in "ABC":
+        e = act(form, conv(g, h, 16, 64, 1), False)
+        d = act(form, conv(g, e, 64, 64, 3, group=64), False)
+        s = g.op("Relu", [conv(g, g.op("GlobalAveragePool", [d]), 64, 16, 1)])
+        d = g.op("Mul", [d, act(form, conv(g, s, 16, 64, 1), True)])
+        h = g.op("Add", [conv(g, d, 64, 16, 1), h])
+    g.save(path, [1, 16, 32, 32], h, [1, 16, 32, 32], 14)
 
 
 def xformer(path):
@@ -277,6 +310,7 @@ MODELS = {
     "cnn_bn": cnn_bn,
     "mbv3_op13": lambda p: mbv3(p, 13),
     "mbv3_op14": lambda p: mbv3(p, 14),
+    "mbv3_forms": mbv3_forms,
     "xformer": xformer,
     "gpt_decoder": gpt_decoder,
     "resnet_bn": resnet_bn,

@@ -3,7 +3,8 @@
 # bench/make_opt_models.py (a GPT decoder with plain-ONNX attention and a
 # constant causal mask, a ResNet-style CNN and a ConvTranspose decoder head
 # with BatchNormalization left in, MobileNetV3-style CNNs at opsets 13 and
-# 14, an LSTM tagger, the benchmark's cnn_bn and xformer) at every level
+# 14 and in the other export forms (x * HardSigmoid(x), Mul by 1/6, native
+# ops), an LSTM tagger, the benchmark's cnn_bn and xformer) at every level
 # (basic, extended, all) and target (onnx, ort, gwr). For each:
 #  - `gwr optimize --verify` passes (the executor, seeded inputs; --debug
 #    verifies the network after every rewrite);
@@ -25,7 +26,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 PY=/usr/bin/python3
 . "$HERE/lib.sh"
-MODELS="gpt_decoder resnet_bn deconv_bn lstm cnn_bn mbv3_op13 mbv3_op14 xformer"
+MODELS="gpt_decoder resnet_bn deconv_bn lstm cnn_bn mbv3_op13 mbv3_op14 mbv3_forms xformer"
 M=$tmp/models
 expect 0 "generate the models" -- "$PY" "$ROOT/bench/make_opt_models.py" "$M" $MODELS
 # the approximate passes, by label (their numerics column says "within")

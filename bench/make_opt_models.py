@@ -21,7 +21,7 @@ random weights (numpy, seed 13):
 
 and the models of the optimizer's proof sweep (tests/cli/test_optimize_models.sh,
 which names them on the command line; each is described at its function):
-  gpt_decoder.onnx, resnet_bn.onnx, deconv_bn.onnx, lstm.onnx, mbv3_forms.onnx
+  gpt_decoder.onnx, gpt_decoder_where.onnx, resnet_bn.onnx, deconv_bn.onnx, lstm.onnx, mbv3_forms.onnx
 
 usage: make_opt_models.py OUTDIR [NAME...]   (NAME: a model above without
 .onnx; none: the four of the benchmark). Every model is built from its own
@@ -209,7 +209,7 @@ def layer_norm(g, x, d, eps, two):
     return g.op("Add", [n, g.const(f32(d, scale=0.1), "beta")])
 
 
-def gpt_decoder(path, blocks=2, T=16, D=64, H=4):
+def gpt_decoder(path, blocks=2, T=16, D=64, H=4, where=False):
     """opset 17: a GPT decoder as PyTorch exports it, x [1, T, D]: per block
     pre-LN (LayerNorm chain, 9 nodes), q/k/v as three MatMul+Add on the LN
     output, heads split by Reshape [1,T,H,dh] (Constant shape) + Transpose
@@ -217,15 +217,23 @@ def gpt_decoder(path, blocks=2, T=16, D=64, H=4):
     constant causal mask [1,1,T,T] (0 / float32 min), Softmax, MatMul with v,
     Transpose + Reshape back, output projection MatMul+Add, residual Add;
     then LN, MatMul+Add to 4D, GELU in erf form (5 nodes), MatMul+Add,
-    residual Add: 50 nodes a block; a final LN (9)."""
+    residual Add: 50 nodes a block; a final LN (9). where=True
+    (gpt_decoder_where): as Hugging Face's GPT-2 writes it, the scores Mul by
+    1/sqrt(dh) and the mask a Where(constant causal bool, scores, float32
+    min): the same 50 nodes a block."""
     g = G()
     dh = D // H
     eps, two = g.const(np.array(1e-5, np.float32), "c"), g.const(np.array(2.0, np.float32), "c")
     half, one = g.const(np.array(0.5, np.float32), "c"), g.const(np.array(1.0, np.float32), "c")
     sqrt2 = g.const(np.array(np.sqrt(2.0), np.float32), "c")
-    scale = g.const(np.array(np.sqrt(dh), np.float32), "c")
-    mask = np.triu(np.full((T, T), np.finfo(np.float32).min, np.float32), 1).reshape(1, 1, T, T)
-    mask = g.const(mask, "mask")
+    if not where:
+        scale = g.const(np.array(np.sqrt(dh), np.float32), "c")
+        mask = np.triu(np.full((T, T), np.finfo(np.float32).min, np.float32), 1).reshape(1, 1, T, T)
+        mask = g.const(mask, "mask")
+    else:
+        causal = g.const(np.tril(np.ones((T, T), bool)).reshape(1, 1, T, T), "causal")
+        lowest = g.const(np.array(np.finfo(np.float32).min, np.float32), "c")
+        rscale = g.const(np.array(1.0 / np.sqrt(dh), np.float32), "c")
 
     def linear(x, i, o):
         return g.op("Add", [g.op("MatMul", [x, g.const(f32(i, o, scale=i ** -0.5))]), g.const(f32(o, scale=0.1), "b")])
@@ -239,7 +247,10 @@ def gpt_decoder(path, blocks=2, T=16, D=64, H=4):
         q = heads(linear(n, D, D), [0, 2, 1, 3])
         k = heads(linear(n, D, D), [0, 2, 3, 1])
         v = heads(linear(n, D, D), [0, 2, 1, 3])
-        s = g.op("Add", [g.op("Div", [g.op("MatMul", [q, k]), scale]), mask])
+        if where:
+            s = g.op("Where", [causal, g.op("Mul", [g.op("MatMul", [q, k]), rscale]), lowest])
+        else:
+            s = g.op("Add", [g.op("Div", [g.op("MatMul", [q, k]), scale]), mask])
         a = g.op("MatMul", [g.op("Softmax", [s], axis=-1), v])
         a = g.op("Reshape", [g.op("Transpose", [a], perm=[0, 2, 1, 3]), g.constant(np.array([1, T, D], np.int64))])
         h = g.op("Add", [h, linear(a, D, D)])
@@ -313,6 +324,7 @@ MODELS = {
     "mbv3_forms": mbv3_forms,
     "xformer": xformer,
     "gpt_decoder": gpt_decoder,
+    "gpt_decoder_where": lambda p: gpt_decoder(p, where=True),
     "resnet_bn": resnet_bn,
     "deconv_bn": deconv_bn,
     "lstm": lstm,

@@ -11,7 +11,10 @@ of the top-level graph but Constant. Also, for every optimized file:
   target ort:  every node is standard ONNX or com.microsoft (onnxruntime's
                contrib ops).
 Every optimized file must be covered by exactly one expectation and every
-expectation must match a file. Prints the table of counts; exit 1 on a
+expectation must match a file. Whatever the expectations say, per model: a
+higher level never leaves more compute nodes (original >= basic >= extended
+>= all, per target), and neither do the wider targets (ort <= onnx and
+gwr <= onnx, per level). Prints the table of counts; exit 1 on a
 mismatch (each printed as FAIL), 2 on a bad expectations file."""
 import collections
 import os
@@ -65,6 +68,27 @@ def target_facts(path, model, target, original):
     return None
 
 
+def monotone(table):
+    """Failures of the invariants between levels and targets (printed)."""
+    fail = 0
+    for model, r in table.items():
+        for t in TARGETS:
+            seq = [("original", r.get("original"))] + [(f"{lv} {t}", r.get(f"{lv} {t}")) for lv in LEVELS[1:]]
+            seq = [(k, v) for k, v in seq if v is not None]
+            for (ka, a), (kb, b) in zip(seq, seq[1:]):
+                if b > a:
+                    print(f"FAIL {model}: {kb} leaves {b} compute nodes, more than {ka} ({a})")
+                    fail += 1
+        for lv in LEVELS[1:]:
+            base = r.get(f"{lv} onnx")
+            for t in ("ort", "gwr"):
+                n = r.get(f"{lv} {t}")
+                if base is not None and n is not None and n > base:
+                    print(f"FAIL {model}: {lv} {t} leaves {n} compute nodes, more than {lv} onnx ({base})")
+                    fail += 1
+    return fail
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: check_opt_models.py EXPECTED DIR")
@@ -108,6 +132,7 @@ def main():
         if covered[name] != 1:
             print(f"FAIL {name}: covered by {covered[name]} expectation lines, not 1")
             fail += 1
+    fail += monotone(table)
     cols = ["original"] + [f"{lv} {t}" for lv in LEVELS[1:] for t in TARGETS]
     print("| model | " + " | ".join(cols) + " |")
     print("| --- |" + " ---: |" * len(cols))

@@ -1,8 +1,8 @@
 #!/bin/sh
 # test_optimize_models.sh GWR - `gwr optimize` on whole models: the models of
 # bench/make_opt_models.py (a GPT decoder with plain-ONNX attention and a
-# constant causal mask, a ResNet-style CNN and a ConvTranspose decoder head
-# with BatchNormalization left in, MobileNetV3-style CNNs at opsets 13 and
+# constant causal mask, additive or by Where, a ResNet-style CNN and a
+# ConvTranspose decoder head with BatchNormalization left in, MobileNetV3-style CNNs at opsets 13 and
 # 14 and in the other export forms (x * HardSigmoid(x), Mul by 1/6, native
 # ops), an LSTM tagger, the benchmark's cnn_bn and xformer) at every level
 # (basic, extended, all) and target (onnx, ort, gwr). For each:
@@ -14,7 +14,8 @@
 #    writer is deterministic, so anything less would hide a change);
 #  - node counts and op facts as tests/cli/optimize_models_expected.txt says,
 #    counted by python3-onnx (tests/cli/check_opt_models.py), with
-#    onnx.checker on every --target onnx output;
+#    onnx.checker on every --target onnx output, and no level or target
+#    leaving more nodes than a lower level or the onnx target;
 #  - onnxruntime-node (one process for all, tests/cli/ort_models.js) loads
 #    every onnx and ort output and gives the original's outputs: bit for bit
 #    where only exact passes fired, else within 1e-5 + 1e-4|b| (the
@@ -26,7 +27,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 PY=/usr/bin/python3
 . "$HERE/lib.sh"
-MODELS="gpt_decoder resnet_bn deconv_bn lstm cnn_bn mbv3_op13 mbv3_op14 mbv3_forms xformer"
+MODELS="gpt_decoder gpt_decoder_where resnet_bn deconv_bn lstm cnn_bn mbv3_op13 mbv3_op14 mbv3_forms xformer"
 M=$tmp/models
 expect 0 "generate the models" -- "$PY" "$ROOT/bench/make_opt_models.py" "$M" $MODELS
 # the approximate passes, by label (their numerics column says "within")

@@ -38,6 +38,12 @@ save([helper.make_node("Shape", ["x"], ["s"]),
       helper.make_node("Relu", ["r"], ["y"])],
      [f("x", ["N", "M", 4])], [f("y", ["M", "N", 4])],
      [i64("i0", [0]), i64("i1", [1]), i64("four", [4])], f"{d}/dyn.onnx")
+# grow.onnx: y = x + zeros[2, 3] with x [1, 3] (a no-op on values that grows
+# the shape: must stay), z = w * ones[3] with w [2, 3] (a true no-op).
+save([helper.make_node("Add", ["x", "zeros"], ["y"]), helper.make_node("Mul", ["w", "ones"], ["z"])],
+     [f("x", [1, 3]), f("w", [2, 3])], [f("y", [2, 3]), f("z", [2, 3])],
+     [numpy_helper.from_array(np.zeros([2, 3], np.float32), "zeros"),
+      numpy_helper.from_array(np.ones([3], np.float32), "ones")], f"{d}/grow.onnx")
 PYEOF
 ok "the test models" -- test -s "$tmp/dyn.onnx"
 
@@ -121,6 +127,19 @@ for level in basic extended; do
         "$tmp/m.$level.onnx" >"$tmp/names"
     hasf names "['y', 'z'] ['x']" "graph outputs at $level: names and order kept"
 done
+
+# a rewrite that would change an output's shape is not made: x + zeros[2, 3]
+# keeps its Add (and y its [2, 3]); w * ones[3] goes, an Identity keeping
+# the output z a name apart from the input w
+expect 0 "a shape-growing no-op" -- "$GWR" optimize "$tmp/grow.onnx" -o "$tmp/grow.o.onnx" --level all --verify --report
+has out "^verify: 2 outputs, max abs 0" "a shape-growing no-op: both outputs the same"
+has out "^eliminate_noop_arith  *[0-9]*  *1  *1" "a shape-growing no-op: only the true no-op is removed"
+$PY -c "
+import onnx, sys
+m = onnx.load(sys.argv[1])
+print(sorted(n.op_type for n in m.graph.node), [(o.name, [d.dim_value for d in o.type.tensor_type.shape.dim]) for o in m.graph.output])
+" "$tmp/grow.o.onnx" >"$tmp/grow"
+hasf grow "['Add', 'Identity'] [('y', [2, 3]), ('z', [2, 3])]" "a shape-growing no-op: the Add stays, the Mul goes, output shapes kept"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -22,13 +22,16 @@
 #    --verify tolerance) where an approximate pass (--list: "within") fired.
 #    Target gwr outputs are for gwr's executor (Gelu below opset 20): only
 #    --verify judges them.
+# To update the expectations after a pass lands: a failure prints the counts
+# as they are, in the file's format; OPT_MODELS_DIR=DIR keeps the models
+# (generated and optimized) in DIR to look at.
 GWR=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 PY=/usr/bin/python3
 . "$HERE/lib.sh"
 MODELS="gpt_decoder gpt_decoder_where resnet_bn deconv_bn lstm cnn_bn mbv3_op13 mbv3_op14 mbv3_forms xformer"
-M=$tmp/models
+M=${OPT_MODELS_DIR:-$tmp/models}
 expect 0 "generate the models" -- "$PY" "$ROOT/bench/make_opt_models.py" "$M" $MODELS
 # the approximate passes, by label (their numerics column says "within")
 "$GWR" optimize --list | awk '$5 == "within" {print $1}' >"$tmp/approx"

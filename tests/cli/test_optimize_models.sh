@@ -19,7 +19,8 @@
 #  - onnxruntime-node (one process for all, tests/cli/ort_models.js) loads
 #    every onnx and ort output and gives the original's outputs: bit for bit
 #    where only exact passes fired, else within 1e-5 + 1e-4|b| (the
-#    --verify tolerance) where an approximate pass (--list: "within") fired.
+#    --verify tolerance) where an approximate pass (--list: "within") fired,
+#    and again with onnxruntime's own optimizations at 'all' on top;
 #    Target gwr outputs are for gwr's executor (Gelu below opset 20): only
 #    --verify judges them.
 # To update the expectations after a pass lands: a failure prints the counts

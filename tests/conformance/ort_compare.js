@@ -14,6 +14,7 @@
 //
 // Usage: node ort_compare.js [--out OUTDIR] [--expected FILE]
 //          [--roundtrip-expected FILE] [--original-only] [--jobs N]
+//          [--ort-original FILE]
 //          (--out repeated: every tree's model against one run of the original)
 //          [--timeout SECONDS] [-v] PATH...
 // PATH is a case directory, or a directory searched (two levels deep) for
@@ -491,13 +492,14 @@ function readList(file) {
 }
 
 async function parentMain(argv) {
-  const o = { outs: [], expected: null, rtExpected: null, originalOnly: false, jobs: 2, timeout: 60, verbose: false, paths: [] };
+  const o = { outs: [], expected: null, rtExpected: null, ortOriginal: null, originalOnly: false, jobs: 2, timeout: 60, verbose: false, paths: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const val = () => { if (i + 1 >= argv.length) usage(`${a} needs a value`); return argv[++i]; };
     if (a === '--out') o.outs.push(val());
     else if (a === '--expected') o.expected = val();
     else if (a === '--roundtrip-expected') o.rtExpected = val();
+    else if (a === '--ort-original') o.ortOriginal = val();
     else if (a === '--original-only') o.originalOnly = true;
     else if (a === '--jobs') o.jobs = Math.max(1, Number(val()) | 0);
     else if (a === '--timeout') o.timeout = Number(val());
@@ -512,6 +514,10 @@ async function parentMain(argv) {
   for (const p of o.paths) findCases(p, cases);
   if (!cases.length) { console.log('FAIL: no test cases found under ' + o.paths.join(' ')); console.log('0 passed, 1 failed'); return 1; }
   const expected = readList(o.expected);
+  // --ort-original: the cases onnxruntime itself cannot load or pass, each
+  // with its reason; then one missing from the list, or listed but passing,
+  // fails the run (without it they are only counted).
+  const ortOriginal = o.ortOriginal ? readList(o.ortOriginal) : null;
   const rtExpected = readList(o.rtExpected);
 
   const t0 = Date.now();
@@ -583,9 +589,16 @@ async function parentMain(argv) {
     } else {
       if (expected.has(key)) { stale++; lines.stale.push(`STALE ${key}: listed in ${o.expected} but did not fail (${r.status})`); }
       if (r.status === 'ort-original' && o.verbose) lines.ort.push(`ORT ${key}: ${r.reason}`);
+      if (ortOriginal && (r.status === 'ort-original') !== ortOriginal.has(key)) {
+        if (r.status === 'ort-original') { unexpected++; lines.fail.push(`UNLISTED ${key}: onnxruntime cannot pass the original, and ${o.ortOriginal} does not say why: ${r.reason}`); }
+        else { stale++; lines.stale.push(`STALE ${key}: listed in ${o.ortOriginal} but onnxruntime passes it (${r.status})`); }
+      }
       if (r.status === 'not-comparable' && o.verbose) lines.nc.push(`NOTCOMPARABLE ${key}: ${r.reason}`);
     }
   });
+  for (const key of ortOriginal ? ortOriginal.keys() : []) {
+    if (!seen.has(key) && suitesRun.has(key.split('/')[0])) { stale++; lines.stale.push(`STALE ${key}: listed in ${o.ortOriginal} but no such test case`); }
+  }
   for (const key of expected.keys()) {
     if (!seen.has(key) && suitesRun.has(key.split('/')[0])) { stale++; lines.stale.push(`STALE ${key}: listed in ${o.expected} but no such test case`); }
   }
@@ -604,7 +617,7 @@ async function parentMain(argv) {
 
 function usage(msg) {
   console.error(`ort_compare.js: ${msg}`);
-  console.error('usage: node ort_compare.js [--out OUTDIR]... [--expected FILE] [--roundtrip-expected FILE] [--original-only] [--jobs N] [--timeout S] [-v] PATH...');
+  console.error('usage: node ort_compare.js [--out OUTDIR]... [--expected FILE] [--roundtrip-expected FILE] [--ort-original FILE] [--original-only] [--jobs N] [--timeout S] [-v] PATH...');
   process.exit(2);
 }
 

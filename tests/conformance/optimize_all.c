@@ -1,6 +1,6 @@
 /* optimize_all.c - the optimizer over data nobody here wrote: every model of
- * ONNX's backend test data at every level (basic, extended, all) and both
- * targets (onnx, ort), in one process.
+ * ONNX's backend test data at every level (basic, extended, all) and every
+ * target (onnx, ort, gwr), in one process.
  *
  * For every test case (a directory holding model.onnx) named on the command
  * line or found under a given root (two levels deep), and every level and
@@ -19,8 +19,9 @@
  *                                        same bytes again
  *   save(b, OUTDIR/<level>-<target>/<suite>/<name>/model.onnx)
  * A model the executor cannot run even alone (unsupported op, ...) is only
- * counted: its optimized form must still load, optimize and save. The files
- * under OUTDIR are for ort_compare.js (onnxruntime on the same models).
+ * counted: its optimized form must still load, optimize and save. The onnx
+ * and ort files under OUTDIR are for ort_compare.js (onnxruntime on the
+ * same models); the gwr ones may hold ops only gwr runs.
  *
  * Usage: optimize_all [-o OUTDIR] [-x EXPECTED_FAILURES] [--every N]
  *                     [--min-cases N] [--min-fired N] [-v] PATH...
@@ -52,6 +53,9 @@ static const struct {
     {"basic-onnx", GWR_LEVEL_BASIC, GWR_TARGET_ONNX},       {"basic-ort", GWR_LEVEL_BASIC, GWR_TARGET_ORT},
     {"extended-onnx", GWR_LEVEL_EXTENDED, GWR_TARGET_ONNX}, {"extended-ort", GWR_LEVEL_EXTENDED, GWR_TARGET_ORT},
     {"all-onnx", GWR_LEVEL_ALL, GWR_TARGET_ONNX},           {"all-ort", GWR_LEVEL_ALL, GWR_TARGET_ORT},
+    /* gwr's own executor: passes that serve only it (Gelu at any opset, ...) */
+    {"basic-gwr", GWR_LEVEL_BASIC, GWR_TARGET_GWR},         {"extended-gwr", GWR_LEVEL_EXTENDED, GWR_TARGET_GWR},
+    {"all-gwr", GWR_LEVEL_ALL, GWR_TARGET_GWR},
 };
 #define NCOMBO ((int)(sizeof combos / sizeof combos[0]))
 

@@ -19,7 +19,8 @@
 #     'extended', and both at 'all' (gwr first, then onnxruntime's own).
 # Models: bench_exec gen-gpt (GPT-12) and gen-resnet (ResNet-18-style, BN
 # folded), bench_onnx gen-gpt 1000 32 --static (the 1,000-block decoder), and
-# bench/make_opt_models.py's cnn_bn, mbv3_op13, mbv3_op14, xformer.
+# bench/make_opt_models.py's cnn_bn, mbv3_op13, mbv3_op14, xformer, and the
+# proof sweep's gpt_decoder, gpt_decoder_where, resnet_bn, deconv_bn, lstm, mbv3_forms.
 # Usage: bench/run_optimize_bench.sh [WORKDIR]   (default: a temp dir, removed after)
 #   BUILD=<dir>   build folder (default build)
 #   REPEAT=N      repeats of each timing (default 3; best of N reported)
@@ -68,11 +69,11 @@ echo
 
 # name:run-shape (gwr run --shape for the inputs; symbolic dims of the
 # GPT-12 bound as in run_exec_bench.sh, for --verify too)
-MODELS=${MODELS:-"gpt12:x=1,128,256 resnet:x=1,3,224,224 gpt1000:x=1,128,32 cnn_bn:x=1,3,32,32 mbv3_op13:x=1,16,32,32 mbv3_op14:x=1,16,32,32 xformer:x=64,128"}
+MODELS=${MODELS:-"gpt12:x=1,128,256 resnet:x=1,3,224,224 gpt1000:x=1,128,32 cnn_bn:x=1,3,32,32 mbv3_op13:x=1,16,32,32 mbv3_op14:x=1,16,32,32 xformer:x=64,128 gpt_decoder:x=1,16,64 gpt_decoder_where:x=1,16,64 resnet_bn:x=1,3,32,32 deconv_bn:x=1,32,8,8 lstm:x=8,1,16 mbv3_forms:x=1,16,32,32"}
 ./$BUILD/bench/bench_exec gen-gpt "$W/gpt12.onnx" >/dev/null
 ./$BUILD/bench/bench_exec gen-resnet "$W/resnet.onnx" >/dev/null
 ./$BUILD/bench/bench_onnx gen-gpt 1000 32 "$W/gpt1000.onnx" --static >/dev/null
-"$PY" bench/make_opt_models.py "$W"
+"$PY" bench/make_opt_models.py "$W" cnn_bn mbv3_op13 mbv3_op14 xformer gpt_decoder gpt_decoder_where resnet_bn deconv_bn lstm mbv3_forms
 
 fails=0
 : >"$W/numerics.md"

@@ -14,6 +14,8 @@
 //
 // Usage: node ort_compare.js [--out OUTDIR] [--expected FILE]
 //          [--roundtrip-expected FILE] [--original-only] [--jobs N]
+//          [--ort-original FILE]
+//          (--out repeated: every tree's model against one run of the original)
 //          [--timeout SECONDS] [-v] PATH...
 // PATH is a case directory, or a directory searched (two levels deep) for
 // them; <suite> is the name of a case directory's parent.
@@ -400,33 +402,44 @@ async function workerMain() {
       let origWhy = orig.error || compareSets(sets, orig.results, iface);
       if (job.originalOnly) {
         Object.assign(res, origWhy ? { status: 'ort-original', reason: origWhy } : { status: 'pass' });
-      } else if (!fs.existsSync(job.exported)) {
-        Object.assign(res, { status: 'no-export', reason: `no exported model at ${job.exported}`, origWhy });
       } else {
-        process.send({ id: job.id, phase: 'exported' });
-        const exp = await runModel(job.exported, sets, iface);
-        if (!origWhy) {
-          const why = exp.error || compareSets(sets, exp.results, iface);
-          Object.assign(res, why ? { status: 'fail', reason: `exported model: ${why}` } : { status: 'pass' });
-        } else {
+        // Each exported model (one per --out tree) against the original;
+        // the first failure is the case's.
+        let again = null;
+        for (const exported of job.exported) {
+          const what = job.exported.length > 1 ? `exported model (${path.basename(job.outs[job.exported.indexOf(exported)])})` : 'exported model';
+          if (!fs.existsSync(exported)) {
+            Object.assign(res, { status: 'no-export', reason: `no exported model at ${exported}`, origWhy });
+            break;
+          }
+          process.send({ id: job.id, phase: 'exported' });
+          const exp = await runModel(exported, sets, iface);
+          if (!origWhy) {
+            const why = exp.error || compareSets(sets, exp.results, iface);
+            if (why) { Object.assign(res, { status: 'fail', reason: `${what}: ${why}` }); break; }
+            res.status = 'pass';
+            continue;
+          }
           // ORT is wrong (or unable) on the original: still, where it ran,
           // the exported model must behave the same way.
           res.status = 'ort-original';
           res.reason = origWhy;
-          if (!orig.error) {
-            // Random ops (Bernoulli, training Dropout) give other outputs on
-            // every run: when a second run of the original disagrees with
-            // the first, there is nothing to compare.
-            const again = await runModel(modelFile, sets, iface);
-            if (again.error || compareRuns(sets, orig.results, again.results, iface)) {
-              res.nondeterministic = true;
-              process.send(res);
-              return;
-            }
-            const why = exp.error || compareRuns(sets, orig.results, exp.results, iface);
-            if (why) Object.assign(res, { status: 'fail', reason: `exported model differs from the original under onnxruntime (which itself fails the original: ${origWhy}): ${why}` });
-            else res.differential = true;
+          if (orig.error) continue;
+          // Random ops (Bernoulli, training Dropout) give other outputs on
+          // every run: when a second run of the original disagrees with
+          // the first, there is nothing to compare.
+          if (!again) again = await runModel(modelFile, sets, iface);
+          if (again.error || compareRuns(sets, orig.results, again.results, iface)) {
+            res.nondeterministic = true;
+            break;
           }
+          const why = exp.error || compareRuns(sets, orig.results, exp.results, iface);
+          if (why) {
+            Object.assign(res, { status: 'fail', reason: `${what} differs from the original under onnxruntime (which itself fails the original: ${origWhy}): ${why}` });
+            delete res.differential;
+            break;
+          }
+          res.differential = true;
         }
       }
     } catch (e) {
@@ -479,13 +492,14 @@ function readList(file) {
 }
 
 async function parentMain(argv) {
-  const o = { out: null, expected: null, rtExpected: null, originalOnly: false, jobs: 2, timeout: 60, verbose: false, paths: [] };
+  const o = { outs: [], expected: null, rtExpected: null, ortOriginal: null, originalOnly: false, jobs: 2, timeout: 60, verbose: false, paths: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const val = () => { if (i + 1 >= argv.length) usage(`${a} needs a value`); return argv[++i]; };
-    if (a === '--out') o.out = val();
+    if (a === '--out') o.outs.push(val());
     else if (a === '--expected') o.expected = val();
     else if (a === '--roundtrip-expected') o.rtExpected = val();
+    else if (a === '--ort-original') o.ortOriginal = val();
     else if (a === '--original-only') o.originalOnly = true;
     else if (a === '--jobs') o.jobs = Math.max(1, Number(val()) | 0);
     else if (a === '--timeout') o.timeout = Number(val());
@@ -494,12 +508,16 @@ async function parentMain(argv) {
     else o.paths.push(a);
   }
   if (!o.paths.length) usage('no test data paths');
-  if (!o.out && !o.originalOnly) usage('--out OUTDIR is needed (or --original-only)');
+  if (!o.outs.length && !o.originalOnly) usage('--out OUTDIR is needed (or --original-only)');
 
   const cases = [];
   for (const p of o.paths) findCases(p, cases);
   if (!cases.length) { console.log('FAIL: no test cases found under ' + o.paths.join(' ')); console.log('0 passed, 1 failed'); return 1; }
   const expected = readList(o.expected);
+  // --ort-original: the cases onnxruntime itself cannot load or pass, each
+  // with its reason; then one missing from the list, or listed but passing,
+  // fails the run (without it they are only counted).
+  const ortOriginal = o.ortOriginal ? readList(o.ortOriginal) : null;
   const rtExpected = readList(o.rtExpected);
 
   const t0 = Date.now();
@@ -538,9 +556,9 @@ async function parentMain(argv) {
       current = next++;
       phase = 'original';
       const c = cases[current];
-      const exported = o.out ? path.join(o.out, c.suite, c.name, 'model.onnx') : null;
+      const exported = o.outs.map((d) => path.join(d, c.suite, c.name, 'model.onnx'));
       timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, o.timeout * 1000);
-      child.send({ id: current, dir: c.dir, exported, originalOnly: o.originalOnly });
+      child.send({ id: current, dir: c.dir, exported, outs: o.outs, originalOnly: o.originalOnly });
     };
     spawn();
   });
@@ -571,9 +589,16 @@ async function parentMain(argv) {
     } else {
       if (expected.has(key)) { stale++; lines.stale.push(`STALE ${key}: listed in ${o.expected} but did not fail (${r.status})`); }
       if (r.status === 'ort-original' && o.verbose) lines.ort.push(`ORT ${key}: ${r.reason}`);
+      if (ortOriginal && (r.status === 'ort-original') !== ortOriginal.has(key)) {
+        if (r.status === 'ort-original') { unexpected++; lines.fail.push(`UNLISTED ${key}: onnxruntime cannot pass the original, and ${o.ortOriginal} does not say why: ${r.reason}`); }
+        else { stale++; lines.stale.push(`STALE ${key}: listed in ${o.ortOriginal} but onnxruntime passes it (${r.status})`); }
+      }
       if (r.status === 'not-comparable' && o.verbose) lines.nc.push(`NOTCOMPARABLE ${key}: ${r.reason}`);
     }
   });
+  for (const key of ortOriginal ? ortOriginal.keys() : []) {
+    if (!seen.has(key) && suitesRun.has(key.split('/')[0])) { stale++; lines.stale.push(`STALE ${key}: listed in ${o.ortOriginal} but no such test case`); }
+  }
   for (const key of expected.keys()) {
     if (!seen.has(key) && suitesRun.has(key.split('/')[0])) { stale++; lines.stale.push(`STALE ${key}: listed in ${o.expected} but no such test case`); }
   }
@@ -592,7 +617,7 @@ async function parentMain(argv) {
 
 function usage(msg) {
   console.error(`ort_compare.js: ${msg}`);
-  console.error('usage: node ort_compare.js [--out OUTDIR] [--expected FILE] [--roundtrip-expected FILE] [--original-only] [--jobs N] [--timeout S] [-v] PATH...');
+  console.error('usage: node ort_compare.js [--out OUTDIR]... [--expected FILE] [--roundtrip-expected FILE] [--ort-original FILE] [--original-only] [--jobs N] [--timeout S] [-v] PATH...');
   process.exit(2);
 }
 

@@ -20,9 +20,19 @@ except ImportError as e:
 
 OPSET = 17                       # ONNX 1.12: the default domain is pinned here
 PINNED = ("",)                   # other domains: latest version of each op
-PREFIX = {"": "", "ai.onnx.ml": "ML_", "ai.onnx.preview.training": "TRAIN_"}
+PREFIX = {"": "", "ai.onnx.ml": "ML_", "ai.onnx.preview.training": "TRAIN_", "com.microsoft": "MS_"}
 # Ops newer than onnx 1.12, listed by hand: (domain, name) -> (since, arities).
 NEWER = {("", "Gelu"): (20, (1, 1, 1, 1))}   # Gelu: opset 20
+# onnxruntime's contrib ops (com.microsoft version 1, docs/ContribOperators.md):
+# the onnx package has no schema for them.
+NEWER.update({
+    ("com.microsoft", "SkipLayerNormalization"): (1, (3, 5, 1, 4)),
+    ("com.microsoft", "BiasGelu"): (1, (2, 2, 1, 1)),
+    ("com.microsoft", "Gelu"): (1, (1, 1, 1, 1)),
+    ("com.microsoft", "FastGelu"): (1, (1, 2, 1, 1)),
+    ("com.microsoft", "QuickGelu"): (1, (1, 1, 1, 1)),
+    ("com.microsoft", "FusedMatMul"): (1, (2, 2, 1, 1)),
+})
 
 LINE = re.compile(r'^\s*GWR_OP\(\s*(\w+),\s*"(\w+)",\s*"([\w.]*)",\s*(\w+),\s*(\w+),'
                   r'\s*(-?\d+),\s*(-?\d+),\s*(-?\d+),\s*(-?\d+),\s*([\w|\s]+?),\s*(\d+)\s*\)\s*$')

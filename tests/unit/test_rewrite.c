@@ -150,7 +150,7 @@ TEST(manager_basics) {
     CHECK_EQ_INT(gwr_rewrite_manager_add(NULL, "x", &c, 1), GWR_ERR_INVALID_ARG);
     CHECK_EQ_INT(gwr_rewrite_manager_rewrite(NULL, NULL, NULL), GWR_ERR_INVALID_ARG);
     CHECK_EQ_INT(gwr_passes_add(m, "no_such_pattern"), GWR_ERR_NOT_FOUND);
-    CHECK_CONTAINS(gwr_rewrite_manager_errmsg(m), "replace_add_with_sub");
+    CHECK_CONTAINS(gwr_rewrite_manager_errmsg(m), "eliminate_identity"); /* the first labels: the list is cut at 400 chars */
     gwr_rewrite_manager_free(m);
     gwr_rewrite_manager_free(NULL);
 }

@@ -159,6 +159,10 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_bias_gelu;
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_matmul_scale;
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_silu;
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_transpose_into_gemm;
+/* fuse_rms_norm (fuse_transformer.c; targets ort and gwr): x / Sqrt(ReduceMean(Pow(x, 2) or x * x,
+ * last axis) + eps), or x * Reciprocal(Sqrt(...)), times an optional 1-D constant gamma, becomes
+ * onnxruntime's SimplifiedLayerNormalization (default domain). Root: the Div or Mul. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_rms_norm;
 
 /* Records the FLayerInfo of every gwr::GPTAttention plugin layer that has
  * none (one loaded from ONNX), from its inputs and attributes, so that the

@@ -413,3 +413,96 @@ const gwr_pattern_rewriter gwr_pattern_fuse_transpose_into_gemm = {
     .root_ops = gemm_roots,
     .match_and_rewrite = fuse_gemm_transpose,
 };
+
+/* ---- fuse_rms_norm ---------------------------------------------------------------------
+ *
+ * The exporters' RMSNorm over the last axis,
+ *
+ *   x / Sqrt(ReduceMean(Pow(x, 2), axes=[-1]) + eps)          (or x * Reciprocal(Sqrt(...)); x * x for Pow)
+ *   [* gamma]                                                  (a 1-D constant over the last axis)
+ *
+ * becomes onnxruntime's SimplifiedLayerNormalization(x, gamma or ones;
+ * axis -1, epsilon eps), which it registers in the default domain (targets
+ * ort and gwr). Casts around the chain are not looked through. */
+
+enum { RX, RP2, RAX, REPS, RNCAP };
+
+#define R_POW GWR_M_OP("Pow", GWR_M_CAP(RX), GWR_M_SPLAT(RP2, 2.0))
+#define R_SQUARE GWR_M_OP("Mul", GWR_M_CAP(RX), GWR_M_CAP(RX))
+#define R_MEAN {.op = "ReduceMean", .in = {GWR_M_NODE(0), GWR_M_OPT_CONST(RAX)}, .attrs = {GWR_MA_INT_OR_ABSENT("keepdims", 1)}}
+#define R_ADD GWR_M_OP("Add", GWR_M_NODE(1), GWR_M_CONST(REPS))
+#define R_SQRT GWR_M_OP("Sqrt", GWR_M_NODE(2))
+#define R_DIV GWR_M_OP("Div", GWR_M_CAP(RX), GWR_M_NODE(3))
+#define R_RECIP GWR_M_OP("Reciprocal", GWR_M_NODE(3)), GWR_M_OP("Mul", GWR_M_CAP(RX), GWR_M_NODE(4))
+
+static const gwr_match_node rms_pow_div[] = {R_POW, R_MEAN, R_ADD, R_SQRT, R_DIV};
+static const gwr_match_node rms_sq_div[] = {R_SQUARE, R_MEAN, R_ADD, R_SQRT, R_DIV};
+static const gwr_match_node rms_pow_recip[] = {R_POW, R_MEAN, R_ADD, R_SQRT, R_RECIP};
+static const gwr_match_node rms_sq_recip[] = {R_SQUARE, R_MEAN, R_ADD, R_SQRT, R_RECIP};
+static const gwr_match_pattern rms_tables[] = {
+    {"rms_norm.pow_div", GWR_M_NODES(rms_pow_div), NULL, NULL},
+    {"rms_norm.square_div", GWR_M_NODES(rms_sq_div), NULL, NULL},
+    {"rms_norm.pow_reciprocal", GWR_M_NODES(rms_pow_recip), NULL, NULL},
+    {"rms_norm.square_reciprocal", GWR_M_NODES(rms_sq_recip), NULL, NULL},
+};
+
+/* ReduceMean l reduces exactly the last axis of a rank-r input (its axes
+ * attribute, or its constant axes input from opset 18). */
+static int mean_last_axis(const gwr_layer *l, const gwr_tensor *axes_in, int r) {
+    const int64_t *ax;
+    int64_t n = 0;
+    double v;
+    int has_attr = gwr_layer_find_attr(l, "axes") >= 0;
+    if (has_attr == (axes_in != NULL)) return 0;
+    if (has_attr) return !gwr_layer_attr_ints(l, "axes", &ax, &n) && n == 1 && (ax[0] == -1 || ax[0] == r - 1);
+    gwr_dtype t = gwr_tensor_dtype(axes_in);
+    return (t == GWR_INT64 || t == GWR_INT32) && gwr_match_const_scalar(axes_in, &v) && (v == -1 || v == r - 1);
+}
+
+static int fuse_rms_norm(gwr_rewrite_ctx *c, gwr_layer *l) {
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    if (!target_contrib(c)) return gwr_rewrite_no_match(c, "SimplifiedLayerNormalization is for targets ort and gwr");
+    if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX Div or Mul");
+    gwr_match m;
+    int rc = 0;
+    for (int k = 0; k < 4 && !rc; k++)
+        if ((rc = gwr_match_layer(&rms_tables[k], l, &m)) < 0)
+            return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
+    if (!rc) return gwr_rewrite_no_match(c, "no RMSNorm chain");
+    gwr_tensor *x = m.captures[RX], *tail = gwr_layer_output(l, 0);
+    gwr_dtype dt = gwr_tensor_dtype(x);
+    int r = gwr_tensor_rank(x);
+    double eps;
+    if (!same_type(x, tail) || r < 1 || !GWR_DIM_IS_KNOWN(gwr_tensor_dim(x, -1)))
+        return gwr_rewrite_no_match(c, "x is not a float tensor of the result's type with a known last dim");
+    if (!mean_last_axis(m.layers[1], m.captures[RAX], r)) return gwr_rewrite_no_match(c, "not a mean over the last axis");
+    if (!gwr_match_const_scalar(m.captures[REPS], &eps) || !isfinite(eps) || eps < 0)
+        return gwr_rewrite_no_match(c, "epsilon is not one finite non-negative constant");
+    int64_t h = gwr_tensor_dim(x, -1);
+    gwr_layer *mul = sole_reader(tail), *last = l;
+    gwr_tensor *gamma = NULL;
+    if (mul && !*gwr_layer_domain(mul) && !strcmp(gwr_layer_op(mul), "Mul") && gwr_layer_num_inputs(mul) == 2) {
+        gwr_tensor *a = gwr_layer_input(mul, 0), *b = gwr_layer_input(mul, 1), *g = a == tail ? b : a;
+        if ((a == tail) != (b == tail) && vec_const(g, dt, h)) gamma = g, last = mul;
+    }
+    if (!gamma && !(gamma = gwr_ps_const_new(net, dt, 1, &h, NULL, 1.0))) return built_fail(c, net);
+    gwr_args *a = gwr_args_new();
+    gwr_tensor *in[2] = {x, gamma}, *out = NULL;
+    gwr_layer *f = NULL;
+    if (a && !gwr_args_set_int(a, "axis", -1) && !gwr_args_set_float(a, "epsilon", eps))
+        f = gwr_op_call(net, "", "SimplifiedLayerNormalization", 2, in, a, 1, &out);
+    gwr_args_free(a);
+    if (!f) return built_fail(c, net);
+    gwr_status st = gwr_match_replace_layer(last, 1, &out);
+    if (!st && last != l) st = gwr_layer_mark_as_removed(l);
+    for (int i = 0; !st && i < m.nlayers - 1; i++) st = gwr_layer_mark_as_removed(m.layers[i]);
+    return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
+}
+
+static const char *const rms_roots[] = {"Div", "Mul", NULL};
+
+const gwr_pattern_rewriter gwr_pattern_fuse_rms_norm = {
+    .name = "fuse_rms_norm",
+    .root_ops = rms_roots,
+    .match_and_rewrite = fuse_rms_norm,
+};

@@ -117,6 +117,18 @@ def silu():
     return model(nodes, [("x", [2, 3, 8])], ["y"], [])
 
 
+def rms_norm():
+    """LlamaRMSNorm as exported: x * Reciprocal(Sqrt(ReduceMean(Pow(x, 2)) + eps)) * gamma (opset 18: axes an input)."""
+    h = 8
+    nodes = [helper.make_node("Pow", ["x", "two"], ["p"]), helper.make_node("ReduceMean", ["p", "axes"], ["m"], keepdims=1),
+             helper.make_node("Add", ["m", "eps"], ["a"]), helper.make_node("Sqrt", ["a"], ["s"]),
+             helper.make_node("Reciprocal", ["s"], ["r"]), helper.make_node("Mul", ["x", "r"], ["n"]),
+             helper.make_node("Mul", ["gamma", "n"], ["y"])]
+    inits = [const("two", 2.0), numpy_helper.from_array(np.array([-1], dtype=np.int64), "axes"), const("eps", 1e-6),
+             const("gamma", rng.uniform(0.5, 1.5, h))]
+    return model(nodes, [("x", [2, 4, h])], ["y"], inits, opset=18)
+
+
 MODELS = [
     ("skip_ln_shared", skip_ln_shared, "com.microsoft::SkipLayerNormalization"),
     ("skip_ln_bias", skip_ln_bias, "com.microsoft::SkipLayerNormalization"),
@@ -127,6 +139,7 @@ MODELS = [
     ("matmul_scale", matmul_scale, "com.microsoft::FusedMatMul"),
     ("gemm_transpose", gemm_transpose, "Gemm"),
     ("silu", silu, "com.microsoft::QuickGelu"),
+    ("rms_norm", rms_norm, "SimplifiedLayerNormalization"),
 ]
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ NEWER.update({
     ("com.microsoft", "FastGelu"): (1, (1, 2, 1, 1)),
     ("com.microsoft", "QuickGelu"): (1, (1, 1, 1, 1)),
     ("com.microsoft", "FusedMatMul"): (1, (2, 2, 1, 1)),
+    # onnxruntime's RMSNorm, a contrib op it registers in the default domain
+    ("", "SimplifiedLayerNormalization"): (1, (2, 2, 1, 2)),
 })
 
 LINE = re.compile(r'^\s*GWR_OP\(\s*(\w+),\s*"(\w+)",\s*"([\w.]*)",\s*(\w+),\s*(\w+),'

@@ -460,7 +460,79 @@ TEST(transpose_into_gemm_cases) {
     gwr_network_free(net);
 }
 
+/* ---- fuse_rms_norm, SimplifiedLayerNormalization ----------------------------------------------- */
+
+TEST(kernel_simplified_layer_norm) {
+    static const float x[8] = {1, 2, 3, 4, -1, 0.5f, 2, -3}, g[4] = {1, 0.5f, 2, -1};
+    static const double want[8] = {0.36514812707901, 0.36514812707901, 2.1908888816833496, -1.46059250831604,
+                                   -0.529812216758728, 0.132453054189682, 2.119248867034912, 1.589436650276184};
+    int64_t d[2] = {2, 4};
+    gwr_network *net = gwr_network_new("sln");
+    gwr_tensor *in[2] = {gwr_constant(net, GWR_FLOAT32, 2, d, x), cvec(net, 4, g)}, *y = NULL;
+    gwr_args *a = args_f("epsilon", 1e-5);
+    CHECK(gwr_op_call(net, "", "SimplifiedLayerNormalization", 2, in, a, 1, &y) != NULL);
+    CHECK_OK(gwr_network_mark_output(net, y));
+    check_outputs(net, 0, want, 8, 1e-6);
+    in[1] = cvec(net, 3, g);
+    CHECK(gwr_op_call(net, "", "SimplifiedLayerNormalization", 2, in, a, 1, &y) == NULL);
+    CHECK_CONTAINS(gwr_network_errmsg(net), "scale");
+    gwr_args_free(a);
+    gwr_network_free(net);
+}
+
+enum { RMS_RECIP, RMS_DIV_SQUARE, RMS_NO_GAMMA, RMS_AXIS0, RMS_SHARED, RMS_GAMMA_INPUT };
+
+static gwr_network *rms(int form) {
+    int64_t d[3] = {2, 4, 8};
+    static const int64_t last[1] = {-1}, first[1] = {0};
+    gwr_network *net = gwr_network_new("rms");
+    gwr_tensor *x = input(net, "x", 3, d);
+    gwr_tensor *sq = form == RMS_DIV_SQUARE ? gwr_mul(net, x, x) : NULL;
+    if (!sq) {
+        gwr_tensor *in[2] = {x, gwr_constant_f32(net, 2)};
+        gwr_op_call(net, "", "Pow", 2, in, NULL, 1, &sq);
+    }
+    gwr_args *a = gwr_args_new();
+    gwr_args_set_ints(a, "axes", 1, form == RMS_AXIS0 ? first : last);
+    gwr_tensor *m = NULL;
+    gwr_op_call(net, "", "ReduceMean", 1, &sq, a, 1, &m);
+    gwr_args_free(a);
+    gwr_tensor *s = NULL, *e = gwr_add(net, m, gwr_constant_f32(net, 1e-6f)), *n;
+    gwr_op_call(net, "", "Sqrt", 1, &e, NULL, 1, &s);
+    if (form == RMS_DIV_SQUARE) {
+        n = gwr_div(net, x, s);
+    } else {
+        gwr_tensor *r = NULL;
+        gwr_op_call(net, "", "Reciprocal", 1, &s, NULL, 1, &r);
+        n = gwr_mul(net, x, r);
+    }
+    if (form == RMS_SHARED) gwr_network_mark_output(net, s);
+    gwr_tensor *g = form == RMS_GAMMA_INPUT ? input(net, "g", 1, d + 2) : rconst(net, 1, d + 2, 0.5, 1.5);
+    gwr_network_mark_output(net, form == RMS_NO_GAMMA ? n : gwr_mul(net, g, n));
+    return net;
+}
+
+TEST(rms_norm_cases) {
+    static const struct { int form; int64_t muls; } fires[] = {
+        {RMS_RECIP, 0}, {RMS_DIV_SQUARE, 0}, {RMS_NO_GAMMA, 0}, {RMS_GAMMA_INPUT, 1}};
+    for (size_t i = 0; i < sizeof fires / sizeof *fires; i++) {
+        expect(rms(fires[i].form), "fuse_rms_norm", GWR_TARGET_ORT, 1, 4);
+        gwr_network *net = rms(fires[i].form);
+        CHECK_EQ_INT(run_pass(net, "fuse_rms_norm", GWR_TARGET_GWR), 1);
+        CHECK_OK(gwr_network_prune(net, NULL));
+        CHECK_EQ_INT(count_op(net, "SimplifiedLayerNormalization"), 1);
+        if (!CHECK_EQ_INT(count_op(net, "Mul"), fires[i].muls)) fprintf(stderr, "  rms form %d\n", fires[i].form);
+        CHECK_EQ_INT(count_op(net, "ReduceMean"), 0);
+        gwr_network_free(net);
+    }
+    expect(rms(RMS_AXIS0), "fuse_rms_norm", GWR_TARGET_ORT, 0, 4);
+    expect(rms(RMS_SHARED), "fuse_rms_norm", GWR_TARGET_ORT, 0, 4);
+    not_for_onnx(rms(RMS_RECIP), rms(RMS_RECIP), "fuse_rms_norm");
+}
+
 int main(void) {
+    RUN(kernel_simplified_layer_norm);
+    RUN(rms_norm_cases);
     RUN(kernel_gelus);
     RUN(kernel_skip_layer_norm);
     RUN(kernel_fused_matmul);

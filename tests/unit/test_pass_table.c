@@ -305,6 +305,23 @@ static gwr_network *gemm_transpose(int shared) {
 static gwr_network *gemm_transpose_fires(void) { return gemm_transpose(0); }
 static gwr_network *gemm_transpose_idle(void) { return gemm_transpose(1); }
 
+/* x / Sqrt(ReduceMean(x * x, axes=[-1]) + 1e-6) * gamma; idle: axes [0] */
+static gwr_network *rms_norm(int axis0) {
+    gwr_dim d[2] = {3, 8};
+    static const int64_t last[1] = {-1}, first[1] = {0};
+    gwr_network *net = gwr_network_new("rms");
+    gwr_tensor *x = input(net, "x", 2, d), *sq = gwr_mul(net, x, x), *m = NULL, *s = NULL;
+    gwr_args *a = gwr_args_new();
+    gwr_args_set_ints(a, "axes", 1, axis0 ? first : last);
+    gwr_op_call(net, "", "ReduceMean", 1, &sq, a, 1, &m);
+    gwr_args_free(a);
+    gwr_tensor *e = gwr_add(net, m, gwr_constant_f32(net, 1e-6f));
+    gwr_op_call(net, "", "Sqrt", 1, &e, NULL, 1, &s);
+    return finish(net, gwr_mul(net, gwr_div(net, x, s), ramp(net, 8, 0.5f, 0.1f)));
+}
+static gwr_network *rms_norm_fires(void) { return rms_norm(0); }
+static gwr_network *rms_norm_idle(void) { return rms_norm(1); }
+
 /* ---- the cases of each pass ------------------------------------------------------ */
 
 typedef struct pass_cases {
@@ -335,6 +352,7 @@ static const pass_cases cases[] = {
     {"fuse_matmul_scale", matmul_scale_fires, matmul_scale_idle, 1, 0},
     {"fuse_silu", silu_fires, silu_idle, 1, 0},
     {"fuse_transpose_into_gemm", gemm_transpose_fires, gemm_transpose_idle, 1, 0},
+    {"fuse_rms_norm", rms_norm_fires, rms_norm_idle, 1, 0},
 };
 
 static const pass_cases *cases_of(const char *label) {

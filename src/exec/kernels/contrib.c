@@ -1,7 +1,9 @@
 /* contrib.c - onnxruntime's com.microsoft contrib ops that `gwr optimize
  * --target ort` emits, so that the executor runs (and --verify checks)
  * what it writes: SkipLayerNormalization, BiasGelu, Gelu, FastGelu,
- * QuickGelu and FusedMatMul (docs/ContribOperators.md, version 1).
+ * QuickGelu and FusedMatMul (docs/ContribOperators.md, version 1), and
+ * SimplifiedLayerNormalization (its RMSNorm, registered in the default
+ * domain).
  *
  * The GELUs load rows as doubles, compute, and store back in the value's
  * dtype (float16 and bfloat16 included): one rounding, as the unfused
@@ -247,7 +249,42 @@ static gwr_status k_fused_matmul(gwr_kctx *k) {
     return st;
 }
 
+/* ---- SimplifiedLayerNormalization ---------------------------------------------- */
+
+/* y = x / sqrt(mean(x^2) + epsilon) * scale over the dims from axis on;
+ * scale holds exactly their count of values (the usual 1-D [H]). */
+static gwr_status k_simplified_ln(gwr_kctx *k) {
+    const gwr_value *x = need_float(k, 0, "X"), *sc = x ? need_float(k, 1, "scale") : NULL;
+    if (!sc) return GWR_ERR_INVALID_ARG;
+    int r = x->rank, a = r ? gwr_axis(gwr_k_int(k, "axis", -1), r) : -1;
+    if (a < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis is out of range for rank %d", r);
+    int64_t n = gwr_shape_numel(r - a, x->dims + a), md[GWR_MAX_RANK];
+    for (int i = 0; i < r; i++) md[i] = i < a ? x->dims[i] : 1;
+    if (sc->numel != n || sc->dtype != x->dtype)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "scale must be of X's dtype with %lld values", (long long)n);
+    double eps = gwr_k_float(k, "epsilon", 1e-5f);
+    int64_t rows = n ? x->numel / n : 0;
+    double *buf = gwr_ku_scratch(k, 2 * n + 1, sizeof *buf), *row = buf + n;
+    if (!buf) return GWR_ERR_NOMEM;
+    gwr_ku_load_f64(sc, 0, n, buf);
+    gwr_value *y = gwr_k_out(k, 0, x->dtype, r, x->dims), *inv = NULL;
+    gwr_status st = y ? GWR_OK : GWR_ERR_NOMEM;
+    if (!st && k->nout > 1 && gwr_k_out_used(k, 1) && !(inv = gwr_k_out(k, 1, GWR_FLOAT32, r, md))) st = GWR_ERR_NOMEM;
+    for (int64_t o = 0; !st && o < rows; o++) {
+        double ss = 0;
+        gwr_ku_load_f64(x, o * n, n, row);
+        for (int64_t j = 0; j < n; j++) ss += row[j] * row[j];
+        double iv = 1.0 / sqrt(ss / (double)n + eps);
+        for (int64_t j = 0; j < n; j++) row[j] = row[j] * iv * buf[j];
+        gwr_ku_store_f64(y, o * n, n, row);
+        if (inv) gwr_v_set_f64(inv, o, iv);
+    }
+    gwr_free(buf);
+    return st;
+}
+
 const gwr_kernel_entry gwr_kernels_contrib[] = {
+    GWR_KERNEL(SimplifiedLayerNormalization, k_simplified_ln),
     GWR_KERNEL(MS_SkipLayerNormalization, k_skip_layer_norm),
     GWR_KERNEL(MS_BiasGelu, k_bias_gelu),
     GWR_KERNEL(MS_Gelu, k_ms_gelu),

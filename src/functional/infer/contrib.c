@@ -1,7 +1,8 @@
 /* contrib.c - shape rules of onnxruntime's com.microsoft contrib ops that
  * `gwr optimize --target ort` emits (docs/ContribOperators.md, version 1):
  * SkipLayerNormalization, BiasGelu, Gelu, FastGelu, QuickGelu and
- * FusedMatMul. As in exec/kernels/contrib.c.
+ * FusedMatMul, and SimplifiedLayerNormalization (its RMSNorm, which it
+ * registers in the default domain). As in exec/kernels/contrib.c.
  *
  * The bias-like inputs (gamma, beta, bias of SkipLayerNormalization, the
  * bias of BiasGelu and FastGelu) are 1-D over the last axis, as
@@ -117,7 +118,34 @@ static gwr_status infer_fused_matmul(ictx *c) {
     return gwr_fi_put(c, 0, dt_of(a), &out);
 }
 
+/* SimplifiedLayerNormalization (onnxruntime's RMSNorm, default domain):
+ * X's type; scale over the normalized dims [axis, rank); inv_std_var float
+ * with those dims 1. */
+static gwr_status infer_simplified_ln(ictx *c) {
+    gwr_tensor *x = gwr_fi_need(c, 0, "X"), *sc = gwr_fi_need(c, 1, "scale");
+    shp xs, ss, tail, ms;
+    int64_t axis;
+    sbuf p, q;
+    if (!x || !sc || !gwr_fi_same_dtype(c, x, sc)) return c->st;
+    axis = gwr_fi_aint(c, "axis", -1);
+    gwr_fi_afloat(c, "epsilon", 1e-5f);
+    if (c->st) return c->st;
+    gwr_fi_shp_get(x, &xs);
+    if (xs.rank < 0) return gwr_fi_put(c, 0, dt_of(x), NULL) ? c->st : gwr_fi_put(c, 1, GWR_FLOAT32, NULL);
+    if (!gwr_fi_norm_axis(c, axis, xs.rank, 0, &axis)) return c->st;
+    tail.rank = xs.rank - (int)axis;
+    memcpy(tail.d, xs.d + axis, (size_t)tail.rank * sizeof xs.d[0]);
+    gwr_fi_shp_get(sc, &ss);
+    if (!gwr_fi_ubcast_ok(&tail, &ss))
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "scale %s does not broadcast to the normalized dims of %s",
+                           gwr_fi_tstr(sc, &p), gwr_fi_tstr(x, &q));
+    ms = xs;
+    for (int i = (int)axis; i < ms.rank; i++) ms.d[i] = 1;
+    return gwr_fi_put(c, 0, dt_of(x), &xs) ? c->st : gwr_fi_put(c, 1, GWR_FLOAT32, &ms);
+}
+
 const gwr_fi_entry gwr_fi_rules_contrib[] = {
+    {GWR_OP_SimplifiedLayerNormalization, infer_simplified_ln},
     {GWR_OP_MS_SkipLayerNormalization, infer_skip_layer_norm},
     {GWR_OP_MS_BiasGelu, infer_biased},
     {GWR_OP_MS_Gelu, gwr_fi_rule_same},

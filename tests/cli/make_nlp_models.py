@@ -72,6 +72,15 @@ def skip_ln_bias():
                  i0 + [const("w", rng.uniform(-1, 1, (h, h))), const("bias", rng.uniform(-1, 1, h))])
 
 
+def skip_ln_bias_shared():
+    """LayerNormalization((x + r) + bias), the sum also read by the next residual Add: output 3 holds the bias too."""
+    h = 8
+    n0, i0 = ln("s", "y", h, "ln")
+    nodes = [helper.make_node("Add", ["x", "r"], ["xr"]), helper.make_node("Add", ["xr", "bias"], ["s"]), n0,
+             helper.make_node("Add", ["s", "y"], ["z"])]
+    return model(nodes, [("x", [2, 4, h]), ("r", [2, 4, h])], ["z"], i0 + [const("bias", rng.uniform(-1, 1, h))])
+
+
 def skip_ln_bcast():
     """x [2, 4, H] + skip [4, H] (onnxruntime's broadcast skip), the sum also a network output."""
     h = 8
@@ -132,6 +141,7 @@ def rms_norm():
 MODELS = [
     ("skip_ln_shared", skip_ln_shared, "com.microsoft::SkipLayerNormalization"),
     ("skip_ln_bias", skip_ln_bias, "com.microsoft::SkipLayerNormalization"),
+    ("skip_ln_bias_shared", skip_ln_bias_shared, "com.microsoft::SkipLayerNormalization"),
     ("skip_ln_bcast", skip_ln_bcast, "com.microsoft::SkipLayerNormalization"),
     ("bias_gelu", bias_gelu, "com.microsoft::BiasGelu"),
     ("fast_gelu_bias", fast_gelu_bias, "com.microsoft::FastGelu"),

@@ -142,7 +142,10 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_eliminate_common_subexpres
  * a of rank 2 or 3 and b of a's shape or [1, S, H] / [S, H], becomes
  * SkipLayerNormalization(a, b, gamma, beta, bias); when the sum has other
  * readers or is a network output, they read its output 3
- * (input_skip_bias_sum). Root: LayerNormalization.
+ * (input_skip_bias_sum). SimplifiedLayerNormalization (fuse_rms_norm's)
+ * of Add(a, b) becomes SkipSimplifiedLayerNormalization(a, b, gamma) the
+ * same way (no bias form). Root: LayerNormalization,
+ * SimplifiedLayerNormalization.
  * fuse_bias_gelu: Gelu(x + bias) (ONNX Gelu, com.microsoft Gelu or
  * FastGelu), bias a constant 1-D over x's last axis, becomes BiasGelu(x,
  * bias), or FastGelu(x, bias) for the tanh forms. Root: the Gelu.

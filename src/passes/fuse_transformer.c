@@ -3,9 +3,11 @@
  * Transpose into Gemm's flags (every target).
  *
  *   fuse_skip_layer_norm      LayerNormalization(a + b [+ bias])      -> SkipLayerNormalization
+ *                             SimplifiedLayerNormalization(a + b)     -> SkipSimplifiedLayerNormalization
  *   fuse_bias_gelu            Gelu(x + bias)                          -> BiasGelu / FastGelu(x, bias)
  *   fuse_matmul_scale         s * MatMul(Transpose(a), Transpose(b))  -> FusedMatMul(a, b; alpha, transA, transB)
  *   fuse_transpose_into_gemm  Gemm(Transpose(A), Transpose(B))        -> Gemm(A, B) with transA / transB flipped
+ *   fuse_rms_norm             x / Sqrt(ReduceMean(x^2) + eps) * gamma -> SimplifiedLayerNormalization (default domain)
  *   fuse_silu                 x * Sigmoid(x)                          -> QuickGelu(x; alpha 1)
  *
  * Every intermediate a fusion swallows must have no reader outside it and
@@ -100,33 +102,37 @@ static int skip_fits(const gwr_tensor *a, const gwr_tensor *b) {
 
 /* s = Add(u, v) feeding the LayerNormalization: finds a, b and an
  * optional bias (a 1-D constant of H elements) among the forms
- * Add(Add(a, b), bias), Add(Add(a, bias), b) and Add(a, b). */
-static int find_sum(gwr_layer *add, gwr_dim h, skip_ln *s) {
+ * Add(Add(a, b), bias), Add(Add(a, bias), b) (with_bias) and Add(a, b). */
+static void find_sum(gwr_layer *add, gwr_dim h, int with_bias, skip_ln *s) {
     gwr_dtype dt = gwr_tensor_dtype(gwr_layer_output(add, 0));
     gwr_tensor *u = gwr_layer_input(add, 0), *v = gwr_layer_input(add, 1);
     memset(s, 0, sizeof *s);
     s->sum = gwr_layer_output(add, 0);
     s->adds[0] = add;
-    for (int k = 0; k < 2; k++) { /* the bias outermost, then innermost, on either side */
+    s->a = u, s->b = v;
+    for (int k = 0; with_bias && k < 2; k++) { /* the bias outermost, then innermost, on either side */
         gwr_tensor *p = k ? v : u, *q = k ? u : v;
         gwr_layer *in = producer(p, "Add");
-        if (vec_const(q, dt, h) && in && sole_reader(p) == add && gwr_layer_num_inputs(in) == 2)
-            return s->a = gwr_layer_input(in, 0), s->b = gwr_layer_input(in, 1), s->bias = q, s->adds[1] = in, 1;
+        if (vec_const(q, dt, h) && in && sole_reader(p) == add && gwr_layer_num_inputs(in) == 2) {
+            s->a = gwr_layer_input(in, 0), s->b = gwr_layer_input(in, 1), s->bias = q, s->adds[1] = in;
+            return;
+        }
     }
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; with_bias && k < 2; k++) {
         gwr_tensor *p = k ? v : u, *q = k ? u : v;
         gwr_layer *in = producer(p, "Add");
         if (!in || sole_reader(p) != add || gwr_layer_num_inputs(in) != 2) continue;
         gwr_tensor *x = gwr_layer_input(in, 0), *bi = gwr_layer_input(in, 1);
         if (vec_const(x, dt, h)) x = bi, bi = gwr_layer_input(in, 0);
-        if (vec_const(bi, dt, h) && !vec_const(x, dt, h))
-            return s->a = x, s->b = q, s->bias = bi, s->adds[1] = in, 1;
+        if (vec_const(bi, dt, h) && !vec_const(x, dt, h)) {
+            s->a = x, s->b = q, s->bias = bi, s->adds[1] = in;
+            return;
+        }
     }
-    s->a = u, s->b = v;
-    return 1;
 }
 
-/* NULL when LayerNormalization l can be fused (gamma, beta set), else why not. */
+/* NULL when LayerNormalization (or SimplifiedLayerNormalization) l can be
+ * fused (gamma, beta set), else why not. */
 static const char *ln_fits(gwr_layer *l, gwr_tensor **gamma, gwr_tensor **beta, float *eps) {
     gwr_tensor *x = gwr_layer_input(l, 0), *y = gwr_layer_output(l, 0);
     int64_t axis = -1;
@@ -150,15 +156,18 @@ static const char *ln_fits(gwr_layer *l, gwr_tensor **gamma, gwr_tensor **beta, 
 static int fuse_skip_ln(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
     if (!target_contrib(c)) return gwr_rewrite_no_match(c, "SkipLayerNormalization is for targets ort and gwr");
-    if (*gwr_layer_domain(l)) return gwr_rewrite_no_match(c, "not an ONNX LayerNormalization");
+    if (*gwr_layer_domain(l)) return gwr_rewrite_no_match(c, "not a default-domain normalization");
+    /* onnxruntime's RMSNorm: SkipSimplifiedLayerNormalization, no bias (its
+     * kernels have not always added it) */
+    int simple = !strcmp(gwr_layer_op(l), "SimplifiedLayerNormalization");
     gwr_tensor *gamma, *beta, *x = gwr_layer_input(l, 0);
     float eps;
     const char *why = ln_fits(l, &gamma, &beta, &eps);
-    if (why) return gwr_rewrite_no_match(c, "LayerNormalization %s", why);
+    if (why) return gwr_rewrite_no_match(c, "%s %s", gwr_layer_op(l), why);
     gwr_layer *add = producer(x, "Add");
     skip_ln s;
     if (!add || gwr_layer_num_inputs(add) != 2) return gwr_rewrite_no_match(c, "X is not an Add's");
-    find_sum(add, gwr_tensor_dim(x, -1), &s);
+    find_sum(add, gwr_tensor_dim(x, -1), !simple, &s);
     if (!skip_fits(s.a, s.b)) {
         gwr_tensor *t = s.a;
         s.a = s.b, s.b = t;
@@ -168,13 +177,14 @@ static int fuse_skip_ln(gwr_rewrite_ctx *c, gwr_layer *l) {
     int shared = sole_reader(s.sum) != l;
     gwr_args *a = gwr_args_new();
     gwr_tensor *in[5] = {s.a, s.b, gamma, beta, s.bias}, *outs[4] = {0};
-    int nin = s.bias ? 5 : beta ? 4 : 3;
+    int nin = simple ? 3 : s.bias ? 5 : beta ? 4 : 3;
     gwr_layer *f = NULL;
     if (a && !gwr_args_set_float(a, "epsilon", eps))
-        f = ms_call(net, "SkipLayerNormalization", nin, in, a, shared ? 4 : 1, outs);
+        f = ms_call(net, simple ? "SkipSimplifiedLayerNormalization" : "SkipLayerNormalization", nin, in, a,
+                    shared ? 4 : 1, outs);
     gwr_args_free(a);
     if (!f) return built_fail(c, net);
-    gwr_tensor *repl[3] = {outs[0], NULL, NULL};
+    gwr_tensor *repl[3] = {outs[0], NULL, NULL}; /* the other outputs are unread (ln_fits) */
     gwr_status st = gwr_match_replace_layer(l, gwr_layer_num_outputs(l), repl);
     if (!st && shared) st = gwr_tensor_replace_all_uses_with(s.sum, outs[3]);
     for (int i = 0; !st && i < 2; i++)
@@ -182,7 +192,7 @@ static int fuse_skip_ln(gwr_rewrite_ctx *c, gwr_layer *l) {
     return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
 }
 
-static const char *const ln_roots[] = {"LayerNormalization", NULL};
+static const char *const ln_roots[] = {"LayerNormalization", "SimplifiedLayerNormalization", NULL};
 
 const gwr_pattern_rewriter gwr_pattern_fuse_skip_layer_norm = {
     .name = "fuse_skip_layer_norm",

@@ -47,8 +47,8 @@ static const gwr_pass_info builtins[] = {
     /* transformer fusions (fuse_transformer.c): onnxruntime's contrib ops for ort and gwr */
     {"fuse_skip_layer_norm", &gwr_pattern_fuse_skip_layer_norm, 40, GWR_LEVEL_EXTENDED, GWR_TARGET_ORT | GWR_TARGET_GWR,
      GWR_NUMERICS_APPROX, 1e-4,
-     "turn LayerNormalization(a + b [+ bias]) into SkipLayerNormalization, also when the sum has other readers "
-     "(they read its input_skip_bias_sum output)"},
+     "turn LayerNormalization(a + b [+ bias]) into SkipLayerNormalization (SimplifiedLayerNormalization(a + b) into "
+     "SkipSimplifiedLayerNormalization), also when the sum has other readers (they read its input_skip_bias_sum output)"},
     {"fuse_bias_gelu", &gwr_pattern_fuse_bias_gelu, 38, GWR_LEVEL_EXTENDED, GWR_TARGET_ORT | GWR_TARGET_GWR,
      GWR_NUMERICS_APPROX, 1e-5, "turn Gelu(x + bias), bias a constant over the last axis, into BiasGelu (FastGelu for tanh)"},
     {"fuse_matmul_scale", &gwr_pattern_fuse_matmul_scale, 36, GWR_LEVEL_EXTENDED, GWR_TARGET_ORT | GWR_TARGET_GWR,

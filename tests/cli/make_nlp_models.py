@@ -126,16 +126,20 @@ def silu():
     return model(nodes, [("x", [2, 3, 8])], ["y"], [])
 
 
-def rms_norm():
-    """LlamaRMSNorm as exported: x * Reciprocal(Sqrt(ReduceMean(Pow(x, 2)) + eps)) * gamma (opset 18: axes an input)."""
+def rms_norm(residual=False):
+    """LlamaRMSNorm as exported: x * Reciprocal(Sqrt(ReduceMean(Pow(x, 2)) + eps)) * gamma (opset 18: axes an
+    input); with `residual`, of x = h + r, which the next residual Add reads too (a pre-norm block)."""
     h = 8
-    nodes = [helper.make_node("Pow", ["x", "two"], ["p"]), helper.make_node("ReduceMean", ["p", "axes"], ["m"], keepdims=1),
+    pre = [helper.make_node("Add", ["h", "res"], ["x"])] if residual else []
+    post = [helper.make_node("MatMul", ["y", "w"], ["f"]), helper.make_node("Add", ["x", "f"], ["z"])] if residual else []
+    nodes = pre + [helper.make_node("Pow", ["x", "two"], ["p"]), helper.make_node("ReduceMean", ["p", "axes"], ["m"], keepdims=1),
              helper.make_node("Add", ["m", "eps"], ["a"]), helper.make_node("Sqrt", ["a"], ["s"]),
              helper.make_node("Reciprocal", ["s"], ["r"]), helper.make_node("Mul", ["x", "r"], ["n"]),
-             helper.make_node("Mul", ["gamma", "n"], ["y"])]
+             helper.make_node("Mul", ["gamma", "n"], ["y"])] + post
     inits = [const("two", 2.0), numpy_helper.from_array(np.array([-1], dtype=np.int64), "axes"), const("eps", 1e-6),
-             const("gamma", rng.uniform(0.5, 1.5, h))]
-    return model(nodes, [("x", [2, 4, h])], ["y"], inits, opset=18)
+             const("gamma", rng.uniform(0.5, 1.5, h))] + ([const("w", rng.uniform(-1, 1, (h, h)))] if residual else [])
+    ins = [("h", [2, 4, h]), ("res", [2, 4, h])] if residual else [("x", [2, 4, h])]
+    return model(nodes, ins, ["z" if residual else "y"], inits, opset=18)
 
 
 MODELS = [
@@ -150,6 +154,7 @@ MODELS = [
     ("gemm_transpose", gemm_transpose, "Gemm"),
     ("silu", silu, "com.microsoft::QuickGelu"),
     ("rms_norm", rms_norm, "SimplifiedLayerNormalization"),
+    ("rms_skip_shared", lambda: rms_norm(True), "com.microsoft::SkipSimplifiedLayerNormalization"),
 ]
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ NEWER.update({
     ("com.microsoft", "FastGelu"): (1, (1, 2, 1, 1)),
     ("com.microsoft", "QuickGelu"): (1, (1, 1, 1, 1)),
     ("com.microsoft", "FusedMatMul"): (1, (2, 2, 1, 1)),
+    ("com.microsoft", "SkipSimplifiedLayerNormalization"): (1, (3, 4, 1, 4)),
     # onnxruntime's RMSNorm, a contrib op it registers in the default domain
     ("", "SimplifiedLayerNormalization"): (1, (2, 2, 1, 2)),
 })

@@ -121,6 +121,25 @@ TEST(kernel_skip_layer_norm) {
     gwr_network_free(net);
 }
 
+/* the same rows through SkipSimplifiedLayerNormalization (RMS; its bias is input 3) */
+TEST(kernel_skip_simplified_layer_norm) {
+    static const float x[8] = {1, 2, 3, 4, -1, 0.5f, 2, -3}, s[8] = {0.5f, -1, 0, 2, 1, 1, -1, 0.25f};
+    static const float g[4] = {1, 0.5f, 2, -1}, bi[4] = {0.25f, 0, -0.5f, 1};
+    static const double y[8] = {0.4544590711593628, 0.12984545528888702, 1.2984545230865479, -1.8178362846374512,
+                                0.21081775426864624, 0.6324532628059387, 0.843271017074585, 1.4757243394851685};
+    int64_t d[3] = {1, 2, 4};
+    gwr_network *net = gwr_network_new("ssln");
+    gwr_tensor *in[4] = {gwr_constant(net, GWR_FLOAT32, 3, d, x), gwr_constant(net, GWR_FLOAT32, 3, d, s),
+                         cvec(net, 4, g), cvec(net, 4, bi)};
+    gwr_tensor *o[4] = {0};
+    gwr_args *a = args_f("epsilon", 1e-5);
+    CHECK(ms(net, "SkipSimplifiedLayerNormalization", 4, in, a, 1, o) != NULL);
+    CHECK_OK(gwr_network_mark_output(net, o[0]));
+    check_outputs(net, 0, y, 8, 2e-6);
+    gwr_args_free(a);
+    gwr_network_free(net);
+}
+
 TEST(kernel_fused_matmul) {
     static const float a[6] = {1, 2, 3, -1, 0, 0.5f}, b[6] = {0.5f, 1, -1, 2, 0.25f, -0.5f};
     static const double want[9] = {-0.75, 0.375, -0.25, 0.5, 1.0, -1.0, 1.25, 1.5625, -1.625};
@@ -530,7 +549,39 @@ TEST(rms_norm_cases) {
     not_for_onnx(rms(RMS_RECIP), rms(RMS_RECIP), "fuse_rms_norm");
 }
 
+/* Add + SimplifiedLayerNormalization -> SkipSimplifiedLayerNormalization,
+ * the sum also read elsewhere (output 3); a bias Add stays outside. */
+static gwr_network *skip_rms(int bias, int shared) {
+    int64_t d[3] = {2, 4, 8};
+    gwr_network *net = gwr_network_new("skip_rms");
+    gwr_tensor *s = gwr_add(net, input(net, "x", 3, d), input(net, "r", 3, d)), *y = NULL;
+    if (bias) s = gwr_add(net, s, rconst(net, 1, d + 2, -1, 1));
+    gwr_tensor *in[2] = {s, rconst(net, 1, d + 2, 0.5, 1.5)};
+    gwr_args *a = args_f("epsilon", 1e-6);
+    gwr_op_call(net, "", "SimplifiedLayerNormalization", 2, in, a, 1, &y);
+    gwr_args_free(a);
+    gwr_network_mark_output(net, y);
+    if (shared) gwr_network_mark_output(net, gwr_relu(net, s));
+    return net;
+}
+
+TEST(skip_simplified_layer_norm_cases) {
+    for (int shared = 0; shared <= 1; shared++) {
+        expect(skip_rms(0, shared), "fuse_skip_layer_norm", GWR_TARGET_ORT, 1, 3);
+        gwr_network *net = skip_rms(0, shared);
+        CHECK_EQ_INT(run_pass(net, "fuse_skip_layer_norm", GWR_TARGET_ORT), 1);
+        CHECK_OK(gwr_network_prune(net, NULL));
+        CHECK_EQ_INT(count_op(net, "SkipSimplifiedLayerNormalization"), 1);
+        CHECK_EQ_INT(count_op(net, "Add") + count_op(net, "SimplifiedLayerNormalization"), 0);
+        gwr_network_free(net);
+    }
+    /* x + r + bias: the bias Add is not folded into SkipSimplifiedLayerNormalization */
+    expect(skip_rms(1, 0), "fuse_skip_layer_norm", GWR_TARGET_ORT, 0, 3);
+}
+
 int main(void) {
+    RUN(kernel_skip_simplified_layer_norm);
+    RUN(skip_simplified_layer_norm_cases);
     RUN(kernel_simplified_layer_norm);
     RUN(rms_norm_cases);
     RUN(kernel_gelus);

@@ -1,7 +1,8 @@
 /* contrib.c - onnxruntime's com.microsoft contrib ops that `gwr optimize
  * --target ort` emits, so that the executor runs (and --verify checks)
  * what it writes: SkipLayerNormalization, BiasGelu, Gelu, FastGelu,
- * QuickGelu and FusedMatMul (docs/ContribOperators.md, version 1), and
+ * QuickGelu, FusedMatMul and SkipSimplifiedLayerNormalization
+ * (docs/ContribOperators.md, version 1), and
  * SimplifiedLayerNormalization (its RMSNorm, registered in the default
  * domain).
  *
@@ -130,7 +131,9 @@ static gwr_status sln_outputs(gwr_kctx *k, const gwr_value *x, sln_out *o) {
     return GWR_OK;
 }
 
-static gwr_status k_skip_layer_norm(gwr_kctx *k) {
+/* SkipLayerNormalization, and SkipSimplifiedLayerNormalization (simple:
+ * RMS normalization, no beta, the bias at input 3). */
+static gwr_status skip_norm(gwr_kctx *k, int simple) {
     const gwr_value *x = need_float(k, 0, "input"), *s = x ? need_float(k, 1, "skip") : NULL;
     if (!s) return GWR_ERR_INVALID_ARG;
     if (s->dtype != x->dtype) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "skip is not of input's dtype");
@@ -143,8 +146,9 @@ static gwr_status k_skip_layer_norm(gwr_kctx *k) {
     double *pm = gwr_ku_scratch(k, 5 * n + 1, sizeof *pm);
     if (!pm) return GWR_ERR_NOMEM;
     double *ga = pm, *be = pm + n, *bi = pm + 2 * n, *row = pm + 3 * n, *sk = pm + 4 * n;
-    int hg = last_axis_param(k, 2, "gamma", x, n, ga), hbe = hg < 0 ? -1 : last_axis_param(k, 3, "beta", x, n, be);
-    int hbi = hbe < 0 ? -1 : last_axis_param(k, 4, "bias", x, n, bi);
+    int hg = last_axis_param(k, 2, "gamma", x, n, ga);
+    int hbe = hg < 0 ? -1 : simple ? 0 : last_axis_param(k, 3, "beta", x, n, be);
+    int hbi = hbe < 0 ? -1 : last_axis_param(k, simple ? 3 : 4, "bias", x, n, bi);
     sln_out o;
     gwr_status st = hbi < 0 ? GWR_ERR_INVALID_ARG : sln_outputs(k, x, &o);
     for (int64_t r = 0; !st && r < rows; r++) {
@@ -153,7 +157,7 @@ static gwr_status k_skip_layer_norm(gwr_kctx *k) {
         double mean = 0, var = 0;
         for (int64_t j = 0; j < n; j++) mean += row[j] += sk[j] + (hbi ? bi[j] : 0);
         if (o.sum) gwr_ku_store_f64(o.sum, r * n, n, row);
-        mean /= (double)n;
+        mean = simple ? 0 : mean / (double)n; /* RMS: the deviation from 0 */
         for (int64_t j = 0; j < n; j++) var += (row[j] - mean) * (row[j] - mean);
         double inv = 1.0 / sqrt(var / (double)n + eps);
         for (int64_t j = 0; j < n; j++) row[j] = (row[j] - mean) * inv * ga[j] + (hbe ? be[j] : 0);
@@ -283,7 +287,11 @@ static gwr_status k_simplified_ln(gwr_kctx *k) {
     return st;
 }
 
+static gwr_status k_skip_layer_norm(gwr_kctx *k) { return skip_norm(k, 0); }
+static gwr_status k_skip_simplified_layer_norm(gwr_kctx *k) { return skip_norm(k, 1); }
+
 const gwr_kernel_entry gwr_kernels_contrib[] = {
+    GWR_KERNEL(MS_SkipSimplifiedLayerNormalization, k_skip_simplified_layer_norm),
     GWR_KERNEL(SimplifiedLayerNormalization, k_simplified_ln),
     GWR_KERNEL(MS_SkipLayerNormalization, k_skip_layer_norm),
     GWR_KERNEL(MS_BiasGelu, k_bias_gelu),

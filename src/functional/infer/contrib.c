@@ -1,7 +1,7 @@
 /* contrib.c - shape rules of onnxruntime's com.microsoft contrib ops that
  * `gwr optimize --target ort` emits (docs/ContribOperators.md, version 1):
  * SkipLayerNormalization, BiasGelu, Gelu, FastGelu, QuickGelu and
- * FusedMatMul, and SimplifiedLayerNormalization (its RMSNorm, which it
+ * FusedMatMul, SkipSimplifiedLayerNormalization, and SimplifiedLayerNormalization (its RMSNorm, which it
  * registers in the default domain). As in exec/kernels/contrib.c.
  *
  * The bias-like inputs (gamma, beta, bias of SkipLayerNormalization, the
@@ -37,8 +37,10 @@ static gwr_status infer_skip_layer_norm(ictx *c) {
         (!gwr_fi_ubcast_ok(&xs, &ss) || !gwr_fi_dmerge(xs.d[xs.rank - 1], ss.d[ss.rank - 1], &ms.d[0])))
         return gwr_fi_fail(c, GWR_ERR_SHAPE, "skip %s does not broadcast to input %s", gwr_fi_tstr(skip, &p),
                            gwr_fi_tstr(x, &q));
-    if (!last_axis_vec(c, 2, x, &xs, "gamma") || !last_axis_vec(c, 3, x, &xs, "beta") ||
-        !last_axis_vec(c, 4, x, &xs, "bias"))
+    /* SkipSimplifiedLayerNormalization has no beta: its bias is input 3 */
+    int simple = c->id == GWR_OP_MS_SkipSimplifiedLayerNormalization;
+    if (!last_axis_vec(c, 2, x, &xs, "gamma") || !last_axis_vec(c, 3, x, &xs, simple ? "bias" : "beta") ||
+        (!simple && !last_axis_vec(c, 4, x, &xs, "bias")))
         return c->st;
     if (xs.rank < 0) {
         for (int i = 0; i < 4; i++)
@@ -147,6 +149,7 @@ static gwr_status infer_simplified_ln(ictx *c) {
 const gwr_fi_entry gwr_fi_rules_contrib[] = {
     {GWR_OP_SimplifiedLayerNormalization, infer_simplified_ln},
     {GWR_OP_MS_SkipLayerNormalization, infer_skip_layer_norm},
+    {GWR_OP_MS_SkipSimplifiedLayerNormalization, infer_skip_layer_norm},
     {GWR_OP_MS_BiasGelu, infer_biased},
     {GWR_OP_MS_Gelu, gwr_fi_rule_same},
     {GWR_OP_MS_FastGelu, infer_biased},

@@ -331,17 +331,24 @@ typedef struct mm_fold {
     gwr_layer *root;   /* whose output the FusedMatMul replaces */
 } mm_fold;
 
-/* Folds what feeds operand i of matmul l into f. */
+static int is_const(const gwr_tensor *t) {
+    gwr_match_const k;
+    return gwr_match_const_get(t, &k);
+}
+
+/* Folds what feeds operand i of matmul l into f. A Transpose or scale of
+ * a constant is left to fold_constants (a plain weight is better than a
+ * flag). */
 static void fold_operand(mm_fold *f, gwr_layer *l, int i) {
     gwr_tensor *t = gwr_layer_input(l, i), *x;
     double s;
     gwr_layer *p = t ? gwr_tensor_parent(t) : NULL, *reader = l;
-    if (p && !gwr_layer_is_removed(p) && sole_reader(t) == l && (x = scaled(p, &s))) {
+    if (p && !gwr_layer_is_removed(p) && sole_reader(t) == l && (x = scaled(p, &s)) && !is_const(x)) {
         f->alpha *= s, f->dead[f->ndead++] = p, f->n++;
         t = x, reader = p;
     }
     /* a Transpose read only by the scale or the matmul */
-    if ((x = swap_last2(t, reader))) {
+    if ((x = swap_last2(t, reader)) && !is_const(x)) {
         f->trans[i] ^= 1, f->dead[f->ndead++] = gwr_tensor_parent(t), f->n++;
         t = x;
     }

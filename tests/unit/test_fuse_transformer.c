@@ -368,7 +368,7 @@ TEST(erf_formula_plus_bias_is_one_bias_gelu) {
 
 /* ---- fuse_matmul_scale ------------------------------------------------------------------------ */
 
-enum { MS_QKT, MS_DIV_OUT, MS_SCALE_IN, MS_TRANS_A, MS_NOT_SPLAT, MS_NOT_CONST, MS_BAD_PERM, MS_T_SHARED, MS_INT };
+enum { MS_QKT, MS_DIV_OUT, MS_SCALE_IN, MS_TRANS_A, MS_NOT_SPLAT, MS_NOT_CONST, MS_BAD_PERM, MS_T_SHARED, MS_CONST_T };
 
 static gwr_network *matmul_scale(int form) {
     int64_t d[4] = {2, 2, 4, 8};
@@ -383,6 +383,9 @@ static gwr_network *matmul_scale(int form) {
     case MS_NOT_SPLAT: y = gwr_mul(net, gwr_matmul(net, q, kt), rconst(net, 1, d + 2, 0.1, 0.2)); break;
     case MS_NOT_CONST: y = gwr_mul(net, gwr_matmul(net, q, kt), input(net, "s", 0, d)); break;
     case MS_BAD_PERM: y = gwr_matmul(net, q, kt); break;
+    case MS_CONST_T: /* a Transpose of a constant weight: left to fold_constants */
+        y = gwr_matmul(net, q, gwr_transpose(net, rconst(net, 4, d, -1, 1), 4, swap));
+        break;
     case MS_T_SHARED:
         y = gwr_matmul(net, q, kt);
         gwr_network_mark_output(net, kt);
@@ -432,6 +435,7 @@ TEST(matmul_scale_cases) {
     expect(matmul_scale(MS_NOT_CONST), "fuse_matmul_scale", GWR_TARGET_ORT, 0, 2);
     expect(matmul_scale(MS_BAD_PERM), "fuse_matmul_scale", GWR_TARGET_ORT, 0, 2);
     expect(matmul_scale(MS_T_SHARED), "fuse_matmul_scale", GWR_TARGET_ORT, 0, 2);
+    expect(matmul_scale(MS_CONST_T), "fuse_matmul_scale", GWR_TARGET_ORT, 0, 2);
     not_for_onnx(matmul_scale(MS_QKT), matmul_scale(MS_QKT), "fuse_matmul_scale");
 }
 

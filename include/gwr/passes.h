@@ -180,6 +180,40 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_compose_transposes;
  * output's name moves to the kept tensor otherwise). Root: any layer. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_eliminate_common_subexpressions;
 
+/* Transformer fusions (fuse_transformer.c). The first four emit
+ * onnxruntime's com.microsoft contrib ops and fire only for the manager arg
+ * "target" GWR_TARGET_ORT or GWR_TARGET_GWR.
+ * fuse_skip_layer_norm: LayerNormalization over the last axis (constant
+ * 1-D gamma, beta; Mean and InvStdDev unread) of Add(a, b), Add(Add(a, b),
+ * bias) or Add(Add(a, bias), b) (bias a constant 1-D over the last axis),
+ * a of rank 2 or 3 and b of a's shape or [1, S, H] / [S, H], becomes
+ * SkipLayerNormalization(a, b, gamma, beta, bias); when the sum has other
+ * readers or is a network output, they read its output 3
+ * (input_skip_bias_sum). SimplifiedLayerNormalization (fuse_rms_norm's)
+ * of Add(a, b) becomes SkipSimplifiedLayerNormalization(a, b, gamma) the
+ * same way (no bias form). Root: LayerNormalization,
+ * SimplifiedLayerNormalization.
+ * fuse_bias_gelu: Gelu(x + bias) (ONNX Gelu, com.microsoft Gelu or
+ * FastGelu), bias a constant 1-D over x's last axis, becomes BiasGelu(x,
+ * bias), or FastGelu(x, bias) for the tanh forms. Root: the Gelu.
+ * fuse_matmul_scale: MatMul (or FusedMatMul) whose operands are
+ * Transpose(x) swapping only the last two axes and/or x times (or divided
+ * by) a constant splat, or whose result is scaled so, becomes
+ * FusedMatMul(alpha, transA, transB) (float32 for target ort). Root: the
+ * MatMul.
+ * fuse_silu: x * Sigmoid(x) becomes QuickGelu(x; alpha 1). Root: Mul.
+ * fuse_transpose_into_gemm (every target): a Transpose([1, 0]) read only by
+ * a Gemm's A or B is dropped and transA / transB flipped. Root: Gemm. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_skip_layer_norm;
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_bias_gelu;
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_matmul_scale;
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_silu;
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_transpose_into_gemm;
+/* fuse_rms_norm (fuse_transformer.c; targets ort and gwr): x / Sqrt(ReduceMean(Pow(x, 2) or x * x,
+ * last axis) + eps), or x * Reciprocal(Sqrt(...)), times an optional 1-D constant gamma, becomes
+ * onnxruntime's SimplifiedLayerNormalization (default domain). Root: the Div or Mul. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_rms_norm;
+
 /* Records the FLayerInfo of every gwr::GPTAttention plugin layer that has
  * none (one loaded from ONNX), from its inputs and attributes, so that the
  * plugin patterns can re-create it. *nrecorded (may be NULL) gets the count. */

@@ -139,10 +139,11 @@ const gwr_pattern_rewriter gwr_pattern_fuse_hard_swish = {
  * become Gelu(x) and Gelu(x, approximate "tanh"). The irrational constants
  * are compared within 1e-4 relative (exporters round them to float32 or
  * fewer digits); 0.5, 1 and 3 are SPLATs (1e-6). Gelu is opset 20: for
- * target onnx and ort (gwr's executor has no com.microsoft Gelu/FastGelu
- * kernel, so ort gets no contrib op) the default opset must be 20 or more
- * or unset; for target gwr any opset (the executor runs Gelu at every
- * opset). No "target" arg (a plain manager run) is treated as onnx. */
+ * target onnx the default opset must be 20 or more or unset; for target
+ * gwr any opset (the executor runs Gelu at every opset); target ort gets
+ * onnxruntime's com.microsoft Gelu (erf) or FastGelu (tanh) at any opset,
+ * which fuse_bias_gelu then merges with a bias Add before it. No "target"
+ * arg (a plain manager run) is treated as onnx. */
 
 enum { GX, GHALF, GONE, GSQ, GCUBE, GC, GT, GNCAP };
 
@@ -225,9 +226,9 @@ static int64_t target_of(gwr_rewrite_ctx *c) {
 static int fuse_gelu(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
     if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX Mul");
-    int64_t opset = gwr_network_opset(net, "");
-    if (target_of(c) != GWR_TARGET_GWR && opset >= 0 && opset < 20)
-        return gwr_rewrite_no_match(c, "Gelu needs opset 20 (the network imports %lld) for a target other than gwr",
+    int64_t opset = gwr_network_opset(net, ""), target = target_of(c);
+    if (target == GWR_TARGET_ONNX && opset >= 0 && opset < 20)
+        return gwr_rewrite_no_match(c, "Gelu needs opset 20 (the network imports %lld) for target onnx",
                                     (long long)opset);
     gwr_match m;
     int k = 0, rc = 0;
@@ -239,7 +240,11 @@ static int fuse_gelu(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_tensor *x = m.captures[GX], *out = gwr_layer_output(l, 0);
     if (!same_type(x, out))
         return gwr_rewrite_no_match(c, "'%s' is not a float tensor of the result's shape", gwr_tensor_name(x));
-    gwr_tensor *y = gwr_gelu(net, x, k < NGELU_ERF ? NULL : "tanh");
+    gwr_tensor *y = NULL;
+    if (target == GWR_TARGET_ORT) /* onnxruntime's own, at any opset */
+        gwr_op_call(net, "com.microsoft", k < NGELU_ERF ? "Gelu" : "FastGelu", 1, &x, NULL, 1, &y);
+    else
+        y = gwr_gelu(net, x, k < NGELU_ERF ? NULL : "tanh");
     if (!y) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "%s", gwr_network_errmsg(net));
     gwr_status s = gwr_match_replace(&m, 1, &y);
     return s ? gwr_rewrite_fail(c, s, "%s", gwr_last_errmsg()) : 1;

@@ -351,6 +351,13 @@ static gwr_status matmul_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, i
         if (gwr_layer_op_id(l) == GWR_OP_MS_FusedGemm) r->flops = an_add(r->flops, an_mul(m, nn));
         break;
     }
+    case GWR_OP_MS_FusedMatMul: { /* MatMul with op(A) [..., M, K]: 2 K per output element */
+        gwr_tensor *a = gwr_layer_input(l, 0);
+        int ra = a ? gwr_tensor_rank(a) : -1, ta = attr_int(l, "transA", 0) != 0 && ra >= 2;
+        int64_t kk = ra >= 1 ? an_dim(D, a, ra - (ta ? 2 : 1), &r->known) : (r->known = 0);
+        r->flops = an_mul(2, an_mul(kk, an_numel(D, gwr_layer_output(l, 0), &r->known)));
+        break;
+    }
     default: /* Det: not counted */
         break;
     }

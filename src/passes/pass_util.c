@@ -1,6 +1,8 @@
 /* pass_util.c - see pass_util.h. */
 #include "passes/pass_util.h"
 
+#include "gwr/passes.h"
+
 gwr_tensor *gwr_ps_const_new(gwr_network *net, gwr_dtype dt, int rank, const int64_t *dims, const double *v,
                              double fill) {
     gwr_value *val = gwr_value_new(dt, rank, dims);
@@ -13,5 +15,12 @@ gwr_tensor *gwr_ps_const_new(gwr_network *net, gwr_dtype dt, int rank, const int
         gwr_buffer_release(w.buffer);
     }
     gwr_value_release(val);
+    return t;
+}
+
+int64_t gwr_ps_target(gwr_rewrite_ctx *c) {
+    const gwr_args *a = gwr_rewrite_ctx_args(c);
+    int64_t t = GWR_TARGET_ONNX;
+    if (!a || gwr_args_get_int(a, "target", &t)) t = GWR_TARGET_ONNX;
     return t;
 }

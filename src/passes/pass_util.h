@@ -13,4 +13,8 @@
 gwr_tensor *gwr_ps_const_new(gwr_network *net, gwr_dtype dt, int rank, const int64_t *dims, const double *v,
                              double fill);
 
+/* The optimizer's target (gwr_optimize's manager arg "target",
+ * GWR_TARGET_*); GWR_TARGET_ONNX without one (a plain manager run). */
+int64_t gwr_ps_target(gwr_rewrite_ctx *c);
+
 #endif

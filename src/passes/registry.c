@@ -69,6 +69,24 @@ static const gwr_pass_info builtins[] = {
     {"fuse_gemm_activation", &gwr_pattern_fuse_gemm_activation, 25, GWR_LEVEL_EXTENDED,
      GWR_TARGET_ORT | GWR_TARGET_GWR, GWR_NUMERICS_EXACT, 0,
      "turn Gemm + Relu/Tanh/Sigmoid/LeakyRelu/HardSigmoid into com.microsoft FusedGemm (float32)"},
+    /* transformer fusions (fuse_transformer.c): onnxruntime's contrib ops for ort and gwr */
+    {"fuse_skip_layer_norm", &gwr_pattern_fuse_skip_layer_norm, 40, GWR_LEVEL_EXTENDED, GWR_TARGET_ORT | GWR_TARGET_GWR,
+     GWR_NUMERICS_APPROX, 1e-4,
+     "turn LayerNormalization(a + b [+ bias]) into SkipLayerNormalization (SimplifiedLayerNormalization(a + b) into "
+     "SkipSimplifiedLayerNormalization), also when the sum has other readers (they read its input_skip_bias_sum output)"},
+    {"fuse_bias_gelu", &gwr_pattern_fuse_bias_gelu, 38, GWR_LEVEL_EXTENDED, GWR_TARGET_ORT | GWR_TARGET_GWR,
+     GWR_NUMERICS_APPROX, 1e-5, "turn Gelu(x + bias), bias a constant over the last axis, into BiasGelu (FastGelu for tanh)"},
+    {"fuse_matmul_scale", &gwr_pattern_fuse_matmul_scale, 36, GWR_LEVEL_EXTENDED, GWR_TARGET_ORT | GWR_TARGET_GWR,
+     GWR_NUMERICS_APPROX, 1e-5,
+     "fold Transposes of the last two axes and constant scalar Mul/Div around a MatMul into FusedMatMul "
+     "(transA, transB, alpha)"},
+    {"fuse_silu", &gwr_pattern_fuse_silu, 40, GWR_LEVEL_EXTENDED, GWR_TARGET_ORT | GWR_TARGET_GWR, GWR_NUMERICS_APPROX,
+     1e-5, "turn x * Sigmoid(x) into QuickGelu(x; alpha 1)"},
+    {"fuse_rms_norm", &gwr_pattern_fuse_rms_norm, 44, GWR_LEVEL_EXTENDED, GWR_TARGET_ORT | GWR_TARGET_GWR,
+     GWR_NUMERICS_APPROX, 1e-5,
+     "turn the RMSNorm chain x / Sqrt(ReduceMean(x^2) + eps) [* gamma] into onnxruntime's SimplifiedLayerNormalization"},
+    {"fuse_transpose_into_gemm", &gwr_pattern_fuse_transpose_into_gemm, 45, GWR_LEVEL_BASIC, GWR_TARGET_ANY,
+     GWR_NUMERICS_EXACT, 0, "drop a Transpose([1, 0]) read only by a Gemm's A or B and flip transA / transB"},
     {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1, GWR_LEVEL_NONE, GWR_TARGET_ANY,
      GWR_NUMERICS_CHANGES, 0, "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},
 };

@@ -20,7 +20,7 @@ except ImportError as e:
 
 OPSET = 17                       # ONNX 1.12: the default domain is pinned here
 PINNED = ("",)                   # other domains: latest version of each op
-PREFIX = {"": "", "ai.onnx.ml": "ML_", "ai.onnx.preview.training": "TRAIN_"}
+PREFIX = {"": "", "ai.onnx.ml": "ML_", "ai.onnx.preview.training": "TRAIN_", "com.microsoft": "MS_"}
 # Ops newer than onnx 1.12, listed by hand: (domain, name) -> (since, arities).
 NEWER = {("", "Gelu"): (20, (1, 1, 1, 1))}   # Gelu: opset 20
 # onnxruntime's contrib ops (com.microsoft; not in the onnx package): by hand
@@ -28,6 +28,19 @@ NEWER = {("", "Gelu"): (20, (1, 1, 1, 1))}   # Gelu: opset 20
 PREFIX["com.microsoft"] = "MS_"
 NEWER.update({("com.microsoft", "FusedConv"): (1, (2, 4, 1, 1)),    # X, W, B?, Z?
               ("com.microsoft", "FusedGemm"): (1, (2, 3, 1, 1))})   # A, B, C?
+# onnxruntime's contrib ops (com.microsoft version 1, docs/ContribOperators.md):
+# the onnx package has no schema for them.
+NEWER.update({
+    ("com.microsoft", "SkipLayerNormalization"): (1, (3, 5, 1, 4)),
+    ("com.microsoft", "BiasGelu"): (1, (2, 2, 1, 1)),
+    ("com.microsoft", "Gelu"): (1, (1, 1, 1, 1)),
+    ("com.microsoft", "FastGelu"): (1, (1, 2, 1, 1)),
+    ("com.microsoft", "QuickGelu"): (1, (1, 1, 1, 1)),
+    ("com.microsoft", "FusedMatMul"): (1, (2, 2, 1, 1)),
+    ("com.microsoft", "SkipSimplifiedLayerNormalization"): (1, (3, 4, 1, 4)),
+    # onnxruntime's RMSNorm, a contrib op it registers in the default domain
+    ("", "SimplifiedLayerNormalization"): (1, (2, 2, 1, 2)),
+})
 
 LINE = re.compile(r'^\s*GWR_OP\(\s*(\w+),\s*"(\w+)",\s*"([\w.]*)",\s*(\w+),\s*(\w+),'
                   r'\s*(-?\d+),\s*(-?\d+),\s*(-?\d+),\s*(-?\d+),\s*([\w|\s]+?),\s*(\d+)\s*\)\s*$')

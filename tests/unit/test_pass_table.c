@@ -339,6 +339,92 @@ static gwr_network *pad_reader(int conv) {
 }
 static gwr_network *pad_conv_fires(void) { return pad_reader(1); }
 static gwr_network *pad_pool_idle(void) { return pad_reader(0); }
+/* ---- transformer fusions (fuse_transformer.c; targets ort and gwr) --------------- */
+
+static gwr_tensor *ramp(gwr_network *net, int64_t n, float a, float b) {
+    float v[16];
+    for (int64_t i = 0; i < n && i < 16; i++) v[i] = a + b * (float)i;
+    return vec(net, n, v);
+}
+
+/* LayerNormalization(x + r) over the last axis; with `other_axis`, over axis 1 */
+static gwr_network *skip_ln(int other_axis) {
+    gwr_dim d[3] = {2, 4, 8};
+    gwr_network *net = gwr_network_new("skip_ln");
+    gwr_tensor *s = gwr_add(net, input(net, "x", 3, d), input(net, "r", 3, d));
+    gwr_tensor *g = other_axis ? gwr_constant(net, GWR_FLOAT32, 2, (int64_t[]){4, 8}, (float[32]){1}) : ramp(net, 8, 0.5f, 0.1f);
+    return finish(net, gwr_layer_norm(net, s, g, other_axis ? NULL : ramp(net, 8, -0.2f, 0.05f), other_axis ? 1 : -1, 1e-5f));
+}
+static gwr_network *skip_ln_fires(void) { return skip_ln(0); }
+static gwr_network *skip_ln_idle(void) { return skip_ln(1); }
+
+/* Gelu(x + bias [8]); with `wide`, the bias [2, 8] */
+static gwr_network *bias_gelu(int wide) {
+    gwr_dim d[2] = {3, 8};
+    int64_t bd[2] = {2, 8};
+    gwr_network *net = gwr_network_new("bias_gelu");
+    gwr_tensor *x = input(net, "x", wide ? 2 : 1, wide ? (gwr_dim[]){2, 8} : d + 1);
+    gwr_tensor *b = wide ? gwr_constant(net, GWR_FLOAT32, 2, bd, (float[16]){0.5f, -1}) : ramp(net, 8, -1, 0.25f);
+    return finish(net, gwr_gelu(net, gwr_add(net, x, b), NULL));
+}
+static gwr_network *bias_gelu_fires(void) { return bias_gelu(0); }
+static gwr_network *bias_gelu_idle(void) { return bias_gelu(1); }
+
+/* MatMul(q, Transpose(k, perm)) * 0.125 fires; with perm [1, 0, 2] (not
+ * the last two axes) and q in place of the constant scale, nothing folds */
+static gwr_network *matmul_scale(int bad_perm) {
+    gwr_dim d[3] = {4, 4, 4};
+    static const int64_t swap[3] = {0, 2, 1}, other[3] = {1, 0, 2};
+    gwr_network *net = gwr_network_new("matmul_scale");
+    gwr_tensor *q = input(net, "q", 3, d), *k = input(net, "k", 3, d);
+    gwr_tensor *kt = gwr_transpose(net, k, 3, bad_perm ? other : swap);
+    return finish(net, gwr_mul(net, gwr_matmul(net, q, kt), bad_perm ? q : gwr_constant_f32(net, 0.125f)));
+}
+static gwr_network *matmul_scale_fires(void) { return matmul_scale(0); }
+static gwr_network *matmul_scale_idle(void) { return matmul_scale(1); }
+
+/* x * Sigmoid(x); idle: y * Sigmoid(x) */
+static gwr_network *silu(int other) {
+    gwr_dim d = 8;
+    gwr_network *net = gwr_network_new("silu");
+    gwr_tensor *x = input(net, "x", 1, &d), *y = other ? input(net, "y", 1, &d) : x;
+    return finish(net, gwr_mul(net, y, gwr_sigmoid(net, x)));
+}
+static gwr_network *silu_fires(void) { return silu(0); }
+static gwr_network *silu_idle(void) { return silu(1); }
+
+/* Gemm(Transpose(a), W, c); idle: the Transpose also a network output */
+static gwr_network *gemm_transpose(int shared) {
+    gwr_dim d[2] = {4, 3};
+    static const int64_t perm[2] = {1, 0};
+    static float w[20];
+    for (int i = 0; i < 20; i++) w[i] = (float)(i % 7) / 3.0f - 1;
+    gwr_network *net = gwr_network_new("gemm_transpose");
+    gwr_tensor *at = gwr_transpose(net, input(net, "a", 2, d), 2, perm);
+    gwr_tensor *y = gwr_gemm(net, at, gwr_constant(net, GWR_FLOAT32, 2, (int64_t[]){4, 5}, w), ramp(net, 5, 0, 1), 1.0f,
+                             1.0f, 0, 0);
+    if (shared && gwr_network_mark_output(net, at)) return finish(net, NULL);
+    return finish(net, y);
+}
+static gwr_network *gemm_transpose_fires(void) { return gemm_transpose(0); }
+static gwr_network *gemm_transpose_idle(void) { return gemm_transpose(1); }
+
+/* x / Sqrt(ReduceMean(x * x, axes=[-1]) + 1e-6) * gamma; idle: axes [0] */
+static gwr_network *rms_norm(int axis0) {
+    gwr_dim d[2] = {3, 8};
+    static const int64_t last[1] = {-1}, first[1] = {0};
+    gwr_network *net = gwr_network_new("rms");
+    gwr_tensor *x = input(net, "x", 2, d), *sq = gwr_mul(net, x, x), *m = NULL, *s = NULL;
+    gwr_args *a = gwr_args_new();
+    gwr_args_set_ints(a, "axes", 1, axis0 ? first : last);
+    gwr_op_call(net, "", "ReduceMean", 1, &sq, a, 1, &m);
+    gwr_args_free(a);
+    gwr_tensor *e = gwr_add(net, m, gwr_constant_f32(net, 1e-6f));
+    gwr_op_call(net, "", "Sqrt", 1, &e, NULL, 1, &s);
+    return finish(net, gwr_mul(net, gwr_div(net, x, s), ramp(net, 8, 0.5f, 0.1f)));
+}
+static gwr_network *rms_norm_fires(void) { return rms_norm(0); }
+static gwr_network *rms_norm_idle(void) { return rms_norm(1); }
 
 /* ---- the cases of each pass ------------------------------------------------------ */
 
@@ -372,6 +458,12 @@ static const pass_cases cases[] = {
     {"fold_scale_into_gemm", scale_gemm_fires, scale_gemm_idle, 1, 0},
     {"fold_scalar_around_matmul", scalar_mm_fires, scalar_mm_idle, 1, 0},
     {"fold_pad_into_conv", pad_conv_fires, pad_pool_idle, 1, 0},
+    {"fuse_skip_layer_norm", skip_ln_fires, skip_ln_idle, 1, 0},
+    {"fuse_bias_gelu", bias_gelu_fires, bias_gelu_idle, 1, 0},
+    {"fuse_matmul_scale", matmul_scale_fires, matmul_scale_idle, 1, 0},
+    {"fuse_silu", silu_fires, silu_idle, 1, 0},
+    {"fuse_transpose_into_gemm", gemm_transpose_fires, gemm_transpose_idle, 1, 0},
+    {"fuse_rms_norm", rms_norm_fires, rms_norm_idle, 1, 0},
 };
 
 static const pass_cases *cases_of(const char *label) {
@@ -387,7 +479,11 @@ static void run_pass(const gwr_pass_info *p, const pass_cases *pc) {
     gwr_args_set_int(args, "batch_size", 2);
     gwr_args_set_int(args, "in_len", 4);
     gwr_args_set_int(args, "hidden_size", 24);
-    pass_case c = {.label = p->label, .args = pc->needs_args ? args : NULL, .nbind = 2, .bind = bind, .seed = 11};
+    /* a pass not for target onnx runs for the first target it serves */
+    unsigned target = p->targets & GWR_TARGET_ONNX ? 0 : p->targets & GWR_TARGET_ORT ? GWR_TARGET_ORT : GWR_TARGET_GWR;
+    if (target) gwr_args_set_int(args, "target", target);
+    pass_case c = {.label = p->label, .args = pc->needs_args || target ? args : NULL, .nbind = 2, .bind = bind,
+                   .seed = 11};
     /* the numerics the table claims */
     c.atol = p->numerics == GWR_NUMERICS_APPROX ? p->tolerance : 0;
     c.rtol = 0;

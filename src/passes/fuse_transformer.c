@@ -1,0 +1,525 @@
+/* fuse_transformer.c - transformer fusions into onnxruntime's com.microsoft
+ * contrib ops (targets ort and gwr: plain ONNX runtimes lack them), and
+ * Transpose into Gemm's flags (every target).
+ *
+ *   fuse_skip_layer_norm      LayerNormalization(a + b [+ bias])      -> SkipLayerNormalization
+ *                             SimplifiedLayerNormalization(a + b)     -> SkipSimplifiedLayerNormalization
+ *   fuse_bias_gelu            Gelu(x + bias)                          -> BiasGelu / FastGelu(x, bias)
+ *   fuse_matmul_scale         s * MatMul(Transpose(a), Transpose(b))  -> FusedMatMul(a, b; alpha, transA, transB)
+ *   fuse_transpose_into_gemm  Gemm(Transpose(A), Transpose(B))        -> Gemm(A, B) with transA / transB flipped
+ *   fuse_rms_norm             x / Sqrt(ReduceMean(x^2) + eps) * gamma -> SimplifiedLayerNormalization (default domain)
+ *   fuse_silu                 x * Sigmoid(x)                          -> QuickGelu(x; alpha 1)
+ *
+ * Every intermediate a fusion swallows must have no reader outside it and
+ * must not be a network output, with one exception that is the point of
+ * fuse_skip_layer_norm: the residual sum may have other readers (a pre-LN
+ * decoder reads it again as the next block's residual) or be an output;
+ * they then read SkipLayerNormalization's output 3, input_skip_bias_sum.
+ * onnxruntime fuses only a sum with one reader. The shapes emitted are the
+ * ones onnxruntime's CPU kernels accept: SkipLayerNormalization's input of
+ * rank 2 or 3 with a skip of its shape (or [1, S, H] / [S, H] against
+ * [B, S, H]) and 1-D gamma, beta, bias over the last axis; BiasGelu's bias
+ * 1-D over the last axis; FusedMatMul in float32 for target ort. */
+#include <math.h>
+#include <string.h>
+
+#include "gwr/match.h"
+#include "gwr/passes.h"
+#include "passes/pass_util.h"
+#include "util/util.h"
+
+#define MS "com.microsoft"
+
+/* ---- shared ------------------------------------------------------------------ */
+
+/* The only live reader of t when t has exactly one and is not a network
+ * output; else NULL. */
+static gwr_layer *sole_reader(const gwr_tensor *t) {
+    if (!t || gwr_tensor_output_index(t) >= 0 || gwr_tensor_num_live_users(t) != 1) return NULL;
+    for (int64_t i = 0; i < gwr_tensor_num_users(t); i++)
+        if (!gwr_layer_is_removed(gwr_tensor_user(t, i, NULL))) return gwr_tensor_user(t, i, NULL);
+    return NULL;
+}
+
+/* t's producer when it is a live default-domain `op` with one output. */
+static gwr_layer *producer(const gwr_tensor *t, const char *op) {
+    gwr_layer *p = t ? gwr_tensor_parent(t) : NULL;
+    if (!p || gwr_layer_is_removed(p) || *gwr_layer_domain(p) || strcmp(gwr_layer_op(p), op)) return NULL;
+    return gwr_layer_num_outputs(p) == 1 ? p : NULL;
+}
+
+/* The same known shape (every dim equal, symbols included). */
+static int same_shape(const gwr_tensor *a, const gwr_tensor *b) {
+    int r = gwr_tensor_rank(a);
+    if (r < 0 || r != gwr_tensor_rank(b)) return 0;
+    return !r || !memcmp(gwr_tensor_dims(a), gwr_tensor_dims(b), (size_t)r * sizeof(gwr_dim));
+}
+
+/* x a real float tensor of y's dtype and shape. */
+static int same_type(const gwr_tensor *x, const gwr_tensor *y) {
+    return gwr_match_dtype_real_float(gwr_tensor_dtype(x)) && gwr_tensor_dtype(x) == gwr_tensor_dtype(y) &&
+           same_shape(x, y);
+}
+
+/* A 1-D constant of dtype dt and n elements (n known). */
+static int vec_const(const gwr_tensor *t, gwr_dtype dt, gwr_dim n) {
+    gwr_match_const k;
+    return t && GWR_DIM_IS_KNOWN(n) && gwr_match_const_get(t, &k) && k.dtype == dt && k.rank == 1 && k.dims[0] == n;
+}
+
+/* A com.microsoft layer of op with args (may be NULL); its layer or NULL. */
+static gwr_layer *ms_call(gwr_network *net, const char *op, int nin, gwr_tensor *const *in, const gwr_args *a,
+                          int nout, gwr_tensor **outs) {
+    return gwr_op_call(net, MS, op, nin, in, a, nout, outs);
+}
+
+static int built_fail(gwr_rewrite_ctx *c, gwr_network *net) {
+    const char *m = gwr_network_errmsg(net);
+    return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "%s", m && *m ? m : gwr_last_errmsg());
+}
+
+static int target_contrib(gwr_rewrite_ctx *c) { return gwr_ps_target(c) & (GWR_TARGET_ORT | GWR_TARGET_GWR); }
+
+/* ---- fuse_skip_layer_norm ------------------------------------------------------ */
+
+typedef struct skip_ln {
+    gwr_tensor *a, *b, *bias, *sum;
+    gwr_layer *adds[2];
+} skip_ln;
+
+/* b broadcasts to a as onnxruntime's skip does: a of rank 2 or 3, b of a's
+ * shape or a's trailing dims after leading 1s. */
+static int skip_fits(const gwr_tensor *a, const gwr_tensor *b) {
+    int ra = gwr_tensor_rank(a), rb = gwr_tensor_rank(b);
+    if (ra < 2 || ra > 3 || rb < 2 || rb > 3 || rb > ra) return 0;
+    if (gwr_tensor_dtype(a) != gwr_tensor_dtype(b)) return 0;
+    for (int i = 0; i < rb; i++) {
+        gwr_dim da = gwr_tensor_dim(a, ra - 1 - i), db = gwr_tensor_dim(b, rb - 1 - i);
+        if (db != da && !(db == 1 && i >= 2)) return 0;
+    }
+    return 1;
+}
+
+/* s = Add(u, v) feeding the LayerNormalization: finds a, b and an
+ * optional bias (a 1-D constant of H elements) among the forms
+ * Add(Add(a, b), bias), Add(Add(a, bias), b) (with_bias) and Add(a, b). */
+static void find_sum(gwr_layer *add, gwr_dim h, int with_bias, skip_ln *s) {
+    gwr_dtype dt = gwr_tensor_dtype(gwr_layer_output(add, 0));
+    gwr_tensor *u = gwr_layer_input(add, 0), *v = gwr_layer_input(add, 1);
+    memset(s, 0, sizeof *s);
+    s->sum = gwr_layer_output(add, 0);
+    s->adds[0] = add;
+    s->a = u, s->b = v;
+    for (int k = 0; with_bias && k < 2; k++) { /* the bias outermost, then innermost, on either side */
+        gwr_tensor *p = k ? v : u, *q = k ? u : v;
+        gwr_layer *in = producer(p, "Add");
+        if (vec_const(q, dt, h) && in && sole_reader(p) == add && gwr_layer_num_inputs(in) == 2) {
+            s->a = gwr_layer_input(in, 0), s->b = gwr_layer_input(in, 1), s->bias = q, s->adds[1] = in;
+            return;
+        }
+    }
+    for (int k = 0; with_bias && k < 2; k++) {
+        gwr_tensor *p = k ? v : u, *q = k ? u : v;
+        gwr_layer *in = producer(p, "Add");
+        if (!in || sole_reader(p) != add || gwr_layer_num_inputs(in) != 2) continue;
+        gwr_tensor *x = gwr_layer_input(in, 0), *bi = gwr_layer_input(in, 1);
+        if (vec_const(x, dt, h)) x = bi, bi = gwr_layer_input(in, 0);
+        if (vec_const(bi, dt, h) && !vec_const(x, dt, h)) {
+            s->a = x, s->b = q, s->bias = bi, s->adds[1] = in;
+            return;
+        }
+    }
+}
+
+/* NULL when LayerNormalization (or SimplifiedLayerNormalization) l can be
+ * fused (gamma, beta set), else why not. */
+static const char *ln_fits(gwr_layer *l, gwr_tensor **gamma, gwr_tensor **beta, float *eps) {
+    gwr_tensor *x = gwr_layer_input(l, 0), *y = gwr_layer_output(l, 0);
+    int64_t axis = -1;
+    int r = gwr_tensor_rank(x);
+    if (gwr_layer_attr_int(l, "axis", -1, &axis) || !(axis == -1 || axis == r - 1)) return "not over the last axis";
+    if (gwr_layer_attr_float(l, "epsilon", 1e-5f, eps)) return "a bad epsilon";
+    for (int i = 1; i < gwr_layer_num_outputs(l); i++)
+        if (gwr_tensor_num_live_users(gwr_layer_output(l, i)) || gwr_tensor_output_index(gwr_layer_output(l, i)) >= 0)
+            return "its Mean or InvStdDev is read";
+    gwr_dtype dt = gwr_tensor_dtype(x);
+    if (dt != GWR_FLOAT32 && dt != GWR_FLOAT16) return "not float32 or float16";
+    if (!same_type(x, y) || r < 2 || r > 3) return "X is not of rank 2 or 3 with the result's type";
+    gwr_dim h = gwr_tensor_dim(x, -1);
+    *gamma = gwr_layer_input(l, 1);
+    *beta = gwr_layer_num_inputs(l) > 2 ? gwr_layer_input(l, 2) : NULL;
+    if (!vec_const(*gamma, dt, h)) return "Scale is not a 1-D constant over the last axis";
+    if (*beta && !vec_const(*beta, dt, h)) return "B is not a 1-D constant over the last axis";
+    return NULL;
+}
+
+static int fuse_skip_ln(gwr_rewrite_ctx *c, gwr_layer *l) {
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    if (!target_contrib(c)) return gwr_rewrite_no_match(c, "SkipLayerNormalization is for targets ort and gwr");
+    if (*gwr_layer_domain(l)) return gwr_rewrite_no_match(c, "not a default-domain normalization");
+    /* onnxruntime's RMSNorm: SkipSimplifiedLayerNormalization, no bias (its
+     * kernels have not always added it) */
+    int simple = !strcmp(gwr_layer_op(l), "SimplifiedLayerNormalization");
+    gwr_tensor *gamma, *beta, *x = gwr_layer_input(l, 0);
+    float eps;
+    const char *why = ln_fits(l, &gamma, &beta, &eps);
+    if (why) return gwr_rewrite_no_match(c, "%s %s", gwr_layer_op(l), why);
+    gwr_layer *add = producer(x, "Add");
+    skip_ln s;
+    if (!add || gwr_layer_num_inputs(add) != 2) return gwr_rewrite_no_match(c, "X is not an Add's");
+    find_sum(add, gwr_tensor_dim(x, -1), !simple, &s);
+    if (!skip_fits(s.a, s.b)) {
+        gwr_tensor *t = s.a;
+        s.a = s.b, s.b = t;
+    }
+    if (!skip_fits(s.a, s.b) || !same_shape(s.a, x))
+        return gwr_rewrite_no_match(c, "the summands are not [B,S,H] / [S,H] of X's shape");
+    int shared = sole_reader(s.sum) != l;
+    gwr_args *a = gwr_args_new();
+    gwr_tensor *in[5] = {s.a, s.b, gamma, beta, s.bias}, *outs[4] = {0};
+    int nin = simple ? 3 : s.bias ? 5 : beta ? 4 : 3;
+    gwr_layer *f = NULL;
+    if (a && !gwr_args_set_float(a, "epsilon", eps))
+        f = ms_call(net, simple ? "SkipSimplifiedLayerNormalization" : "SkipLayerNormalization", nin, in, a,
+                    shared ? 4 : 1, outs);
+    gwr_args_free(a);
+    if (!f) return built_fail(c, net);
+    gwr_tensor *repl[3] = {outs[0], NULL, NULL}; /* the other outputs are unread (ln_fits) */
+    gwr_status st = gwr_match_replace_layer(l, gwr_layer_num_outputs(l), repl);
+    if (!st && shared) st = gwr_tensor_replace_all_uses_with(s.sum, outs[3]);
+    for (int i = 0; !st && i < 2; i++)
+        if (s.adds[i]) st = gwr_layer_mark_as_removed(s.adds[i]);
+    return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
+}
+
+static const char *const ln_roots[] = {"LayerNormalization", "SimplifiedLayerNormalization", NULL};
+
+const gwr_pattern_rewriter gwr_pattern_fuse_skip_layer_norm = {
+    .name = "fuse_skip_layer_norm",
+    .root_ops = ln_roots,
+    .match_and_rewrite = fuse_skip_ln,
+};
+
+/* ---- fuse_bias_gelu ------------------------------------------------------------- */
+
+enum { BX, BB, BNCAP };
+
+static const gwr_match_node bias_gelu_onnx[] = {
+    GWR_M_OP("Add", GWR_M_CAP(BX), GWR_M_CONST(BB)),
+    GWR_M_OP("Gelu", GWR_M_NODE(0)),
+};
+static const gwr_match_node bias_gelu_ms[] = {
+    GWR_M_OP("Add", GWR_M_CAP(BX), GWR_M_CONST(BB)),
+    GWR_M_OP(MS "::Gelu", GWR_M_NODE(0)),
+};
+static const gwr_match_node bias_fast_gelu_ms[] = {
+    GWR_M_OP("Add", GWR_M_CAP(BX), GWR_M_CONST(BB)),
+    GWR_M_OP(MS "::FastGelu", GWR_M_NODE(0)),
+};
+static const gwr_match_pattern bias_gelu_tables[] = {
+    {"bias_gelu.onnx", GWR_M_NODES(bias_gelu_onnx), NULL, NULL},
+    {"bias_gelu.ms_gelu", GWR_M_NODES(bias_gelu_ms), NULL, NULL},
+    {"bias_gelu.ms_fast_gelu", GWR_M_NODES(bias_fast_gelu_ms), NULL, NULL},
+};
+
+static int fuse_bias_gelu(gwr_rewrite_ctx *c, gwr_layer *l) {
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    if (!target_contrib(c)) return gwr_rewrite_no_match(c, "BiasGelu is for targets ort and gwr");
+    gwr_match m;
+    int rc = 0, k = 0;
+    for (; k < 3 && !rc; k++)
+        if ((rc = gwr_match_layer(&bias_gelu_tables[k], l, &m)) < 0)
+            return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
+    if (!rc) return gwr_rewrite_no_match(c, "no Gelu of an Add of a constant");
+    k--;
+    gwr_tensor *x = m.captures[BX], *b = m.captures[BB], *y = gwr_layer_output(l, 0);
+    const char *ap = "none";
+    if (k == 0 && gwr_layer_attr_string(l, "approximate", "none", &ap)) return gwr_rewrite_no_match(c, "a bad approximate");
+    int tanh_form = k == 2 || !strcmp(ap, "tanh");
+    if (!same_type(x, y) || gwr_tensor_rank(x) < 1 || !vec_const(b, gwr_tensor_dtype(x), gwr_tensor_dim(x, -1)))
+        return gwr_rewrite_no_match(c, "the bias is not a 1-D constant over the last axis of x's shape and dtype");
+    if (k == 2 && gwr_layer_num_inputs(l) > 1 && gwr_layer_input(l, 1))
+        return gwr_rewrite_no_match(c, "the FastGelu has a bias already");
+    gwr_tensor *in[2] = {x, b}, *out = NULL;
+    if (!ms_call(net, tanh_form ? "FastGelu" : "BiasGelu", 2, in, NULL, 1, &out)) return built_fail(c, net);
+    gwr_status st = gwr_match_replace(&m, 1, &out);
+    return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
+}
+
+static const char *const gelu_roots[] = {"Gelu", MS "::Gelu", MS "::FastGelu", NULL};
+
+const gwr_pattern_rewriter gwr_pattern_fuse_bias_gelu = {
+    .name = "fuse_bias_gelu",
+    .root_ops = gelu_roots,
+    .match_and_rewrite = fuse_bias_gelu,
+};
+
+/* ---- fuse_silu ----------------------------------------------------------------------- */
+
+static const gwr_match_node silu_nodes[] = {
+    GWR_M_OP("Sigmoid", GWR_M_CAP(0)),
+    GWR_M_OP("Mul", GWR_M_CAP(0), GWR_M_NODE(0)),
+};
+static const gwr_match_pattern silu_table = {"silu", GWR_M_NODES(silu_nodes), NULL, NULL};
+
+static int fuse_silu(gwr_rewrite_ctx *c, gwr_layer *l) {
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    if (!target_contrib(c)) return gwr_rewrite_no_match(c, "QuickGelu is for targets ort and gwr");
+    gwr_match m;
+    int rc = gwr_match_layer(&silu_table, l, &m);
+    if (rc < 0) return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
+    if (!rc) return gwr_rewrite_no_match(c, "not x * Sigmoid(x)");
+    if (!same_type(m.captures[0], gwr_layer_output(l, 0)))
+        return gwr_rewrite_no_match(c, "x is not a float tensor of the result's shape");
+    gwr_args *a = gwr_args_new();
+    gwr_tensor *out = NULL;
+    gwr_layer *q = a && !gwr_args_set_float(a, "alpha", 1.0) ? ms_call(net, "QuickGelu", 1, &m.captures[0], a, 1, &out) : NULL;
+    gwr_args_free(a);
+    if (!q) return built_fail(c, net);
+    gwr_status st = gwr_match_replace(&m, 1, &out);
+    return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
+}
+
+static const char *const silu_roots[] = {"Mul", NULL};
+
+const gwr_pattern_rewriter gwr_pattern_fuse_silu = {
+    .name = "fuse_silu",
+    .root_ops = silu_roots,
+    .match_and_rewrite = fuse_silu,
+};
+
+/* ---- fuse_matmul_scale ------------------------------------------------------------- */
+
+/* t = Transpose(x) swapping only the last two axes, read only by `reader`:
+ * x, else NULL. */
+static gwr_tensor *swap_last2(const gwr_tensor *t, const gwr_layer *reader) {
+    gwr_layer *p = producer(t, "Transpose");
+    if (!p || sole_reader(t) != reader) return NULL;
+    gwr_tensor *x = gwr_layer_input(p, 0);
+    const int64_t *perm;
+    int64_t n;
+    int r = gwr_tensor_rank(x);
+    if (r < 2 || gwr_layer_attr_ints(p, "perm", &perm, &n) || n != r) return NULL;
+    for (int i = 0; i < r; i++)
+        if (perm[i] != (i < r - 2 ? i : i == r - 2 ? r - 1 : r - 2)) return NULL;
+    return x;
+}
+
+/* l = Mul(x, s), Mul(s, x) or Div(x, s) with s a constant splat whose
+ * broadcast keeps x's shape and dtype: x, and *f the factor (s or 1/s). */
+static gwr_tensor *scaled(gwr_layer *l, double *f) {
+    int div = !strcmp(gwr_layer_op(l), "Div");
+    if (*gwr_layer_domain(l) || gwr_layer_num_inputs(l) != 2 || gwr_layer_num_outputs(l) != 1) return NULL;
+    if (!div && strcmp(gwr_layer_op(l), "Mul")) return NULL;
+    for (int k = 0; k < (div ? 1 : 2); k++) {
+        gwr_tensor *x = gwr_layer_input(l, k), *s = gwr_layer_input(l, 1 - k);
+        gwr_match_const kc;
+        if (!gwr_match_const_get(s, &kc) || kc.numel < 1) continue;
+        double v = gwr_match_const_at(&kc, 0);
+        if (!isfinite(v) || v == 0 || !gwr_match_const_is_splat(s, v, 0) || !same_type(x, gwr_layer_output(l, 0))) continue;
+        *f = div ? 1.0 / v : v;
+        return x;
+    }
+    return NULL;
+}
+
+typedef struct mm_fold {
+    gwr_tensor *in[2];
+    gwr_layer *dead[5]; /* what the FusedMatMul swallows */
+    int ndead, trans[2], n;
+    double alpha;
+    gwr_layer *root;   /* whose output the FusedMatMul replaces */
+} mm_fold;
+
+static int is_const(const gwr_tensor *t) {
+    gwr_match_const k;
+    return gwr_match_const_get(t, &k);
+}
+
+/* Folds what feeds operand i of matmul l into f. A Transpose or scale of
+ * a constant is left to fold_constants (a plain weight is better than a
+ * flag). */
+static void fold_operand(mm_fold *f, gwr_layer *l, int i) {
+    gwr_tensor *t = gwr_layer_input(l, i), *x;
+    double s;
+    gwr_layer *p = t ? gwr_tensor_parent(t) : NULL, *reader = l;
+    if (p && !gwr_layer_is_removed(p) && sole_reader(t) == l && (x = scaled(p, &s)) && !is_const(x)) {
+        f->alpha *= s, f->dead[f->ndead++] = p, f->n++;
+        t = x, reader = p;
+    }
+    /* a Transpose read only by the scale or the matmul */
+    if ((x = swap_last2(t, reader)) && !is_const(x)) {
+        f->trans[i] ^= 1, f->dead[f->ndead++] = gwr_tensor_parent(t), f->n++;
+        t = x;
+    }
+    f->in[i] = t;
+}
+
+static int fuse_matmul_scale(gwr_rewrite_ctx *c, gwr_layer *l) {
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    unsigned target = (unsigned)gwr_ps_target(c);
+    if (!target_contrib(c)) return gwr_rewrite_no_match(c, "FusedMatMul is for targets ort and gwr");
+    int fused = !strcmp(gwr_layer_domain(l), MS);
+    if (!fused && *gwr_layer_domain(l)) return gwr_rewrite_no_match(c, "not a MatMul");
+    gwr_tensor *y = gwr_layer_output(l, 0);
+    gwr_dtype dt = gwr_tensor_dtype(y);
+    if (target == GWR_TARGET_ORT ? dt != GWR_FLOAT32 : !gwr_match_dtype_real_float(dt))
+        return gwr_rewrite_no_match(c, "not float32 (onnxruntime's FusedMatMul)");
+    mm_fold f = {.alpha = 1.0, .root = l};
+    float a0 = 1.0f;
+    int64_t ta = 0, tb = 0, tba = 0, tbb = 0;
+    if (fused && (gwr_layer_attr_float(l, "alpha", 1.0f, &a0) || gwr_layer_attr_int(l, "transA", 0, &ta) ||
+                  gwr_layer_attr_int(l, "transB", 0, &tb) || gwr_layer_attr_int(l, "transBatchA", 0, &tba) ||
+                  gwr_layer_attr_int(l, "transBatchB", 0, &tbb) || tba || tbb))
+        return gwr_rewrite_no_match(c, "a FusedMatMul with transBatch flags or bad attributes");
+    f.alpha = a0, f.trans[0] = ta != 0, f.trans[1] = tb != 0;
+    for (int i = 0; i < 2; i++) fold_operand(&f, l, i);
+    gwr_layer *after = sole_reader(y);
+    double s;
+    if (after && scaled(after, &s) == y) f.alpha *= s, f.dead[f.ndead++] = l, f.root = after, f.n++;
+    if (!f.n) return gwr_rewrite_no_match(c, "no Transpose of the last two axes or constant scale around it");
+    gwr_args *a = gwr_args_new();
+    gwr_tensor *out = NULL;
+    gwr_layer *m = a && !gwr_args_set_float(a, "alpha", f.alpha) && !gwr_args_set_int(a, "transA", f.trans[0]) &&
+                           !gwr_args_set_int(a, "transB", f.trans[1])
+                       ? ms_call(net, "FusedMatMul", 2, f.in, a, 1, &out)
+                       : NULL;
+    gwr_args_free(a);
+    if (!m) return built_fail(c, net);
+    gwr_status st = gwr_match_replace_layer(f.root, 1, &out);
+    for (int i = 0; !st && i < f.ndead; i++)
+        if (f.dead[i] != f.root) st = gwr_layer_mark_as_removed(f.dead[i]);
+    if (!st && f.root != l) st = gwr_layer_mark_as_removed(l);
+    return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
+}
+
+static const char *const mm_roots[] = {"MatMul", MS "::FusedMatMul", NULL};
+
+const gwr_pattern_rewriter gwr_pattern_fuse_matmul_scale = {
+    .name = "fuse_matmul_scale",
+    .root_ops = mm_roots,
+    .match_and_rewrite = fuse_matmul_scale,
+};
+
+/* ---- fuse_transpose_into_gemm --------------------------------------------------------- */
+
+static int fuse_gemm_transpose(gwr_rewrite_ctx *c, gwr_layer *l) {
+    static const char *const flag[2] = {"transA", "transB"};
+    if (*gwr_layer_domain(l) || gwr_layer_num_inputs(l) < 2) return gwr_rewrite_no_match(c, "not an ONNX Gemm");
+    gwr_tensor *x[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) x[i] = swap_last2(gwr_layer_input(l, i), l);
+    if (!x[0] && !x[1]) return gwr_rewrite_no_match(c, "no Transpose([1, 0]) on A or B read only by the Gemm");
+    int64_t t[2];
+    if (gwr_layer_attr_int(l, flag[0], 0, &t[0]) || gwr_layer_attr_int(l, flag[1], 0, &t[1]))
+        return gwr_rewrite_no_match(c, "a bad transA or transB");
+    gwr_status st = GWR_OK;
+    for (int i = 0; !st && i < 2; i++) {
+        if (!x[i]) continue;
+        gwr_layer *tr = gwr_tensor_parent(gwr_layer_input(l, i));
+        st = gwr_layer_set_int(l, flag[i], !t[i]);
+        if (!st) st = gwr_layer_set_input(l, i, x[i]);
+        if (!st) st = gwr_layer_mark_as_removed(tr);
+    }
+    return st ? gwr_rewrite_fail(c, st, "%s", gwr_network_errmsg(gwr_rewrite_ctx_network(c))) : 1;
+}
+
+static const char *const gemm_roots[] = {"Gemm", NULL};
+
+const gwr_pattern_rewriter gwr_pattern_fuse_transpose_into_gemm = {
+    .name = "fuse_transpose_into_gemm",
+    .root_ops = gemm_roots,
+    .match_and_rewrite = fuse_gemm_transpose,
+};
+
+/* ---- fuse_rms_norm ---------------------------------------------------------------------
+ *
+ * The exporters' RMSNorm over the last axis,
+ *
+ *   x / Sqrt(ReduceMean(Pow(x, 2), axes=[-1]) + eps)          (or x * Reciprocal(Sqrt(...)); x * x for Pow)
+ *   [* gamma]                                                  (a 1-D constant over the last axis)
+ *
+ * becomes onnxruntime's SimplifiedLayerNormalization(x, gamma or ones;
+ * axis -1, epsilon eps), which it registers in the default domain (targets
+ * ort and gwr). Casts around the chain are not looked through. */
+
+enum { RX, RP2, RAX, REPS, RNCAP };
+
+#define R_POW GWR_M_OP("Pow", GWR_M_CAP(RX), GWR_M_SPLAT(RP2, 2.0))
+#define R_SQUARE GWR_M_OP("Mul", GWR_M_CAP(RX), GWR_M_CAP(RX))
+#define R_MEAN {.op = "ReduceMean", .in = {GWR_M_NODE(0), GWR_M_OPT_CONST(RAX)}, .attrs = {GWR_MA_INT_OR_ABSENT("keepdims", 1)}}
+#define R_ADD GWR_M_OP("Add", GWR_M_NODE(1), GWR_M_CONST(REPS))
+#define R_SQRT GWR_M_OP("Sqrt", GWR_M_NODE(2))
+#define R_DIV GWR_M_OP("Div", GWR_M_CAP(RX), GWR_M_NODE(3))
+#define R_RECIP GWR_M_OP("Reciprocal", GWR_M_NODE(3)), GWR_M_OP("Mul", GWR_M_CAP(RX), GWR_M_NODE(4))
+
+static const gwr_match_node rms_pow_div[] = {R_POW, R_MEAN, R_ADD, R_SQRT, R_DIV};
+static const gwr_match_node rms_sq_div[] = {R_SQUARE, R_MEAN, R_ADD, R_SQRT, R_DIV};
+static const gwr_match_node rms_pow_recip[] = {R_POW, R_MEAN, R_ADD, R_SQRT, R_RECIP};
+static const gwr_match_node rms_sq_recip[] = {R_SQUARE, R_MEAN, R_ADD, R_SQRT, R_RECIP};
+static const gwr_match_pattern rms_tables[] = {
+    {"rms_norm.pow_div", GWR_M_NODES(rms_pow_div), NULL, NULL},
+    {"rms_norm.square_div", GWR_M_NODES(rms_sq_div), NULL, NULL},
+    {"rms_norm.pow_reciprocal", GWR_M_NODES(rms_pow_recip), NULL, NULL},
+    {"rms_norm.square_reciprocal", GWR_M_NODES(rms_sq_recip), NULL, NULL},
+};
+
+/* ReduceMean l reduces exactly the last axis of a rank-r input (its axes
+ * attribute, or its constant axes input from opset 18). */
+static int mean_last_axis(const gwr_layer *l, const gwr_tensor *axes_in, int r) {
+    const int64_t *ax;
+    int64_t n = 0;
+    double v;
+    int has_attr = gwr_layer_find_attr(l, "axes") >= 0;
+    if (has_attr == (axes_in != NULL)) return 0;
+    if (has_attr) return !gwr_layer_attr_ints(l, "axes", &ax, &n) && n == 1 && (ax[0] == -1 || ax[0] == r - 1);
+    gwr_dtype t = gwr_tensor_dtype(axes_in);
+    return (t == GWR_INT64 || t == GWR_INT32) && gwr_match_const_scalar(axes_in, &v) && (v == -1 || v == r - 1);
+}
+
+static int fuse_rms_norm(gwr_rewrite_ctx *c, gwr_layer *l) {
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    if (!target_contrib(c)) return gwr_rewrite_no_match(c, "SimplifiedLayerNormalization is for targets ort and gwr");
+    if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX Div or Mul");
+    gwr_match m;
+    int rc = 0;
+    for (int k = 0; k < 4 && !rc; k++)
+        if ((rc = gwr_match_layer(&rms_tables[k], l, &m)) < 0)
+            return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
+    if (!rc) return gwr_rewrite_no_match(c, "no RMSNorm chain");
+    gwr_tensor *x = m.captures[RX], *tail = gwr_layer_output(l, 0);
+    gwr_dtype dt = gwr_tensor_dtype(x);
+    int r = gwr_tensor_rank(x);
+    double eps;
+    if (!same_type(x, tail) || r < 1 || !GWR_DIM_IS_KNOWN(gwr_tensor_dim(x, -1)))
+        return gwr_rewrite_no_match(c, "x is not a float tensor of the result's type with a known last dim");
+    if (!mean_last_axis(m.layers[1], m.captures[RAX], r)) return gwr_rewrite_no_match(c, "not a mean over the last axis");
+    if (!gwr_match_const_scalar(m.captures[REPS], &eps) || !isfinite(eps) || eps < 0)
+        return gwr_rewrite_no_match(c, "epsilon is not one finite non-negative constant");
+    int64_t h = gwr_tensor_dim(x, -1);
+    gwr_layer *mul = sole_reader(tail), *last = l;
+    gwr_tensor *gamma = NULL;
+    if (mul && !*gwr_layer_domain(mul) && !strcmp(gwr_layer_op(mul), "Mul") && gwr_layer_num_inputs(mul) == 2) {
+        gwr_tensor *a = gwr_layer_input(mul, 0), *b = gwr_layer_input(mul, 1), *g = a == tail ? b : a;
+        if ((a == tail) != (b == tail) && vec_const(g, dt, h)) gamma = g, last = mul;
+    }
+    if (!gamma && !(gamma = gwr_ps_const_new(net, dt, 1, &h, NULL, 1.0))) return built_fail(c, net);
+    gwr_args *a = gwr_args_new();
+    gwr_tensor *in[2] = {x, gamma}, *out = NULL;
+    gwr_layer *f = NULL;
+    if (a && !gwr_args_set_int(a, "axis", -1) && !gwr_args_set_float(a, "epsilon", eps))
+        f = gwr_op_call(net, "", "SimplifiedLayerNormalization", 2, in, a, 1, &out);
+    gwr_args_free(a);
+    if (!f) return built_fail(c, net);
+    gwr_status st = gwr_match_replace_layer(last, 1, &out);
+    if (!st && last != l) st = gwr_layer_mark_as_removed(l);
+    for (int i = 0; !st && i < m.nlayers - 1; i++) st = gwr_layer_mark_as_removed(m.layers[i]);
+    return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
+}
+
+static const char *const rms_roots[] = {"Div", "Mul", NULL};
+
+const gwr_pattern_rewriter gwr_pattern_fuse_rms_norm = {
+    .name = "fuse_rms_norm",
+    .root_ops = rms_roots,
+    .match_and_rewrite = fuse_rms_norm,
+};

@@ -133,6 +133,20 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_compose_transposes;
  * output's name moves to the kept tensor otherwise). Root: any layer. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_eliminate_common_subexpressions;
 
+/* The shape passes (eliminate_shape.c), exact.
+ * compose_reshapes: Reshape, Squeeze, Unsqueeze or Flatten of another of
+ * them read only there becomes one Reshape when the result's shape is
+ * known (a Reshape's constant target, its 0s copied from known dims; or
+ * the output's dims, one unknown as -1), one Squeeze or Unsqueeze with the
+ * axes merged, or the input itself when a Squeeze and an Unsqueeze of the
+ * same axes cancel; a lone Flatten of known enough dims becomes a Reshape.
+ * fold_shape_dims: Gather, Slice or Concat of Shape values whose dims are
+ * all known becomes a constant; Reshape(x, shape values known but for one)
+ * gets a constant shape with -1 there (the others known and positive).
+ * Unknown dims are reasons in the rewrite trace and the optimize report. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_compose_reshapes;
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_shape_dims;
+
 /* Records the FLayerInfo of every gwr::GPTAttention plugin layer that has
  * none (one loaded from ONNX), from its inputs and attributes, so that the
  * plugin patterns can re-create it. *nrecorded (may be NULL) gets the count. */

@@ -44,6 +44,12 @@ static const gwr_pass_info builtins[] = {
      "turn the erf and tanh GELU formulas into Gelu (opset >= 20, or any opset for target gwr)"},
     {"fuse_clip_chains", &gwr_pattern_fuse_clip_chains, 42, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
      "merge Relu(Relu), Clip(Relu), Clip(Clip) into one; Max(x,0) into Relu, Min(Max(x,lo),hi) into Clip"},
+    /* shape chains (eliminate_shape.c) */
+    {"compose_reshapes", &gwr_pattern_compose_reshapes, 48, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
+     "merge Reshape/Squeeze/Unsqueeze/Flatten chains into one Reshape, one Squeeze/Unsqueeze or none; Flatten to "
+     "Reshape"},
+    {"fold_shape_dims", &gwr_pattern_fold_shape_dims, 32, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
+     "fold Shape -> Gather/Slice/Concat of known dims into constants; a Reshape target with one dynamic dim gets -1"},
     {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1, GWR_LEVEL_NONE, GWR_TARGET_ANY,
      GWR_NUMERICS_CHANGES, 0, "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},
 };

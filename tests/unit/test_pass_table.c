@@ -235,6 +235,34 @@ static gwr_network *leaky_twins(float alpha) {
 static gwr_network *cse_fires(void) { return leaky_twins(0.1f); }
 static gwr_network *cse_idle(void) { return leaky_twins(0.2f); }
 
+/* relu(Reshape(Reshape(x [2, 6], [3, 4]), [12])): one Reshape; with the
+ * middle also an output, idle */
+static gwr_network *reshapes(int middle_out) {
+    static const int64_t s1[2] = {3, 4}, s2[1] = {12};
+    gwr_dim d[2] = {2, 6};
+    gwr_network *net = gwr_network_new("reshapes");
+    gwr_tensor *m = gwr_reshape(net, input(net, "x", 2, d), 2, s1), *y = gwr_reshape(net, m, 1, s2);
+    if (middle_out && m && gwr_network_mark_output(net, m)) y = NULL;
+    return finish(net, gwr_relu(net, y));
+}
+static gwr_network *reshapes_fire(void) { return reshapes(0); }
+static gwr_network *reshapes_idle(void) { return reshapes(1); }
+
+/* relu(Reshape(x [batch, 3, 4], Concat(Gather(Shape(x), [0]), [k]))): k 12
+ * folds to [-1, 12]; a -1 beside the dynamic entry does not */
+static gwr_network *shape_chain(int64_t k) {
+    static const int64_t i0[1] = {0};
+    gwr_network *net = gwr_network_new("shape_chain");
+    gwr_dim d[3] = {gwr_network_dim_sym(net, "batch"), 3, 4};
+    gwr_tensor *x = input(net, "x", 3, d), *s = op(net, "Shape", 1, &x);
+    gwr_tensor *g[2] = {s, gwr_constant_i64s(net, 1, i0)};
+    gwr_tensor *parts[2] = {op(net, "Gather", 2, g), gwr_constant_i64s(net, 1, &k)};
+    gwr_tensor *in[2] = {x, gwr_concat(net, 2, parts, 0)};
+    return finish(net, gwr_relu(net, op(net, "Reshape", 2, in)));
+}
+static gwr_network *shape_dims_fire(void) { return shape_chain(12); }
+static gwr_network *shape_dims_idle(void) { return shape_chain(-1); }
+
 /* ---- the cases of each pass ------------------------------------------------------ */
 
 typedef struct pass_cases {
@@ -260,6 +288,8 @@ static const pass_cases cases[] = {
     {"fuse_gelu", gelu_fires, gelu_idle, 1, 0},
     {"fuse_clip_chains", clips_fire, clips_idle, 1, 0},
     {"eliminate_common_subexpressions", cse_fires, cse_idle, 1, 0},
+    {"compose_reshapes", reshapes_fire, reshapes_idle, 1, 0},
+    {"fold_shape_dims", shape_dims_fire, shape_dims_idle, 1, 0},
 };
 
 static const pass_cases *cases_of(const char *label) {

@@ -305,7 +305,80 @@ TEST(shape_cases) {
     }
 }
 
+/* The report names the Reshape left with a computed shape, and binding the
+ * dims (gwr_optimize_options.bind) lets it fold. */
+TEST(report_and_bind) {
+    gwr_network *net = shape_two_dynamic();
+    gwr_optimize_options o = {.level = GWR_LEVEL_BASIC};
+    gwr_optimize_report *r = NULL;
+    CHECK(net && !gwr_optimize(net, &o, &r));
+    const char *note = NULL;
+    for (int i = 0; i < gwr_optimize_report_count(r); i++)
+        if (!strcmp(gwr_optimize_report_pass(r, i)->label, "fold_shape_dims")) note = gwr_optimize_report_pass(r, i)->note;
+    if (!CHECK(note && strstr(note, "Reshape"))) fprintf(stderr, "  note: %s\n", note ? note : "(none)");
+    gwr_optimize_report_free(r);
+    gwr_network_free(net);
+
+    static const gwr_dim_binding seq[] = {{"seq", 3}};
+    net = shape_two_dynamic();
+    o.nbind = 1, o.bind = seq;
+    CHECK(net && !gwr_optimize(net, &o, NULL));
+    CHECK_EQ_INT(count_op(net, "Shape"), 0);
+    CHECK(gwr_tensor_dim(gwr_network_input(net, 0), 1) == 3);
+    gwr_network_free(net);
+
+    /* a negative value is refused */
+    static const gwr_dim_binding bad[] = {{"seq", -4}};
+    net = shape_two_dynamic();
+    o.bind = bad;
+    CHECK(net && gwr_optimize(net, &o, NULL) == GWR_ERR_INVALID_ARG);
+    gwr_network_free(net);
+}
+
+/* --opset through the API: Unsqueeze's axes attribute becomes an input at
+ * 13 (and the opset is 13); a Softmax (changed at 13) refuses, naming it,
+ * and changes nothing; lowering is refused. */
+static gwr_network *opset11(int softmax) {
+    gwr_network *net = new_net(11);
+    static const int64_t zero[1] = {0};
+    gwr_tensor *x = xin(net, "x", 2, bs), *y = sq(net, "Unsqueeze", x, 1, zero, 1);
+    if (softmax && y) {
+        gwr_layer *l = gwr_network_add_layer(net, "Softmax", "", "sm", 1, &y, 1, NULL);
+        y = l && !gwr_layer_infer(l) ? gwr_layer_output(l, 0) : NULL;
+    }
+    return finish(net, y);
+}
+
+TEST(opset_raise) {
+    gwr_network *net = opset11(0);
+    gwr_optimize_options o = {.level = GWR_LEVEL_BASIC, .opset = 13};
+    CHECK(net && !gwr_optimize(net, &o, NULL));
+    CHECK_EQ_INT(gwr_network_opset(net, ""), 13);
+    for (int64_t i = 0; net && i < gwr_network_num_layers(net); i++) {
+        gwr_layer *l = gwr_network_layer(net, i);
+        if (strcmp(gwr_layer_op(l), "Unsqueeze")) continue;
+        CHECK_EQ_INT(gwr_layer_num_inputs(l), 2);
+        CHECK(!gwr_layer_has_attr(l, "axes"));
+    }
+    gwr_network_free(net);
+
+    net = opset11(1);
+    gwr_network *before = net ? gwr_network_clone(net) : NULL;
+    CHECK(net && gwr_optimize(net, &o, NULL) == GWR_ERR_UNSUPPORTED);
+    CHECK(net && strstr(gwr_network_errmsg(net), "Softmax") && strstr(gwr_network_errmsg(net), "'sm'"));
+    char why[200];
+    CHECK(before && gwr_network_equal(before, net, why, sizeof why));
+    CHECK_EQ_INT(gwr_network_opset(net, ""), 11);
+    o.opset = 9;
+    CHECK(net && gwr_optimize(net, &o, NULL) == GWR_ERR_INVALID_ARG);
+    CHECK(before && gwr_network_equal(before, net, why, sizeof why));
+    gwr_network_free(before);
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(shape_cases);
+    RUN(report_and_bind);
+    RUN(opset_raise);
     return check_report();
 }

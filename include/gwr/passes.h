@@ -146,6 +146,10 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_eliminate_common_subexpres
  * Unknown dims are reasons in the rewrite trace and the optimize report. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_compose_reshapes;
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_shape_dims;
+/* constants_to_initializers (constants.c): a Constant node read from a
+ * file (layer property onnx.constant_node) in its tensor form is written as
+ * an initializer; not before IR version 4. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_constants_to_initializers;
 
 /* Records the FLayerInfo of every gwr::GPTAttention plugin layer that has
  * none (one loaded from ONNX), from its inputs and attributes, so that the

@@ -11,8 +11,9 @@
 /* Binds the symbolic dims named in b (optimize_shape.c; checked by the
  * caller: names set, values >= 0). Message on net. */
 gwr_status gwr_opt_bind_dims(gwr_network *net, const gwr_dim_binding *b, int nb);
-/* Writes into note (size bytes) how many Reshapes of net keep a shape
- * computed at run time and the dims that would fold them; "" when none. */
+/* Writes into note (size bytes) how many Shape layers and Reshapes of a
+ * shape computed at run time net keeps, and the dims that would fold them
+ * if bound; "" when none. */
 void gwr_opt_dynamic_note(gwr_network *net, char *note, size_t size);
 /* Raises net's default-domain opset to `opset` (optimize_opset.c): checks
  * every op of net and its bodies against the schema table, converts the

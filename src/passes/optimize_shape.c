@@ -73,21 +73,24 @@ static void dynamic_dims(const gwr_network *root, const gwr_tensor *t, char *buf
 }
 
 void gwr_opt_dynamic_note(gwr_network *net, char *note, size_t size) {
-    int64_t n = 0;
+    int64_t nshape = 0, nreshape = 0;
     const gwr_layer *first = NULL;
     char dims[160] = "";
     note[0] = 0;
     for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
         gwr_layer *l = gwr_network_layer(net, i);
         gwr_match_const k;
-        if (gwr_layer_is_removed(l) || gwr_layer_op_id(l) != GWR_OP_Reshape || gwr_layer_num_inputs(l) != 2 ||
-            gwr_match_const_get(gwr_layer_input(l, 1), &k))
-            continue;
-        if (!n++) first = l;
-        dynamic_dims(net, gwr_layer_input(l, 1), dims, sizeof dims, 0);
+        if (gwr_layer_is_removed(l) || *gwr_layer_domain(l)) continue;
+        if (gwr_layer_op_id(l) == GWR_OP_Shape) {
+            if (!nshape++ && !first) first = l;
+            dynamic_dims(net, gwr_layer_output(l, 0), dims, sizeof dims, 0);
+        } else if (gwr_layer_op_id(l) == GWR_OP_Reshape && gwr_layer_num_inputs(l) == 2 &&
+                   !gwr_match_const_get(gwr_layer_input(l, 1), &k)) {
+            if (!nreshape++) first = l;
+        }
     }
-    if (n)
-        snprintf(note, size, "%lld Reshape%s left with a shape computed at run time (first '%s')%s%s%s", (long long)n,
-                 n == 1 ? "" : "s", gwr_layer_name(first), *dims ? ": dims not known: " : "", dims,
-                 *dims ? " (bind with --shape)" : "");
+    if (nshape || nreshape)
+        snprintf(note, size, "%lld Shape and %lld Reshape layer%s left computing shapes at run time (first '%s')%s%s%s",
+                 (long long)nshape, (long long)nreshape, nshape + nreshape == 1 ? "" : "s", gwr_layer_name(first),
+                 *dims ? ": dims not known: " : "", dims, *dims ? " (bind with --shape)" : "");
 }

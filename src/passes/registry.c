@@ -50,6 +50,8 @@ static const gwr_pass_info builtins[] = {
      "Reshape"},
     {"fold_shape_dims", &gwr_pattern_fold_shape_dims, 32, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
      "fold Shape -> Gather/Slice/Concat of known dims into constants; a Reshape target with one dynamic dim gets -1"},
+    {"constants_to_initializers", &gwr_pattern_constants_to_initializers, 58, GWR_LEVEL_BASIC, GWR_TARGET_ANY,
+     GWR_NUMERICS_EXACT, 0, "write Constant nodes (tensor form) as initializers"},
     {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1, GWR_LEVEL_NONE, GWR_TARGET_ANY,
      GWR_NUMERICS_CHANGES, 0, "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},
 };

@@ -5,7 +5,8 @@
 # and onnxruntime accept the result and give the same outputs as the original;
 # an op whose schema changes in between (Softmax 13) refuses with one line
 # naming it and exit 2; lowering is refused; without --opset the opset is
-# kept; --shape binds a dim so that a shape chain folds.
+# kept; --shape binds a dim so that a shape chain folds; Constant nodes
+# become initializers of the same names.
 GWR=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -60,6 +61,8 @@ m = onnx.load(sys.argv[1])
 onnx.checker.check_model(m)
 print("opset", [o.version for o in m.opset_import if o.domain in ("", "ai.onnx")][0])
 print("ops", " ".join(sorted(n.op_type for n in m.graph.node if n.op_type != "Constant")))
+print("constant nodes", sum(n.op_type == "Constant" for n in m.graph.node))
+print("initializers", " ".join(sorted(i.name for i in m.graph.initializer)))
 PYEOF
 }
 
@@ -68,6 +71,8 @@ expect 0 "optimize without --opset" -- "$GWR" optimize "$tmp/m.onnx" -o "$tmp/o1
 opset_and_ops "$tmp/o11.onnx" >"$tmp/ops"
 has ops "^opset 11$" "without --opset the opset stays 11"
 lacks ops "HardSwish" "no HardSwish at opset 11"
+has ops "^constant nodes 0$" "constants_to_initializers: no Constant node left"
+has ops "^initializers k0 k3 k6$" "the Constant nodes became initializers of the same names"
 
 # raise to 14: converted, HardSwish made, same numbers (gwr and onnxruntime)
 expect 0 "optimize --opset 14" -- "$GWR" optimize "$tmp/m.onnx" -o "$tmp/o14.onnx" --opset 14 --verify
@@ -118,7 +123,7 @@ absent "$tmp/bad.onnx" "no output file after any failure"
 
 # --shape: the report names the dims; binding them folds the chain
 expect 0 "optimize a dynamic Reshape" -- "$GWR" optimize "$tmp/dyn.onnx" -o "$tmp/d1.onnx" --level basic --report
-has out "^fold_shape_dims .*skipped: 1 Reshape left with a shape computed at run time.*batch, seq" "the report says what to bind"
+has out "^fold_shape_dims .*skipped: 1 Shape and 1 Reshape layers left computing shapes at run time.*batch, seq" "the report says what to bind"
 expect 0 "optimize --shape seq=3" -- "$GWR" optimize "$tmp/dyn.onnx" -o "$tmp/d2.onnx" --level basic --shape seq=3 --verify --shape batch=2
 opset_and_ops "$tmp/d2.onnx" >"$tmp/ops"
 has ops "^ops Reshape$" "bound: the shape chain folded into one Reshape"

@@ -263,6 +263,20 @@ static gwr_network *shape_chain(int64_t k) {
 static gwr_network *shape_dims_fire(void) { return shape_chain(12); }
 static gwr_network *shape_dims_idle(void) { return shape_chain(-1); }
 
+/* x * k with k a Constant node read from a file (onnx.constant_node): it
+ * becomes an initializer; without the mark (already one), idle. */
+static gwr_network *constant_node(int marked) {
+    static const float k[4] = {1, -2, 0.5f, 3};
+    int64_t kd = 4;
+    gwr_dim d = 4;
+    gwr_network *net = gwr_network_new("constant_node");
+    gwr_tensor *c = gwr_constant(net, GWR_FLOAT32, 1, &kd, k);
+    if (marked && c && gwr_layer_set_prop(gwr_tensor_parent(c), "onnx.constant_node", "", 0)) c = NULL;
+    return finish(net, gwr_mul(net, input(net, "x", 1, &d), c));
+}
+static gwr_network *constant_node_fires(void) { return constant_node(1); }
+static gwr_network *constant_node_idle(void) { return constant_node(0); }
+
 /* ---- the cases of each pass ------------------------------------------------------ */
 
 typedef struct pass_cases {
@@ -290,6 +304,7 @@ static const pass_cases cases[] = {
     {"eliminate_common_subexpressions", cse_fires, cse_idle, 1, 0},
     {"compose_reshapes", reshapes_fire, reshapes_idle, 1, 0},
     {"fold_shape_dims", shape_dims_fire, shape_dims_idle, 1, 0},
+    {"constants_to_initializers", constant_node_fires, constant_node_idle, 1, 0},
 };
 
 static const pass_cases *cases_of(const char *label) {

@@ -35,7 +35,8 @@ typedef struct gwr_optimize_options {
      * --opset N`), so that passes needing a newer op can fire; 0 keeps the
      * model's. Refused (GWR_ERR_UNSUPPORTED, naming the op) when an op of
      * the network changed between the two versions in a way not converted
-     * (Squeeze/Unsqueeze/ReduceX axes and Split's split become inputs);
+     * (Squeeze/Unsqueeze/ReduceX axes, Split's split, Clip's bounds and
+     * Dropout's ratio become inputs);
      * lowering is refused (GWR_ERR_INVALID_ARG). */
     int64_t opset;
 } gwr_optimize_options;

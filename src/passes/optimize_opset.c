@@ -13,9 +13,11 @@
  *   Split 13                                          the split attribute becomes input 1
  *   Split 18                                          no split input: num_outputs = the outputs
  *   BatchNormalization 14                             one output (inference): nothing to do
+ *   Clip 11, Dropout 12 (float32 data)                min/max, ratio become scalar inputs
  *
  * Everything is checked before anything changes, so a refusal leaves the
  * network as it was. */
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +54,10 @@ static int convertible(const gwr_layer *l, long v) {
     if (v == 13 && !strcmp(op, "Split")) return 2;
     if (v == 18 && !strcmp(op, "Split")) return 2;
     if (v == 14 && !strcmp(op, "BatchNormalization")) return gwr_layer_num_outputs(l) == 1;
+    /* Clip's bounds and Dropout's ratio become float inputs: float32 data
+     * only (Clip 6 and onnxruntime's kernel compare in float) */
+    if ((v == 11 && !strcmp(op, "Clip")) || (v == 12 && !strcmp(op, "Dropout")))
+        return gwr_tensor_dtype(gwr_layer_input(l, 0)) == GWR_FLOAT32 ? 2 : 0;
     return 0;
 }
 
@@ -122,6 +128,21 @@ static gwr_status attr_to_input(gwr_layer *l, const char *name) {
     return s ? s : gwr_layer_remove_attr(l, name);
 }
 
+/* Moves float attributes names[0..n) of l to new float32 scalar inputs
+ * 1..n, each `def` when absent (Clip 6's bounds were -FLT_MAX and FLT_MAX,
+ * which clamp infinities, where an absent input of Clip 11 does not). */
+static gwr_status floats_to_inputs(gwr_layer *l, int n, const char *const *names, const float *def) {
+    gwr_status s = gwr_layer_num_inputs(l) == 1 ? GWR_OK : GWR_ERR_INVALID_GRAPH;
+    for (int i = 0; !s && i < n; i++) {
+        float v = def[i];
+        gwr_layer_attr_float(l, names[i], def[i], &v);
+        gwr_tensor *k = gwr_constant(gwr_layer_network(l), GWR_FLOAT32, 0, NULL, &v);
+        s = k ? gwr_layer_append_input(l, k) : GWR_ERR_NOMEM;
+        if (!s && gwr_layer_has_attr(l, names[i])) s = gwr_layer_remove_attr(l, names[i]);
+    }
+    return s;
+}
+
 static gwr_status convert_fn(gwr_network *root, gwr_layer *l, long from, long to, int64_t *n) {
     const char *op = gwr_layer_op(l);
     gwr_status s = GWR_OK;
@@ -131,6 +152,16 @@ static gwr_status convert_fn(gwr_network *root, gwr_layer *l, long from, long to
         (from < 18 && 18 <= to && is_reduce(op) && strcmp(op, "ReduceSum")))
         s = attr_to_input(l, "axes"), ++*n;
     if (!s && split && from < 13 && 13 <= to) s = attr_to_input(l, "split"), ++*n;
+    if (!s && from < 11 && 11 <= to && !strcmp(op, "Clip")) {
+        static const char *const bounds[2] = {"min", "max"};
+        static const float def[2] = {-FLT_MAX, FLT_MAX};
+        s = floats_to_inputs(l, 2, bounds, def), ++*n;
+    }
+    if (!s && from < 12 && 12 <= to && !strcmp(op, "Dropout")) {
+        static const char *const ratio[1] = {"ratio"};
+        static const float def[1] = {0.5f};
+        s = floats_to_inputs(l, 1, ratio, def), ++*n;
+    }
     if (!s && split && from < 18 && 18 <= to && (gwr_layer_num_inputs(l) < 2 || !gwr_layer_input(l, 1)))
         s = gwr_layer_set_int(l, "num_outputs", gwr_layer_num_outputs(l)), ++*n;
     if (s)

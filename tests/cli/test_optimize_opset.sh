@@ -42,6 +42,17 @@ def model(path, softmax):
     onnx.save(m, path)
 model(sys.argv[1] + "/m.onnx", False)
 model(sys.argv[1] + "/soft.onnx", True)
+# opset 10: Clip's bounds and Dropout's ratio are attributes
+n = [h.make_node("Constant", [], ["k3"], value=f(3)), h.make_node("Constant", [], ["k6"], value=f(6)),
+     h.make_node("Add", ["x", "k3"], ["a"]), h.make_node("Clip", ["a"], ["c"], min=0.0, max=6.0),
+     h.make_node("Mul", ["x", "c"], ["m"]), h.make_node("Div", ["m", "k6"], ["y"]),
+     h.make_node("Clip", ["x"], ["z"]), h.make_node("Dropout", ["x"], ["d"], ratio=0.3)]
+g = h.make_graph(n, "g10", [h.make_tensor_value_info("x", T.FLOAT, [2, 4])],
+                 [h.make_tensor_value_info(o, T.FLOAT, [2, 4]) for o in ("y", "z", "d")])
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 10)])
+m.ir_version = 5
+onnx.checker.check_model(m)
+onnx.save(m, sys.argv[1] + "/m10.onnx")
 # Reshape(x, Concat(Shape(x)[0:2], [20])) of x [batch, seq, 4, 5]
 g = h.make_graph([h.make_node("Shape", ["x"], ["sh"]), h.make_node("Slice", ["sh", "st", "en"], ["g"]),
                   h.make_node("Concat", ["g", "c"], ["t"], axis=0), h.make_node("Reshape", ["x", "t"], ["y"])],
@@ -108,6 +119,17 @@ if [ -d "$ROOT/node_modules/onnxruntime-node" ]; then
         expect 0 "onnxruntime on --opset $v's output" -- node "$ROOT/bench/ort_compare.js" "$tmp/m.onnx" "$tmp/ref$v" "$tmp/o$v.onnx"
         has out "loads, max abs difference from the original \(0\.00e+0\|[0-9.]*e-\([6-9]\|[1-9][0-9]\)\)$" "onnxruntime: --opset $v's output gives the original's numbers (within 1e-5)"
     done
+fi
+
+# opset 10 -> 14: Clip's bounds and Dropout's ratio become inputs, HardSwish made
+expect 0 "optimize --opset 14 of an opset 10 model" -- "$GWR" optimize "$tmp/m10.onnx" -o "$tmp/o10.onnx" --opset 14 --verify
+has out "^verify: 3 outputs.*: same" "--opset 10 -> 14: the executor agrees"
+opset_and_ops "$tmp/o10.onnx" >"$tmp/ops"
+has ops "^ops Clip HardSwish Identity$" "HardSwish made, the bare Clip kept, the Dropout an Identity carrying output d"
+if [ -d "$ROOT/node_modules/onnxruntime-node" ]; then
+    expect 0 "run the opset 10 original" -- "$GWR" run "$tmp/m10.onnx" --random 5 -o "$tmp/ref10"
+    expect 0 "onnxruntime on its output" -- node "$ROOT/bench/ort_compare.js" "$tmp/m10.onnx" "$tmp/ref10" "$tmp/o10.onnx"
+    has out "loads, max abs difference from the original \(0\.00e+0\|[0-9.]*e-\([6-9]\|[1-9][0-9]\)\)$" "onnxruntime: the opset 10 model raised gives the same numbers"
 fi
 
 # blocked: Softmax changes at 13

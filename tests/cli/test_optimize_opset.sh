@@ -53,6 +53,21 @@ m = h.make_model(g, opset_imports=[h.make_opsetid("", 10)])
 m.ir_version = 5
 onnx.checker.check_model(m)
 onnx.save(m, sys.argv[1] + "/m10.onnx")
+# If bodies: then = Reshape(Reshape(x, [6, 4]), [24]) of the outer x, else =
+# Squeeze(Unsqueeze(x, [0]), [0]) flattened by a Reshape to [24]
+def i64(name, v): return nh.from_array(np.array(v, np.int64), name)
+def body(name, nodes, inits):
+    return h.make_graph(nodes, name, [], [h.make_tensor_value_info(name + "_y", T.FLOAT, [24])], inits)
+then_g = body("t", [h.make_node("Reshape", ["x", "t_s1"], ["t_a"]), h.make_node("Reshape", ["t_a", "t_s2"], ["t_y"])],
+              [i64("t_s1", [6, 4]), i64("t_s2", [24])])
+else_g = body("e", [h.make_node("Unsqueeze", ["x", "e_ax"], ["e_u"]), h.make_node("Squeeze", ["e_u", "e_ax"], ["e_s"]),
+                    h.make_node("Reshape", ["e_s", "e_s2"], ["e_y"])], [i64("e_ax", [0]), i64("e_s2", [24])])
+g = h.make_graph([h.make_node("If", ["cond"], ["y"], then_branch=then_g, else_branch=else_g)], "ifs",
+                 [h.make_tensor_value_info("x", T.FLOAT, [2, 3, 4]), h.make_tensor_value_info("cond", T.BOOL, [])],
+                 [h.make_tensor_value_info("y", T.FLOAT, [24])])
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+onnx.checker.check_model(m)
+onnx.save(m, sys.argv[1] + "/ifs.onnx")
 # Reshape(x, Concat(Shape(x)[0:2], [20])) of x [batch, seq, 4, 5]
 g = h.make_graph([h.make_node("Shape", ["x"], ["sh"]), h.make_node("Slice", ["sh", "st", "en"], ["g"]),
                   h.make_node("Concat", ["g", "c"], ["t"], axis=0), h.make_node("Reshape", ["x", "t"], ["y"])],
@@ -142,6 +157,21 @@ expect 2 "optimize --opset 9 (lower)" -- "$GWR" optimize "$tmp/m.onnx" -o "$tmp/
 errline "lowering" "lowering is refused"
 expect 2 "optimize --opset x" -- "$GWR" optimize "$tmp/m.onnx" -o "$tmp/bad.onnx" --opset x
 absent "$tmp/bad.onnx" "no output file after any failure"
+
+# the shape passes inside If bodies: one Reshape left in each branch
+expect 0 "optimize If bodies" -- "$GWR" optimize "$tmp/ifs.onnx" -o "$tmp/ifs_o.onnx" --level basic --report --debug
+has out "^compose_reshapes  *[0-9][0-9]*  *[0-9][0-9]*  *2$" "compose_reshapes fired once per body"
+$PY - "$tmp/ifs_o.onnx" >"$tmp/ops" <<'PYEOF'
+import sys
+import onnx
+m = onnx.load(sys.argv[1])
+onnx.checker.check_model(m)
+for a in m.graph.node[0].attribute:
+    print(a.name, sorted(n.op_type for n in a.g.node if n.op_type != "Constant"))
+PYEOF
+has ops "^then_branch \['Reshape'\]$" "then body: one Reshape of the outer x"
+has ops "^else_branch \['Reshape'\]$" "else body: Squeeze(Unsqueeze) gone, one Reshape"
+expect 0 "If bodies: same outputs" -- "$GWR" verify "$tmp/ifs.onnx" "$tmp/ifs_o.onnx" --atol 0 --rtol 0
 
 # --shape: the report names the dims; binding them folds the chain
 expect 0 "optimize a dynamic Reshape" -- "$GWR" optimize "$tmp/dyn.onnx" -o "$tmp/d1.onnx" --level basic --report

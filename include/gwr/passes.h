@@ -152,7 +152,8 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_shape_dims;
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_constants_to_initializers;
 /* push_transpose_through_elementwise (transpose_push.c): Transpose(E_k(...
  * E_1(Transpose(x, p1)))) with each E elementwise (a unary op, Clip with
- * scalar bounds, or a binary op with a one-element constant) and every
+ * scalar bounds, or a binary op with a constant, permuted into a new one
+ * when it has more than one element) and every
  * intermediate read only there becomes E_k(...E_1(Transpose(x, p1[p2]))),
  * or E_k(...E_1(x)) when the perms cancel: never more layers. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_push_transpose_through_elementwise;

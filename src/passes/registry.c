@@ -59,7 +59,7 @@ static const gwr_pass_info builtins[] = {
      GWR_NUMERICS_EXACT, 0, "write Constant nodes (tensor form) as initializers"},
     {"push_transpose_through_elementwise", &gwr_pattern_push_transpose_through_elementwise, 49, GWR_LEVEL_BASIC,
      GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
-     "move a Transpose up through lone elementwise layers (unary, or with a one-element constant) to meet "
+     "move a Transpose up through lone elementwise layers (unary, or with a constant, permuted) to meet "
      "another Transpose: one or none left"},
 };
 

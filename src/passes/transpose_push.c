@@ -5,11 +5,13 @@
  *     -> E_k(...E_1(Transpose(x, p1[p2]))...), or E_k(...E_1(x)...) when p1[p2] is the identity
  *
  * where each E_i computes element by element: a unary op of the list
- * below, or a binary one whose other operand is a constant with a single
- * element and no more dims than the data (so it broadcasts the same way
- * whatever the order of the axes). Elementwise ops commute with a
- * Transpose, so moving the outer one up until it meets the inner one
- * computes the same values in the same order: exact.
+ * below, Clip with one-element bounds, or a binary one whose other operand
+ * is a constant of no more dims than the data: one element stays as it is,
+ * more are left-padded to the data's rank and transposed by p2 into a new
+ * constant (the values copied through double, so only real floats and
+ * ints within 2^53). Elementwise ops commute with a Transpose, so moving
+ * the outer one up until it meets the inner one computes the same values
+ * in the same order: exact.
  *
  * Only when it removes Transposes: every intermediate of the chain is read
  * only by the next layer and is not a network output, so the chain's k + 2
@@ -20,6 +22,8 @@
 
 #include "gwr/match.h"
 #include "gwr/passes.h"
+#include "passes/pass_util.h"
+#include "util/util.h"
 
 #define MAX_CHAIN 8
 
@@ -51,6 +55,22 @@ static int scalar_const(const gwr_tensor *t, int rank) {
     return t && gwr_match_const_get(t, &k) && k.numel == 1 && k.rank <= rank;
 }
 
+/* A constant that can be permuted exactly: at most `rank` dims, at most
+ * MAX_PERMUTED elements, and values that survive a trip through double
+ * (real floats; ints within 2^53). */
+#define MAX_PERMUTED ((int64_t)1 << 20)
+static int permutable_const(const gwr_tensor *t, int rank) {
+    gwr_match_const k;
+    if (!t || !gwr_match_const_get(t, &k) || k.rank > rank || k.numel > MAX_PERMUTED) return 0;
+    if (gwr_match_dtype_real_float(k.dtype)) return 1;
+    if (!gwr_dtype_is_int(k.dtype) && k.dtype != GWR_BOOL) return 0;
+    for (int64_t i = 0; i < k.numel; i++) {
+        double v = gwr_match_const_at(&k, i);
+        if (v > 0x1p53 || v < -0x1p53) return 0;
+    }
+    return 1;
+}
+
 /* The data input slot of elementwise layer l over a tensor of rank r: 0
  * for a unary op or Clip with scalar bounds; the non-constant operand of a
  * binary op with a scalar constant; -1 when l is not such a layer. */
@@ -65,8 +85,8 @@ static int data_slot(const gwr_layer *l, int r) {
         return 0;
     }
     if (!in_list(binary_ops, op) || n != 2) return -1;
-    if (scalar_const(gwr_layer_input(l, 1), r)) return 0;
-    if (scalar_const(gwr_layer_input(l, 0), r)) return 1;
+    if (permutable_const(gwr_layer_input(l, 1), r)) return 0;
+    if (permutable_const(gwr_layer_input(l, 0), r)) return 1;
     return -1;
 }
 
@@ -106,6 +126,33 @@ static gwr_layer *find_chain(gwr_layer *l, gwr_layer **chain, int *slots, int *k
     return NULL;
 }
 
+/* Constant k as the chain's new layout sees it: left-padded with 1s to
+ * rank r, then transposed by p (the outer Transpose's perm). A one-element
+ * constant stays as it is. NULL on failure (message on net). */
+static gwr_tensor *permuted(gwr_network *net, gwr_tensor *k, int r, const int64_t *p) {
+    gwr_match_const m;
+    if (!gwr_match_const_get(k, &m)) return NULL;
+    if (m.numel == 1) return k;
+    int64_t d[GWR_MAX_RANK], od[GWR_MAX_RANK], st[GWR_MAX_RANK], n = m.numel;
+    for (int i = 0; i < r; i++) d[i] = i < r - m.rank ? 1 : m.dims[i - (r - m.rank)];
+    for (int i = r - 1, s = 1; i >= 0; i--) st[i] = s, s *= (int)d[i];
+    for (int j = 0; j < r; j++) od[j] = d[p[j]];
+    double *v = gwr_malloc((size_t)n * sizeof *v);
+    if (!v) return NULL;
+    for (int64_t o = 0; o < n; o++) { /* o's index in od, read at the matching index of d */
+        int64_t rest = o, src = 0;
+        for (int j = r - 1; j >= 0; j--) {
+            int64_t ij = rest % od[j];
+            rest /= od[j];
+            src += ij * st[p[j]];
+        }
+        v[o] = gwr_match_const_at(&m, src);
+    }
+    gwr_tensor *t = gwr_ps_const_new(net, m.dtype, r, od, v, 0);
+    gwr_free(v);
+    return t;
+}
+
 static int push_transpose(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_layer *chain[MAX_CHAIN];
     int slots[MAX_CHAIN], k = 0;
@@ -127,6 +174,9 @@ static int push_transpose(gwr_rewrite_ctx *c, gwr_layer *l) {
         int nin = gwr_layer_num_inputs(chain[i]);
         if (nin > GWR_MATCH_MAX_INPUTS) return gwr_rewrite_fail(c, GWR_ERR_UNSUPPORTED, "too many inputs");
         for (int j = 0; j < nin; j++) in[j] = j == slots[i] ? y : gwr_layer_input(chain[i], j);
+        if (nin == 2 && strcmp(gwr_layer_op(chain[i]), "Clip") &&
+            !(in[1 - slots[i]] = permuted(net, in[1 - slots[i]], r, p2)))
+            return gwr_rewrite_fail(c, GWR_ERR_NOMEM, "permuting a constant: %s", gwr_last_errmsg());
         gwr_layer *e = gwr_match_clone_layer(chain[i], nin, in);
         if (!e) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "%s", gwr_last_errmsg());
         y = gwr_layer_output(e, 0);

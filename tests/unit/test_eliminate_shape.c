@@ -1,13 +1,14 @@
 /* test_eliminate_shape.c - the shape passes of src/passes/eliminate_shape.c
- * (compose_reshapes, fold_shape_dims) and push_transpose_through_elementwise
- * (transpose_push.c), --shape and --opset through gwr_optimize: cases where each must fire and cases
- * where it must not (a middle layer with a second reader or that is a
- * network output, a 0 entry copying a dim that is not known, a shape that
- * is not constant, Squeeze/Unsqueeze axes that do not cancel, two dynamic
- * dims, a -1 beside a 0), both Squeeze/Unsqueeze opset forms, run through
- * pass_case.h: debug rewrite, firing count, verify, and the outputs compared
- * bit for bit with a clone taken before (symbolic dims bound to 2 and 3),
- * plus what is left after each rewrite. */
+ * (compose_reshapes, fold_shape_dims), push_transpose_through_elementwise
+ * (transpose_push.c), and --shape and --opset through gwr_optimize: cases
+ * where each must fire and cases where it must not (a middle layer with a
+ * second reader or that is a network output, a 0 entry copying a dim that
+ * is not known, a shape that is not constant, Squeeze/Unsqueeze axes that
+ * do not cancel, two dynamic dims, a -1 beside a 0, an int constant a copy
+ * through double would round), both Squeeze/Unsqueeze opset forms, run
+ * through pass_case.h: debug rewrite, firing count, verify, and the outputs
+ * compared bit for bit with a clone taken before (symbolic dims bound to 2
+ * and 3), plus what is left after each rewrite. */
 #include <stdint.h>
 #include <string.h>
 
@@ -253,7 +254,7 @@ static gwr_tensor *tr(gwr_network *net, gwr_tensor *x, int n, const int64_t *per
 
 /* how: 0 Relu(x+0.5) between two swaps (cancel); 1 perms [1,0,2] then
  * [0,2,1] (one left) through 2*x, Clip(0, 1), Cast to double; 2 a [2]
- * constant (per channel: refused); 3 two data operands; 4 the inner
+ * constant (per channel: permuted); 3 two data operands; 4 the inner
  * Transpose also read elsewhere; 5 no inner Transpose; 6 a Softmax between */
 static gwr_network *push_case(int how) {
     static const int64_t swap[2] = {1, 0}, p1[3] = {1, 0, 2}, p2[3] = {0, 2, 1}, d23[2] = {2, 3};
@@ -277,6 +278,33 @@ static gwr_network *push_case(int how) {
     if (how == 4 && t && gwr_network_mark_output(net, gwr_sigmoid(net, t))) return NULL;
     return finish(net, tr(net, e, 2, swap));
 }
+/* x [2,3,4]: Transpose [2,0,1] -> [4,2,3], times c [2,1] (broadcast
+ * along the last two dims), Transpose [1,2,0]: the perms cancel and c
+ * becomes [2,1,1] (padded to [1,2,1], permuted by [1,2,0]); with huge
+ * (int64 values past 2^53, which a copy through double would round), idle */
+static gwr_network *push_permuted(int huge) {
+    static const int64_t p1[3] = {2, 0, 1}, p2[3] = {1, 2, 0}, cd[2] = {2, 1};
+    static const float c[2] = {1.5f, -2};
+    static const int64_t big[2] = {((int64_t)1 << 60) + 1, 3};
+    gwr_network *net = new_net(13);
+    gwr_tensor *x = xin(net, "x", 3, d234), *t = tr(net, x, 3, p1), *m;
+    if (huge) {
+        gwr_args *a = gwr_args_new();
+        gwr_tensor *i = a && !gwr_args_set_int(a, "to", GWR_INT64) ? call(net, "Cast", 1, &t, a) : NULL;
+        gwr_args_free(a);
+        m = gwr_add(net, i, gwr_constant(net, GWR_INT64, 2, cd, big));
+    } else {
+        m = gwr_mul(net, t, gwr_constant(net, GWR_FLOAT32, 2, cd, c));
+    }
+    gwr_tensor *y = tr(net, m, 3, p2);
+    if (!net || !y || gwr_network_mark_output(net, y)) {
+        gwr_network_free(net);
+        return NULL;
+    }
+    return net;
+}
+static gwr_network *push_permuted_const(void) { return push_permuted(0); }
+static gwr_network *push_huge_int(void) { return push_permuted(1); }
 static gwr_network *push_cancel(void) { return push_case(0); }
 static gwr_network *push_compose(void) { return push_case(1); }
 static gwr_network *push_per_channel(void) { return push_case(2); }
@@ -320,7 +348,9 @@ static const shape_case cases[] = {
     {"gather of batch", gather_batch, "fold_shape_dims", 0, "Gather", 1},
     {"transposes cancel", push_cancel, "push_transpose_through_elementwise", 1, "Transpose", 0},
     {"transposes compose", push_compose, "push_transpose_through_elementwise", 1, "Transpose", 1},
-    {"per-channel constant", push_per_channel, "push_transpose_through_elementwise", 0, "Transpose", 2},
+    {"per-channel constant", push_per_channel, "push_transpose_through_elementwise", 1, "Transpose", 0},
+    {"constant padded and permuted", push_permuted_const, "push_transpose_through_elementwise", 1, "Transpose", 0},
+    {"int constant past 2^53", push_huge_int, "push_transpose_through_elementwise", 0, "Transpose", 2},
     {"two data operands", push_two_operands, "push_transpose_through_elementwise", 0, "Transpose", 2},
     {"inner Transpose read elsewhere", push_second_reader, "push_transpose_through_elementwise", 0, "Transpose", 2},
     {"no inner Transpose", push_lone, "push_transpose_through_elementwise", 0, "Transpose", 1},

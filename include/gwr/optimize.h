@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 
+#include "gwr/exec.h"
 #include "gwr/passes.h"
 
 #ifdef __cplusplus
@@ -23,6 +24,21 @@ typedef struct gwr_optimize_options {
     const char *only;
     const char *disable;
     int debug;            /* verify the network after every rewrite */
+    /* Symbolic dims bound before the passes run (`gwr optimize --shape`):
+     * every dim `name` of the network's tensors, its inputs' and its
+     * bodies' included, becomes `value` (>= 0), so that the shape passes
+     * can fold what depends on it. The written model then takes inputs of
+     * those extents only. A symbol the model lacks binds nothing. */
+    int nbind;
+    const gwr_dim_binding *bind;
+    /* Raise the default-domain opset to this version first (`gwr optimize
+     * --opset N`), so that passes needing a newer op can fire; 0 keeps the
+     * model's. Refused (GWR_ERR_UNSUPPORTED, naming the op) when an op of
+     * the network changed between the two versions in a way not converted
+     * (Squeeze/Unsqueeze/ReduceX axes, Split's split, Clip's bounds and
+     * Dropout's ratio become inputs);
+     * lowering is refused (GWR_ERR_INVALID_ARG). */
+    int64_t opset;
 } gwr_optimize_options;
 
 /* What a run did: per pass of the table, whether it ran (or why not) and
@@ -33,6 +49,10 @@ typedef struct gwr_optimize_pass {
     const char *label;
     const char *skipped;  /* NULL when it ran; else why not ("level extended", "disabled", ...) */
     int64_t attempts, matches, rewrites;
+    /* What the pass left undone that the user can act on, or NULL
+     * (fold_shape_dims: the Reshapes whose shape is still computed at run
+     * time, and the dims to bind). Lives as long as the report. */
+    const char *note;
 } gwr_optimize_pass;
 
 /* Optimizes net in place. The passes find the target in the manager's

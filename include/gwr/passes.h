@@ -213,6 +213,30 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_transpose_into_gemm;
  * last axis) + eps), or x * Reciprocal(Sqrt(...)), times an optional 1-D constant gamma, becomes
  * onnxruntime's SimplifiedLayerNormalization (default domain). Root: the Div or Mul. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_rms_norm;
+/* The shape passes (eliminate_shape.c), exact.
+ * compose_reshapes: Reshape, Squeeze, Unsqueeze or Flatten of another of
+ * them read only there becomes one Reshape when the result's shape is
+ * known (a Reshape's constant target, its 0s copied from known dims; or
+ * the output's dims, one unknown as -1), one Squeeze or Unsqueeze with the
+ * axes merged, or the input itself when a Squeeze and an Unsqueeze of the
+ * same axes cancel; a lone Flatten of known enough dims becomes a Reshape.
+ * fold_shape_dims: Gather, Slice or Concat of Shape values whose dims are
+ * all known becomes a constant; Reshape(x, shape values known but for one)
+ * gets a constant shape with -1 there (the others known and positive).
+ * Unknown dims are reasons in the rewrite trace and the optimize report. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_compose_reshapes;
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_shape_dims;
+/* constants_to_initializers (constants.c): a Constant node read from a
+ * file (layer property onnx.constant_node) in its tensor form is written as
+ * an initializer; not before IR version 4. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_constants_to_initializers;
+/* push_transpose_through_elementwise (transpose_push.c): Transpose(E_k(...
+ * E_1(Transpose(x, p1)))) with each E elementwise (a unary op, Clip with
+ * scalar bounds, or a binary op with a constant, permuted into a new one
+ * when it has more than one element) and every
+ * intermediate read only there becomes E_k(...E_1(Transpose(x, p1[p2]))),
+ * or E_k(...E_1(x)) when the perms cancel: never more layers. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_push_transpose_through_elementwise;
 
 /* Records the FLayerInfo of every gwr::GPTAttention plugin layer that has
  * none (one loaded from ONNX), from its inputs and attributes, so that the

@@ -7,11 +7,13 @@
 
 #include "gwr/optimize.h"
 #include "ir/ir_api.h"
+#include "optimize_internal.h"
 
 struct gwr_optimize_report {
     int n;
     gwr_optimize_pass *passes; /* one per entry of the pass table, in its order */
     int64_t before, after, networks;
+    char shape_note[320]; /* fold_shape_dims's note */
 };
 
 /* Is `label` one of the comma-separated tokens of list? */
@@ -117,6 +119,11 @@ static gwr_status check_options(gwr_network *net, const gwr_optimize_options *o)
         return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "gwr_optimize: level %d is not basic, extended or all", (int)o->level);
     if (o->target != 0 && o->target != GWR_TARGET_ONNX && o->target != GWR_TARGET_ORT && o->target != GWR_TARGET_GWR)
         return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "gwr_optimize: the target must be one of onnx, ort, gwr");
+    if (o->nbind < 0 || (o->nbind && !o->bind))
+        return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "gwr_optimize: bad dim bindings");
+    for (int k = 0; k < o->nbind; k++)
+        if (!o->bind[k].name || !*o->bind[k].name || o->bind[k].value < 0)
+            return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "gwr_optimize: binding %d: a symbol name and a value >= 0", k);
     gwr_status s = check_list(net, o->only, "the --only list");
     return s ? s : check_list(net, o->disable, "the --disable list");
 }
@@ -140,6 +147,15 @@ static gwr_status plan(gwr_network *net, const gwr_optimize_options *o, gwr_opti
     return gwr_rewrite_manager_set_options(m, &ro);
 }
 
+/* fold_shape_dims's entry, when it ran: the Reshapes it had to leave. */
+static void note_shapes(gwr_optimize_report *r, gwr_network *net) {
+    for (int i = 0; i < r->n; i++)
+        if (!strcmp(r->passes[i].label, "fold_shape_dims") && !r->passes[i].skipped) {
+            gwr_opt_dynamic_note(net, r->shape_note, sizeof r->shape_note);
+            if (r->shape_note[0]) r->passes[i].note = r->shape_note;
+        }
+}
+
 gwr_status gwr_optimize(gwr_network *net, const gwr_optimize_options *opt, gwr_optimize_report **report) {
     static const gwr_optimize_options defaults;
     const gwr_optimize_options *o = opt ? opt : &defaults;
@@ -155,10 +171,12 @@ gwr_status gwr_optimize(gwr_network *net, const gwr_optimize_options *opt, gwr_o
     if (!r || !m || !args || !(r->passes = gwr_calloc((size_t)r->n + 1, sizeof *r->passes)) ||
         gwr_args_set_int(args, "target", o->target ? (int64_t)o->target : GWR_TARGET_ONNX)) {
         s = gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_optimize: out of memory");
-    } else if (!(s = plan(net, o, r, m))) {
+    } else if (!(s = plan(net, o, r, m)) && !(s = o->opset ? gwr_opt_raise_opset(net, o->opset) : GWR_OK) &&
+               !(s = gwr_opt_bind_dims(net, o->bind, o->nbind))) {
         r->before = gwr_network_num_live_layers(net);
         s = run_on(m, net, net, args, r, 0);
         r->after = gwr_network_num_live_layers(net);
+        note_shapes(r, net);
     }
     gwr_args_free(args);
     gwr_rewrite_manager_free(m);
@@ -193,8 +211,8 @@ void gwr_optimize_report_print(const gwr_optimize_report *r, FILE *out) {
         if (p->skipped)
             fprintf(out, "%-30s %9s %9s %9s  skipped: %s\n", p->label, "-", "-", "-", p->skipped);
         else
-            fprintf(out, "%-30s %9lld %9lld %9lld\n", p->label, (long long)p->attempts, (long long)p->matches,
-                    (long long)p->rewrites);
+            fprintf(out, "%-30s %9lld %9lld %9lld%s%s\n", p->label, (long long)p->attempts, (long long)p->matches,
+                    (long long)p->rewrites, p->note ? "  skipped: " : "", p->note ? p->note : "");
     }
     fprintf(out, "layers %lld -> %lld (%lld network%s)\n", (long long)r->before, (long long)r->after,
             (long long)r->networks, r->networks == 1 ? "" : "s");

@@ -89,6 +89,21 @@ static const gwr_pass_info builtins[] = {
      GWR_NUMERICS_EXACT, 0, "drop a Transpose([1, 0]) read only by a Gemm's A or B and flip transA / transB"},
     {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1, GWR_LEVEL_NONE, GWR_TARGET_ANY,
      GWR_NUMERICS_CHANGES, 0, "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},
+    /* shape chains, constants, transposes (eliminate_shape.c, constants.c,
+     * transpose_push.c): after replace_add_with_sub, so that the unknown-label
+     * message (which lists what fits in 400 characters) still names the
+     * tutorial pattern test_rewrite looks for */
+    {"compose_reshapes", &gwr_pattern_compose_reshapes, 48, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
+     "merge Reshape/Squeeze/Unsqueeze/Flatten chains into one Reshape, one Squeeze/Unsqueeze or none; Flatten to "
+     "Reshape"},
+    {"fold_shape_dims", &gwr_pattern_fold_shape_dims, 32, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
+     "fold Shape -> Gather/Slice/Concat of known dims into constants; a Reshape target with one dynamic dim gets -1"},
+    {"constants_to_initializers", &gwr_pattern_constants_to_initializers, 58, GWR_LEVEL_BASIC, GWR_TARGET_ANY,
+     GWR_NUMERICS_EXACT, 0, "write Constant nodes (tensor form) as initializers"},
+    {"push_transpose_through_elementwise", &gwr_pattern_push_transpose_through_elementwise, 49, GWR_LEVEL_BASIC,
+     GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
+     "move a Transpose up through lone elementwise layers (unary, or with a constant, permuted) to meet "
+     "another Transpose: one or none left"},
 };
 
 #define NBUILTIN ((int)(sizeof builtins / sizeof builtins[0]))

@@ -425,6 +425,61 @@ static gwr_network *rms_norm(int axis0) {
 }
 static gwr_network *rms_norm_fires(void) { return rms_norm(0); }
 static gwr_network *rms_norm_idle(void) { return rms_norm(1); }
+/* relu(Reshape(Reshape(x [2, 6], [3, 4]), [12])): one Reshape; with the
+ * middle also an output, idle */
+static gwr_network *reshapes(int middle_out) {
+    static const int64_t s1[2] = {3, 4}, s2[1] = {12};
+    gwr_dim d[2] = {2, 6};
+    gwr_network *net = gwr_network_new("reshapes");
+    gwr_tensor *m = gwr_reshape(net, input(net, "x", 2, d), 2, s1), *y = gwr_reshape(net, m, 1, s2);
+    if (middle_out && m && gwr_network_mark_output(net, m)) y = NULL;
+    return finish(net, gwr_relu(net, y));
+}
+static gwr_network *reshapes_fire(void) { return reshapes(0); }
+static gwr_network *reshapes_idle(void) { return reshapes(1); }
+
+/* relu(Reshape(x [batch, 3, 4], Concat(Gather(Shape(x), [0]), [k]))): k 12
+ * folds to [-1, 12]; a -1 beside the dynamic entry does not */
+static gwr_network *shape_chain(int64_t k) {
+    static const int64_t i0[1] = {0};
+    gwr_network *net = gwr_network_new("shape_chain");
+    gwr_dim d[3] = {gwr_network_dim_sym(net, "batch"), 3, 4};
+    gwr_tensor *x = input(net, "x", 3, d), *s = op(net, "Shape", 1, &x);
+    gwr_tensor *g[2] = {s, gwr_constant_i64s(net, 1, i0)};
+    gwr_tensor *parts[2] = {op(net, "Gather", 2, g), gwr_constant_i64s(net, 1, &k)};
+    gwr_tensor *in[2] = {x, gwr_concat(net, 2, parts, 0)};
+    return finish(net, gwr_relu(net, op(net, "Reshape", 2, in)));
+}
+static gwr_network *shape_dims_fire(void) { return shape_chain(12); }
+static gwr_network *shape_dims_idle(void) { return shape_chain(-1); }
+
+/* x * k with k a Constant node read from a file (onnx.constant_node): it
+ * becomes an initializer; without the mark (already one), idle. */
+static gwr_network *constant_node(int marked) {
+    static const float k[4] = {1, -2, 0.5f, 3};
+    int64_t kd = 4;
+    gwr_dim d = 4;
+    gwr_network *net = gwr_network_new("constant_node");
+    gwr_tensor *c = gwr_constant(net, GWR_FLOAT32, 1, &kd, k);
+    if (marked && c && gwr_layer_set_prop(gwr_tensor_parent(c), "onnx.constant_node", "", 0)) c = NULL;
+    return finish(net, gwr_mul(net, input(net, "x", 1, &d), c));
+}
+static gwr_network *constant_node_fires(void) { return constant_node(1); }
+static gwr_network *constant_node_idle(void) { return constant_node(0); }
+
+/* Transpose(Relu(Transpose(x, [1,0]) + 0.5), [1,0]): the Transposes cancel;
+ * with the Relu also an output, idle */
+static gwr_network *push_transpose(int relu_out) {
+    static const int64_t swap[2] = {1, 0};
+    gwr_dim d[2] = {2, 3};
+    gwr_network *net = gwr_network_new("push_transpose");
+    gwr_tensor *t = gwr_transpose(net, input(net, "x", 2, d), 2, swap);
+    gwr_tensor *r = gwr_relu(net, gwr_add(net, t, gwr_constant_f32(net, 0.5f)));
+    if (relu_out && r && gwr_network_mark_output(net, r)) r = NULL;
+    return finish(net, gwr_sigmoid(net, gwr_transpose(net, r, 2, swap)));
+}
+static gwr_network *push_transpose_fires(void) { return push_transpose(0); }
+static gwr_network *push_transpose_idle(void) { return push_transpose(1); }
 
 /* ---- the cases of each pass ------------------------------------------------------ */
 
@@ -464,6 +519,10 @@ static const pass_cases cases[] = {
     {"fuse_silu", silu_fires, silu_idle, 1, 0},
     {"fuse_transpose_into_gemm", gemm_transpose_fires, gemm_transpose_idle, 1, 0},
     {"fuse_rms_norm", rms_norm_fires, rms_norm_idle, 1, 0},
+    {"compose_reshapes", reshapes_fire, reshapes_idle, 1, 0},
+    {"fold_shape_dims", shape_dims_fire, shape_dims_idle, 1, 0},
+    {"constants_to_initializers", constant_node_fires, constant_node_idle, 1, 0},
+    {"push_transpose_through_elementwise", push_transpose_fires, push_transpose_idle, 1, 0},
 };
 
 static const pass_cases *cases_of(const char *label) {

@@ -10,7 +10,7 @@ static void help(FILE *out) {
     fprintf(out,
             "usage: gwr optimize MODEL -o OUT [--level basic|extended|all] [--target onnx|ort|gwr]\n"
             "                    [--only PASS,...] [--disable PASS,...] [--report] [--debug]\n"
-            "                    [--verify [--shape SYMBOL=N ...] [--seed N]]\n"
+            "                    [--shape SYMBOL=N ...] [--opset N] [--verify [--seed N]]\n"
             "       gwr optimize --list\n"
             "\n"
             "Loads the ONNX model MODEL, runs the optimizer's passes that the level and the\n"
@@ -28,12 +28,18 @@ static void help(FILE *out) {
             "  --verify         run the model before and after on the executor with the same\n"
             "                   seeded random inputs; name the worst output; exit 1 and write\n"
             "                   nothing when an output differs (|a-b| > 1e-5 + 1e-4|b|)\n"
-            "  --shape SYM=N    bind symbolic dim SYM to N for --verify's inputs (others: 1)\n"
+            "  --shape SYM=N    bind symbolic dim SYM to N before optimizing, so that shape\n"
+            "                   computations on it fold (OUT then takes inputs of that extent\n"
+            "                   only); --verify's inputs use it too (other symbols: 1)\n"
+            "  --opset N        raise the default-domain opset to N first (never lowers), so\n"
+            "                   that passes needing newer ops can fire; refused (exit 2) when\n"
+            "                   an op of the model changed between the two versions in a way\n"
+            "                   not converted. Without it the model's opset is kept\n"
             "  --seed N         the inputs' seed (default 0)\n"
             "  --list           the passes, with level, targets and numerics\n"
             "\n"
             "Exit status: 0 success, 1 the model cannot be read or written or a pass failed,\n"
-            "2 bad usage (an unknown pass, level or target).\n");
+            "2 bad usage (an unknown pass, level or target, an --opset that cannot be had).\n");
 }
 
 static int parse_level(const char *v, gwr_pass_level *out) {
@@ -136,6 +142,11 @@ static int run(int argc, char **argv) {
             if (parse_bind(v, &bind[nbind], bind_names[nbind], sizeof bind_names[nbind]))
                 return cli_usage("optimize", "--shape needs SYMBOL=N (N >= 0), not '%s'", v ? v : "");
             nbind++, i++;
+        } else if (!strcmp(a, "--opset")) {
+            char *end;
+            long long n = v ? strtoll(v, &end, 10) : 0;
+            if (!v || !*v || *end || n < 1) return cli_usage("optimize", "--opset needs a positive integer");
+            o.opset = n, i++;
         } else if (!strcmp(a, "--seed")) {
             char *end;
             unsigned long long n = v ? strtoull(v, &end, 10) : 0;
@@ -163,9 +174,10 @@ static int run(int argc, char **argv) {
         return CLI_FAIL;
     }
     gwr_optimize_report *r = NULL;
+    o.nbind = nbind, o.bind = bind;
     gwr_status s = gwr_optimize(net, &o, &r);
     int rc = CLI_FAIL;
-    if (s == GWR_ERR_NOT_FOUND || (s == GWR_ERR_INVALID_ARG && !r)) {
+    if (s == GWR_ERR_NOT_FOUND || ((s == GWR_ERR_INVALID_ARG || s == GWR_ERR_UNSUPPORTED) && !r)) {
         rc = cli_usage("optimize", "%s", gwr_network_errmsg(net));
     } else if (s) {
         if (report) gwr_optimize_report_print(r, stdout);

@@ -1,0 +1,67 @@
+/* constants.c - constants_to_initializers (level basic, every target,
+ * exact): a Constant node read from a file (the importer marks it with the
+ * layer property onnx.constant_node, so that a plain load and save keeps
+ * it a node) is written as an initializer instead, as exporters write
+ * weights and as onnxruntime's own optimizer turns them.
+ *
+ * Only the tensor form (attribute "value") moves: the scalar and list
+ * forms (value_float, value_ints, ...) and sparse or string values stay
+ * nodes. Not before ONNX IR version 4, where every initializer had to be
+ * a graph input too. The values are not touched: exact. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gwr/passes.h"
+#include "util/util.h"
+
+/* The root network's IR version from the file (onnx.ir_version), or 0. */
+static long ir_version(const gwr_layer *l) {
+    const gwr_network *n = gwr_layer_network(l);
+    while (gwr_network_parent(n)) n = gwr_network_parent(n);
+    const char *v = gwr_network_prop(n, "onnx.ir_version", NULL);
+    return v ? strtol(v, NULL, 10) : 0;
+}
+
+/* A new CONSTANT layer sharing w's buffer, without the mark, takes l's
+ * place and its output's name (so that readers and the file keep it). */
+static int replace(gwr_rewrite_ctx *c, gwr_layer *l, const gwr_weights *w) {
+    gwr_network *net = gwr_layer_network(l);
+    gwr_tensor *old = gwr_layer_output(l, 0), *k = gwr_network_add_constant(net, NULL, w);
+    char *name = k ? gwr_strdup(gwr_tensor_name(old)) : NULL;
+    gwr_status s = name ? GWR_OK : GWR_ERR_NOMEM;
+    if (!s) s = gwr_tensor_replace_all_uses_with(old, k);
+    if (!s) s = gwr_layer_mark_as_removed(l);
+    /* a network output already swapped names with k; else the removed
+     * tensor takes a free name and k the one it had */
+    if (!s && strcmp(gwr_tensor_name(k), name)) {
+        char tmp[300];
+        for (int i = 0; i < 1000; i++) {
+            snprintf(tmp, sizeof tmp, "%.250s.removed%d", name, i);
+            if (!gwr_network_find_tensor(net, tmp)) break;
+        }
+        if (!(s = gwr_tensor_set_name(old, tmp))) s = gwr_tensor_set_name(k, name);
+    }
+    gwr_free(name);
+    return s ? gwr_rewrite_fail(c, s, "%s", gwr_network_errmsg(net)) : 1;
+}
+
+static int to_initializer(gwr_rewrite_ctx *c, gwr_layer *l) {
+    if (gwr_layer_op_id(l) != GWR_OP_Constant || *gwr_layer_domain(l))
+        return gwr_rewrite_no_match(c, "not a Constant");
+    if (!gwr_layer_prop(l, "onnx.constant_node", NULL)) return gwr_rewrite_no_match(c, "already an initializer");
+    const gwr_weights *w;
+    if (gwr_layer_num_attrs(l) != 1 || gwr_layer_get_tensor(l, "value", &w) || w->dtype == GWR_STRING)
+        return gwr_rewrite_no_match(c, "not the tensor form of Constant");
+    long ir = ir_version(l);
+    if (ir && ir < 4) return gwr_rewrite_no_match(c, "IR version %ld: initializers must be graph inputs", ir);
+    return replace(c, l, w);
+}
+
+static const char *const constant_ops[] = {"Constant", NULL};
+
+const gwr_pattern_rewriter gwr_pattern_constants_to_initializers = {
+    .name = "constants_to_initializers",
+    .root_ops = constant_ops,
+    .match_and_rewrite = to_initializer,
+};

@@ -1,0 +1,24 @@
+/* optimize_internal.h - what gwr_optimize (optimize.c) calls around the
+ * passes: binding dims, raising the opset, the note on shapes left
+ * dynamic. Private to src/passes. */
+#ifndef GWR_OPTIMIZE_INTERNAL_H
+#define GWR_OPTIMIZE_INTERNAL_H
+
+#include <stddef.h>
+
+#include "gwr/optimize.h"
+
+/* Binds the symbolic dims named in b (optimize_shape.c; checked by the
+ * caller: names set, values >= 0). Message on net. */
+gwr_status gwr_opt_bind_dims(gwr_network *net, const gwr_dim_binding *b, int nb);
+/* Writes into note (size bytes) how many Shape layers and Reshapes of a
+ * shape computed at run time net keeps, and the dims that would fold them
+ * if bound; "" when none. */
+void gwr_opt_dynamic_note(gwr_network *net, char *note, size_t size);
+/* Raises net's default-domain opset to `opset` (optimize_opset.c): checks
+ * every op of net and its bodies against the schema table, converts the
+ * ones it knows how to, and refuses (nothing changed) with a message
+ * naming the first blocking op. */
+gwr_status gwr_opt_raise_opset(gwr_network *net, int64_t opset);
+
+#endif

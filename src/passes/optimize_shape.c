@@ -1,0 +1,96 @@
+/* optimize_shape.c - what gwr_optimize does around the passes for shapes:
+ * binding symbolic dims before they run (--shape), and the report's note
+ * on the shapes left to compute at run time (the skip, with its reason,
+ * that fold_shape_dims could not fold). */
+#include <stdio.h>
+#include <string.h>
+
+#include "gwr/match.h"
+#include "gwr/optimize.h"
+#include "ir/ir_api.h"
+#include "optimize_internal.h"
+
+/* ---- binding ------------------------------------------------------------------ */
+
+/* Gives t's dims bound in b their values. */
+static gwr_status bind_tensor(gwr_network *root, gwr_tensor *t, const gwr_dim_binding *b, int nb) {
+    int r = gwr_tensor_rank(t), hit = 0;
+    if (r <= 0 || gwr_tensor_kind(t) != GWR_VALUE_TENSOR) return GWR_OK;
+    gwr_dim d[GWR_MAX_RANK];
+    for (int i = 0; i < r && i < GWR_MAX_RANK; i++) {
+        d[i] = gwr_tensor_dim(t, i);
+        const char *name = d[i] <= GWR_DIM_SYM_BASE ? gwr_network_dim_name(root, d[i]) : NULL;
+        for (int k = 0; name && k < nb; k++)
+            if (!strcmp(name, b[k].name)) d[i] = b[k].value, hit = 1;
+    }
+    return hit ? gwr_tensor_set_type(t, gwr_tensor_dtype(t), r, d) : GWR_OK;
+}
+
+static gwr_status bind_net(gwr_network *root, gwr_network *g, const gwr_dim_binding *b, int nb, int depth) {
+    gwr_status s = GWR_OK;
+    if (depth > 64) return gwr_ir_error(root, GWR_ERR_UNSUPPORTED, "gwr_optimize: bodies nested over 64 deep");
+    for (int i = 0; !s && i < gwr_network_num_inputs(g); i++) s = bind_tensor(root, gwr_network_input(g, i), b, nb);
+    for (int64_t i = 0; !s && i < gwr_network_num_layers(g); i++) {
+        gwr_layer *l = gwr_network_layer(g, i);
+        for (int o = 0; !s && o < gwr_layer_num_outputs(l); o++) s = bind_tensor(root, gwr_layer_output(l, o), b, nb);
+        for (int a = 0; !s && a < gwr_layer_num_attrs(l); a++) {
+            gwr_attr_type t = gwr_layer_attr_type(l, a);
+            gwr_network *one = NULL, *const *gs = NULL;
+            int64_t n = 0;
+            if (t == GWR_ATTR_GRAPH && !gwr_layer_get_graph(l, gwr_layer_attr_name(l, a), &one)) gs = &one, n = 1;
+            else if (t == GWR_ATTR_GRAPHS) gwr_layer_get_graphs(l, gwr_layer_attr_name(l, a), &gs, &n);
+            for (int64_t k = 0; !s && k < n; k++) s = bind_net(root, gs[k], b, nb, depth + 1);
+        }
+    }
+    return s;
+}
+
+gwr_status gwr_opt_bind_dims(gwr_network *net, const gwr_dim_binding *b, int nb) {
+    gwr_status s = nb ? bind_net(net, net, b, nb, 0) : GWR_OK;
+    return s ? gwr_ir_error(net, s, "gwr_optimize: binding dims: %s", gwr_network_errmsg(net)) : GWR_OK;
+}
+
+/* ---- the note on shapes left dynamic ------------------------------------------ */
+
+/* Appends to buf the names of the symbolic dims of the Shape layers that
+ * t's value depends on (a walk up at most 16 layers deep). */
+static void dynamic_dims(const gwr_network *root, const gwr_tensor *t, char *buf, size_t size, int depth) {
+    gwr_layer *l = t ? gwr_tensor_parent(t) : NULL;
+    if (!l || depth > 16 || gwr_layer_type(l) == GWR_LAYER_CONSTANT) return;
+    if (gwr_layer_op_id(l) == GWR_OP_Shape) {
+        const gwr_tensor *x = gwr_layer_input(l, 0);
+        for (int i = 0; i < gwr_tensor_rank(x); i++) {
+            gwr_dim d = gwr_tensor_dim(x, i);
+            if (GWR_DIM_IS_KNOWN(d)) continue;
+            const char *name = gwr_network_dim_name(root, d);
+            char item[80];
+            snprintf(item, sizeof item, "%s%s", *buf ? ", " : "", name ? name : "?");
+            if (!strstr(buf, name ? name : "?") && strlen(buf) + strlen(item) + 1 < size) strcat(buf, item);
+        }
+        return;
+    }
+    for (int i = 0; i < gwr_layer_num_inputs(l); i++) dynamic_dims(root, gwr_layer_input(l, i), buf, size, depth + 1);
+}
+
+void gwr_opt_dynamic_note(gwr_network *net, char *note, size_t size) {
+    int64_t nshape = 0, nreshape = 0;
+    const gwr_layer *first = NULL;
+    char dims[160] = "";
+    note[0] = 0;
+    for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
+        gwr_layer *l = gwr_network_layer(net, i);
+        gwr_match_const k;
+        if (gwr_layer_is_removed(l) || *gwr_layer_domain(l)) continue;
+        if (gwr_layer_op_id(l) == GWR_OP_Shape) {
+            if (!nshape++ && !first) first = l;
+            dynamic_dims(net, gwr_layer_output(l, 0), dims, sizeof dims, 0);
+        } else if (gwr_layer_op_id(l) == GWR_OP_Reshape && gwr_layer_num_inputs(l) == 2 &&
+                   !gwr_match_const_get(gwr_layer_input(l, 1), &k)) {
+            if (!nreshape++) first = l;
+        }
+    }
+    if (nshape || nreshape)
+        snprintf(note, size, "%lld Shape and %lld Reshape layer%s left computing shapes at run time (first '%s')%s%s%s",
+                 (long long)nshape, (long long)nreshape, nshape + nreshape == 1 ? "" : "s", gwr_layer_name(first),
+                 *dims ? ": dims not known: " : "", dims, *dims ? " (bind with --shape)" : "");
+}

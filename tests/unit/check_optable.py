@@ -20,9 +20,16 @@ except ImportError as e:
 
 OPSET = 17                       # ONNX 1.12: the default domain is pinned here
 PINNED = ("",)                   # other domains: latest version of each op
-PREFIX = {"": "", "ai.onnx.ml": "ML_", "ai.onnx.preview.training": "TRAIN_"}
+PREFIX = {"": "", "ai.onnx.ml": "ML_", "ai.onnx.preview.training": "TRAIN_", "com.microsoft": "MS_"}
 # Ops newer than onnx 1.12, listed by hand: (domain, name) -> (since, arities).
 NEWER = {("", "Gelu"): (20, (1, 1, 1, 1))}   # Gelu: opset 20
+# onnxruntime's contrib ops (not in the onnx package), from its
+# docs/ContribOperators.md: (domain, name) -> (since, arities).
+CONTRIB = {
+    # attention
+    ("com.microsoft", "MultiHeadAttention"): (1, (1, 10, 1, 4)),
+}
+NEWER.update(CONTRIB)
 
 LINE = re.compile(r'^\s*GWR_OP\(\s*(\w+),\s*"(\w+)",\s*"([\w.]*)",\s*(\w+),\s*(\w+),'
                   r'\s*(-?\d+),\s*(-?\d+),\s*(-?\d+),\s*(-?\d+),\s*([\w|\s]+?),\s*(\d+)\s*\)\s*$')

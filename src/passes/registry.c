@@ -44,6 +44,15 @@ static const gwr_pass_info builtins[] = {
      "turn the erf and tanh GELU formulas into Gelu (opset >= 20, or any opset for target gwr)"},
     {"fuse_clip_chains", &gwr_pattern_fuse_clip_chains, 42, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
      "merge Relu(Relu), Clip(Relu), Clip(Clip) into one; Max(x,0) into Relu, Min(Max(x,lo),hi) into Clip"},
+    /* attention (fuse_attention.c, merge_qkv.c): the fusion first, so that it
+     * sees the MatMuls before a merge (it also takes the merged Split form) */
+    {"fuse_attention", &gwr_pattern_fuse_attention, 38, GWR_LEVEL_EXTENDED, GWR_TARGET_ORT | GWR_TARGET_GWR,
+     GWR_NUMERICS_APPROX, 1e-4,
+     "turn the exporters' scaled-dot-product attention (head Reshape/Transpose, scale, additive or Where mask, "
+     "Softmax) into com.microsoft MultiHeadAttention, the mask kept exactly as attention_bias"},
+    {"merge_qkv_matmuls", &gwr_pattern_merge_qkv_matmuls, 33, GWR_LEVEL_EXTENDED, GWR_TARGET_ANY, GWR_NUMERICS_APPROX,
+     1e-5, "turn three or more MatMuls (+ constant bias) of one input by constant weights into one MatMul (+ Add) and a "
+     "Split"},
     {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1, GWR_LEVEL_NONE, GWR_TARGET_ANY,
      GWR_NUMERICS_CHANGES, 0, "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},
 };

@@ -235,6 +235,26 @@ static gwr_network *leaky_twins(float alpha) {
 static gwr_network *cse_fires(void) { return leaky_twins(0.1f); }
 static gwr_network *cse_idle(void) { return leaky_twins(0.2f); }
 
+/* x [2, 3, 4] read by `n` MatMuls by constant [4, 5] weights, each + a
+ * constant bias: merge_qkv_matmuls merges three, leaves two */
+static gwr_network *projections(int n) {
+    static float w[4 * 5], b[5];
+    for (int i = 0; i < 20; i++) w[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
+    for (int i = 0; i < 5; i++) b[i] = 0.1f * (float)i - 0.2f;
+    int64_t wd[2] = {4, 5}, bd = 5;
+    gwr_dim xd[3] = {2, 3, 4};
+    gwr_network *net = gwr_network_new("qkv");
+    gwr_tensor *x = input(net, "x", 3, xd), *y = NULL;
+    for (int i = 0; i < n; i++) {
+        gwr_tensor *p = gwr_add(net, gwr_matmul(net, x, gwr_constant(net, GWR_FLOAT32, 2, wd, w)),
+                                gwr_constant(net, GWR_FLOAT32, 1, &bd, b));
+        y = y ? gwr_mul(net, y, p) : p;
+    }
+    return finish(net, y);
+}
+static gwr_network *qkv_fires(void) { return projections(3); }
+static gwr_network *qkv_idle(void) { return projections(2); }
+
 /* ---- the cases of each pass ------------------------------------------------------ */
 
 typedef struct pass_cases {
@@ -260,6 +280,9 @@ static const pass_cases cases[] = {
     {"fuse_gelu", gelu_fires, gelu_idle, 1, 0},
     {"fuse_clip_chains", clips_fire, clips_idle, 1, 0},
     {"eliminate_common_subexpressions", cse_fires, cse_idle, 1, 0},
+    /* attention (test_attention.c has the forms) */
+    {"fuse_attention", gpt_onnx, gpt_plugin, 1, 0},
+    {"merge_qkv_matmuls", qkv_fires, qkv_idle, 1, 0},
 };
 
 static const pass_cases *cases_of(const char *label) {

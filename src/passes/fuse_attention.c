@@ -43,6 +43,7 @@
  * q, k, v, mask share one dtype among float, float16, bfloat16; the scale
  * is finite and not 0 (0 means the default to onnxruntime). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "gwr/match.h"
@@ -390,6 +391,17 @@ static gwr_tensor *attention_bias(att *a, int *err, const char **why) {
     if (!a->where && c.dtype != a->dt) return *why = "the mask is not of the scores' dtype", NULL;
     int same = !a->where && c.rank == 4 && od[2] == c.dims[2] && od[3] == c.dims[3];
     if (same) return a->mask;
+    /* Every block of a decoder reads the same mask: the first fusion writes
+     * its attention_bias under a name made from the mask's, the others
+     * find it there (1,000 copies of a 64 KiB mask otherwise). */
+    char name[320];
+    snprintf(name, sizeof name, "%s/attention_bias_%lldx%lldx%lldx%lld%s%.17g", gwr_tensor_name(a->mask), (long long)od[0],
+             (long long)od[1], (long long)od[2], (long long)od[3], a->where == 1 ? "_keep_" : a->where ? "_hide_" : "",
+             a->where ? a->fill : 0.0);
+    gwr_tensor *old = gwr_network_find_tensor(a->net, name);
+    gwr_match_const oc;
+    if (old && gwr_match_const_get(old, &oc) && oc.dtype == a->dt && oc.rank == 4 && !memcmp(oc.dims, od, sizeof od))
+        return old;
     int64_t n = od[0] * od[1] * od[2] * od[3], cap = c.numel;
     double *v = gwr_malloc((size_t)(n + cap) * sizeof *v), *src = v ? v + n : NULL;
     if (!v || gwr_match_const_f64(a->mask, src, cap, NULL, NULL, NULL)) {
@@ -408,7 +420,7 @@ static gwr_tensor *attention_bias(att *a, int *err, const char **why) {
     }
     gwr_tensor *t = gwr_ps_const_new(a->net, a->dt, 4, od, v, 0);
     gwr_free(v);
-    if (!t) *err = 1;
+    if (!t || (!old && gwr_tensor_set_name(t, name))) *err = 1;
     return t;
 }
 

@@ -45,6 +45,7 @@ enum {
     A_SCORES_OUT = 1 << 19,  /* the scores are a network output (idle) */
     A_MASK_KEYS = 1 << 20,   /* + constant [1, S] (per key, broadcast over queries) */
     A_MASK_BIG = 1 << 21,    /* + constant [2, 1, S, S] against batch 1 ... grows (idle) */
+    A_TWICE = 1 << 22,       /* two blocks, one after the other, reading one mask constant */
 };
 
 static gwr_tensor *proj(gwr_network *net, gwr_tensor *x, int64_t cols, unsigned f) {
@@ -85,42 +86,45 @@ static gwr_tensor *where_mask(gwr_network *net, gwr_tensor *s, unsigned f) {
     return gwr_where(net, gwr_constant(net, GWR_BOOL, 4, d, c), s, gwr_constant_f32(net, fill));
 }
 
-/* x [B, S, HID] through one attention block of the form f; batch `b`. */
+/* x [B, S, HID] through one attention block of the form f (two with
+ * A_TWICE); batch `b`. */
 static gwr_network *attn_model_b(unsigned f, int64_t b) {
     rng_state = 777 + f;
     gwr_network *net = gwr_network_new("attention");
     gwr_network_set_opset(net, "", 17);
     int64_t xd[3] = {b, S, HID}, md[2] = {S, S}, one = 1;
-    gwr_tensor *x = input(net, "x", 3, xd), *q, *k, *v;
-    if (f & A_SPLIT) {
-        gwr_tensor *parts[3];
-        gwr_split(net, proj(net, x, 3 * HID, f), -1, 3, NULL, parts);
-        q = parts[0], k = parts[1], v = parts[2];
-    } else {
-        q = proj(net, x, HID, f), k = proj(net, x, HID, f), v = proj(net, x, HID, f);
+    gwr_tensor *x = input(net, "x", 3, xd), *q, *k, *v, *y = NULL, *mc = NULL;
+    for (int blk = 0; blk < (f & A_TWICE ? 2 : 1); blk++, x = y) {
+        if (f & A_SPLIT) {
+            gwr_tensor *parts[3];
+            gwr_split(net, proj(net, x, 3 * HID, f), -1, 3, NULL, parts);
+            q = parts[0], k = parts[1], v = parts[2];
+        } else {
+            q = proj(net, x, HID, f), k = proj(net, x, HID, f), v = proj(net, x, HID, f);
+        }
+        static const int64_t p0213[4] = {0, 2, 1, 3}, p0231[4] = {0, 2, 3, 1}, p0132[4] = {0, 1, 3, 2}, p2013[4] = {2, 0, 1, 3};
+        double c = 1.0 / sqrt((double)HD);
+        gwr_tensor *qh = heads(net, q, NH, HD, f & A_Q_PERM ? p2013 : p0213), *kt;
+        kt = f & A_K_TWO ? gwr_transpose(net, heads(net, k, NH, HD, p0213), 4, p0132) : heads(net, k, NH, HD, p0231);
+        gwr_tensor *vh = f & A_HEADS ? heads(net, v, 1, HID, p0213) : heads(net, v, NH, HD, p0213);
+        if (f & A_SC_Q) qh = gwr_mul(net, qh, gwr_constant_f32(net, (float)c));
+        if (f & A_SC_QK) {
+            qh = gwr_mul(net, gwr_constant_f32(net, (float)sqrt(c)), qh);
+            kt = gwr_mul(net, kt, gwr_constant_f32(net, (float)sqrt(c)));
+        }
+        gwr_tensor *s = gwr_matmul(net, qh, kt);
+        if (f & A_SCORES_OUT) gwr_network_mark_output(net, s);
+        if (f & A_SC_INPUT) s = gwr_mul(net, s, input(net, "scale", 1, &one));
+        else if (f & A_SC_DIV) s = gwr_div(net, s, gwr_constant_f32(net, (float)sqrt((double)HD)));
+        else if (!(f & (A_SC_Q | A_SC_QK | A_SC_NONE))) s = gwr_mul(net, s, gwr_constant_f32(net, (float)c));
+        if (f & (A_MASK_ADD | A_MASK_ADD4 | A_MASK_KEYS | A_MASK_BIG)) s = gwr_add(net, s, mc ? mc : (mc = mask_const(net, f)));
+        if (f & A_MASK_INPUT) s = gwr_add(net, input(net, "mask", 2, md), s);
+        if (f & A_MASK_WHERE) s = where_mask(net, s, f);
+        gwr_tensor *p = gwr_softmax(net, s, f & A_AXIS ? 2 : -1);
+        if (f & A_SECOND) gwr_network_mark_output(net, gwr_relu(net, p));
+        int64_t merged[3] = {0, 0, f & A_HEADS ? -1 : HID};
+        y = gwr_reshape(net, gwr_transpose(net, gwr_matmul(net, p, vh), 4, p0213), 3, merged);
     }
-    static const int64_t p0213[4] = {0, 2, 1, 3}, p0231[4] = {0, 2, 3, 1}, p0132[4] = {0, 1, 3, 2}, p2013[4] = {2, 0, 1, 3};
-    double c = 1.0 / sqrt((double)HD);
-    gwr_tensor *qh = heads(net, q, NH, HD, f & A_Q_PERM ? p2013 : p0213), *kt;
-    kt = f & A_K_TWO ? gwr_transpose(net, heads(net, k, NH, HD, p0213), 4, p0132) : heads(net, k, NH, HD, p0231);
-    gwr_tensor *vh = f & A_HEADS ? heads(net, v, 1, HID, p0213) : heads(net, v, NH, HD, p0213);
-    if (f & A_SC_Q) qh = gwr_mul(net, qh, gwr_constant_f32(net, (float)c));
-    if (f & A_SC_QK) {
-        qh = gwr_mul(net, gwr_constant_f32(net, (float)sqrt(c)), qh);
-        kt = gwr_mul(net, kt, gwr_constant_f32(net, (float)sqrt(c)));
-    }
-    gwr_tensor *s = gwr_matmul(net, qh, kt);
-    if (f & A_SCORES_OUT) gwr_network_mark_output(net, s);
-    if (f & A_SC_INPUT) s = gwr_mul(net, s, input(net, "scale", 1, &one));
-    else if (f & A_SC_DIV) s = gwr_div(net, s, gwr_constant_f32(net, (float)sqrt((double)HD)));
-    else if (!(f & (A_SC_Q | A_SC_QK | A_SC_NONE))) s = gwr_mul(net, s, gwr_constant_f32(net, (float)c));
-    if (f & (A_MASK_ADD | A_MASK_ADD4 | A_MASK_KEYS | A_MASK_BIG)) s = gwr_add(net, s, mask_const(net, f));
-    if (f & A_MASK_INPUT) s = gwr_add(net, input(net, "mask", 2, md), s);
-    if (f & A_MASK_WHERE) s = where_mask(net, s, f);
-    gwr_tensor *p = gwr_softmax(net, s, f & A_AXIS ? 2 : -1);
-    if (f & A_SECOND) gwr_network_mark_output(net, gwr_relu(net, p));
-    int64_t merged[3] = {0, 0, f & A_HEADS ? -1 : HID};
-    gwr_tensor *y = gwr_reshape(net, gwr_transpose(net, gwr_matmul(net, p, vh), 4, p0213), 3, merged);
     if (!y || gwr_network_mark_output(net, y)) {
         fprintf(stderr, "build %#x: %s\n", f, gwr_network_errmsg(net));
         gwr_network_free(net);
@@ -190,6 +194,26 @@ TEST(fuse_attention_fully_masked_rows) {
         CHECK(!isnan(gwr_value_get_f64(out[0], HID)));            /* query 1 sees key 0 */
     }
     gwr_value_release(x), gwr_value_release(out[0]);
+    gwr_network_free(net);
+}
+
+/* Two blocks reading one [S, S] mask constant share one rank-4
+ * attention_bias (a decoder would otherwise hold a copy per block). */
+TEST(fuse_attention_shares_the_mask) {
+    gwr_network *net = attn_model(A_MASK_ADD | A_TWICE), *before = net ? gwr_network_clone(net) : NULL;
+    if (!CHECK(before)) return;
+    CHECK_EQ_INT(run_pass(net, "fuse_attention", GWR_TARGET_ORT), 2);
+    gwr_tensor *ab[2] = {NULL, NULL};
+    int n = 0;
+    for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
+        gwr_layer *l = gwr_network_layer(net, i);
+        if (!gwr_layer_is_removed(l) && !strcmp(gwr_layer_op(l), "MultiHeadAttention") && n < 2)
+            ab[n++] = gwr_layer_input(l, 5);
+    }
+    CHECK(n == 2 && ab[0] && ab[0] == ab[1] && gwr_tensor_rank(ab[0]) == 4);
+    double d = max_diff(before, net, 9, 2.0, 0, NULL);
+    CHECK(d >= 0 && d <= pass_tolerance("fuse_attention"));
+    gwr_network_free(before);
     gwr_network_free(net);
 }
 
@@ -408,6 +432,7 @@ TEST(merge_then_attention) {
 int main(void) {
     RUN(fuse_attention_fires);
     RUN(fuse_attention_fully_masked_rows);
+    RUN(fuse_attention_shares_the_mask);
     RUN(fuse_attention_idle);
     RUN(fuse_attention_takes_fused_matmul);
     RUN(mha_shape_rule);

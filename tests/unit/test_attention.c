@@ -46,6 +46,7 @@ enum {
     A_MASK_KEYS = 1 << 20,   /* + constant [1, S] (per key, broadcast over queries) */
     A_MASK_BIG = 1 << 21,    /* + constant [2, 1, S, S] against batch 1 ... grows (idle) */
     A_TWICE = 1 << 22,       /* two blocks, one after the other, reading one mask constant */
+    A_WHERE_HIDE = 1 << 23,  /* Where(hidden, fill, s): the condition marks what is hidden */
 };
 
 static gwr_tensor *proj(gwr_network *net, gwr_tensor *x, int64_t cols, unsigned f) {
@@ -81,9 +82,10 @@ static gwr_tensor *where_mask(gwr_network *net, gwr_tensor *s, unsigned f) {
     uint8_t c[S * S];
     int64_t d[4] = {1, 1, S, S};
     for (int i = 0; i < S; i++)
-        for (int j = 0; j < S; j++) c[i * S + j] = (uint8_t)keep(f, i, j);
+        for (int j = 0; j < S; j++) c[i * S + j] = (uint8_t)(keep(f, i, j) != !!(f & A_WHERE_HIDE));
     float fill = f & A_FILL_FINITE ? -10000.0f : f & A_FILL_MIN ? -3.4028234663852886e38f : -INFINITY;
-    return gwr_where(net, gwr_constant(net, GWR_BOOL, 4, d, c), s, gwr_constant_f32(net, fill));
+    gwr_tensor *cond = gwr_constant(net, GWR_BOOL, 4, d, c), *fl = gwr_constant_f32(net, fill);
+    return f & A_WHERE_HIDE ? gwr_where(net, cond, fl, s) : gwr_where(net, cond, s, fl);
 }
 
 /* x [B, S, HID] through one attention block of the form f (two with
@@ -169,6 +171,8 @@ TEST(fuse_attention_fires) {
     fuse_case(A_MASK_KEYS, 1, -1);
     fuse_case(A_MASK_WHERE, 1, -1);
     fuse_case(A_MASK_WHERE | A_FILL_MIN, 1, -1);
+    fuse_case(A_MASK_WHERE | A_WHERE_HIDE, 1, -1);
+    fuse_case(A_MASK_WHERE | A_WHERE_HIDE | A_FILL_MIN | A_FULL_ROW, 1, -1);
     fuse_case(A_MASK_INPUT, 1, -1);            /* a computed mask: + an Unsqueeze */
     fuse_case(A_MASK_INPUT | A_K_TWO | A_SC_Q, 1, -1);
 }

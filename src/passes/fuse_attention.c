@@ -266,8 +266,11 @@ static const char *match(att *a, gwr_layer *root) {
     if (s3[2] != a->nh * a->d[2] && !(s3[2] == -1 && s3[0] != -1 && s3[1] != -1)) return "the merge Reshape's hidden size";
     if (!lead_ok(s3[0], q, 0, s3[1] != -1 && s3[2] != -1) || !lead_ok(s3[1], q, 1, s3[0] != -1 && s3[2] != -1))
         return "the merge Reshape does not keep batch and sequence";
-    if (gwr_tensor_dim(y, 2) != a->nh * a->d[2] || gwr_tensor_dim(v, 0) != gwr_tensor_dim(q, 0))
-        return "the result is not (B, S, N * Dv)";
+    if (gwr_tensor_dim(y, 2) != a->nh * a->d[2]) return "the result is not (B, S, N * Dv)";
+    gwr_tensor *k = a->src[1];
+    if (gwr_tensor_dim(k, 0) != gwr_tensor_dim(q, 0) || gwr_tensor_dim(v, 0) != gwr_tensor_dim(q, 0) ||
+        gwr_tensor_dim(k, 1) != gwr_tensor_dim(v, 1))
+        return "q, k, v are not (B, S, .), (B, T, .), (B, T, .)";
     if (!isfinite(a->scale) || a->scale == 0) return "the scale is 0 or not finite";
     return NULL;
 }

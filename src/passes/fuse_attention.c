@@ -427,6 +427,26 @@ static gwr_tensor *attention_bias(att *a, int *err, const char **why) {
     return t;
 }
 
+/* Why the mask cannot become an attention_bias, or NULL (checked before
+ * anything is built, as attention_bias checks it again). */
+static const char *mask_refusal(const att *a) {
+    if (!a->mask) return NULL;
+    if (gwr_tensor_rank(a->scores) != 4) return "the scores' rank is not known";
+    const gwr_dim *sd = gwr_tensor_dims(a->scores);
+    gwr_match_const mc;
+    int64_t od[4];
+    if (gwr_match_const_get(a->mask, &mc)) {
+        if (!mask_shape_ok(a, &mc, sd, od)) return "the mask does not fit (B|1, N|1, S, T)";
+        return !a->where && mc.dtype != a->dt ? "the mask is not of the scores' dtype" : NULL;
+    }
+    int r = gwr_tensor_rank(a->mask);
+    const gwr_dim *md = gwr_tensor_dims(a->mask);
+    int ok = r >= 2 && r <= 4 && gwr_tensor_dtype(a->mask) == a->dt;
+    for (int i = 0; ok && i < r; i++) ok = i >= r - 2 ? md[i] == sd[4 - r + i] : (md[i] == 1 || md[i] == sd[4 - r + i]);
+    if (ok && r == 4) ok = md[1] == 1 || md[1] == a->nh;
+    return ok ? NULL : "a computed mask that is not (.., S, T) of the scores' dtype";
+}
+
 /* Builds the replacement: the new Split (Split form), the bias, the
  * attention_bias and the MultiHeadAttention; its output or NULL. */
 static gwr_tensor *build(att *a) {
@@ -459,25 +479,7 @@ static int fuse(gwr_rewrite_ctx *c, gwr_layer *l) {
     att a = {.net = net, .scale = 1.0};
     const char *why = match(&a, l);
     if (why) return gwr_rewrite_no_match(c, "%s", why);
-    /* The mask must be representable before anything is built. */
-    if (a.mask) {
-        gwr_match_const mc;
-        int is_const = gwr_match_const_get(a.mask, &mc);
-        int64_t od[4];
-        if (gwr_tensor_rank(a.scores) != 4) return gwr_rewrite_no_match(c, "the scores' rank is not known");
-        if (is_const && !mask_shape_ok(&a, &mc, gwr_tensor_dims(a.scores), od))
-            return gwr_rewrite_no_match(c, "the mask does not fit (B|1, N|1, S, T)");
-        if (is_const && !a.where && mc.dtype != a.dt) return gwr_rewrite_no_match(c, "the mask's dtype");
-        if (!is_const) {
-            int r = gwr_tensor_rank(a.mask);
-            const gwr_dim *md = gwr_tensor_dims(a.mask), *sd = gwr_tensor_dims(a.scores);
-            int ok = r >= 2 && r <= 4 && gwr_tensor_dtype(a.mask) == a.dt;
-            for (int i = 0; ok && i < r; i++)
-                ok = i >= r - 2 ? md[i] == sd[4 - r + i] : (md[i] == 1 || md[i] == sd[4 - r + i]);
-            if (ok && r == 4) ok = md[1] == 1 || md[1] == a.nh;
-            if (!ok) return gwr_rewrite_no_match(c, "a computed mask that is not (.., S, T) of the scores' dtype");
-        }
-    }
+    if ((why = mask_refusal(&a))) return gwr_rewrite_no_match(c, "%s", why);
     split_form(&a);
     if (!a.split) separate_biases(&a);
     gwr_tensor *y = build(&a);

@@ -144,10 +144,17 @@ static int lead_ok(int64_t v, const gwr_tensor *x, int i, int rest_ok) {
 static int head_split(att *a, gwr_tensor *t, int i, int kt) {
     gwr_layer *tr = inner(a, t, "Transpose");
     if (!tr || !(kt ? perm_is(tr, 0, 2, 3, 1) : perm_is(tr, 0, 2, 1, 3))) return 0;
-    gwr_layer *rs = inner(a, gwr_layer_input(tr, 0), "Reshape");
+    /* q's and k's scale may also sit inside the head split (an exporter's
+     * order, or a Transpose pushed through it); v's is no softmax scale */
+    int bad = 0;
+    gwr_tensor *r = gwr_layer_input(tr, 0);
+    if (i < 2) r = strip_scale(a, r, &bad);
+    gwr_layer *rs = bad ? NULL : inner(a, r, "Reshape");
     if (!rs) return 0;
     gwr_tensor *x = gwr_layer_input(rs, 0);
+    if (i < 2) x = strip_scale(a, x, &bad);
     int64_t s[4];
+    if (bad) return 0;
     if (shape_of(rs, s, 4) != 4 || s[2] <= 0 || s[3] <= 0 || gwr_tensor_rank(x) != 3) return 0;
     gwr_dim h = gwr_tensor_dim(x, 2);
     if (!GWR_DIM_IS_KNOWN(h) || h != s[2] * s[3]) return 0;

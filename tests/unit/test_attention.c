@@ -47,6 +47,8 @@ enum {
     A_MASK_BIG = 1 << 21,    /* + constant [2, 1, S, S] against batch 1 ... grows (idle) */
     A_TWICE = 1 << 22,       /* two blocks, one after the other, reading one mask constant */
     A_WHERE_HIDE = 1 << 23,  /* Where(hidden, fill, s): the condition marks what is hidden */
+    A_SC_INSIDE = 1 << 24,   /* q * c before its Reshape, k * c between its Reshape and Transpose */
+    A_SC_V = 1 << 25,        /* v * 2 before its Reshape: not a softmax scale (kept) */
 };
 
 static gwr_tensor *proj(gwr_network *net, gwr_tensor *x, int64_t cols, unsigned f) {
@@ -58,6 +60,15 @@ static gwr_tensor *proj(gwr_network *net, gwr_tensor *x, int64_t cols, unsigned 
 static gwr_tensor *heads(gwr_network *net, gwr_tensor *t, int64_t nh, int64_t hd, const int64_t *perm) {
     int64_t shape[4] = {0, 0, nh, hd};
     return gwr_transpose(net, gwr_reshape(net, t, 4, shape), 4, perm);
+}
+
+/* heads() with a scalar Mul by c before the Reshape (where 0) or between
+ * the Reshape and the Transpose (where 1) */
+static gwr_tensor *heads_scaled(gwr_network *net, gwr_tensor *t, const int64_t *perm, double c, int where) {
+    int64_t shape[4] = {0, 0, NH, HD};
+    gwr_tensor *k = gwr_constant_f32(net, (float)c);
+    if (!where) return gwr_transpose(net, gwr_reshape(net, gwr_mul(net, t, k), 4, shape), 4, perm);
+    return gwr_transpose(net, gwr_mul(net, k, gwr_reshape(net, t, 4, shape)), 4, perm);
 }
 
 /* The causal mask: 1 (keep) on and below the diagonal; row 0 all 0 with
@@ -106,9 +117,15 @@ static gwr_network *attn_model_b(unsigned f, int64_t b) {
         }
         static const int64_t p0213[4] = {0, 2, 1, 3}, p0231[4] = {0, 2, 3, 1}, p0132[4] = {0, 1, 3, 2}, p2013[4] = {2, 0, 1, 3};
         double c = 1.0 / sqrt((double)HD);
-        gwr_tensor *qh = heads(net, q, NH, HD, f & A_Q_PERM ? p2013 : p0213), *kt;
-        kt = f & A_K_TWO ? gwr_transpose(net, heads(net, k, NH, HD, p0213), 4, p0132) : heads(net, k, NH, HD, p0231);
-        gwr_tensor *vh = f & A_HEADS ? heads(net, v, 1, HID, p0213) : heads(net, v, NH, HD, p0213);
+        gwr_tensor *qh, *kt, *vh;
+        if (f & A_SC_INSIDE) {
+            qh = heads_scaled(net, q, p0213, sqrt(c), 0);
+            kt = heads_scaled(net, k, p0231, sqrt(c), 1);
+        } else {
+            qh = heads(net, q, NH, HD, f & A_Q_PERM ? p2013 : p0213);
+            kt = f & A_K_TWO ? gwr_transpose(net, heads(net, k, NH, HD, p0213), 4, p0132) : heads(net, k, NH, HD, p0231);
+        }
+        vh = f & A_SC_V ? heads_scaled(net, v, p0213, 2.0, 0) : f & A_HEADS ? heads(net, v, 1, HID, p0213) : heads(net, v, NH, HD, p0213);
         if (f & A_SC_Q) qh = gwr_mul(net, qh, gwr_constant_f32(net, (float)c));
         if (f & A_SC_QK) {
             qh = gwr_mul(net, gwr_constant_f32(net, (float)sqrt(c)), qh);
@@ -118,7 +135,7 @@ static gwr_network *attn_model_b(unsigned f, int64_t b) {
         if (f & A_SCORES_OUT) gwr_network_mark_output(net, s);
         if (f & A_SC_INPUT) s = gwr_mul(net, s, input(net, "scale", 1, &one));
         else if (f & A_SC_DIV) s = gwr_div(net, s, gwr_constant_f32(net, (float)sqrt((double)HD)));
-        else if (!(f & (A_SC_Q | A_SC_QK | A_SC_NONE))) s = gwr_mul(net, s, gwr_constant_f32(net, (float)c));
+        else if (!(f & (A_SC_Q | A_SC_QK | A_SC_NONE | A_SC_INSIDE))) s = gwr_mul(net, s, gwr_constant_f32(net, (float)c));
         if (f & (A_MASK_ADD | A_MASK_ADD4 | A_MASK_KEYS | A_MASK_BIG)) s = gwr_add(net, s, mc ? mc : (mc = mask_const(net, f)));
         if (f & A_MASK_INPUT) s = gwr_add(net, input(net, "mask", 2, md), s);
         if (f & A_MASK_WHERE) s = where_mask(net, s, f);
@@ -173,6 +190,8 @@ TEST(fuse_attention_fires) {
     fuse_case(A_MASK_WHERE | A_FILL_MIN, 1, -1);
     fuse_case(A_MASK_WHERE | A_WHERE_HIDE, 1, -1);
     fuse_case(A_MASK_WHERE | A_WHERE_HIDE | A_FILL_MIN | A_FULL_ROW, 1, -1);
+    fuse_case(A_SC_INSIDE | A_MASK_ADD, 1, -1);
+    fuse_case(A_SC_V, 1, -1);                  /* v's Mul stays, the scores' scale is the default */
     fuse_case(A_MASK_INPUT, 1, -1);            /* a computed mask: + an Unsqueeze */
     fuse_case(A_MASK_INPUT | A_K_TWO | A_SC_Q, 1, -1);
 }

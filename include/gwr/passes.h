@@ -107,9 +107,10 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_matmul_add;
  * constant C; Softmax over the last axis; the product with v; Transpose and
  * Reshape back) becomes com.microsoft MultiHeadAttention(q, k, v, bias, ,
  * attention_bias; num_heads, scale), the mask carried exactly as
- * attention_bias and constant q/k/v biases folded into its bias. The
- * scores may be a com.microsoft FusedMatMul. Root: Reshape. Targets ort
- * and gwr. */
+ * attention_bias and constant q/k/v biases folded into its bias; q, k, v
+ * as a Split of one MatMul(x, W) by a constant W give com.microsoft
+ * Attention(x, W, bias, , , attention_bias) instead. The scores may be a
+ * com.microsoft FusedMatMul. Root: Reshape. Targets ort and gwr. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_attention;
 /* merge_qkv_matmuls: MatMuls (each maybe + a constant bias Add) of one
  * input by constant weights of the same dtype and rows become one MatMul

@@ -31,9 +31,12 @@
  *
  * Biases: q, k or v = Add(MatMul(x, W), b) with a constant b of hidden
  * elements read only by the head Reshape gives the MatMul to the
- * attention and b to its bias input (zeros for a missing one); q, k, v as
- * the three outputs of one Split of Add(MatMul, b) (merge_qkv_matmuls'
- * form, and gen-gpt's) keep a new Split of the MatMul and give b whole.
+ * attention and b to its bias input (zeros for a missing one). q, k, v as
+ * the three outputs of one Split of [Add(]MatMul(x, W)[, b)] with a
+ * constant W (merge_qkv_matmuls' form, and gen-gpt's) become one
+ * com.microsoft Attention(x, W, b or zeros, , , attention_bias): the
+ * projection, the Split and the heads in one layer (its kernel multiplies
+ * first); with a non-constant W, a new Split of the MatMul and b whole.
  *
  * Checks: every intermediate has one reader and is not a network output;
  * the head Reshapes' shapes are [0|-1|B, 0|-1|S, N, D] with N*D the
@@ -62,6 +65,7 @@ typedef struct att {
     gwr_tensor *qkv_bias;       /* the Split form's whole bias */
     gwr_layer *split;           /* the Split form's Split, or NULL */
     gwr_tensor *split_src;      /* the MatMul output the new Split reads */
+    gwr_layer *proj;            /* the Split form's MatMul(x, W), W constant: Attention(x, W, ..) */
     int64_t nh, d[3], hidden[3];
     double scale;
     gwr_tensor *scores;         /* the MatMul (or FusedMatMul) output */
@@ -318,14 +322,23 @@ static void split_form(att *a) {
     int64_t axis = 0;
     gwr_layer_attr_int(sp, "axis", 0, &axis);
     if (axis != -1 && axis != 2) return;
-    gwr_tensor *b = NULL;
+    gwr_tensor *b = NULL, *in = gwr_layer_input(sp, 0);
     int keep = a->ndead;
-    gwr_tensor *m = strip_bias(a, gwr_layer_input(sp, 0), 2 * a->hidden[0] + a->hidden[2], &b);
-    if (!m || a->ndead >= MAX_DEAD) {
+    int64_t w = 2 * a->hidden[0] + a->hidden[2];
+    gwr_tensor *m = strip_bias(a, in, w, &b);
+    if (!m) m = in;
+    gwr_layer *mm = gwr_tensor_parent(m);
+    gwr_tensor *x = is_op(mm, "MatMul") ? gwr_layer_input(mm, 0) : NULL;
+    gwr_match_const wc;
+    int proj = x && gwr_tensor_num_live_users(m) == 1 && gwr_tensor_output_index(m) < 0 && gwr_tensor_rank(x) == 3 &&
+               gwr_tensor_dtype(x) == a->dt && gwr_match_const_get(gwr_layer_input(mm, 1), &wc) && wc.rank == 2 &&
+               wc.dtype == a->dt && wc.dims[1] == w;
+    if ((!b && !proj) || a->ndead + 2 > MAX_DEAD) { /* nothing to gain: the Split's outputs are q, k, v */
         a->ndead = keep;
         return;
     }
     a->dead[a->ndead++] = sp;
+    if (proj) a->dead[a->ndead++] = mm, a->proj = mm;
     a->split = sp, a->split_src = m, a->qkv_bias = b;
 }
 
@@ -454,6 +467,26 @@ static const char *mask_refusal(const att *a) {
     return ok ? NULL : "a computed mask that is not (.., S, T) of the scores' dtype";
 }
 
+/* The Split form with its projection: com.microsoft Attention(x, W, bias,
+ * , , attention_bias), one layer for MatMul, Split and the heads. The bias
+ * is always given (zeros when the model has none): onnxruntime's CPU
+ * kernel has long required it. */
+static gwr_tensor *build_attention(att *a, gwr_tensor *bias, gwr_tensor *ab) {
+    int64_t w = 2 * a->hidden[0] + a->hidden[2];
+    if (!bias && !(bias = gwr_ps_const_new(a->net, a->dt, 1, &w, NULL, 0.0))) return NULL;
+    gwr_args *at = gwr_args_new();
+    int64_t sizes[3] = {a->hidden[0], a->hidden[1], a->hidden[2]};
+    gwr_tensor *in[6] = {gwr_layer_input(a->proj, 0), gwr_layer_input(a->proj, 1), bias, NULL, NULL, ab}, *y = NULL;
+    if (!at || gwr_args_set_int(at, "num_heads", a->nh) || gwr_args_set_float(at, "scale", (float)a->scale) ||
+        (a->hidden[2] != a->hidden[0] && gwr_args_set_ints(at, "qkv_hidden_sizes", 3, sizes))) {
+        gwr_args_free(at);
+        return NULL;
+    }
+    gwr_layer *l = gwr_op_call(a->net, "com.microsoft", "Attention", ab ? 6 : 3, in, at, 1, &y);
+    gwr_args_free(at);
+    return l ? y : NULL;
+}
+
 /* Builds the replacement: the new Split (Split form), the bias, the
  * attention_bias and the MultiHeadAttention; its output or NULL. */
 static gwr_tensor *build(att *a) {
@@ -463,6 +496,7 @@ static gwr_tensor *build(att *a) {
     if (err || (!ab && a->mask)) return NULL;
     gwr_tensor *bias = packed_bias(a, &err);
     if (err) return NULL;
+    if (a->proj) return build_attention(a, bias, ab);
     if (a->split) {
         gwr_tensor *in[2] = {a->split_src, gwr_layer_num_inputs(a->split) > 1 ? gwr_layer_input(a->split, 1) : NULL};
         gwr_layer *sp = gwr_match_clone_layer(a->split, in[1] ? 2 : 1, in);

@@ -49,7 +49,7 @@ static const gwr_pass_info builtins[] = {
     {"fuse_attention", &gwr_pattern_fuse_attention, 38, GWR_LEVEL_EXTENDED, GWR_TARGET_ORT | GWR_TARGET_GWR,
      GWR_NUMERICS_APPROX, 1e-4,
      "turn the exporters' scaled-dot-product attention (head Reshape/Transpose, scale, additive or Where mask, "
-     "Softmax) into com.microsoft MultiHeadAttention, the mask kept exactly as attention_bias"},
+     "Softmax) into com.microsoft MultiHeadAttention, or Attention with its q/k/v MatMul, the mask kept exactly"},
     {"merge_qkv_matmuls", &gwr_pattern_merge_qkv_matmuls, 33, GWR_LEVEL_EXTENDED, GWR_TARGET_ANY, GWR_NUMERICS_APPROX,
      1e-5, "turn three or more MatMuls (+ constant bias) of one input by constant weights into one MatMul (+ Add) and a "
      "Split"},

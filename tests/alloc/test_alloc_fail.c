@@ -568,8 +568,8 @@ static gwr_status optimize_run(void *ctx, const char **msg) {
 /* ---- attention fusion ------------------------------------------------------------ */
 
 /* fuse_attention and merge_qkv_matmuls through gwr_optimize on the plain-ONNX
- * decoder (its Split form, a computed mask: a new Split, an Unsqueeze and
- * the MultiHeadAttention), and the same decoder computes the same after. */
+ * decoder (its Split form, a computed mask: an Unsqueeze and one
+ * Attention), and the same decoder computes the same after. */
 static gwr_status attention_run(void *ctx, const char **msg) {
     gpt_ctx *c = ctx;
     gwr_optimize_options o = {.only = "merge_qkv_matmuls,fuse_attention", .target = GWR_TARGET_ORT};
@@ -583,7 +583,7 @@ static void attention_check(void *ctx, int failed) {
     static const char *const names[] = {"x"};
     check_verifies(c->net, "attention");
     if (failed) return;
-    CHECK_EQ_INT(count_op(c->net, "MultiHeadAttention"), 1);
+    CHECK_EQ_INT(count_op(c->net, "Attention"), 1);
     gwr_session *s = gwr_session_new(c->net, NULL);
     gwr_value *y = NULL;
     if (CHECK(s) && CHECK_OK(gwr_session_run(s, 1, names, &c->x, 1, NULL, &y)) && CHECK(gwr_value_numel(y) == 32))

@@ -28,6 +28,7 @@ NEWER = {("", "Gelu"): (20, (1, 1, 1, 1))}   # Gelu: opset 20
 CONTRIB = {
     # attention
     ("com.microsoft", "MultiHeadAttention"): (1, (1, 10, 1, 4)),
+    ("com.microsoft", "Attention"): (1, (2, 7, 1, 2)),
 }
 NEWER.update(CONTRIB)
 

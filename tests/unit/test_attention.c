@@ -154,6 +154,8 @@ static gwr_network *attn_model_b(unsigned f, int64_t b) {
 static gwr_network *attn_model(unsigned f) { return attn_model_b(f, B); }
 
 static int64_t count_mha(gwr_network *net) { return count_op(net, "MultiHeadAttention"); }
+/* MultiHeadAttention or (the Split form of one projection) Attention */
+static int64_t count_fused(gwr_network *net) { return count_mha(net) + count_op(net, "Attention"); }
 
 /* Runs fuse_attention on the model of form f and checks it fired `n` times,
  * the outputs within tolerance, and what is left. */
@@ -163,7 +165,7 @@ static void fuse_case(unsigned f, int n, int64_t left) {
     CHECK_EQ_INT(run_pass(copy, "fuse_attention", GWR_TARGET_ORT), n);
     if (n) {
         gwr_network_prune(copy, NULL);
-        if (!CHECK_EQ_INT(count_mha(copy), 1)) fprintf(stderr, "  form %#x\n", f);
+        if (!CHECK_EQ_INT(count_fused(copy), 1)) fprintf(stderr, "  form %#x\n", f);
         if (left >= 0 && !CHECK_EQ_INT(gwr_network_num_live_layers(copy), left)) fprintf(stderr, "  form %#x\n", f);
     }
     gwr_network_free(copy);
@@ -181,8 +183,8 @@ TEST(fuse_attention_fires) {
     }
     fuse_case(A_NOBIAS, 1, 3 + 3 + 1);          /* 3 MatMuls, 3 weights, the MHA */
     fuse_case(0, 1, 3 + 3 + 1 + 1);            /* and its bias */
-    fuse_case(A_SPLIT, 1, 1 + 1 + 1 + 1 + 1);  /* MatMul, weight, Split, MHA, bias (the Split's sizes: none) */
-    fuse_case(A_SPLIT | A_NOBIAS, 1, -1);
+    fuse_case(A_SPLIT, 1, 3);                  /* Attention, its weights and bias */
+    fuse_case(A_SPLIT | A_NOBIAS, 1, 3);       /* and a zero bias */
     fuse_case(A_SPLIT | A_MASK_ADD | A_SC_DIV, 1, -1);
     fuse_case(A_MASK_ADD4, 1, -1);
     fuse_case(A_MASK_KEYS, 1, -1);
@@ -333,6 +335,31 @@ TEST(mha_shape_rule) {
     gwr_network_free(net);
 }
 
+static gwr_layer *ms_attention(gwr_network *net, gwr_tensor *x, gwr_tensor *w, const int64_t *sizes, gwr_tensor **y) {
+    gwr_args *a = gwr_args_new();
+    gwr_args_set_int(a, "num_heads", NH);
+    if (sizes) gwr_args_set_ints(a, "qkv_hidden_sizes", 3, sizes);
+    gwr_tensor *in[2] = {x, w};
+    gwr_layer *l = gwr_op_call(net, "com.microsoft", "Attention", 2, in, a, 1, y);
+    gwr_args_free(a);
+    return l;
+}
+
+TEST(attention_shape_rule) {
+    gwr_network *net = gwr_network_new("att");
+    int64_t xd[3] = {B, S, HID}, wd[2] = {HID, 3 * HID}, w40[2] = {HID, 40}, w47[2] = {HID, 47}, x2[2] = {S, HID};
+    gwr_tensor *x = input(net, "x", 3, xd), *w = input(net, "w", 2, wd), *y = NULL;
+    CHECK(ms_attention(net, x, w, NULL, &y) && gwr_tensor_dim(y, 0) == B && gwr_tensor_dim(y, 1) == S &&
+          gwr_tensor_dim(y, 2) == HID);
+    static const int64_t sizes[3] = {HID, HID, 8};
+    CHECK(ms_attention(net, x, input(net, "w40", 2, w40), sizes, &y) && gwr_tensor_dim(y, 2) == 8);
+    CHECK(ms_attention(net, x, input(net, "w47", 2, w47), NULL, NULL) == NULL); /* 47 is not 3 x 2 heads */
+    CHECK(ms_attention(net, input(net, "x2", 2, x2), w, NULL, NULL) == NULL);  /* rank-2 input */
+    CHECK(ms_attention(net, x, input(net, "w40b", 2, w40), NULL, NULL) == NULL); /* 40 without sizes */
+    CHECK(strstr(gwr_network_errmsg(net), "Attention") != NULL);
+    gwr_network_free(net);
+}
+
 TEST(mha_kernel_refuses_unsupported_inputs) {
     gwr_network *net = gwr_network_new("mha");
     int64_t qd[3] = {1, 3, 4}, md[2] = {1, 3};
@@ -433,7 +460,8 @@ TEST(merge_qkv_idle) {
     }
 }
 
-/* Both passes together, either order: one MatMul, one Split, one MHA. */
+/* Both passes together, either order: the three projections merge, and
+ * the merged form becomes one com.microsoft Attention. */
 TEST(merge_then_attention) {
     static const unsigned forms[] = {0, A_NOBIAS, A_MASK_ADD | A_SC_Q};
     for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
@@ -441,10 +469,8 @@ TEST(merge_then_attention) {
         gwr_optimize_options o = {.only = "merge_qkv_matmuls,fuse_attention", .target = GWR_TARGET_ORT, .debug = 1};
         CHECK(!gwr_optimize(net, &o, NULL));
         gwr_network_prune(net, NULL);
-        CHECK_EQ_INT(count_mha(net), 1);
-        CHECK_EQ_INT(count_op(net, "MatMul"), 1);
-        CHECK_EQ_INT(count_op(net, "Split"), 1);
-        CHECK_EQ_INT(count_op(net, "Add"), 0);
+        CHECK_EQ_INT(count_op(net, "Attention"), 1);
+        CHECK_EQ_INT(count_op(net, "MatMul") + count_op(net, "Split") + count_op(net, "Add") + count_mha(net), 0);
         double d = max_diff(before, net, 3, 2.0, 0, NULL);
         CHECK(d >= 0 && d <= pass_tolerance("fuse_attention"));
         gwr_network_free(before);
@@ -459,6 +485,7 @@ int main(void) {
     RUN(fuse_attention_idle);
     RUN(fuse_attention_takes_fused_matmul);
     RUN(mha_shape_rule);
+    RUN(attention_shape_rule);
     RUN(mha_kernel_refuses_unsupported_inputs);
     RUN(mha_onnx_round_trip);
     RUN(merge_qkv_fires);

@@ -39,6 +39,25 @@ typedef struct mha_dims {
 static const char *const mha_inputs[] = {"query", "key", "value", "bias", "key_padding_mask", "attention_bias",
                                          "past_key", "past_value", "past_sequence_length", "cache_indirection"};
 
+/* attention_bias (may be NULL) against d, and the sizes BLAS takes. */
+static gwr_status mha_check_bias(gwr_kctx *k, const gwr_value *ab, mha_dims *d) {
+    char t1[96];
+    d->ab0 = d->ab1 = 0;
+    if (ab) {
+        gwr_value_type_str(ab, t1, sizeof t1);
+        if (ab->rank != 4 || (ab->dims[0] != 1 && ab->dims[0] != d->B) || (ab->dims[1] != 1 && ab->dims[1] != d->nh) ||
+            ab->dims[2] != d->S || ab->dims[3] != d->T)
+            return gwr_k_fail(k, GWR_ERR_SHAPE, "attention_bias must be (%lld or 1, %lld or 1, %lld, %lld), got %s",
+                              (long long)d->B, (long long)d->nh, (long long)d->S, (long long)d->T, t1);
+        d->ab0 = ab->dims[0], d->ab1 = ab->dims[1];
+    }
+    int64_t big = INT64_C(1) << 31;
+    if (!gwr_ku_fits_int(d->S) || !gwr_ku_fits_int(d->T) || !gwr_ku_fits_int(3 * d->H + d->Hv) ||
+        gwr_ku_mul_max(d->S, d->T, big) < 0)
+        return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "sizes too large");
+    return GWR_OK;
+}
+
 /* The supported form, checked; dims into *d. */
 static gwr_status mha_check(gwr_kctx *k, mha_dims *d) {
     for (int i = 0; i < k->nin; i++)
@@ -69,20 +88,7 @@ static gwr_status mha_check(gwr_kctx *k, mha_dims *d) {
         gwr_value_type_str(bias, t1, sizeof t1);
         return gwr_k_fail(k, GWR_ERR_SHAPE, "bias must be [%lld], got %s", (long long)(2 * d->H + d->Hv), t1);
     }
-    d->ab0 = d->ab1 = 0;
-    if (ab) {
-        gwr_value_type_str(ab, t1, sizeof t1);
-        if (ab->rank != 4 || (ab->dims[0] != 1 && ab->dims[0] != d->B) || (ab->dims[1] != 1 && ab->dims[1] != d->nh) ||
-            ab->dims[2] != d->S || ab->dims[3] != d->T)
-            return gwr_k_fail(k, GWR_ERR_SHAPE, "attention_bias must be (%lld or 1, %lld or 1, %lld, %lld), got %s",
-                              (long long)d->B, (long long)d->nh, (long long)d->S, (long long)d->T, t1);
-        d->ab0 = ab->dims[0], d->ab1 = ab->dims[1];
-    }
-    int64_t big = INT64_C(1) << 31;
-    if (!gwr_ku_fits_int(d->S) || !gwr_ku_fits_int(d->T) || !gwr_ku_fits_int(d->H) || !gwr_ku_fits_int(d->Hv) ||
-        gwr_ku_mul_max(d->S, d->T, big) < 0)
-        return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "sizes too large");
-    return GWR_OK;
+    return mha_check_bias(k, ab, d);
 }
 
 /* A float32 copy of input i plus its slice of the bias (columns off..off+w
@@ -142,6 +148,29 @@ static void mha_softmax(float *p, int64_t S, int64_t T, const float *ab) {
     }
 }
 
+/* float32 rows of q, k or v: batch b's first row is row b*S (or b*T),
+ * rows ld apart, head h at column h*D. */
+typedef struct mha_rows {
+    const float *p;
+    int ld;
+} mha_rows;
+
+/* Every batch and head: softmax(scale q k^T + ab) v into out (rows Hv
+ * apart); p is S*T scratch. */
+static void mha_heads(const mha_dims *d, float scale, mha_rows q, mha_rows k, mha_rows v, const float *ab, float *p,
+                      float *out) {
+    int S = (int)d->S, T = (int)d->T, D = (int)d->D, Dv = (int)d->Dv, Hv = (int)d->Hv;
+    for (int64_t b = 0; b < d->B; b++)
+        for (int64_t h = 0; h < d->nh; h++) {
+            gwr_ku_sgemm(0, 1, S, T, D, scale, q.p + b * d->S * q.ld + h * D, q.ld, k.p + b * d->T * k.ld + h * D, k.ld,
+                         0.0f, p, T);
+            const float *abh = ab ? ab + ((d->ab0 > 1 ? b : 0) * d->ab1 + (d->ab1 > 1 ? h : 0)) * d->S * d->T : NULL;
+            mha_softmax(p, d->S, d->T, abh);
+            gwr_ku_sgemm(0, 0, S, Dv, T, 1.0f, p, T, v.p + b * d->T * v.ld + h * Dv, v.ld, 0.0f,
+                         out + b * d->S * Hv + h * Dv, Hv);
+        }
+}
+
 static gwr_status k_multi_head_attention(gwr_kctx *k) {
     mha_dims d = {0};
     gwr_status st = mha_check(k, &d);
@@ -161,24 +190,89 @@ static gwr_status k_multi_head_attention(gwr_kctx *k) {
     if (!st && !(p = gwr_ku_scratch(k, d.S * d.T, sizeof *p))) st = GWR_ERR_NOMEM;
     if (!st && y->dtype != GWR_FLOAT32 && !(o = gwr_ku_scratch(k, y->numel, sizeof *o))) st = GWR_ERR_NOMEM;
     if (!st) {
-        float *out = o ? o : (float *)y->data;
-        int S = (int)d.S, T = (int)d.T, D = (int)d.D, Dv = (int)d.Dv, H = (int)d.H, Hv = (int)d.Hv;
         gwr_blas_threads(k->threads);
-        for (int64_t b = 0; b < d.B; b++)
-            for (int64_t h = 0; h < d.nh; h++) {
-                gwr_ku_sgemm(0, 1, S, T, D, scale, q + (b * d.S) * H + h * D, H, kk + (b * d.T) * H + h * D, H, 0.0f, p, T);
-                const float *abh = ab ? ab + ((d.ab0 > 1 ? b : 0) * d.ab1 + (d.ab1 > 1 ? h : 0)) * d.S * d.T : NULL;
-                mha_softmax(p, d.S, d.T, abh);
-                gwr_ku_sgemm(0, 0, S, Dv, T, 1.0f, p, T, v + (b * d.T) * Hv + h * Dv, Hv, 0.0f,
-                             out + (b * d.S) * Hv + h * Dv, Hv);
-            }
+        mha_heads(&d, scale, (mha_rows){q, (int)d.H}, (mha_rows){kk, (int)d.H}, (mha_rows){v, (int)d.Hv}, ab, p,
+                  o ? o : (float *)y->data);
         if (o) gwr_ku_narrow(o, y);
     }
     gwr_free(bias), gwr_free(ab), gwr_free(q), gwr_free(kk), gwr_free(v), gwr_free(p), gwr_free(o);
     return st;
 }
 
+/* ---- com.microsoft Attention: the projection, then the heads ---- */
+
+static const char *const att_inputs[] = {"input", "weights", "bias", "mask_index", "past", "attention_bias",
+                                         "past_sequence_length"};
+
+/* The supported form of Attention, checked; dims into *d. */
+static gwr_status att_check(gwr_kctx *k, mha_dims *d) {
+    for (int i = 3; i < k->nin; i++)
+        if (k->in[i] && i != 5) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "input %d (%s) is not supported", i, att_inputs[i]);
+    if (k->nout > 1 && gwr_k_out_used(k, 1)) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "output 1 (present) is not supported");
+    if (gwr_k_int(k, "unidirectional", 0) || gwr_k_int(k, "do_rotary", 0) || gwr_k_int(k, "past_present_share_buffer", 0))
+        return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "unidirectional, do_rotary and past_present_share_buffer are not supported");
+    const gwr_value *x = gwr_ku_opt(k, 0), *w = gwr_ku_opt(k, 1), *bias = gwr_ku_opt(k, 2), *ab = gwr_ku_opt(k, 5);
+    if (!x || !w) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "needs input and weights");
+    char t1[96], t2[96];
+    gwr_value_type_str(x, t1, sizeof t1), gwr_value_type_str(w, t2, sizeof t2);
+    if (x->dtype != GWR_FLOAT32 && !gwr_ku_is_half(x->dtype))
+        return gwr_k_fail(k, GWR_ERR_TYPE, "input must be float, float16 or bfloat16, got %s", t1);
+    if (w->dtype != x->dtype || (bias && bias->dtype != x->dtype) || (ab && ab->dtype != x->dtype))
+        return gwr_k_fail(k, GWR_ERR_TYPE, "every float input must have the input's dtype %s", gwr_dtype_name(x->dtype));
+    if (x->rank != 3 || w->rank != 2 || w->dims[0] != x->dims[2])
+        return gwr_k_fail(k, GWR_ERR_SHAPE, "input %s and weights %s must be (B, S, In) and (In, W)", t1, t2);
+    const int64_t *hs;
+    int64_t W = w->dims[1], nhs = gwr_k_ints(k, "qkv_hidden_sizes", &hs);
+    d->B = x->dims[0], d->S = d->T = x->dims[1], d->nh = gwr_k_int(k, "num_heads", 0);
+    d->H = d->Hv = W / 3;
+    if (nhs > 0) {
+        if (nhs != 3 || hs[0] != hs[1] || hs[0] < 0 || hs[2] < 0)
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "qkv_hidden_sizes must be three sizes, q's and k's equal");
+        d->H = hs[0], d->Hv = hs[2];
+    }
+    if (2 * d->H + d->Hv != W || d->nh <= 0 || d->H % d->nh || d->Hv % d->nh)
+        return gwr_k_fail(k, GWR_ERR_SHAPE, "weights %s do not hold q, k, v of num_heads %lld heads", t2, (long long)d->nh);
+    d->D = d->H / d->nh, d->Dv = d->Hv / d->nh;
+    if (bias && (bias->rank != 1 || bias->dims[0] != W)) {
+        gwr_value_type_str(bias, t1, sizeof t1);
+        return gwr_k_fail(k, GWR_ERR_SHAPE, "bias must be [%lld], got %s", (long long)W, t1);
+    }
+    if (!gwr_ku_fits_int(x->dims[2]) || !gwr_ku_fits_int(d->B * d->S)) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "sizes too large");
+    return mha_check_bias(k, ab, d);
+}
+
+static gwr_status k_attention(gwr_kctx *k) {
+    mha_dims d = {0};
+    gwr_status st = att_check(k, &d);
+    if (st) return st;
+    float scale = gwr_k_float(k, "scale", 0.0f);
+    if (scale == 0.0f) scale = (float)(1.0 / sqrt((double)d.D));
+    int64_t od[3] = {d.B, d.S, d.Hv}, W = 2 * d.H + d.Hv, In = k->in[0]->dims[2], rows = d.B * d.S;
+    gwr_value *y = gwr_k_out(k, 0, k->in[0]->dtype, 3, od);
+    if (!y) return GWR_ERR_NOMEM;
+    const gwr_value *bv = gwr_ku_opt(k, 2), *abv = gwr_ku_opt(k, 5);
+    float *x = gwr_ku_widen(k->in[0]), *w = gwr_ku_widen(k->in[1]), *bias = bv ? gwr_ku_widen(bv) : NULL;
+    float *ab = abv ? gwr_ku_widen(abv) : NULL, *qkv = NULL, *p = NULL, *o = NULL;
+    if (!x || !w || (bv && !bias) || (abv && !ab)) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    if (!st && !(qkv = gwr_ku_scratch(k, rows * W, sizeof *qkv))) st = GWR_ERR_NOMEM;
+    if (!st && !(p = gwr_ku_scratch(k, d.S * d.T, sizeof *p))) st = GWR_ERR_NOMEM;
+    if (!st && y->dtype != GWR_FLOAT32 && !(o = gwr_ku_scratch(k, y->numel, sizeof *o))) st = GWR_ERR_NOMEM;
+    if (!st) {
+        gwr_blas_threads(k->threads);
+        gwr_ku_sgemm(0, 0, (int)rows, (int)W, (int)In, 1.0f, x, (int)In, w, (int)W, 0.0f, qkv, (int)W);
+        if (bias)
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t j = 0; j < W; j++) qkv[r * W + j] += bias[j];
+        mha_heads(&d, scale, (mha_rows){qkv, (int)W}, (mha_rows){qkv + d.H, (int)W}, (mha_rows){qkv + 2 * d.H, (int)W}, ab,
+                  p, o ? o : (float *)y->data);
+        if (o) gwr_ku_narrow(o, y);
+    }
+    gwr_free(x), gwr_free(w), gwr_free(bias), gwr_free(ab), gwr_free(qkv), gwr_free(p), gwr_free(o);
+    return st;
+}
+
 const gwr_kernel_entry gwr_kernels_attention[] = {
     GWR_KERNEL(MS_MultiHeadAttention, k_multi_head_attention, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(MS_Attention, k_attention, .flags = GWR_KF_BLAS),
     {.fn = NULL},
 };

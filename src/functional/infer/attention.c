@@ -1,5 +1,5 @@
 /* attention.c - shape rules of the attention ops: com.microsoft
- * MultiHeadAttention (onnxruntime's contrib op).
+ * MultiHeadAttention and Attention (onnxruntime's contrib ops).
  *
  * MultiHeadAttention: query (batch, seq, hidden) with key (batch, kv_seq,
  * hidden) and value (batch, kv_seq, v_hidden), or a packed qkv (batch,
@@ -70,7 +70,47 @@ static gwr_status infer_mha(ictx *c) {
     return gwr_fi_put(c, 0, dt, &out);
 }
 
+/* Attention: input (B, S, In), weights (In, H + H + Hv) with H = Hv =
+ * W / 3 unless qkv_hidden_sizes says; output (B, S, Hv). */
+static gwr_status infer_attention(ictx *c) {
+    gwr_tensor *x = gwr_fi_need(c, 0, "input"), *w = gwr_fi_need(c, 1, "weights");
+    if (!x || !w) return c->st;
+    int64_t nh = gwr_fi_aint(c, "num_heads", 0);
+    if (c->st) return c->st;
+    if (nh <= 0) return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "num_heads must be positive, got %lld", (long long)nh);
+    gwr_dtype dt = dt_of(x);
+    sbuf b1, b2;
+    if (!float_dtype(dt))
+        return gwr_fi_fail(c, GWR_ERR_TYPE, "input must be float, float16 or bfloat16, got %s", gwr_fi_tstr(x, &b1));
+    if (!gwr_fi_same_dtype(c, x, w) || !gwr_fi_same_dtype(c, x, inp(c, 2)) || !gwr_fi_same_dtype(c, x, inp(c, 5)))
+        return c->st;
+    shp sx, sw, out = {.rank = 3};
+    gwr_fi_shp_get(x, &sx);
+    gwr_fi_shp_get(w, &sw);
+    if (!gwr_fi_want_rank(c, x, &sx, 3, 3, "input") || !gwr_fi_want_rank(c, w, &sw, 2, 2, "weights")) return c->st;
+    gwr_dim in;
+    if (sx.rank == 3 && sw.rank == 2 && !gwr_fi_dmerge(sx.d[2], sw.d[0], &in))
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "input %s and weights %s do not chain", gwr_fi_tstr(x, &b1), gwr_fi_tstr(w, &b2));
+    const int64_t *hs;
+    int64_t n = 0;
+    gwr_dim wd = sw.rank == 2 ? sw.d[1] : GWR_DIM_UNKNOWN, hv = GWR_DIM_UNKNOWN;
+    if (gwr_fi_aints(c, "qkv_hidden_sizes", &hs, &n)) {
+        if (n != 3 || hs[0] != hs[1] || hs[2] < 0 || hs[0] < 0 || (GWR_DIM_IS_KNOWN(wd) && hs[0] + hs[1] + hs[2] != wd))
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "qkv_hidden_sizes do not split weights %s", gwr_fi_tstr(w, &b2));
+        hv = hs[2];
+    } else if (c->st) {
+        return c->st;
+    } else if (GWR_DIM_IS_KNOWN(wd)) {
+        if (wd % (3 * nh)) return gwr_fi_fail(c, GWR_ERR_SHAPE, "weights %s do not hold 3 x %lld heads", gwr_fi_tstr(w, &b2), (long long)nh);
+        hv = wd / 3;
+    }
+    out.d[0] = sx.rank == 3 ? sx.d[0] : GWR_DIM_UNKNOWN, out.d[1] = sx.rank == 3 ? sx.d[1] : GWR_DIM_UNKNOWN, out.d[2] = hv;
+    if (c->nout > 1 && gwr_fi_put(c, 1, dt, NULL)) return c->st;
+    return gwr_fi_put(c, 0, dt, &out);
+}
+
 const gwr_fi_entry gwr_fi_rules_attention[] = {
     {GWR_OP_MS_MultiHeadAttention, infer_mha},
+    {GWR_OP_MS_Attention, infer_attention},
     {GWR_OP_CUSTOM, NULL},
 };

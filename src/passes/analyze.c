@@ -321,6 +321,51 @@ static int64_t matmul_flops(an_dims *D, gwr_tensor *a, gwr_tensor *b, int *known
     return an_mul(2, an_mul(batch, an_mul(m, an_mul(nn, k))));
 }
 
+/* com.microsoft MultiHeadAttention, query (B, S, H), key (B, T, H), value
+ * (B, T, Hv): QK^T (2*B*S*T*H) and PV (2*B*S*T*Hv), softmax (5 per score,
+ * B*heads*S*T scores), the bias (B*(S*H + T*H + T*Hv)) and attention_bias
+ * (one add per score) when present. Other forms: not known. */
+static int64_t mha_flops(an_dims *D, gwr_layer *l, int *known) {
+    int n = gwr_layer_num_inputs(l);
+    gwr_tensor *q = n > 0 ? gwr_layer_input(l, 0) : NULL, *k = n > 1 ? gwr_layer_input(l, 1) : NULL;
+    gwr_tensor *v = n > 2 ? gwr_layer_input(l, 2) : NULL;
+    int64_t nh = attr_int(l, "num_heads", 0);
+    if (!q || !k || !v || gwr_tensor_rank(q) != 3 || gwr_tensor_rank(k) != 3 || gwr_tensor_rank(v) != 3 || nh <= 0) {
+        *known = 0;
+        return 0;
+    }
+    int64_t b = an_dim(D, q, 0, known), s = an_dim(D, q, 1, known), h = an_dim(D, q, 2, known);
+    int64_t t = an_dim(D, k, 1, known), hv = an_dim(D, v, 2, known);
+    int64_t scores = an_mul(b, an_mul(nh, an_mul(s, t)));
+    int64_t f = an_mul(2, an_mul(b, an_mul(s, an_mul(t, an_add(h, hv)))));
+    f = an_add(f, an_mul(GWR_FLOPS_PER_SOFTMAX_ELEMENT, scores));
+    if (n > 3 && gwr_layer_input(l, 3)) f = an_add(f, an_mul(b, an_add(an_mul(s, h), an_mul(t, an_add(h, hv)))));
+    if (n > 5 && gwr_layer_input(l, 5)) f = an_add(f, scores);
+    return f;
+}
+
+/* com.microsoft Attention, input (B, S, In), weights (In, W = 2H + Hv):
+ * the projection (2*B*S*In*W, + B*S*W with a bias), then the heads as
+ * MultiHeadAttention's with T = S. Other forms: not known. */
+static int64_t ms_attention_flops(an_dims *D, gwr_layer *l, int *known) {
+    int n = gwr_layer_num_inputs(l);
+    gwr_tensor *x = n > 0 ? gwr_layer_input(l, 0) : NULL, *w = n > 1 ? gwr_layer_input(l, 1) : NULL;
+    int64_t nh = attr_int(l, "num_heads", 0);
+    if (!x || !w || gwr_tensor_rank(x) != 3 || gwr_tensor_rank(w) != 2 || nh <= 0) {
+        *known = 0;
+        return 0;
+    }
+    int64_t b = an_dim(D, x, 0, known), s = an_dim(D, x, 1, known), in = an_dim(D, x, 2, known);
+    int64_t wd = an_dim(D, w, 1, known), h = wd / 3, hv = wd - 2 * h;
+    int64_t rows = an_mul(b, s), scores = an_mul(b, an_mul(nh, an_mul(s, s)));
+    int64_t f = an_mul(2, an_mul(rows, an_mul(in, wd)));
+    if (n > 2 && gwr_layer_input(l, 2)) f = an_add(f, an_mul(rows, wd));
+    f = an_add(f, an_mul(2, an_mul(b, an_mul(s, an_mul(s, an_add(h, hv))))));
+    f = an_add(f, an_mul(GWR_FLOPS_PER_SOFTMAX_ELEMENT, scores));
+    if (n > 5 && gwr_layer_input(l, 5)) f = an_add(f, scores);
+    return f;
+}
+
 static gwr_status matmul_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, int n) {
     gwr_layer *l = layers[0];
     an_dims *D = state(c)->dims;
@@ -358,6 +403,12 @@ static gwr_status matmul_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, i
         r->flops = an_mul(2, an_mul(kk, an_numel(D, gwr_layer_output(l, 0), &r->known)));
         break;
     }
+    case GWR_OP_MS_MultiHeadAttention:
+        r->flops = mha_flops(D, l, &r->known);
+        break;
+    case GWR_OP_MS_Attention:
+        r->flops = ms_attention_flops(D, l, &r->known);
+        break;
     default: /* Det: not counted */
         break;
     }

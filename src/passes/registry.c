@@ -87,6 +87,15 @@ static const gwr_pass_info builtins[] = {
      "turn the RMSNorm chain x / Sqrt(ReduceMean(x^2) + eps) [* gamma] into onnxruntime's SimplifiedLayerNormalization"},
     {"fuse_transpose_into_gemm", &gwr_pattern_fuse_transpose_into_gemm, 45, GWR_LEVEL_BASIC, GWR_TARGET_ANY,
      GWR_NUMERICS_EXACT, 0, "drop a Transpose([1, 0]) read only by a Gemm's A or B and flip transA / transB"},
+    /* attention (fuse_attention.c, merge_qkv.c): the fusion first, so that it
+     * sees the MatMuls before a merge (it also takes the merged Split form) */
+    {"fuse_attention", &gwr_pattern_fuse_attention, 38, GWR_LEVEL_EXTENDED, GWR_TARGET_ORT | GWR_TARGET_GWR,
+     GWR_NUMERICS_APPROX, 1e-4,
+     "turn the exporters' scaled-dot-product attention (head Reshape/Transpose, scale, additive or Where mask, "
+     "Softmax) into com.microsoft MultiHeadAttention, or Attention with its q/k/v MatMul, the mask kept exactly"},
+    {"merge_qkv_matmuls", &gwr_pattern_merge_qkv_matmuls, 33, GWR_LEVEL_EXTENDED, GWR_TARGET_ANY, GWR_NUMERICS_APPROX,
+     1e-5, "turn three or more MatMuls (+ constant bias) of one input by constant weights into one MatMul (+ Add) and a "
+     "Split"},
     {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1, GWR_LEVEL_NONE, GWR_TARGET_ANY,
      GWR_NUMERICS_CHANGES, 0, "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},
     /* shape chains, constants, transposes (eliminate_shape.c, constants.c,

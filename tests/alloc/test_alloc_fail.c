@@ -565,6 +565,33 @@ static gwr_status optimize_run(void *ctx, const char **msg) {
     return s;
 }
 
+/* ---- attention fusion ------------------------------------------------------------ */
+
+/* fuse_attention and merge_qkv_matmuls through gwr_optimize on the plain-ONNX
+ * decoder (its Split form, a computed mask: an Unsqueeze and one
+ * Attention), and the same decoder computes the same after. */
+static gwr_status attention_run(void *ctx, const char **msg) {
+    gpt_ctx *c = ctx;
+    gwr_optimize_options o = {.only = "merge_qkv_matmuls,fuse_attention", .target = GWR_TARGET_ORT};
+    gwr_status s = gwr_optimize(c->net, &o, NULL);
+    *msg = gwr_network_errmsg(c->net);
+    return s;
+}
+
+static void attention_check(void *ctx, int failed) {
+    gpt_ctx *c = ctx;
+    static const char *const names[] = {"x"};
+    check_verifies(c->net, "attention");
+    if (failed) return;
+    CHECK_EQ_INT(count_op(c->net, "Attention"), 1);
+    gwr_session *s = gwr_session_new(c->net, NULL);
+    gwr_value *y = NULL;
+    if (CHECK(s) && CHECK_OK(gwr_session_run(s, 1, names, &c->x, 1, NULL, &y)) && CHECK(gwr_value_numel(y) == 32))
+        for (int i = 0; i < 32; i++) CHECK(fabs(gwr_value_get_f64(y, i) - c->want[i]) <= 1e-4);
+    gwr_value_release(y);
+    gwr_session_free(s);
+}
+
 /* ---- analysis ------------------------------------------------------------------- */
 
 typedef struct analyze_ctx {
@@ -629,6 +656,7 @@ TEST(test_scenarios) {
     fold_ctx oc = {0};
     analyze_ctx ac = {0};
     fold_ctx pc = {0};
+    gpt_ctx tc = {0};
     snprintf(sc.dir, sizeof sc.dir, "%s/out", g_dir);
     snprintf(sc.path, sizeof sc.path, "%s/saved.onnx", sc.dir);
     if (!CHECK(mkdir(sc.dir, 0755) == 0)) return;
@@ -643,8 +671,9 @@ TEST(test_scenarios) {
         {"fold", fold_setup, fold_run, fold_check, fold_cleanup},
         {"optimize", fold_setup, optimize_run, fold_check, fold_cleanup},
         {"analyze", analyze_setup, analyze_run, analyze_check, analyze_cleanup},
+        {"attention", gpt_setup, attention_run, attention_check, gpt_cleanup},
     };
-    void *ctxs[] = {&lc, &bc, &rc, &sc, &xc, &gc, &fc, &oc, &pc, &ac};
+    void *ctxs[] = {&lc, &bc, &rc, &sc, &xc, &gc, &fc, &oc, &pc, &ac, &tc};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         for (int sticky = 0; sticky < 2; sticky++) run_scenario(&all[i], ctxs[i], sticky);
     rmdir(sc.dir);

@@ -41,6 +41,14 @@ NEWER.update({
     # onnxruntime's RMSNorm, a contrib op it registers in the default domain
     ("", "SimplifiedLayerNormalization"): (1, (2, 2, 1, 2)),
 })
+# onnxruntime's contrib ops (not in the onnx package), from its
+# docs/ContribOperators.md: (domain, name) -> (since, arities).
+CONTRIB = {
+    # attention
+    ("com.microsoft", "MultiHeadAttention"): (1, (1, 10, 1, 4)),
+    ("com.microsoft", "Attention"): (1, (2, 7, 1, 2)),
+}
+NEWER.update(CONTRIB)
 
 LINE = re.compile(r'^\s*GWR_OP\(\s*(\w+),\s*"(\w+)",\s*"([\w.]*)",\s*(\w+),\s*(\w+),'
                   r'\s*(-?\d+),\s*(-?\d+),\s*(-?\d+),\s*(-?\d+),\s*([\w|\s]+?),\s*(\d+)\s*\)\s*$')

@@ -480,6 +480,25 @@ static gwr_network *push_transpose(int relu_out) {
 }
 static gwr_network *push_transpose_fires(void) { return push_transpose(0); }
 static gwr_network *push_transpose_idle(void) { return push_transpose(1); }
+/* x [2, 3, 4] read by `n` MatMuls by constant [4, 5] weights, each + a
+ * constant bias: merge_qkv_matmuls merges three, leaves two */
+static gwr_network *projections(int n) {
+    static float w[4 * 5], b[5];
+    for (int i = 0; i < 20; i++) w[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
+    for (int i = 0; i < 5; i++) b[i] = 0.1f * (float)i - 0.2f;
+    int64_t wd[2] = {4, 5}, bd = 5;
+    gwr_dim xd[3] = {2, 3, 4};
+    gwr_network *net = gwr_network_new("qkv");
+    gwr_tensor *x = input(net, "x", 3, xd), *y = NULL;
+    for (int i = 0; i < n; i++) {
+        gwr_tensor *p = gwr_add(net, gwr_matmul(net, x, gwr_constant(net, GWR_FLOAT32, 2, wd, w)),
+                                gwr_constant(net, GWR_FLOAT32, 1, &bd, b));
+        y = y ? gwr_mul(net, y, p) : p;
+    }
+    return finish(net, y);
+}
+static gwr_network *qkv_fires(void) { return projections(3); }
+static gwr_network *qkv_idle(void) { return projections(2); }
 
 /* ---- the cases of each pass ------------------------------------------------------ */
 
@@ -523,6 +542,9 @@ static const pass_cases cases[] = {
     {"fold_shape_dims", shape_dims_fire, shape_dims_idle, 1, 0},
     {"constants_to_initializers", constant_node_fires, constant_node_idle, 1, 0},
     {"push_transpose_through_elementwise", push_transpose_fires, push_transpose_idle, 1, 0},
+    /* attention (test_attention.c has the forms) */
+    {"fuse_attention", gpt_onnx, gpt_plugin, 1, 0},
+    {"merge_qkv_matmuls", qkv_fires, qkv_idle, 1, 0},
 };
 
 static const pass_cases *cases_of(const char *label) {

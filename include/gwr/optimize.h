@@ -57,7 +57,9 @@ typedef struct gwr_optimize_pass {
 
 /* Optimizes net in place. The passes find the target in the manager's
  * args, as the int "target" (a GWR_TARGET_* value), to choose what they
- * may emit. On failure the network still verifies, holding
+ * may emit. The outputs keep their types: a pass result that changes an
+ * output's known dtype, rank or dim is GWR_ERR_INVALID_GRAPH (message on
+ * net). On failure the network still verifies, holding
  * the rewrites completed before it, and the message is on net. *report
  * (report may be NULL) is set on success and on a failed run, NULL when
  * the options were refused. */

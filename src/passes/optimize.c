@@ -173,10 +173,13 @@ gwr_status gwr_optimize(gwr_network *net, const gwr_optimize_options *opt, gwr_o
         s = gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_optimize: out of memory");
     } else if (!(s = plan(net, o, r, m)) && !(s = o->opset ? gwr_opt_raise_opset(net, o->opset) : GWR_OK) &&
                !(s = gwr_opt_bind_dims(net, o->bind, o->nbind))) {
+        gwr_opt_guard *guard = gwr_opt_guard_take(net);
         r->before = gwr_network_num_live_layers(net);
-        s = run_on(m, net, net, args, r, 0);
+        if (!guard) s = gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_optimize: out of memory");
+        else if (!(s = run_on(m, net, net, args, r, 0))) s = gwr_opt_guard_check(guard, net);
         r->after = gwr_network_num_live_layers(net);
         note_shapes(r, net);
+        gwr_opt_guard_free(guard);
     }
     gwr_args_free(args);
     gwr_rewrite_manager_free(m);

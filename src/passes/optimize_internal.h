@@ -21,4 +21,13 @@ void gwr_opt_dynamic_note(gwr_network *net, char *note, size_t size);
  * naming the first blocking op. */
 gwr_status gwr_opt_raise_opset(gwr_network *net, int64_t opset);
 
+/* The interface guard (optimize_guard.c): the outputs' dtypes and shapes
+ * before the passes (NULL when out of memory), and the check after them:
+ * GWR_ERR_INVALID_GRAPH with a message on net naming the first output whose
+ * known dtype, rank or dim (known or symbolic) changed. */
+typedef struct gwr_opt_guard gwr_opt_guard;
+gwr_opt_guard *gwr_opt_guard_take(const gwr_network *net);
+gwr_status gwr_opt_guard_check(const gwr_opt_guard *g, gwr_network *net);
+void gwr_opt_guard_free(gwr_opt_guard *g);
+
 #endif

@@ -44,6 +44,10 @@ save([helper.make_node("Add", ["x", "zeros"], ["y"]), helper.make_node("Mul", ["
      [f("x", [1, 3]), f("w", [2, 3])], [f("y", [2, 3]), f("z", [2, 3])],
      [numpy_helper.from_array(np.zeros([2, 3], np.float32), "zeros"),
       numpy_helper.from_array(np.ones([3], np.float32), "ones")], f"{d}/grow.onnx")
+# lie.onnx: y = Identity(Relu(x)) with x [2, 3] but y declared [3, 2]: once
+# the Identity goes, y is what Relu computes and the declaration shows wrong.
+save([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Identity", ["r"], ["y"])],
+     [f("x", [2, 3])], [f("y", [3, 2])], [], f"{d}/lie.onnx")
 PYEOF
 ok "the test models" -- test -s "$tmp/dyn.onnx"
 
@@ -91,6 +95,19 @@ absent "$tmp/adir/model.onnx" "output over a directory: nothing inside it"
 if ls "$tmp"/adir.* >/dev/null 2>&1 || ls "$tmp"/.adir* >/dev/null 2>&1; then
     fail=$((fail + 1)); echo "FAIL: output over a directory: a temporary was left: $(ls -a "$tmp")"
 else pass=$((pass + 1)); fi
+
+# the interface guard: an output whose declared type the passes would change
+# is refused (exit 1, one line naming the file and the output), nothing written
+expect 1 "declared output type that the graph contradicts" -- "$GWR" optimize "$tmp/lie.onnx" -o "$tmp/lie.opt.onnx"
+errline "$tmp/lie.onnx" "declared output type that the graph contradicts"
+hasf err "output 'y' was float32[3,2] before the passes and is float32[2,3] after them" "the guard names the output and both types"
+absent "$tmp/lie.opt.onnx" "declared output type that the graph contradicts"
+# and an output whose producer a pass rewrote keeps the type the file declared
+# (the Blackman window's y [10] comes from an Add the passes remove)
+BW=/usr/share/libonnx-testdata/data/node/test_blackmanwindow_expanded/model.onnx
+expect 0 "the Blackman window optimized" -- "$GWR" optimize "$BW" -o "$tmp/bw.onnx" --level basic
+$PY -c 'import sys, onnx; o = onnx.load(sys.argv[1]).graph.output[0].type.tensor_type; print(o.elem_type, [d.dim_value for d in o.shape.dim])' "$tmp/bw.onnx" >"$tmp/bwtype"
+hasf bwtype "1 [10]" "the optimized Blackman window still declares y float32[10]"
 
 # dynamic shapes that cannot be folded: optimized, written and verified; the
 # Shape chain stays (no constant can hold [M, N, 4]) and --report says why.

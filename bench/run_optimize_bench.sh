@@ -3,7 +3,7 @@
 # onnxruntime, measured in the same run, per model:
 #  1. compute nodes (every node of the top-level graph but Constant, counted
 #     with python's onnx) of the original, of `gwr optimize` at basic/onnx,
-#     extended/onnx and all/ort, and of onnxruntime's own optimized graph at
+#     extended/onnx, extended/ort (the default level) and all/ort, and of onnxruntime's own optimized graph at
 #     basic and extended (session option optimizedModelFilePath,
 #     bench/ort_optimize.js; com.microsoft contrib ops count as nodes);
 #  2. numerics: `gwr optimize --verify` on every gwr output, and onnxruntime
@@ -67,8 +67,8 @@ echo "- onnxruntime-node $(node -p "require('onnxruntime-node/package.json').ver
 echo "- times: wall clock of the whole process (gwr) / of InferenceSession.create (onnxruntime), best of $REPEAT"
 echo
 
-# name:run-shape (gwr run --shape for the inputs; symbolic dims of the
-# GPT-12 bound as in run_exec_bench.sh, for --verify too)
+# name:run-shape (gwr run --shape for the inputs of the latency and
+# onnxruntime comparisons)
 MODELS=${MODELS:-"gpt12:x=1,128,256 resnet:x=1,3,224,224 gpt1000:x=1,128,32 cnn_bn:x=1,3,32,32 mbv3_op13:x=1,16,32,32 mbv3_op14:x=1,16,32,32 xformer:x=64,128 gpt_decoder:x=1,16,64 gpt_decoder_where:x=1,16,64 resnet_bn:x=1,3,32,32 deconv_bn:x=1,32,8,8 lstm:x=8,1,16 mbv3_forms:x=1,16,32,32"}
 ./$BUILD/bench/bench_exec gen-gpt "$W/gpt12.onnx" >/dev/null
 ./$BUILD/bench/bench_exec gen-resnet "$W/resnet.onnx" >/dev/null
@@ -83,16 +83,15 @@ for m in $MODELS; do
     name=${m%%:*}
     shape=${m#*:}
     f=$W/$name.onnx
-    vshape=""
-    [ "$name" = gpt12 ] && vshape="--shape batch=1 --shape seq=128"
+    # no --shape: it would bind the GPT-12's batch and seq in gwr's output, and
+    # onnxruntime would then run a specialized model against a dynamic one
     # 1. gwr's three outputs, each verified, with their reports
     vlines=""
-    for v in basic:onnx extended:onnx all:ort; do
+    for v in basic:onnx extended:onnx extended:ort all:ort; do
         lvl=${v%%:*}
         tgt=${v#*:}
         o=$W/$name.gwr_${lvl}_$tgt.onnx
-        # shellcheck disable=SC2086
-        if $GWR optimize "$f" -o "$o" --level "$lvl" --target "$tgt" --report --verify $vshape >"$W/$name.gwr_${lvl}_$tgt.txt" 2>&1; then
+        if $GWR optimize "$f" -o "$o" --level "$lvl" --target "$tgt" --report --verify >"$W/$name.gwr_${lvl}_$tgt.txt" 2>&1; then
             vl=$(sed -n 's/^verify: [0-9]* outputs\{0,1\}, max abs \([^,]*\),.*: \([a-zA-Z]*\).*/\2 (\1)/p' "$W/$name.gwr_${lvl}_$tgt.txt")
         else
             fails=$((fails + 1))
@@ -106,13 +105,13 @@ for m in $MODELS; do
     # 2. onnxruntime on gwr's outputs against the original, same inputs
     $GWR run "$f" --random 1 --shape "$shape" -o "$W/$name.io" >/dev/null
     gouts=""
-    for v in basic_onnx extended_onnx all_ort; do
+    for v in basic_onnx extended_onnx extended_ort all_ort; do
         [ -f "$W/$name.gwr_$v.onnx" ] && gouts="$gouts $W/$name.gwr_$v.onnx"
     done
     # shellcheck disable=SC2086
     node bench/ort_compare.js "$f" "$W/$name.io" $gouts >"$W/$name.cmp.txt" || fails=$((fails + 1))
     olines=""
-    for v in basic_onnx extended_onnx all_ort; do
+    for v in basic_onnx extended_onnx extended_ort all_ort; do
         ol=$(sed -n "s/^$name.gwr_$v.onnx: loads, max abs difference from the original \(.*\)/\1/p; s/^$name.gwr_$v.onnx: \(FAILS.*\)/\1/p" "$W/$name.cmp.txt")
         olines="$olines | ${ol:-not written}"
     done
@@ -122,7 +121,7 @@ for m in $MODELS; do
     ort=$(node bench/ort_session.js "$f" "$REPEAT" extended | sed -n 's/.*: \([0-9.]*\) s$/\1/p')
     awk "BEGIN{printf \"| %s | %.3f s | %.3f s | %.1fx |\n\", \"$name\", $g, $ort, $ort / $g}" >>"$W/time.md"
     # 4. onnxruntime latency: original at extended and all, gwr's all/ort output disabled and at all
-    a=$W/$name.gwr_all_ort.onnx
+    a=$W/$name.gwr_extended_ort.onnx
     if [ -f "$a" ] && node bench/ort_latency.js "$W/$name.io" "$ROUNDS" "$f:extended" "$a:disabled" "$f:all" "$a:all" \
         >"$W/$name.lat.txt" 2>&1; then
         sed -n 's/.*: median \([0-9.]*\) ms.*/\1/p' "$W/$name.lat.txt" | tr '\n' ' ' |
@@ -141,7 +140,8 @@ import collections, sys
 import onnx
 w, names = sys.argv[1], sys.argv[2:]
 cols = [("", "original"), (".gwr_basic_onnx", "gwr basic/onnx"), (".gwr_extended_onnx", "gwr extended/onnx"),
-        (".gwr_all_ort", "gwr all/ort"), (".ort_basic", "ort basic"), (".ort_extended", "ort extended")]
+        (".gwr_extended_ort", "gwr extended/ort"), (".gwr_all_ort", "gwr all/ort"), (".ort_basic", "ort basic"),
+        (".ort_extended", "ort extended")]
 ops = {}
 print("| model | " + " | ".join(c[1] for c in cols) + " |")
 print("| --- |" + " ---: |" * len(cols))
@@ -159,10 +159,10 @@ for n in names:
         row.append(str(sum(c.values())))
     print(f"| {n} | " + " | ".join(row) + " |")
 print()
-print("Op types where gwr extended/onnx, gwr all/ort and ort extended differ (gwr ext / gwr all-ort / ort ext):")
+print("Op types where gwr extended/onnx, gwr extended/ort and ort extended differ (gwr ext / gwr ext-ort / ort ext):")
 print()
 for n in names:
-    a, b, c = (ops.get((n, s), collections.Counter()) for s in (".gwr_extended_onnx", ".gwr_all_ort", ".ort_extended"))
+    a, b, c = (ops.get((n, s), collections.Counter()) for s in (".gwr_extended_onnx", ".gwr_extended_ort", ".ort_extended"))
     diff = sorted(k for k in set(a) | set(b) | set(c) if not (a[k] == b[k] == c[k]))
     print(f"- {n}: " + (", ".join(f"{k} {a[k]}/{b[k]}/{c[k]}" for k in diff) or "same op counts"))
 print()
@@ -171,22 +171,24 @@ def total(n, s):
     return sum(ops.get((n, s), collections.Counter()).values())
 def geo(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
-ok = [n for n in names if total(n, ".gwr_all_ort") and total(n, ".ort_extended")]
-r = [total(n, ".gwr_all_ort") / total(n, ".ort_extended") for n in ok]
-worse = [n for n in ok if total(n, ".gwr_all_ort") > total(n, ".ort_extended")]
-print(f"gwr all/ort over ort extended, geometric mean of the node-count ratios: {geo(r):.3f} "
-      f"({len(ok)} models; above ort extended on: {', '.join(worse) or 'none'})")
-ok = [n for n in names if total(n, ".gwr_basic_onnx") and total(n, ".ort_basic")]
-worse = [n for n in ok if total(n, ".gwr_basic_onnx") > total(n, ".ort_basic")]
-print(f"gwr basic/onnx above ort basic on: {', '.join(worse) or 'none'}")
+for lvl in ("extended", "all"):
+    g = f".gwr_{lvl}_ort"
+    ok = [n for n in names if total(n, g) and total(n, ".ort_extended")]
+    r = [total(n, g) / total(n, ".ort_extended") for n in ok]
+    worse = [n for n in ok if total(n, g) > total(n, ".ort_extended")]
+    print(f"gwr {lvl}/ort over ort extended, geometric mean of the node-count ratios: {geo(r):.3f} "
+          f"({len(ok)} models; above ort extended on: {', '.join(worse) or 'none'})")
+ok = [n for n in names if total(n, ".gwr_extended_onnx") and total(n, ".ort_basic")]
+worse = [n for n in ok if total(n, ".gwr_extended_onnx") > total(n, ".ort_basic")]
+print(f"gwr extended/onnx (the default level) above ort basic on: {', '.join(worse) or 'none'}")
 EOF
 echo
 echo "## 2. numerics"
 echo
 echo "gwr optimize --verify (gwr's executor, before vs after; max abs), then onnxruntime (optimizations disabled) on gwr's output vs on the original, same seeded inputs (max abs difference):"
 echo
-echo "| model | verify basic/onnx | verify extended/onnx | verify all/ort | ort basic/onnx | ort extended/onnx | ort all/ort |"
-echo "| --- | --- | --- | --- | ---: | ---: | ---: |"
+echo "| model | verify basic/onnx | verify extended/onnx | verify extended/ort | verify all/ort | ort basic/onnx | ort extended/onnx | ort extended/ort | ort all/ort |"
+echo "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: |"
 cat "$W/numerics.md"
 echo
 echo "### passes that rewrote (gwr optimize --report)"
@@ -216,11 +218,11 @@ for b in $SCALE; do
     rm -f "$W/scale$b.onnx" "$W/scale$b.opt.onnx"
 done
 echo
-echo "## 4. onnxruntime inference latency: gwr first (--level all --target ort) vs onnxruntime alone"
+echo "## 4. onnxruntime inference latency: gwr first (--target ort, the default level extended) vs onnxruntime alone"
 echo
 echo "bench/ort_latency.js, one intra-op thread, the four sessions taking turns, median of $ROUNDS runs each:"
-echo "A = the original at 'extended', B = gwr's all/ort output with onnxruntime's optimizations disabled,"
-echo "C = the original at 'all', D = gwr's all/ort output at 'all'."
+echo "A = the original at 'extended', B = gwr's extended/ort output with onnxruntime's optimizations disabled,"
+echo "C = the original at 'all', D = gwr's extended/ort output at 'all'."
 echo
 echo "| model | A orig extended | B gwr, ort disabled | B / A | C orig all | D gwr, ort all | D / C |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"

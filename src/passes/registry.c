@@ -70,7 +70,7 @@ static const gwr_pass_info builtins[] = {
      GWR_TARGET_ORT | GWR_TARGET_GWR, GWR_NUMERICS_EXACT, 0,
      "turn Gemm + Relu/Tanh/Sigmoid/LeakyRelu/HardSigmoid into com.microsoft FusedGemm (float32)"},
     /* transformer fusions (fuse_transformer.c): onnxruntime's contrib ops for ort and gwr */
-    {"fuse_skip_layer_norm", &gwr_pattern_fuse_skip_layer_norm, 40, GWR_LEVEL_EXTENDED, GWR_TARGET_ORT | GWR_TARGET_GWR,
+    {"fuse_skip_layer_norm", &gwr_pattern_fuse_skip_layer_norm, 40, GWR_LEVEL_ALL, GWR_TARGET_ORT | GWR_TARGET_GWR,
      GWR_NUMERICS_APPROX, 1e-4,
      "turn LayerNormalization(a + b [+ bias]) into SkipLayerNormalization (SimplifiedLayerNormalization(a + b) into "
      "SkipSimplifiedLayerNormalization), also when the sum has other readers (they read its input_skip_bias_sum output)"},

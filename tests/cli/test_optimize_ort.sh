@@ -26,7 +26,7 @@ cp "$tmp/out" "$tmp/list"
 [ -s "$tmp/list" ] || { echo "FAIL: no models"; exit 1; }
 while read -r name want; do
     m=$tmp/m/$name.onnx o=$tmp/m/$name.ort.onnx
-    expect 0 "optimize $name for ort" -- "$GWR" optimize "$m" -o "$o" --target ort --debug --verify
+    expect 0 "optimize $name for ort" -- "$GWR" optimize "$m" -o "$o" --target ort --level all --debug --verify
     ops "$m" >"$tmp/before"
     ops "$o" >"$tmp/after"
     ok "$name: the optimized model holds $want" -- grep -qx -- "$want" "$tmp/after"
@@ -37,7 +37,7 @@ while read -r name want; do
     err=$(sed -n 's/.*max abs difference from the original \([^ ]*\).*/\1/p' "$tmp/out")
     ok "$name: onnxruntime's outputs within 1e-4 (got ${err:-none})" -- \
         awk -v e="${err:-x}" 'BEGIN { exit !(e != "x" && e + 0 <= 1e-4) }'
-    expect 0 "optimize $name again" -- "$GWR" optimize "$o" -o "$tmp/m/$name.2.onnx" --target ort --report
+    expect 0 "optimize $name again" -- "$GWR" optimize "$o" -o "$tmp/m/$name.2.onnx" --target ort --level all --report
     n=$(grep -E '^[a-z_]+ +[0-9]+ +[0-9]+ +[0-9]+$' "$tmp/out" | awk '{s += $4} END {print s + 0}')
     ok "$name: a second run rewrites nothing" -- test "$n" -eq 0
     expect 0 "optimize $name for onnx" -- "$GWR" optimize "$m" -o "$tmp/m/$name.onnx.onnx" --target onnx

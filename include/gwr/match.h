@@ -25,7 +25,7 @@
  *       gwr_status s = gwr_match_replace(m, 1, &y);
  *       return s ? gwr_rewrite_fail(c, s, "...") : 1;
  *   }
- *   static const gwr_match_pattern hswish = {"fuse_hard_swish", GWR_M_NODES(hswish_nodes), to_hswish};
+ *   static const gwr_match_pattern hswish = {"fuse_hard_swish", GWR_M_NODES(hswish_nodes), to_hswish, NULL};
  *   gwr_match_add(manager, "fuse_hard_swish", &hswish, 10);
  *
  * The capture X appears twice: both places must hold the same tensor.

@@ -96,12 +96,7 @@ static const gwr_pass_info builtins[] = {
     {"merge_qkv_matmuls", &gwr_pattern_merge_qkv_matmuls, 33, GWR_LEVEL_EXTENDED, GWR_TARGET_ANY, GWR_NUMERICS_APPROX,
      1e-5, "turn three or more MatMuls (+ constant bias) of one input by constant weights into one MatMul (+ Add) and a "
      "Split"},
-    {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1, GWR_LEVEL_NONE, GWR_TARGET_ANY,
-     GWR_NUMERICS_CHANGES, 0, "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},
-    /* shape chains, constants, transposes (eliminate_shape.c, constants.c,
-     * transpose_push.c): after replace_add_with_sub, so that the unknown-label
-     * message (which lists what fits in 400 characters) still names the
-     * tutorial pattern test_rewrite looks for */
+    /* shape chains, constants, transposes (eliminate_shape.c, constants.c, transpose_push.c) */
     {"compose_reshapes", &gwr_pattern_compose_reshapes, 48, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
      "merge Reshape/Squeeze/Unsqueeze/Flatten chains into one Reshape, one Squeeze/Unsqueeze or none; Flatten to "
      "Reshape"},
@@ -113,6 +108,9 @@ static const gwr_pass_info builtins[] = {
      GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
      "move a Transpose up through lone elementwise layers (unary, or with a constant, permuted) to meet "
      "another Transpose: one or none left"},
+    /* the tutorial pattern last: it changes the numbers on purpose (only --only runs it) */
+    {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1, GWR_LEVEL_NONE, GWR_TARGET_ANY,
+     GWR_NUMERICS_CHANGES, 0, "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},
 };
 
 #define NBUILTIN ((int)(sizeof builtins / sizeof builtins[0]))
@@ -180,8 +178,8 @@ gwr_status gwr_passes_add(gwr_rewrite_manager *m, const char *label) {
         size_t off = 0;
         for (int i = 0; i < NBUILTIN; i++) {
             size_t need = strlen(builtins[i].label) + 2;
-            if (off + need + 5 >= sizeof known) {
-                snprintf(known + off, sizeof known - off, ", ...");
+            if (off + need + 40 >= sizeof known) {
+                snprintf(known + off, sizeof known - off, ", ... (%d in all: gwr rewrite --list)", NBUILTIN);
                 break;
             }
             off += (size_t)snprintf(known + off, sizeof known - off, "%s%s", i ? ", " : "", builtins[i].label);

@@ -61,17 +61,47 @@ GWR_API int gwr_value_type_str(const gwr_value *v, char *buf, size_t size);
 
 typedef struct gwr_session gwr_session;
 
+/* What the session does to the network before planning it. */
+typedef enum gwr_session_optimize {
+    /* The default: the optimizer's passes that make this executor faster
+     * (gwr_optimize with target GWR_TARGET_GWR, level extended, less the
+     * passes measured slower here; docs/api.md lists them), run on a
+     * private copy of the network. */
+    GWR_SESSION_OPTIMIZE = 0,
+    GWR_SESSION_RAW,   /* plan the network as written (conformance runs) */
+    GWR_SESSION_BASIC  /* eliminations and folding only (level basic), on a copy */
+} gwr_session_optimize;
+
 typedef struct gwr_session_options {
     int threads; /* intra-op threads for the kernels that use them; 0 means 1 */
+    gwr_session_optimize optimize; /* 0: GWR_SESSION_OPTIMIZE */
 } gwr_session_options;
 
-/* Plans net for running: a topological order, each tensor's last reader,
- * a kernel for every layer (an op without one is an error naming the
- * layer), constants turned into values once. The network must stay
- * unchanged while the session lives. NULL with gwr_last_errmsg on error. */
+/* Plans net for running. Unless opt->optimize is GWR_SESSION_RAW, the
+ * network is first cloned and the clone optimized (the user's network is
+ * never changed; the session owns the clone); when that fails, the
+ * session plans net as written instead and gwr_session_optimize_msg says
+ * why: an optimization never keeps a network from running. Planning is
+ * gwr_session_new_raw's. NULL with gwr_last_errmsg on error. (Defined
+ * with the optimizer, in the passes room, which sits above the
+ * executor.) */
 GWR_API gwr_session *gwr_session_new(gwr_network *net, const gwr_session_options *opt);
+/* Plans net as written, whatever opt->optimize says: a topological order,
+ * each tensor's last reader, a kernel for every layer (an op without one
+ * is an error naming the layer), constants turned into values once. The
+ * network must stay unchanged while the session lives. NULL with
+ * gwr_last_errmsg on error. */
+GWR_API gwr_session *gwr_session_new_raw(gwr_network *net, const gwr_session_options *opt);
 GWR_API void gwr_session_free(gwr_session *s);
 GWR_API const char *gwr_session_errmsg(const gwr_session *s);
+/* 1 when the session runs an optimized copy of the network, else 0. */
+GWR_API int gwr_session_optimized(const gwr_session *s);
+/* Why the session runs the network as written: "off" when the options
+ * asked for it, "planned as written" for gwr_session_new_raw, else the
+ * optimizer's or the planner's message; "" when optimized. */
+GWR_API const char *gwr_session_optimize_msg(const gwr_session *s);
+/* The network the session planned: its optimized copy, or the caller's. */
+GWR_API gwr_network *gwr_session_network(gwr_session *s);
 
 /* Runs the network. Inputs by name (every graph input without a default
  * must be given; dtypes and ranks must match the network's, and known
@@ -171,6 +201,10 @@ typedef struct gwr_compare_options {
     double atol, rtol;
     gwr_input_options inputs; /* how the inputs are made (from the first network) */
     int threads;              /* gwr_session_options.threads of both sessions */
+    /* How both sessions are made (with .threads = threads): NULL plans the
+     * networks as written (gwr_session_new_raw), which is what checking a
+     * rewrite wants; gwr_session_new runs them optimized (`gwr verify`). */
+    gwr_session *(*session_new)(gwr_network *net, const gwr_session_options *opt);
 } gwr_compare_options;
 /* The tolerances of `gwr verify`: atol 1e-5, rtol 1e-4. */
 #define GWR_COMPARE_DEFAULTS {.atol = 1e-5, .rtol = 1e-4}

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "exec/blas.h"
+#include "exec/exec_api.h"
 #include "exec/exec_internal.h"
 
 /* ---- plans --------------------------------------------------------------- */
@@ -58,6 +59,8 @@ struct gwr_frame {
 
 struct gwr_session {
     gwr_network *net;
+    gwr_network *owned;     /* the optimized copy planned, freed with the session */
+    char optimize_msg[GWR_ERRMSG_MAX]; /* why not optimized; "" when optimized */
     gplan *root;
     gwr_ptrmap subplans;    /* subgraph network -> gplan */
     gwr_exec_pool *pool;
@@ -253,7 +256,7 @@ fail:
 
 /* ---- sessions ------------------------------------------------------------ */
 
-gwr_session *gwr_session_new(gwr_network *net, const gwr_session_options *opt) {
+gwr_session *gwr_session_new_raw(gwr_network *net, const gwr_session_options *opt) {
     if (!net) {
         gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_session_new: NULL network");
         return NULL;
@@ -265,6 +268,7 @@ gwr_session *gwr_session_new(gwr_network *net, const gwr_session_options *opt) {
         return NULL;
     }
     s->net = net;
+    snprintf(s->optimize_msg, sizeof s->optimize_msg, "planned as written");
     s->threads = opt && opt->threads > 0 ? opt->threads : 1;
     if (!(s->root = plan_new(s, net))) {
         gwr_set_last_error(GWR_ERR_INVALID_ARG, "%s", s->errmsg);
@@ -281,8 +285,18 @@ void gwr_session_free(gwr_session *s) {
         if (s->subplans.keys && s->subplans.keys[i]) plan_free(s->subplans.vals[i]);
     gwr_ptrmap_free(&s->subplans);
     gwr_exec_pool_close(s->pool);
+    gwr_network_free(s->owned);
     gwr_free(s);
 }
+
+void gwr_session_set_origin(gwr_session *s, gwr_network *owned, const char *why) {
+    s->owned = owned;
+    snprintf(s->optimize_msg, sizeof s->optimize_msg, "%s", why ? why : "");
+}
+
+int gwr_session_optimized(const gwr_session *s) { return s && s->owned; }
+const char *gwr_session_optimize_msg(const gwr_session *s) { return s ? s->optimize_msg : ""; }
+gwr_network *gwr_session_network(gwr_session *s) { return s ? s->net : NULL; }
 
 const char *gwr_session_errmsg(const gwr_session *s) { return s ? s->errmsg : gwr_last_errmsg(); }
 int64_t gwr_session_peak_bytes(const gwr_session *s) { return s ? s->peak : 0; }

@@ -71,10 +71,10 @@ static gwr_status interface_agrees(gwr_network *a, gwr_network *b) {
 
 /* Runs net on in, asking for `names` (n outputs) into outs. On failure the
  * session's message is the thread's. */
-static gwr_status run_one(gwr_network *net, int threads, const gwr_inputs *in, int n, const char **names,
-                          gwr_value **outs) {
-    gwr_session_options so = {.threads = threads};
-    gwr_session *s = gwr_session_new(net, &so);
+static gwr_status run_one(gwr_network *net, const gwr_compare_options *o, const gwr_inputs *in, int n,
+                          const char **names, gwr_value **outs) {
+    gwr_session_options so = {.threads = o->threads};
+    gwr_session *s = o->session_new ? o->session_new(net, &so) : gwr_session_new_raw(net, &so);
     if (!s) return GWR_ERR_INVALID_GRAPH; /* gwr_last_errmsg says why */
     gwr_status st = gwr_session_run(s, in->n, in->names, in->values, n, names, outs);
     if (st) gwr_set_last_error(st, "%s", gwr_session_errmsg(s));
@@ -170,8 +170,8 @@ gwr_status gwr_exec_compare(gwr_network *a, gwr_network *b, const gwr_compare_op
     for (int i = 0; !st && i < n; i++)
         if (!(rep->outputs[i].name = gwr_strdup(names[i] = gwr_tensor_name(gwr_network_output(a, i)))))
             st = gwr_set_last_error(GWR_ERR_NOMEM, "gwr_exec_compare: out of memory");
-    if (!st && (st = run_one(a, o->threads, &in, n, names, va))) rep->error_in = 1;
-    if (!st && (st = run_one(b, o->threads, &in, n, names, vb))) rep->error_in = 2;
+    if (!st && (st = run_one(a, o, &in, n, names, va))) rep->error_in = 1;
+    if (!st && (st = run_one(b, o, &in, n, names, vb))) rep->error_in = 2;
     if (!st) {
         rep->noutputs = n;
         for (int i = 0; i < n; i++) rep->outputs[i].a = va[i], rep->outputs[i].b = vb[i];

@@ -11,7 +11,7 @@
  * the session's message in msg. */
 static inline gwr_value *run_layer_output0(gwr_network *net, gwr_layer *l, char *msg, size_t size) {
     gwr_network_mark_output(net, gwr_layer_output(l, 0));
-    gwr_session *s = gwr_session_new(net, NULL);
+    gwr_session *s = gwr_session_new_raw(net, NULL);
     gwr_value *v = NULL;
     msg[0] = 0;
     if (!s) snprintf(msg, size, "%s", gwr_last_errmsg());

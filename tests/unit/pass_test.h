@@ -57,7 +57,7 @@ static inline int64_t run_pass(gwr_network *net, const char *label, unsigned tar
 
 /* Runs net on the inputs; the outputs into out (nout of them). */
 static inline int run_net(gwr_network *net, int nin, const char *const *names, gwr_value *const *in, gwr_value **out) {
-    gwr_session *s = gwr_session_new(net, NULL);
+    gwr_session *s = gwr_session_new_raw(net, NULL);
     int nout = gwr_network_num_outputs(net);
     gwr_status st = s && nout <= 8 ? gwr_session_run(s, nin, names, in, nout, NULL, out) : GWR_ERR_INVALID_ARG;
     if (st) fprintf(stderr, "run: %s\n", s ? gwr_session_errmsg(s) : gwr_last_errmsg());

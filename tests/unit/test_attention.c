@@ -368,7 +368,7 @@ TEST(mha_kernel_refuses_unsupported_inputs) {
     gwr_tensor *in[5] = {q, q, q, NULL, kpm};
     CHECK(mha(net, 5, in, 2, &y) != NULL);
     gwr_network_mark_output(net, y);
-    gwr_session *s = gwr_session_new(net, NULL);
+    gwr_session *s = gwr_session_new_raw(net, NULL);
     gwr_value *qv = gwr_value_new(GWR_FLOAT32, 3, qd), *kv = gwr_value_new(GWR_INT32, 2, md), *out = NULL;
     const char *names[2] = {"q", "kpm"};
     gwr_value *ins[2] = {qv, kv};

@@ -23,7 +23,7 @@ static char last_err[2048];
 static gwr_status run_net(gwr_network *net, int nin, const char *const *names, gwr_value *const *vals, int nout,
                           gwr_value **outs) {
     last_err[0] = 0;
-    gwr_session *s = gwr_session_new(net, NULL);
+    gwr_session *s = gwr_session_new_raw(net, NULL);
     if (!s) {
         snprintf(last_err, sizeof last_err, "%s", gwr_last_errmsg());
         return GWR_ERR_INVALID_ARG;

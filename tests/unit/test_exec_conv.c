@@ -57,8 +57,8 @@ static gwr_status run_op(const char *op, int nin, gwr_value *const *in, int nout
         if (a->type == 'v') gwr_layer_set_ints(l, a->name, a->v, a->n);
     }
     for (int o = 0; o < nused; o++) gwr_network_mark_output(net, gwr_layer_output(l, o));
-    gwr_session_options opt = {threads};
-    gwr_session *s = gwr_session_new(net, &opt);
+    gwr_session_options opt = {.threads = threads};
+    gwr_session *s = gwr_session_new_raw(net, &opt);
     gwr_status rc;
     if (!s) {
         rc = GWR_ERR_STATE;

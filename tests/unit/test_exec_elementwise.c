@@ -70,7 +70,7 @@ static gwr_status run_op(const char *op, int64_t opset, const attr *attrs, int n
         else gwr_layer_set_string(l, a->name, a->s);
     }
     for (int i = 0; i < nout; i++) gwr_network_mark_output(net, gwr_layer_output(l, i));
-    gwr_session *s = gwr_session_new(net, NULL);
+    gwr_session *s = gwr_session_new_raw(net, NULL);
     if (!s) {
         snprintf(msg, sizeof msg, "session: %s", gwr_last_errmsg());
     } else {

@@ -20,7 +20,7 @@ static gwr_layer *add(gwr_network *net, const char *op, int nin, gwr_tensor *con
 static gwr_status go(gwr_network *net, int nout, gwr_value **outs, char *msg, size_t size) {
     gwr_layer *l = gwr_network_find_layer(net, "L");
     for (int i = 0; i < nout; i++) gwr_network_mark_output(net, gwr_layer_output(l, i)), outs[i] = NULL;
-    gwr_session *s = gwr_session_new(net, NULL);
+    gwr_session *s = gwr_session_new_raw(net, NULL);
     gwr_status rc = GWR_ERR_STATE;
     msg[0] = 0;
     if (!s) snprintf(msg, size, "%s", gwr_last_errmsg());

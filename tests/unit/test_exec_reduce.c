@@ -49,7 +49,7 @@ static gwr_status run(int64_t opset, int nin, gwr_value *const *in, int nout, gw
         }
     for (int o = 0; o < nout; o++) out[o] = NULL;
     gwr_status rc;
-    gwr_session *s = gwr_session_new(t_net, NULL);
+    gwr_session *s = gwr_session_new_raw(t_net, NULL);
     if (!s) {
         snprintf(t_err, sizeof t_err, "%s", gwr_last_errmsg());
         rc = GWR_ERR_INVALID_ARG;

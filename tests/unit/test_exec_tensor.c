@@ -57,7 +57,7 @@ static gwr_layer *op_new(one_op *t, const char *op, int64_t opset, int nin, gwr_
 /* Runs it; outs get the outputs (NULL on error). last_msg: the message. */
 static gwr_status op_run(one_op *t, gwr_value **outs) {
     last_msg[0] = 0;
-    gwr_session *s = gwr_session_new(t->net, NULL);
+    gwr_session *s = gwr_session_new_raw(t->net, NULL);
     if (!s) {
         snprintf(last_msg, sizeof last_msg, "%s", gwr_last_errmsg());
         return GWR_ERR_STATE;

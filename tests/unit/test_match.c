@@ -280,7 +280,7 @@ static int count_live(gwr_network *net, const char *op) {
 }
 
 static int run_net(gwr_network *net, gwr_value *in, gwr_value **outs) {
-    gwr_session *s = gwr_session_new(net, NULL);
+    gwr_session *s = gwr_session_new_raw(net, NULL);
     if (!s) return 0;
     const char *names[1] = {"x"};
     gwr_status st = gwr_session_run(s, 1, names, &in, 2, NULL, outs);

@@ -38,7 +38,7 @@ static int run_net(gwr_network *net, float out[4]) {
     static const char *const names[] = {"x"};
     int64_t d = 4;
     gwr_value *x = gwr_value_new(GWR_FLOAT32, 1, &d), *y = NULL;
-    gwr_session *s = gwr_session_new(net, NULL);
+    gwr_session *s = gwr_session_new_raw(net, NULL);
     int ok = x && s;
     for (int i = 0; ok && i < 4; i++) gwr_value_set_f64(x, i, (i % 2 ? -1.0 : 1.0) * (1 + i / 2));
     ok = ok && !gwr_session_run(s, 1, names, &x, 1, NULL, &y) && gwr_value_numel(y) == 4;

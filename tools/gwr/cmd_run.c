@@ -213,13 +213,15 @@ static void print_values(const gwr_value *v, FILE *out) {
 static void run_help(FILE *out) {
     fprintf(out,
             "usage: gwr run MODEL [--input NAME=FILE.pb ...] [--random SEED] [--shape NAME=D0,D1,...]\n"
-            "               [-o DIR] [--threads N] [--repeat N]\n"
+            "               [-o DIR] [--threads N] [--repeat N] [--no-optimize]\n"
             "\n"
             "Runs an ONNX model on gwr's CPU executor. Inputs come from TensorProto files\n"
             "(--input); the others get seeded random data (floats in [-1, 1), integers in\n"
             "[0, 3]) of the shape given with --shape, or of the declared shape with unknown\n"
             "dims taken as 1. Prints each output's name, type and first values, the time of\n"
             "the run and the memory plan's peak against the sum of all tensor sizes.\n"
+            "The session optimizes a private copy of the model first (the passes that make\n"
+            "gwr's executor faster); the planning time printed includes that.\n"
             "\n"
             "  --input NAME=FILE.pb  input NAME from a serialized TensorProto\n"
             "  --random SEED         seed of the random inputs (default 0)\n"
@@ -228,6 +230,7 @@ static void run_help(FILE *out) {
             "                        named): ONNX's test-case layout\n"
             "  --threads N           intra-op threads (default 1)\n"
             "  --repeat N            run N times, report the best and the median time\n"
+            "  --no-optimize         run the model as written\n"
             "\n"
             "Exit status: 0 success, 1 the model cannot be read or run, 2 bad usage.\n");
 }
@@ -258,11 +261,12 @@ static int run_cmd(int argc, char **argv) {
     }
     const char *model = NULL, *odir = NULL;
     input_spec spec = {0};
-    int threads = 1, repeat = 1, rc = CLI_OK;
+    int threads = 1, repeat = 1, rc = CLI_OK, raw = 0;
     for (int i = 1; i < argc && rc == CLI_OK; i++) {
         const char *a = argv[i];
         if (input_option("run", argc, argv, &i, &spec, &rc)) continue;
         if (!strcmp(a, "-o") && i + 1 < argc) odir = argv[++i];
+        else if (!strcmp(a, "--no-optimize")) raw = 1;
         else if ((!strcmp(a, "--threads") || !strcmp(a, "--repeat")) && i + 1 < argc) {
             char *end;
             long v = strtol(argv[++i], &end, 10);
@@ -284,12 +288,14 @@ static int run_cmd(int argc, char **argv) {
     gwr_onnx_load_options lo = {.infer_shapes = 1};
     if (!(net = cli_load(model, &lo))) goto done;
     double t0 = now_s();
-    gwr_session_options so = {.threads = threads};
+    gwr_session_options so = {.threads = threads, .optimize = raw ? GWR_SESSION_RAW : GWR_SESSION_OPTIMIZE};
     if (!(s = gwr_session_new(net, &so))) {
         cli_error(model, gwr_last_errmsg());
         goto done;
     }
     double plan_s = now_s() - t0;
+    if (!raw && !gwr_session_optimized(s))
+        fprintf(stderr, "gwr: %s: running the model as written: %s\n", model, gwr_session_optimize_msg(s));
     if ((rc = make_inputs("run", net, &spec, &in))) goto done;
     rc = CLI_FAIL;
     int no = gwr_network_num_outputs(net);
@@ -313,9 +319,11 @@ static int run_cmd(int argc, char **argv) {
         putchar('\n');
     }
     qsort(times, (size_t)repeat, sizeof *times, cmp_d);
-    if (repeat > 1) printf("run: best %.3f ms, median %.3f ms of %d (plan %.3f ms, %d thread%s)\n", times[0] * 1e3,
-                           times[repeat / 2] * 1e3, repeat, plan_s * 1e3, threads, threads > 1 ? "s" : "");
-    else printf("run: %.3f ms (plan %.3f ms, %d thread%s)\n", times[0] * 1e3, plan_s * 1e3, threads, threads > 1 ? "s" : "");
+    const char *how = gwr_session_optimized(s) ? "optimized" : "as written";
+    if (repeat > 1) printf("run: best %.3f ms, median %.3f ms of %d (plan %.3f ms %s, %d thread%s)\n", times[0] * 1e3,
+                           times[repeat / 2] * 1e3, repeat, plan_s * 1e3, how, threads, threads > 1 ? "s" : "");
+    else printf("run: %.3f ms (plan %.3f ms %s, %d thread%s)\n", times[0] * 1e3, plan_s * 1e3, how, threads,
+                threads > 1 ? "s" : "");
     printf("memory: peak %lld bytes of intermediate values; %lld bytes if none were reused\n",
            (long long)gwr_session_peak_bytes(s), (long long)gwr_session_total_bytes(s));
     if (odir) {
@@ -358,7 +366,7 @@ done:
 static void verify_help(FILE *out) {
     fprintf(out,
             "usage: gwr verify A B [--input NAME=FILE.pb ...] [--random SEED] [--shape NAME=D0,D1,...]\n"
-            "                  [--rtol R] [--atol A]\n"
+            "                  [--rtol R] [--atol A] [--no-optimize]\n"
             "\n"
             "Runs two ONNX models (a model and its rewrite, say) on the same inputs (as gwr run\n"
             "makes them) and compares their outputs by name: prints the largest absolute and\n"
@@ -367,6 +375,8 @@ static void verify_help(FILE *out) {
             "\n"
             "  --rtol R   relative tolerance (default 1e-4)\n"
             "  --atol A   absolute tolerance (default 1e-5)\n"
+            "  --no-optimize  run both models as written (by default each session runs an\n"
+            "             optimized copy, as gwr run does)\n"
             "\n"
             "Exit status: 0 all outputs within tolerance, 1 an output differs (or a model\n"
             "cannot be read or run), 2 bad usage.\n");
@@ -380,11 +390,12 @@ static int verify_cmd(int argc, char **argv) {
     const char *pa = NULL, *pb = NULL;
     input_spec spec = {0};
     double rtol = 1e-4, atol = 1e-5;
-    int rc = CLI_OK;
+    int rc = CLI_OK, raw = 0;
     for (int i = 1; i < argc && rc == CLI_OK; i++) {
         const char *a = argv[i];
         if (input_option("verify", argc, argv, &i, &spec, &rc)) continue;
-        if ((!strcmp(a, "--rtol") || !strcmp(a, "--atol")) && i + 1 < argc) {
+        if (!strcmp(a, "--no-optimize")) raw = 1;
+        else if ((!strcmp(a, "--rtol") || !strcmp(a, "--atol")) && i + 1 < argc) {
             char *end;
             double v = strtod(argv[++i], &end);
             if (*end || !(v >= 0)) rc = cli_usage("verify", "%s needs a number >= 0, not '%s'", a, argv[i]);
@@ -407,7 +418,8 @@ static int verify_cmd(int argc, char **argv) {
     rc = CLI_FAIL;
     /* Every input made: the library runs both on exactly these. */
     gwr_compare_options co = {.atol = atol, .rtol = rtol,
-                              .inputs = {.ngiven = in.in.n, .given_names = in.in.names, .given_values = in.in.values}};
+                              .inputs = {.ngiven = in.in.n, .given_names = in.in.names, .given_values = in.in.values},
+                              .session_new = raw ? NULL : gwr_session_new};
     if (gwr_exec_compare(na, nb, &co, &rep)) {
         if (rep.error_in) cli_error(rep.error_in == 1 ? pa : pb, gwr_last_errmsg());
         else fprintf(stderr, "gwr: verify %s %s: %s\n", pa, pb, gwr_last_errmsg());

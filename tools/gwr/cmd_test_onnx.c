@@ -181,8 +181,9 @@ static gwr_value *read_value(const char *path, gwr_network *net, int is_input, i
     return v;
 }
 
-/* Runs every data set of a case; T_PASS, T_FAIL (why) or T_SKIP (why). */
-static int run_case(tcase *t, double rtol, double atol, char *why, size_t size) {
+/* Runs every data set of a case in a session of the given optimization;
+ * T_PASS, T_FAIL (why) or T_SKIP (why). */
+static int run_case_as(tcase *t, gwr_session_optimize mode, double rtol, double atol, char *why, size_t size) {
     char *mpath = join(t->dir, "model.onnx");
     gwr_network *net = mpath ? gwr_onnx_load(mpath, NULL) : NULL;
     free(mpath);
@@ -195,7 +196,8 @@ static int run_case(tcase *t, double rtol, double atol, char *why, size_t size) 
         if (strcmp(gwr_layer_op(l), "Constant") || gwr_layer_prop(l, "onnx.constant_node", NULL)) t->op = gwr_strdup(gwr_layer_op(l));
     }
     int result = T_PASS;
-    gwr_session *s = gwr_session_new(net, NULL);
+    gwr_session_options so = {.optimize = mode};
+    gwr_session *s = gwr_session_new(net, &so);
     if (!s) {
         snprintf(why, size, "%s", gwr_last_errmsg());
         gwr_network_free(net);
@@ -274,6 +276,17 @@ static int run_case(tcase *t, double rtol, double atol, char *why, size_t size) 
     gwr_session_free(s);
     gwr_network_free(net);
     return result;
+}
+
+/* A case passes when it passes as written and, unless `raw_only`, in an
+ * optimized session too: the optimizer must not lose a test. */
+static int run_case(tcase *t, int raw_only, double rtol, double atol, char *why, size_t size) {
+    int r = run_case_as(t, GWR_SESSION_RAW, rtol, atol, why, size);
+    if (r != T_PASS || raw_only) return r;
+    char w[600];
+    if ((r = run_case_as(t, GWR_SESSION_OPTIMIZE, rtol, atol, w, sizeof w)) != T_PASS)
+        snprintf(why, size, "optimized session: %s", w);
+    return r;
 }
 
 /* ---- expected failures --------------------------------------------------- */
@@ -370,6 +383,8 @@ static void help(FILE *out) {
             "  --atol A          absolute tolerance (default 1e-7)\n"
             "  --table FILE      write a Markdown table of results per op\n"
             "  --write-expected FILE  write the failures found, in the expected-failures format\n"
+            "  --no-optimize     run each test as written only (by default each runs as\n"
+            "                    written and in an optimized session, and passes when both do)\n"
             "  -v, --verbose     a line for every test\n");
 }
 
@@ -380,7 +395,7 @@ static int run(int argc, char **argv) {
     }
     const char *exp_path = NULL, *filter = NULL, *table = NULL, *write_exp = NULL;
     double rtol = 1e-3, atol = 1e-7;
-    int verbose = 0, ndirs = 0;
+    int verbose = 0, ndirs = 0, raw_only = 0;
     const char **dirs = calloc((size_t)argc, sizeof *dirs);
     if (!dirs) return CLI_FAIL;
     for (int i = 1; i < argc; i++) {
@@ -400,6 +415,7 @@ static int run(int argc, char **argv) {
             if (a[2] == 'r') rtol = v;
             else atol = v;
         } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) verbose = 1;
+        else if (!strcmp(a, "--no-optimize")) raw_only = 1;
         else if (a[0] == '-' && a[1]) {
             free(dirs);
             return cli_usage("test-onnx", "unknown option or missing value: '%s'", a);
@@ -441,7 +457,7 @@ static int run(int argc, char **argv) {
             continue;
         }
         char why[1200] = "";
-        res[i] = run_case(t, rtol, atol, why, sizeof why);
+        res[i] = run_case(t, raw_only, rtol, atol, why, sizeof why);
         for (char *p = why; *p; p++)
             if (*p == '\n' || *p == '\t') *p = ' ';
         int64_t e = find_expected(&ex, t->name);

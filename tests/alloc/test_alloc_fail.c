@@ -386,6 +386,7 @@ typedef struct gpt_ctx {
     gwr_session *s;
     gwr_value *x, *out;
     double want[32];
+    int want_optimized; /* the reference session ran an optimized copy */
 } gpt_ctx;
 
 static const gwr_gpt_config g_gpt_onnx = {.blocks = 1, .hidden = 8, .heads = 2, .ffn = 16, .use_plugin = 0, .seed = 3};
@@ -401,6 +402,7 @@ static gwr_status gpt_setup(void *ctx) {
     gwr_session *s = gwr_session_new(c->net, NULL);
     gwr_value *y = NULL;
     gwr_status st = s ? gwr_session_run(s, 1, names, &c->x, 1, NULL, &y) : GWR_ERR_NOMEM;
+    c->want_optimized = gwr_session_optimized(s);
     if (!st && gwr_value_numel(y) == 32)
         for (int i = 0; i < 32; i++) c->want[i] = gwr_value_get_f64(y, i);
     else if (!st)
@@ -427,8 +429,11 @@ static void gpt_check(void *ctx, int failed) {
     gpt_ctx *c = ctx;
     check_verifies(c->net, "session-gpt");
     if (failed || !CHECK(c->out) || !CHECK_EQ_INT(gwr_value_numel(c->out), 32)) return;
+    /* A failure inside the optimizer leaves a session of the network as
+     * written: its unfused kernels agree within the passes' tolerance. */
+    double tol = gwr_session_optimized(c->s) == c->want_optimized ? 0 : 1e-4;
     int same = 1;
-    for (int i = 0; i < 32; i++) same &= gwr_value_get_f64(c->out, i) == c->want[i];
+    for (int i = 0; i < 32; i++) same &= fabs(gwr_value_get_f64(c->out, i) - c->want[i]) <= tol * (1 + fabs(c->want[i]));
     CHECK(same);
 }
 

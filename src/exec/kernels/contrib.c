@@ -70,8 +70,9 @@ static gwr_status run_gelu(gwr_kctx *k, int kind, int bias_in, double alpha) {
     if (x->rank < 1 && bias_in >= 0 && gwr_ku_opt(k, bias_in))
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "a bias needs an input of rank 1 or more");
     int64_t n = x->rank ? x->dims[x->rank - 1] : 1, rows = n ? x->numel / n : 0;
-    double *buf = gwr_ku_scratch(k, 2 * n + 1, sizeof *buf), *row = buf + n;
+    double *buf = gwr_ku_scratch(k, 2 * n + 1, sizeof *buf);
     if (!buf) return GWR_ERR_NOMEM;
+    double *row = buf + n; /* after the test: NULL + n is undefined */
     int hb = bias_in >= 0 ? last_axis_param(k, bias_in, "bias", x, n, buf) : 0;
     if (hb < 0) {
         gwr_free(buf);
@@ -268,8 +269,9 @@ static gwr_status k_simplified_ln(gwr_kctx *k) {
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "scale must be of X's dtype with %lld values", (long long)n);
     double eps = gwr_k_float(k, "epsilon", 1e-5f);
     int64_t rows = n ? x->numel / n : 0;
-    double *buf = gwr_ku_scratch(k, 2 * n + 1, sizeof *buf), *row = buf + n;
+    double *buf = gwr_ku_scratch(k, 2 * n + 1, sizeof *buf);
     if (!buf) return GWR_ERR_NOMEM;
+    double *row = buf + n;
     gwr_ku_load_f64(sc, 0, n, buf);
     gwr_value *y = gwr_k_out(k, 0, x->dtype, r, x->dims), *inv = NULL;
     gwr_status st = y ? GWR_OK : GWR_ERR_NOMEM;

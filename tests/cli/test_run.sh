@@ -30,6 +30,26 @@ os.makedirs(case)
 onnx.save(helper.make_model(g1, opset_imports=[helper.make_opsetid("", 17)]), d + "/suite/test_wrong/model.onnx")
 onnx.save_tensor(numpy_helper.from_array(np.ones((2, 3), np.float32), "x"), case + "/input_0.pb")
 onnx.save_tensor(numpy_helper.from_array(np.full((2, 3), 2, np.float32), "y"), case + "/output_0.pb")
+# Conv + Relu (a FusedConv for gwr's sessions) and its expected output by
+# numpy; and y = Identity(Relu(x)) with x [2, 3] but y declared [3, 2],
+# which the optimizer's interface guard refuses.
+rng = np.random.default_rng(5)
+W = rng.uniform(-1, 1, (3, 2, 3, 3)).astype(np.float32); B = rng.uniform(-1, 1, 3).astype(np.float32)
+X = rng.uniform(-1, 1, (1, 2, 5, 5)).astype(np.float32)
+cx = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5, 5])
+cy = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 5, 5])
+gc = helper.make_graph([helper.make_node("Conv", ["x", "W", "B"], ["c"], pads=[1, 1, 1, 1]),
+                        helper.make_node("Relu", ["c"], ["y"])], "convrelu", [cx], [cy],
+                       [numpy_helper.from_array(W, "W"), numpy_helper.from_array(B, "B")])
+onnx.save(helper.make_model(gc, opset_imports=[helper.make_opsetid("", 17)]), d + "/convrelu.onnx")
+onnx.save_tensor(numpy_helper.from_array(X, "x"), d + "/cx.pb")
+P = np.pad(X[0], ((0, 0), (1, 1), (1, 1)))
+Y = np.array([[[(P[:, i:i + 3, j:j + 3] * W[o]).sum() + B[o] for j in range(5)] for i in range(5)] for o in range(3)])
+np.save(d + "/cy.npy", np.maximum(Y, 0)[None].astype(np.float32))
+ly = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 2])
+gl = helper.make_graph([helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Identity", ["h"], ["y"])],
+                       "lie", [x], [ly])
+onnx.save(helper.make_model(gl, opset_imports=[helper.make_opsetid("", 17)]), d + "/lie.onnx")
 PYEOF
 
 # ---- gwr run ----
@@ -99,6 +119,27 @@ expect 1 "verify: models whose inputs disagree" -- "$G" verify "$tmp/same.onnx" 
 errline "input 'x': rank 2, expected 4" "verify: models whose inputs disagree"
 expect 1 "verify: a model lacking an input" -- "$G" verify "$tmp/same.onnx" "$tmp/zed.onnx"
 errline "has no input 'x'" "verify: a model lacking an input"
+
+# ---- sessions optimize a copy; --no-optimize runs the model as written ----
+expect 0 "run optimized" -- "$G" run "$tmp/convrelu.onnx" --input "x=$tmp/cx.pb" -o "$tmp/co"
+has out "^run: [0-9.]* ms (plan [0-9.]* ms optimized" "run says the session is optimized"
+expect 0 "run --no-optimize" -- "$G" run "$tmp/convrelu.onnx" --input "x=$tmp/cx.pb" -o "$tmp/cr" --no-optimize
+has out "^run: [0-9.]* ms (plan [0-9.]* ms as written" "--no-optimize: the session runs the model as written"
+for o in co cr; do
+    ok "$o: Conv+Relu equals numpy's" -- "$PY" -c "
+import numpy as np, onnx
+from onnx import numpy_helper
+got = numpy_helper.to_array(onnx.load_tensor('$tmp/$o/output_0.pb')); want = np.load('$tmp/cy.npy')
+assert got.shape == want.shape and np.abs(got - want).max() <= 1e-5 + 1e-4 * np.abs(want).max(), np.abs(got - want).max()"
+done
+expect 0 "run: the optimizer refuses the model, the run goes on" -- "$G" run "$tmp/lie.onnx" --input "x=$tmp/x.pb"
+hasf out "y: float32[2,3] [0, 1, 2, 3, 4, 5]" "the model as written ran"
+has out "plan [0-9.]* ms as written" "the plan says as written"
+errline "running the model as written: optimizing: " "the reason is on stderr"
+expect 0 "verify optimized" -- "$G" verify "$tmp/convrelu.onnx" "$tmp/convrelu.onnx" --input "x=$tmp/cx.pb"
+expect 0 "verify --no-optimize" -- "$G" verify "$tmp/convrelu.onnx" "$tmp/convrelu.onnx" --no-optimize
+expect 0 "test-onnx --no-optimize" -- "$G" test-onnx --no-optimize --filter test_identity "$TD"
+has out "^[1-9][0-9]* passed, 0 failed" "test-onnx --no-optimize: identity passes"
 
 # ---- gwr test-onnx ----
 expect 0 "test-onnx on ONNX's identity test" -- "$G" test-onnx --filter test_identity "$TD"

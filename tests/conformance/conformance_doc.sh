@@ -20,7 +20,10 @@ out=$tmp/conformance.md
     echo "\`libonnx-testdata\` ($TD); \`make test\` checks that this file is current. A test passes when"
     echo "every output of every data set is within ONNX's backend tolerances (rtol 1e-3, atol 1e-7; NaN"
     echo "equals NaN); it is skipped when its data is not a tensor (sequences, optionals, maps), which the"
-    echo "executor does not represent. Every failure is listed with its reason in \`$EXP\`."
+    echo "executor does not represent. Every test runs twice, in a session of the model as written and in"
+    echo "an optimized one (the default of \`gwr_session_new\`: the optimizer's passes for gwr's executor on"
+    echo "a private copy); it passes only when both pass, so both pass the same tests. Every failure is"
+    echo "listed with its reason in \`$EXP\`."
     echo
     echo "| directory | tests | passed | failed | skipped | passed % | target |"
     echo "| --- | ---: | ---: | ---: | ---: | ---: | --- |"

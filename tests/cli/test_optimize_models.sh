@@ -66,6 +66,15 @@ for m in $MODELS; do
         done
     done
 done
+# gwr_session_new's default runs what `gwr optimize --target gwr` (level
+# extended) writes: the same outputs, bit for bit
+for m in $MODELS; do
+    expect 0 "run $m in an optimized session" -- "$GWR" run "$M/$m.onnx" -o "$tmp/s_$m"
+    has out "plan [0-9.]* ms optimized" "$m: the session is optimized"
+    expect 0 "run $m.extended.gwr as written" -- "$GWR" run "$M/$m.extended.gwr.onnx" --no-optimize -o "$tmp/w_$m"
+    ok "the session of $m runs its --target gwr optimization" -- sh -c \
+        'for f in "$1"/output_*.pb; do cmp "$f" "$2/${f##*/}" || exit 1; done' - "$tmp/s_$m" "$tmp/w_$m"
+done
 expect 0 "node counts and op facts (check_opt_models.py)" -- "$PY" "$HERE/check_opt_models.py" "$HERE/optimize_models_expected.txt" "$M"
 cat "$tmp/out"
 if [ -z "${GWR_SKIP_ORT:-}" ]; then

@@ -475,7 +475,9 @@ gwr_status gwr_session_run(gwr_session *s, int nin, const char *const *in_names,
         }
     }
     gwr_exec_pool_begin_run(s->pool);
+    int blas_prev = gwr_blas_run_begin(s->threads);
     if (!rc) rc = run_plan(s, s->root, NULL, ins, outs);
+    gwr_blas_run_end(blas_prev);
     gwr_exec_pool_stats(s->pool, &s->peak, &s->total);
     for (int k = 0; k < nout && !rc; k++) out_values[k] = gwr_value_retain(outs[pick[k]]);
     for (int i = 0; outs && i < no; i++) gwr_value_release(outs[i]);

@@ -25,12 +25,16 @@
 # --no-optimize, the raw graph's median is shown too.
 # Usage: bench/run_exec_bench.sh [WORKDIR]   (default: a temp dir, removed after)
 #   BUILD=<dir>   build folder (default build)
-#   REPEAT=N      timed runs of each model and runtime (default 20)
+#   REPEAT=N      timed runs of each model and runtime in a round (default 20)
+#   ROUNDS=N      rounds (default 3): each runs gwr and onnxruntime in turn, so
+#                 that a change in the machine's load touches both alike; shown:
+#                 the best of all runs, the median of the rounds' medians
 #   MODELS="..."  a subset of the models above
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 REPEAT=${REPEAT:-20}
+ROUNDS=${ROUNDS:-3}
 MODELS=${MODELS:-gpt12 resnet18 mbv3_bn lstm gpt_dec_s1 gpt_dec_s128}
 . bench/lib.sh
 bench_build bench_exec gwr
@@ -45,7 +49,7 @@ echo
 echo "- command: \`bench/run_exec_bench.sh\`; $(bench_build_desc)"
 echo "- machine: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start"
 echo "- onnxruntime-node $(node -p "require('onnxruntime-node/package.json').version"), graph optimization level all, N intra-op threads, one inter-op thread; gwr run --threads N"
-echo "- latency: $REPEAT timed runs of a session (planning and loading not counted; onnxruntime runs once to warm up first, gwr's first timed run is its first)"
+echo "- latency: $ROUNDS rounds, each of $REPEAT timed runs of a session per runtime and thread count, in turn (planning and loading not counted; onnxruntime runs once to warm up first, gwr's first timed run is its first); best of all runs, median of the rounds' medians; planning, memory and RSS: median / median / largest over the rounds"
 echo "- peak RSS: GNU time's maximum resident set size of the whole one-thread process (gwr run; node + onnxruntime-node, $(/usr/bin/time -f %M node -e "require('onnxruntime-node')" 2>&1 >/dev/null | awk '{printf "%.0f MiB", $1/1024}') of it with the module loaded and no session)"
 echo
 
@@ -58,8 +62,12 @@ for m in $MODELS; do
     esac
 done
 
-# field FILE PATTERN: the first number after PATTERN in FILE.
-field() { sed -n "s/.*$2 \([0-9.e+-]*\).*/\1/p" "$1" | head -n 1; }
+# stat FILE PATTERN min|med: the least or the median of the numbers after
+# PATTERN on FILE's lines (one line a round).
+stat() {
+    sed -n "s/.*$2 \([0-9.e+-]*\).*/\1/p" "$1" | sort -g |
+        awk -v how="$3" '{ v[NR] = $1 } END { print how == "min" ? v[1] : v[int((NR + 1) / 2)] }'
+}
 
 printf '| model | gwr 1t best / median ms | ort 1t best / median ms | gwr/ort median | gwr/ort best |'
 [ -z "$RAW" ] || printf ' raw gwr median ms |'
@@ -71,29 +79,35 @@ printf '%s\n' '---|---|---|---|---|---|'
 for m in $MODELS; do
     shape=
     case $m in gpt12) shape="--shape x=1,128,256" ;; resnet18) shape="--shape x=1,3,224,224" ;; esac
-    # One thread: gwr writes the inputs that onnxruntime then reads.
-    # shellcheck disable=SC2086
-    /usr/bin/time -f %M -o "$W/$m.g1.rss" $GWR run "$W/$m.onnx" $shape --random 1 --threads 1 --repeat "$REPEAT" -o "$W/$m.io" >"$W/$m.g1"
-    /usr/bin/time -f %M -o "$W/$m.o1.rss" node bench/ort_exec.js "$W/$m.onnx" "$W/$m.io" "$REPEAT" 1 >"$W/$m.o1"
-    # shellcheck disable=SC2086
-    $GWR run "$W/$m.onnx" $shape --random 1 --threads 2 --repeat "$REPEAT" >"$W/$m.g2"
-    node bench/ort_exec.js "$W/$m.onnx" "$W/$m.io" "$REPEAT" 2 >"$W/$m.o2"
-    gb=$(field "$W/$m.g1" "run: best") gm=$(field "$W/$m.g1" "median") gp=$(field "$W/$m.g1" "(plan")
-    ob=$(field "$W/$m.o1" "best") om=$(field "$W/$m.o1" "median") oc=$(field "$W/$m.o1" "create")
-    g2=$(field "$W/$m.g2" "median") o2=$(field "$W/$m.o2" "median")
-    peak=$(field "$W/$m.g1" "memory: peak") total=$(field "$W/$m.g1" "values;") err=$(sed -n 's/.*max abs difference //p' "$W/$m.o1")
+    rm -f "$W/$m".[go][12] "$W/$m".[go]1.rss "$W/$m.raw"
+    r=0
+    while [ "$r" -lt "$ROUNDS" ]; do
+        r=$((r + 1))
+        # One thread: gwr writes the inputs that onnxruntime then reads.
+        # shellcheck disable=SC2086
+        /usr/bin/time -a -f %M -o "$W/$m.g1.rss" $GWR run "$W/$m.onnx" $shape --random 1 --threads 1 --repeat "$REPEAT" -o "$W/$m.io" >>"$W/$m.g1"
+        /usr/bin/time -a -f %M -o "$W/$m.o1.rss" node bench/ort_exec.js "$W/$m.onnx" "$W/$m.io" "$REPEAT" 1 >>"$W/$m.o1"
+        # shellcheck disable=SC2086
+        $GWR run "$W/$m.onnx" $shape --random 1 --threads 2 --repeat "$REPEAT" >>"$W/$m.g2"
+        node bench/ort_exec.js "$W/$m.onnx" "$W/$m.io" "$REPEAT" 2 >>"$W/$m.o2"
+        # shellcheck disable=SC2086
+        [ -z "$RAW" ] || $GWR run "$W/$m.onnx" $shape --random 1 --threads 1 --repeat "$REPEAT" --no-optimize >>"$W/$m.raw"
+    done
+    gb=$(stat "$W/$m.g1" "run: best" min) gm=$(stat "$W/$m.g1" "median" med) gp=$(stat "$W/$m.g1" "(plan" med)
+    ob=$(stat "$W/$m.o1" "best" min) om=$(stat "$W/$m.o1" "median" med) oc=$(stat "$W/$m.o1" "create" med)
+    g2=$(stat "$W/$m.g2" "median" med) o2=$(stat "$W/$m.o2" "median" med)
+    peak=$(stat "$W/$m.g1" "memory: peak" med) total=$(stat "$W/$m.g1" "values;" med)
+    err=$(sed -n 's/.*max abs difference //p' "$W/$m.o1" | sort -g | tail -n 1)
     echo "$m $gm $om $gb $ob" >>"$W/ratios"
     printf '| %s | %s / %s | %s / %s | %.2fx | %.2fx |' "$m" "$gb" "$gm" "$ob" "$om" \
         "$(awk "BEGIN{print $gm / $om}")" "$(awk "BEGIN{print $gb / $ob}")"
     if [ -n "$RAW" ]; then
-        # shellcheck disable=SC2086
-        $GWR run "$W/$m.onnx" $shape --random 1 --threads 1 --repeat "$REPEAT" --no-optimize >"$W/$m.raw"
-        printf ' %s |' "$(field "$W/$m.raw" "median")"
+        printf ' %s |' "$(stat "$W/$m.raw" "median" med)"
     fi
     printf ' %s (%.2fx) | %s (%.2fx) | %s / %s | %.2f / %.2f | %.0f / %.0f | %s |\n' \
         "$g2" "$(awk "BEGIN{print $gm / $g2}")" "$o2" "$(awk "BEGIN{print $om / $o2}")" "$gp" "$oc" \
-        "$(awk "BEGIN{print $peak / 1048576}")" "$(awk "BEGIN{print $total / 1048576}")" "$(awk "{print \$1 / 1024}" "$W/$m.g1.rss")" \
-        "$(awk "{print \$1 / 1024}" "$W/$m.o1.rss")" "$err"
+        "$(awk "BEGIN{print $peak / 1048576}")" "$(awk "BEGIN{print $total / 1048576}")" "$(sort -n "$W/$m.g1.rss" | tail -n 1 | awk '{print $1 / 1024}')" \
+        "$(sort -n "$W/$m.o1.rss" | tail -n 1 | awk '{print $1 / 1024}')" "$err"
 done
 echo
 awk '{ lm += log($2 / $3); lb += log($4 / $5); n++

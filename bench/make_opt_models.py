@@ -19,6 +19,19 @@ random weights (numpy, seed 13):
                      -head attention, GELU in erf form
                      (x * 0.5 * (1 + Erf(x / sqrt(2)))), MatMul+Add linears.
 
+the models of the executor benchmark (bench/run_exec_bench.sh, issue 14),
+larger, so that a run is not trivially short:
+  mbv3_bn.onnx       opset 14: a MobileNetV3-Small-style classifier as PyTorch
+                     exports it with BatchNormalization left in, x [1, 3, 224,
+                     224]: stem Conv+BN+HardSwish, eleven inverted-residual
+                     blocks (1x1 expand Conv+BN+act, depthwise 3x3/5x5
+                     Conv+BN+act, squeeze-excite with HardSigmoid, 1x1
+                     project Conv+BN, residual Add), Conv+BN+HardSwish,
+                     GlobalAveragePool, Flatten, Gemm+HardSwish, Gemm to 1000
+  lstm_bench.onnx    lstm with T 128, input 128, hidden 256
+  gpt_dec_s1.onnx    gpt_decoder with 6 blocks, hidden 512, 8 heads, at
+  gpt_dec_s128.onnx  sequence 1 (a decode step) and 128 (the same weights)
+
 and the models of the optimizer's proof sweep (tests/cli/test_optimize_models.sh,
 which names them on the command line; each is described at its function):
   gpt_decoder.onnx, gpt_decoder_where.onnx, resnet_bn.onnx, deconv_bn.onnx, lstm.onnx, mbv3_forms.onnx
@@ -317,6 +330,43 @@ def lstm(path, T=8, I=16, Hd=32):
     g.save(path, [T, 1, I], None, None, 13, outputs=[(q, [T, 5]), (yh, [1, 1, Hd])])
 
 
+def mbv3_bn(path):
+    g = G()
+
+    def cba(x, cin, cout, k, stride=1, group=1, act="Relu"):
+        h = bn(g, conv(g, x, cin, cout, k, stride, group, bias=False), cout)
+        return g.op(act, [h]) if act else h
+
+    def se(x, c):
+        s = g.op("GlobalAveragePool", [x])
+        s = g.op("Relu", [conv(g, s, c, c // 4, 1)])
+        s = g.op("HardSigmoid", [conv(g, s, c // 4, c, 1)], alpha=1.0 / 6.0, beta=0.5)
+        return g.op("Mul", [x, s])
+
+    h = cba("x", 3, 16, 3, 2, act="HardSwish")
+    cin = 16
+    # expand, out, kernel, stride, squeeze-excite, activation (MobileNetV3-Small)
+    for e, c, k, st, use_se, act in ((16, 16, 3, 2, 1, "Relu"), (72, 24, 3, 2, 0, "Relu"),
+                                     (88, 24, 3, 1, 0, "Relu"), (96, 40, 5, 2, 1, "HardSwish"),
+                                     (240, 40, 5, 1, 1, "HardSwish"), (240, 40, 5, 1, 1, "HardSwish"),
+                                     (120, 48, 5, 1, 1, "HardSwish"), (144, 48, 5, 1, 1, "HardSwish"),
+                                     (288, 96, 5, 2, 1, "HardSwish"), (576, 96, 5, 1, 1, "HardSwish"),
+                                     (576, 96, 5, 1, 1, "HardSwish")):
+        x = h if e == cin else cba(h, cin, e, 1, act=act)
+        x = cba(x, e, e, k, st, group=e, act=act)
+        if use_se:
+            x = se(x, e)
+        x = cba(x, e, c, 1, act=None)
+        h = g.op("Add", [x, h]) if st == 1 and cin == c else x
+        cin = c
+    h = cba(h, 96, 576, 1, act="HardSwish")
+    f = g.op("Flatten", [g.op("GlobalAveragePool", [h])], axis=1)
+    f = g.op("HardSwish", [g.op("Gemm", [f, g.const(f32(1024, 576, scale=576 ** -0.5)), g.const(f32(1024, scale=0.1))],
+                                transB=1)])
+    y = g.op("Gemm", [f, g.const(f32(1000, 1024, scale=1024 ** -0.5)), g.const(f32(1000, scale=0.1))], transB=1)
+    g.save(path, [1, 3, 224, 224], y, [1, 1000], 14)
+
+
 MODELS = {
     "cnn_bn": cnn_bn,
     "mbv3_op13": lambda p: mbv3(p, 13),
@@ -328,6 +378,10 @@ MODELS = {
     "resnet_bn": resnet_bn,
     "deconv_bn": deconv_bn,
     "lstm": lstm,
+    "mbv3_bn": mbv3_bn,
+    "lstm_bench": lambda p: lstm(p, T=128, I=128, Hd=256),
+    "gpt_dec_s1": lambda p: gpt_decoder(p, blocks=6, T=1, D=512, H=8),
+    "gpt_dec_s128": lambda p: gpt_decoder(p, blocks=6, T=128, D=512, H=8),
 }
 
 

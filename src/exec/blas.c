@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,8 @@ gwr_blas_fns gwr_blas;
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static char blas_why[512];
-static int blas_ok;
+static atomic_int blas_ok;
+static int blas_initial; /* the process's count when gwr opened OpenBLAS */
 
 /* dlsym's object pointer into a function pointer, the way POSIX allows. */
 #define BIND(h, field, sym)                                                 \
@@ -48,6 +50,7 @@ static void blas_open(void) {
     BIND(h, dgemm, "cblas_dgemm");
     BIND(h, set_num_threads, "openblas_set_num_threads");
     BIND(h, get_num_threads, "openblas_get_num_threads");
+    blas_initial = gwr_blas.get_num_threads();
     blas_ok = 1; /* the handle stays open for the life of the process */
 }
 
@@ -61,4 +64,18 @@ int gwr_blas_load(const char **why) {
 void gwr_blas_threads(int n) {
     if (n < 1) n = 1;
     if (gwr_blas.get_num_threads() != n) gwr_blas.set_num_threads(n);
+}
+
+int gwr_blas_run_begin(int n) {
+    if (!blas_ok) return 0; /* nothing to set: no kernel has needed OpenBLAS yet */
+    int prev = gwr_blas.get_num_threads();
+    gwr_blas_threads(n);
+    return prev;
+}
+
+void gwr_blas_run_end(int prev) {
+    /* A subgraph planned during the run may have opened OpenBLAS: its
+     * kernels changed the count from the one it had at opening. */
+    if (!prev && blas_ok) prev = blas_initial;
+    if (prev > 0) gwr_blas_threads(prev);
 }

@@ -30,4 +30,13 @@ int gwr_blas_load(const char **why);
 /* The BLAS thread count, changed only when it differs. */
 void gwr_blas_threads(int n);
 
+/* OpenBLAS's thread count is one per process: a session sets its own for
+ * the length of a run and gives the caller's back at the end, so that a
+ * session with --threads 2 leaves no two-thread GEMMs behind it (for a
+ * later session, or for the application's own OpenBLAS calls).
+ * gwr_blas_run_begin sets n when OpenBLAS is open and returns the count
+ * to restore (0: not open yet); gwr_blas_run_end(that) restores it. */
+int gwr_blas_run_begin(int n);
+void gwr_blas_run_end(int prev);
+
 #endif

@@ -49,6 +49,8 @@ gwr_buffer *gwr_exec_pool_alloc(gwr_exec_pool *p, size_t n);
 /* Starts a run's figures: total 0, peak the bytes out now. */
 void gwr_exec_pool_begin_run(gwr_exec_pool *p);
 void gwr_exec_pool_stats(const gwr_exec_pool *p, int64_t *peak, int64_t *total);
+/* Is b a buffer of p that nothing but its one holder references? */
+int gwr_exec_pool_owns_sole(const gwr_exec_pool *p, const gwr_buffer *b);
 
 /* ---- kernel contexts ----------------------------------------------------- */
 
@@ -76,6 +78,8 @@ struct gwr_kctx {
     gwr_exec_pool *pool;      /* where outputs are allocated */
     gwr_kmsg *msg;            /* what gwr_k_fail writes */
     const uint8_t *out_used;  /* per output: read by anything; NULL: every output is */
+    uint32_t in_last;         /* bit j: this layer is the last reader of input j's value (see
+                               * gwr_k_out_over); 0 outside a session */
     gwr_kgraph_fn run_graph;  /* NULL: no subgraphs here (gwr_exec_layer) */
     void *run_ctx;            /* run_graph's: the session's frame */
 };
@@ -123,6 +127,13 @@ int gwr_kernel_supports(const gwr_kernel_entry *e, int64_t opset);
  * (INVALID_ARG); the kernel may return GWR_ERR_NOMEM either way: the
  * status gwr_k_fail recorded is the one reported. */
 gwr_value *gwr_k_out(gwr_kctx *k, int i, gwr_dtype dtype, int rank, const int64_t *dims);
+/* As gwr_k_out, but output i takes input j's bytes when nothing reads
+ * them after this layer (k->in_last, the value and its bytes held by the
+ * frame alone, from the session's pool) and they are as many as the
+ * output needs: an element-wise kernel that reads x[i] before it writes
+ * o[i] then runs in place, and the run's peak memory does not grow by an
+ * output. Otherwise a fresh output, as gwr_k_out. */
+gwr_value *gwr_k_out_over(gwr_kctx *k, int i, int j, gwr_dtype dtype, int rank, const int64_t *dims);
 /* Output i is v (a new reference is taken). */
 void gwr_k_set_out(gwr_kctx *k, int i, gwr_value *v);
 /* Output i shares v's bytes with another shape of the same element count. */

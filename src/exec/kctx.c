@@ -46,6 +46,26 @@ gwr_value *gwr_k_out(gwr_kctx *k, int i, gwr_dtype dtype, int rank, const int64_
     return v;
 }
 
+gwr_value *gwr_k_out_over(gwr_kctx *k, int i, int j, gwr_dtype dtype, int rank, const int64_t *dims) {
+    const gwr_value *x = j >= 0 && j < k->nin && j < 32 && (k->in_last >> j & 1) ? k->in[j] : NULL;
+    int bits = gwr_dtype_bits(dtype);
+    int64_t n = gwr_shape_numel(rank, dims);
+    /* the frame's reference alone: not a network input the caller holds,
+     * nor a value a Loop carries; the bytes of no view (Reshape's) */
+    if (!x || dtype == GWR_STRING || x->dtype == GWR_STRING || !bits || n < 0 || i < 0 || i >= k->nout ||
+        atomic_load(&x->refs) != 1 || !gwr_exec_pool_owns_sole(k->pool, x->buf) ||
+        (uint64_t)n > ((uint64_t)1 << 56) / (uint64_t)bits || ((uint64_t)n * (uint64_t)bits + 7) / 8 != x->nbytes)
+        return gwr_k_out(k, i, dtype, rank, dims);
+    gwr_value *v = gwr_value_over(x->buf, x->data, dtype, rank, dims);
+    if (!v) {
+        gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for output %d", i);
+        return NULL;
+    }
+    gwr_value_release(k->out[i]);
+    k->out[i] = v;
+    return v;
+}
+
 void gwr_k_set_out(gwr_kctx *k, int i, gwr_value *v) {
     gwr_value_retain(v);
     gwr_value_release(k->out[i]);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "exec/exec_internal.h"
+#include "ir/ir_api.h"
 
 #define POOL_CLASSES 48
 #define POOL_MIN_LOG2 6
@@ -86,4 +87,8 @@ void gwr_exec_pool_begin_run(gwr_exec_pool *p) {
 
 void gwr_exec_pool_stats(const gwr_exec_pool *p, int64_t *peak, int64_t *total) {
     *peak = p->peak, *total = p->total;
+}
+
+int gwr_exec_pool_owns_sole(const gwr_exec_pool *p, const gwr_buffer *b) {
+    return gwr_ir_buffer_is_sole(b, pool_release, p);
 }

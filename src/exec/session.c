@@ -34,6 +34,7 @@ typedef struct step {
     int64_t *release;  /* slots dead after this step */
     int64_t nrelease;
     uint8_t *out_used; /* per output: read by a step, a subgraph or the caller */
+    uint32_t in_last;  /* bit j: input j's slot dies here and no other input reads it */
 } step;
 
 typedef struct gplan {
@@ -154,6 +155,17 @@ static const gwr_kernel_entry *layer_kernel(const gwr_layer *l, int64_t opset, c
     return e;
 }
 
+/* Which inputs of st are slots it releases, each read by one input only:
+ * a kernel may write its output over them (gwr_k_out_over). */
+static void mark_last_reads(step *st) {
+    for (int64_t r = 0; r < st->nrelease; r++) {
+        int at = -1, n = 0;
+        for (int j = 0; j < st->nin; j++)
+            if (st->in[j] == st->release[r]) at = j, n++;
+        if (n == 1 && at < 32) st->in_last |= 1u << at;
+    }
+}
+
 static gplan *plan_new(gwr_session *s, gwr_network *net) {
     gplan *p = gwr_calloc(1, sizeof *p);
     gwr_layer **order = NULL;
@@ -244,6 +256,7 @@ static gplan *plan_new(gwr_session *s, gwr_network *net) {
         st->release = r;
         r[st->nrelease++] = sl;
     }
+    for (int64_t k = 0; k < p->nsteps; k++) mark_last_reads(&p->steps[k]);
     gwr_free(order), gwr_free(last);
     return p;
 nomem:
@@ -371,6 +384,7 @@ static gwr_status run_steps(gwr_session *s, gwr_frame *f) {
         if (!rc) {
             gwr_kctx kc = {.layer = st->l, .opset = st->opset, .nin = st->nin, .nout = st->nout, .in = in, .out = out,
                            .threads = s->threads, .pool = s->pool, .msg = &s->kmsg, .out_used = st->out_used,
+                           .in_last = st->in_last,
                            .run_graph = run_subgraph, .run_ctx = f};
             s->kmsg.text[0] = 0;
             s->kmsg.status = GWR_OK;
@@ -489,7 +503,9 @@ gwr_status gwr_session_run(gwr_session *s, int nin, const char *const *in_names,
         }
     }
     gwr_exec_pool_begin_run(s->pool);
+    int blas_prev = gwr_blas_run_begin(s->threads);
     if (!rc) rc = run_plan(s, s->root, NULL, ins, outs);
+    gwr_blas_run_end(blas_prev);
     gwr_exec_pool_stats(s->pool, &s->peak, &s->total);
     for (int k = 0; k < nout && !rc; k++) out_values[k] = gwr_value_retain(outs[pick[k]]);
     for (int i = 0; outs && i < no; i++) gwr_value_release(outs[i]);

@@ -148,4 +148,9 @@ void gwr_buffer_release(gwr_buffer *b) {
 }
 
 const void *gwr_buffer_data(const gwr_buffer *b) { return b ? b->data : NULL; }
+
+int gwr_ir_buffer_is_sole(const gwr_buffer *b, void (*release)(void *ctx, const void *data, size_t size),
+                          const void *ctx) {
+    return b && !b->owned && b->release == release && b->ctx == ctx && atomic_load(&b->refs) == 1;
+}
 size_t gwr_buffer_size(const gwr_buffer *b) { return b ? b->size : 0; }

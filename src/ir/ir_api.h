@@ -245,4 +245,11 @@ void gwr_ir_discard_new_layer(gwr_layer *l);
  * gets the number of uses that would move. Message on old's network. */
 gwr_status gwr_ir_replace_check(gwr_tensor *old, gwr_tensor *nw, const gwr_layer *except, int64_t *nmoving);
 
+/* Is b held by one reference only, and was it wrapped with this release
+ * callback and context? The executor asks before it writes a layer's
+ * output over a dying input's bytes: bytes of its own pool that no other
+ * value (a view, a caller) still reads. */
+int gwr_ir_buffer_is_sole(const gwr_buffer *b, void (*release)(void *ctx, const void *data, size_t size),
+                          const void *ctx);
+
 #endif

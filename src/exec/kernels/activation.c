@@ -133,11 +133,21 @@ static gwr_status run_act(gwr_kctx *k, const act *op, double a, double b, double
     if (!f && gwr_ku_is_half(t)) f = op->f[GWR_FLOAT32], via = 1;
     if (!f && gwr_ku_is_int(t) && op->ints_via_f64) f = op->f[GWR_FLOAT64], via = 2;
     if (!f) return gwr_k_fail(k, GWR_ERR_TYPE, "input 0: dtype %s is not supported", gwr_dtype_name(t));
-    gwr_value *o = gwr_k_out(k, 0, t, x->rank, x->dims);
+    gwr_value *o = gwr_k_out_over(k, 0, 0, t, x->rank, x->dims);
     if (!o) return GWR_ERR_NOMEM;
     const double p[3] = {a, b, c};
     int64_t n = x->numel;
-    if (!via) {
+    if (!via && o->data == x->data) {
+        /* in place: the rows' pointers are restrict, so a chunk at a time
+         * through the stack (L1), then back */
+        size_t es = (size_t)gwr_dtype_bits(t) / 8;
+        double res[CHUNK];
+        for (int64_t s = 0; s < n; s += CHUNK) {
+            int64_t m = n - s < CHUNK ? n - s : CHUNK;
+            f((char *)o->data + (size_t)s * es, res, m, p);
+            memcpy((char *)o->data + (size_t)s * es, res, (size_t)m * es);
+        }
+    } else if (!via) {
         f(x->data, o->data, n, p);
     } else if (via == 1) {
         float buf[CHUNK], res[CHUNK];

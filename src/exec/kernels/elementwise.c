@@ -741,10 +741,20 @@ static gwr_status unary(gwr_kctx *k, const unop *op) {
     if (!f && gwr_ku_is_half(t) && op->f[GWR_FLOAT32]) f = op->f[GWR_FLOAT32], via = 1;
     if (!f && gwr_ku_is_int(t) && op->ints_via_f64 && op->f[GWR_FLOAT64]) f = op->f[GWR_FLOAT64], via = 2;
     if (!f) return bad_dtype(k, 0, t);
-    gwr_value *o = gwr_k_out(k, 0, op->obool ? GWR_BOOL : t, x->rank, x->dims);
+    gwr_value *o = gwr_k_out_over(k, 0, 0, op->obool ? GWR_BOOL : t, x->rank, x->dims);
     if (!o) return GWR_ERR_NOMEM;
     int64_t n = x->numel;
-    if (!via) {
+    if (!via && o->data == x->data) {
+        /* in place (same element size): the rows' pointers are restrict,
+         * so a chunk at a time through the stack, then back */
+        size_t es = (size_t)gwr_dtype_bits(t) / 8;
+        double res[CHUNK];
+        for (int64_t s = 0; s < n; s += CHUNK) {
+            int64_t c = n - s < CHUNK ? n - s : CHUNK;
+            f((char *)o->data + (size_t)s * es, res, c);
+            memcpy((char *)o->data + (size_t)s * es, res, (size_t)c * es);
+        }
+    } else if (!via) {
         f(x->data, o->data, n);
     } else if (via == 1) {
         float fx[CHUNK], fo[CHUNK];

@@ -338,6 +338,27 @@ TEST(fused_z_errors) {
     for (int i = 0; i < 4; i++) gwr_value_release(in[i]);
 }
 
+/* HardSigmoid / HardSwish clamp with compares (fast_math.h): the ONNX
+ * formulas max(0, min(1, a x + b)) (x times it), NaN kept. */
+TEST(hard_activations_clamp) {
+    static const double xs[] = {NAN, -INFINITY, INFINITY, -3.5, -3.0, -0.25, 0.0, 0.2, 2.9, 3.0, 10.0};
+    int n = (int)(sizeof xs / sizeof *xs);
+    double want_sig[16], want_sw[16];
+    for (int i = 0; i < n; i++) {
+        double t = 0.2 * xs[i] + 0.5, u = xs[i] / 6 + 0.5;
+        want_sig[i] = isnan(t) ? t : t < 0 ? 0 : t > 1 ? 1 : t;
+        want_sw[i] = isnan(u) ? u : xs[i] * (u < 0 ? 0 : u > 1 ? 1 : u);
+    }
+    want_sw[1] = NAN; /* -inf * 0 */
+    gwr_value *x = mk(GWR_FLOAT32, 1, (const int64_t[]){n}, xs), *y = NULL;
+    CHECK(!run_layer("HardSigmoid", "", 1, &x, NULL, &y));
+    CHECK(close_to(y, want_sig, n, 1e-6, "HardSigmoid"));
+    gwr_value_release(y);
+    CHECK(!run_layer("HardSwish", "", 1, &x, NULL, &y));
+    CHECK(close_to(y, want_sw, n, 1e-6, "HardSwish"));
+    gwr_value_release(y), gwr_value_release(x);
+}
+
 int main(void) {
     RUN(depthwise_geometries);
     RUN(depthwise_fallbacks);
@@ -346,5 +367,6 @@ int main(void) {
     RUN(fused_special_values);
     RUN(fused_equals_unfused_bits);
     RUN(fused_z_errors);
+    RUN(hard_activations_clamp);
     return check_report();
 }

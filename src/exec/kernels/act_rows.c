@@ -60,6 +60,6 @@
         }                                                                                \
     }
 ACT_ROW(gwr_ku_act_f32, float, y[i] < 0 ? 0.0f : y[i], fast_tanhf(y[i]), 1.0f / (1.0f + fast_expf(-y[i])),
-        fmaxf(0.0f, fminf(1.0f, A * y[i] + B)), y[i] * fmaxf(0.0f, fminf(1.0f, A * y[i] + B)))
+        fast_clamp01f(A * y[i] + B), y[i] * fast_clamp01f(A * y[i] + B))
 ACT_ROW(gwr_ku_act_f64, double, y[i] < 0 ? 0.0 : y[i], tanh(y[i]), 1.0 / (1.0 + exp(-y[i])),
-        fmax(0.0, fmin(1.0, A * y[i] + B)), y[i] * fmax(0.0, fmin(1.0, A * y[i] + B)))
+        fast_clamp01(A * y[i] + B), y[i] * fast_clamp01(A * y[i] + B))

@@ -359,6 +359,29 @@ TEST(hard_activations_clamp) {
     gwr_value_release(y), gwr_value_release(x);
 }
 
+/* GlobalAveragePool's float32 sum in eight lanes (pool.c): the mean in
+ * float64, planes of 1, 7, 8, 17 and 4096 elements, a NaN kept. */
+TEST(global_average_pool_lanes) {
+    static const int64_t sizes[] = {1, 7, 8, 17, 4096};
+    for (int si = 0; si < 5; si++) {
+        int64_t S = sizes[si], n = 3 * S;
+        double *x = malloc((size_t)n * sizeof *x), want[3];
+        for (int64_t i = 0; i < n; i++) x[i] = urand() * 100;
+        x[2 * S] = NAN;
+        gwr_value *v = mk(GWR_FLOAT32, 4, (const int64_t[]){1, 3, 1, S}, x), *y = NULL;
+        for (int64_t i = 0; i < n; i++) x[i] = gwr_value_get_f64(v, i); /* the float32 values */
+        for (int p = 0; p < 3; p++) {
+            double s = 0;
+            for (int64_t i = 0; i < S; i++) s += x[p * S + i];
+            want[p] = s / (double)S;
+        }
+        CHECK(!run_layer("GlobalAveragePool", "", 1, &v, NULL, &y));
+        CHECK(close_to(y, want, 3, 1e-6, "GlobalAveragePool"));
+        gwr_value_release(y), gwr_value_release(v);
+        free(x);
+    }
+}
+
 int main(void) {
     RUN(depthwise_geometries);
     RUN(depthwise_fallbacks);
@@ -368,5 +391,6 @@ int main(void) {
     RUN(fused_equals_unfused_bits);
     RUN(fused_z_errors);
     RUN(hard_activations_clamp);
+    RUN(global_average_pool_lanes);
     return check_report();
 }

@@ -1,4 +1,5 @@
-/* act_rows.c - y = act(y + z) in place over a row (z may be NULL): the
+/* act_rows.c - y = act(y + b + z) in place over a row (b, one value, and
+ * z may be NULL): the
  * activations of FusedConv and FusedGemm, and the epilogue of every
  * convolution (conv.c), with the expressions of the Add, Relu, LeakyRelu,
  * Sigmoid, HardSigmoid, HardSwish, Tanh and Clip kernels (activation.c,
@@ -27,8 +28,12 @@
 
 /* The expressions of activation.c's and elementwise.c's rows. */
 #define ACT_ROW(fname, T, RELU, TANH, SIG, HSIG, HSWISH)                                  \
-    void fname(const gwr_ku_act *a, T *restrict y, const T *restrict z, int64_t n) { \
+    void fname(const gwr_ku_act *a, T *restrict y, const T *b, const T *restrict z, int64_t n) { \
         const T A = (T)a->p[0], B = (T)a->p[1];                                          \
+        if (b) {                                                                         \
+            const T bv = *b;                                                             \
+            for (int64_t i = 0; i < n; i++) y[i] = y[i] + bv;                            \
+        }                                                                                \
         if (z)                                                                           \
             for (int64_t i = 0; i < n; i++) y[i] = y[i] + z[i];                          \
         switch (a->kind) {                                                               \

@@ -189,12 +189,8 @@ static void fill_f64(void *yv, int64_t M, int64_t S, const void *bv) {
         const gwr_ku_act *a = e->act ? e->act : &none;                                              \
         for (int64_t r = 0; r < rows; r++) {                                                        \
             T *y = (T *)yv + r * ld;                                                                \
-            if (e->b) {                                                                             \
-                T bv = ((const T *)e->b)[m0 + r];                                                   \
-                for (int64_t i = 0; i < n; i++) y[i] += bv;                                         \
-            }                                                                                       \
             const T *z = e->z ? (const T *)e->z + (y - (const T *)e->y0) : NULL;                    \
-            if (z || a->kind != GWR_KU_ACT_NONE) ACT(a, y, z, n);                                   \
+            ACT(a, y, e->b ? (const T *)e->b + m0 + r : NULL, z, n);                                \
         }                                                                                           \
     }
 DEFINE_EPI(float, f32, gwr_ku_act_f32)

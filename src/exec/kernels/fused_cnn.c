@@ -89,11 +89,11 @@ static void act_half(const act_spec *a, gwr_value *y, const gwr_value *z) {
         gwr_ku_half_to_f32(y->dtype, yh + off, 1, yf, n);
         if (z) {
             gwr_ku_half_to_f32(z->dtype, (const uint16_t *)z->data + off, 1, zf, n);
-            act_f32(&none, yf, zf, n);
+            act_f32(&none, yf, NULL, zf, n);
             gwr_ku_f32_to_half(y->dtype, yf, yh + off, n);
             gwr_ku_half_to_f32(y->dtype, yh + off, 1, yf, n);
         }
-        act_f32(a, yf, NULL, n);
+        act_f32(a, yf, NULL, NULL, n);
         gwr_ku_f32_to_half(y->dtype, yf, yh + off, n);
     }
 }
@@ -110,8 +110,8 @@ static gwr_status finish(gwr_kctx *k, const act_spec *a, const gwr_value *z) {
         if (!same) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "Z is not of the output's shape");
     }
     if (!z && a->kind == A_NONE) return GWR_OK;
-    if (y->dtype == GWR_FLOAT32) act_f32(a, y->data, z ? z->data : NULL, y->numel);
-    else if (y->dtype == GWR_FLOAT64) act_f64(a, y->data, z ? z->data : NULL, y->numel);
+    if (y->dtype == GWR_FLOAT32) act_f32(a, y->data, NULL, z ? z->data : NULL, y->numel);
+    else if (y->dtype == GWR_FLOAT64) act_f64(a, y->data, NULL, z ? z->data : NULL, y->numel);
     else if (gwr_ku_is_half(y->dtype)) act_half(a, y, z);
     else return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported", gwr_dtype_name(y->dtype));
     return GWR_OK;

@@ -198,11 +198,11 @@ typedef struct gwr_ku_act {
     float p[2];
 } gwr_ku_act;
 
-/* y[0..n) = act(y + z) in place (z may be NULL), with the expressions of
- * the Add and activation kernels, so that a fused layer gives the bits of
- * the separate layers (fused_cnn.c). */
-void gwr_ku_act_f32(const gwr_ku_act *a, float *y, const float *z, int64_t n);
-void gwr_ku_act_f64(const gwr_ku_act *a, double *y, const double *z, int64_t n);
+/* y[0..n) = act((y + *b) + z) in place (b, z may be NULL), with the
+ * expressions of the Add and activation kernels, so that a fused layer
+ * gives the bits of the separate layers (act_rows.c). */
+void gwr_ku_act_f32(const gwr_ku_act *a, float *y, const float *b, const float *z, int64_t n);
+void gwr_ku_act_f64(const gwr_ku_act *a, double *y, const double *b, const double *z, int64_t n);
 
 /* The Conv kernel with FusedConv's epilogue: Y = act(Conv(X, W, B) + Z),
  * applied to each output tile while it is in cache (a NULL act: none; a

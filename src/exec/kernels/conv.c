@@ -318,16 +318,21 @@ static calg choose_alg(const cprob *p, size_t esz) {
 
 /* Depthwise: output plane m of group gi from input plane gi, its bias,
  * Z and activation while the plane is in cache. */
-static void conv_depthwise(const cprob *p, const cepi *e, const float *x, const float *w, float *y) {
-    int64_t Mg = p->M / p->G;
+static gwr_status conv_depthwise(gwr_kctx *k, const cprob *p, const cepi *e, const float *x, const float *w, float *y) {
+    int64_t Mg = p->M / p->G, np = gwr_ku_dw_scratch(&p->g);
+    float *pad = NULL;
+    if (np && p->N && p->M && !(pad = gwr_calloc((size_t)np, sizeof *pad)))
+        return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the padded plane");
     for (int64_t n = 0; n < p->N; n++)
         for (int64_t c = 0; c < p->C; c++)
             for (int64_t j = 0; j < Mg; j++) {
                 int64_t m = c * Mg + j;
                 float *ym = y + (n * p->M + m) * p->YS;
-                gwr_ku_dw_plane_f32(x + (n * p->C + c) * p->XS, w + m * p->K, &p->g, ym);
+                gwr_ku_dw_plane_f32(x + (n * p->C + c) * p->XS, w + m * p->K, &p->g, pad, ym);
                 if (epi_active(e)) epi_f32(e, ym, m, 1, p->YS, p->YS);
             }
+    gwr_free(pad);
+    return GWR_OK;
 }
 
 /* Columns of the 1x1 GEMM per block when an epilogue follows: the tile
@@ -345,10 +350,8 @@ static gwr_status conv_forward(gwr_kctx *k, const cops *o, const cprob *p, const
     size_t esz = o->esz;
     calg alg = choose_alg(p, esz);
     int epi = epi_active(e);
-    if (alg == ALG_DEPTHWISE) {
-        conv_depthwise(p, e, (const float *)(const void *)x, (const float *)(const void *)w, (float *)(void *)y);
-        return GWR_OK;
-    }
+    if (alg == ALG_DEPTHWISE)
+        return conv_depthwise(k, p, e, (const float *)(const void *)x, (const float *)(const void *)w, (float *)(void *)y);
     int64_t per = (int64_t)(COL_BLOCK_BYTES / ((size_t)(rows * O2) * esz + 1));
     if (per * O2 < 256) per = (256 + O2 - 1) / (O2 ? O2 : 1); /* GEMMs narrower than this lose more than the cache gains */
     if (per > nrows) per = nrows;

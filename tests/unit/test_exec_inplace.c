@@ -31,7 +31,7 @@ static gwr_status run(gwr_network *net, gwr_value **out, int nout, int64_t *peak
     gwr_value *x = gwr_value_new(GWR_FLOAT32, 2, DIMS);
     float *d = gwr_value_data(x);
     for (int i = 0; i < N; i++) d[i] = xval(i);
-    gwr_session *s = gwr_session_new(net, NULL);
+    gwr_session *s = gwr_session_new_raw(net, NULL);
     const char *names[1] = {"x"};
     gwr_status rc = s ? gwr_session_run(s, 1, names, &x, nout, NULL, out) : GWR_ERR_STATE;
     if (peak) *peak = gwr_session_peak_bytes(s);

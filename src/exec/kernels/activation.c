@@ -69,13 +69,8 @@ ACT_F(celu, (x > 0 ? x : 0.0f) + fminf(0.0f, A * expm1f(x / A)), (x > 0 ? x : 0.
 ACT_F(thrrelu, x > A ? x : 0.0f, x > A ? x : 0.0)
 ACT_F(sigmoid, 1.0f / (1.0f + fast_expf(-x)), 1.0 / (1.0 + exp(-x)))
 /* HardSigmoid: A alpha, B beta (HardSwish: 1/6, 1/2) */
-ACT_F(hsig, fmaxf(0.0f, fminf(1.0f, A * x + B)), fmax(0.0, fmin(1.0, A * x + B)))
-/* HardSwish clamps with selects, not fminf/fmaxf: GCC calls libm's for
- * those (their NaN rule is not minps's) and the row ran 2.5x slower than
- * the Add/Clip/Mul/Div it replaces. A NaN x gives NaN either way. */
-static inline float clamp01f(float t) { return t > 1.0f ? 1.0f : t < 0.0f ? 0.0f : t; }
-static inline double clamp01(double t) { return t > 1.0 ? 1.0 : t < 0.0 ? 0.0 : t; }
-ACT_F(hswish, x *clamp01f(A * x + B), x *clamp01(A * x + B))
+ACT_F(hsig, fast_clamp01f(A * x + B), fast_clamp01(A * x + B))
+ACT_F(hswish, x *fast_clamp01f(A * x + B), x *fast_clamp01(A * x + B))
 /* log(1 + e^x) without overflow */
 ACT_F(softplus, x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x)), x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)))
 ACT_F(softsign, x / (1.0f + fabsf(x)), x / (1.0 + fabs(x)))

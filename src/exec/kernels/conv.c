@@ -7,7 +7,11 @@
  * The columns are built a block of output rows at a time (a few hundred
  * KiB), so the GEMM packs them from cache: a third of the time of one
  * GEMM over all columns. A 1x1 stride-1 unpadded conv reads the input as
- * its own columns.
+ * its own columns, and a depthwise 2-D 3x3 / 5x5 conv runs direct
+ * (conv_depthwise.c): choose_alg has the rules.
+ * The bias, FusedConv's residual Z and its activation run as an epilogue
+ * over each output tile right after the GEMM (or the depthwise plane)
+ * wrote it, while it is in cache, not as passes over the whole output.
  * ConvTranspose is the same read backwards: one GEMM makes the columns
  * W_g^T X_g, and col2im adds each into the output position it came from.
  *
@@ -140,11 +144,24 @@ static void gemm_f64(int ta, int M, int N, int K, const void *A, int lda, const 
     gwr_ku_dgemm(ta, 0, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
 }
 
+/* The epilogue of a forward convolution: y = act(y + b[m] + z) over a
+ * tile, z at the tile's offset in the output y0 (b, z, act may be NULL). */
+typedef struct cepi {
+    const void *b;
+    const void *z;
+    const gwr_ku_act *act;
+    const void *y0;
+} cepi;
+
+static int epi_active(const cepi *e) { return e && (e->b || e->z || (e->act && e->act->kind != GWR_KU_ACT_NONE)); }
+
 typedef struct cops {
     size_t esz;
     gemm_fn gemm;
     void (*col2im)(const void *col, const geom *g, int64_t C, void *y);
     void (*fill)(void *y, int64_t M, int64_t S, const void *b); /* row m = b[m] (0 without b) */
+    /* the epilogue over rows [m0, m0 + rows) of n elements, ld apart, at y */
+    void (*epi)(const cepi *e, void *y, int64_t m0, int64_t rows, int64_t ld, int64_t n);
 } cops;
 
 static void col2im_f32v(const void *col, const geom *g, int64_t C, void *y) { col2im_f32(col, g, C, y); }
@@ -163,8 +180,24 @@ static void fill_f64(void *yv, int64_t M, int64_t S, const void *bv) {
         for (int64_t s = 0; s < S; s++) y[m * S + s] = b ? b[m] : 0.0;
 }
 
-static const cops OPS_F32 = {sizeof(float), gemm_f32, col2im_f32v, fill_f32};
-static const cops OPS_F64 = {sizeof(double), gemm_f64, col2im_f64v, fill_f64};
+/* The bias is added after the GEMM, then Z, then the activation: the
+ * order of Conv, Add and the activation layers, so FusedConv gives their
+ * bits. */
+#define DEFINE_EPI(T, SFX, ACT)                                                                     \
+    static void epi_##SFX(const cepi *e, void *yv, int64_t m0, int64_t rows, int64_t ld, int64_t n) { \
+        static const gwr_ku_act none = {GWR_KU_ACT_NONE, {0, 0}};                                   \
+        const gwr_ku_act *a = e->act ? e->act : &none;                                              \
+        for (int64_t r = 0; r < rows; r++) {                                                        \
+            T *y = (T *)yv + r * ld;                                                                \
+            const T *z = e->z ? (const T *)e->z + (y - (const T *)e->y0) : NULL;                    \
+            ACT(a, y, e->b ? (const T *)e->b + m0 + r : NULL, z, n);                                \
+        }                                                                                           \
+    }
+DEFINE_EPI(float, f32, gwr_ku_act_f32)
+DEFINE_EPI(double, f64, gwr_ku_act_f64)
+
+static const cops OPS_F32 = {sizeof(float), gemm_f32, col2im_f32v, fill_f32, epi_f32};
+static const cops OPS_F64 = {sizeof(double), gemm_f64, col2im_f64v, fill_f64, epi_f64};
 
 /* ---- the problem --------------------------------------------------------- */
 
@@ -259,23 +292,78 @@ static gwr_status conv_setup(gwr_kctx *k, const gwr_value *x, const gwr_value *w
     return GWR_OK;
 }
 
-/* Forward convolution of dense x, w (and b, M values, or NULL) into y.
- * The columns are made a block of output rows at a time, sized to stay in
- * cache while the GEMM packs them. */
+/* ---- forward: the algorithms ---------------------------------------------- */
+
+typedef enum { ALG_IM2COL, ALG_GEMM, ALG_DEPTHWISE } calg;
+
+/* The algorithm of a forward convolution, from its attributes and shapes:
+ *   ALG_DEPTHWISE  float32, one input channel per group (group == C; any
+ *                  number of outputs per group), a 2-D 3x3 or 5x5 window,
+ *                  strides 1 or 2 (equal), dilation 1, any pads: each
+ *                  output plane summed straight from its input plane
+ *                  (conv_depthwise.c). im2col would copy each input k*k
+ *                  times for a GEMM of one row.
+ *   ALG_GEMM       a 1x1 window, stride 1, no pads (any group): a group's
+ *                  input planes [Cg, H*W] are the GEMM's B as they lie.
+ *   ALG_IM2COL     the rest (dilations, 1-D / 3-D, other windows, strided
+ *                  1x1, which the columns gather): columns a block of
+ *                  output rows at a time, then a GEMM per block. */
+static calg choose_alg(const cprob *p, size_t esz) {
+    const geom *g = &p->g;
+    if (esz == sizeof(float) && p->C / p->G == 1 && gwr_ku_dw_supports(g)) return ALG_DEPTHWISE;
+    int direct = p->K == 1;
+    for (int i = 0; i < MAXSP; i++) direct &= g->s[i] == 1 && g->pb[i] == 0 && g->pe[i] == 0;
+    return direct ? ALG_GEMM : ALG_IM2COL;
+}
+
+/* Depthwise: output plane m of group gi from input plane gi, its bias,
+ * Z and activation while the plane is in cache. */
+static gwr_status conv_depthwise(gwr_kctx *k, const cprob *p, const cepi *e, const float *x, const float *w, float *y) {
+    int64_t Mg = p->M / p->G, np = gwr_ku_dw_scratch(&p->g);
+    float *pad = NULL;
+    if (np && p->N && p->M && !(pad = gwr_calloc((size_t)np, sizeof *pad)))
+        return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the padded plane");
+    for (int64_t n = 0; n < p->N; n++)
+        for (int64_t c = 0; c < p->C; c++)
+            for (int64_t j = 0; j < Mg; j++) {
+                int64_t m = c * Mg + j;
+                float *ym = y + (n * p->M + m) * p->YS;
+                gwr_ku_dw_plane_f32(x + (n * p->C + c) * p->XS, w + m * p->K, &p->g, pad, ym);
+                if (epi_active(e)) epi_f32(e, ym, m, 1, p->YS, p->YS);
+            }
+    gwr_free(pad);
+    return GWR_OK;
+}
+
+/* Columns of the 1x1 GEMM per block when an epilogue follows: the tile
+ * (Mg x block) stays in L2 and the GEMM is still wide. */
+#define EPI_TILE_BYTES ((size_t)256 << 10)
+
+/* Forward convolution of dense x, w into y, the epilogue e (its bias, M
+ * values, or none) on each tile. The columns are made a block of output
+ * rows at a time, sized to stay in cache while the GEMM packs them. */
 #define COL_BLOCK_BYTES ((size_t)384 << 10)
-static gwr_status conv_forward(gwr_kctx *k, const cops *o, const cprob *p, const char *x, const char *w, const char *b, char *y) {
+static gwr_status conv_forward(gwr_kctx *k, const cops *o, const cprob *p, const char *x, const char *w, const cepi *e, char *y) {
     const geom *g = &p->g;
     int64_t G = p->G, Cg = p->C / G, Mg = p->M / G, rows = Cg * p->K;
     int64_t nrows = g->out[0] * g->out[1], O2 = g->out[2]; /* output rows of O2 positions */
     size_t esz = o->esz;
-    int direct = p->K == 1;
-    for (int i = 0; i < MAXSP; i++) direct &= g->s[i] == 1 && g->pb[i] == 0 && g->pe[i] == 0;
+    calg alg = choose_alg(p, esz);
+    int epi = epi_active(e);
+    if (alg == ALG_DEPTHWISE)
+        return conv_depthwise(k, p, e, (const float *)(const void *)x, (const float *)(const void *)w, (float *)(void *)y);
     int64_t per = (int64_t)(COL_BLOCK_BYTES / ((size_t)(rows * O2) * esz + 1));
     if (per * O2 < 256) per = (256 + O2 - 1) / (O2 ? O2 : 1); /* GEMMs narrower than this lose more than the cache gains */
     if (per > nrows) per = nrows;
     if (per < 1) per = 1;
+    int64_t cols = p->YS; /* ALG_GEMM: columns per GEMM */
+    if (epi) {
+        cols = (int64_t)(EPI_TILE_BYTES / ((size_t)Mg * esz + 1));
+        if (cols < 256) cols = 256;
+        if (cols > p->YS) cols = p->YS;
+    }
     char *col = NULL;
-    if (!direct && rows && p->YS && p->N && Mg) {
+    if (alg == ALG_IM2COL && rows && p->YS && p->N && Mg) {
         col = gwr_malloc((size_t)(rows * per * O2) * esz);
         if (!col) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the im2col buffer");
     }
@@ -285,16 +373,26 @@ static gwr_status conv_forward(gwr_kctx *k, const cops *o, const cprob *p, const
             const char *xg = x + (size_t)((n * p->C + gi * Cg) * p->XS) * esz;
             char *yg = y + (size_t)((n * p->M + gi * Mg) * p->YS) * esz;
             const char *wg = w + (size_t)(gi * Mg * rows) * esz;
-            if (b) o->fill(yg, Mg, p->YS, b + (size_t)(gi * Mg) * esz);
+            if (alg == ALG_GEMM) {
+                for (int64_t c0 = 0; c0 < p->YS; c0 += cols) {
+                    int64_t nb = p->YS - c0 < cols ? p->YS - c0 : cols;
+                    o->gemm(0, (int)Mg, (int)nb, (int)rows, wg, (int)rows, xg + (size_t)c0 * esz, (int)p->YS, 0.0,
+                            yg + (size_t)c0 * esz, (int)p->YS);
+                    if (epi) o->epi(e, yg + (size_t)c0 * esz, gi * Mg, Mg, p->YS, nb);
+                }
+                continue;
+            }
             if (!col) {
-                o->gemm(0, (int)Mg, (int)p->YS, (int)rows, wg, (int)rows, xg, (int)p->YS, b ? 1.0 : 0.0, yg, (int)p->YS);
+                o->fill(yg, Mg, p->YS, NULL); /* no input channels: the bias alone */
+                if (epi) o->epi(e, yg, gi * Mg, Mg, p->YS, p->YS);
                 continue;
             }
             for (int64_t r0 = 0; r0 < nrows; r0 += per) {
                 int64_t r1 = r0 + per < nrows ? r0 + per : nrows, nb = (r1 - r0) * O2;
+                char *yt = yg + (size_t)(r0 * O2) * esz;
                 im2col(xg, g, Cg, esz, r0, r1, col);
-                o->gemm(0, (int)Mg, (int)nb, (int)rows, wg, (int)rows, col, (int)nb, b ? 1.0 : 0.0, yg + (size_t)(r0 * O2) * esz,
-                        (int)p->YS);
+                o->gemm(0, (int)Mg, (int)nb, (int)rows, wg, (int)rows, col, (int)nb, 0.0, yt, (int)p->YS);
+                if (epi) o->epi(e, yt, gi * Mg, Mg, p->YS, nb);
             }
         }
     gwr_free(col);
@@ -331,14 +429,28 @@ static gwr_status conv_transpose(gwr_kctx *k, const cops *o, const cprob *p, con
     return GWR_OK;
 }
 
-static gwr_status conv_run(gwr_kctx *k, const cops *o, const cprob *p, const void *x, const void *w, const void *b, void *y) {
-    return p->transpose ? conv_transpose(k, o, p, x, w, b, y) : conv_forward(k, o, p, x, w, b, y);
+/* The convolution of p; e's act and z (forward only) may be NULL. */
+static gwr_status conv_run(gwr_kctx *k, const cops *o, const cprob *p, const void *x, const void *w, const void *b, void *y,
+                           const gwr_ku_act *act, const void *z) {
+    cepi e = {b, z, act, y};
+    return p->transpose ? conv_transpose(k, o, p, x, w, b, y) : conv_forward(k, o, p, x, w, &e, y);
 }
 
 /* ---- dtype handling ------------------------------------------------------ */
 
-/* Conv and ConvTranspose: X, W, optional B, all of one float dtype. */
-static gwr_status conv_float(gwr_kctx *k, int transpose) {
+/* Z of FusedConv: Y's dtype and shape; GWR_OK, or the failure recorded. */
+static gwr_status check_z(gwr_kctx *k, const gwr_value *z, const gwr_value *y) {
+    if (z->dtype != y->dtype)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "Z is %s, Y is %s", gwr_dtype_name(z->dtype), gwr_dtype_name(y->dtype));
+    int same = z->rank == y->rank;
+    for (int i = 0; same && i < y->rank; i++) same = z->dims[i] == y->dims[i];
+    return same ? GWR_OK : gwr_k_fail(k, GWR_ERR_INVALID_ARG, "Z is not of the output's shape");
+}
+
+/* Conv and ConvTranspose: X, W, optional B, all of one float dtype; act
+ * and z (Conv only, either may be NULL) for float32 and float64, *done
+ * set when they were applied. */
+static gwr_status conv_float(gwr_kctx *k, int transpose, const gwr_ku_act *act, const gwr_value *z, int *done) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL, *w = k->nin > 1 ? k->in[1] : NULL, *b = k->nin > 2 ? k->in[2] : NULL;
     if (!x || !w) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %s is missing", x ? "W" : "X");
     if (!gwr_ku_is_float(x->dtype)) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported", gwr_dtype_name(x->dtype));
@@ -352,19 +464,26 @@ static gwr_status conv_float(gwr_kctx *k, int transpose) {
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "B must have shape [%lld]", (long long)p.M);
     gwr_value *y = gwr_k_out(k, 0, x->dtype, p.rank, p.ydims);
     if (!y) return GWR_ERR_NOMEM;
-    if (x->dtype == GWR_FLOAT32) return conv_run(k, &OPS_F32, &p, x->data, w->data, b ? b->data : NULL, y->data);
-    if (x->dtype == GWR_FLOAT64) return conv_run(k, &OPS_F64, &p, x->data, w->data, b ? b->data : NULL, y->data);
+    if (z && (st = check_z(k, z, y))) return st;
+    int full = x->dtype == GWR_FLOAT32 || x->dtype == GWR_FLOAT64;
+    if (done) *done = full;
+    const void *zd = z ? z->data : NULL;
+    if (x->dtype == GWR_FLOAT32) return conv_run(k, &OPS_F32, &p, x->data, w->data, b ? b->data : NULL, y->data, act, zd);
+    if (x->dtype == GWR_FLOAT64) return conv_run(k, &OPS_F64, &p, x->data, w->data, b ? b->data : NULL, y->data, act, zd);
     float *xf = gwr_ku_widen(x), *wf = gwr_ku_widen(w), *bf = b ? gwr_ku_widen(b) : NULL;
     float *yf = gwr_malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
     if (!xf || !wf || (b && !bf) || !yf) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
-    else if (!(st = conv_run(k, &OPS_F32, &p, xf, wf, bf, yf))) gwr_ku_narrow(yf, y);
+    else if (!(st = conv_run(k, &OPS_F32, &p, xf, wf, bf, yf, NULL, NULL))) gwr_ku_narrow(yf, y);
     gwr_free(xf), gwr_free(wf), gwr_free(bf), gwr_free(yf);
     return st;
 }
 
-gwr_status gwr_ku_conv_kernel(gwr_kctx *k) { return conv_float(k, 0); }
+gwr_status gwr_ku_conv_kernel(gwr_kctx *k) { return conv_float(k, 0, NULL, NULL, NULL); }
+gwr_status gwr_ku_conv_epilogue_kernel(gwr_kctx *k, const gwr_ku_act *act, const gwr_value *z, int *done) {
+    return conv_float(k, 0, act, z, done);
+}
 static gwr_status k_conv(gwr_kctx *k) { return gwr_ku_conv_kernel(k); }
-static gwr_status k_conv_transpose(gwr_kctx *k) { return conv_float(k, 1); }
+static gwr_status k_conv_transpose(gwr_kctx *k) { return conv_float(k, 1, NULL, NULL, NULL); }
 
 /* ---- integer convolutions ------------------------------------------------ */
 
@@ -419,7 +538,7 @@ static gwr_status k_conv_integer(gwr_kctx *k) {
         gwr_free(yd);
         return st;
     }
-    if (!(st = conv_run(k, &OPS_F64, &p, xd, wd, NULL, yd))) {
+    if (!(st = conv_run(k, &OPS_F64, &p, xd, wd, NULL, yd, NULL, NULL))) {
         int32_t *yo = y->data;
         for (int64_t i = 0; i < y->numel; i++) yo[i] = (int32_t)(int64_t)yd[i]; /* exact integers */
     }
@@ -455,7 +574,7 @@ static gwr_status k_qlinear_conv(gwr_kctx *k) {
         gwr_free(yd);
         return st;
     }
-    if (!(st = conv_run(k, &OPS_F64, &p, xd, wd, NULL, yd))) {
+    if (!(st = conv_run(k, &OPS_F64, &p, xd, wd, NULL, yd, NULL, NULL))) {
         float xsc = ((const float *)xs->data)[0], ysc = ((const float *)ys->data)[0];
         double zy = gwr_ku_q8(yzp, 0), lo = yzp->dtype == GWR_INT8 ? -128 : 0, hi = yzp->dtype == GWR_INT8 ? 127 : 255;
         int64_t plane = p.YS;

@@ -79,4 +79,11 @@ static inline float fast_erff(float x) {
     return x < 0 ? -r : r;
 }
 
+/* t clamped to [0, 1] as two compares the compiler vectorizes: fminf and
+ * fmaxf stay libm calls unless math is finite-only (HardSigmoid and
+ * HardSwish spent most of their time in them). NaN stays NaN, as in the
+ * ONNX reference's max(0, min(1, t)); fmaxf(0, fminf(1, NaN)) gave 1. */
+static inline float fast_clamp01f(float t) { return t < 0.0f ? 0.0f : t > 1.0f ? 1.0f : t; }
+static inline double fast_clamp01(double t) { return t < 0.0 ? 0.0 : t > 1.0 ? 1.0 : t; }
+
 #endif

@@ -10,35 +10,32 @@
  * their attributes); the sum and the activation then run in place on the
  * output, with the expressions of the Add, Relu, LeakyRelu, Sigmoid,
  * HardSigmoid, Tanh and Clip kernels, so that a fused layer gives the
- * unfused layers' bits on this executor. float16 and bfloat16 round after
- * the sum and after the activation, as the separate layers would.
+ * unfused layers' bits on this executor (act_rows.c has those rows; for
+ * float32 and float64 the Conv runs them on each output tile, conv.c).
+ * float16 and bfloat16 round after the sum and after the activation, as
+ * the separate layers would.
  *
  * Activations: FusedConv's "activation" with its "activation_params"
  * (LeakyRelu alpha; Clip min, max; HardSigmoid alpha, beta); FusedGemm's
  * with "activation_alpha" and "activation_beta" (LeakyRelu alpha, default
  * 0.01; HardSigmoid alpha and beta, default 0.2 and 0.5). */
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "exec/exec_internal.h"
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
-#endif
-
-/* after the pragma: their inline functions take its options */
-#include "exec/kernels/fast_math.h"
 #include "exec/kernels/kernel_util.h"
 
 #define CHUNK 256
 
-typedef enum { A_NONE, A_RELU, A_TANH, A_SIGMOID, A_LEAKY, A_CLIP, A_HSIG } act_kind;
-
-typedef struct act_spec {
-    act_kind kind;
-    float p[2];
-} act_spec;
+#define A_NONE GWR_KU_ACT_NONE
+#define A_RELU GWR_KU_ACT_RELU
+#define A_TANH GWR_KU_ACT_TANH
+#define A_SIGMOID GWR_KU_ACT_SIGMOID
+#define A_LEAKY GWR_KU_ACT_LEAKY
+#define A_CLIP GWR_KU_ACT_CLIP
+#define A_HSIG GWR_KU_ACT_HSIG
+typedef gwr_ku_act_kind act_kind;
+typedef gwr_ku_act act_spec;
 
 typedef struct act_row {
     const char *name;
@@ -77,43 +74,9 @@ static gwr_status read_activation(gwr_kctx *k, int gemm, act_spec *a) {
     return GWR_OK;
 }
 
-/* ---- rows: y = act(y + z) in place (z may be NULL) ------------------------ */
-
-/* The expressions of activation.c's and elementwise.c's rows. */
-#define ACT_ROW(fname, T, RELU, TANH, SIG, HSIG)                                          \
-    static void fname(const act_spec *a, T *restrict y, const T *restrict z, int64_t n) { \
-        const T A = (T)a->p[0], B = (T)a->p[1];                                          \
-        if (z)                                                                           \
-            for (int64_t i = 0; i < n; i++) y[i] = y[i] + z[i];                          \
-        switch (a->kind) {                                                               \
-        case A_RELU:                                                                     \
-            for (int64_t i = 0; i < n; i++) y[i] = RELU;                                 \
-            break;                                                                       \
-        case A_TANH:                                                                     \
-            for (int64_t i = 0; i < n; i++) y[i] = TANH;                                 \
-            break;                                                                       \
-        case A_SIGMOID:                                                                  \
-            for (int64_t i = 0; i < n; i++) y[i] = SIG;                                  \
-            break;                                                                       \
-        case A_LEAKY:                                                                    \
-            for (int64_t i = 0; i < n; i++) y[i] = y[i] < 0 ? A * y[i] : y[i];           \
-            break;                                                                       \
-        case A_CLIP:                                                                     \
-            for (int64_t i = 0; i < n; i++) {                                            \
-                T v = y[i] < A ? A : y[i];                                               \
-                y[i] = v > B ? B : v;                                                    \
-            }                                                                            \
-            break;                                                                       \
-        case A_HSIG:                                                                     \
-            for (int64_t i = 0; i < n; i++) y[i] = HSIG;                                 \
-            break;                                                                       \
-        default: break;                                                                  \
-        }                                                                                \
-    }
-ACT_ROW(act_f32, float, y[i] < 0 ? 0.0f : y[i], fast_tanhf(y[i]), 1.0f / (1.0f + fast_expf(-y[i])),
-        fmaxf(0.0f, fminf(1.0f, A * y[i] + B)))
-ACT_ROW(act_f64, double, y[i] < 0 ? 0.0 : y[i], tanh(y[i]), 1.0 / (1.0 + exp(-y[i])),
-        fmax(0.0, fmin(1.0, A * y[i] + B)))
+/* y = act(y + z) in place: kernel_util.h's rows (act_rows.c) */
+#define act_f32 gwr_ku_act_f32
+#define act_f64 gwr_ku_act_f64
 
 /* float16 / bfloat16: through float32 in chunks, rounded after the sum
  * (the Add's output) and after the activation. */
@@ -126,11 +89,11 @@ static void act_half(const act_spec *a, gwr_value *y, const gwr_value *z) {
         gwr_ku_half_to_f32(y->dtype, yh + off, 1, yf, n);
         if (z) {
             gwr_ku_half_to_f32(z->dtype, (const uint16_t *)z->data + off, 1, zf, n);
-            act_f32(&none, yf, zf, n);
+            act_f32(&none, yf, NULL, zf, n);
             gwr_ku_f32_to_half(y->dtype, yf, yh + off, n);
             gwr_ku_half_to_f32(y->dtype, yh + off, 1, yf, n);
         }
-        act_f32(a, yf, NULL, n);
+        act_f32(a, yf, NULL, NULL, n);
         gwr_ku_f32_to_half(y->dtype, yf, yh + off, n);
     }
 }
@@ -147,18 +110,22 @@ static gwr_status finish(gwr_kctx *k, const act_spec *a, const gwr_value *z) {
         if (!same) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "Z is not of the output's shape");
     }
     if (!z && a->kind == A_NONE) return GWR_OK;
-    if (y->dtype == GWR_FLOAT32) act_f32(a, y->data, z ? z->data : NULL, y->numel);
-    else if (y->dtype == GWR_FLOAT64) act_f64(a, y->data, z ? z->data : NULL, y->numel);
+    if (y->dtype == GWR_FLOAT32) act_f32(a, y->data, NULL, z ? z->data : NULL, y->numel);
+    else if (y->dtype == GWR_FLOAT64) act_f64(a, y->data, NULL, z ? z->data : NULL, y->numel);
     else if (gwr_ku_is_half(y->dtype)) act_half(a, y, z);
     else return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "dtype %s is not supported", gwr_dtype_name(y->dtype));
     return GWR_OK;
 }
 
+/* float32 / float64: the sum and the activation run inside the Conv, on
+ * each output tile while it is in cache (conv.c); half types here. */
 static gwr_status k_fused_conv(gwr_kctx *k) {
     act_spec a;
+    int done = 0;
+    const gwr_value *z = gwr_ku_opt(k, 3);
     gwr_status st = read_activation(k, 0, &a);
-    if (!st) st = gwr_ku_conv_kernel(k);
-    return st ? st : finish(k, &a, gwr_ku_opt(k, 3));
+    if (!st) st = gwr_ku_conv_epilogue_kernel(k, &a, z, &done);
+    return st ? st : done ? GWR_OK : finish(k, &a, z);
 }
 
 static gwr_status k_fused_gemm(gwr_kctx *k) {

@@ -183,4 +183,44 @@ void gwr_ku_dgemm(int ta, int tb, int M, int N, int K, double alpha, const doubl
 gwr_status gwr_ku_conv_kernel(gwr_kctx *k);
 gwr_status gwr_ku_gemm_kernel(gwr_kctx *k);
 
+/* ---- the convolution epilogue and its algorithms --------------------------- */
+
+/* An activation as FusedConv / FusedGemm name it (fused_cnn.c), with its
+ * parameters: LeakyRelu alpha; Clip min, max; HardSigmoid alpha, beta;
+ * HardSwish (no FusedConv name yet: its shape rule accepts onnxruntime's
+ * list only) alpha 1/6, beta 1/2. */
+typedef enum {
+    GWR_KU_ACT_NONE, GWR_KU_ACT_RELU, GWR_KU_ACT_TANH, GWR_KU_ACT_SIGMOID, GWR_KU_ACT_LEAKY,
+    GWR_KU_ACT_CLIP, GWR_KU_ACT_HSIG, GWR_KU_ACT_HSWISH
+} gwr_ku_act_kind;
+typedef struct gwr_ku_act {
+    gwr_ku_act_kind kind;
+    float p[2];
+} gwr_ku_act;
+
+/* y[0..n) = act((y + *b) + z) in place (b, z may be NULL), with the
+ * expressions of the Add and activation kernels, so that a fused layer
+ * gives the bits of the separate layers (act_rows.c). */
+void gwr_ku_act_f32(const gwr_ku_act *a, float *y, const float *b, const float *z, int64_t n);
+void gwr_ku_act_f64(const gwr_ku_act *a, double *y, const double *b, const double *z, int64_t n);
+
+/* The Conv kernel with FusedConv's epilogue: Y = act(Conv(X, W, B) + Z),
+ * applied to each output tile while it is in cache (a NULL act: none; a
+ * NULL z: no sum). Z, when given, is checked to have Y's dtype and shape.
+ * float32 and float64 apply all of it; *done says whether the act and Z
+ * were applied (for float16 / bfloat16 they are not: the caller rounds
+ * after each step as separate layers would). */
+gwr_status gwr_ku_conv_epilogue_kernel(gwr_kctx *k, const gwr_ku_act *act, const gwr_value *z, int *done);
+
+/* Direct depthwise 2-D convolution of one float32 plane (conv_depthwise.c):
+ * y (out[1] x out[2]) = x (in[1] x in[2]) correlated with the k[1] x k[2]
+ * window w, with g's strides and pads, no bias. gwr_ku_dw_supports says
+ * whether g is one it runs (3x3 or 5x5, strides 1 or 2 equal in both
+ * dims, dilation 1, any pads, 2-D). A padded window needs pad, a buffer
+ * of gwr_ku_dw_scratch(g) floats zeroed before the first plane (its
+ * border stays zero from plane to plane); 0: none (pad may be NULL). */
+int gwr_ku_dw_supports(const gwr_ku_window *g);
+int64_t gwr_ku_dw_scratch(const gwr_ku_window *g);
+void gwr_ku_dw_plane_f32(const float *x, const float *w, const gwr_ku_window *g, float *pad, float *y);
+
 #endif

@@ -1,0 +1,70 @@
+/* act_rows.c - y = act(y + b + z) in place over a row (b, one value, and
+ * z may be NULL): the
+ * activations of FusedConv and FusedGemm, and the epilogue of every
+ * convolution (conv.c), with the expressions of the Add, Relu, LeakyRelu,
+ * Sigmoid, HardSigmoid, HardSwish, Tanh and Clip kernels (activation.c,
+ * elementwise.c), so that a fused layer gives the unfused layers' bits on
+ * this executor. Their own file so that conv.c and fused_cnn.c share them
+ * without using each other in a circle. */
+#include <math.h>
+#include <stdint.h>
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
+#endif
+
+/* after the pragma: their inline functions take its options */
+#include "exec/kernels/fast_math.h"
+#include "exec/kernels/kernel_util.h"
+
+#define A_NONE GWR_KU_ACT_NONE
+#define A_RELU GWR_KU_ACT_RELU
+#define A_TANH GWR_KU_ACT_TANH
+#define A_SIGMOID GWR_KU_ACT_SIGMOID
+#define A_LEAKY GWR_KU_ACT_LEAKY
+#define A_CLIP GWR_KU_ACT_CLIP
+#define A_HSIG GWR_KU_ACT_HSIG
+#define A_HSWISH GWR_KU_ACT_HSWISH
+
+/* The expressions of activation.c's and elementwise.c's rows. */
+#define ACT_ROW(fname, T, RELU, TANH, SIG, HSIG, HSWISH)                                  \
+    void fname(const gwr_ku_act *a, T *restrict y, const T *b, const T *restrict z, int64_t n) { \
+        const T A = (T)a->p[0], B = (T)a->p[1];                                          \
+        if (b) {                                                                         \
+            const T bv = *b;                                                             \
+            for (int64_t i = 0; i < n; i++) y[i] = y[i] + bv;                            \
+        }                                                                                \
+        if (z)                                                                           \
+            for (int64_t i = 0; i < n; i++) y[i] = y[i] + z[i];                          \
+        switch (a->kind) {                                                               \
+        case A_RELU:                                                                     \
+            for (int64_t i = 0; i < n; i++) y[i] = RELU;                                 \
+            break;                                                                       \
+        case A_TANH:                                                                     \
+            for (int64_t i = 0; i < n; i++) y[i] = TANH;                                 \
+            break;                                                                       \
+        case A_SIGMOID:                                                                  \
+            for (int64_t i = 0; i < n; i++) y[i] = SIG;                                  \
+            break;                                                                       \
+        case A_LEAKY:                                                                    \
+            for (int64_t i = 0; i < n; i++) y[i] = y[i] < 0 ? A * y[i] : y[i];           \
+            break;                                                                       \
+        case A_CLIP:                                                                     \
+            for (int64_t i = 0; i < n; i++) {                                            \
+                T v = y[i] < A ? A : y[i];                                               \
+                y[i] = v > B ? B : v;                                                    \
+            }                                                                            \
+            break;                                                                       \
+        case A_HSIG:                                                                     \
+            for (int64_t i = 0; i < n; i++) y[i] = HSIG;                                 \
+            break;                                                                       \
+        case A_HSWISH:                                                                   \
+            for (int64_t i = 0; i < n; i++) y[i] = HSWISH;                               \
+            break;                                                                       \
+        default: break;                                                                  \
+        }                                                                                \
+    }
+ACT_ROW(gwr_ku_act_f32, float, y[i] < 0 ? 0.0f : y[i], fast_tanhf(y[i]), 1.0f / (1.0f + fast_expf(-y[i])),
+        fast_clamp01f(A * y[i] + B), y[i] * fast_clamp01f(A * y[i] + B))
+ACT_ROW(gwr_ku_act_f64, double, y[i] < 0 ? 0.0 : y[i], tanh(y[i]), 1.0 / (1.0 + exp(-y[i])),
+        fast_clamp01(A * y[i] + B), y[i] * fast_clamp01(A * y[i] + B))

@@ -33,6 +33,8 @@ typedef struct step {
     int64_t *release;  /* slots dead after this step */
     int64_t nrelease;
     uint8_t *out_used; /* per output: read by a step, a subgraph or the caller */
+    void *prep;        /* the kernel's prepared state (k->prep), freed by prep_free */
+    gwr_kprep_free_fn prep_free;
 } step;
 
 typedef struct gplan {
@@ -79,8 +81,11 @@ static gwr_status sess_error(gwr_session *s, gwr_status st, const char *fmt, ...
 
 static void plan_free(gplan *p) {
     if (!p) return;
-    for (int64_t i = 0; i < p->nsteps; i++)
-        gwr_free(p->steps[i].in), gwr_free(p->steps[i].out), gwr_free(p->steps[i].release), gwr_free(p->steps[i].out_used);
+    for (int64_t i = 0; i < p->nsteps; i++) {
+        step *st = &p->steps[i];
+        if (st->prep) st->prep_free(st->prep);
+        gwr_free(st->in), gwr_free(st->out), gwr_free(st->release), gwr_free(st->out_used);
+    }
     gwr_free(p->steps), gwr_free(p->input_slot), gwr_free(p->output_slot), gwr_free(p->outer), gwr_free(p->used);
     gwr_ptrmap_free(&p->slot_of);
     gwr_free(p);
@@ -151,6 +156,50 @@ static const gwr_kernel_entry *layer_kernel(const gwr_layer *l, int64_t opset, c
     return e;
 }
 
+/* The value of t when a Constant layer (attribute "value") produces it:
+ * what a kernel may prepare from; NULL otherwise. *nomem set when the
+ * value could not be made. */
+static gwr_value *constant_value(const gwr_tensor *t, int *nomem) {
+    gwr_layer *c = t ? gwr_tensor_parent(t) : NULL;
+    const gwr_weights *w;
+    if (!c || gwr_layer_is_removed(c) || gwr_layer_op_id(c) != GWR_OP_Constant || gwr_layer_get_tensor(c, "value", &w))
+        return NULL;
+    gwr_value *v = gwr_value_from_weights(w);
+    if (!v) *nomem = 1;
+    return v;
+}
+
+/* Runs e's prepare for step st (its layer's constant inputs bound, the
+ * others NULL); its state goes to st->prep. */
+static gwr_status step_prepare(gwr_session *s, step *st, const gwr_kernel_entry *e) {
+    gwr_value *inb[16] = {0}, **in = st->nin <= 16 ? inb : gwr_calloc((size_t)st->nin, sizeof *in);
+    if (!in) return sess_error(s, GWR_ERR_NOMEM, "out of memory");
+    int nomem = 0;
+    for (int j = 0; j < st->nin; j++) in[j] = constant_value(gwr_layer_input(st->l, j), &nomem);
+    gwr_status rc = GWR_OK;
+    if (nomem) {
+        rc = sess_error(s, GWR_ERR_NOMEM, "layer '%s' (%s): out of memory", gwr_layer_name(st->l), gwr_layer_op(st->l));
+    } else {
+        gwr_kctx kc = {.layer = st->l, .opset = st->opset, .nin = st->nin, .in = in, .threads = s->threads,
+                       .pool = s->pool, .msg = &s->kmsg, .out_used = st->out_used};
+        s->kmsg.text[0] = 0;
+        s->kmsg.status = GWR_OK;
+        void *state = NULL;
+        rc = e->prepare(&kc, &state);
+        if (rc && s->kmsg.status) rc = s->kmsg.status;
+        if (rc) {
+            if (state) e->prep_free(state);
+            sess_error(s, rc, "layer '%s' (%s): %s", gwr_layer_name(st->l), gwr_layer_op(st->l),
+                       s->kmsg.text[0] ? s->kmsg.text : gwr_status_name(rc));
+        } else {
+            st->prep = state, st->prep_free = e->prep_free;
+        }
+    }
+    for (int j = 0; j < st->nin; j++) gwr_value_release(in[j]);
+    if (in != inb) gwr_free(in);
+    return rc;
+}
+
 static gplan *plan_new(gwr_session *s, gwr_network *net) {
     gplan *p = gwr_calloc(1, sizeof *p);
     gwr_layer **order = NULL;
@@ -204,6 +253,7 @@ static gplan *plan_new(gwr_session *s, gwr_network *net) {
         }
         for (int o = 0; o < st->nout; o++)
             if ((st->out[o] = new_slot(p, gwr_layer_output(l, o))) < 0) goto nomem;
+        if (e->prepare && step_prepare(s, st, e)) goto fail;
     }
     for (int i = 0; i < no; i++) p->output_slot[i] = slot_of(p, gwr_network_output(net, i));
     /* Lifetimes: the last step reading each slot; outputs live on. */
@@ -357,7 +407,7 @@ static gwr_status run_steps(gwr_session *s, gwr_frame *f) {
         if (!rc) {
             gwr_kctx kc = {.layer = st->l, .opset = st->opset, .nin = st->nin, .nout = st->nout, .in = in, .out = out,
                            .threads = s->threads, .pool = s->pool, .msg = &s->kmsg, .out_used = st->out_used,
-                           .run_graph = run_subgraph, .run_ctx = f};
+                           .run_graph = run_subgraph, .run_ctx = f, .prep = st->prep};
             s->kmsg.text[0] = 0;
             s->kmsg.status = GWR_OK;
             rc = st->fn(&kc);

@@ -46,6 +46,7 @@ static void blas_open(void) {
     }
     BIND(h, sgemm, "cblas_sgemm");
     BIND(h, dgemm, "cblas_dgemm");
+    BIND(h, sgemv, "cblas_sgemv");
     BIND(h, set_num_threads, "openblas_set_num_threads");
     BIND(h, get_num_threads, "openblas_get_num_threads");
     blas_ok = 1; /* the handle stays open for the life of the process */

@@ -28,14 +28,6 @@
 #define NDT 17 /* dtype codes handled here: up to GWR_BFLOAT16 */
 #define CHUNK 256
 
-/* Gelu(x) = x/2 erfc(-x/sqrt2), from erfc where x < 0 so that the tail
- * keeps its relative precision */
-static inline float fast_gelu(float x) {
-    float z = x * 0.707106781186547524f, a = fabsf(z);
-    float e = a < 0.84375f ? 1.0f - erf_series(a) : erfc_tail(a); /* erfc(|z|) */
-    return z >= 0 ? 0.5f * x * (2.0f - e) : 0.5f * x * e;
-}
-
 /* ---- rows ------------------------------------------------------------------ */
 
 /* p: the op's parameters (attributes), read once per row. */

@@ -13,6 +13,17 @@
 #include <stdint.h>
 #include <string.h>
 
+/* GWR_VEC_CLONES before a row loop's function: GCC (and clang 14 on)
+ * compile it for AVX-512 and AVX2+FMA besides the baseline and pick one at
+ * load time by the CPU (an ifunc), so the loop runs 16 or 8 lanes wide
+ * where the CPU has them and 4 (SSE2) anywhere. x86-64 ELF only. */
+#if defined(__x86_64__) && defined(__ELF__) && !defined(GWR_NO_CLONES) && \
+    ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 8))
+#define GWR_VEC_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define GWR_VEC_CLONES
+#endif
+
 static inline float bits_f32(uint32_t u) {
     float f;
     memcpy(&f, &u, 4);
@@ -77,6 +88,14 @@ static inline float fast_erff(float x) {
     float a = fabsf(x);
     float r = a < 0.84375f ? erf_series(a) : 1.0f - erfc_tail(a);
     return x < 0 ? -r : r;
+}
+
+/* Gelu(x) = x/2 erfc(-x/sqrt2), from erfc where x < 0 so that the tail
+ * keeps its relative precision (activation.c's Gelu, contrib.c's GELUs) */
+static inline float fast_gelu(float x) {
+    float z = x * 0.707106781186547524f, a = fabsf(z);
+    float e = a < 0.84375f ? 1.0f - erf_series(a) : erfc_tail(a); /* erfc(|z|) */
+    return z >= 0 ? 0.5f * x * (2.0f - e) : 0.5f * x * e;
 }
 
 #endif

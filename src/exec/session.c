@@ -337,6 +337,20 @@ void gwr_session_free(gwr_session *s) {
 const char *gwr_session_errmsg(const gwr_session *s) { return s ? s->errmsg : gwr_last_errmsg(); }
 int64_t gwr_session_peak_bytes(const gwr_session *s) { return s ? s->peak : 0; }
 int64_t gwr_session_total_bytes(const gwr_session *s) { return s ? s->total : 0; }
+static int64_t plan_prepared(const gplan *p) {
+    int64_t n = 0;
+    for (int64_t i = 0; p && i < p->nsteps; i++) n += p->steps[i].prep != NULL;
+    return n;
+}
+
+int64_t gwr_session_prepared_layers(const gwr_session *s) {
+    if (!s) return 0;
+    int64_t n = plan_prepared(s->root);
+    for (int64_t i = 0; i < s->subplans.cap; i++)
+        if (s->subplans.keys && s->subplans.keys[i]) n += plan_prepared(s->subplans.vals[i]);
+    return n;
+}
+
 int gwr_exec_has_kernel(const char *domain, const char *op) {
     return gwr_kernel_find(domain, op) != NULL;
 }

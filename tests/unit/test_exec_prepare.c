@@ -109,7 +109,7 @@ TEST(matmul_half_b_prepared) {
 }
 
 /* Gemm (op "Gemm" or com.microsoft FusedGemm with Relu) with transB. */
-static void gemm_case(const char *op, int64_t M, int64_t K, int64_t N, int tb, int64_t want) {
+static void gemm_case(const char *op, int64_t M, int64_t K, int64_t N, int tb, int64_t want, float beta) {
     gwr_network *net = gwr_network_new("gemm");
     int64_t da[2] = {M, K}, db[2] = {tb ? N : K, tb ? K : N}, dc = N;
     gwr_dim dd[2] = {M, K};
@@ -119,21 +119,21 @@ static void gemm_case(const char *op, int64_t M, int64_t K, int64_t N, int tb, i
     gwr_layer *l = gwr_network_add_layer(net, op, fused ? "com.microsoft" : "", "g", 3, (gwr_tensor *[]){a, b, c}, 1, NULL);
     gwr_layer_set_int(l, "transB", tb);
     gwr_layer_set_float(l, "alpha", 0.5f);
-    gwr_layer_set_float(l, "beta", 2.0f);
+    gwr_layer_set_float(l, "beta", beta);
     if (fused) gwr_layer_set_string(l, "activation", "Relu");
     gwr_network_mark_output(net, gwr_layer_output(l, 0));
     gwr_value *y = run_twice(net, GWR_FLOAT32, 2, da, 2, db, want);
-    check_product(y, 1, M, N, K, tb, 0.5, 2.0, 1, fused, 1e-6);
+    check_product(y, 1, M, N, K, tb, 0.5, beta, 1, fused, 1e-6);
     gwr_value_release(y);
     gwr_network_free(net);
 }
 
 TEST(gemm_transposed_b_prepared) {
     for (int64_t M = 1; M <= 5; M += 2) {
-        gemm_case("Gemm", M, 9, 4, 1, 1);       /* K > N: laid out [K, N] */
-        gemm_case("Gemm", M, 3, 6, 1, 0);       /* K <= N: read as it is */
-        gemm_case("Gemm", M, 9, 4, 0, 0);
-        gemm_case("FusedGemm", M, 11, 5, 1, 1); /* the fused layer shares the hook */
+        gemm_case("Gemm", M, 9, 4, 1, 1, 2.0f);       /* K > N: laid out [K, N] */
+        gemm_case("Gemm", M, 3, 6, 1, 0, 1.0f);       /* K <= N: read as it is */
+        gemm_case("Gemm", M, 9, 4, 0, 0, 2.0f);
+        gemm_case("FusedGemm", M, 11, 5, 1, 1, 1.0f); /* the fused layer shares the hook */
     }
 }
 
@@ -159,8 +159,8 @@ TEST(fused_matmul_prepared) {
 TEST(gemv_rows) {
     for (int64_t M = 1; M <= 5; M++) matmul_case(GWR_FLOAT32, 1, 0, M, 517, 513, 0, 1e-6);
     matmul_case(GWR_FLOAT32, 0, 3, 1, 33, 7, 0, 1e-6); /* three batch matrices of one row, B an input */
-    gemm_case("Gemm", 1, 600, 520, 1, 1);
-    gemm_case("Gemm", 2, 520, 600, 1, 0);
+    gemm_case("Gemm", 1, 600, 520, 1, 1, 2.0f);
+    gemm_case("Gemm", 2, 520, 600, 1, 0, 1.0f);
 }
 
 /* Planning with the n-th allocation failing, for every n until it

@@ -327,7 +327,9 @@ gwr_status gwr_ku_gemm_kernel(gwr_kctx *k) {
             st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
         } else {
             const float *cv = wide ? cf : c ? c->data : NULL;
-            if (use_c)
+            if (use_c && beta == 1.0f && cs[1] == 1) /* a bias row (or C whole): copies sgemm accumulates onto */
+                for (int64_t i = 0; i < M; i++) memcpy(yf + i * N, cv + i * cs[0], (size_t)N * sizeof *yf);
+            else if (use_c)
                 for (int64_t i = 0; i < M; i++)
                     for (int64_t j = 0; j < N; j++) yf[i * N + j] = beta * cv[i * cs[0] + j * cs[1]];
             gwr_ku_sgemm(ta, tb, (int)M, (int)N, (int)K, alpha, af, lda, bf, ldb, use_c ? 1.0f : 0.0f, yf, (int)N);

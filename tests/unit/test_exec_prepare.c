@@ -31,7 +31,10 @@ static gwr_tensor *add_const(gwr_network *net, const char *name, gwr_dtype dt, i
     gwr_value *v = make_value(dt, rank, dims, seed);
     gwr_weights w;
     gwr_tensor *t = NULL;
-    if (v && !gwr_value_to_weights(v, &w)) t = gwr_network_add_constant(net, name, &w);
+    if (v && !gwr_value_to_weights(v, &w)) {
+        t = gwr_network_add_constant(net, name, &w);
+        gwr_buffer_release(w.buffer);
+    }
     gwr_value_release(v);
     return t;
 }

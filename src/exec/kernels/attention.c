@@ -123,7 +123,7 @@ static float *mha_load(gwr_kctx *k, int i, const float *bias, int64_t off, int64
 /* One row: a finite maximum takes the vectorized float32 way; NaN or an
  * infinite maximum (a row that sees no key: all -inf) the plain formula in
  * double, NaN as in ONNX Softmax. */
-static void mha_row(float *restrict row, int64_t T) {
+GWR_VEC_CLONES static void mha_row(float *restrict row, int64_t T) {
     float mx = -INFINITY, lane[8];
     int nan = 0, bad[8] = {0};
     int64_t j0 = 0;
@@ -153,8 +153,9 @@ static void mha_row(float *restrict row, int64_t T) {
 
 /* Adds the attention bias row block and turns each of the S rows of p (T
  * wide) into its softmax: one row at a time, so that the bias add, the
- * maximum, exp, the sum and the scaling all find the row in cache. */
-GWR_VEC_CLONES static void mha_softmax(float *p, int64_t S, int64_t T, const float *ab) {
+ * maximum, exp, the sum and the scaling all find the row in cache (mha_row
+ * compiled per CPU: the clones of a caller do not inline it). */
+static void mha_softmax(float *p, int64_t S, int64_t T, const float *ab) {
     for (int64_t i = 0; i < S; i++) {
         float *restrict row = p + i * T;
         if (ab)

@@ -91,10 +91,15 @@ static inline float fast_erff(float x) {
 }
 
 /* Gelu(x) = x/2 erfc(-x/sqrt2), from erfc where x < 0 so that the tail
- * keeps its relative precision (activation.c's Gelu, contrib.c's GELUs) */
+ * keeps its relative precision (activation.c's Gelu, contrib.c's GELUs).
+ * erfc_tail alone, near 0 too: Gelu never needs erf by itself (1 + erf
+ * >= 1 for x >= 0, erfc relative-precise for x < 0), and the vector loop no
+ * longer evaluates erf's series beside it in every lane (against
+ * 0.5 x erfc(-x/sqrt2) in double over [-12, 12]: relative error <= 1.8e-5
+ * in the far tail as before, <= 5.7e-7 within |x| < 1.3, 6.0e-7 with the
+ * series). */
 static inline float fast_gelu(float x) {
-    float z = x * 0.707106781186547524f, a = fabsf(z);
-    float e = a < 0.84375f ? 1.0f - erf_series(a) : erfc_tail(a); /* erfc(|z|) */
+    float z = x * 0.707106781186547524f, e = erfc_tail(fabsf(z)); /* erfc(|z|) */
     return z >= 0 ? 0.5f * x * (2.0f - e) : 0.5f * x * e;
 }
 

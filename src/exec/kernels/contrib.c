@@ -6,11 +6,14 @@
  * SimplifiedLayerNormalization (its RMSNorm, registered in the default
  * domain).
  *
- * The GELUs load rows as doubles, compute, and store back in the value's
- * dtype (float16 and bfloat16 included): one rounding, as the unfused
- * chain in double would give. SkipLayerNormalization forms
- * input + skip + bias row by row and normalizes it as LayerNormalization
- * does (statistics in double). FusedMatMul is MatMul with the last two
+ * float32 runs float rows: the GELUs through fast_math.h (compiled per
+ * CPU), SkipLayerNormalization with eight-lane float statistics as
+ * LayerNormalization's float32 path. The other dtypes load rows as
+ * doubles, compute, and store back in the value's dtype (float16 and
+ * bfloat16 included): one rounding, as the unfused chain in double would
+ * give; SkipLayerNormalization forms input + skip + bias row by row and
+ * normalizes it as LayerNormalization does (statistics in double).
+ * FusedMatMul is MatMul with the last two
  * dims of A and/or B transposed and the product scaled by alpha, through
  * the same GEMM (OpenBLAS) as MatMul; transBatchA / transBatchB are
  * refused. */

@@ -199,6 +199,48 @@ TEST(prepare_out_of_memory) {
     gwr_network_free(net);
 }
 
+/* com.microsoft Attention over input [2, 3, 8], constant weights [8, 12]
+ * and bias [12], 2 heads: output 0 in float32. */
+static gwr_value *attention_run(gwr_dtype dt, int64_t *prepared) {
+    gwr_network *net = gwr_network_new("att");
+    int64_t dx[3] = {2, 3, 8}, dw[2] = {8, 12}, db = 12;
+    gwr_dim dd[3] = {2, 3, 8};
+    gwr_tensor *in[3] = {gwr_network_add_input(net, "a", dt, 3, dd), add_const(net, "w", dt, 2, dw, 2),
+                         add_const(net, "bias", dt, 1, &db, 3)};
+    gwr_layer *l = gwr_network_add_layer(net, "Attention", "com.microsoft", "att", 3, in, 1, NULL);
+    gwr_layer_set_int(l, "num_heads", 2);
+    gwr_network_mark_output(net, gwr_layer_output(l, 0));
+    gwr_session *s = gwr_session_new(net, NULL);
+    gwr_value *x = make_value(dt, 3, dx, 1), *y = NULL, *f = NULL;
+    const char *names[1] = {"a"};
+    *prepared = s ? gwr_session_prepared_layers(s) : -1;
+    if (CHECK(s != NULL) && CHECK_OK(gwr_session_run(s, 1, names, &x, 1, NULL, &y))) {
+        f = gwr_value_new(GWR_FLOAT32, 3, dx);
+        for (int64_t i = 0; f && i < gwr_value_numel(y); i++) gwr_value_set_f64(f, i, gwr_value_get_f64(y, i));
+    }
+    gwr_value_release(x), gwr_value_release(y);
+    gwr_session_free(s);
+    gwr_network_free(net);
+    return f;
+}
+
+/* Attention's float16 weights are widened once at planning; the result
+ * matches the float32 layer (weights read in place, nothing prepared)
+ * within float16's rounding of q, k, v and the output. */
+TEST(attention_half_weights_prepared) {
+    int64_t p32 = -1, p16 = -1;
+    gwr_value *a = attention_run(GWR_FLOAT32, &p32), *b = attention_run(GWR_FLOAT16, &p16);
+    CHECK_EQ_INT(p32, 0);
+    CHECK_EQ_INT(p16, 1);
+    double worst = 0;
+    for (int64_t i = 0; a && b && i < gwr_value_numel(a); i++) {
+        double e = fabs(gwr_value_get_f64(a, i) - gwr_value_get_f64(b, i));
+        worst = e > worst ? e : worst;
+    }
+    if (!CHECK(a && b && worst <= 1e-2)) fprintf(stderr, "  float16 against float32: worst %g\n", worst);
+    gwr_value_release(a), gwr_value_release(b);
+}
+
 /* ---- the float32 rows of the GELUs and SkipLayerNormalization ---------------------- */
 
 /* Runs one com.microsoft layer over float32 inputs x [R, n] and params
@@ -274,6 +316,7 @@ int main(void) {
     RUN(fused_matmul_prepared);
     RUN(gemv_rows);
     RUN(prepare_out_of_memory);
+    RUN(attention_half_weights_prepared);
     RUN(bias_gelu_rows);
     RUN(skip_layer_norm_rows);
     return check_report();

@@ -118,6 +118,10 @@ GWR_API gwr_status gwr_session_run(gwr_session *s, int nin, const char *const *i
  * a plan that never reused memory would need). */
 GWR_API int64_t gwr_session_peak_bytes(const gwr_session *s);
 GWR_API int64_t gwr_session_total_bytes(const gwr_session *s);
+/* Layers whose kernel prepared state from their constant inputs when the
+ * session planned them (a GEMM's B widened or laid out once), over the
+ * network and the subgraphs planned so far. */
+GWR_API int64_t gwr_session_prepared_layers(const gwr_session *s);
 
 /* Runs one layer's kernel on input values (inputs[i] NULL for an absent
  * optional input), outside any session: what constant folding needs.

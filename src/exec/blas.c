@@ -48,6 +48,7 @@ static void blas_open(void) {
     }
     BIND(h, sgemm, "cblas_sgemm");
     BIND(h, dgemm, "cblas_dgemm");
+    BIND(h, sgemv, "cblas_sgemv");
     BIND(h, set_num_threads, "openblas_set_num_threads");
     BIND(h, get_num_threads, "openblas_get_num_threads");
     blas_initial = gwr_blas.get_num_threads();

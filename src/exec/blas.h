@@ -16,6 +16,7 @@
 typedef struct gwr_blas_fns {
     __typeof__(&cblas_sgemm) sgemm;
     __typeof__(&cblas_dgemm) dgemm;
+    __typeof__(&cblas_sgemv) sgemv; /* the products of one row (gwr_ku_sgemm) */
     __typeof__(&openblas_set_num_threads) set_num_threads;
     __typeof__(&openblas_get_num_threads) get_num_threads;
 } gwr_blas_fns;

@@ -82,9 +82,23 @@ struct gwr_kctx {
                                * gwr_k_out_over); 0 outside a session */
     gwr_kgraph_fn run_graph;  /* NULL: no subgraphs here (gwr_exec_layer) */
     void *run_ctx;            /* run_graph's: the session's frame */
+    void *prep;               /* the layer's state from its kernel's prepare; NULL: none */
 };
 
 typedef gwr_status (*gwr_kernel_fn)(gwr_kctx *k);
+
+/* A kernel's planning hook: called once per layer when the session plans
+ * it, with k->in[i] set for the inputs a Constant layer produces (the
+ * weights) and NULL for the others, and no outputs. It may build state
+ * from the weights (a widened or transposed copy of a GEMM's B) into
+ * *state, which every run of the layer then finds in k->prep and which the
+ * session frees with the entry's prep_free when the plan goes. *state
+ * NULL: nothing to prepare (the inputs it needs are not constant, or the
+ * plain path is as fast): the kernel runs as without the hook, and that
+ * path reports bad inputs. An error status (out of memory) fails
+ * planning with gwr_k_fail's message. */
+typedef gwr_status (*gwr_kprepare_fn)(gwr_kctx *k, void **state);
+typedef void (*gwr_kprep_free_fn)(void *state);
 
 /* ---- the kernel registry (kernels/registry.c) ----------------------------- */
 
@@ -104,6 +118,8 @@ typedef struct gwr_kernel_entry {
      * gwr_kernel_for_op gives) hold the resolved numbers, INT_MAX for none. */
     int first_opset, last_opset;
     const char *domain, *name; /* custom ops only */
+    gwr_kprepare_fn prepare;   /* optional: state built at planning (above) */
+    gwr_kprep_free_fn prep_free; /* frees prepare's state; required with prepare */
 } gwr_kernel_entry;
 
 /* GWR_KERNEL(Add, k_add) or GWR_KERNEL(MatMul, k_matmul, .flags = GWR_KF_BLAS). */

@@ -35,6 +35,8 @@ typedef struct step {
     int64_t nrelease;
     uint8_t *out_used; /* per output: read by a step, a subgraph or the caller */
     uint32_t in_last;  /* bit j: input j's slot dies here and no other input reads it */
+    void *prep;        /* the kernel's prepared state (k->prep), freed by prep_free */
+    gwr_kprep_free_fn prep_free;
 } step;
 
 typedef struct gplan {
@@ -83,8 +85,11 @@ static gwr_status sess_error(gwr_session *s, gwr_status st, const char *fmt, ...
 
 static void plan_free(gplan *p) {
     if (!p) return;
-    for (int64_t i = 0; i < p->nsteps; i++)
-        gwr_free(p->steps[i].in), gwr_free(p->steps[i].out), gwr_free(p->steps[i].release), gwr_free(p->steps[i].out_used);
+    for (int64_t i = 0; i < p->nsteps; i++) {
+        step *st = &p->steps[i];
+        if (st->prep) st->prep_free(st->prep);
+        gwr_free(st->in), gwr_free(st->out), gwr_free(st->release), gwr_free(st->out_used);
+    }
     gwr_free(p->steps), gwr_free(p->input_slot), gwr_free(p->output_slot), gwr_free(p->outer), gwr_free(p->used);
     gwr_ptrmap_free(&p->slot_of);
     gwr_free(p);
@@ -166,6 +171,50 @@ static void mark_last_reads(step *st) {
     }
 }
 
+/* The value of t when a Constant layer (attribute "value") produces it:
+ * what a kernel may prepare from; NULL otherwise. *nomem set when the
+ * value could not be made. */
+static gwr_value *constant_value(const gwr_tensor *t, int *nomem) {
+    gwr_layer *c = t ? gwr_tensor_parent(t) : NULL;
+    const gwr_weights *w;
+    if (!c || gwr_layer_is_removed(c) || gwr_layer_op_id(c) != GWR_OP_Constant || gwr_layer_get_tensor(c, "value", &w))
+        return NULL;
+    gwr_value *v = gwr_value_from_weights(w);
+    if (!v) *nomem = 1;
+    return v;
+}
+
+/* Runs e's prepare for step st (its layer's constant inputs bound, the
+ * others NULL); its state goes to st->prep. */
+static gwr_status step_prepare(gwr_session *s, step *st, const gwr_kernel_entry *e) {
+    gwr_value *inb[16] = {0}, **in = st->nin <= 16 ? inb : gwr_calloc((size_t)st->nin, sizeof *in);
+    if (!in) return sess_error(s, GWR_ERR_NOMEM, "out of memory");
+    int nomem = 0;
+    for (int j = 0; j < st->nin; j++) in[j] = constant_value(gwr_layer_input(st->l, j), &nomem);
+    gwr_status rc = GWR_OK;
+    if (nomem) {
+        rc = sess_error(s, GWR_ERR_NOMEM, "layer '%s' (%s): out of memory", gwr_layer_name(st->l), gwr_layer_op(st->l));
+    } else {
+        gwr_kctx kc = {.layer = st->l, .opset = st->opset, .nin = st->nin, .in = in, .threads = s->threads,
+                       .pool = s->pool, .msg = &s->kmsg, .out_used = st->out_used};
+        s->kmsg.text[0] = 0;
+        s->kmsg.status = GWR_OK;
+        void *state = NULL;
+        rc = e->prepare(&kc, &state);
+        if (rc && s->kmsg.status) rc = s->kmsg.status;
+        if (rc) {
+            if (state) e->prep_free(state);
+            sess_error(s, rc, "layer '%s' (%s): %s", gwr_layer_name(st->l), gwr_layer_op(st->l),
+                       s->kmsg.text[0] ? s->kmsg.text : gwr_status_name(rc));
+        } else {
+            st->prep = state, st->prep_free = e->prep_free;
+        }
+    }
+    for (int j = 0; j < st->nin; j++) gwr_value_release(in[j]);
+    if (in != inb) gwr_free(in);
+    return rc;
+}
+
 static gplan *plan_new(gwr_session *s, gwr_network *net) {
     gplan *p = gwr_calloc(1, sizeof *p);
     gwr_layer **order = NULL;
@@ -219,6 +268,7 @@ static gplan *plan_new(gwr_session *s, gwr_network *net) {
         }
         for (int o = 0; o < st->nout; o++)
             if ((st->out[o] = new_slot(p, gwr_layer_output(l, o))) < 0) goto nomem;
+        if (e->prepare && step_prepare(s, st, e)) goto fail;
     }
     for (int i = 0; i < no; i++) p->output_slot[i] = slot_of(p, gwr_network_output(net, i));
     /* Lifetimes: the last step reading each slot; outputs live on. */
@@ -314,6 +364,20 @@ gwr_network *gwr_session_network(gwr_session *s) { return s ? s->net : NULL; }
 const char *gwr_session_errmsg(const gwr_session *s) { return s ? s->errmsg : gwr_last_errmsg(); }
 int64_t gwr_session_peak_bytes(const gwr_session *s) { return s ? s->peak : 0; }
 int64_t gwr_session_total_bytes(const gwr_session *s) { return s ? s->total : 0; }
+static int64_t plan_prepared(const gplan *p) {
+    int64_t n = 0;
+    for (int64_t i = 0; p && i < p->nsteps; i++) n += p->steps[i].prep != NULL;
+    return n;
+}
+
+int64_t gwr_session_prepared_layers(const gwr_session *s) {
+    if (!s) return 0;
+    int64_t n = plan_prepared(s->root);
+    for (int64_t i = 0; i < s->subplans.cap; i++)
+        if (s->subplans.keys && s->subplans.keys[i]) n += plan_prepared(s->subplans.vals[i]);
+    return n;
+}
+
 int gwr_exec_has_kernel(const char *domain, const char *op) {
     return gwr_kernel_find(domain, op) != NULL;
 }
@@ -385,7 +449,7 @@ static gwr_status run_steps(gwr_session *s, gwr_frame *f) {
             gwr_kctx kc = {.layer = st->l, .opset = st->opset, .nin = st->nin, .nout = st->nout, .in = in, .out = out,
                            .threads = s->threads, .pool = s->pool, .msg = &s->kmsg, .out_used = st->out_used,
                            .in_last = st->in_last,
-                           .run_graph = run_subgraph, .run_ctx = f};
+                           .run_graph = run_subgraph, .run_ctx = f, .prep = st->prep};
             s->kmsg.text[0] = 0;
             s->kmsg.status = GWR_OK;
             rc = st->fn(&kc);

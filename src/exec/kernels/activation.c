@@ -28,21 +28,14 @@
 #define NDT 17 /* dtype codes handled here: up to GWR_BFLOAT16 */
 #define CHUNK 256
 
-/* Gelu(x) = x/2 erfc(-x/sqrt2), from erfc where x < 0 so that the tail
- * keeps its relative precision */
-static inline float fast_gelu(float x) {
-    float z = x * 0.707106781186547524f, a = fabsf(z);
-    float e = a < 0.84375f ? 1.0f - erf_series(a) : erfc_tail(a); /* erfc(|z|) */
-    return z >= 0 ? 0.5f * x * (2.0f - e) : 0.5f * x * e;
-}
-
 /* ---- rows ------------------------------------------------------------------ */
 
 /* p: the op's parameters (attributes), read once per row. */
 typedef void (*act_fn)(const void *x, void *o, int64_t n, const double *p);
 
-#define ACT(fname, T, EXPR)                                                \
-    static void fname(const void *px, void *po, int64_t n, const double *p) { \
+#define ACT(fname, T, EXPR) ACT_WITH(, fname, T, EXPR)
+#define ACT_WITH(attr, fname, T, EXPR)                                     \
+    attr static void fname(const void *px, void *po, int64_t n, const double *p) { \
         const T *restrict a = px;                                          \
         T *restrict o = po;                                                \
         const T A = (T)p[0], B = (T)p[1], C = (T)p[2];                     \
@@ -54,6 +47,8 @@ typedef void (*act_fn)(const void *x, void *o, int64_t n, const double *p);
     }
 /* one expression for float (E32) and double (E64) */
 #define ACT_F(op, E32, E64) ACT(op##_f32, float, E32) ACT(op##_f64, double, E64)
+/* the same, float compiled per CPU (fast_math.h): the costly expressions */
+#define ACT_FV(op, E32, E64) ACT_WITH(GWR_VEC_CLONES, op##_f32, float, E32) ACT(op##_f64, double, E64)
 
 ACT_F(relu, x < 0 ? 0.0f : x, x < 0 ? 0.0 : x)
 ACT(relu_i8, int8_t, x < 0 ? 0 : x)
@@ -67,17 +62,17 @@ ACT_F(selu, x <= 0 ? B * (A * expf(x) - A) : B * x, x <= 0 ? B * (A * exp(x) - A
 /* Celu: A alpha */
 ACT_F(celu, (x > 0 ? x : 0.0f) + fminf(0.0f, A * expm1f(x / A)), (x > 0 ? x : 0.0) + fmin(0.0, A * expm1(x / A)))
 ACT_F(thrrelu, x > A ? x : 0.0f, x > A ? x : 0.0)
-ACT_F(sigmoid, 1.0f / (1.0f + fast_expf(-x)), 1.0 / (1.0 + exp(-x)))
+ACT_FV(sigmoid, 1.0f / (1.0f + fast_expf(-x)), 1.0 / (1.0 + exp(-x)))
 /* HardSigmoid: A alpha, B beta (HardSwish: 1/6, 1/2) */
 ACT_F(hsig, fast_clamp01f(A * x + B), fast_clamp01(A * x + B))
 ACT_F(hswish, x *fast_clamp01f(A * x + B), x *fast_clamp01(A * x + B))
 /* log(1 + e^x) without overflow */
 ACT_F(softplus, x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x)), x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)))
 ACT_F(softsign, x / (1.0f + fabsf(x)), x / (1.0 + fabs(x)))
-ACT_F(gelu, fast_gelu(x), x < 0 ? 0.5 * x * erfc(-x * 0.70710678118654752440) : 0.5 * x * (1.0 + erf(x * 0.70710678118654752440)))
+ACT_FV(gelu, fast_gelu(x), x < 0 ? 0.5 * x * erfc(-x * 0.70710678118654752440) : 0.5 * x * (1.0 + erf(x * 0.70710678118654752440)))
 /* the tanh approximation, 0.5 x (1 + tanh u) = x / (1 + e^-2u) with
  * u = sqrt(2/pi) (x + 0.044715 x^3) */
-ACT_F(gelu_tanh, x / (1.0f + fast_expf(-1.5957691216057308f * (x + 0.044715f * x * x * x))),
+ACT_FV(gelu_tanh, x / (1.0f + fast_expf(-1.5957691216057308f * (x + 0.044715f * x * x * x))),
       x / (1.0 + exp(-1.5957691216057307118 * (x + 0.044715 * x * x * x))))
 ACT_F(mish, x *tanhf(x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x))),
       x *tanh(x > 0 ? x + log1p(exp(-x)) : log1p(exp(x))))

@@ -12,7 +12,11 @@
  * scores are all -inf gives NaN, as ONNX Softmax does on the unfused graph
  * (and onnxruntime's kernel). The two
  * products of each head are one sgemm each, reading q, k and v in place
- * through their row strides; float16 and bfloat16 are widened to float32.
+ * through their row strides; float32 inputs are read in place (q, k and v
+ * copied only to add a bias), float16 and bfloat16 widened to float32, and
+ * Attention's weights widened once at planning (gemm_prep.c). A head's
+ * scores are one [S, T] block (cache-sized for the models here) whose rows
+ * each take the bias add and the softmax in one visit.
  * Supported: the 3-D query, key and value form with optional bias and
  * attention_bias, which is what fuse_attention emits. The packed forms,
  * key_padding_mask, the past and cache inputs, unidirectional and the
@@ -91,6 +95,16 @@ static gwr_status mha_check(gwr_kctx *k, mha_dims *d) {
     return mha_check_bias(k, ab, d);
 }
 
+/* Input i as float32: its own data when it is float32 (*own 0), else a
+ * widened copy (*own 1); NULL after gwr_k_fail. */
+static float *f32_of(gwr_kctx *k, const gwr_value *v, int *own) {
+    *own = v->dtype != GWR_FLOAT32;
+    if (!*own) return v->data;
+    float *f = gwr_ku_widen(v);
+    if (!f) gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    return f;
+}
+
 /* A float32 copy of input i plus its slice of the bias (columns off..off+w
  * of each row); NULL after gwr_k_fail. */
 static float *mha_load(gwr_kctx *k, int i, const float *bias, int64_t off, int64_t w) {
@@ -109,7 +123,7 @@ static float *mha_load(gwr_kctx *k, int i, const float *bias, int64_t off, int64
 /* One row: a finite maximum takes the vectorized float32 way; NaN or an
  * infinite maximum (a row that sees no key: all -inf) the plain formula in
  * double, NaN as in ONNX Softmax. */
-static void mha_row(float *restrict row, int64_t T) {
+GWR_VEC_CLONES static void mha_row(float *restrict row, int64_t T) {
     float mx = -INFINITY, lane[8];
     int nan = 0, bad[8] = {0};
     int64_t j0 = 0;
@@ -138,7 +152,9 @@ static void mha_row(float *restrict row, int64_t T) {
 }
 
 /* Adds the attention bias row block and turns each of the S rows of p (T
- * wide) into its softmax. */
+ * wide) into its softmax: one row at a time, so that the bias add, the
+ * maximum, exp, the sum and the scaling all find the row in cache (mha_row
+ * compiled per CPU: the clones of a caller do not inline it). */
 static void mha_softmax(float *p, int64_t S, int64_t T, const float *ab) {
     for (int64_t i = 0; i < S; i++) {
         float *restrict row = p + i * T;
@@ -181,12 +197,15 @@ static gwr_status k_multi_head_attention(gwr_kctx *k) {
     gwr_value *y = gwr_k_out(k, 0, k->in[0]->dtype, 3, od);
     if (!y) return GWR_ERR_NOMEM;
     const gwr_value *bv = gwr_ku_opt(k, 3), *abv = gwr_ku_opt(k, 5);
-    float *bias = bv ? gwr_ku_widen(bv) : NULL, *ab = abv ? gwr_ku_widen(abv) : NULL;
+    float *bias = bv ? gwr_ku_widen(bv) : NULL, *ab = NULL;
     float *q = NULL, *kk = NULL, *v = NULL, *p = NULL, *o = NULL;
-    if ((bv && !bias) || (abv && !ab)) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
-    if (!st && (!(q = mha_load(k, 0, bias, 0, d.H)) || !(kk = mha_load(k, 1, bias, d.H, d.H)) ||
-                !(v = mha_load(k, 2, bias, 2 * d.H, d.Hv))))
+    int oab = 0, own = bias || k->in[0]->dtype != GWR_FLOAT32; /* q, k, v copies (else read in place) */
+    if ((bv && !bias) || (abv && !(ab = f32_of(k, abv, &oab)))) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    if (!st && own &&
+        (!(q = mha_load(k, 0, bias, 0, d.H)) || !(kk = mha_load(k, 1, bias, d.H, d.H)) ||
+         !(v = mha_load(k, 2, bias, 2 * d.H, d.Hv))))
         st = GWR_ERR_NOMEM;
+    if (!st && !own) q = k->in[0]->data, kk = k->in[1]->data, v = k->in[2]->data;
     if (!st && !(p = gwr_ku_scratch(k, d.S * d.T, sizeof *p))) st = GWR_ERR_NOMEM;
     if (!st && y->dtype != GWR_FLOAT32 && !(o = gwr_ku_scratch(k, y->numel, sizeof *o))) st = GWR_ERR_NOMEM;
     if (!st) {
@@ -195,7 +214,9 @@ static gwr_status k_multi_head_attention(gwr_kctx *k) {
                   o ? o : (float *)y->data);
         if (o) gwr_ku_narrow(o, y);
     }
-    gwr_free(bias), gwr_free(ab), gwr_free(q), gwr_free(kk), gwr_free(v), gwr_free(p), gwr_free(o);
+    if (own) gwr_free(q), gwr_free(kk), gwr_free(v);
+    if (oab) gwr_free(ab);
+    gwr_free(bias), gwr_free(p), gwr_free(o);
     return st;
 }
 
@@ -251,28 +272,36 @@ static gwr_status k_attention(gwr_kctx *k) {
     gwr_value *y = gwr_k_out(k, 0, k->in[0]->dtype, 3, od);
     if (!y) return GWR_ERR_NOMEM;
     const gwr_value *bv = gwr_ku_opt(k, 2), *abv = gwr_ku_opt(k, 5);
-    float *x = gwr_ku_widen(k->in[0]), *w = gwr_ku_widen(k->in[1]), *bias = bv ? gwr_ku_widen(bv) : NULL;
-    float *ab = abv ? gwr_ku_widen(abv) : NULL, *qkv = NULL, *p = NULL, *o = NULL;
-    if (!x || !w || (bv && !bias) || (abv && !ab)) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    const gwr_mm_prep *pw = gwr_ku_mm_prep(k, k->in[1]); /* weights widened at planning */
+    /* float32 operands are read in place; the others widened (own*) */
+    int ox = 0, ow = 0, ob = 0, oab = 0;
+    float *x = f32_of(k, k->in[0], &ox), *w = pw ? pw->b : x ? f32_of(k, k->in[1], &ow) : NULL;
+    float *bias = bv && w ? f32_of(k, bv, &ob) : NULL, *ab = abv && w && (bias || !bv) ? f32_of(k, abv, &oab) : NULL;
+    float *qkv = NULL, *p = NULL, *o = NULL;
+    if (!x || !w || (bv && !bias) || (abv && !ab)) st = GWR_ERR_NOMEM;
     if (!st && !(qkv = gwr_ku_scratch(k, rows * W, sizeof *qkv))) st = GWR_ERR_NOMEM;
     if (!st && !(p = gwr_ku_scratch(k, d.S * d.T, sizeof *p))) st = GWR_ERR_NOMEM;
     if (!st && y->dtype != GWR_FLOAT32 && !(o = gwr_ku_scratch(k, y->numel, sizeof *o))) st = GWR_ERR_NOMEM;
     if (!st) {
         gwr_blas_threads(k->threads);
-        gwr_ku_sgemm(0, 0, (int)rows, (int)W, (int)In, 1.0f, x, (int)In, w, (int)W, 0.0f, qkv, (int)W);
-        if (bias)
-            for (int64_t r = 0; r < rows; r++)
-                for (int64_t j = 0; j < W; j++) qkv[r * W + j] += bias[j];
+        if (bias) /* the product accumulates onto the bias rows: no second sweep */
+            for (int64_t r = 0; r < rows; r++) memcpy(qkv + r * W, bias, (size_t)W * sizeof *qkv);
+        gwr_ku_sgemm(0, 0, (int)rows, (int)W, (int)In, 1.0f, x, (int)In, w, (int)W, bias ? 1.0f : 0.0f, qkv, (int)W);
         mha_heads(&d, scale, (mha_rows){qkv, (int)W}, (mha_rows){qkv + d.H, (int)W}, (mha_rows){qkv + 2 * d.H, (int)W}, ab,
                   p, o ? o : (float *)y->data);
         if (o) gwr_ku_narrow(o, y);
     }
-    gwr_free(x), gwr_free(w), gwr_free(bias), gwr_free(ab), gwr_free(qkv), gwr_free(p), gwr_free(o);
+    if (ox) gwr_free(x);
+    if (ow) gwr_free(w);
+    if (ob) gwr_free(bias);
+    if (oab) gwr_free(ab);
+    gwr_free(qkv), gwr_free(p), gwr_free(o);
     return st;
 }
 
 const gwr_kernel_entry gwr_kernels_attention[] = {
     GWR_KERNEL(MS_MultiHeadAttention, k_multi_head_attention, .flags = GWR_KF_BLAS),
-    GWR_KERNEL(MS_Attention, k_attention, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(MS_Attention, k_attention, .flags = GWR_KF_BLAS, .prepare = gwr_ku_mm_prepare,
+               .prep_free = gwr_ku_mm_prep_free),
     {.fn = NULL},
 };

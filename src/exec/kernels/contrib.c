@@ -6,11 +6,14 @@
  * SimplifiedLayerNormalization (its RMSNorm, registered in the default
  * domain).
  *
- * The GELUs load rows as doubles, compute, and store back in the value's
- * dtype (float16 and bfloat16 included): one rounding, as the unfused
- * chain in double would give. SkipLayerNormalization forms
- * input + skip + bias row by row and normalizes it as LayerNormalization
- * does (statistics in double). FusedMatMul is MatMul with the last two
+ * float32 runs float rows: the GELUs through fast_math.h (compiled per
+ * CPU), SkipLayerNormalization with eight-lane float statistics as
+ * LayerNormalization's float32 path. The other dtypes load rows as
+ * doubles, compute, and store back in the value's dtype (float16 and
+ * bfloat16 included): one rounding, as the unfused chain in double would
+ * give; SkipLayerNormalization forms input + skip + bias row by row and
+ * normalizes it as LayerNormalization does (statistics in double).
+ * FusedMatMul is MatMul with the last two
  * dims of A and/or B transposed and the product scaled by alpha, through
  * the same GEMM (OpenBLAS) as MatMul; transBatchA / transBatchB are
  * refused. */
@@ -18,6 +21,13 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The float32 rows vectorize (GCC's -O2 cost model vectorizes almost none). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
+#endif
+
+/* after the pragma: its inline functions take its options */
+#include "exec/kernels/fast_math.h"
 #include "exec/blas.h"
 #include "exec/kernels/kernel_util.h"
 
@@ -63,6 +73,34 @@ static double gelu_of(int kind, double x, double alpha) {
     }
 }
 
+/* float32 rows of y = gelu(x + b) (b: n values, or NULL), one loop per
+ * kind so that each vectorizes: erf through fast_gelu (relative error
+ * ~1e-7, the tail's included), tanh and sigmoid through fast_expf. */
+GWR_VEC_CLONES static void gelu_rows_f32(int kind, const float *restrict x, const float *restrict b, float *restrict y, int64_t rows,
+                          int64_t n, float alpha) {
+    static const float zero[64];
+    for (int64_t r = 0; r < rows; r++) {
+        const float *restrict xr = x + r * n;
+        float *restrict yr = y + r * n;
+        for (int64_t j0 = 0; j0 < n; j0 += 64) {
+            int64_t w = n - j0 < 64 ? n - j0 : 64;
+            const float *restrict br = b ? b + j0 : zero;
+            if (kind == G_ERF)
+                for (int64_t j = 0; j < w; j++) yr[j0 + j] = fast_gelu(xr[j0 + j] + br[j]);
+            else if (kind == G_TANH)
+                for (int64_t j = 0; j < w; j++) {
+                    float v = xr[j0 + j] + br[j];
+                    yr[j0 + j] = v / (1.0f + fast_expf(-1.5957691216057308f * (v + 0.044715f * v * v * v)));
+                }
+            else
+                for (int64_t j = 0; j < w; j++) {
+                    float v = xr[j0 + j] + br[j];
+                    yr[j0 + j] = v / (1.0f + fast_expf(-alpha * v));
+                }
+        }
+    }
+}
+
 /* y = gelu(x + bias), the bias (input bias_in, or none) over the last axis. */
 static gwr_status run_gelu(gwr_kctx *k, int kind, int bias_in, double alpha) {
     const gwr_value *x = need_float(k, 0, "X");
@@ -79,6 +117,11 @@ static gwr_status run_gelu(gwr_kctx *k, int kind, int bias_in, double alpha) {
         return GWR_ERR_INVALID_ARG;
     }
     gwr_value *y = gwr_k_out(k, 0, x->dtype, x->rank, x->dims);
+    if (y && x->dtype == GWR_FLOAT32) {
+        const gwr_value *bv = hb ? gwr_ku_opt(k, bias_in) : NULL;
+        gelu_rows_f32(kind, x->data, bv ? bv->data : NULL, y->data, rows, n, (float)alpha);
+        rows = 0;
+    }
     for (int64_t r = 0; y && r < rows; r++) {
         gwr_ku_load_f64(x, r * n, n, row);
         for (int64_t j = 0; j < n; j++) row[j] = gelu_of(kind, hb ? row[j] + buf[j] : row[j], alpha);
@@ -132,6 +175,55 @@ static gwr_status sln_outputs(gwr_kctx *k, const gwr_value *x, sln_out *o) {
     return GWR_OK;
 }
 
+/* Sum of x, and of (x - m)^2: eight lanes, so that the loops vectorize
+ * (LayerNormalization's float32 statistics, norm.c). */
+static float lanes_sum(const float *x, int64_t n) {
+    float a[8] = {0}, s = 0;
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int q = 0; q < 8; q++) a[q] += x[j + q];
+    for (; j < n; j++) s += x[j];
+    for (int q = 0; q < 8; q++) s += a[q];
+    return s;
+}
+
+static float lanes_sqdev(const float *x, int64_t n, float m) {
+    float a[8] = {0}, s = 0;
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int q = 0; q < 8; q++) a[q] += (x[j + q] - m) * (x[j + q] - m);
+    for (; j < n; j++) s += (x[j] - m) * (x[j] - m);
+    for (int q = 0; q < 8; q++) s += a[q];
+    return s;
+}
+
+/* The float32 parameters of skip_norm: input i's data, or NULL when absent. */
+static const float *f32_param(gwr_kctx *k, int i, int present) { return present ? gwr_ku_opt(k, i)->data : NULL; }
+
+/* float32 rows of skip_norm: v = x + skip + bias (into o->sum's row when
+ * it is wanted, else into tmp), then two passes over v for the statistics
+ * (float lanes, as LayerNormalization) and one for y. */
+static void skip_rows_f32(gwr_kctx *k, const sln_out *o, int64_t rows, int64_t srows, int64_t n, int simple, double eps,
+                          const float *ga, const float *be, const float *bi, float *tmp) {
+    const float *x = k->in[0]->data, *s = k->in[1]->data;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *restrict xr = x + r * n, *restrict sr = s + (r % srows) * n;
+        float *restrict v = o->sum ? (float *)o->sum->data + r * n : tmp, *restrict yr = (float *)o->y->data + r * n;
+        if (bi)
+            for (int64_t j = 0; j < n; j++) v[j] = xr[j] + sr[j] + bi[j];
+        else
+            for (int64_t j = 0; j < n; j++) v[j] = xr[j] + sr[j];
+        float mean = simple ? 0.0f : lanes_sum(v, n) / (float)n; /* RMS: the deviation from 0 */
+        float inv = (float)(1.0 / sqrt((double)lanes_sqdev(v, n, mean) / (double)n + eps));
+        if (be)
+            for (int64_t j = 0; j < n; j++) yr[j] = (v[j] - mean) * inv * ga[j] + be[j];
+        else
+            for (int64_t j = 0; j < n; j++) yr[j] = (v[j] - mean) * inv * ga[j];
+        if (o->mean) gwr_v_set_f64(o->mean, r, mean);
+        if (o->inv) gwr_v_set_f64(o->inv, r, inv);
+    }
+}
+
 /* SkipLayerNormalization, and SkipSimplifiedLayerNormalization (simple:
  * RMS normalization, no beta, the bias at input 3). */
 static gwr_status skip_norm(gwr_kctx *k, int simple) {
@@ -152,6 +244,11 @@ static gwr_status skip_norm(gwr_kctx *k, int simple) {
     int hbi = hbe < 0 ? -1 : last_axis_param(k, simple ? 3 : 4, "bias", x, n, bi);
     sln_out o;
     gwr_status st = hbi < 0 ? GWR_ERR_INVALID_ARG : sln_outputs(k, x, &o);
+    if (!st && x->dtype == GWR_FLOAT32) {
+        skip_rows_f32(k, &o, rows, srows, n, simple, eps, f32_param(k, 2, hg), f32_param(k, 3, hbe),
+                      f32_param(k, simple ? 3 : 4, hbi), (float *)(void *)row);
+        rows = 0;
+    }
     for (int64_t r = 0; !st && r < rows; r++) {
         gwr_ku_load_f64(x, r * n, n, row);
         gwr_ku_load_f64(s, (r % srows) * n, n, sk);
@@ -243,14 +340,20 @@ static gwr_status k_fused_matmul(gwr_kctx *k) {
     if (!y) return GWR_ERR_NOMEM;
     double alpha = gwr_k_float(k, "alpha", 1.0f);
     gwr_blas_threads(k->threads);
-    if (a->dtype == GWR_FLOAT32 || a->dtype == GWR_FLOAT64) {
+    const gwr_mm_prep *pp = gwr_ku_mm_prep(k, b); /* B prepared at planning: float32 [K, N] */
+    if (pp) p.tb = 0;
+    if (a->dtype == GWR_FLOAT64 || (a->dtype == GWR_FLOAT32 && !pp)) {
         fmm_run(&p, a->dtype == GWR_FLOAT64, a->data, b->data, y->data, alpha);
         return GWR_OK;
     }
-    float *af = gwr_ku_widen(a), *bf = gwr_ku_widen(b), *yf = gwr_malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
+    int wide = a->dtype != GWR_FLOAT32;
+    float *af = wide ? gwr_ku_widen(a) : a->data, *bf = pp ? pp->b : gwr_ku_widen(b);
+    float *yf = wide ? gwr_malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf) : y->data;
     if (!af || !bf || !yf) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
-    else fmm_run(&p, 0, af, bf, yf, alpha), gwr_ku_narrow(yf, y);
-    gwr_free(af), gwr_free(bf), gwr_free(yf);
+    else fmm_run(&p, 0, af, bf, yf, alpha);
+    if (!st && wide) gwr_ku_narrow(yf, y);
+    if (wide) gwr_free(af), gwr_free(yf);
+    if (!pp) gwr_free(bf);
     return st;
 }
 
@@ -300,6 +403,7 @@ const gwr_kernel_entry gwr_kernels_contrib[] = {
     GWR_KERNEL(MS_Gelu, k_ms_gelu),
     GWR_KERNEL(MS_FastGelu, k_fast_gelu),
     GWR_KERNEL(MS_QuickGelu, k_quick_gelu),
-    GWR_KERNEL(MS_FusedMatMul, k_fused_matmul, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(MS_FusedMatMul, k_fused_matmul, .flags = GWR_KF_BLAS, .prepare = gwr_ku_mm_prepare,
+               .prep_free = gwr_ku_mm_prep_free),
     {0},
 };

@@ -174,6 +174,23 @@ void gwr_ku_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float 
 void gwr_ku_dgemm(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda, const double *B, int ldb,
                   double beta, double *C, int ldc);
 
+/* ---- GEMM layers' prepared B (gemm_prep.c) ---------------------------------- */
+
+/* The prepare hook of MatMul, Gemm, FusedGemm and FusedMatMul (see
+ * gwr_kprepare_fn): a constant B as float32 [K, N], op(B) of the layer,
+ * where that saves the run work (a float16 B widened, a transposed one
+ * laid out for sgemm); no state where B is read as well in place. */
+typedef struct gwr_mm_prep {
+    float *b;          /* [K, N] row-major */
+    int64_t K, N;
+    gwr_dtype dtype;   /* B's own */
+} gwr_mm_prep;
+
+gwr_status gwr_ku_mm_prepare(gwr_kctx *k, void **state);
+void gwr_ku_mm_prep_free(void *state);
+/* k's prepared B, when it has one and it is of b (B's value this run). */
+const gwr_mm_prep *gwr_ku_mm_prep(const gwr_kctx *k, const gwr_value *b);
+
 /* ---- kernels other kernels extend ----------------------------------------- */
 
 /* The Conv kernel (conv.c) and the Gemm kernel (linalg.c), whole: inputs,

@@ -168,15 +168,18 @@ static gwr_status k_matmul(gwr_kctx *k) {
         return GWR_ERR_NOMEM;
     }
     gwr_blas_threads(k->threads);
+    const gwr_mm_prep *pp = gwr_ku_mm_prep(k, b); /* B prepared at planning: float32 [K, N] */
     if (dt == GWR_FLOAT32) {
-        mm_f32(&p, a->data, b->data, y->data);
+        mm_f32(&p, a->data, pp ? pp->b : b->data, y->data);
     } else if (dt == GWR_FLOAT64) {
         mm_f64(&p, a->data, b->data, y->data);
     } else if (dt == GWR_FLOAT16 || dt == GWR_BFLOAT16) {
-        float *af = gwr_ku_widen(a), *bf = gwr_ku_widen(b), *yf = gwr_malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
+        float *af = gwr_ku_widen(a), *bf = pp ? pp->b : gwr_ku_widen(b);
+        float *yf = gwr_malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
         if (!af || !bf || !yf) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
         else mm_f32(&p, af, bf, yf), gwr_ku_narrow(yf, y);
-        gwr_free(af), gwr_free(bf), gwr_free(yf);
+        gwr_free(af), gwr_free(yf);
+        if (!pp) gwr_free(bf);
     } else {
         if (mm_int(&p, a, b, y)) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
@@ -312,22 +315,28 @@ gwr_status gwr_ku_gemm_kernel(gwr_kctx *k) {
     int use_c = c && beta != 0;
     int lda = (int)a->dims[1], ldb = (int)b->dims[1];
     gwr_blas_threads(k->threads);
+    const gwr_mm_prep *pp = gwr_ku_mm_prep(k, b); /* B prepared at planning: float32 [K, N] */
+    if (pp) tb = 0, ldb = (int)N;
     if (dt == GWR_FLOAT32 || dt == GWR_FLOAT16 || dt == GWR_BFLOAT16) {
         int wide = dt != GWR_FLOAT32;
-        float *af = wide ? gwr_ku_widen(a) : a->data, *bf = wide ? gwr_ku_widen(b) : b->data, *cf = wide && use_c ? gwr_ku_widen(c) : NULL;
+        float *af = wide ? gwr_ku_widen(a) : a->data, *bf = pp ? pp->b : wide ? gwr_ku_widen(b) : b->data;
+        float *cf = wide && use_c ? gwr_ku_widen(c) : NULL;
         float *yf = wide ? gwr_malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf) : y->data;
         gwr_status st = GWR_OK;
         if (!af || !bf || !yf || (wide && use_c && !cf)) {
             st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
         } else {
             const float *cv = wide ? cf : c ? c->data : NULL;
-            if (use_c)
+            if (use_c && beta == 1.0f && cs[1] == 1) /* a bias row (or C whole): copies sgemm accumulates onto */
+                for (int64_t i = 0; i < M; i++) memcpy(yf + i * N, cv + i * cs[0], (size_t)N * sizeof *yf);
+            else if (use_c)
                 for (int64_t i = 0; i < M; i++)
                     for (int64_t j = 0; j < N; j++) yf[i * N + j] = beta * cv[i * cs[0] + j * cs[1]];
             gwr_ku_sgemm(ta, tb, (int)M, (int)N, (int)K, alpha, af, lda, bf, ldb, use_c ? 1.0f : 0.0f, yf, (int)N);
             if (wide) gwr_ku_narrow(yf, y);
         }
-        if (wide) gwr_free(af), gwr_free(bf), gwr_free(cf), gwr_free(yf);
+        if (wide) gwr_free(af), gwr_free(cf), gwr_free(yf);
+        if (wide && !pp) gwr_free(bf);
         return st;
     }
     if (dt == GWR_FLOAT64) {
@@ -653,8 +662,9 @@ static gwr_status k_det(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_linalg[] = {
-    GWR_KERNEL(MatMul, k_matmul, .flags = GWR_KF_BLAS),
-    GWR_KERNEL(Gemm, gwr_ku_gemm_kernel, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(MatMul, k_matmul, .flags = GWR_KF_BLAS, .prepare = gwr_ku_mm_prepare, .prep_free = gwr_ku_mm_prep_free),
+    GWR_KERNEL(Gemm, gwr_ku_gemm_kernel, .flags = GWR_KF_BLAS, .prepare = gwr_ku_mm_prepare,
+               .prep_free = gwr_ku_mm_prep_free),
     GWR_KERNEL(MatMulInteger, k_matmul_integer, .flags = GWR_KF_BLAS),
     GWR_KERNEL(QLinearMatMul, k_qlinear_matmul, .flags = GWR_KF_BLAS),
     GWR_KERNEL(Einsum, k_einsum),

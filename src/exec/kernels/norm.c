@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/kernels/fast_math.h"
 #include "exec/kernels/kernel_util.h"
 
 /* A whole value as doubles (malloc'd; NULL after gwr_k_fail). */
@@ -51,12 +52,15 @@ enum { SM_SOFT, SM_LOG, SM_HARD };
 
 /* float32 row kernels written so that gcc and clang vectorize them: no
  * branches, eight independent partial sums (floating-point addition is
- * not reassociated without them). gcc vectorizes only at -O3. */
+ * not reassociated without them). gcc vectorizes only at -O3. HOTV ones
+ * are also compiled per CPU (GWR_VEC_CLONES, fast_math.h): AVX-512 / AVX2
+ * where present. */
 #if defined(__GNUC__) && !defined(__clang__)
 #define HOT __attribute__((optimize("O3")))
 #else
 #define HOT
 #endif
+#define HOTV GWR_VEC_CLONES HOT
 
 /* exp(x) for x <= 0 (no NaN): 0 below -87, else within 3e-7 relative. */
 static inline float exp_nonpos(float x) {
@@ -78,7 +82,7 @@ static inline float exp_nonpos(float x) {
     return p;
 }
 
-static HOT float max_f32(const float *x, int64_t n, int *nan) {
+static HOTV float max_f32(const float *x, int64_t n, int *nan) {
     float a[8];
     int bad[8] = {0};
     for (int q = 0; q < 8; q++) a[q] = -INFINITY;
@@ -96,7 +100,7 @@ static HOT float max_f32(const float *x, int64_t n, int *nan) {
     return m;
 }
 
-static HOT float sum_f32(const float *x, int64_t n) {
+static HOTV float sum_f32(const float *x, int64_t n) {
     float a[8] = {0};
     int64_t j = 0;
     for (; j + 8 <= n; j += 8)
@@ -108,7 +112,7 @@ static HOT float sum_f32(const float *x, int64_t n) {
 }
 
 /* Sum of (x - m)^2. */
-static HOT float sqdev_f32(const float *x, int64_t n, float m) {
+static HOTV float sqdev_f32(const float *x, int64_t n, float m) {
     float a[8] = {0};
     int64_t j = 0;
     for (; j + 8 <= n; j += 8)
@@ -119,7 +123,7 @@ static HOT float sqdev_f32(const float *x, int64_t n, float m) {
     return s;
 }
 
-static HOT void exp_shift_f32(const float *restrict x, float *restrict y, int64_t n, float m) {
+static HOTV void exp_shift_f32(const float *restrict x, float *restrict y, int64_t n, float m) {
     for (int64_t j = 0; j < n; j++) y[j] = exp_nonpos(x[j] - m);
 }
 
@@ -136,7 +140,7 @@ static HOT void affine_f32(const float *restrict x, float *restrict y, int64_t n
 }
 
 /* y = (x - m) * inv * s + b, per element s and b. */
-static HOT void norm_affine_f32(const float *restrict x, float *restrict y, int64_t n, float m, float inv,
+static HOTV void norm_affine_f32(const float *restrict x, float *restrict y, int64_t n, float m, float inv,
                                 const float *restrict s, const float *restrict b) {
     for (int64_t j = 0; j < n; j++) y[j] = (x[j] - m) * inv * s[j] + b[j];
 }

@@ -6,15 +6,14 @@
  * the steps, each a GEMM of the previous hidden state with R followed by
  * the cell's gate arithmetic. sequence_lens cut each batch entry short: a
  * finished entry keeps its state, its later Y rows are zero, and a reverse
- * direction starts from its own last valid step. */
+ * direction starts from its own last valid step. A float32 LSTM runs in
+ * float instead (rnn_f32.c) once the checks here pass. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "exec/kernels/kernel_util.h"
-
-enum cell { CELL_RNN, CELL_GRU, CELL_LSTM };
+#include "exec/kernels/rnn_internal.h"
 
 /* Gates per cell (rows of W and R per hidden unit) and activations per
  * direction. */
@@ -26,13 +25,6 @@ static const char *const cell_name[] = {"RNN", "GRU", "LSTM"};
 #define RNN_MAX_ELEMS (INT64_C(1) << 34)
 
 /* ---- activations ---------------------------------------------------------- */
-
-enum act_kind { A_RELU, A_TANH, A_SIGMOID, A_AFFINE, A_LEAKY, A_THRESH, A_STANH, A_HSIG, A_ELU, A_SOFTSIGN, A_SOFTPLUS };
-
-typedef struct act {
-    enum act_kind kind;
-    double alpha, beta;
-} act;
 
 /* name, how many of activation_alpha / activation_beta it takes, defaults */
 static const struct {
@@ -49,26 +41,6 @@ static const struct {
     {"Softplus", A_SOFTPLUS, 0, 0, 0, 0},
 };
 
-static double act_apply(const act *a, double x) {
-    switch (a->kind) {
-    case A_RELU: return x > 0 ? x : 0;
-    case A_TANH: return tanh(x);
-    case A_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
-    case A_AFFINE: return a->alpha * x + a->beta;
-    case A_LEAKY: return x >= 0 ? x : a->alpha * x;
-    case A_THRESH: return x > a->alpha ? x : 0;
-    case A_STANH: return a->alpha * tanh(a->beta * x);
-    case A_HSIG: {
-        double y = a->alpha * x + a->beta;
-        return y < 0 ? 0 : y > 1 ? 1 : y;
-    }
-    case A_ELU: return x >= 0 ? x : a->alpha * (exp(x) - 1.0);
-    case A_SOFTSIGN: return x / (1.0 + fabs(x));
-    case A_SOFTPLUS: return x > 30 ? x : log1p(exp(x));
-    }
-    return x;
-}
-
 /* ---- element conversion ----------------------------------------------------- */
 
 static int rnn_dtype_ok(gwr_dtype t) { return t == GWR_FLOAT32 || t == GWR_FLOAT64 || t == GWR_FLOAT16; }
@@ -77,19 +49,6 @@ static int rnn_dtype_ok(gwr_dtype t) { return t == GWR_FLOAT32 || t == GWR_FLOAT
 static void load_all(const gwr_value *v, double *dst) { gwr_ku_load_f64(v, 0, v->numel, dst); }
 
 /* ---- the driver --------------------------------------------------------------- */
-
-typedef struct rnn_args {
-    enum cell cell;
-    int64_t T, B, I, H, D; /* steps, batch, input size, hidden size, directions */
-    int G;                 /* gates */
-    int layout;
-    int reverse_only;      /* direction "reverse" */
-    int lbr;               /* GRU linear_before_reset */
-    int input_forget;      /* LSTM */
-    int has_clip;
-    double clip;
-    act acts[2][3];        /* per direction */
-} rnn_args;
 
 static int64_t checked_mul(int64_t a, int64_t b) { return gwr_ku_mul_max(a, b, RNN_MAX_ELEMS); }
 
@@ -336,19 +295,19 @@ static void run_direction(const rnn_args *a, rnn_buf *b, int64_t d, int rev, gwr
             double *h = b->h + bb * H, *c = b->c + bb * H, *tmp = b->tmp + bb * H;
             switch (a->cell) {
             case CELL_RNN:
-                for (int64_t j = 0; j < H; j++) tmp[j] = act_apply(&ac[0], clipv(a, xw[j] + hr[j]));
+                for (int64_t j = 0; j < H; j++) tmp[j] = gwr_rnn_act_apply(&ac[0], clipv(a, xw[j] + hr[j]));
                 memcpy(h, tmp, (size_t)H * sizeof(double));
                 break;
             case CELL_GRU: {
                 /* z = tmp; r kept in hr's r block; the new h gate in c (unused by GRU) */
                 double *rr = b->hr + bb * GH + H;
                 for (int64_t j = 0; j < H; j++) {
-                    tmp[j] = act_apply(&ac[0], clipv(a, xw[j] + hr[j]));
-                    rr[j] = act_apply(&ac[0], clipv(a, xw[H + j] + hr[H + j]));
+                    tmp[j] = gwr_rnn_act_apply(&ac[0], clipv(a, xw[j] + hr[j]));
+                    rr[j] = gwr_rnn_act_apply(&ac[0], clipv(a, xw[H + j] + hr[H + j]));
                 }
                 if (a->lbr) {
                     for (int64_t j = 0; j < H; j++)
-                        c[j] = act_apply(&ac[1], clipv(a, xw[2 * H + j] + rr[j] * (hr[2 * H + j] + rb[2 * H + j])));
+                        c[j] = gwr_rnn_act_apply(&ac[1], clipv(a, xw[2 * H + j] + rr[j] * (hr[2 * H + j] + rb[2 * H + j])));
                 } else {
                     /* (r . h) Rh^T + Rbh, one row */
                     double *rh = b->hr + bb * GH + 2 * H; /* free: ng excluded it */
@@ -357,7 +316,7 @@ static void run_direction(const rnn_args *a, rnn_buf *b, int64_t d, int rev, gwr
                         const double *rrow = r + (2 * H + j) * H;
                         double acc = 0;
                         for (int64_t q = 0; q < H; q++) acc += rh[q] * rrow[q];
-                        c[j] = act_apply(&ac[1], clipv(a, xw[2 * H + j] + acc + rb[2 * H + j]));
+                        c[j] = gwr_rnn_act_apply(&ac[1], clipv(a, xw[2 * H + j] + acc + rb[2 * H + j]));
                     }
                 }
                 for (int64_t j = 0; j < H; j++) h[j] = (1 - tmp[j]) * c[j] + tmp[j] * h[j];
@@ -368,14 +327,14 @@ static void run_direction(const rnn_args *a, rnn_buf *b, int64_t d, int rev, gwr
                     double gi = xw[j] + hr[j] + p[j] * c[j];
                     double gf = xw[2 * H + j] + hr[2 * H + j] + p[2 * H + j] * c[j];
                     double gc = xw[3 * H + j] + hr[3 * H + j];
-                    double it = act_apply(&ac[0], clipv(a, gi));
-                    double ft = a->input_forget ? 1.0 - it : act_apply(&ac[0], clipv(a, gf));
-                    double ct = act_apply(&ac[1], clipv(a, gc));
+                    double it = gwr_rnn_act_apply(&ac[0], clipv(a, gi));
+                    double ft = a->input_forget ? 1.0 - it : gwr_rnn_act_apply(&ac[0], clipv(a, gf));
+                    double ct = gwr_rnn_act_apply(&ac[1], clipv(a, gc));
                     double cn = ft * c[j] + it * ct;
                     double go = xw[H + j] + hr[H + j] + p[H + j] * cn;
-                    double ot = act_apply(&ac[0], clipv(a, go));
+                    double ot = gwr_rnn_act_apply(&ac[0], clipv(a, go));
                     c[j] = cn;
-                    tmp[j] = ot * act_apply(&ac[2], cn);
+                    tmp[j] = ot * gwr_rnn_act_apply(&ac[2], cn);
                 }
                 memcpy(h, tmp, (size_t)H * sizeof(double));
                 break;
@@ -412,6 +371,7 @@ static gwr_status k_recurrent(gwr_kctx *k, enum cell cell) {
     }
     /* Y rows past an entry's sequence length stay zero. */
     if (out[0] && out[0]->nbytes) memset(out[0]->data, 0, out[0]->nbytes);
+    if (cell == CELL_LSTM && dt == GWR_FLOAT32) return gwr_rnn_lstm_f32(k, &a, out);
     rnn_buf b;
     memset(&b, 0, sizeof b);
     if (buf_load(k, &a, &b)) {

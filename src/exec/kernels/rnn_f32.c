@@ -1,0 +1,169 @@
+/* rnn_f32.c - LSTM over float32 tensors, in float.
+ *
+ * rnn.c's driver widens every tensor to double and multiplies with dgemm;
+ * for float32 models that cost 4-6x onnxruntime's time (dgemm and libm's
+ * double exp/tanh were most of it). Here W, R and X are read in place: the
+ * input projection of every step and direction is one sgemm (X [T*B, I]
+ * times W^T), each step's recurrent product one sgemm (sgemv for one batch
+ * row) on R read as stored ([4H, H] row-major: R h is a row of dot
+ * products, the order sgemv reads fastest), and the gates are row loops
+ * over fast_math.h's float sigmoid and tanh that vectorize. With W and R
+ * read in place there is nothing left for a prepare hook to arrange; the
+ * two biases are summed once per run (4H adds).
+ *
+ * rnn.c has checked the inputs and attributes (rnn_args) and keeps the
+ * double path for float64 and float16, and as the reference of the tests. */
+#include <string.h>
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
+#endif
+
+/* after the pragma: their inline functions take its options */
+#include "exec/kernels/fast_math.h"
+#include "exec/kernels/rnn_internal.h"
+
+/* v = a(clip(v)) over n floats: sigmoid and tanh vectorized, the rarer
+ * activations through rnn_act.c's double expressions. */
+GWR_VEC_CLONES static void act_row(const act *a, int has_clip, float clip, float *restrict v, int64_t n) {
+    if (has_clip)
+        for (int64_t i = 0; i < n; i++) {
+            float x = v[i];
+            v[i] = x > clip ? clip : x < -clip ? -clip : x; /* NaN stays NaN */
+        }
+    switch (a->kind) {
+    case A_SIGMOID:
+        for (int64_t i = 0; i < n; i++) v[i] = 1.0f / (1.0f + fast_expf(-v[i]));
+        break;
+    case A_TANH:
+        for (int64_t i = 0; i < n; i++) v[i] = fast_tanhf(v[i]);
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++) v[i] = (float)gwr_rnn_act_apply(a, v[i]);
+        break;
+    }
+}
+
+/* g = xw + hr (+ the input and forget gates' peepholes on c), 4H floats in
+ * ONNX's gate order i, o, f, c. */
+GWR_VEC_CLONES static void gates_in(int64_t H, const float *restrict xw, const float *restrict hr, const float *restrict p,
+                                    const float *restrict c, float *restrict g) {
+    for (int64_t j = 0; j < 4 * H; j++) g[j] = xw[j] + hr[j];
+    if (!p) return;
+    for (int64_t j = 0; j < H; j++) g[j] += p[j] * c[j];
+    for (int64_t j = 0; j < H; j++) g[2 * H + j] += p[2 * H + j] * c[j];
+}
+
+/* One batch entry's step: c and h updated from its gate sums g. */
+static void lstm_cell(const rnn_args *a, const act *ac, const float *p, float *restrict g, float *restrict h, float *restrict c) {
+    int64_t H = a->H;
+    float clip = (float)a->clip;
+    float *gi = g, *go = g + H, *gf = g + 2 * H, *gc = g + 3 * H;
+    act_row(&ac[0], a->has_clip, clip, gi, H);
+    if (a->input_forget)
+        for (int64_t j = 0; j < H; j++) gf[j] = 1.0f - gi[j];
+    else
+        act_row(&ac[0], a->has_clip, clip, gf, H);
+    act_row(&ac[1], a->has_clip, clip, gc, H);
+    for (int64_t j = 0; j < H; j++) c[j] = gf[j] * c[j] + gi[j] * gc[j];
+    if (p)
+        for (int64_t j = 0; j < H; j++) go[j] += p[H + j] * c[j];
+    act_row(&ac[0], a->has_clip, clip, go, H);
+    memcpy(gc, c, (size_t)H * sizeof *gc); /* gc is spent: it takes act2(c) */
+    act_row(&ac[2], 0, 0, gc, H);
+    for (int64_t j = 0; j < H; j++) h[j] = go[j] * gc[j];
+}
+
+/* The work buffers of one run. */
+typedef struct lstm_buf {
+    float *xw;    /* [T*B][4H]: x W^T + Wb + Rb, rows in X's order */
+    float *hr;    /* [B][4H]: h R^T */
+    float *g;     /* [4H]: one entry's gates */
+    float *bias;  /* [4H] */
+    float *h, *c; /* [B][H] */
+    int64_t *len;
+} lstm_buf;
+
+static void lbuf_free(lstm_buf *b) {
+    gwr_free(b->xw), gwr_free(b->hr), gwr_free(b->g), gwr_free(b->bias), gwr_free(b->h), gwr_free(b->c), gwr_free(b->len);
+}
+
+static float *alloc_f(int64_t n) { return gwr_malloc((size_t)(n ? n : 1) * sizeof(float)); }
+
+static const float *in_f(const gwr_kctx *k, int i) {
+    return i < k->nin && k->in[i] ? (const float *)k->in[i]->data : NULL;
+}
+
+/* Y's, and Y_h's / Y_c's / the initial states', row of (step t,) entry bb. */
+static int64_t y_row(const rnn_args *a, int64_t t, int64_t d, int64_t bb) {
+    return a->layout ? ((bb * a->T + t) * a->D + d) * a->H : ((t * a->D + d) * a->B + bb) * a->H;
+}
+static int64_t state_row(const rnn_args *a, int64_t d, int64_t bb) {
+    return a->layout ? (bb * a->D + d) * a->H : (d * a->B + bb) * a->H;
+}
+
+/* Direction d's projections of every step, biases included. */
+static void project(const gwr_kctx *k, const rnn_args *a, lstm_buf *b, int64_t d) {
+    int64_t T = a->T, B = a->B, I = a->I, H = a->H, GH = 4 * H;
+    const float *x = in_f(k, 0), *w = in_f(k, 1) + d * GH * I, *bias = in_f(k, 3);
+    gwr_ku_sgemm(0, 1, (int)(T * B), (int)GH, (int)I, 1.0f, x, (int)I, w, (int)I, 0.0f, b->xw, (int)GH);
+    if (!bias) return;
+    bias += d * 2 * GH;
+    for (int64_t j = 0; j < GH; j++) b->bias[j] = bias[j] + bias[GH + j];
+    for (int64_t r = 0; r < T * B; r++) {
+        float *row = b->xw + r * GH;
+        for (int64_t j = 0; j < GH; j++) row[j] += b->bias[j];
+    }
+}
+
+/* Runs direction d (reverse when rev), writing Y's rows and the final states. */
+static void run_dir(const gwr_kctx *k, const rnn_args *a, lstm_buf *b, int64_t d, int rev, gwr_value *const out[3]) {
+    int64_t T = a->T, B = a->B, H = a->H, GH = 4 * H;
+    const float *r = in_f(k, 2) + d * GH * H, *p = in_f(k, 7), *h0 = in_f(k, 5), *c0 = in_f(k, 6);
+    if (p) p += d * 3 * H;
+    project(k, a, b, d);
+    for (int64_t bb = 0; bb < B; bb++) {
+        int64_t s0 = state_row(a, d, bb);
+        if (h0) memcpy(b->h + bb * H, h0 + s0, (size_t)H * sizeof(float));
+        else memset(b->h + bb * H, 0, (size_t)H * sizeof(float));
+        if (c0) memcpy(b->c + bb * H, c0 + s0, (size_t)H * sizeof(float));
+        else memset(b->c + bb * H, 0, (size_t)H * sizeof(float));
+    }
+    float *Y = out[0] ? (float *)out[0]->data : NULL;
+    for (int64_t s = 0; s < T; s++) {
+        gwr_ku_sgemm(0, 1, (int)B, (int)GH, (int)H, 1.0f, b->h, (int)H, r, (int)H, 0.0f, b->hr, (int)GH);
+        for (int64_t bb = 0; bb < B; bb++) {
+            if (s >= b->len[bb]) continue; /* finished: keeps its state */
+            int64_t t = rev ? b->len[bb] - 1 - s : s;
+            const float *xw = b->xw + (a->layout ? bb * T + t : t * B + bb) * GH;
+            float *h = b->h + bb * H, *c = b->c + bb * H;
+            gates_in(H, xw, b->hr + bb * GH, p, c, b->g);
+            lstm_cell(a, a->acts[d], p, b->g, h, c);
+            if (Y) memcpy(Y + y_row(a, t, d, bb), h, (size_t)H * sizeof(float));
+        }
+    }
+    for (int o = 1; o < 3; o++) {
+        if (!out[o]) continue;
+        const float *src = o == 1 ? b->h : b->c;
+        for (int64_t bb = 0; bb < B; bb++)
+            memcpy((float *)out[o]->data + state_row(a, d, bb), src + bb * H, (size_t)H * sizeof(float));
+    }
+}
+
+gwr_status gwr_rnn_lstm_f32(gwr_kctx *k, const rnn_args *a, gwr_value *const out[3]) {
+    int64_t T = a->T, B = a->B, H = a->H, GH = 4 * H;
+    lstm_buf b;
+    memset(&b, 0, sizeof b);
+    b.xw = alloc_f(T * B * GH), b.hr = alloc_f(B * GH), b.g = alloc_f(GH), b.bias = alloc_f(GH);
+    b.h = alloc_f(B * H), b.c = alloc_f(B * H);
+    b.len = gwr_malloc((size_t)(B ? B : 1) * sizeof *b.len);
+    if (!b.xw || !b.hr || !b.g || !b.bias || !b.h || !b.c || !b.len) {
+        lbuf_free(&b);
+        return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    }
+    const gwr_value *sl = k->nin > 4 ? k->in[4] : NULL;
+    for (int64_t bb = 0; bb < B; bb++) b.len[bb] = sl ? gwr_v_get_i64(sl, bb) : T;
+    for (int64_t d = 0; d < a->D; d++) run_dir(k, a, &b, d, a->reverse_only || d == 1, out);
+    lbuf_free(&b);
+    return GWR_OK;
+}

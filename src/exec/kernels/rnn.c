@@ -6,7 +6,7 @@
  * the steps, each a GEMM of the previous hidden state with R followed by
  * the cell's gate arithmetic. sequence_lens cut each batch entry short: a
  * finished entry keeps its state, its later Y rows are zero, and a reverse
- * direction starts from its own last valid step. A float32 LSTM runs in
+ * direction starts from its own last valid step. float32 layers run in
  * float instead (rnn_f32.c) once the checks here pass. */
 #include <math.h>
 #include <stdlib.h>
@@ -371,7 +371,7 @@ static gwr_status k_recurrent(gwr_kctx *k, enum cell cell) {
     }
     /* Y rows past an entry's sequence length stay zero. */
     if (out[0] && out[0]->nbytes) memset(out[0]->data, 0, out[0]->nbytes);
-    if (cell == CELL_LSTM && dt == GWR_FLOAT32) return gwr_rnn_lstm_f32(k, &a, out);
+    if (dt == GWR_FLOAT32) return gwr_rnn_f32(k, &a, out);
     rnn_buf b;
     memset(&b, 0, sizeof b);
     if (buf_load(k, &a, &b)) {

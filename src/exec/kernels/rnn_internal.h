@@ -1,5 +1,5 @@
 /* rnn_internal.h - what rnn.c (the checks, the double path) shares with
- * rnn_f32.c (the float32 LSTM). */
+ * rnn_f32.c (the float32 path). */
 #ifndef GWR_EXEC_KERNELS_RNN_INTERNAL_H
 #define GWR_EXEC_KERNELS_RNN_INTERNAL_H
 
@@ -30,9 +30,9 @@ typedef struct rnn_args {
 /* One activation of the recurrent ops, in double (rnn_act.c). */
 double gwr_rnn_act_apply(const act *a, double x);
 
-/* The float32 LSTM (rnn_f32.c): k's inputs all float32, checked by
+/* RNN, GRU and LSTM in float (rnn_f32.c): k's inputs all float32, checked by
  * rnn.c; out[] the outputs to write (NULL: unused), Y already zeroed.
  * GWR_ERR_NOMEM (with its message) when a buffer cannot be had. */
-gwr_status gwr_rnn_lstm_f32(gwr_kctx *k, const rnn_args *a, gwr_value *const out[3]);
+gwr_status gwr_rnn_f32(gwr_kctx *k, const rnn_args *a, gwr_value *const out[3]);
 
 #endif

@@ -159,7 +159,8 @@ static gwr_network *conv_pair(gwr_dtype dt, const char *act, int fused) {
 
 TEST(test_kernels_bits_of_the_unfused_layers) {
     static const gwr_dtype dts[] = {GWR_FLOAT32, GWR_FLOAT64, GWR_FLOAT16, GWR_BFLOAT16};
-    static const char *const acts[] = {"Relu", "Tanh", "Sigmoid", "LeakyRelu", "HardSigmoid"};
+    /* HardSwish: gwr's extension of FusedConv, against the HardSwish kernel */
+    static const char *const acts[] = {"Relu", "Tanh", "Sigmoid", "LeakyRelu", "HardSigmoid", "HardSwish"};
     for (size_t d = 0; d < sizeof dts / sizeof *dts; d++)
         for (size_t i = 0; i < sizeof acts / sizeof *acts; i++) {
             gwr_network *a = conv_pair(dts[d], acts[i], 0), *b = conv_pair(dts[d], acts[i], 1);
@@ -212,7 +213,8 @@ TEST(test_shape_rules) {
         CHECK_EQ_INT(gwr_tensor_dim(g, 1), 4);
     }
     gwr_network_free(net);
-    refused(0, 4, "HardSwish", 0, 0, "activation 'HardSwish' is not one of");
+    refused(0, 4, "Softsign", 0, 0, "activation 'Softsign' is not one of");
+    refused(1, 2, "HardSwish", 0, 0, "activation 'HardSwish' is not one of"); /* FusedConv's only */
     refused(0, 4, "LeakyRelu", 0, 0, "needs 1 activation_params");
     refused(0, 4, "Clip", 1, 0, "needs 2 activation_params");
     refused(0, 2, "Relu", 0, 0, "rank");
@@ -283,17 +285,21 @@ static gwr_tensor *clip_input_bound(gwr_network *net, int i) {
 /* The pass alone (gwr_optimize --only, target ort) fires `fired` times and
  * the outputs stay bit-identical (the rows' tolerance is 0), also with
  * NaN, infinities and signed zeros among the inputs. */
-static void check_pass(gwr_network *net, const char *label, int64_t fired) {
+static void check_pass_for(gwr_network *net, const char *label, unsigned target, int64_t fired) {
     if (!CHECK(net != NULL)) return;
     gwr_network *before = gwr_network_clone(net);
     int64_t bits = -1;
-    if (CHECK(before != NULL) && CHECK_EQ_INT(run_pass(net, label, GWR_TARGET_ORT), fired)) {
+    if (CHECK(before != NULL) && CHECK_EQ_INT(run_pass(net, label, target), fired)) {
         double d = max_diff(before, net, 17, 3.0, 1, &bits);
         if (!CHECK(d == 0 && bits == 0))
             fprintf(stderr, "  %s: difference %g, %lld bytes differ\n", label, d, (long long)bits);
     }
     gwr_network_free(before);
     gwr_network_free(net);
+}
+
+static void check_pass(gwr_network *net, const char *label, int64_t fired) {
+    check_pass_for(net, label, GWR_TARGET_ORT, fired);
 }
 
 TEST(test_conv_activation_fires) {
@@ -321,8 +327,75 @@ TEST(test_conv_activation_idle) {
     check_pass(conv_act("Relu", C_NET_OUTPUT, 13, NULL), "fuse_conv_activation", 0);
     check_pass(conv_act("Relu", C_F64, 13, NULL), "fuse_conv_activation", 0);
     check_pass(conv_act("Clip", C_PLAIN, 13, clip_input_bound), "fuse_conv_activation", 0);
-    check_pass(conv_act("HardSwish", C_PLAIN, 14, NULL), "fuse_conv_activation", 0);
+    check_pass(conv_act("HardSwish", C_PLAIN, 14, NULL), "fuse_conv_activation", 0); /* target ort */
     check_pass(conv_act("Elu", C_PLAIN, 13, NULL), "fuse_conv_activation", 0);
+}
+
+static gwr_network *conv_hswish_net(void);
+
+/* HardSwish after a Conv: into FusedConv (activation "HardSwish", gwr's
+ * extension) for target gwr only, bit for bit; never for ort (onnxruntime's
+ * FusedConv refuses it), nor onnx, nor without a target. */
+TEST(test_conv_hard_swish_for_gwr_only) {
+    check_pass_for(conv_act("HardSwish", C_PLAIN, 14, NULL), "fuse_conv_activation", GWR_TARGET_GWR, 1);
+    check_pass_for(conv_act("HardSwish", C_SECOND_READER, 14, NULL), "fuse_conv_activation", GWR_TARGET_GWR, 0);
+    check_pass_for(conv_act("HardSwish", C_NET_OUTPUT, 14, NULL), "fuse_conv_activation", GWR_TARGET_GWR, 0);
+    check_pass_for(conv_act("HardSwish", C_F64, 14, NULL), "fuse_conv_activation", GWR_TARGET_GWR, 0);
+    check_pass_for(conv_act("HardSwish", C_PLAIN, 14, NULL), "fuse_conv_activation", GWR_TARGET_ORT, 0);
+    gwr_network *net = conv_act("HardSwish", C_PLAIN, 14, NULL);
+    if (CHECK(net) && CHECK_EQ_INT(run_pass(net, "fuse_conv_activation", GWR_TARGET_GWR), 1)) {
+        CHECK_EQ_INT(count_op(net, "HardSwish") + count_op(net, "Conv"), 0);
+        for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
+            gwr_layer *l = gwr_network_layer(net, i);
+            const char *a = NULL;
+            const float *p = NULL;
+            int64_t n = -1;
+            if (gwr_layer_is_removed(l) || strcmp(gwr_layer_op(l), "FusedConv")) continue;
+            CHECK(!gwr_layer_get_string(l, "activation", &a, NULL) && a && !strcmp(a, "HardSwish"));
+            CHECK(gwr_layer_get_floats(l, "activation_params", &p, &n) != GWR_OK);
+        }
+    }
+    gwr_network_free(net);
+    /* no target (a plain `gwr rewrite --pattern` run) and target onnx: none */
+    gwr_args *args = gwr_args_new();
+    pass_case c = {.build = conv_hswish_net, .label = "fuse_conv_activation", .args = NULL, .expect = 0, .seed = 3};
+    CHECK(pass_case_check_case(&c));
+    gwr_args_set_int(args, "target", GWR_TARGET_ONNX);
+    c.args = args;
+    CHECK(pass_case_check_case(&c));
+    gwr_args_set_int(args, "target", GWR_TARGET_ORT);
+    CHECK(pass_case_check_case(&c));
+    gwr_args_set_int(args, "target", GWR_TARGET_GWR);
+    c.expect = 1;
+    CHECK(pass_case_check_case(&c));
+    gwr_args_free(args);
+}
+
+/* Written for target gwr and loaded back: the FusedConv keeps activation
+ * "HardSwish" (the file is for gwr's executor) and the same bits. */
+TEST(test_hard_swish_round_trip) {
+    gwr_network *net = conv_hswish_net(), *back = NULL;
+    gwr_optimize_options o = {.level = GWR_LEVEL_EXTENDED, .target = GWR_TARGET_GWR, .debug = 1};
+    void *buf = NULL;
+    size_t size = 0;
+    if (CHECK(net) && CHECK(!gwr_optimize(net, &o, NULL)) && CHECK(!gwr_network_prune(net, NULL)) &&
+        CHECK(!gwr_onnx_save_memory(net, &buf, &size)))
+        back = gwr_onnx_load_memory(buf, size, NULL, "hswish.onnx", NULL);
+    if (CHECK(back != NULL)) {
+        CHECK_EQ_INT(count_op(back, "FusedConv"), 1);
+        CHECK_EQ_INT(count_op(back, "HardSwish"), 0);
+        for (int64_t i = 0; i < gwr_network_num_layers(back); i++) {
+            gwr_layer *l = gwr_network_layer(back, i);
+            const char *a = NULL;
+            if (!strcmp(gwr_layer_op(l), "FusedConv"))
+                CHECK(!gwr_layer_get_string(l, "activation", &a, NULL) && a && !strcmp(a, "HardSwish"));
+        }
+        int64_t bits = -1;
+        CHECK(max_diff(net, back, 5, 3.0, 1, &bits) == 0 && bits == 0);
+    }
+    free(buf);
+    gwr_network_free(back);
+    gwr_network_free(net);
 }
 
 /* Relu(Add(Conv(x), z)) with z as `zkind` says; swap: Add(z, Conv). */
@@ -394,6 +467,7 @@ TEST(test_gemm_activation) {
 }
 
 static gwr_network *conv_relu_net(void) { return conv_act("Relu", C_PLAIN, 13, NULL); }
+static gwr_network *conv_hswish_net(void) { return conv_act("HardSwish", C_PLAIN, 14, NULL); }
 static gwr_network *conv_add_net(void) { return conv_add(Z_INPUT, 0, 1); }
 static gwr_network *gemm_relu_net(void) { return gemm_act("Relu", 0); }
 
@@ -520,6 +594,8 @@ int main(void) {
     RUN(test_shape_rules);
     RUN(test_conv_activation_fires);
     RUN(test_conv_activation_idle);
+    RUN(test_conv_hard_swish_for_gwr_only);
+    RUN(test_hard_swish_round_trip);
     RUN(test_conv_add);
     RUN(test_gemm_activation);
     RUN(test_not_for_target_onnx);

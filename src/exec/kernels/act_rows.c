@@ -26,7 +26,9 @@
 #define A_HSIG GWR_KU_ACT_HSIG
 #define A_HSWISH GWR_KU_ACT_HSWISH
 
-/* The expressions of activation.c's and elementwise.c's rows. */
+/* The expressions of activation.c's and elementwise.c's rows. HardSwish
+ * takes its constants 1/6 and 1/2 in T itself, as its kernel does (a
+ * float 1/6 widened would not give float64 the kernel's bits). */
 #define ACT_ROW(fname, T, RELU, TANH, SIG, HSIG, HSWISH)                                  \
     void fname(const gwr_ku_act *a, T *restrict y, const T *b, const T *restrict z, int64_t n) { \
         const T A = (T)a->p[0], B = (T)a->p[1];                                          \
@@ -65,6 +67,6 @@
         }                                                                                \
     }
 ACT_ROW(gwr_ku_act_f32, float, y[i] < 0 ? 0.0f : y[i], fast_tanhf(y[i]), 1.0f / (1.0f + fast_expf(-y[i])),
-        fast_clamp01f(A * y[i] + B), y[i] * fast_clamp01f(A * y[i] + B))
+        fast_clamp01f(A * y[i] + B), y[i] * fast_clamp01f((float)(1.0 / 6.0) * y[i] + 0.5f))
 ACT_ROW(gwr_ku_act_f64, double, y[i] < 0 ? 0.0 : y[i], tanh(y[i]), 1.0 / (1.0 + exp(-y[i])),
-        fast_clamp01(A * y[i] + B), y[i] * fast_clamp01(A * y[i] + B))
+        fast_clamp01(A * y[i] + B), y[i] * fast_clamp01((1.0 / 6.0) * y[i] + 0.5))

@@ -28,7 +28,10 @@
  * applies it per tile) that onnxruntime's FusedConv refuses, so never for
  * target ort nor without a target. fuse_hard_swish (benefit 40) makes the
  * HardSwish from the exporters' x*Clip(x+3,0,6)/6 first; until then the
- * Conv's output has two readers and nothing here fires.
+ * Conv's output has two readers and nothing here fires. Likewise
+ * com.microsoft's QuickGelu (alpha), which fuse_silu (40) makes from
+ * x * Sigmoid(x), becomes FusedConv's activation "QuickGelu" with
+ * activation_params [alpha].
  *
  * The Conv's or Gemm's output (and for the activation of a FusedConv, its
  * output) must have no reader outside the match and not be a network
@@ -90,19 +93,39 @@ typedef struct act {
     float p[2];
 } act;
 
+/* gwr's FusedConv extensions, which onnxruntime's kernel refuses: for
+ * target gwr only. NULL, or why not. */
+static const char *gwr_only(int gemm, int64_t target) {
+    if (gemm) return "FusedGemm has no HardSwish or QuickGelu";
+    if (target != GWR_TARGET_GWR)
+        return "HardSwish and QuickGelu fuse into FusedConv for target gwr only (onnxruntime lacks them)";
+    return NULL;
+}
+
+/* com.microsoft's QuickGelu (fuse_silu's x * Sigmoid(x) at alpha 1). */
+static const char *read_quick_gelu(gwr_layer *r, int gemm, int64_t target, act *a) {
+    const char *why = gwr_only(gemm, target);
+    if (why) return why;
+    if (gwr_layer_num_inputs(r) != 1 || gwr_layer_num_outputs(r) != 1) return "QuickGelu with other than 1 input";
+    a->name = "QuickGelu", a->nparams = 1, a->p[0] = 1.702f; /* the op's default */
+    gwr_layer_get_float(r, "alpha", &a->p[0]);
+    return NULL;
+}
+
 /* The root's activation into *a. NULL when it is one the fused op takes,
  * else why not. */
 static const char *read_act(gwr_network *net, const gwr_match *m, int gemm, int64_t target, act *a) {
     gwr_layer *r = m->layers[m->nlayers - 1];
     static const char *const names[] = {"Relu", "Tanh", "Sigmoid", "LeakyRelu", "HardSigmoid", "Clip"};
     memset(a, 0, sizeof *a);
+    if (!strcmp(gwr_layer_op(r), "QuickGelu") && !strcmp(gwr_layer_domain(r), "com.microsoft"))
+        return read_quick_gelu(r, gemm, target, a);
     if (*gwr_layer_domain(r) || gwr_layer_num_outputs(r) != 1) return "not an ONNX activation";
     for (size_t i = 0; i < sizeof names / sizeof *names && !a->name; i++)
         if (!strcmp(gwr_layer_op(r), names[i])) a->name = names[i];
     if (!a->name && !strcmp(gwr_layer_op(r), "HardSwish")) {
-        /* gwr's extension of FusedConv, which onnxruntime's kernel refuses */
-        if (gemm) return "FusedGemm has no HardSwish";
-        if (target != GWR_TARGET_GWR) return "HardSwish fuses into FusedConv for target gwr only (onnxruntime lacks it)";
+        const char *why = gwr_only(gemm, target);
+        if (why) return why;
         a->name = "HardSwish";
         return gwr_layer_num_inputs(r) > 1 ? "too many inputs" : NULL;
     }
@@ -238,7 +261,8 @@ static int gemm_activation(gwr_rewrite_ctx *c, gwr_layer *l) {
     return replace(c, &m, "FusedGemm", m.layers[0], 3, in, &a);
 }
 
-static const char *const act_roots[] = {"Relu", "Tanh", "Sigmoid", "LeakyRelu", "HardSigmoid", "Clip", "HardSwish", NULL};
+static const char *const act_roots[] = {"Relu", "Tanh", "Sigmoid", "LeakyRelu", "HardSigmoid", "Clip", "HardSwish",
+                                         "com.microsoft::QuickGelu", NULL};
 static const char *const gemm_roots[] = {"Relu", "Tanh", "Sigmoid", "LeakyRelu", "HardSigmoid", NULL};
 static const char *const add_roots[] = {"Add", NULL};
 

@@ -143,14 +143,15 @@ static gwr_network *conv_pair(gwr_dtype dt, const char *act, int fused) {
     static const double params[2] = {0.25, 0.5};
     if (fused) {
         gwr_args_set_string(a, "activation", act);
-        if (!strcmp(act, "LeakyRelu") || !strcmp(act, "HardSigmoid"))
-            gwr_args_set_floats(a, "activation_params", !strcmp(act, "LeakyRelu") ? 1 : 2, params);
+        if (!strcmp(act, "LeakyRelu") || !strcmp(act, "HardSigmoid") || !strcmp(act, "QuickGelu"))
+            gwr_args_set_floats(a, "activation_params", !strcmp(act, "HardSigmoid") ? 2 : 1, params);
         gwr_op_call(net, "com.microsoft", "FusedConv", 4, in, a, 1, &y);
     } else if (gwr_op_call(net, "", "Conv", 3, in, NULL, 1, &c)) {
         gwr_tensor *s = gwr_add(net, c, in[3]);
         if (!strcmp(act, "LeakyRelu")) gwr_args_set_float(a, "alpha", params[0]);
         if (!strcmp(act, "HardSigmoid")) gwr_args_set_float(a, "alpha", params[0]), gwr_args_set_float(a, "beta", params[1]);
-        gwr_op_call(net, "", act, 1, &s, a, 1, &y);
+        if (!strcmp(act, "QuickGelu")) gwr_args_set_float(a, "alpha", params[0]);
+        gwr_op_call(net, strcmp(act, "QuickGelu") ? "" : "com.microsoft", act, 1, &s, a, 1, &y);
     }
     gwr_args_free(a);
     if (y && gwr_tensor_set_name(y, "y")) y = NULL;
@@ -171,6 +172,16 @@ TEST(test_kernels_bits_of_the_unfused_layers) {
             gwr_network_free(a);
             gwr_network_free(b);
         }
+    /* QuickGelu (gwr's extension) in float32 and float64: its float16 and
+     * bfloat16 go through double in its own kernel, through float here */
+    for (size_t d = 0; d < 2; d++) {
+        gwr_network *a = conv_pair(dts[d], "QuickGelu", 0), *b = conv_pair(dts[d], "QuickGelu", 1);
+        int64_t bits = -1;
+        if (CHECK(a && b) && !CHECK(max_diff(a, b, 31, 2.0, 1, &bits) == 0 && bits == 0))
+            fprintf(stderr, "  FusedConv QuickGelu in %s: %lld bytes differ\n", gwr_dtype_name(dts[d]), (long long)bits);
+        gwr_network_free(a);
+        gwr_network_free(b);
+    }
 }
 
 /* ---- shape rules --------------------------------------------------------------- */
@@ -215,6 +226,7 @@ TEST(test_shape_rules) {
     gwr_network_free(net);
     refused(0, 4, "Softsign", 0, 0, "activation 'Softsign' is not one of");
     refused(1, 2, "HardSwish", 0, 0, "activation 'HardSwish' is not one of"); /* FusedConv's only */
+    refused(0, 4, "QuickGelu", 0, 0, "needs 1 activation_params");
     refused(0, 4, "LeakyRelu", 0, 0, "needs 1 activation_params");
     refused(0, 4, "Clip", 1, 0, "needs 2 activation_params");
     refused(0, 2, "Relu", 0, 0, "rank");
@@ -268,7 +280,8 @@ static gwr_network *conv_act(const char *act, int kind, int64_t opset, gwr_tenso
     if (!strcmp(act, "HardSigmoid")) gwr_args_set_float(a, "alpha", 0.3), gwr_args_set_float(a, "beta", 0.6);
     if (!strcmp(act, "Clip") && opset && opset < 11)
         gwr_args_set_float(a, "min", -0.5), gwr_args_set_float(a, "max", 0.75);
-    gwr_op_call(net, "", act, nin, in, a, 1, &y);
+    if (!strcmp(act, "QuickGelu")) gwr_args_set_float(a, "alpha", 0.75);
+    gwr_op_call(net, strcmp(act, "QuickGelu") ? "" : "com.microsoft", act, nin, in, a, 1, &y);
     gwr_args_free(a);
     if (kind == C_SECOND_READER && y) y = gwr_add(net, y, gwr_relu(net, c));
     if (kind == C_NET_OUTPUT && c && gwr_network_mark_output(net, c)) y = NULL;
@@ -395,6 +408,38 @@ TEST(test_hard_swish_round_trip) {
     }
     free(buf);
     gwr_network_free(back);
+    gwr_network_free(net);
+}
+
+/* QuickGelu after a Conv: FusedConv "QuickGelu" with its alpha, for target
+ * gwr only, bit for bit; and x * Sigmoid(x) after a Conv (the SiLU) through
+ * fuse_silu then fuse_conv_activation, within fuse_silu's 1e-5. */
+TEST(test_conv_quick_gelu_for_gwr_only) {
+    check_pass_for(conv_act("QuickGelu", C_PLAIN, 14, NULL), "fuse_conv_activation", GWR_TARGET_GWR, 1);
+    check_pass_for(conv_act("QuickGelu", C_SECOND_READER, 14, NULL), "fuse_conv_activation", GWR_TARGET_GWR, 0);
+    check_pass_for(conv_act("QuickGelu", C_PLAIN, 14, NULL), "fuse_conv_activation", GWR_TARGET_ORT, 0);
+    static const gwr_dim xd[4] = {1, 3, 6, 6};
+    gwr_network *net = new_net(14);
+    gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 4, xd), *c = conv_of(net, x, 1);
+    net = done(net, gwr_mul(net, c, gwr_sigmoid(net, c)));
+    gwr_network *before = net ? gwr_network_clone(net) : NULL;
+    gwr_optimize_options o = {.only = "fuse_silu,fuse_conv_activation", .target = GWR_TARGET_GWR, .debug = 1};
+    if (CHECK(before) && CHECK(!gwr_optimize(net, &o, NULL))) {
+        CHECK_EQ_INT(count_op(net, "FusedConv"), 1);
+        CHECK_EQ_INT(count_op(net, "Conv") + count_op(net, "Mul") + count_op(net, "QuickGelu"), 0);
+        for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
+            gwr_layer *l = gwr_network_layer(net, i);
+            const char *a = NULL;
+            const float *p = NULL;
+            int64_t n = 0;
+            if (gwr_layer_is_removed(l) || strcmp(gwr_layer_op(l), "FusedConv")) continue;
+            CHECK(!gwr_layer_get_string(l, "activation", &a, NULL) && a && !strcmp(a, "QuickGelu"));
+            CHECK(!gwr_layer_get_floats(l, "activation_params", &p, &n) && n == 1 && p[0] == 1.0f);
+        }
+        double d = max_diff(before, net, 9, 3.0, 0, NULL);
+        if (!CHECK(d >= 0 && d <= 1e-5)) fprintf(stderr, "  SiLU fused: difference %g\n", d);
+    }
+    gwr_network_free(before);
     gwr_network_free(net);
 }
 
@@ -596,6 +641,7 @@ int main(void) {
     RUN(test_conv_activation_idle);
     RUN(test_conv_hard_swish_for_gwr_only);
     RUN(test_hard_swish_round_trip);
+    RUN(test_conv_quick_gelu_for_gwr_only);
     RUN(test_conv_add);
     RUN(test_gemm_activation);
     RUN(test_not_for_target_onnx);

@@ -3,7 +3,7 @@
  * activations of FusedConv and FusedGemm, and the epilogue of every
  * convolution (conv.c), with the expressions of the Add, Relu, LeakyRelu,
  * Sigmoid, HardSigmoid, HardSwish, Tanh and Clip kernels (activation.c,
- * elementwise.c), so that a fused layer gives the unfused layers' bits on
+ * elementwise.c) and com.microsoft's QuickGelu (contrib.c), so that a fused layer gives the unfused layers' bits on
  * this executor. Their own file so that conv.c and fused_cnn.c share them
  * without using each other in a circle. */
 #include <math.h>
@@ -25,11 +25,13 @@
 #define A_CLIP GWR_KU_ACT_CLIP
 #define A_HSIG GWR_KU_ACT_HSIG
 #define A_HSWISH GWR_KU_ACT_HSWISH
+#define A_QGELU GWR_KU_ACT_QGELU
 
-/* The expressions of activation.c's and elementwise.c's rows. HardSwish
+/* The expressions of activation.c's and elementwise.c's rows (QuickGelu's
+ * float row adds contrib.c's zero bias: -0 becomes +0 as there). HardSwish
  * takes its constants 1/6 and 1/2 in T itself, as its kernel does (a
  * float 1/6 widened would not give float64 the kernel's bits). */
-#define ACT_ROW(fname, T, RELU, TANH, SIG, HSIG, HSWISH)                                  \
+#define ACT_ROW(fname, T, RELU, TANH, SIG, HSIG, HSWISH, QGELU)                                 \
     void fname(const gwr_ku_act *a, T *restrict y, const T *b, const T *restrict z, int64_t n) { \
         const T A = (T)a->p[0], B = (T)a->p[1];                                          \
         if (b) {                                                                         \
@@ -63,10 +65,15 @@
         case A_HSWISH:                                                                   \
             for (int64_t i = 0; i < n; i++) y[i] = HSWISH;                               \
             break;                                                                       \
+        case A_QGELU:                                                                    \
+            for (int64_t i = 0; i < n; i++) y[i] = QGELU;                                \
+            break;                                                                       \
         default: break;                                                                  \
         }                                                                                \
     }
 ACT_ROW(gwr_ku_act_f32, float, y[i] < 0 ? 0.0f : y[i], fast_tanhf(y[i]), 1.0f / (1.0f + fast_expf(-y[i])),
-        fast_clamp01f(A * y[i] + B), y[i] * fast_clamp01f((float)(1.0 / 6.0) * y[i] + 0.5f))
+        fast_clamp01f(A * y[i] + B), y[i] * fast_clamp01f((float)(1.0 / 6.0) * y[i] + 0.5f),
+        (y[i] + 0.0f) / (1.0f + fast_expf(-A * (y[i] + 0.0f))))
 ACT_ROW(gwr_ku_act_f64, double, y[i] < 0 ? 0.0 : y[i], tanh(y[i]), 1.0 / (1.0 + exp(-y[i])),
-        fast_clamp01(A * y[i] + B), y[i] * fast_clamp01((1.0 / 6.0) * y[i] + 0.5))
+        fast_clamp01(A * y[i] + B), y[i] * fast_clamp01((1.0 / 6.0) * y[i] + 0.5),
+        y[i] / (1.0 + exp(-A * y[i])))

@@ -22,6 +22,17 @@
  * since onnxruntime's functors require them. onnxruntime's kernels for
  * both ops are float32 only: so is every tensor here.
  *
+ * For target gwr only (the manager arg "target" is gwr), act may also be
+ * HardSwish, written as FusedConv's activation "HardSwish" without
+ * parameters: a gwr extension for gwr's own executor (its conv epilogue
+ * applies it per tile) that onnxruntime's FusedConv refuses, so never for
+ * target ort nor without a target. fuse_hard_swish (benefit 40) makes the
+ * HardSwish from the exporters' x*Clip(x+3,0,6)/6 first; until then the
+ * Conv's output has two readers and nothing here fires. Likewise
+ * com.microsoft's QuickGelu (alpha), which fuse_silu (40) makes from
+ * x * Sigmoid(x), becomes FusedConv's activation "QuickGelu" with
+ * activation_params [alpha].
+ *
  * The Conv's or Gemm's output (and for the activation of a FusedConv, its
  * output) must have no reader outside the match and not be a network
  * output (the matcher's rule). On gwr's executor the fused kernels run
@@ -68,22 +79,57 @@ static const gwr_match_pattern t_gemm_act = {"gemm_activation", GWR_M_NODES(gemm
 
 /* ---- the activation --------------------------------------------------------- */
 
+/* The optimizer's target (manager arg "target"); 0 without one. */
+static int64_t target_of(gwr_rewrite_ctx *c) {
+    const gwr_args *a = gwr_rewrite_ctx_args(c);
+    int64_t t = 0;
+    if (!a || gwr_args_get_int(a, "target", &t)) t = 0;
+    return t;
+}
+
 typedef struct act {
     const char *name;
     int nparams;
     float p[2];
 } act;
 
+/* gwr's FusedConv extensions, which onnxruntime's kernel refuses: for
+ * target gwr only. NULL, or why not. */
+static const char *gwr_only(int gemm, int64_t target) {
+    if (gemm) return "FusedGemm has no HardSwish or QuickGelu";
+    if (target != GWR_TARGET_GWR)
+        return "HardSwish and QuickGelu fuse into FusedConv for target gwr only (onnxruntime lacks them)";
+    return NULL;
+}
+
+/* com.microsoft's QuickGelu (fuse_silu's x * Sigmoid(x) at alpha 1). */
+static const char *read_quick_gelu(gwr_layer *r, int gemm, int64_t target, act *a) {
+    const char *why = gwr_only(gemm, target);
+    if (why) return why;
+    if (gwr_layer_num_inputs(r) != 1 || gwr_layer_num_outputs(r) != 1) return "QuickGelu with other than 1 input";
+    a->name = "QuickGelu", a->nparams = 1, a->p[0] = 1.702f; /* the op's default */
+    gwr_layer_get_float(r, "alpha", &a->p[0]);
+    return NULL;
+}
+
 /* The root's activation into *a. NULL when it is one the fused op takes,
  * else why not. */
-static const char *read_act(gwr_network *net, const gwr_match *m, int gemm, act *a) {
+static const char *read_act(gwr_network *net, const gwr_match *m, int gemm, int64_t target, act *a) {
     gwr_layer *r = m->layers[m->nlayers - 1];
     static const char *const names[] = {"Relu", "Tanh", "Sigmoid", "LeakyRelu", "HardSigmoid", "Clip"};
     memset(a, 0, sizeof *a);
+    if (!strcmp(gwr_layer_op(r), "QuickGelu") && !strcmp(gwr_layer_domain(r), "com.microsoft"))
+        return read_quick_gelu(r, gemm, target, a);
     if (*gwr_layer_domain(r) || gwr_layer_num_outputs(r) != 1) return "not an ONNX activation";
     for (size_t i = 0; i < sizeof names / sizeof *names && !a->name; i++)
         if (!strcmp(gwr_layer_op(r), names[i])) a->name = names[i];
-    if (!a->name) return "not Relu, Tanh, Sigmoid, LeakyRelu, HardSigmoid or Clip";
+    if (!a->name && !strcmp(gwr_layer_op(r), "HardSwish")) {
+        const char *why = gwr_only(gemm, target);
+        if (why) return why;
+        a->name = "HardSwish";
+        return gwr_layer_num_inputs(r) > 1 ? "too many inputs" : NULL;
+    }
+    if (!a->name) return "not Relu, Tanh, Sigmoid, LeakyRelu, HardSigmoid, Clip or (target gwr) HardSwish";
     int nin = gwr_layer_num_inputs(r), clip = !strcmp(a->name, "Clip");
     if (nin > (clip ? 3 : 1)) return "too many inputs";
     if (!strcmp(a->name, "LeakyRelu")) {
@@ -125,14 +171,6 @@ static gwr_status set_act(gwr_layer *l, const act *a, int gemm) {
 }
 
 /* ---- the rewrite ------------------------------------------------------------ */
-
-/* The optimizer's target (manager arg "target"); 0 without one. */
-static int64_t target_of(gwr_rewrite_ctx *c) {
-    const gwr_args *a = gwr_rewrite_ctx_args(c);
-    int64_t t = 0;
-    if (!a || gwr_args_get_int(a, "target", &t)) t = 0;
-    return t;
-}
 
 /* Matches p at l; 1 and *m, or what gwr_rewrite_* returns for the caller
  * to return (0 or < 0). */
@@ -182,7 +220,7 @@ static int conv_activation(gwr_rewrite_ctx *c, gwr_layer *l) {
     int rc = match(c, fused ? &t_fused_act : &t_conv_act, l, &m);
     if (rc != 1) return rc;
     act a;
-    const char *why = read_act(gwr_rewrite_ctx_network(c), &m, 0, &a);
+    const char *why = read_act(gwr_rewrite_ctx_network(c), &m, 0, target_of(c), &a);
     if (why) return gwr_rewrite_no_match(c, "%s", why);
     gwr_tensor *in[4] = {m.captures[X], m.captures[W], m.captures[B], m.captures[Z]};
     return replace(c, &m, "FusedConv", m.layers[0], 4, in, &a);
@@ -217,13 +255,14 @@ static int gemm_activation(gwr_rewrite_ctx *c, gwr_layer *l) {
     int rc = match(c, &t_gemm_act, l, &m);
     if (rc != 1) return rc;
     act a;
-    const char *why = read_act(gwr_rewrite_ctx_network(c), &m, 1, &a);
+    const char *why = read_act(gwr_rewrite_ctx_network(c), &m, 1, target_of(c), &a);
     if (why) return gwr_rewrite_no_match(c, "%s", why);
     gwr_tensor *in[3] = {m.captures[X], m.captures[W], m.captures[B]};
     return replace(c, &m, "FusedGemm", m.layers[0], 3, in, &a);
 }
 
-static const char *const act_roots[] = {"Relu", "Tanh", "Sigmoid", "LeakyRelu", "HardSigmoid", "Clip", NULL};
+static const char *const act_roots[] = {"Relu", "Tanh", "Sigmoid", "LeakyRelu", "HardSigmoid", "Clip", "HardSwish",
+                                         "com.microsoft::QuickGelu", NULL};
 static const char *const gemm_roots[] = {"Relu", "Tanh", "Sigmoid", "LeakyRelu", "HardSigmoid", NULL};
 static const char *const add_roots[] = {"Add", NULL};
 

@@ -61,7 +61,7 @@ static const gwr_pass_info builtins[] = {
     {"fuse_conv_activation", &gwr_pattern_fuse_conv_activation, 25, GWR_LEVEL_EXTENDED,
      GWR_TARGET_ORT | GWR_TARGET_GWR, GWR_NUMERICS_EXACT, 0,
      "turn Conv (or a FusedConv without one) + Relu/Tanh/Sigmoid/LeakyRelu/HardSigmoid/Clip into com.microsoft "
-     "FusedConv (float32; constant Clip bounds)"},
+     "FusedConv (float32; constant Clip bounds); + HardSwish or QuickGelu (SiLU) too for target gwr (gwr's extensions)"},
     {"fuse_conv_add_activation", &gwr_pattern_fuse_conv_add_activation, 26, GWR_LEVEL_EXTENDED,
      GWR_TARGET_ORT | GWR_TARGET_GWR, GWR_NUMERICS_EXACT, 0,
      "turn Conv + Add of a residual z of the Conv output's exact shape into FusedConv(x, W, B, z); the activation "

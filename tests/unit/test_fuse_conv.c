@@ -143,14 +143,15 @@ static gwr_network *conv_pair(gwr_dtype dt, const char *act, int fused) {
     static const double params[2] = {0.25, 0.5};
     if (fused) {
         gwr_args_set_string(a, "activation", act);
-        if (!strcmp(act, "LeakyRelu") || !strcmp(act, "HardSigmoid"))
-            gwr_args_set_floats(a, "activation_params", !strcmp(act, "LeakyRelu") ? 1 : 2, params);
+        if (!strcmp(act, "LeakyRelu") || !strcmp(act, "HardSigmoid") || !strcmp(act, "QuickGelu"))
+            gwr_args_set_floats(a, "activation_params", !strcmp(act, "HardSigmoid") ? 2 : 1, params);
         gwr_op_call(net, "com.microsoft", "FusedConv", 4, in, a, 1, &y);
     } else if (gwr_op_call(net, "", "Conv", 3, in, NULL, 1, &c)) {
         gwr_tensor *s = gwr_add(net, c, in[3]);
         if (!strcmp(act, "LeakyRelu")) gwr_args_set_float(a, "alpha", params[0]);
         if (!strcmp(act, "HardSigmoid")) gwr_args_set_float(a, "alpha", params[0]), gwr_args_set_float(a, "beta", params[1]);
-        gwr_op_call(net, "", act, 1, &s, a, 1, &y);
+        if (!strcmp(act, "QuickGelu")) gwr_args_set_float(a, "alpha", params[0]);
+        gwr_op_call(net, strcmp(act, "QuickGelu") ? "" : "com.microsoft", act, 1, &s, a, 1, &y);
     }
     gwr_args_free(a);
     if (y && gwr_tensor_set_name(y, "y")) y = NULL;
@@ -159,7 +160,8 @@ static gwr_network *conv_pair(gwr_dtype dt, const char *act, int fused) {
 
 TEST(test_kernels_bits_of_the_unfused_layers) {
     static const gwr_dtype dts[] = {GWR_FLOAT32, GWR_FLOAT64, GWR_FLOAT16, GWR_BFLOAT16};
-    static const char *const acts[] = {"Relu", "Tanh", "Sigmoid", "LeakyRelu", "HardSigmoid"};
+    /* HardSwish: gwr's extension of FusedConv, against the HardSwish kernel */
+    static const char *const acts[] = {"Relu", "Tanh", "Sigmoid", "LeakyRelu", "HardSigmoid", "HardSwish"};
     for (size_t d = 0; d < sizeof dts / sizeof *dts; d++)
         for (size_t i = 0; i < sizeof acts / sizeof *acts; i++) {
             gwr_network *a = conv_pair(dts[d], acts[i], 0), *b = conv_pair(dts[d], acts[i], 1);
@@ -170,6 +172,16 @@ TEST(test_kernels_bits_of_the_unfused_layers) {
             gwr_network_free(a);
             gwr_network_free(b);
         }
+    /* QuickGelu (gwr's extension) in float32 and float64: its float16 and
+     * bfloat16 go through double in its own kernel, through float here */
+    for (size_t d = 0; d < 2; d++) {
+        gwr_network *a = conv_pair(dts[d], "QuickGelu", 0), *b = conv_pair(dts[d], "QuickGelu", 1);
+        int64_t bits = -1;
+        if (CHECK(a && b) && !CHECK(max_diff(a, b, 31, 2.0, 1, &bits) == 0 && bits == 0))
+            fprintf(stderr, "  FusedConv QuickGelu in %s: %lld bytes differ\n", gwr_dtype_name(dts[d]), (long long)bits);
+        gwr_network_free(a);
+        gwr_network_free(b);
+    }
 }
 
 /* ---- shape rules --------------------------------------------------------------- */
@@ -212,7 +224,9 @@ TEST(test_shape_rules) {
         CHECK_EQ_INT(gwr_tensor_dim(g, 1), 4);
     }
     gwr_network_free(net);
-    refused(0, 4, "HardSwish", 0, 0, "activation 'HardSwish' is not one of");
+    refused(0, 4, "Softsign", 0, 0, "activation 'Softsign' is not one of");
+    refused(1, 2, "HardSwish", 0, 0, "activation 'HardSwish' is not one of"); /* FusedConv's only */
+    refused(0, 4, "QuickGelu", 0, 0, "needs 1 activation_params");
     refused(0, 4, "LeakyRelu", 0, 0, "needs 1 activation_params");
     refused(0, 4, "Clip", 1, 0, "needs 2 activation_params");
     refused(0, 2, "Relu", 0, 0, "rank");
@@ -266,7 +280,8 @@ static gwr_network *conv_act(const char *act, int kind, int64_t opset, gwr_tenso
     if (!strcmp(act, "HardSigmoid")) gwr_args_set_float(a, "alpha", 0.3), gwr_args_set_float(a, "beta", 0.6);
     if (!strcmp(act, "Clip") && opset && opset < 11)
         gwr_args_set_float(a, "min", -0.5), gwr_args_set_float(a, "max", 0.75);
-    gwr_op_call(net, "", act, nin, in, a, 1, &y);
+    if (!strcmp(act, "QuickGelu")) gwr_args_set_float(a, "alpha", 0.75);
+    gwr_op_call(net, strcmp(act, "QuickGelu") ? "" : "com.microsoft", act, nin, in, a, 1, &y);
     gwr_args_free(a);
     if (kind == C_SECOND_READER && y) y = gwr_add(net, y, gwr_relu(net, c));
     if (kind == C_NET_OUTPUT && c && gwr_network_mark_output(net, c)) y = NULL;
@@ -283,17 +298,21 @@ static gwr_tensor *clip_input_bound(gwr_network *net, int i) {
 /* The pass alone (gwr_optimize --only, target ort) fires `fired` times and
  * the outputs stay bit-identical (the rows' tolerance is 0), also with
  * NaN, infinities and signed zeros among the inputs. */
-static void check_pass(gwr_network *net, const char *label, int64_t fired) {
+static void check_pass_for(gwr_network *net, const char *label, unsigned target, int64_t fired) {
     if (!CHECK(net != NULL)) return;
     gwr_network *before = gwr_network_clone(net);
     int64_t bits = -1;
-    if (CHECK(before != NULL) && CHECK_EQ_INT(run_pass(net, label, GWR_TARGET_ORT), fired)) {
+    if (CHECK(before != NULL) && CHECK_EQ_INT(run_pass(net, label, target), fired)) {
         double d = max_diff(before, net, 17, 3.0, 1, &bits);
         if (!CHECK(d == 0 && bits == 0))
             fprintf(stderr, "  %s: difference %g, %lld bytes differ\n", label, d, (long long)bits);
     }
     gwr_network_free(before);
     gwr_network_free(net);
+}
+
+static void check_pass(gwr_network *net, const char *label, int64_t fired) {
+    check_pass_for(net, label, GWR_TARGET_ORT, fired);
 }
 
 TEST(test_conv_activation_fires) {
@@ -321,8 +340,107 @@ TEST(test_conv_activation_idle) {
     check_pass(conv_act("Relu", C_NET_OUTPUT, 13, NULL), "fuse_conv_activation", 0);
     check_pass(conv_act("Relu", C_F64, 13, NULL), "fuse_conv_activation", 0);
     check_pass(conv_act("Clip", C_PLAIN, 13, clip_input_bound), "fuse_conv_activation", 0);
-    check_pass(conv_act("HardSwish", C_PLAIN, 14, NULL), "fuse_conv_activation", 0);
+    check_pass(conv_act("HardSwish", C_PLAIN, 14, NULL), "fuse_conv_activation", 0); /* target ort */
     check_pass(conv_act("Elu", C_PLAIN, 13, NULL), "fuse_conv_activation", 0);
+}
+
+static gwr_network *conv_hswish_net(void);
+
+/* HardSwish after a Conv: into FusedConv (activation "HardSwish", gwr's
+ * extension) for target gwr only, bit for bit; never for ort (onnxruntime's
+ * FusedConv refuses it), nor onnx, nor without a target. */
+TEST(test_conv_hard_swish_for_gwr_only) {
+    check_pass_for(conv_act("HardSwish", C_PLAIN, 14, NULL), "fuse_conv_activation", GWR_TARGET_GWR, 1);
+    check_pass_for(conv_act("HardSwish", C_SECOND_READER, 14, NULL), "fuse_conv_activation", GWR_TARGET_GWR, 0);
+    check_pass_for(conv_act("HardSwish", C_NET_OUTPUT, 14, NULL), "fuse_conv_activation", GWR_TARGET_GWR, 0);
+    check_pass_for(conv_act("HardSwish", C_F64, 14, NULL), "fuse_conv_activation", GWR_TARGET_GWR, 0);
+    check_pass_for(conv_act("HardSwish", C_PLAIN, 14, NULL), "fuse_conv_activation", GWR_TARGET_ORT, 0);
+    gwr_network *net = conv_act("HardSwish", C_PLAIN, 14, NULL);
+    if (CHECK(net) && CHECK_EQ_INT(run_pass(net, "fuse_conv_activation", GWR_TARGET_GWR), 1)) {
+        CHECK_EQ_INT(count_op(net, "HardSwish") + count_op(net, "Conv"), 0);
+        for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
+            gwr_layer *l = gwr_network_layer(net, i);
+            const char *a = NULL;
+            const float *p = NULL;
+            int64_t n = -1;
+            if (gwr_layer_is_removed(l) || strcmp(gwr_layer_op(l), "FusedConv")) continue;
+            CHECK(!gwr_layer_get_string(l, "activation", &a, NULL) && a && !strcmp(a, "HardSwish"));
+            CHECK(gwr_layer_get_floats(l, "activation_params", &p, &n) != GWR_OK);
+        }
+    }
+    gwr_network_free(net);
+    /* no target (a plain `gwr rewrite --pattern` run) and target onnx: none */
+    gwr_args *args = gwr_args_new();
+    pass_case c = {.build = conv_hswish_net, .label = "fuse_conv_activation", .args = NULL, .expect = 0, .seed = 3};
+    CHECK(pass_case_check_case(&c));
+    gwr_args_set_int(args, "target", GWR_TARGET_ONNX);
+    c.args = args;
+    CHECK(pass_case_check_case(&c));
+    gwr_args_set_int(args, "target", GWR_TARGET_ORT);
+    CHECK(pass_case_check_case(&c));
+    gwr_args_set_int(args, "target", GWR_TARGET_GWR);
+    c.expect = 1;
+    CHECK(pass_case_check_case(&c));
+    gwr_args_free(args);
+}
+
+/* Written for target gwr and loaded back: the FusedConv keeps activation
+ * "HardSwish" (the file is for gwr's executor) and the same bits. */
+TEST(test_hard_swish_round_trip) {
+    gwr_network *net = conv_hswish_net(), *back = NULL;
+    gwr_optimize_options o = {.level = GWR_LEVEL_EXTENDED, .target = GWR_TARGET_GWR, .debug = 1};
+    void *buf = NULL;
+    size_t size = 0;
+    if (CHECK(net) && CHECK(!gwr_optimize(net, &o, NULL)) && CHECK(!gwr_network_prune(net, NULL)) &&
+        CHECK(!gwr_onnx_save_memory(net, &buf, &size)))
+        back = gwr_onnx_load_memory(buf, size, NULL, "hswish.onnx", NULL);
+    if (CHECK(back != NULL)) {
+        CHECK_EQ_INT(count_op(back, "FusedConv"), 1);
+        CHECK_EQ_INT(count_op(back, "HardSwish"), 0);
+        for (int64_t i = 0; i < gwr_network_num_layers(back); i++) {
+            gwr_layer *l = gwr_network_layer(back, i);
+            const char *a = NULL;
+            if (!strcmp(gwr_layer_op(l), "FusedConv"))
+                CHECK(!gwr_layer_get_string(l, "activation", &a, NULL) && a && !strcmp(a, "HardSwish"));
+        }
+        int64_t bits = -1;
+        CHECK(max_diff(net, back, 5, 3.0, 1, &bits) == 0 && bits == 0);
+    }
+    free(buf);
+    gwr_network_free(back);
+    gwr_network_free(net);
+}
+
+/* QuickGelu after a Conv: FusedConv "QuickGelu" with its alpha, for target
+ * gwr only, bit for bit; and x * Sigmoid(x) after a Conv (the SiLU) through
+ * fuse_silu then fuse_conv_activation, within fuse_silu's 1e-5. */
+TEST(test_conv_quick_gelu_for_gwr_only) {
+    check_pass_for(conv_act("QuickGelu", C_PLAIN, 14, NULL), "fuse_conv_activation", GWR_TARGET_GWR, 1);
+    check_pass_for(conv_act("QuickGelu", C_SECOND_READER, 14, NULL), "fuse_conv_activation", GWR_TARGET_GWR, 0);
+    check_pass_for(conv_act("QuickGelu", C_PLAIN, 14, NULL), "fuse_conv_activation", GWR_TARGET_ORT, 0);
+    static const gwr_dim xd[4] = {1, 3, 6, 6};
+    gwr_network *net = new_net(14);
+    gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 4, xd), *c = conv_of(net, x, 1);
+    net = done(net, gwr_mul(net, c, gwr_sigmoid(net, c)));
+    gwr_network *before = net ? gwr_network_clone(net) : NULL;
+    gwr_optimize_options o = {.only = "fuse_silu,fuse_conv_activation", .target = GWR_TARGET_GWR, .debug = 1};
+    if (CHECK(before) && CHECK(!gwr_optimize(net, &o, NULL))) {
+        CHECK_EQ_INT(count_op(net, "FusedConv"), 1);
+        CHECK_EQ_INT(count_op(net, "Conv") + count_op(net, "Mul") + count_op(net, "QuickGelu"), 0);
+        for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
+            gwr_layer *l = gwr_network_layer(net, i);
+            const char *a = NULL;
+            const float *p = NULL;
+            int64_t n = 0;
+            if (gwr_layer_is_removed(l) || strcmp(gwr_layer_op(l), "FusedConv")) continue;
+            CHECK(!gwr_layer_get_string(l, "activation", &a, NULL) && a && !strcmp(a, "QuickGelu"));
+            CHECK(!gwr_layer_get_floats(l, "activation_params", &p, &n) && n == 1 && p[0] == 1.0f);
+        }
+        double d = max_diff(before, net, 9, 3.0, 0, NULL);
+        if (!CHECK(d >= 0 && d <= 1e-5)) fprintf(stderr, "  SiLU fused: difference %g\n", d);
+    }
+    gwr_network_free(before);
+    gwr_network_free(net);
 }
 
 /* Relu(Add(Conv(x), z)) with z as `zkind` says; swap: Add(z, Conv). */
@@ -394,6 +512,7 @@ TEST(test_gemm_activation) {
 }
 
 static gwr_network *conv_relu_net(void) { return conv_act("Relu", C_PLAIN, 13, NULL); }
+static gwr_network *conv_hswish_net(void) { return conv_act("HardSwish", C_PLAIN, 14, NULL); }
 static gwr_network *conv_add_net(void) { return conv_add(Z_INPUT, 0, 1); }
 static gwr_network *gemm_relu_net(void) { return gemm_act("Relu", 0); }
 
@@ -520,6 +639,9 @@ int main(void) {
     RUN(test_shape_rules);
     RUN(test_conv_activation_fires);
     RUN(test_conv_activation_idle);
+    RUN(test_conv_hard_swish_for_gwr_only);
+    RUN(test_hard_swish_round_trip);
+    RUN(test_conv_quick_gelu_for_gwr_only);
     RUN(test_conv_add);
     RUN(test_gemm_activation);
     RUN(test_not_for_target_onnx);

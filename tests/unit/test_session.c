@@ -137,6 +137,62 @@ TEST(cnn_optimized_matches_raw) {
     gwr_network_free(net);
 }
 
+/* The exporters' HardSwish, x * Clip(x + 3, 0, 6) / 6. */
+static gwr_tensor *hard_swish_chain(gwr_network *net, gwr_tensor *x) {
+    gwr_tensor *c = gwr_clip(net, gwr_add(net, x, gwr_constant_f32(net, 3)), gwr_constant_f32(net, 0),
+                             gwr_constant_f32(net, 6));
+    return gwr_div(net, gwr_mul(net, x, c), gwr_constant_f32(net, 6));
+}
+
+/* A MobileNetV3-style block: expand Conv + HardSwish, depthwise Conv +
+ * HardSwish (the exporters' chains), project Conv + residual Add. */
+static gwr_network *mbv3_block(void) {
+    gwr_network *net = gwr_network_new("mbv3");
+    gwr_dim xd[4] = {1, 8, 6, 6};
+    gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 4, xd);
+    uint64_t st = 5;
+    int64_t dwd[4] = {8, 1, 3, 3}, bd[1] = {8}, pads[4] = {1, 1, 1, 1};
+    gwr_conv_params dw = {.nspatial = 2, .pads = pads, .group = 8};
+    gwr_tensor *h = hard_swish_chain(net, conv3(net, x, &st));
+    h = hard_swish_chain(net, gwr_conv(net, h, weights(net, 4, dwd, 0.5f, &st), weights(net, 1, bd, 0.1f, &st), &dw));
+    gwr_tensor *y = gwr_add(net, conv3(net, h, &st), x);
+    if (!CHECK(y) || !CHECK_OK(gwr_network_mark_output(net, y))) {
+        gwr_network_free(net);
+        return NULL;
+    }
+    return net;
+}
+
+/* FusedConv layers of net whose activation is act. */
+static int count_fused_act(gwr_network *net, const char *act) {
+    int n = 0;
+    for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
+        gwr_layer *l = gwr_network_layer(net, i);
+        const char *a = NULL;
+        if (gwr_layer_is_removed(l) || strcmp(gwr_layer_op(l), "FusedConv")) continue;
+        n += !gwr_layer_get_string(l, "activation", &a, NULL) && a && !strcmp(a, act);
+    }
+    return n;
+}
+
+/* The default session fuses both HardSwish chains into their Convs
+ * (target gwr's FusedConv "HardSwish"): no HardSwish, Clip or Div left,
+ * and the outputs those of the raw plan. */
+TEST(mbv3_hard_swish_fused_into_conv) {
+    gwr_network *net = mbv3_block();
+    if (!net) return;
+    check_against_raw(net, "FusedConv");
+    gwr_session *s = gwr_session_new(net, NULL);
+    if (CHECK(s)) {
+        gwr_network *planned = gwr_session_network(s);
+        CHECK_EQ_INT(count_fused_act(planned, "HardSwish"), 2);
+        CHECK_EQ_INT(count_op(planned, "HardSwish") + count_op(planned, "Clip") + count_op(planned, "Div"), 0);
+        CHECK_EQ_INT(count_op(planned, "FusedConv"), 3);
+    }
+    gwr_session_free(s);
+    gwr_network_free(net);
+}
+
 /* GWR_SESSION_RAW plans exactly the network given: the same network, no
  * copy; gwr_session_new_raw too; BASIC optimizes without fusing. */
 TEST(options_choose_the_plan) {
@@ -215,6 +271,7 @@ TEST(failed_optimization_runs_raw) {
 int main(void) {
     RUN(gpt_optimized_matches_raw);
     RUN(cnn_optimized_matches_raw);
+    RUN(mbv3_hard_swish_fused_into_conv);
     RUN(options_choose_the_plan);
     RUN(failed_optimization_runs_raw);
     return check_report();

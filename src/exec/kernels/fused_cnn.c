@@ -18,7 +18,11 @@
  * Activations: FusedConv's "activation" with its "activation_params"
  * (LeakyRelu alpha; Clip min, max; HardSigmoid alpha, beta); FusedGemm's
  * with "activation_alpha" and "activation_beta" (LeakyRelu alpha, default
- * 0.01; HardSigmoid alpha and beta, default 0.2 and 0.5). */
+ * 0.01; HardSigmoid alpha and beta, default 0.2 and 0.5). FusedConv
+ * also takes "HardSwish" (no parameters) and "QuickGelu" (alpha), gwr
+ * extensions that onnxruntime's FusedConv refuses (QuickGelu in float16 /
+ * bfloat16 goes through float32 here, through double in its own kernel): `gwr optimize --target gwr` emits it
+ * for this executor only. */
 #include <stdint.h>
 #include <string.h>
 
@@ -34,6 +38,8 @@
 #define A_LEAKY GWR_KU_ACT_LEAKY
 #define A_CLIP GWR_KU_ACT_CLIP
 #define A_HSIG GWR_KU_ACT_HSIG
+#define A_HSWISH GWR_KU_ACT_HSWISH
+#define A_QGELU GWR_KU_ACT_QGELU
 typedef gwr_ku_act_kind act_kind;
 typedef gwr_ku_act act_spec;
 
@@ -47,6 +53,12 @@ typedef struct act_row {
 static const act_row acts[] = {
     {"Relu", A_RELU, 0, 1},      {"Tanh", A_TANH, 0, 1}, {"Sigmoid", A_SIGMOID, 0, 1},
     {"LeakyRelu", A_LEAKY, 1, 1}, {"Clip", A_CLIP, 2, 0}, {"HardSigmoid", A_HSIG, 2, 1},
+    /* gwr's extension (onnxruntime refuses it): FusedConv only, no
+     * parameter (act_rows.c applies the HardSwish kernel's 1/6 and 1/2) */
+    {"HardSwish", A_HSWISH, 0, 0},
+    /* gwr's extension: com.microsoft's QuickGelu x * sigmoid(alpha x), the
+     * SiLU at alpha 1 (fuse_silu's); activation_params [alpha] */
+    {"QuickGelu", A_QGELU, 1, 0},
 };
 
 /* The layer's activation into *a; GWR_OK, or the failure recorded. */

@@ -204,11 +204,12 @@ gwr_status gwr_ku_gemm_kernel(gwr_kctx *k);
 
 /* An activation as FusedConv / FusedGemm name it (fused_cnn.c), with its
  * parameters: LeakyRelu alpha; Clip min, max; HardSigmoid alpha, beta;
- * HardSwish (no FusedConv name yet: its shape rule accepts onnxruntime's
- * list only) alpha 1/6, beta 1/2. */
+ * HardSwish (FusedConv's "HardSwish", a gwr extension) alpha 1/6, beta
+ * 1/2; QuickGelu x * sigmoid(alpha x) (FusedConv's "QuickGelu", a gwr
+ * extension: SiLU at alpha 1) alpha. */
 typedef enum {
     GWR_KU_ACT_NONE, GWR_KU_ACT_RELU, GWR_KU_ACT_TANH, GWR_KU_ACT_SIGMOID, GWR_KU_ACT_LEAKY,
-    GWR_KU_ACT_CLIP, GWR_KU_ACT_HSIG, GWR_KU_ACT_HSWISH
+    GWR_KU_ACT_CLIP, GWR_KU_ACT_HSIG, GWR_KU_ACT_HSWISH, GWR_KU_ACT_QGELU
 } gwr_ku_act_kind;
 typedef struct gwr_ku_act {
     gwr_ku_act_kind kind;

@@ -9,7 +9,11 @@
  *              exactly that many); absent: none.
  *   FusedGemm  "activation" Relu, Tanh, Sigmoid, LeakyRelu, HardSigmoid,
  *              parameters in "activation_alpha" / "activation_beta"
- *              (onnxruntime's functors; it has no Clip for FusedGemm). */
+ *              (onnxruntime's functors; it has no Clip for FusedGemm).
+ * and gwr's extension, which onnxruntime would refuse:
+ *   FusedConv  "activation" HardSwish (no parameter), QuickGelu (1:
+ *              alpha; x * sigmoid(alpha x), the SiLU at 1), made by
+ *              `gwr optimize --target gwr` for gwr's executor only. */
 #include <string.h>
 
 #include "functional/infer/infer_internal.h"
@@ -22,6 +26,7 @@ typedef struct act_row {
 
 static const act_row acts[] = {
     {"Relu", 0, 1}, {"Tanh", 0, 1}, {"Sigmoid", 0, 1}, {"LeakyRelu", 1, 1}, {"Clip", 2, 0}, {"HardSigmoid", 2, 1},
+    {"HardSwish", 0, 0}, {"QuickGelu", 1, 0}, /* gwr's extensions */
 };
 
 /* The activation attribute, checked: 1 when fine, 0 with an error. */
@@ -39,7 +44,7 @@ static int check_activation(ictx *c, int gemm) {
     if (!r) {
         gwr_fi_fail(c, GWR_ERR_UNSUPPORTED, "activation '%.64s' is not one of %s", a,
                     gemm ? "Relu, Tanh, Sigmoid, LeakyRelu, HardSigmoid"
-                         : "Relu, Tanh, Sigmoid, LeakyRelu, Clip, HardSigmoid");
+                         : "Relu, Tanh, Sigmoid, LeakyRelu, Clip, HardSigmoid, HardSwish, QuickGelu");
         return 0;
     }
     if (gemm || !r->nparams) return 1;

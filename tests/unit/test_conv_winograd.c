@@ -211,9 +211,40 @@ TEST(winograd_epilogue) {
     CHECK(run_case(&c));
 }
 
+/* FusedConv on the Winograd path gives the bits of Conv, Add and Relu
+ * run apart (the epilogue's order: + B, + Z, then the activation). */
+TEST(winograd_fused_equals_unfused_bits) {
+    wconf c = conf(1, 32, 33, 12, 13, 1, 1, 1, 1);
+    int64_t nx = c.C * c.H * c.W, nw = c.M * c.C * 9, ny = c.M * c.H * c.W;
+    double *v = malloc((size_t)(nx + nw + c.M + ny) * sizeof *v);
+    for (int64_t i = 0; i < nx + nw + c.M + ny; i++) v[i] = urand();
+    gwr_value *x = mk(GWR_FLOAT32, 4, (const int64_t[]){1, c.C, c.H, c.W}, v);
+    gwr_value *w = mk(GWR_FLOAT32, 4, (const int64_t[]){c.M, c.C, 3, 3}, v + nx);
+    gwr_value *b = mk(GWR_FLOAT32, 1, (const int64_t[]){c.M}, v + nx + nw);
+    gwr_value *z = mk(GWR_FLOAT32, 4, (const int64_t[]){1, c.M, c.H, c.W}, v + nx + nw + c.M);
+    gwr_value *fz = NULL, *cv = NULL, *want = NULL;
+    c.const_w = 1;
+    wconf fc = c;
+    fc.act = "Relu", fc.z = 1;
+    CHECK(!run_layer(&fc, x, w, b, z, &fz));
+    CHECK(!run_layer(&c, x, w, b, NULL, &cv));
+    if (CHECK(cv && fz && gwr_value_numel(fz) == ny)) {
+        want = gwr_value_new(GWR_FLOAT32, 4, gwr_value_dims(cv));
+        for (int64_t i = 0; i < ny; i++) {
+            float s = (float)gwr_value_get_f64(cv, i) + (float)gwr_value_get_f64(z, i);
+            gwr_value_set_f64(want, i, s < 0 ? 0 : s);
+        }
+        CHECK(!memcmp(gwr_value_cdata(fz), gwr_value_cdata(want), (size_t)ny * sizeof(float)));
+    }
+    gwr_value_release(fz), gwr_value_release(cv), gwr_value_release(want);
+    gwr_value_release(x), gwr_value_release(w), gwr_value_release(b), gwr_value_release(z);
+    free(v);
+}
+
 int main(void) {
     RUN(winograd_geometries);
     RUN(winograd_epilogue);
+    RUN(winograd_fused_equals_unfused_bits);
     fprintf(stderr, "winograd: max abs error against the float64 formula %.3g\n", max_err);
     return check_report();
 }

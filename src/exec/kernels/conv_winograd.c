@@ -10,9 +10,10 @@
  * (16 matrices [C, tiles]), 16 sgemm calls make the products
  * Mx = U V (16 matrices [M, tiles]) and each tile's 2x2 outputs are
  * A^T Mx A. Tiles run in blocks sized so that V and Mx of a block stay in
- * L2. The transforms are sums and halves, exact in float for the weights
- * scaled by 1/2; the rounding differs from the direct sum (a few ulps of
- * the largest product), the usual price of the algorithm.
+ * L2. The transforms add and subtract inputs before the products and
+ * products after them, so the rounding differs from the direct sum: about
+ * 3e-6 at most on outputs near 1 (test_conv_winograd.c), the usual price
+ * of the algorithm. The bias, Z and activation run afterwards (conv.c).
  *
  *   B^T = [1  0 -1  0]    G = [ 1    0    0 ]    A^T = [1 1  1  0]
  *         [0  1  1  0]        [1/2  1/2  1/2]          [0 1 -1 -1]
@@ -84,10 +85,19 @@ int64_t gwr_ku_wino_scratch(const gwr_ku_window *g, int64_t C, int64_t M, int64_
     return 16 * (C + M) * nb + wino_pad_floats(g, C);
 }
 
-/* The input plane x (H x W) into xp (Hp x Wp) at (pt, pl); xp's border
- * is zero from the caller and stays so. */
-static void pad_plane(const float *x, int64_t H, int64_t W, int64_t pt, int64_t pl, int64_t Wp, float *xp) {
-    for (int64_t r = 0; r < H; r++) memcpy(xp + (r + pt) * Wp + pl, x + r * W, (size_t)W * sizeof *x);
+/* The input plane x (H x W) into xp (Hp x Wp) at (pt, pl), zeros
+ * around it (pt + H <= Hp, pl + W <= Wp). */
+static void pad_plane(const float *x, int64_t H, int64_t W, int64_t pt, int64_t pl, int64_t Hp, int64_t Wp, float *xp) {
+    for (int64_t r = 0; r < Hp; r++) {
+        float *row = xp + r * Wp;
+        if (r < pt || r >= pt + H) {
+            memset(row, 0, (size_t)Wp * sizeof *row);
+            continue;
+        }
+        memset(row, 0, (size_t)pl * sizeof *row);
+        memcpy(row + pl, x + (r - pt) * W, (size_t)W * sizeof *x);
+        memset(row + pl + W, 0, (size_t)(Wp - pl - W) * sizeof *row);
+    }
 }
 
 typedef float v4f __attribute__((vector_size(16)));
@@ -181,7 +191,7 @@ void gwr_ku_wino_image_f32(const float *x, const float *U, const gwr_ku_window *
     int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];
     int64_t tw = (OW + 1) / 2, th = (OH + 1) / 2, tiles = th * tw, Hp = 2 * th + 2, Wp = 2 * tw + 2;
     float *V = scratch, *Mx = V + 16 * C * block, *xp = Mx + 16 * M * block, *orow = xp + C * Hp * Wp;
-    for (int64_t c = 0; c < C; c++) pad_plane(x + c * H * W, H, W, g->pb[1], g->pb[2], Wp, xp + c * Hp * Wp);
+    for (int64_t c = 0; c < C; c++) pad_plane(x + c * H * W, H, W, g->pb[1], g->pb[2], Hp, Wp, xp + c * Hp * Wp);
     for (int64_t t0 = 0; t0 < tiles; t0 += block) {
         int64_t nb = tiles - t0 < block ? tiles - t0 : block;
         for (int64_t c = 0; c < C; c++)
@@ -196,11 +206,9 @@ void gwr_ku_wino_image_f32(const float *x, const float *U, const gwr_ku_window *
         for (int64_t m = 0; m < M; m++)
             for (int64_t t = t0; t < t0 + nb;) {
                 int64_t ty = t / tw, x0 = t % tw, x1 = x0 + (t0 + nb - t) < tw ? x0 + (t0 + nb - t) : tw;
-                float *ym = y + m * OH * OW + 2 * ty * OW;
+                int64_t o = m * OH * OW + 2 * ty * OW + 2 * x0, n = (2 * x1 < OW ? 2 * x1 : OW) - 2 * x0;
                 output_row(Mx + m * nb + (t - t0), M * nb, x0, x1, orow, orow + 2 * tw);
-                memcpy(ym + 2 * x0, orow + 2 * x0, (size_t)((2 * x1 < OW ? 2 * x1 : OW) - 2 * x0) * sizeof *ym);
-                if (2 * ty + 1 < OH)
-                    memcpy(ym + OW + 2 * x0, orow + 2 * tw + 2 * x0, (size_t)((2 * x1 < OW ? 2 * x1 : OW) - 2 * x0) * sizeof *ym);
+                for (int r = 0; r < 2 && 2 * ty + r < OH; r++) memcpy(y + o + r * OW, orow + r * 2 * tw + 2 * x0, (size_t)n * sizeof *y);
                 t += x1 - x0;
             }
     }

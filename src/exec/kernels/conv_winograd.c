@@ -36,7 +36,9 @@
  * narrow to pay for reading U (16/9 of the weights). */
 #define WINO_MIN_CH 32
 #define WINO_MIN_TILES 32
-/* Bytes of V and Mx of one block of tiles (both stay in L2). */
+/* Bytes of V and Mx of one block of tiles (both stay in L2): 384 KiB to
+ * 1.5 MiB measured the same on ResNet-18, 3 MiB 15% slower at 64
+ * channels 56x56. */
 #define WINO_BLOCK_BYTES ((size_t)768 << 10)
 
 int gwr_ku_wino_supports(const gwr_ku_window *g, int64_t C, int64_t M) {

@@ -148,7 +148,8 @@ static gwr_status k_fused_gemm(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_fused_cnn[] = {
-    GWR_KERNEL(MS_FusedConv, k_fused_conv, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(MS_FusedConv, k_fused_conv, .flags = GWR_KF_BLAS, .prepare = gwr_ku_conv_prepare,
+               .prep_free = gwr_ku_conv_prep_free),
     GWR_KERNEL(MS_FusedGemm, k_fused_gemm, .flags = GWR_KF_BLAS, .prepare = gwr_ku_mm_prepare,
                .prep_free = gwr_ku_mm_prep_free),
     {.fn = NULL},

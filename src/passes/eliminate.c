@@ -28,6 +28,7 @@
 
 #include "gwr/match.h"
 #include "gwr/passes.h"
+#include "passes/pass_util.h"
 #include "util/util.h"
 
 enum { X, K, T, NCAP };
@@ -371,24 +372,6 @@ const gwr_pattern_rewriter gwr_pattern_eliminate_noop_reshape = {
 
 /* ---- compose_transposes ----------------------------------------------------- */
 
-/* The perm of Transpose l over an input of rank r (the default reverses);
- * the count, or -1. */
-static int perm_of(const gwr_layer *l, int r, int64_t *p) {
-    const int64_t *v;
-    int64_t n;
-    if (gwr_layer_get_ints(l, "perm", &v, &n)) {
-        if (r < 0) return -1;
-        for (int i = 0; i < r; i++) p[i] = r - 1 - i;
-        return r;
-    }
-    if (n > GWR_MAX_RANK || (r >= 0 && n != r)) return -1;
-    for (int64_t i = 0; i < n; i++) {
-        if (v[i] < 0 || v[i] >= n) return -1;
-        p[i] = v[i];
-    }
-    return (int)n;
-}
-
 static const gwr_match_node tt_nodes[] = {
     GWR_M_OP("Transpose", GWR_M_CAP(X)),
     GWR_M_OP("Transpose", GWR_M_NODE(0)),
@@ -398,8 +381,8 @@ static const gwr_match_node tt_nodes[] = {
 static int compose(gwr_rewrite_ctx *c, const gwr_match *m) {
     gwr_tensor *x = m->captures[X];
     int64_t p1[GWR_MAX_RANK], p2[GWR_MAX_RANK], q[GWR_MAX_RANK];
-    int n1 = perm_of(m->layers[0], gwr_tensor_rank(x), p1);
-    int n2 = perm_of(m->layers[1], gwr_tensor_rank(gwr_layer_output(m->layers[0], 0)), p2), ident = 1;
+    int n1 = gwr_ps_transpose_perm(m->layers[0], gwr_tensor_rank(x), p1);
+    int n2 = gwr_ps_transpose_perm(m->layers[1], gwr_tensor_rank(gwr_layer_output(m->layers[0], 0)), p2), ident = 1;
     if (n1 < 0 || n2 != n1) return gwr_rewrite_no_match(c, "the perms are unknown or of different ranks");
     for (int j = 0; j < n1; j++) ident &= (q[j] = p1[p2[j]]) == j;
     if (!can_replace(c, m->layers[1], x)) return 0; /* the new Transpose would have x's dtype */

@@ -35,7 +35,7 @@
 #include "util/util.h"
 
 enum { X, W, B, K, NCAP };
-enum { K_CONV, K_CONVT, K_GEMM, K_MATMUL, NKIND };
+enum { K_CONV = GWR_PS_W_CONV, K_CONVT = GWR_PS_W_CONVT, K_GEMM = GWR_PS_W_GEMM, K_MATMUL = GWR_PS_W_MATMUL, NKIND };
 typedef enum { A_MUL, A_DIV, A_ADD, A_SUB, A_RSUB, NARITH } arith;
 
 /* ---- the tables: the producer is any op (checked by name after), the root
@@ -89,17 +89,7 @@ static double dtype_max(gwr_dtype t) {
 
 /* Output channel of weight element i. */
 static int64_t channel_of(const fold *f, int64_t i) {
-    const int64_t *d = f->w.dims;
-    int64_t n = f->w.numel;
-    switch (f->kind) {
-    case K_CONV: return i / (n / d[0]);
-    case K_CONVT: {
-        int64_t inner = n / (d[0] * d[1]), j = (i / inner) % d[1], ci = i / (d[1] * inner);
-        return ci / (d[0] / f->group) * d[1] + j;
-    }
-    case K_GEMM: return f->trans_b ? i / d[1] : i % d[1];
-    default: return i % d[1];
-    }
+    return gwr_ps_weight_channel(f->kind, f->w.dims, f->w.numel, f->group, f->trans_b, i);
 }
 
 /* The producer's rules: kind, nch, group, trans_b, beta, and the rank of

@@ -17,4 +17,17 @@ gwr_tensor *gwr_ps_const_new(gwr_network *net, gwr_dtype dt, int rank, const int
  * GWR_TARGET_*); GWR_TARGET_ONNX without one (a plain manager run). */
 int64_t gwr_ps_target(gwr_rewrite_ctx *c);
 
+/* The perm of Transpose l over an input of rank r (absent: the reverse,
+ * which needs r >= 0) into p (GWR_MAX_RANK entries); the count, or -1 when
+ * it is not a permutation of r axes. */
+int gwr_ps_transpose_perm(const gwr_layer *l, int r, int64_t *p);
+
+/* The weight layouts that scale folding rewrites (scale.c, fold_scale.c). */
+enum { GWR_PS_W_CONV, GWR_PS_W_CONVT, GWR_PS_W_GEMM, GWR_PS_W_MATMUL };
+/* The output channel that element i of a weight of `kind` (dims, numel)
+ * feeds: Conv W [C_out, C_in/group, k...] dim 0; ConvTranspose W
+ * [C_in, C_out/group, k...] group-wise; Gemm B [K, N] or (trans_b) [N, K];
+ * MatMul W [K, N]: the column. */
+int64_t gwr_ps_weight_channel(int kind, const int64_t *dims, int64_t numel, int64_t group, int trans_b, int64_t i);
+
 #endif

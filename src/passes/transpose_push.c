@@ -90,24 +90,6 @@ static int data_slot(const gwr_layer *l, int r) {
     return -1;
 }
 
-/* The perm of Transpose l over an input of rank r (the default reverses);
- * the count, or -1. */
-static int perm_of(const gwr_layer *l, int r, int64_t *p) {
-    const int64_t *v;
-    int64_t n;
-    if (gwr_layer_get_ints(l, "perm", &v, &n)) {
-        if (r < 0) return -1;
-        for (int i = 0; i < r; i++) p[i] = r - 1 - i;
-        return r;
-    }
-    if (n > GWR_MAX_RANK || (r >= 0 && n != r)) return -1;
-    for (int64_t i = 0; i < n; i++) {
-        if (v[i] < 0 || v[i] >= n) return -1;
-        p[i] = v[i];
-    }
-    return (int)n;
-}
-
 /* The chain under Transpose l: chain[0..k) from the top down (chain[k-1]
  * reads the inner Transpose, returned). NULL when there is none. */
 static gwr_layer *find_chain(gwr_layer *l, gwr_layer **chain, int *slots, int *k, int r) {
@@ -162,7 +144,7 @@ static int push_transpose(gwr_rewrite_ctx *c, gwr_layer *l) {
     if (!t1) return gwr_rewrite_no_match(c, "no lone elementwise chain down to another Transpose");
     gwr_tensor *x = gwr_layer_input(t1, 0);
     int64_t p1[GWR_MAX_RANK], p2[GWR_MAX_RANK], q[GWR_MAX_RANK];
-    int n1 = perm_of(t1, gwr_tensor_rank(x), p1), n2 = perm_of(l, r, p2), ident = 1;
+    int n1 = gwr_ps_transpose_perm(t1, gwr_tensor_rank(x), p1), n2 = gwr_ps_transpose_perm(l, r, p2), ident = 1;
     if (n1 < 0 || n2 != n1) return gwr_rewrite_no_match(c, "the perms are unknown or of different ranks");
     for (int j = 0; j < n1; j++) ident &= (q[j] = p1[p2[j]]) == j;
     gwr_network *net = gwr_rewrite_ctx_network(c);

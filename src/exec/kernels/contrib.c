@@ -33,16 +33,6 @@
 
 #define MAXR 16 /* batch dims of a matrix product */
 
-static const gwr_value *need_float(gwr_kctx *k, int i, const char *what) {
-    const gwr_value *v = gwr_ku_need_named(k, i, what);
-    if (v && !gwr_ku_is_float(v->dtype)) {
-        gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d (%s) is %s, not a floating-point tensor", i, what,
-                   gwr_dtype_name(v->dtype));
-        return NULL;
-    }
-    return v;
-}
-
 /* Optional input i: absent (0), or x's dtype with exactly n values over
  * the last axis, loaded into dst (1); -1 after gwr_k_fail. */
 static int last_axis_param(gwr_kctx *k, int i, const char *what, const gwr_value *x, int64_t n, double *dst) {
@@ -103,7 +93,7 @@ GWR_VEC_CLONES static void gelu_rows_f32(int kind, const float *restrict x, cons
 
 /* y = gelu(x + bias), the bias (input bias_in, or none) over the last axis. */
 static gwr_status run_gelu(gwr_kctx *k, int kind, int bias_in, double alpha) {
-    const gwr_value *x = need_float(k, 0, "X");
+    const gwr_value *x = gwr_ku_need_float(k, 0, "X");
     if (!x) return GWR_ERR_INVALID_ARG;
     if (x->rank < 1 && bias_in >= 0 && gwr_ku_opt(k, bias_in))
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "a bias needs an input of rank 1 or more");
@@ -227,7 +217,7 @@ static void skip_rows_f32(gwr_kctx *k, const sln_out *o, int64_t rows, int64_t s
 /* SkipLayerNormalization, and SkipSimplifiedLayerNormalization (simple:
  * RMS normalization, no beta, the bias at input 3). */
 static gwr_status skip_norm(gwr_kctx *k, int simple) {
-    const gwr_value *x = need_float(k, 0, "input"), *s = x ? need_float(k, 1, "skip") : NULL;
+    const gwr_value *x = gwr_ku_need_float(k, 0, "input"), *s = x ? gwr_ku_need_float(k, 1, "skip") : NULL;
     if (!s) return GWR_ERR_INVALID_ARG;
     if (s->dtype != x->dtype) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "skip is not of input's dtype");
     if (x->rank < 2 || x->rank > 3 || s->rank < 2 || s->rank > 3)
@@ -327,7 +317,7 @@ static void fmm_run(const fmm *p, int dbl, const void *A, const void *B, void *Y
 }
 
 static gwr_status k_fused_matmul(gwr_kctx *k) {
-    const gwr_value *a = need_float(k, 0, "A"), *b = a ? need_float(k, 1, "B") : NULL;
+    const gwr_value *a = gwr_ku_need_float(k, 0, "A"), *b = a ? gwr_ku_need_float(k, 1, "B") : NULL;
     if (!b) return GWR_ERR_INVALID_ARG;
     if (a->dtype != b->dtype)
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "A is %s but B is %s", gwr_dtype_name(a->dtype), gwr_dtype_name(b->dtype));
@@ -362,7 +352,7 @@ static gwr_status k_fused_matmul(gwr_kctx *k) {
 /* y = x / sqrt(mean(x^2) + epsilon) * scale over the dims from axis on;
  * scale holds exactly their count of values (the usual 1-D [H]). */
 static gwr_status k_simplified_ln(gwr_kctx *k) {
-    const gwr_value *x = need_float(k, 0, "X"), *sc = x ? need_float(k, 1, "scale") : NULL;
+    const gwr_value *x = gwr_ku_need_float(k, 0, "X"), *sc = x ? gwr_ku_need_float(k, 1, "scale") : NULL;
     if (!sc) return GWR_ERR_INVALID_ARG;
     int r = x->rank, a = r ? gwr_axis(gwr_k_int(k, "axis", -1), r) : -1;
     if (a < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis is out of range for rank %d", r);

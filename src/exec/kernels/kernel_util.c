@@ -123,6 +123,16 @@ const gwr_value *gwr_ku_need_named(gwr_kctx *k, int i, const char *name) {
     return v;
 }
 
+const gwr_value *gwr_ku_need_float(gwr_kctx *k, int i, const char *name) {
+    const gwr_value *v = gwr_ku_need_named(k, i, name);
+    if (v && !gwr_ku_is_float(v->dtype)) {
+        gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d (%s) is %s, not a floating-point tensor", i, name,
+                   gwr_dtype_name(v->dtype));
+        return NULL;
+    }
+    return v;
+}
+
 gwr_status gwr_ku_axes_mask(gwr_kctx *k, const int64_t *axes, int64_t n, int rank, uint8_t *mask, int *out) {
     for (int64_t i = 0; i < n; i++) {
         int a = gwr_axis(axes[i], rank);

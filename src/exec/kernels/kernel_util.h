@@ -72,6 +72,9 @@ static inline const gwr_value *gwr_ku_opt(const gwr_kctx *k, int i) { return i <
  * input's name "input 2 (B) is missing") when absent. */
 const gwr_value *gwr_ku_need(gwr_kctx *k, int i);
 const gwr_value *gwr_ku_need_named(gwr_kctx *k, int i, const char *name);
+/* gwr_ku_need_named, and a floating-point dtype ("input 0 (X) is int64,
+ * not a floating-point tensor" otherwise). */
+const gwr_value *gwr_ku_need_float(gwr_kctx *k, int i, const char *name);
 
 /* Marks axes[0..n) (negative ones count from the end) in mask[rank],
  * writing each normalized into out[] when out is not NULL;

@@ -22,20 +22,10 @@ static double *all_f64(gwr_kctx *k, const gwr_value *v) {
     return d;
 }
 
-static const gwr_value *need_float(gwr_kctx *k, int i, const char *what) {
-    const gwr_value *v = gwr_ku_need_named(k, i, what);
-    if (v && !gwr_ku_is_float(v->dtype)) {
-        gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d (%s) is %s, not a floating-point tensor", i, what,
-                   gwr_dtype_name(v->dtype));
-        return NULL;
-    }
-    return v;
-}
-
 /* A per-channel parameter: input i, floating, holding exactly n values
  * (any shape); copied into dst as doubles. */
 static int param_vec(gwr_kctx *k, int i, const char *what, int64_t n, double *dst) {
-    const gwr_value *v = need_float(k, i, what);
+    const gwr_value *v = gwr_ku_need_float(k, i, what);
     if (!v) return -1;
     if (v->numel != n) {
         gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input %d (%s) has %lld values, expected %lld", i, what, (long long)v->numel,
@@ -187,7 +177,7 @@ static void softmax_f64(double *x, int64_t n, int64_t st, int kind) {
 }
 
 static gwr_status softmax_family(gwr_kctx *k, int kind) {
-    const gwr_value *x = need_float(k, 0, "input");
+    const gwr_value *x = gwr_ku_need_float(k, 0, "input");
     if (!x) return GWR_ERR_INVALID_ARG;
     int r = x->rank;
     int v13 = k->opset <= 0 || k->opset >= 13; /* no import (-1, or 0): the latest */
@@ -233,7 +223,7 @@ static gwr_status k_hardmax(gwr_kctx *k) { return softmax_family(k, SM_HARD); }
 /* ---- BatchNormalization --------------------------------------------------- */
 
 static gwr_status k_batch_norm(gwr_kctx *k) {
-    const gwr_value *x = need_float(k, 0, "X");
+    const gwr_value *x = gwr_ku_need_float(k, 0, "X");
     if (!x) return GWR_ERR_INVALID_ARG;
     if (k->nin < 5) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "takes 5 inputs (X, scale, B, mean, var), got %d", k->nin);
     if (x->rank < 2) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "X must have rank 2 or more (N x C x ...), got %d", x->rank);
@@ -358,7 +348,7 @@ static void moments(const double *x, int64_t n, double eps, double *mean, double
 }
 
 static gwr_status k_instance_norm(gwr_kctx *k) {
-    const gwr_value *x = need_float(k, 0, "input");
+    const gwr_value *x = gwr_ku_need_float(k, 0, "input");
     if (!x) return GWR_ERR_INVALID_ARG;
     if (k->nin < 3) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "takes 3 inputs (input, scale, B), got %d", k->nin);
     if (x->rank < 2) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input must have rank 2 or more (N x C x ...), got %d", x->rank);
@@ -392,7 +382,7 @@ static gwr_status k_instance_norm(gwr_kctx *k) {
 }
 
 static gwr_status k_group_norm(gwr_kctx *k) {
-    const gwr_value *x = need_float(k, 0, "X");
+    const gwr_value *x = gwr_ku_need_float(k, 0, "X");
     if (!x) return GWR_ERR_INVALID_ARG;
     if (k->nin < 3) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "takes 3 inputs (X, scale, bias), got %d", k->nin);
     if (x->rank < 2) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "X must have rank 2 or more (N x C x ...), got %d", x->rank);
@@ -401,7 +391,7 @@ static gwr_status k_group_norm(gwr_kctx *k) {
     for (int i = 2; i < x->rank; i++) S *= x->dims[i];
     if (G <= 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "num_groups must be given and positive");
     if (C % G) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%lld channels do not split into %lld groups", (long long)C, (long long)G);
-    const gwr_value *s = need_float(k, 1, "scale");
+    const gwr_value *s = gwr_ku_need_float(k, 1, "scale");
     if (!s) return GWR_ERR_INVALID_ARG;
     /* Opset 18: one scale per group; 21: one per channel. */
     int64_t P = s->numel == C && (s->numel != G || k->opset <= 0 || k->opset >= 21) ? C : G;
@@ -440,7 +430,7 @@ static gwr_status k_group_norm(gwr_kctx *k) {
 /* Broadcasts parameter input i (shape unidirectionally broadcastable to
  * dims[0..nd)) into n doubles. */
 static int bcast_param(gwr_kctx *k, int i, const char *what, int nd, const int64_t *dims, int64_t n, double *dst) {
-    const gwr_value *v = need_float(k, i, what);
+    const gwr_value *v = gwr_ku_need_float(k, i, what);
     if (!v) return -1;
     if (v->numel == n && v->rank <= nd) { /* the usual case: the normalized shape itself */
         int same = 1;
@@ -481,7 +471,7 @@ static gwr_dtype declared_or(const gwr_kctx *k, int o, gwr_dtype def) {
 }
 
 static gwr_status k_layer_norm(gwr_kctx *k) {
-    const gwr_value *x = need_float(k, 0, "X");
+    const gwr_value *x = gwr_ku_need_float(k, 0, "X");
     if (!x) return GWR_ERR_INVALID_ARG;
     if (k->nin < 2 || !k->in[1]) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input 1 (Scale) is missing");
     int r = x->rank;
@@ -555,7 +545,7 @@ static gwr_status k_layer_norm(gwr_kctx *k) {
 /* ---- MeanVarianceNormalization ------------------------------------------------ */
 
 static gwr_status k_mvn(gwr_kctx *k) {
-    const gwr_value *x = need_float(k, 0, "X");
+    const gwr_value *x = gwr_ku_need_float(k, 0, "X");
     if (!x) return GWR_ERR_INVALID_ARG;
     int r = x->rank;
     static const int64_t def_axes[3] = {0, 2, 3};
@@ -607,7 +597,7 @@ static gwr_status k_mvn(gwr_kctx *k) {
 /* ---- LRN ------------------------------------------------------------------------ */
 
 static gwr_status k_lrn(gwr_kctx *k) {
-    const gwr_value *x = need_float(k, 0, "X");
+    const gwr_value *x = gwr_ku_need_float(k, 0, "X");
     if (!x) return GWR_ERR_INVALID_ARG;
     if (x->rank < 2) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "X must have rank 2 or more (N x C x ...), got %d", x->rank);
     int64_t size = gwr_k_int(k, "size", 0);

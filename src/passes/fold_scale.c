@@ -71,8 +71,7 @@ typedef struct fold {
     int kind;
     arith op;
     gwr_match_const w;
-    int64_t nch, group, trans_b;
-    float beta;              /* Gemm's */
+    gwr_ps_layout lo;        /* its output channels, group, transB, Gemm's beta */
     double *k, *bv, *wv;     /* k and the new bias: nch each; the new weights: w.numel */
     int has_bias;            /* the result reads a bias */
 } fold;
@@ -89,7 +88,7 @@ static double dtype_max(gwr_dtype t) {
 
 /* Output channel of weight element i. */
 static int64_t channel_of(const fold *f, int64_t i) {
-    return gwr_ps_weight_channel(f->kind, f->w.dims, f->w.numel, f->group, f->trans_b, i);
+    return gwr_ps_weight_channel(f->kind, f->w.dims, f->w.numel, f->lo.group, f->lo.trans_b, i);
 }
 
 /* The producer's rules: kind, nch, group, trans_b, beta, and the rank of
@@ -101,35 +100,17 @@ static const char *check_producer(fold *f, const gwr_match *m, int *out_rank) {
         return "the weights are not real floats";
     if (f->w.numel <= 0) return "empty weights";
     if (m->captures[B] && gwr_tensor_dtype(m->captures[B]) != f->w.dtype) return "bias and weights differ in dtype";
-    const int64_t *d = f->w.dims;
-    f->group = 1, f->trans_b = 0, f->beta = 1;
+    const char *why = gwr_ps_weight_layout(f->kind, p, &f->w, m->captures[B], &f->lo);
+    if (why) return why;
     switch (f->kind) {
     case K_CONV:
-    case K_CONVT:
-        if (f->w.rank < 3) return "weights of rank < 3";
-        *out_rank = f->w.rank;
-        if (f->kind == K_CONV) return f->nch = d[0], NULL;
-        gwr_layer_attr_int(p, "group", 1, &f->group);
-        if (f->group < 1 || d[0] % f->group) return "C_in is not a multiple of group";
-        return f->nch = f->group * d[1], NULL;
-    case K_GEMM:
-        if (f->w.rank != 2) return "Gemm's B is not 2-D";
-        gwr_layer_attr_int(p, "transB", 0, &f->trans_b);
-        gwr_layer_attr_float(p, "beta", 1.0f, &f->beta);
-        f->nch = f->trans_b ? d[0] : d[1];
-        *out_rank = 2;
-        if (m->captures[B]) {
-            int64_t ch = 0;
-            if (!gwr_match_const_per_channel(m->captures[B], 2, 1, &ch) || (ch != 1 && ch != f->nch))
-                return "Gemm's C varies along M";
-        }
-        return NULL;
+    case K_CONVT: *out_rank = f->w.rank; return NULL;
+    case K_GEMM: *out_rank = 2; return NULL;
     default:
-        if (f->w.rank != 2) return "MatMul's weight is not 2-D";
         if (f->op != A_MUL && f->op != A_DIV) return "an Add or Sub after MatMul (fuse_matmul_add's)";
         *out_rank = gwr_tensor_rank(gwr_layer_output(p, 0));
         if (*out_rank < 1) *out_rank = 1; /* unknown: at least [N] */
-        return f->nch = d[1], NULL;
+        return NULL;
     }
 }
 
@@ -139,12 +120,12 @@ static const char *read_k(fold *f, const gwr_match *m, int out_rank, int scalar_
     int64_t ch = 0, n = 0;
     if (gwr_tensor_dtype(kt) != f->w.dtype) return "the constant and the weights differ in dtype";
     int axis = f->kind == K_MATMUL || f->kind == K_GEMM ? out_rank - 1 : 1;
-    if (!gwr_match_const_per_channel(kt, out_rank, axis, &ch) || (ch != 1 && ch != f->nch))
+    if (!gwr_match_const_per_channel(kt, out_rank, axis, &ch) || (ch != 1 && ch != f->lo.nch))
         return "the constant is not per output channel (its broadcast would change the output)";
     if (scalar_only && ch != 1) return "the constant is not a scalar";
-    if (gwr_match_const_f64(kt, f->k, f->nch, &n, NULL, NULL) || n != ch) return "the constant is not readable";
-    for (int64_t o = 1; ch == 1 && o < f->nch; o++) f->k[o] = f->k[0];
-    for (int64_t o = 0; o < f->nch; o++) {
+    if (gwr_match_const_f64(kt, f->k, f->lo.nch, &n, NULL, NULL) || n != ch) return "the constant is not readable";
+    for (int64_t o = 1; ch == 1 && o < f->lo.nch; o++) f->k[o] = f->k[0];
+    for (int64_t o = 0; o < f->lo.nch; o++) {
         if (!isfinite(f->k[o])) return "the constant is not finite";
         if (f->op == A_DIV && f->k[o] == 0) return "a Div by zero";
     }
@@ -154,15 +135,15 @@ static const char *read_k(fold *f, const gwr_match *m, int out_rank, int scalar_
 /* The old bias per channel (0 when none; Gemm's beta * C) into f->bv. */
 static const char *read_bias(fold *f, const gwr_match *m) {
     gwr_tensor *bt = m->captures[B];
-    for (int64_t o = 0; o < f->nch; o++) f->bv[o] = 0;
+    for (int64_t o = 0; o < f->lo.nch; o++) f->bv[o] = 0;
     if (!bt) return NULL;
     gwr_match_const bc;
     if (!gwr_match_const_get(bt, &bc)) return "the bias is not readable";
     int64_t ch = bc.numel;
     if (f->kind == K_GEMM) gwr_match_const_per_channel(bt, 2, 1, &ch);
-    if (ch != 1 && ch != f->nch) return "the bias is not per channel";
-    double scale = f->kind == K_GEMM ? (double)f->beta : 1.0;
-    for (int64_t o = 0; o < f->nch; o++) f->bv[o] = scale * gwr_match_const_at(&bc, ch == 1 ? 0 : o);
+    if (ch != 1 && ch != f->lo.nch) return "the bias is not per channel";
+    double scale = f->kind == K_GEMM ? (double)f->lo.beta : 1.0;
+    for (int64_t o = 0; o < f->lo.nch; o++) f->bv[o] = scale * gwr_match_const_at(&bc, ch == 1 ? 0 : o);
     return NULL;
 }
 
@@ -181,7 +162,7 @@ static double apply(arith op, double v, double k) {
 static const char *compute(fold *f, const gwr_match *m) {
     double mx = dtype_max(f->w.dtype);
     f->has_bias = m->captures[B] || (f->op != A_MUL && f->op != A_DIV);
-    for (int64_t o = 0; f->has_bias && o < f->nch; o++) {
+    for (int64_t o = 0; f->has_bias && o < f->lo.nch; o++) {
         f->bv[o] = apply(f->op, f->bv[o], f->k[o]);
         if (!(fabs(f->bv[o]) <= mx)) return "the new bias overflows its dtype";
     }
@@ -198,7 +179,7 @@ static const char *compute(fold *f, const gwr_match *m) {
 static gwr_tensor *build(gwr_network *net, fold *f, const gwr_match *m) {
     gwr_tensor *wt = m->captures[W];
     if (f->op != A_ADD && f->op != A_SUB) wt = gwr_ps_const_new(net, f->w.dtype, f->w.rank, f->w.dims, f->wv, 0);
-    gwr_tensor *bt = wt && f->has_bias ? gwr_ps_const_new(net, f->w.dtype, 1, &f->nch, f->bv, 0) : NULL;
+    gwr_tensor *bt = wt && f->has_bias ? gwr_ps_const_new(net, f->w.dtype, 1, &f->lo.nch, f->bv, 0) : NULL;
     if (!wt || (f->has_bias && !bt)) return NULL;
     gwr_tensor *in[3] = {m->captures[X], wt, bt};
     gwr_layer *l = gwr_match_clone_layer(m->layers[0], bt ? 3 : 2, in);
@@ -210,13 +191,13 @@ static int fold_after(gwr_rewrite_ctx *c, const gwr_match *m, fold *f, int scala
     int out_rank = 0;
     const char *why = check_producer(f, m, &out_rank);
     if (why) return gwr_rewrite_no_match(c, "%s", why);
-    f->k = gwr_malloc((size_t)(2 * f->nch) * sizeof(double));
+    f->k = gwr_malloc((size_t)(2 * f->lo.nch) * sizeof(double));
     f->wv = gwr_malloc((size_t)f->w.numel * sizeof(double));
     int rc;
     if (!f->k || !f->wv) {
         rc = gwr_rewrite_fail(c, GWR_ERR_NOMEM, "out of memory");
     } else {
-        f->bv = f->k + f->nch;
+        f->bv = f->k + f->lo.nch;
         if ((why = read_k(f, m, out_rank, scalar_only)) || (why = read_bias(f, m)) || (why = compute(f, m))) {
             rc = gwr_rewrite_no_match(c, "%s", why);
         } else {

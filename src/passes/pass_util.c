@@ -52,3 +52,36 @@ int64_t gwr_ps_weight_channel(int kind, const int64_t *d, int64_t n, int64_t gro
     default: return i % d[1];
     }
 }
+
+const char *gwr_ps_weight_layout(int kind, const gwr_layer *p, const gwr_match_const *w, const gwr_tensor *bias,
+                                 gwr_ps_layout *lo) {
+    const int64_t *d = w->dims;
+    *lo = (gwr_ps_layout){.group = 1, .trans_b = 0, .beta = 1};
+    switch (kind) {
+    case GWR_PS_W_CONV:
+        if (w->rank < 3) return "Conv weights of rank < 3";
+        lo->nch = d[0];
+        return NULL;
+    case GWR_PS_W_CONVT:
+        if (w->rank < 3) return "ConvTranspose weights of rank < 3";
+        gwr_layer_attr_int(p, "group", 1, &lo->group);
+        if (lo->group < 1 || d[0] % lo->group) return "C_in is not a multiple of group";
+        lo->nch = lo->group * d[1];
+        return NULL;
+    case GWR_PS_W_GEMM:
+        if (w->rank != 2) return "Gemm's B is not 2-D";
+        gwr_layer_attr_int(p, "transB", 0, &lo->trans_b);
+        gwr_layer_attr_float(p, "beta", 1.0f, &lo->beta);
+        lo->nch = lo->trans_b ? d[0] : d[1];
+        if (bias) {
+            int64_t ch = 0;
+            if (!gwr_match_const_per_channel(bias, 2, 1, &ch) || (ch != 1 && ch != lo->nch))
+                return "Gemm's C varies along M";
+        }
+        return NULL;
+    default:
+        if (w->rank != 2) return "MatMul's weight is not 2-D";
+        lo->nch = d[1];
+        return NULL;
+    }
+}

@@ -30,4 +30,17 @@ enum { GWR_PS_W_CONV, GWR_PS_W_CONVT, GWR_PS_W_GEMM, GWR_PS_W_MATMUL };
  * MatMul W [K, N]: the column. */
 int64_t gwr_ps_weight_channel(int kind, const int64_t *dims, int64_t numel, int64_t group, int trans_b, int64_t i);
 
+/* How a constant weight w of a producer p of `kind` maps to its output
+ * channels: nch channels; Conv W [C_out, ...] (rank >= 3), ConvTranspose W
+ * [C_in, C_out/group, ...] (rank >= 3, C_in a multiple of group), Gemm B
+ * 2-D with transB and beta (its optional C, `bias`, must be constant along
+ * M), MatMul W 2-D [K, N]. */
+typedef struct gwr_ps_layout {
+    int64_t nch, group, trans_b;
+    float beta; /* Gemm's, else 1 */
+} gwr_ps_layout;
+/* Fills *lo; NULL when w fits the producer's rules, else why not. */
+const char *gwr_ps_weight_layout(int kind, const gwr_layer *p, const gwr_match_const *w, const gwr_tensor *bias,
+                                 gwr_ps_layout *lo);
+
 #endif

@@ -69,16 +69,14 @@ static const char *const producer_ops[NKIND] = {"Conv", "ConvTranspose", "Gemm",
 typedef struct fold {
     int kind;
     gwr_match_const w;      /* the weights */
-    int64_t nch;            /* output channels */
-    int64_t group, trans_b;
-    float gemm_beta;
+    gwr_ps_layout lo;       /* their output channels, group, transB, Gemm's beta */
     double *s, *shift;      /* nch each: y = x * s + shift */
     double *wv, *bv;        /* the new weights (w.numel) and bias (nch) */
 } fold;
 
 /* Output channel of weight element i. */
 static int64_t channel_of(const fold *f, int64_t i) {
-    return gwr_ps_weight_channel(f->kind, f->w.dims, f->w.numel, f->group, f->trans_b, i);
+    return gwr_ps_weight_channel(f->kind, f->w.dims, f->w.numel, f->lo.group, f->lo.trans_b, i);
 }
 
 /* Reads n channel values (1 broadcasts) of constant t into out. 0 when t
@@ -90,49 +88,22 @@ static int read_channels(const gwr_tensor *t, int64_t nch, double *out) {
     return 1;
 }
 
-/* Checks the producer's shape rules and sets kind, nch, group, trans_b.
- * NULL when it fits, else why not. */
+/* Checks the producer's shape rules and sets f->lo. NULL when it fits,
+ * else why not. */
 static const char *check_producer(fold *f, const gwr_match *m) {
-    gwr_layer *p = m->layers[0];
     if (!gwr_match_const_get(m->captures[W], &f->w) || !gwr_match_dtype_real_float(f->w.dtype)) return "the weights are not floats";
     if (f->w.numel <= 0) return "empty weights";
     if (m->captures[B] && gwr_tensor_dtype(m->captures[B]) != f->w.dtype) return "bias and weights differ in dtype";
-    const int64_t *d = f->w.dims;
-    f->group = 1, f->trans_b = 0, f->gemm_beta = 1;
-    switch (f->kind) {
-    case K_CONV:
-        if (f->w.rank < 3) return "Conv weights of rank < 3";
-        f->nch = d[0];
-        return NULL;
-    case K_CONVT:
-        if (f->w.rank < 3) return "ConvTranspose weights of rank < 3";
-        gwr_layer_get_int(p, "group", &f->group);
-        if (f->group < 1 || d[0] % f->group) return "C_in is not a multiple of group";
-        f->nch = f->group * d[1];
-        return NULL;
-    case K_GEMM:
-        if (f->w.rank != 2) return "Gemm's B is not 2-D";
-        gwr_layer_get_int(p, "transB", &f->trans_b);
-        gwr_layer_get_float(p, "beta", &f->gemm_beta);
-        f->nch = f->trans_b ? d[0] : d[1];
-        if (m->captures[B]) {
-            int64_t ch = 0;
-            if (!gwr_match_const_per_channel(m->captures[B], 2, 1, &ch) || (ch != 1 && ch != f->nch))
-                return "Gemm's C varies along M";
-        }
-        return NULL;
-    default:
-        /* BN's channel axis is 1; it is MatMul's last axis only at rank 2. */
-        if (f->w.rank != 2) return "MatMul's weight is not 2-D";
-        if (gwr_tensor_rank(m->captures[X]) != 2) return "MatMul's input is not known to be of rank 2";
-        f->nch = d[1];
-        return NULL;
-    }
+    const char *why = gwr_ps_weight_layout(f->kind, m->layers[0], &f->w, m->captures[B], &f->lo);
+    /* BN's channel axis is 1; it is MatMul's last axis only at rank 2. */
+    if (!why && f->kind == K_MATMUL && gwr_tensor_rank(m->captures[X]) != 2)
+        return "MatMul's input is not known to be of rank 2";
+    return why;
 }
 
 /* s, shift, the new weights and bias. NULL when done, else why not. */
 static const char *compute(fold *f, const gwr_match *m) {
-    int64_t C = f->nch;
+    int64_t C = f->lo.nch;
     double *gamma = f->s, *beta = f->shift, *mean = f->bv, *var = f->wv;
     if (!read_channels(m->captures[GAMMA], C, gamma) || !read_channels(m->captures[BETA], C, beta) ||
         !read_channels(m->captures[MEAN], C, mean) || !read_channels(m->captures[VAR], C, var))
@@ -153,7 +124,7 @@ static const char *compute(fold *f, const gwr_match *m) {
         gwr_match_const_per_channel(bt, 2, 1, &ch);
         gwr_match_const bc;
         if (!gwr_match_const_get(bt, &bc)) return "C is not readable";
-        for (int64_t o = 0; o < C; o++) f->bv[o] = (double)f->gemm_beta * gwr_match_const_at(&bc, ch == 1 ? 0 : o);
+        for (int64_t o = 0; o < C; o++) f->bv[o] = (double)f->lo.beta * gwr_match_const_at(&bc, ch == 1 ? 0 : o);
     } else if (bt && !read_channels(bt, C, f->bv)) {
         return "the bias is not per-channel";
     }
@@ -166,7 +137,7 @@ static const char *compute(fold *f, const gwr_match *m) {
 static gwr_tensor *build(gwr_network *net, fold *f, const gwr_match *m) {
     for (int64_t i = 0; i < f->w.numel; i++) f->wv[i] = gwr_match_const_at(&f->w, i) * f->s[channel_of(f, i)];
     gwr_tensor *wt = gwr_ps_const_new(net, f->w.dtype, f->w.rank, f->w.dims, f->wv, 0);
-    gwr_tensor *bt = wt ? gwr_ps_const_new(net, f->w.dtype, 1, &f->nch, f->bv, 0) : NULL;
+    gwr_tensor *bt = wt ? gwr_ps_const_new(net, f->w.dtype, 1, &f->lo.nch, f->bv, 0) : NULL;
     if (!bt) return NULL;
     if (f->kind == K_MATMUL) return gwr_gemm(net, m->captures[X], wt, bt, 1.0f, 1.0f, 0, 0);
     gwr_tensor *in[3] = {m->captures[X], wt, bt};
@@ -188,13 +159,13 @@ static int fold_one(gwr_rewrite_ctx *c, const gwr_match *m, int kind) {
     fold f = {.kind = kind};
     const char *why = check_producer(&f, m);
     if (why) return gwr_rewrite_no_match(c, "%s", why);
-    f.s = gwr_malloc((size_t)(3 * f.nch) * sizeof(double));
-    f.wv = gwr_malloc((size_t)(f.w.numel > f.nch ? f.w.numel : f.nch) * sizeof(double));
+    f.s = gwr_malloc((size_t)(3 * f.lo.nch) * sizeof(double));
+    f.wv = gwr_malloc((size_t)(f.w.numel > f.lo.nch ? f.w.numel : f.lo.nch) * sizeof(double));
     int rc;
     if (!f.s || !f.wv) {
         rc = gwr_rewrite_fail(c, GWR_ERR_NOMEM, "out of memory");
     } else {
-        f.shift = f.s + f.nch, f.bv = f.s + 2 * f.nch;
+        f.shift = f.s + f.lo.nch, f.bv = f.s + 2 * f.lo.nch;
         if ((why = compute(&f, m))) {
             rc = gwr_rewrite_no_match(c, "%s", why);
         } else {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "conv_case.h"
 #include "gwr/gwr.h"
 
 /* ---- harness ------------------------------------------------------------- */
@@ -51,27 +52,11 @@ static gwr_status run_layer(const char *op, const char *domain, int nin, gwr_val
         gwr_layer_set_ints(l, "dilations", (const int64_t[]){c->d, c->d}, 2);
         gwr_layer_set_ints(l, "pads", (const int64_t[]){c->pads[0], c->pads[1], c->pads[2], c->pads[3]}, 4);
         gwr_layer_set_int(l, "group", c->G);
-        if (c->act) {
-            gwr_layer_set_string(l, "activation", c->act);
-            int np = !strcmp(c->act, "LeakyRelu") ? 1 : !strcmp(c->act, "Clip") || !strcmp(c->act, "HardSigmoid") ? 2 : 0;
-            if (np) gwr_layer_set_floats(l, "activation_params", c->ap, np);
-        }
+        if (c->act) conv_case_set_activation(l, c->act, c->ap);
     } else if (!strcmp(op, "LeakyRelu")) {
         gwr_layer_set_float(l, "alpha", 0.1f);
     }
-    gwr_network_mark_output(net, gwr_layer_output(l, 0));
-    gwr_session_options opt = {.threads = 1};
-    gwr_session *s = gwr_session_new_raw(net, &opt);
-    gwr_status rc;
-    *y = NULL;
-    if (!s) {
-        rc = GWR_ERR_STATE;
-        snprintf(last_msg, sizeof last_msg, "%s", gwr_last_errmsg());
-    } else {
-        rc = gwr_session_run(s, nv, names, vals, 1, NULL, y);
-        snprintf(last_msg, sizeof last_msg, "%s", rc ? gwr_session_errmsg(s) : "");
-    }
-    gwr_session_free(s);
+    gwr_status rc = conv_case_run(net, l, nv, names, vals, y, last_msg, sizeof last_msg);
     gwr_network_free(net);
     return rc;
 }
@@ -82,24 +67,9 @@ static double urand(void) {
     return (double)((rng >> 8) & 0xffff) / 32768.0 - 1.0;
 }
 
-/* A value of dtype dt holding vals. */
-static gwr_value *mk(gwr_dtype dt, int rank, const int64_t *dims, const double *vals) {
-    gwr_value *v = gwr_value_new(dt, rank, dims);
-    for (int64_t i = 0; v && i < gwr_value_numel(v); i++) gwr_value_set_f64(v, i, vals[i]);
-    return v;
-}
 
 /* The activation from its ONNX definition. */
-static double act_ref(const cconf *c, double v) {
-    if (!c->act) return v;
-    if (!strcmp(c->act, "Relu")) return isnan(v) ? v : v < 0 ? 0 : v;
-    if (!strcmp(c->act, "Tanh")) return tanh(v);
-    if (!strcmp(c->act, "Sigmoid")) return 1 / (1 + exp(-v));
-    if (!strcmp(c->act, "LeakyRelu")) return v < 0 ? c->ap[0] * v : v;
-    if (!strcmp(c->act, "Clip")) return isnan(v) ? v : v < c->ap[0] ? c->ap[0] : v > c->ap[1] ? c->ap[1] : v;
-    if (!strcmp(c->act, "HardSigmoid")) return fmax(0, fmin(1, c->ap[0] * v + c->ap[1]));
-    return NAN;
-}
+static double act_ref(const cconf *c, double v) { return conv_case_act(c->act, c->ap, v); }
 
 /* The ONNX Conv formula in float64, then + z and the activation. */
 static void ref_conv(const cconf *c, const double *x, const double *w, const double *b, const double *z, int64_t OH, int64_t OW,
@@ -158,10 +128,10 @@ static int run_case(const cconf *c, gwr_dtype dt, double tol, const double *spec
     for (int64_t i = 0; i < ny; i++) z[i] = round(urand() * 256) / 256;
     for (int i = 0; i < nspecial; i++) x[(i * 7919) % nx] = special[i];
     ref_conv(c, x, w, c->bias ? b : NULL, c->z ? z : NULL, OH, OW, y);
-    gwr_value *in[4] = {mk(dt, 4, (const int64_t[]){c->N, c->C, c->H, c->W}, x),
-                        mk(dt, 4, (const int64_t[]){c->M, c->C / c->G, c->k, c->k}, w),
-                        c->bias ? mk(dt, 1, (const int64_t[]){c->M}, b) : NULL,
-                        c->z ? mk(dt, 4, (const int64_t[]){c->N, c->M, OH, OW}, z) : NULL};
+    gwr_value *in[4] = {conv_case_value(dt, 4, (const int64_t[]){c->N, c->C, c->H, c->W}, x),
+                        conv_case_value(dt, 4, (const int64_t[]){c->M, c->C / c->G, c->k, c->k}, w),
+                        c->bias ? conv_case_value(dt, 1, (const int64_t[]){c->M}, b) : NULL,
+                        c->z ? conv_case_value(dt, 4, (const int64_t[]){c->N, c->M, OH, OW}, z) : NULL};
     gwr_value *out = NULL;
     int fused = c->fused || c->act || c->z;
     gwr_status rc = run_layer(fused ? "FusedConv" : "Conv", fused ? "com.microsoft" : "", fused ? 4 : 3, in, c, &out);
@@ -305,10 +275,10 @@ TEST(fused_equals_unfused_bits) {
             double *v = malloc((size_t)(nx + nw + c.M + ny) * sizeof *v);
             for (int64_t i = 0; i < nx + nw + c.M + ny; i++) v[i] = urand();
             v[3] = NAN;
-            gwr_value *in[4] = {mk(GWR_FLOAT32, 4, (const int64_t[]){c.N, c.C, c.H, c.W}, v),
-                                mk(GWR_FLOAT32, 4, (const int64_t[]){c.M, c.C / c.G, 3, 3}, v + nx),
-                                mk(GWR_FLOAT32, 1, (const int64_t[]){c.M}, v + nx + nw),
-                                mk(GWR_FLOAT32, 4, (const int64_t[]){c.N, c.M, OH, OW}, v + nx + nw + c.M)};
+            gwr_value *in[4] = {conv_case_value(GWR_FLOAT32, 4, (const int64_t[]){c.N, c.C, c.H, c.W}, v),
+                                conv_case_value(GWR_FLOAT32, 4, (const int64_t[]){c.M, c.C / c.G, 3, 3}, v + nx),
+                                conv_case_value(GWR_FLOAT32, 1, (const int64_t[]){c.M}, v + nx + nw),
+                                conv_case_value(GWR_FLOAT32, 4, (const int64_t[]){c.N, c.M, OH, OW}, v + nx + nw + c.M)};
             gwr_value *fz = NULL, *cv = NULL, *sum = NULL, *act = NULL;
             cconf plain = c;
             plain.act = NULL, plain.z = 0;
@@ -350,7 +320,7 @@ TEST(hard_activations_clamp) {
         want_sw[i] = isnan(u) ? u : xs[i] * (u < 0 ? 0 : u > 1 ? 1 : u);
     }
     want_sw[1] = NAN; /* -inf * 0 */
-    gwr_value *x = mk(GWR_FLOAT32, 1, (const int64_t[]){n}, xs), *y = NULL;
+    gwr_value *x = conv_case_value(GWR_FLOAT32, 1, (const int64_t[]){n}, xs), *y = NULL;
     CHECK(!run_layer("HardSigmoid", "", 1, &x, NULL, &y));
     CHECK(close_to(y, want_sig, n, 1e-6, "HardSigmoid"));
     gwr_value_release(y);
@@ -368,7 +338,7 @@ TEST(global_average_pool_lanes) {
         double *x = malloc((size_t)n * sizeof *x), want[3];
         for (int64_t i = 0; i < n; i++) x[i] = urand() * 100;
         x[2 * S] = NAN;
-        gwr_value *v = mk(GWR_FLOAT32, 4, (const int64_t[]){1, 3, 1, S}, x), *y = NULL;
+        gwr_value *v = conv_case_value(GWR_FLOAT32, 4, (const int64_t[]){1, 3, 1, S}, x), *y = NULL;
         for (int64_t i = 0; i < n; i++) x[i] = gwr_value_get_f64(v, i); /* the float32 values */
         for (int p = 0; p < 3; p++) {
             double s = 0;

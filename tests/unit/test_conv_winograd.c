@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "conv_case.h"
 #include "gwr/gwr.h"
 
 typedef struct wconf {
@@ -53,24 +54,8 @@ static gwr_status run_layer(const wconf *c, gwr_value *x, gwr_value *w, gwr_valu
     if (z) ts[3] = gwr_network_add_input(net, "z", gwr_value_dtype(z), -1, NULL), names[nv] = "z", vals[nv++] = z;
     gwr_layer *l = gwr_network_add_layer(net, fused ? "FusedConv" : "Conv", fused ? "com.microsoft" : "", "L", fused ? 4 : 3, ts, 1, NULL);
     gwr_layer_set_ints(l, "pads", c->pads, 4);
-    if (c->act) {
-        gwr_layer_set_string(l, "activation", c->act);
-        int np = !strcmp(c->act, "LeakyRelu") ? 1 : !strcmp(c->act, "Clip") || !strcmp(c->act, "HardSigmoid") ? 2 : 0;
-        if (np) gwr_layer_set_floats(l, "activation_params", c->ap, np);
-    }
-    gwr_network_mark_output(net, gwr_layer_output(l, 0));
-    gwr_session_options opt = {.threads = 1};
-    gwr_session *s = gwr_session_new_raw(net, &opt);
-    gwr_status rc;
-    *y = NULL;
-    if (!s) {
-        rc = GWR_ERR_STATE;
-        snprintf(last_msg, sizeof last_msg, "%s", gwr_last_errmsg());
-    } else {
-        rc = gwr_session_run(s, nv, names, vals, 1, NULL, y);
-        snprintf(last_msg, sizeof last_msg, "%s", rc ? gwr_session_errmsg(s) : "");
-    }
-    gwr_session_free(s);
+    if (c->act) conv_case_set_activation(l, c->act, c->ap);
+    gwr_status rc = conv_case_run(net, l, nv, names, vals, y, last_msg, sizeof last_msg);
     gwr_network_free(net);
     gwr_buffer_release(buf);
     return rc;
@@ -82,22 +67,8 @@ static double urand(void) {
     return (double)((rng >> 8) & 0xffff) / 32768.0 - 1.0;
 }
 
-static gwr_value *mk(gwr_dtype dt, int rank, const int64_t *dims, const double *vals) {
-    gwr_value *v = gwr_value_new(dt, rank, dims);
-    for (int64_t i = 0; v && i < gwr_value_numel(v); i++) gwr_value_set_f64(v, i, vals[i]);
-    return v;
-}
 
-static double act_ref(const wconf *c, double v) {
-    if (!c->act) return v;
-    if (!strcmp(c->act, "Relu")) return v < 0 ? 0 : v;
-    if (!strcmp(c->act, "Tanh")) return tanh(v);
-    if (!strcmp(c->act, "Sigmoid")) return 1 / (1 + exp(-v));
-    if (!strcmp(c->act, "LeakyRelu")) return v < 0 ? c->ap[0] * v : v;
-    if (!strcmp(c->act, "Clip")) return v < c->ap[0] ? c->ap[0] : v > c->ap[1] ? c->ap[1] : v;
-    if (!strcmp(c->act, "HardSigmoid")) return fmax(0, fmin(1, c->ap[0] * v + c->ap[1]));
-    return NAN;
-}
+static double act_ref(const wconf *c, double v) { return conv_case_act(c->act, c->ap, v); }
 
 /* The ONNX Conv formula (3x3, stride 1, group 1) in float64. */
 static void ref_conv(const wconf *c, const double *x, const double *w, const double *b, const double *z, int64_t OH, int64_t OW,
@@ -151,10 +122,10 @@ static int run_case(const wconf *c) {
     char what[160];
     for (int d = 0; d < 2; d++) {
         gwr_dtype dt = d ? GWR_FLOAT64 : GWR_FLOAT32;
-        gwr_value *xv = mk(dt, 4, (const int64_t[]){c->N, c->C, c->H, c->W}, x);
-        gwr_value *wv = mk(dt, 4, (const int64_t[]){c->M, c->C, 3, 3}, w);
-        gwr_value *bv = c->bias ? mk(dt, 1, (const int64_t[]){c->M}, b) : NULL;
-        gwr_value *zv = c->z ? mk(dt, 4, (const int64_t[]){c->N, c->M, OH, OW}, z) : NULL;
+        gwr_value *xv = conv_case_value(dt, 4, (const int64_t[]){c->N, c->C, c->H, c->W}, x);
+        gwr_value *wv = conv_case_value(dt, 4, (const int64_t[]){c->M, c->C, 3, 3}, w);
+        gwr_value *bv = c->bias ? conv_case_value(dt, 1, (const int64_t[]){c->M}, b) : NULL;
+        gwr_value *zv = c->z ? conv_case_value(dt, 4, (const int64_t[]){c->N, c->M, OH, OW}, z) : NULL;
         gwr_value *out = NULL;
         gwr_status rc = run_layer(c, xv, wv, bv, zv, &out);
         snprintf(what, sizeof what, "N%lld C%lld M%lld %lldx%lld pads %lld,%lld,%lld,%lld %s%s%s %s", (long long)c->N,
@@ -218,10 +189,10 @@ TEST(winograd_fused_equals_unfused_bits) {
     int64_t nx = c.C * c.H * c.W, nw = c.M * c.C * 9, ny = c.M * c.H * c.W;
     double *v = malloc((size_t)(nx + nw + c.M + ny) * sizeof *v);
     for (int64_t i = 0; i < nx + nw + c.M + ny; i++) v[i] = urand();
-    gwr_value *x = mk(GWR_FLOAT32, 4, (const int64_t[]){1, c.C, c.H, c.W}, v);
-    gwr_value *w = mk(GWR_FLOAT32, 4, (const int64_t[]){c.M, c.C, 3, 3}, v + nx);
-    gwr_value *b = mk(GWR_FLOAT32, 1, (const int64_t[]){c.M}, v + nx + nw);
-    gwr_value *z = mk(GWR_FLOAT32, 4, (const int64_t[]){1, c.M, c.H, c.W}, v + nx + nw + c.M);
+    gwr_value *x = conv_case_value(GWR_FLOAT32, 4, (const int64_t[]){1, c.C, c.H, c.W}, v);
+    gwr_value *w = conv_case_value(GWR_FLOAT32, 4, (const int64_t[]){c.M, c.C, 3, 3}, v + nx);
+    gwr_value *b = conv_case_value(GWR_FLOAT32, 1, (const int64_t[]){c.M}, v + nx + nw);
+    gwr_value *z = conv_case_value(GWR_FLOAT32, 4, (const int64_t[]){1, c.M, c.H, c.W}, v + nx + nw + c.M);
     gwr_value *fz = NULL, *cv = NULL, *want = NULL;
     c.const_w = 1;
     wconf fc = c;

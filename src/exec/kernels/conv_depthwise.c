@@ -22,16 +22,7 @@
 #endif
 
 #include "exec/kernels/kernel_util.h"
-
-typedef float v4f __attribute__((vector_size(16)));
-typedef int32_t v4i __attribute__((vector_size(16)));
-
-static inline v4f ld4(const float *p) {
-    v4f v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-static inline void st4(float *p, v4f v) { memcpy(p, &v, sizeof v); }
+#include "exec/kernels/vec4.h"
 
 /* The even lanes of a, b: elements 0, 2, 4, 6 of their concatenation. */
 static inline v4f evens(v4f a, v4f b) {

@@ -28,6 +28,7 @@
 
 #include "exec/blas.h"
 #include "exec/kernels/kernel_util.h"
+#include "exec/kernels/vec4.h"
 
 /* Below these im2col stays as fast or faster (measured on ResNet-18's
  * layers, one thread, see choose_alg in conv.c): 16 channels even, 32
@@ -101,16 +102,6 @@ static void pad_plane(const float *x, int64_t H, int64_t W, int64_t pt, int64_t 
         memset(row + pl + W, 0, (size_t)(Wp - pl - W) * sizeof *row);
     }
 }
-
-typedef float v4f __attribute__((vector_size(16)));
-typedef int32_t v4i __attribute__((vector_size(16)));
-
-static inline v4f ld4(const float *p) {
-    v4f v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-static inline void st4(float *p, v4f v) { memcpy(p, &v, sizeof v); }
 
 #if defined(__clang__)
 #define SHUF(a, b, i, j, k, l) __builtin_shufflevector(a, b, i, j, k, l)

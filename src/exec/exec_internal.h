@@ -37,6 +37,25 @@ gwr_value *gwr_value_over(gwr_buffer *buf, void *data, gwr_dtype dtype, int rank
 
 typedef struct gwr_exec_pool gwr_exec_pool;
 
+/* ---- intra-op threads (threads.c) ------------------------------------------ */
+
+/* A session's workers for the kernels' loops (--threads N). */
+typedef struct gwr_tpool gwr_tpool;
+
+/* One share of a parallel loop: the indices [begin, end). */
+typedef void (*gwr_par_fn)(void *ctx, int64_t begin, int64_t end);
+
+/* Calls fn over disjoint ranges that cover [0, n), on the calling thread
+ * and up to the pool's other workers, and returns when every range is
+ * done. Ranges are at least `grain` long (the last may be shorter), so
+ * work under grain runs on the caller alone; grain < 1 reads as 1. p NULL
+ * runs fn(ctx, 0, n) on the caller. fn must not call gwr_tpool_parallel
+ * of the same pool (loops do not nest), must write only what its range
+ * owns and may not fail: a kernel checks its arguments first. */
+void gwr_tpool_parallel(gwr_tpool *p, int64_t n, int64_t grain, gwr_par_fn fn, void *ctx);
+/* Workers the pool runs loops on, the caller included (1 for NULL). */
+int gwr_tpool_size(const gwr_tpool *p);
+
 /* ---- the memory pool (pool.c) -------------------------------------------- */
 
 /* A pool with one reference, the owner's; NULL when out of memory. */
@@ -83,7 +102,11 @@ struct gwr_kctx {
     gwr_kgraph_fn run_graph;  /* NULL: no subgraphs here (gwr_exec_layer) */
     void *run_ctx;            /* run_graph's: the session's frame */
     void *prep;               /* the layer's state from its kernel's prepare; NULL: none */
+    gwr_tpool *tpool;         /* the session's workers; NULL: loops run on the caller */
 };
+
+/* gwr_tpool_parallel on the kernel's workers (k->tpool). */
+void gwr_k_parallel(const gwr_kctx *k, int64_t n, int64_t grain, gwr_par_fn fn, void *ctx);
 
 typedef gwr_status (*gwr_kernel_fn)(gwr_kctx *k);
 

@@ -292,6 +292,10 @@ typedef struct gwr_pass_info {
 } gwr_pass_info;
 
 GWR_API const char *gwr_pass_level_name(gwr_pass_level level); /* "basic" */
+/* The level pass p runs at for target (one of GWR_TARGET_*): p->level, but
+ * for a few passes a lower one for target gwr (a fusion whose onnxruntime
+ * kernel is slower than the layers it replaces while gwr's is faster). */
+GWR_API gwr_pass_level gwr_pass_level_for(const gwr_pass_info *p, unsigned target);
 /* Entry i of the table (0 <= i < gwr_passes_count()), or NULL. */
 GWR_API const gwr_pass_info *gwr_passes_info(int i);
 /* Writes the table as `gwr rewrite --list` prints it: text columns, or a

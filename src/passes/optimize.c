@@ -65,8 +65,8 @@ static const char *skip_reason(gwr_network *net, const gwr_pass_info *p, gwr_pas
                                target_name(target));
     } else if (p->level == GWR_LEVEL_NONE) {
         return "not an optimization (a tutorial pattern)";
-    } else if (p->level > level) {
-        return p->level == GWR_LEVEL_ALL ? "level all" : "level extended";
+    } else if (gwr_pass_level_for(p, target) > level) {
+        return gwr_pass_level_for(p, target) == GWR_LEVEL_ALL ? "level all" : "level extended";
     } else if (!(p->targets & target)) {
         return target == GWR_TARGET_ONNX ? "not for target onnx" : target == GWR_TARGET_ORT ? "not for target ort"
                                                                                             : "not for target gwr";

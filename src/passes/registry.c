@@ -70,6 +70,7 @@ static const gwr_pass_info builtins[] = {
      GWR_TARGET_ORT | GWR_TARGET_GWR, GWR_NUMERICS_EXACT, 0,
      "turn Gemm + Relu/Tanh/Sigmoid/LeakyRelu/HardSigmoid into com.microsoft FusedGemm (float32)"},
     /* transformer fusions (fuse_transformer.c): onnxruntime's contrib ops for ort and gwr */
+    /* level all; extended for target gwr (gwr_levels) */
     {"fuse_skip_layer_norm", &gwr_pattern_fuse_skip_layer_norm, 40, GWR_LEVEL_ALL, GWR_TARGET_ORT | GWR_TARGET_GWR,
      GWR_NUMERICS_APPROX, 1e-4,
      "turn LayerNormalization(a + b [+ bias]) into SkipLayerNormalization (SimplifiedLayerNormalization(a + b) into "
@@ -120,6 +121,33 @@ const char *gwr_pass_level_name(gwr_pass_level level) {
     return (unsigned)level <= GWR_LEVEL_ALL ? names[level] : "unknown";
 }
 
+/* Passes whose level differs for target gwr: onnxruntime's
+ * SkipLayerNormalization kernel is slower than Add + LayerNormalization
+ * (docs/benchmarks.md), gwr's faster (docs/design-notes.md). */
+static const struct {
+    const char *label;
+    gwr_pass_level level;
+} gwr_levels[] = {{"fuse_skip_layer_norm", GWR_LEVEL_EXTENDED}};
+
+static gwr_pass_level gwr_level_of(const gwr_pass_info *p) {
+    for (size_t i = 0; i < sizeof gwr_levels / sizeof gwr_levels[0]; i++)
+        if (!strcmp(gwr_levels[i].label, p->label)) return gwr_levels[i].level;
+    return p->level;
+}
+
+gwr_pass_level gwr_pass_level_for(const gwr_pass_info *p, unsigned target) {
+    if (!p) return GWR_LEVEL_NONE;
+    return target == GWR_TARGET_GWR ? gwr_level_of(p) : p->level;
+}
+
+/* The level column: "all", or "all/gwr:extended" where target gwr's
+ * differs (no space: scripts split the text columns). */
+static void level_str(const gwr_pass_info *p, char *buf, size_t size) {
+    gwr_pass_level g = gwr_level_of(p);
+    if (g == p->level) snprintf(buf, size, "%s", gwr_pass_level_name(p->level));
+    else snprintf(buf, size, "%s/gwr:%s", gwr_pass_level_name(p->level), gwr_pass_level_name(g));
+}
+
 const gwr_pass_info *gwr_passes_info(int i) { return i >= 0 && i < NBUILTIN ? &builtins[i] : NULL; }
 int gwr_passes_count(void) { return NBUILTIN; }
 const char *gwr_passes_label(int i) { return i >= 0 && i < NBUILTIN ? builtins[i].label : NULL; }
@@ -147,15 +175,14 @@ void gwr_passes_print(FILE *out, int markdown) {
                 "what it does");
     for (int i = 0; i < NBUILTIN; i++) {
         const gwr_pass_info *p = &builtins[i];
-        char tg[32], nu[32];
+        char tg[32], nu[32], lv[48];
         targets_str(p->targets, tg, sizeof tg);
         numerics_str(p, nu, sizeof nu);
+        level_str(p, lv, sizeof lv);
         if (markdown)
-            fprintf(out, "| `%s` | %d | %s | %s | %s | %s |\n", p->label, p->benefit, gwr_pass_level_name(p->level), tg,
-                    nu, p->summary);
+            fprintf(out, "| `%s` | %d | %s | %s | %s | %s |\n", p->label, p->benefit, lv, tg, nu, p->summary);
         else
-            fprintf(out, "%-30s %7d  %-8s  %-12s  %-12s  %s\n", p->label, p->benefit, gwr_pass_level_name(p->level), tg,
-                    nu, p->summary);
+            fprintf(out, "%-30s %7d  %-8s  %-12s  %-12s  %s\n", p->label, p->benefit, lv, tg, nu, p->summary);
     }
 }
 

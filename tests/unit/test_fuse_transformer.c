@@ -307,6 +307,30 @@ TEST(skip_layer_norm_idle) {
     not_for_onnx(skip_ln(SL_PLAIN), skip_ln(SL_PLAIN), "fuse_skip_layer_norm");
 }
 
+/* fuse_skip_layer_norm's level depends on the target: all for ort (its
+ * kernel is slower than Add + LayerNormalization), extended for gwr. */
+TEST(skip_layer_norm_level_per_target) {
+    const gwr_pass_info *p = NULL;
+    for (int i = 0; i < gwr_passes_count(); i++)
+        if (!strcmp(gwr_passes_label(i), "fuse_skip_layer_norm")) p = gwr_passes_info(i);
+    if (!CHECK(p != NULL)) return;
+    CHECK_EQ_INT(gwr_pass_level_for(p, GWR_TARGET_ORT), GWR_LEVEL_ALL);
+    CHECK_EQ_INT(gwr_pass_level_for(p, GWR_TARGET_GWR), GWR_LEVEL_EXTENDED);
+    CHECK_EQ_INT(gwr_pass_level_for(gwr_passes_info(0), GWR_TARGET_GWR), gwr_passes_info(0)->level);
+    CHECK_EQ_INT(gwr_pass_level_for(NULL, GWR_TARGET_GWR), GWR_LEVEL_NONE);
+    static const struct { gwr_pass_level level; unsigned target; int fused; } runs[] = {
+        {GWR_LEVEL_EXTENDED, GWR_TARGET_ORT, 0}, {GWR_LEVEL_ALL, GWR_TARGET_ORT, 1},
+        {GWR_LEVEL_EXTENDED, GWR_TARGET_GWR, 1}, {GWR_LEVEL_BASIC, GWR_TARGET_GWR, 0}};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        gwr_network *net = skip_ln(SL_BIAS);
+        gwr_optimize_options o = {.level = runs[i].level, .target = runs[i].target};
+        CHECK_OK(gwr_optimize(net, &o, NULL));
+        if (!CHECK_EQ_INT(count_op(net, "SkipLayerNormalization"), runs[i].fused))
+            fprintf(stderr, "  level %d target %u\n", (int)runs[i].level, runs[i].target);
+        gwr_network_free(net);
+    }
+}
+
 /* ---- fuse_bias_gelu, fuse_gelu for ort ------------------------------------------------------- */
 
 enum { BG_ONNX, BG_TANH, BG_MS, BG_SHARED, BG_WIDE_BIAS, BG_INPUT_BIAS };
@@ -595,6 +619,7 @@ int main(void) {
     RUN(export_import_round_trip);
     RUN(skip_layer_norm_fires);
     RUN(skip_layer_norm_idle);
+    RUN(skip_layer_norm_level_per_target);
     RUN(bias_gelu_cases);
     RUN(erf_formula_plus_bias_is_one_bias_gelu);
     RUN(matmul_scale_cases);

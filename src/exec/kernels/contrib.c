@@ -7,8 +7,9 @@
  * domain).
  *
  * float32 runs float rows: the GELUs through fast_math.h (compiled per
- * CPU), SkipLayerNormalization with eight-lane float statistics as
- * LayerNormalization's float32 path. The other dtypes load rows as
+ * CPU), SkipLayerNormalization in three passes over a row (the sum and
+ * its total, the variance, the normalized row) with sixteen-lane float
+ * statistics, also compiled per CPU, over rows in parallel. The other dtypes load rows as
  * doubles, compute, and store back in the value's dtype (float16 and
  * bfloat16 included): one rounding, as the unfused chain in double would
  * give; SkipLayerNormalization forms input + skip + bias row by row and
@@ -165,52 +166,76 @@ static gwr_status sln_outputs(gwr_kctx *k, const gwr_value *x, sln_out *o) {
     return GWR_OK;
 }
 
-/* Sum of x, and of (x - m)^2: eight lanes, so that the loops vectorize
- * (LayerNormalization's float32 statistics, norm.c). */
-static float lanes_sum(const float *x, int64_t n) {
-    float a[8] = {0}, s = 0;
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        for (int q = 0; q < 8; q++) a[q] += x[j + q];
-    for (; j < n; j++) s += x[j];
-    for (int q = 0; q < 8; q++) s += a[q];
-    return s;
-}
-
-static float lanes_sqdev(const float *x, int64_t n, float m) {
-    float a[8] = {0}, s = 0;
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        for (int q = 0; q < 8; q++) a[q] += (x[j + q] - m) * (x[j + q] - m);
-    for (; j < n; j++) s += (x[j] - m) * (x[j] - m);
-    for (int q = 0; q < 8; q++) s += a[q];
-    return s;
-}
-
 /* The float32 parameters of skip_norm: input i's data, or NULL when absent. */
 static const float *f32_param(gwr_kctx *k, int i, int present) { return present ? gwr_ku_opt(k, i)->data : NULL; }
 
-/* float32 rows of skip_norm: v = x + skip + bias (into o->sum's row when
- * it is wanted, else into tmp), then two passes over v for the statistics
- * (float lanes, as LayerNormalization) and one for y. */
-static void skip_rows_f32(gwr_kctx *k, const sln_out *o, int64_t rows, int64_t srows, int64_t n, int simple, double eps,
-                          const float *ga, const float *be, const float *bi, float *tmp) {
-    const float *x = k->in[0]->data, *s = k->in[1]->data;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *restrict xr = x + r * n, *restrict sr = s + (r % srows) * n;
-        float *restrict v = o->sum ? (float *)o->sum->data + r * n : tmp, *restrict yr = (float *)o->y->data + r * n;
-        if (bi)
-            for (int64_t j = 0; j < n; j++) v[j] = xr[j] + sr[j] + bi[j];
-        else
-            for (int64_t j = 0; j < n; j++) v[j] = xr[j] + sr[j];
-        float mean = simple ? 0.0f : lanes_sum(v, n) / (float)n; /* RMS: the deviation from 0 */
-        float inv = (float)(1.0 / sqrt((double)lanes_sqdev(v, n, mean) / (double)n + eps));
-        if (be)
-            for (int64_t j = 0; j < n; j++) yr[j] = (v[j] - mean) * inv * ga[j] + be[j];
-        else
-            for (int64_t j = 0; j < n; j++) yr[j] = (v[j] - mean) * inv * ga[j];
-        if (o->mean) gwr_v_set_f64(o->mean, r, mean);
-        if (o->inv) gwr_v_set_f64(o->inv, r, inv);
+/* float32 statistics and rows of skip_norm. Sixteen float lanes, so that
+ * the loops vectorize (16-wide with AVX-512, the clones of
+ * GWR_VEC_CLONES); the sums therefore differ from a serial loop by
+ * reassociation only. */
+#define SL 16
+
+/* v = x + s (+ b), returning the sum of v: one pass for both. */
+GWR_VEC_CLONES static float add_sum_f32(const float *restrict x, const float *restrict s, const float *restrict b,
+                                        float *restrict v, int64_t n) {
+    float a[SL] = {0}, t = 0;
+    int64_t j = 0;
+    if (b)
+        for (; j + SL <= n; j += SL)
+            for (int q = 0; q < SL; q++) a[q] += v[j + q] = x[j + q] + s[j + q] + b[j + q];
+    else
+        for (; j + SL <= n; j += SL)
+            for (int q = 0; q < SL; q++) a[q] += v[j + q] = x[j + q] + s[j + q];
+    for (; j < n; j++) t += v[j] = x[j] + s[j] + (b ? b[j] : 0.0f);
+    for (int q = 0; q < SL; q++) t += a[q];
+    return t;
+}
+
+/* The sum of (v - m)^2. */
+GWR_VEC_CLONES static float sqdev_lanes_f32(const float *v, int64_t n, float m) {
+    float a[SL] = {0}, t = 0;
+    int64_t j = 0;
+    for (; j + SL <= n; j += SL)
+        for (int q = 0; q < SL; q++) a[q] += (v[j + q] - m) * (v[j + q] - m);
+    for (; j < n; j++) t += (v[j] - m) * (v[j] - m);
+    for (int q = 0; q < SL; q++) t += a[q];
+    return t;
+}
+
+/* y = (v - m) inv gamma (+ beta); y may be v itself (the row normalized in
+ * place), hence no restrict on them. */
+GWR_VEC_CLONES static void norm_row_f32(const float *v, float *y, int64_t n, float m, float inv,
+                                        const float *restrict ga, const float *restrict be) {
+    if (be)
+        for (int64_t j = 0; j < n; j++) y[j] = (v[j] - m) * inv * ga[j] + be[j];
+    else
+        for (int64_t j = 0; j < n; j++) y[j] = (v[j] - m) * inv * ga[j];
+}
+
+/* What the rows of a float32 skip_norm read and write. */
+typedef struct sln_rows {
+    const sln_out *o;
+    const float *x, *s, *ga, *be, *bi;
+    int64_t n, srows;
+    int simple;
+    double eps;
+} sln_rows;
+
+/* Rows [r0, r1): v = x + skip + bias into o->sum's row when it is wanted,
+ * else into y's row (normalized there in place): one pass for v and its
+ * sum, one for the variance (two passes, as LayerNormalization: no
+ * cancellation), one for y. */
+static void skip_rows_f32(void *ctx, int64_t r0, int64_t r1) {
+    const sln_rows *c = ctx;
+    int64_t n = c->n;
+    for (int64_t r = r0; r < r1; r++) {
+        float *yr = (float *)c->o->y->data + r * n, *v = c->o->sum ? (float *)c->o->sum->data + r * n : yr;
+        float tot = add_sum_f32(c->x + r * n, c->s + (r % c->srows) * n, c->bi, v, n);
+        float mean = c->simple ? 0.0f : tot / (float)n; /* RMS: the deviation from 0 */
+        float inv = (float)(1.0 / sqrt((double)sqdev_lanes_f32(v, n, mean) / (double)n + c->eps));
+        norm_row_f32(v, yr, n, mean, inv, c->ga, c->be);
+        if (c->o->mean) gwr_v_set_f64(c->o->mean, r, mean);
+        if (c->o->inv) gwr_v_set_f64(c->o->inv, r, inv);
     }
 }
 
@@ -235,8 +260,9 @@ static gwr_status skip_norm(gwr_kctx *k, int simple) {
     sln_out o;
     gwr_status st = hbi < 0 ? GWR_ERR_INVALID_ARG : sln_outputs(k, x, &o);
     if (!st && x->dtype == GWR_FLOAT32) {
-        skip_rows_f32(k, &o, rows, srows, n, simple, eps, f32_param(k, 2, hg), f32_param(k, 3, hbe),
-                      f32_param(k, simple ? 3 : 4, hbi), (float *)(void *)row);
+        sln_rows c = {&o, x->data, s->data, f32_param(k, 2, hg), f32_param(k, 3, hbe), f32_param(k, simple ? 3 : 4, hbi),
+                      n, srows, simple, eps};
+        gwr_k_parallel(k, rows, 16384 / n + 1, skip_rows_f32, &c); /* rows of about 16K values or more */
         rows = 0;
     }
     for (int64_t r = 0; !st && r < rows; r++) {

@@ -324,21 +324,42 @@ static calg choose_alg(const cprob *p, size_t esz) {
 }
 
 /* Depthwise: output plane m of group gi from input plane gi, its bias,
- * Z and activation while the plane is in cache. */
+ * Z and activation while the plane is in cache. The planes (n, m) split
+ * into chunks, each with its own staging buffer, that run in parallel
+ * (several per worker, so that uneven shares even out). */
+typedef struct dwjob {
+    const cprob *p;
+    const cepi *e;
+    const float *x, *w;
+    float *y, *pad;
+    int64_t np, per; /* floats of one staging buffer; planes per chunk */
+} dwjob;
+
+static void dw_chunks(void *ctx, int64_t b0, int64_t b1) {
+    const dwjob *j = ctx;
+    const cprob *p = j->p;
+    int64_t Mg = p->M / p->G, planes = p->N * p->M;
+    for (int64_t b = b0; b < b1; b++) {
+        float *pad = j->pad + b * j->np;
+        int64_t q1 = (b + 1) * j->per < planes ? (b + 1) * j->per : planes;
+        for (int64_t q = b * j->per; q < q1; q++) {
+            int64_t n = q / p->M, m = q - n * p->M;
+            float *ym = j->y + q * p->YS;
+            gwr_ku_dw_plane_f32(j->x + (n * p->C + m / Mg) * p->XS, j->w + m * p->K, &p->g, pad, ym);
+            if (epi_active(j->e)) epi_f32(j->e, ym, m, 1, p->YS, p->YS);
+        }
+    }
+}
+
 static gwr_status conv_depthwise(gwr_kctx *k, const cprob *p, const cepi *e, const float *x, const float *w, float *y) {
-    int64_t Mg = p->M / p->G, np = gwr_ku_dw_scratch(&p->g);
-    float *pad = NULL;
-    if (np && p->N && p->M && !(pad = gwr_calloc((size_t)np, sizeof *pad)))
-        return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the padded plane");
-    for (int64_t n = 0; n < p->N; n++)
-        for (int64_t c = 0; c < p->C; c++)
-            for (int64_t j = 0; j < Mg; j++) {
-                int64_t m = c * Mg + j;
-                float *ym = y + (n * p->M + m) * p->YS;
-                gwr_ku_dw_plane_f32(x + (n * p->C + c) * p->XS, w + m * p->K, &p->g, pad, ym);
-                if (epi_active(e)) epi_f32(e, ym, m, 1, p->YS, p->YS);
-            }
-    gwr_free(pad);
+    int64_t planes = p->N * p->M, T = gwr_tpool_size(k->tpool), nb = T > 1 ? 4 * T : 1;
+    if (!planes) return GWR_OK;
+    if (nb > planes) nb = planes;
+    dwjob j = {p, e, x, w, y, NULL, gwr_ku_dw_scratch(&p->g), (planes + nb - 1) / nb};
+    nb = (planes + j.per - 1) / j.per;
+    if (!(j.pad = gwr_calloc((size_t)(nb * j.np), sizeof *j.pad))) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the padded plane");
+    gwr_k_parallel(k, nb, 1, dw_chunks, &j);
+    gwr_free(j.pad);
     return GWR_OK;
 }
 

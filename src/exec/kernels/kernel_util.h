@@ -237,9 +237,9 @@ gwr_status gwr_ku_conv_epilogue_kernel(gwr_kctx *k, const gwr_ku_act *act, const
  * y (out[1] x out[2]) = x (in[1] x in[2]) correlated with the k[1] x k[2]
  * window w, with g's strides and pads, no bias. gwr_ku_dw_supports says
  * whether g is one it runs (3x3 or 5x5, strides 1 or 2 equal in both
- * dims, dilation 1, any pads, 2-D). A padded window needs pad, a buffer
- * of gwr_ku_dw_scratch(g) floats zeroed before the first plane (its
- * border stays zero from plane to plane); 0: none (pad may be NULL). */
+ * dims, dilation 1, any pads, 2-D). The plane is staged into pad, a
+ * buffer of gwr_ku_dw_scratch(g) floats zeroed before the first plane
+ * (its border stays zero from plane to plane). */
 int gwr_ku_dw_supports(const gwr_ku_window *g);
 int64_t gwr_ku_dw_scratch(const gwr_ku_window *g);
 void gwr_ku_dw_plane_f32(const float *x, const float *w, const gwr_ku_window *g, float *pad, float *y);

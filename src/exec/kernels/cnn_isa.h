@@ -1,0 +1,17 @@
+/* cnn_isa.h - which instruction set the hand-vectorized CNN kernels
+ * (conv_depthwise.c) run: AVX2+FMA where the CPU has it (checked at run
+ * time), the portable path (GCC/Clang vector extensions, SSE2 / NEON)
+ * elsewhere. Private to src/exec. */
+#ifndef GWR_EXEC_CNN_ISA_H
+#define GWR_EXEC_CNN_ISA_H
+
+/* Does this build have the AVX2 kernels, and does the CPU run them (and
+ * were they not turned off)? */
+int gwr_ku_cnn_avx2(void);
+/* on != 0: every CNN kernel takes its portable path from now on, on any
+ * CPU (the unit tests check that path on the machines that would
+ * otherwise skip it); 0: back to the CPU check. Not thread-safe: call it
+ * while no session runs. */
+void gwr_ku_cnn_force_portable(int on);
+
+#endif

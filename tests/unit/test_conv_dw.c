@@ -1,0 +1,236 @@
+/* test_conv_dw.c - the direct depthwise kernels (conv_depthwise.c) over
+ * edge geometries, on the AVX2 path where the CPU has it and on the
+ * portable path (gwr_ku_cnn_force_portable) everywhere.
+ *
+ * Every case runs a Conv or FusedConv layer of group == channels through
+ * a session and checks it against a float64 convolution written here from
+ * the ONNX Conv formula (y[n,m,oy,ox] = B[m] + sum over ky, kx of
+ * X[n, m/mult, oy*s - pad_top + ky, ox*s - pad_left + kx] W[m,0,ky,kx],
+ * zeros outside X), + Z and the activation from its ONNX definition.
+ * Tolerance 1e-5 relative (+1e-5 absolute): the float32 sums of at most
+ * 25 products of inputs in [-1, 1] may be reassociated or fused (FMA),
+ * which moves them by a few ulps of the largest partial sum (~1e-6). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "conv_case.h"
+#include "exec/kernels/cnn_isa.h"
+#include "exec/kernels/kernel_util.h"
+#include "gwr/gwr.h"
+
+typedef struct dconf {
+    int64_t N, C, mult, H, W, k, s, d;
+    int64_t pads[4]; /* top, left, bottom, right */
+    int bias, z;
+    const char *act; /* FusedConv's activation; NULL: Conv */
+    float ap[2];
+} dconf;
+
+static char msg[1024];
+static unsigned rng = 777;
+static double urand(void) {
+    rng = rng * 1103515245u + 12345u;
+    return (double)((rng >> 8) & 0xffff) / 32768.0 - 1.0;
+}
+
+static int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe) {
+    return (in + pb + pe - ((k - 1) * d + 1)) / s + 1;
+}
+
+/* The activation from its ONNX definition (HardSwish too, which the
+ * shared helper lacks). */
+static double act_ref(const dconf *c, double v) {
+    if (c->act && !strcmp(c->act, "HardSwish")) return v * fmax(0, fmin(1, v / 6 + 0.5));
+    return conv_case_act(c->act, c->ap, v);
+}
+
+static void ref_dw(const dconf *c, const double *x, const double *w, const double *b, const double *z, int64_t OH, int64_t OW,
+                   double *y) {
+    int64_t M = c->C * c->mult;
+    for (int64_t n = 0; n < c->N; n++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t oy = 0; oy < OH; oy++)
+                for (int64_t ox = 0; ox < OW; ox++) {
+                    double s = b ? b[m] : 0;
+                    for (int64_t ky = 0; ky < c->k; ky++)
+                        for (int64_t kx = 0; kx < c->k; kx++) {
+                            int64_t iy = oy * c->s - c->pads[0] + ky * c->d, ix = ox * c->s - c->pads[1] + kx * c->d;
+                            if (iy < 0 || iy >= c->H || ix < 0 || ix >= c->W) continue;
+                            s += x[((n * c->C + m / c->mult) * c->H + iy) * c->W + ix] * w[(m * c->k + ky) * c->k + kx];
+                        }
+                    int64_t i = ((n * M + m) * OH + oy) * OW + ox;
+                    y[i] = act_ref(c, s + (z ? z[i] : 0));
+                }
+}
+
+/* Runs c through a session; 1 when every output is within tolerance. */
+static int run_case(const dconf *c) {
+    int64_t M = c->C * c->mult, OH = out_dim(c->H, c->k, c->s, c->d, c->pads[0], c->pads[2]);
+    int64_t OW = out_dim(c->W, c->k, c->s, c->d, c->pads[1], c->pads[3]);
+    int64_t nx = c->N * c->C * c->H * c->W, nw = M * c->k * c->k, ny = c->N * M * OH * OW;
+    double *x = malloc((size_t)nx * sizeof *x), *w = malloc((size_t)nw * sizeof *w), *b = malloc((size_t)M * sizeof *b);
+    double *z = malloc((size_t)ny * sizeof *z), *y = malloc((size_t)ny * sizeof *y);
+    for (int64_t i = 0; i < nx; i++) x[i] = urand();
+    for (int64_t i = 0; i < nw; i++) w[i] = urand();
+    for (int64_t i = 0; i < M; i++) b[i] = urand();
+    for (int64_t i = 0; i < ny; i++) z[i] = urand();
+    /* the values as float32 holds them, for the reference */
+    for (int64_t i = 0; i < nx; i++) x[i] = (float)x[i];
+    for (int64_t i = 0; i < nw; i++) w[i] = (float)w[i];
+    for (int64_t i = 0; i < M; i++) b[i] = (float)b[i];
+    for (int64_t i = 0; i < ny; i++) z[i] = (float)z[i];
+    ref_dw(c, x, w, c->bias ? b : NULL, c->z ? z : NULL, OH, OW, y);
+    gwr_value *in[4] = {conv_case_value(GWR_FLOAT32, 4, (const int64_t[]){c->N, c->C, c->H, c->W}, x),
+                        conv_case_value(GWR_FLOAT32, 4, (const int64_t[]){M, 1, c->k, c->k}, w),
+                        conv_case_value(GWR_FLOAT32, 1, (const int64_t[]){M}, b),
+                        conv_case_value(GWR_FLOAT32, 4, (const int64_t[]){c->N, M, OH, OW}, z)};
+    int fused = c->act || c->z;
+    gwr_network *net = gwr_network_new("t");
+    static const char *const nm[4] = {"x", "w", "b", "z"};
+    const char *names[4];
+    gwr_value *vals[4];
+    gwr_tensor *ts[4] = {0};
+    int nv = 0, nin = fused ? 4 : 3;
+    for (int i = 0; i < nin; i++) {
+        if ((i == 2 && !c->bias) || (i == 3 && !c->z)) continue;
+        ts[i] = gwr_network_add_input(net, nm[i], GWR_FLOAT32, -1, NULL);
+        names[nv] = nm[i], vals[nv++] = in[i];
+    }
+    gwr_layer *l = gwr_network_add_layer(net, fused ? "FusedConv" : "Conv", fused ? "com.microsoft" : "", "L", nin, ts, 1, NULL);
+    gwr_layer_set_ints(l, "strides", (const int64_t[]){c->s, c->s}, 2);
+    gwr_layer_set_ints(l, "dilations", (const int64_t[]){c->d, c->d}, 2);
+    gwr_layer_set_ints(l, "pads", c->pads, 4);
+    gwr_layer_set_int(l, "group", c->C);
+    if (c->act) conv_case_set_activation(l, c->act, c->ap);
+    gwr_value *out = NULL;
+    gwr_status rc = conv_case_run(net, l, nv, names, vals, &out, msg, sizeof msg);
+    int ok = !rc && out && gwr_value_numel(out) == ny;
+    for (int64_t i = 0; ok && i < ny; i++) {
+        double g = gwr_value_get_f64(out, i);
+        if (!(fabs(g - y[i]) <= 1e-5 * (1 + fabs(y[i])))) {
+            fprintf(stderr, "  k%lld s%lld C%lld x%lld N%lld %lldx%lld pads %lld,%lld,%lld,%lld %s: element %lld is %.9g, expected %.9g\n",
+                    (long long)c->k, (long long)c->s, (long long)c->C, (long long)c->mult, (long long)c->N, (long long)c->H,
+                    (long long)c->W, (long long)c->pads[0], (long long)c->pads[1], (long long)c->pads[2], (long long)c->pads[3],
+                    c->act ? c->act : "-", (long long)i, g, y[i]);
+            ok = 0;
+        }
+    }
+    if (rc) fprintf(stderr, "  failed: %s\n", msg);
+    gwr_value_release(out);
+    gwr_network_free(net);
+    for (int i = 0; i < 4; i++) gwr_value_release(in[i]);
+    free(x), free(w), free(b), free(z), free(y);
+    return ok;
+}
+
+static dconf dw(int64_t C, int64_t H, int64_t W, int64_t k, int64_t s, int64_t p) {
+    dconf c = {.N = 2, .C = C, .mult = 1, .H = H, .W = W, .k = k, .s = s, .d = 1, .pads = {p, p, p, p}, .bias = 1};
+    return c;
+}
+
+/* Sizes below, at and above the vector width (8) and the stride-2
+ * staging step (16), with each window, stride and pad; both paths. */
+static void geometries(void) {
+    static const int64_t sizes[] = {1, 2, 7, 15, 16, 17, 33};
+    int ns = (int)(sizeof sizes / sizeof *sizes);
+    for (int k = 3; k <= 5; k += 2)
+        for (int s = 1; s <= 2; s++)
+            for (int p = 0; p <= 2; p++)
+                for (int hi = 0; hi < ns; hi++)
+                    for (int wi = hi % 2; wi < ns; wi += 2) {
+                        dconf c = dw(hi % 3 ? 3 : 1, sizes[hi], sizes[wi], k, s, p);
+                        if (sizes[hi] + 2 * p < k || sizes[wi] + 2 * p < k) continue; /* no output */
+                        c.bias = (hi + wi) % 2;
+                        CHECK(run_case(&c));
+                    }
+}
+
+/* Pads that differ per side (TF SAME, one-sided, beyond the window). */
+static void uneven_pads(void) {
+    static const int64_t pads[][4] = {{0, 0, 1, 1}, {1, 0, 0, 2}, {2, 1, 1, 2}, {0, 2, 2, 0}, {3, 3, 3, 3}, {1, 2, 0, 0}};
+    for (int k = 3; k <= 5; k += 2)
+        for (int s = 1; s <= 2; s++)
+            for (int i = 0; i < 6; i++) {
+                dconf c = dw(3, 17, 15 + i, k, s, 0);
+                memcpy(c.pads, pads[i], sizeof c.pads);
+                CHECK(run_case(&c));
+            }
+}
+
+/* Bias, Z and every fused activation on each kernel; a depth multiplier. */
+static void epilogues(void) {
+    static const struct {
+        const char *name;
+        float p[2];
+    } acts[] = {{"Relu", {0, 0}}, {"HardSwish", {0, 0}}, {"Clip", {0, 6}}, {"LeakyRelu", {0.1f, 0}}, {"HardSigmoid", {0.2f, 0.5f}},
+                {"Sigmoid", {0, 0}}, {"Tanh", {0, 0}}};
+    for (int k = 3; k <= 5; k += 2)
+        for (int s = 1; s <= 2; s++)
+            for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
+                dconf c = dw(5, 9, 20, k, s, k / 2);
+                c.act = acts[a].name, c.ap[0] = acts[a].p[0], c.ap[1] = acts[a].p[1], c.z = (int)a % 2, c.bias = (int)a % 3 != 2;
+                CHECK(run_case(&c));
+            }
+    dconf c = dw(3, 11, 9, 5, 2, 2);
+    c.mult = 2; /* two output planes per input plane */
+    CHECK(run_case(&c));
+    c = dw(3, 12, 12, 3, 1, 2);
+    c.d = 2; /* dilation: not the direct kernel (im2col), same answer */
+    CHECK(run_case(&c));
+}
+
+TEST(depthwise_cpu_path) {
+    geometries();
+    uneven_pads();
+    epilogues();
+}
+
+TEST(depthwise_portable_path) {
+    gwr_ku_cnn_force_portable(1);
+    CHECK(!gwr_ku_cnn_avx2());
+    geometries();
+    uneven_pads();
+    epilogues();
+    gwr_ku_cnn_force_portable(0);
+}
+
+/* The kernel writes its plane and nothing past it: a row under eight
+ * wide stores whole vectors into the rows after it, never past the
+ * plane's last element (the next plane may be another worker's). */
+TEST(depthwise_plane_bounds) {
+    for (int portable = 0; portable < 2; portable++) {
+        gwr_ku_cnn_force_portable(portable);
+        for (int64_t ow = 1; ow <= 9; ow++)
+            for (int k = 3; k <= 5; k += 2)
+                for (int s = 1; s <= 2; s++) {
+                    gwr_ku_window g;
+                    gwr_ku_window_init(&g, 2);
+                    g.k[1] = g.k[2] = k, g.s[1] = g.s[2] = s;
+                    g.pb[1] = g.pb[2] = g.pe[1] = g.pe[2] = k / 2;
+                    g.in[1] = 3, g.in[2] = (ow - 1) * s + 1;
+                    g.out[1] = (g.in[1] + 2 * (k / 2) - k) / s + 1, g.out[2] = ow;
+                    int64_t ny = g.out[1] * g.out[2];
+                    float x[64], wt[25], y[96 + 16];
+                    for (int i = 0; i < 64; i++) x[i] = (float)urand();
+                    for (int i = 0; i < 25; i++) wt[i] = (float)urand();
+                    for (int i = 0; i < 96 + 16; i++) y[i] = 12345.0f;
+                    float *pad = calloc((size_t)gwr_ku_dw_scratch(&g), sizeof *pad);
+                    gwr_ku_dw_plane_f32(x, wt, &g, pad, y);
+                    int clean = 1;
+                    for (int64_t i = ny; i < 96 + 16; i++) clean &= y[i] == 12345.0f;
+                    CHECK(clean);
+                    for (int64_t i = 0; i < ny; i++) CHECK(y[i] != 12345.0f);
+                    free(pad);
+                }
+    }
+    gwr_ku_cnn_force_portable(0);
+}
+
+int main(void) {
+    RUN(depthwise_cpu_path);
+    RUN(depthwise_portable_path);
+    RUN(depthwise_plane_bounds);
+    return check_report();
+}

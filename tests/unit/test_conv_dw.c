@@ -228,7 +228,50 @@ TEST(depthwise_plane_bounds) {
     gwr_ku_cnn_force_portable(0);
 }
 
+/* im2col's strided gather (im2col_rows.c): dst[i] = src[s i] on both
+ * paths, lengths around both vector widths, and nothing written past n
+ * nor read past src[s (n - 1)] (the source ends there: ASan sees it). */
+TEST(im2col_gather) {
+    for (int portable = 0; portable < 2; portable++) {
+        gwr_ku_cnn_force_portable(portable);
+        for (int64_t st = 1; st <= 3; st++)
+            for (int64_t n = 0; n <= 40; n++) {
+                int64_t len = n ? st * (n - 1) + 1 : 0;
+                float *src = malloc((size_t)(len ? len : 1) * sizeof *src), dst[48];
+                for (int64_t i = 0; i < len; i++) src[i] = (float)(i * 3 + 1);
+                for (int i = 0; i < 48; i++) dst[i] = -1.0f;
+                gwr_ku_gather_f32(src, st, n, dst);
+                int ok = 1;
+                for (int64_t i = 0; i < n; i++) ok &= dst[i] == (float)(st * i * 3 + 1);
+                for (int64_t i = n; i < 48; i++) ok &= dst[i] == -1.0f;
+                if (!CHECK(ok)) fprintf(stderr, "  stride %lld, n %lld, portable %d\n", (long long)st, (long long)n, portable);
+                free(src);
+            }
+    }
+    gwr_ku_cnn_force_portable(0);
+}
+
+/* Strided convolutions that im2col gathers, on both paths, against the
+ * same formula: one input channel (group 1 = C), so a dilated 3x3 or a
+ * 7x7 (with four outputs) is not the direct kernel. */
+TEST(im2col_strided_layers) {
+    for (int portable = 0; portable < 2; portable++) {
+        gwr_ku_cnn_force_portable(portable);
+        for (int64_t w = 3; w <= 39; w += 4) {
+            dconf c = dw(1, 9, w, 3, 2, 1);
+            c.d = 2; /* dilation 2: not the direct kernel */
+            CHECK(run_case(&c));
+            c = dw(1, 11, w + 6, 7, 2, 3);  /* a 7x7 stride-2 first layer */
+            c.mult = 4;
+            CHECK(run_case(&c));
+        }
+    }
+    gwr_ku_cnn_force_portable(0);
+}
+
 int main(void) {
+    RUN(im2col_gather);
+    RUN(im2col_strided_layers);
     RUN(depthwise_cpu_path);
     RUN(depthwise_portable_path);
     RUN(depthwise_plane_bounds);

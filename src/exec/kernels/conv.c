@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "exec/blas.h"
+#include "exec/kernels/cnn_isa.h"
 #include "exec/kernels/kernel_util.h"
 
 #define MAXSP GWR_KU_MAXSP
@@ -87,10 +88,9 @@ static void im2col(const char *x, const geom *g, int64_t C, size_t esz, int64_t 
                         if (lo2) memset(dst, 0, (size_t)lo2 * esz);
                         if (s2 == 1) {
                             memcpy(dst + (size_t)lo2 * esz, src + (size_t)(lo2 + st2) * esz, (size_t)(hi2 - lo2) * esz);
-                        } else if (esz == 4) {
-                            uint32_t *dd = (uint32_t *)(void *)dst;
-                            const uint32_t *ss = (const uint32_t *)(const void *)src;
-                            for (int64_t o2 = lo2; o2 < hi2; o2++) dd[o2] = ss[o2 * s2 + st2];
+                        } else if (esz == 4) { /* float32: the strided gather vectorized (im2col_rows.c) */
+                            gwr_ku_gather_f32((const float *)(const void *)src + lo2 * s2 + st2, s2, hi2 - lo2,
+                                              (float *)(void *)dst + lo2);
                         } else {
                             for (int64_t o2 = lo2; o2 < hi2; o2++)
                                 memcpy(dst + (size_t)o2 * esz, src + (size_t)(o2 * s2 + st2) * esz, esz);

@@ -1,0 +1,79 @@
+/* im2col_rows.c - the strided gather of im2col's column rows, float32:
+ * dst[i] = src[s * i].
+ *
+ * A strided convolution's columns (the first layer of most CNNs, 3x3 or
+ * 7x7 stride 2, and the 1x1 stride-2 downsampling layers) are built one
+ * element at a time by a scalar loop: that loop took more time than the
+ * GEMM after it on MobileNetV3's first layer. Stride 2 keeps the even
+ * lanes of two vector loads instead: eight outputs per step on the AVX2
+ * path (runtime check, cnn_isa.h), four on the portable one (SSE2 /
+ * NEON vector extensions). The copy is exact, so both paths give the
+ * same bits. */
+#include <stdint.h>
+#include <string.h>
+
+#include "exec/kernels/cnn_isa.h"
+#include "exec/kernels/kernel_util.h"
+#include "exec/kernels/vec4.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define IR_X86 1
+#endif
+
+/* 32-byte vectors in and out of always-inlined functions only. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+#define IR_INLINE static inline __attribute__((always_inline))
+
+IR_INLINE v8f ld8(const float *p) {
+    v8f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Stride 2, W lanes a step (W = 8: v8f, 4: v4f): the last step reads
+ * src[2 i + 2 W - 1], so steps run while that is within the n-th input
+ * (2 n - 1 elements), the rest one at a time. */
+#define GATHER2(name, attr, T, LD, W, EVENS)                                 \
+    attr static void name(const float *src, int64_t n, float *dst) {         \
+        int64_t i = 0;                                                       \
+        for (; i + W < n; i += W) {                                          \
+            T e = EVENS(LD(src + 2 * i), LD(src + 2 * i + W));               \
+            memcpy(dst + i, &e, sizeof e);                                   \
+        }                                                                    \
+        for (; i < n; i++) dst[i] = src[2 * i];                              \
+    }
+
+#if defined(__clang__)
+#define EVENS4(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6)
+#define EVENS8(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14)
+#else
+#define EVENS4(a, b) __builtin_shuffle(a, b, (v4i){0, 2, 4, 6})
+#define EVENS8(a, b) __builtin_shuffle(a, b, (v8i){0, 2, 4, 6, 8, 10, 12, 14})
+#endif
+
+GATHER2(gather2_portable, , v4f, ld4, 4, EVENS4)
+#ifdef IR_X86
+GATHER2(gather2_avx2, __attribute__((target("avx2"))), v8f, ld8, 8, EVENS8)
+#endif
+
+void gwr_ku_gather_f32(const float *src, int64_t s, int64_t n, float *dst) {
+    if (s == 1) {
+        memcpy(dst, src, (size_t)n * sizeof *dst);
+    } else if (s == 2) {
+#ifdef IR_X86
+        if (gwr_ku_cnn_avx2()) {
+            gather2_avx2(src, n, dst);
+            return;
+        }
+#endif
+        gather2_portable(src, n, dst);
+    } else {
+        for (int64_t i = 0; i < n; i++) dst[i] = src[i * s];
+    }
+}

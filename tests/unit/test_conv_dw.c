@@ -65,27 +65,9 @@ static void ref_dw(const dconf *c, const double *x, const double *w, const doubl
                 }
 }
 
-/* Runs c through a session; 1 when every output is within tolerance. */
-static int run_case(const dconf *c) {
-    int64_t M = c->C * c->mult, OH = out_dim(c->H, c->k, c->s, c->d, c->pads[0], c->pads[2]);
-    int64_t OW = out_dim(c->W, c->k, c->s, c->d, c->pads[1], c->pads[3]);
-    int64_t nx = c->N * c->C * c->H * c->W, nw = M * c->k * c->k, ny = c->N * M * OH * OW;
-    double *x = malloc((size_t)nx * sizeof *x), *w = malloc((size_t)nw * sizeof *w), *b = malloc((size_t)M * sizeof *b);
-    double *z = malloc((size_t)ny * sizeof *z), *y = malloc((size_t)ny * sizeof *y);
-    for (int64_t i = 0; i < nx; i++) x[i] = urand();
-    for (int64_t i = 0; i < nw; i++) w[i] = urand();
-    for (int64_t i = 0; i < M; i++) b[i] = urand();
-    for (int64_t i = 0; i < ny; i++) z[i] = urand();
-    /* the values as float32 holds them, for the reference */
-    for (int64_t i = 0; i < nx; i++) x[i] = (float)x[i];
-    for (int64_t i = 0; i < nw; i++) w[i] = (float)w[i];
-    for (int64_t i = 0; i < M; i++) b[i] = (float)b[i];
-    for (int64_t i = 0; i < ny; i++) z[i] = (float)z[i];
-    ref_dw(c, x, w, c->bias ? b : NULL, c->z ? z : NULL, OH, OW, y);
-    gwr_value *in[4] = {conv_case_value(GWR_FLOAT32, 4, (const int64_t[]){c->N, c->C, c->H, c->W}, x),
-                        conv_case_value(GWR_FLOAT32, 4, (const int64_t[]){M, 1, c->k, c->k}, w),
-                        conv_case_value(GWR_FLOAT32, 1, (const int64_t[]){M}, b),
-                        conv_case_value(GWR_FLOAT32, 4, (const int64_t[]){c->N, M, OH, OW}, z)};
+/* Runs c through a session on x, w, b, z (float32 values), output in
+ * *out; GWR_OK or the failure (message in msg). */
+static gwr_status run_dw(const dconf *c, gwr_value *const *in, gwr_value **out) {
     int fused = c->act || c->z;
     gwr_network *net = gwr_network_new("t");
     static const char *const nm[4] = {"x", "w", "b", "z"};
@@ -104,8 +86,43 @@ static int run_case(const dconf *c) {
     gwr_layer_set_ints(l, "pads", c->pads, 4);
     gwr_layer_set_int(l, "group", c->C);
     if (c->act) conv_case_set_activation(l, c->act, c->ap);
+    gwr_status rc = conv_case_run(net, l, nv, names, vals, out, msg, sizeof msg);
+    gwr_network_free(net);
+    return rc;
+}
+
+/* c's inputs, random, in float32 (and as doubles in xd.. when given). */
+static void make_inputs(const dconf *c, gwr_value **in, double **xd, double **wd, double **bd, double **zd) {
+    int64_t M = c->C * c->mult, OH = out_dim(c->H, c->k, c->s, c->d, c->pads[0], c->pads[2]);
+    int64_t OW = out_dim(c->W, c->k, c->s, c->d, c->pads[1], c->pads[3]);
+    int64_t n[4] = {c->N * c->C * c->H * c->W, M * c->k * c->k, M, c->N * M * OH * OW};
+    double *v[4];
+    for (int t = 0; t < 4; t++) {
+        v[t] = malloc((size_t)n[t] * sizeof *v[t]);
+        for (int64_t i = 0; i < n[t]; i++) v[t][i] = (float)urand(); /* as float32 holds them */
+    }
+    in[0] = conv_case_value(GWR_FLOAT32, 4, (const int64_t[]){c->N, c->C, c->H, c->W}, v[0]);
+    in[1] = conv_case_value(GWR_FLOAT32, 4, (const int64_t[]){M, 1, c->k, c->k}, v[1]);
+    in[2] = conv_case_value(GWR_FLOAT32, 1, (const int64_t[]){M}, v[2]);
+    in[3] = conv_case_value(GWR_FLOAT32, 4, (const int64_t[]){c->N, M, OH, OW}, v[3]);
+    double **outs[4] = {xd, wd, bd, zd};
+    for (int t = 0; t < 4; t++) {
+        if (outs[t]) *outs[t] = v[t];
+        else free(v[t]);
+    }
+}
+
+/* Runs c through a session; 1 when every output is within tolerance. */
+static int run_case(const dconf *c) {
+    int64_t M = c->C * c->mult, OH = out_dim(c->H, c->k, c->s, c->d, c->pads[0], c->pads[2]);
+    int64_t OW = out_dim(c->W, c->k, c->s, c->d, c->pads[1], c->pads[3]);
+    int64_t ny = c->N * M * OH * OW;
+    double *x, *w, *b, *z, *y = malloc((size_t)ny * sizeof *y);
+    gwr_value *in[4];
+    make_inputs(c, in, &x, &w, &b, &z);
+    ref_dw(c, x, w, c->bias ? b : NULL, c->z ? z : NULL, OH, OW, y);
     gwr_value *out = NULL;
-    gwr_status rc = conv_case_run(net, l, nv, names, vals, &out, msg, sizeof msg);
+    gwr_status rc = run_dw(c, in, &out);
     int ok = !rc && out && gwr_value_numel(out) == ny;
     for (int64_t i = 0; ok && i < ny; i++) {
         double g = gwr_value_get_f64(out, i);
@@ -119,7 +136,6 @@ static int run_case(const dconf *c) {
     }
     if (rc) fprintf(stderr, "  failed: %s\n", msg);
     gwr_value_release(out);
-    gwr_network_free(net);
     for (int i = 0; i < 4; i++) gwr_value_release(in[i]);
     free(x), free(w), free(b), free(z), free(y);
     return ok;
@@ -269,7 +285,58 @@ TEST(im2col_strided_layers) {
     gwr_ku_cnn_force_portable(0);
 }
 
+/* One activation layer (with its attributes) on v. */
+static gwr_value *run_act(const char *op, const float ap[2], gwr_value *v) {
+    gwr_network *net = gwr_network_new("a");
+    gwr_tensor *t = gwr_network_add_input(net, "v", GWR_FLOAT32, -1, NULL);
+    gwr_layer *l = gwr_network_add_layer(net, op, "", "A", 1, &t, 1, NULL);
+    if (!strcmp(op, "LeakyRelu")) gwr_layer_set_float(l, "alpha", ap[0]);
+    if (!strcmp(op, "HardSigmoid")) gwr_layer_set_float(l, "alpha", ap[0]), gwr_layer_set_float(l, "beta", ap[1]);
+    gwr_value *y = NULL;
+    const char *name = "v";
+    if (conv_case_run(net, l, 1, &name, &v, &y, msg, sizeof msg)) fprintf(stderr, "  %s failed: %s\n", op, msg);
+    gwr_network_free(net);
+    return y;
+}
+
+static int same_bits(const gwr_value *a, const gwr_value *b) {
+    return a && b && gwr_value_numel(a) == gwr_value_numel(b) &&
+           !memcmp(gwr_value_cdata(a), gwr_value_cdata(b), (size_t)gwr_value_numel(a) * sizeof(float));
+}
+
+/* The activations applied on the stored vectors give the bits of Conv
+ * then the activation layer, and both paths give the same bits (a
+ * multiply then an add, in one order, on each). */
+TEST(depthwise_epilogue_bits) {
+    static const struct {
+        const char *name;
+        float p[2];
+    } acts[] = {{"Relu", {0, 0}}, {"HardSwish", {0, 0}}, {"LeakyRelu", {0.1f, 0}}, {"HardSigmoid", {0.2f, 0.5f}}};
+    for (int k = 3; k <= 5; k += 2)
+        for (int s = 1; s <= 2; s++)
+            for (int a = 0; a < 4; a++) {
+                dconf c = dw(3, 13, 7 + 6 * a, k, s, k / 2), plain = c;
+                c.act = acts[a].name, c.ap[0] = acts[a].p[0], c.ap[1] = acts[a].p[1];
+                gwr_value *in[4], *fused = NULL, *conv = NULL, *port = NULL;
+                make_inputs(&c, in, NULL, NULL, NULL, NULL);
+                /* special values through the activation: NaN, infinities, 0 */
+                float *xv = gwr_value_data(in[0]);
+                xv[5] = NAN, xv[40] = INFINITY, xv[77] = -INFINITY;
+                CHECK(!run_dw(&c, in, &fused));
+                CHECK(!run_dw(&plain, in, &conv));
+                gwr_value *sep = conv ? run_act(c.act, c.ap, conv) : NULL;
+                CHECK(same_bits(fused, sep));
+                gwr_ku_cnn_force_portable(1);
+                CHECK(!run_dw(&c, in, &port));
+                gwr_ku_cnn_force_portable(0);
+                CHECK(same_bits(fused, port));
+                gwr_value_release(fused), gwr_value_release(conv), gwr_value_release(port), gwr_value_release(sep);
+                for (int i = 0; i < 4; i++) gwr_value_release(in[i]);
+            }
+}
+
 int main(void) {
+    RUN(depthwise_epilogue_bits);
     RUN(im2col_gather);
     RUN(im2col_strided_layers);
     RUN(depthwise_cpu_path);

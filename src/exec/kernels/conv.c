@@ -323,8 +323,9 @@ static calg choose_alg(const cprob *p, size_t esz) {
     return direct ? ALG_GEMM : ALG_IM2COL;
 }
 
-/* Depthwise: output plane m of group gi from input plane gi, its bias,
- * Z and activation while the plane is in cache. The planes (n, m) split
+/* Depthwise: output plane m of group gi from input plane gi, its bias
+ * and activation on the vectors before they are stored (Z and the
+ * activations with exp: a pass over the plane while it is in cache). The planes (n, m) split
  * into chunks, each with its own staging buffer, that run in parallel
  * (several per worker, so that uneven shares even out). */
 typedef struct dwjob {
@@ -338,15 +339,22 @@ typedef struct dwjob {
 static void dw_chunks(void *ctx, int64_t b0, int64_t b1) {
     const dwjob *j = ctx;
     const cprob *p = j->p;
+    const cepi *e = j->e;
     int64_t Mg = p->M / p->G, planes = p->N * p->M;
+    int inreg = !e->z && gwr_ku_dw_epi_supports(e->act); /* bias and activation on the vectors as stored */
     for (int64_t b = b0; b < b1; b++) {
         float *pad = j->pad + b * j->np;
         int64_t q1 = (b + 1) * j->per < planes ? (b + 1) * j->per : planes;
         for (int64_t q = b * j->per; q < q1; q++) {
             int64_t n = q / p->M, m = q - n * p->M;
             float *ym = j->y + q * p->YS;
-            gwr_ku_dw_plane_f32(j->x + (n * p->C + m / Mg) * p->XS, j->w + m * p->K, &p->g, pad, ym);
-            if (epi_active(j->e)) epi_f32(j->e, ym, m, 1, p->YS, p->YS);
+            const float *xm = j->x + (n * p->C + m / Mg) * p->XS, *wm = j->w + m * p->K;
+            if (inreg) {
+                gwr_ku_dw_plane_epi_f32(xm, wm, &p->g, e->b ? (const float *)e->b + m : NULL, e->act, pad, ym);
+                continue;
+            }
+            gwr_ku_dw_plane_f32(xm, wm, &p->g, pad, ym);
+            if (epi_active(e)) epi_f32(e, ym, m, 1, p->YS, p->YS);
         }
     }
 }

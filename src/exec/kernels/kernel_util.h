@@ -243,6 +243,12 @@ gwr_status gwr_ku_conv_epilogue_kernel(gwr_kctx *k, const gwr_ku_act *act, const
 int gwr_ku_dw_supports(const gwr_ku_window *g);
 int64_t gwr_ku_dw_scratch(const gwr_ku_window *g);
 void gwr_ku_dw_plane_f32(const float *x, const float *w, const gwr_ku_window *g, float *pad, float *y);
+/* The same, then y = act(y + *b) on each vector before it is stored (b,
+ * act may be NULL), for the activations gwr_ku_dw_epi_supports takes (the
+ * ones without exp), with gwr_ku_act_f32's bits. */
+int gwr_ku_dw_epi_supports(const gwr_ku_act *a);
+void gwr_ku_dw_plane_epi_f32(const float *x, const float *w, const gwr_ku_window *g, const float *b, const gwr_ku_act *act, float *pad,
+                             float *y);
 
 /* Winograd F(2x2, 3x3) of float32 3x3 stride-1 group-1 convolutions
  * (conv_winograd.c). gwr_ku_wino_supports: g (2-D, 3x3, stride 1,

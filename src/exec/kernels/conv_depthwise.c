@@ -43,26 +43,9 @@
 #include "exec/kernels/cnn_isa.h"
 #include "exec/kernels/kernel_util.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define DW_X86 1
-#endif
+#include "exec/kernels/vec8.h"
 
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
-
-#define DW_INLINE static inline __attribute__((always_inline))
-/* 32-byte vectors in and out of functions that are always inlined: no
- * call, so the ABI that GCC warns about never applies. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
-
-DW_INLINE v8f ld8(const float *p) {
-    v8f v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-DW_INLINE void st8(float *p, v8f v) { memcpy(p, &v, sizeof v); }
+#define DW_INLINE V8_INLINE
 
 /* ---- the CPU check ------------------------------------------------------- */
 
@@ -71,7 +54,7 @@ static int force_portable;
 void gwr_ku_cnn_force_portable(int on) { force_portable = on != 0; }
 
 int gwr_ku_cnn_avx2(void) {
-#ifdef DW_X86
+#ifdef GWR_VEC8_X86
     return !force_portable && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
     return 0;
@@ -114,23 +97,6 @@ int64_t gwr_ku_dw_scratch(const gwr_ku_window *g) {
     return s.Hp * s.ld;
 }
 
-/* The even (odd) lanes of a, b: elements 0, 2, .. 14 (1, 3, .. 15) of
- * their concatenation. */
-DW_INLINE v8f evens(v8f a, v8f b) {
-#if defined(__clang__)
-    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
-#else
-    return __builtin_shuffle(a, b, (v8i){0, 2, 4, 6, 8, 10, 12, 14});
-#endif
-}
-DW_INLINE v8f odds(v8f a, v8f b) {
-#if defined(__clang__)
-    return __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
-#else
-    return __builtin_shuffle(a, b, (v8i){1, 3, 5, 7, 9, 11, 13, 15});
-#endif
-}
-
 /* n floats from src to dst: whole vectors, the last one overlapping
  * (under eight, one at a time); rows are short, a memcpy call costs more. */
 DW_INLINE void copy_row(const float *src, int64_t n, float *dst) {
@@ -162,8 +128,8 @@ DW_INLINE void stage_row(const float *src, int64_t W, int64_t pl, const dwstage 
     for (int64_t i = 0; i < W; i += 16) {
         int64_t j = i + 16 <= W ? i : (W - 16) & ~(int64_t)1;
         v8f a = ld8(src + j), b = ld8(src + j + 8);
-        st8(de + j / 2, evens(a, b));
-        st8(dd + j / 2, odds(a, b));
+        st8(de + j / 2, evens8(a, b));
+        st8(dd + j / 2, odds8(a, b));
     }
     if (W & 1) de[W / 2] = src[W - 1]; /* odd W: the last step stops one short */
 }
@@ -284,19 +250,17 @@ DW_INLINE void dw_stage_plane(const float *x, const float *w, const gwr_ku_windo
         else dw_stage_plane(x, w, g, s, e, pad, y, 5, 2);                                                        \
     }
 DW_DISPATCH(dw_portable, )
-#ifdef DW_X86
-DW_DISPATCH(dw_avx2, __attribute__((target("avx2,fma"))))
+#ifdef GWR_VEC8_X86
+DW_DISPATCH(dw_avx2, GWR_AVX2_FN)
 #endif
-
-static v8f splat(float c) { return (v8f){c, c, c, c, c, c, c, c}; }
 
 void gwr_ku_dw_plane_epi_f32(const float *x, const float *w, const gwr_ku_window *g, const float *b, const gwr_ku_act *act, float *pad,
                              float *y) {
     dwstage s;
     stage_geom(g, &s);
-    dwepi e = {act ? (int)act->kind : GWR_KU_ACT_NONE, b != NULL, splat(b ? *b : 0.0f), splat(act ? act->p[0] : 0.0f),
-               splat(act ? act->p[1] : 0.0f)};
-#ifdef DW_X86
+    dwepi e = {act ? (int)act->kind : GWR_KU_ACT_NONE, b != NULL, splat8(b ? *b : 0.0f), splat8(act ? act->p[0] : 0.0f),
+               splat8(act ? act->p[1] : 0.0f)};
+#ifdef GWR_VEC8_X86
     if (gwr_ku_cnn_avx2()) {
         dw_avx2(x, w, g, &s, &e, pad, y);
         return;

@@ -15,26 +15,7 @@
 #include "exec/kernels/cnn_isa.h"
 #include "exec/kernels/kernel_util.h"
 #include "exec/kernels/vec4.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define IR_X86 1
-#endif
-
-/* 32-byte vectors in and out of always-inlined functions only. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
-
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
-
-#define IR_INLINE static inline __attribute__((always_inline))
-
-IR_INLINE v8f ld8(const float *p) {
-    v8f v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
+#include "exec/kernels/vec8.h"
 
 /* Stride 2, W lanes a step (W = 8: v8f, 4: v4f): the last step reads
  * src[2 i + 2 W - 1], so steps run while that is within the n-th input
@@ -51,22 +32,20 @@ IR_INLINE v8f ld8(const float *p) {
 
 #if defined(__clang__)
 #define EVENS4(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6)
-#define EVENS8(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14)
 #else
 #define EVENS4(a, b) __builtin_shuffle(a, b, (v4i){0, 2, 4, 6})
-#define EVENS8(a, b) __builtin_shuffle(a, b, (v8i){0, 2, 4, 6, 8, 10, 12, 14})
 #endif
 
 GATHER2(gather2_portable, , v4f, ld4, 4, EVENS4)
-#ifdef IR_X86
-GATHER2(gather2_avx2, __attribute__((target("avx2"))), v8f, ld8, 8, EVENS8)
+#ifdef GWR_VEC8_X86
+GATHER2(gather2_avx2, GWR_AVX2_FN, v8f, ld8, 8, evens8)
 #endif
 
 void gwr_ku_gather_f32(const float *src, int64_t s, int64_t n, float *dst) {
     if (s == 1) {
         memcpy(dst, src, (size_t)n * sizeof *dst);
     } else if (s == 2) {
-#ifdef IR_X86
+#ifdef GWR_VEC8_X86
         if (gwr_ku_cnn_avx2()) {
             gather2_avx2(src, n, dst);
             return;

@@ -25,8 +25,8 @@
  * measured 2% faster on Zen 4, whose adds run beside its multiplies, and
  * would give each path other bits), so both paths give the same bits.
  *
- * The bias and the simple activations (Relu, Clip, LeakyRelu,
- * HardSigmoid, HardSwish) run on the vectors before they are stored,
+ * The bias and the common CNN activations (Relu, Clip, HardSwish) run
+ * on the vectors before they are stored,
  * with act_rows.c's expressions (same bits as the separate layers); Z and
  * the activations that need exp stay with the caller's pass over the
  * plane. */
@@ -149,17 +149,17 @@ DW_INLINE v8f clamp01(v8f t) {
     return sel(t < zero, zero, sel(t > one, one, t));
 }
 
-DW_INLINE v8f epi8(v8f y, const dwepi *e) {
+/* ACT: a constant after inlining, so each kernel has its activation's
+ * code alone (a switch per vector cost more than the pass it saves). */
+DW_INLINE v8f epi8(v8f y, const dwepi *e, const int ACT) {
     const v8f zero = {0};
     if (e->bias) y = y + e->b;
-    switch (e->kind) {
+    switch (ACT) {
     case GWR_KU_ACT_RELU: return sel(y < zero, zero, y);
-    case GWR_KU_ACT_LEAKY: return sel(y < zero, e->A * y, y);
     case GWR_KU_ACT_CLIP: {
         v8f v = sel(y < e->A, e->A, y);
         return sel(v > e->B, e->B, v);
     }
-    case GWR_KU_ACT_HSIG: return clamp01(e->A * y + e->B);
     case GWR_KU_ACT_HSWISH: {
         const float c = (float)(1.0 / 6.0);
         const v8f sixth = {c, c, c, c, c, c, c, c}, half = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
@@ -170,8 +170,8 @@ DW_INLINE v8f epi8(v8f y, const dwepi *e) {
 }
 
 int gwr_ku_dw_epi_supports(const gwr_ku_act *a) {
-    return !a || a->kind == GWR_KU_ACT_NONE || a->kind == GWR_KU_ACT_RELU || a->kind == GWR_KU_ACT_LEAKY ||
-           a->kind == GWR_KU_ACT_CLIP || a->kind == GWR_KU_ACT_HSIG || a->kind == GWR_KU_ACT_HSWISH;
+    return !a || a->kind == GWR_KU_ACT_NONE || a->kind == GWR_KU_ACT_RELU || a->kind == GWR_KU_ACT_CLIP ||
+           a->kind == GWR_KU_ACT_HSWISH;
 }
 
 /* ---- the kernel ------------------------------------------------------------ */
@@ -182,7 +182,7 @@ int gwr_ku_dw_epi_supports(const gwr_ku_act *a) {
  * write theirs later) but at the plane's end, which goes through a
  * buffer. */
 DW_INLINE void dw_rows(const float *pad, const dwstage *s, const v8f *wv, const dwepi *e, int64_t oy, int64_t OH, int64_t OW, float *y,
-                       const int K, const int S, const int R) {
+                       const int K, const int S, const int R, const int ACT) {
     const int NI = (R - 1) * S + K; /* staged rows the R output rows read */
     const float *in[8];
     for (int i = 0; i < NI; i++) in[i] = pad + (oy * S + i) * s->ld;
@@ -202,7 +202,7 @@ DW_INLINE void dw_rows(const float *pad, const dwstage *s, const v8f *wv, const 
         }
         for (int r = 0; r < R; r++) {
             float *yr = y + (oy + r) * OW;
-            acc[r] = epi8(acc[r], e);
+            acc[r] = epi8(acc[r], e, ACT);
             if (OW >= 8 || (oy + r) * OW + 8 <= OH * OW) {
                 st8(yr + o0, acc[r]); /* under eight: into the next rows, written after it */
             } else {
@@ -217,7 +217,7 @@ DW_INLINE void dw_rows(const float *pad, const dwstage *s, const v8f *wv, const 
 /* Every output row of the staged plane, two at a time (the last pair
  * overlapping the one before). */
 DW_INLINE void dw_plane(const float *w, const gwr_ku_window *g, const dwstage *s, const dwepi *e, const float *pad, float *y, const int K,
-                        const int S) {
+                        const int S, const int ACT) {
     int64_t OH = g->out[1], OW = g->out[2];
     v8f wv[25];
     for (int t = 0; t < K * K; t++) {
@@ -225,29 +225,41 @@ DW_INLINE void dw_plane(const float *w, const gwr_ku_window *g, const dwstage *s
         wv[t] = (v8f){c, c, c, c, c, c, c, c};
     }
     if (OH < 2) {
-        dw_rows(pad, s, wv, e, 0, OH, OW, y, K, S, 1);
+        dw_rows(pad, s, wv, e, 0, OH, OW, y, K, S, 1, ACT);
         return;
     }
-    for (int64_t oy = 0; oy < OH; oy += 2) dw_rows(pad, s, wv, e, oy + 2 <= OH ? oy : OH - 2, OH, OW, y, K, S, 2);
+    for (int64_t oy = 0; oy < OH; oy += 2) dw_rows(pad, s, wv, e, oy + 2 <= OH ? oy : OH - 2, OH, OW, y, K, S, 2, ACT);
 }
 
 /* Stages x, then computes the plane. */
 DW_INLINE void dw_stage_plane(const float *x, const float *w, const gwr_ku_window *g, const dwstage *s, const dwepi *e, float *pad, float *y,
-                              const int K, const int S) {
+                              const int K, const int S, const int ACT) {
     int64_t H = g->in[1], W = g->in[2];
     for (int64_t r = 0; r < H; r++) stage_row(x + r * W, W, g->pb[2], s, S, pad + (r + g->pb[1]) * s->ld);
-    dw_plane(w, g, s, e, pad, y, K, S);
+    dw_plane(w, g, s, e, pad, y, K, S, ACT);
 }
 
-/* One function per instruction set, each with the four kernels inlined. */
+/* The four windows and strides of one activation. */
+DW_INLINE void dw_any(const float *x, const float *w, const gwr_ku_window *g, const dwstage *s, const dwepi *e, float *pad, float *y,
+                      const int ACT) {
+    int K = (int)g->k[1], S = (int)g->s[1];
+    if (K == 3 && S == 1) dw_stage_plane(x, w, g, s, e, pad, y, 3, 1, ACT);
+    else if (K == 3) dw_stage_plane(x, w, g, s, e, pad, y, 3, 2, ACT);
+    else if (S == 1) dw_stage_plane(x, w, g, s, e, pad, y, 5, 1, ACT);
+    else dw_stage_plane(x, w, g, s, e, pad, y, 5, 2, ACT);
+}
+
+/* One function per instruction set, each with the sixteen kernels
+ * (window, stride, activation) inlined. */
 #define DW_DISPATCH(name, attr)                                                                                  \
     attr static void name(const float *x, const float *w, const gwr_ku_window *g, const dwstage *s, const dwepi *e, \
                           float *pad, float *y) {                                                                \
-        int K = (int)g->k[1], S = (int)g->s[1];                                                                  \
-        if (K == 3 && S == 1) dw_stage_plane(x, w, g, s, e, pad, y, 3, 1);                                       \
-        else if (K == 3) dw_stage_plane(x, w, g, s, e, pad, y, 3, 2);                                            \
-        else if (S == 1) dw_stage_plane(x, w, g, s, e, pad, y, 5, 1);                                            \
-        else dw_stage_plane(x, w, g, s, e, pad, y, 5, 2);                                                        \
+        switch (e->kind) {                                                                                       \
+        case GWR_KU_ACT_RELU: dw_any(x, w, g, s, e, pad, y, GWR_KU_ACT_RELU); break;                             \
+        case GWR_KU_ACT_CLIP: dw_any(x, w, g, s, e, pad, y, GWR_KU_ACT_CLIP); break;                             \
+        case GWR_KU_ACT_HSWISH: dw_any(x, w, g, s, e, pad, y, GWR_KU_ACT_HSWISH); break;                         \
+        default: dw_any(x, w, g, s, e, pad, y, GWR_KU_ACT_NONE); break;                                          \
+        }                                                                                                        \
     }
 DW_DISPATCH(dw_portable, )
 #ifdef GWR_VEC8_X86

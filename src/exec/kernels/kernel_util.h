@@ -244,8 +244,8 @@ int gwr_ku_dw_supports(const gwr_ku_window *g);
 int64_t gwr_ku_dw_scratch(const gwr_ku_window *g);
 void gwr_ku_dw_plane_f32(const float *x, const float *w, const gwr_ku_window *g, float *pad, float *y);
 /* The same, then y = act(y + *b) on each vector before it is stored (b,
- * act may be NULL), for the activations gwr_ku_dw_epi_supports takes (the
- * ones without exp), with gwr_ku_act_f32's bits. */
+ * act may be NULL), for the activations gwr_ku_dw_epi_supports takes
+ * (none, Relu, Clip, HardSwish), with gwr_ku_act_f32's bits. */
 int gwr_ku_dw_epi_supports(const gwr_ku_act *a);
 void gwr_ku_dw_plane_epi_f32(const float *x, const float *w, const gwr_ku_window *g, const float *b, const gwr_ku_act *act, float *pad,
                              float *y);

@@ -335,7 +335,79 @@ TEST(depthwise_epilogue_bits) {
             }
 }
 
+/* MaxPool's float32 rows (pool.c + gwr_ku_max_row_f32) against the ONNX
+ * definition scanned in window order with the executor's compare (a NaN
+ * never wins, -inf where no input does; the first of equal values, so
+ * -0 / +0 keep their sign): windows 2, 3 and 5, strides 1, 2, 3, pads,
+ * a dilation, widths around both vector widths; exact, on both paths. */
+static int maxpool_case(int64_t H, int64_t W, int64_t k, int64_t s, int64_t p, int64_t d, int64_t ceil) {
+    int64_t ek = (k - 1) * d + 1, OH = (H + 2 * p - ek + (ceil ? s - 1 : 0)) / s + 1, OW = (W + 2 * p - ek + (ceil ? s - 1 : 0)) / s + 1;
+    if (ceil && (OH - 1) * s >= H + p) OH--; /* a last window starting in the end padding does not count */
+    if (ceil && (OW - 1) * s >= W + p) OW--;
+    int64_t N = 2, C = 3, nx = N * C * H * W, ny = N * C * OH * OW;
+    double *x = malloc((size_t)nx * sizeof *x), *y = malloc((size_t)ny * sizeof *y);
+    static const double sp[] = {NAN, -INFINITY, INFINITY, 0.0, -0.0};
+    for (int64_t i = 0; i < nx; i++) x[i] = (float)urand();
+    for (int64_t i = 0; i < nx; i += 7) x[i] = sp[(i / 7) % 5];
+    for (int64_t pl = 0; pl < N * C; pl++)
+        for (int64_t oy = 0; oy < OH; oy++)
+            for (int64_t ox = 0; ox < OW; ox++) {
+                float m = -INFINITY;
+                for (int64_t ky = 0; ky < k; ky++)
+                    for (int64_t kx = 0; kx < k; kx++) {
+                        int64_t iy = oy * s - p + ky * d, ix = ox * s - p + kx * d;
+                        if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                        float v = (float)x[(pl * H + iy) * W + ix];
+                        if (v > m) m = v;
+                    }
+                y[(pl * OH + oy) * OW + ox] = m;
+            }
+    gwr_value *xv = conv_case_value(GWR_FLOAT32, 4, (const int64_t[]){N, C, H, W}, x), *out = NULL;
+    gwr_network *net = gwr_network_new("p");
+    gwr_tensor *t = gwr_network_add_input(net, "x", GWR_FLOAT32, -1, NULL);
+    gwr_layer *l = gwr_network_add_layer(net, "MaxPool", "", "P", 1, &t, 1, NULL);
+    gwr_layer_set_ints(l, "kernel_shape", (const int64_t[]){k, k}, 2);
+    gwr_layer_set_ints(l, "strides", (const int64_t[]){s, s}, 2);
+    gwr_layer_set_ints(l, "pads", (const int64_t[]){p, p, p, p}, 4);
+    gwr_layer_set_ints(l, "dilations", (const int64_t[]){d, d}, 2);
+    gwr_layer_set_int(l, "ceil_mode", ceil);
+    const char *name = "x";
+    gwr_status rc = conv_case_run(net, l, 1, &name, &xv, &out, msg, sizeof msg);
+    int ok = !rc && out && gwr_value_numel(out) == ny;
+    const float *got = ok ? gwr_value_cdata(out) : NULL;
+    for (int64_t i = 0; ok && i < ny; i++) {
+        float e = (float)y[i];
+        if (memcmp(&got[i], &e, sizeof e) && !(isnan(got[i]) && isnan(e))) {
+            fprintf(stderr, "  MaxPool %lldx%lld k%lld s%lld p%lld d%lld ceil %lld: element %lld is %g, expected %g\n", (long long)H,
+                    (long long)W, (long long)k, (long long)s, (long long)p, (long long)d, (long long)ceil, (long long)i, got[i], e);
+            ok = 0;
+        }
+    }
+    if (rc) fprintf(stderr, "  MaxPool failed: %s\n", msg);
+    gwr_value_release(out), gwr_value_release(xv);
+    gwr_network_free(net);
+    free(x), free(y);
+    return ok;
+}
+
+TEST(maxpool_rows) {
+    static const int64_t widths[] = {1, 2, 7, 8, 9, 15, 16, 17, 33, 40};
+    for (int portable = 0; portable < 2; portable++) {
+        gwr_ku_cnn_force_portable(portable);
+        for (int wi = 0; wi < 10; wi++)
+            for (int64_t s = 1; s <= 3; s++) {
+                int64_t W = widths[wi];
+                CHECK(maxpool_case(9, W, 3, s, 1, 1, 0));
+                if (W >= 2) CHECK(maxpool_case(6, W, 2, s, 0, 1, 1));
+                if (W >= 3) CHECK(maxpool_case(11, W, 5, s, 2, 1, 0));
+                if (W >= 5) CHECK(maxpool_case(8, W, 3, s, 1, 2, 0));
+            }
+    }
+    gwr_ku_cnn_force_portable(0);
+}
+
 int main(void) {
+    RUN(maxpool_rows);
     RUN(depthwise_epilogue_bits);
     RUN(im2col_gather);
     RUN(im2col_strided_layers);

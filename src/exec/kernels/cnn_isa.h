@@ -20,5 +20,8 @@ void gwr_ku_cnn_force_portable(int on);
 /* dst[i] = src[s * i] for i in [0, n), float32 (im2col_rows.c): im2col's
  * strided column rows, stride 2 vectorized. */
 void gwr_ku_gather_f32(const float *src, int64_t s, int64_t n, float *dst);
+/* m[i] = x > m[i] ? x : m[i] for x = src[s * i], i in [0, n): MaxPool's
+ * row of outputs updated by one tap (pool.c), strides 1 and 2 vectorized. */
+void gwr_ku_max_row_f32(float *m, const float *src, int64_t s, int64_t n);
 
 #endif

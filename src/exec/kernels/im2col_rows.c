@@ -1,5 +1,6 @@
 /* im2col_rows.c - the strided gather of im2col's column rows, float32:
- * dst[i] = src[s * i].
+ * dst[i] = src[s * i]; and MaxPool's row update, m[i] = max(m[i],
+ * src[s * i]), which reads its rows the same way.
  *
  * A strided convolution's columns (the first layer of most CNNs, 3x3 or
  * 7x7 stride 2, and the 1x1 stride-2 downsampling layers) are built one
@@ -55,4 +56,44 @@ void gwr_ku_gather_f32(const float *src, int64_t s, int64_t n, float *dst) {
     } else {
         for (int64_t i = 0; i < n; i++) dst[i] = src[i * s];
     }
+}
+
+/* m[i] = x > m[i] ? x : m[i] for x = src[s * i] (pool.c's compare: a NaN
+ * input never replaces m), W lanes a step as in GATHER2 (stride 1: while
+ * the W inputs are there). TI: the lanes' compare mask type. */
+#define MAXROW(name, attr, T, TI, LD, W, EVENS)                                                \
+    attr static void name(float *m, const float *src, int64_t s, int64_t n) {                  \
+        int64_t i = 0;                                                                         \
+        for (; s == 1 ? i + W <= n : i + W < n; i += W) {                                      \
+            T x = s == 1 ? LD(src + i) : EVENS(LD(src + 2 * i), LD(src + 2 * i + W)), a = LD(m + i); \
+            TI gt = x > a;                                                                     \
+            T r = (T)((gt & (TI)x) | (~gt & (TI)a));                                           \
+            memcpy(m + i, &r, sizeof r);                                                       \
+        }                                                                                      \
+        for (; i < n; i++) {                                                                   \
+            float x = src[s * i];                                                              \
+            m[i] = x > m[i] ? x : m[i];                                                        \
+        }                                                                                      \
+    }
+
+MAXROW(maxrow_portable, , v4f, v4i, ld4, 4, EVENS4)
+#ifdef GWR_VEC8_X86
+MAXROW(maxrow_avx2, GWR_AVX2_FN, v8f, v8i, ld8, 8, evens8)
+#endif
+
+void gwr_ku_max_row_f32(float *m, const float *src, int64_t s, int64_t n) {
+    if (s != 1 && s != 2) {
+        for (int64_t i = 0; i < n; i++) {
+            float x = src[s * i];
+            m[i] = x > m[i] ? x : m[i];
+        }
+        return;
+    }
+#ifdef GWR_VEC8_X86
+    if (gwr_ku_cnn_avx2()) {
+        maxrow_avx2(m, src, s, n);
+        return;
+    }
+#endif
+    maxrow_portable(m, src, s, n);
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "exec/exec_internal.h"
+#include "exec/kernels/cnn_isa.h"
 #include "exec/kernels/fast_math.h"
 #include "exec/kernels/kernel_util.h"
 
@@ -158,7 +159,12 @@ DEFINE_POOL(double, f64)
                             const T *row = xp + ((s0 + k0 * g->d[0]) * I1 + s1 + k1 * g->d[1]) * I2;                    \
                             for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                                  \
                                 int64_t st = k2 * g->d[2] - g->pb[2];                                                   \
-                                if (kind == POOL_MAX) {                                                                 \
+                                if (kind == POOL_MAX && sizeof(T) == sizeof(float)) { /* vectorized: cnn_isa.h */   \
+                                    if (ka[k2] < kb[k2])                                                                \
+                                        gwr_ku_max_row_f32((float *)(void *)macc + ka[k2],                              \
+                                                           (const float *)(const void *)row + ka[k2] * s2 + st, s2,     \
+                                                           kb[k2] - ka[k2]);                                            \
+                                } else if (kind == POOL_MAX) {                                                          \
                                     for (int64_t o2 = ka[k2]; o2 < kb[k2]; o2++) {                                      \
                                         T v = row[o2 * s2 + st];                                                        \
                                         macc[o2] = v > macc[o2] ? v : macc[o2];                                         \

@@ -185,8 +185,11 @@ static void output_row(const float *m, int64_t ld, int64_t x0, int64_t x1, float
 /* input_row and output_row eight tiles a step on AVX2 (one register per
  * value; the transforms only add and subtract, so the bits are the four-
  * wide path's), the last step overlapping the one before (its tiles
- * written again, the same values); a run under eight tiles by them. */
-GWR_AVX2_FN static void input_row8(const float *xp, int64_t Wp, int64_t ty, int64_t x0, int64_t x1, float *v, int64_t ld) {
+ * written again, the same values); a run under eight tiles by them.
+ * The bodies take no vector argument, so the AVX2 functions inline them
+ * (clang refuses a call that passes a 32-byte vector from an AVX2
+ * function to one built without). */
+V8_INLINE void input_row8_body(const float *xp, int64_t Wp, int64_t ty, int64_t x0, int64_t x1, float *v, int64_t ld) {
     const float *r = xp + 2 * ty * Wp;
     if (x1 - x0 < 8) {
         input_row(xp, Wp, ty, x0, x1, v, ld);
@@ -204,7 +207,7 @@ GWR_AVX2_FN static void input_row8(const float *xp, int64_t Wp, int64_t ty, int6
     }
 }
 
-GWR_AVX2_FN static void output_row8(const float *m, int64_t ld, int64_t x0, int64_t x1, float *o0, float *o1) {
+V8_INLINE void output_row8_body(const float *m, int64_t ld, int64_t x0, int64_t x1, float *o0, float *o1) {
     if (x1 - x0 < 8) {
         output_row(m, ld, x0, x1, o0, o1);
         return;
@@ -221,6 +224,12 @@ GWR_AVX2_FN static void output_row8(const float *m, int64_t ld, int64_t x0, int6
         st8(o0 + 2 * tx, zip_lo8(e0, d0)), st8(o0 + 2 * tx + 8, zip_hi8(e0, d0));
         st8(o1 + 2 * tx, zip_lo8(e1, d1)), st8(o1 + 2 * tx + 8, zip_hi8(e1, d1));
     }
+}
+GWR_AVX2_FN static void input_row8(const float *xp, int64_t Wp, int64_t ty, int64_t x0, int64_t x1, float *v, int64_t ld) {
+    input_row8_body(xp, Wp, ty, x0, x1, v, ld);
+}
+GWR_AVX2_FN static void output_row8(const float *m, int64_t ld, int64_t x0, int64_t x1, float *o0, float *o1) {
+    output_row8_body(m, ld, x0, x1, o0, o1);
 }
 #endif
 

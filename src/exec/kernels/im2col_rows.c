@@ -20,16 +20,19 @@
 
 /* Stride 2, W lanes a step (W = 8: v8f, 4: v4f): the last step reads
  * src[2 i + 2 W - 1], so steps run while that is within the n-th input
- * (2 n - 1 elements), the rest one at a time. */
+ * (2 n - 1 elements), the rest one at a time. The body takes no vector
+ * argument, so the AVX2 function inlines it (clang refuses a call that
+ * passes a 32-byte vector from an AVX2 function to one built without). */
 #define GATHER2(name, attr, T, LD, W, EVENS)                                 \
-    attr static void name(const float *src, int64_t n, float *dst) {         \
+    V8_INLINE void name##_body(const float *src, int64_t n, float *dst) {    \
         int64_t i = 0;                                                       \
         for (; i + W < n; i += W) {                                          \
             T e = EVENS(LD(src + 2 * i), LD(src + 2 * i + W));               \
             memcpy(dst + i, &e, sizeof e);                                   \
         }                                                                    \
         for (; i < n; i++) dst[i] = src[2 * i];                              \
-    }
+    }                                                                        \
+    attr static void name(const float *src, int64_t n, float *dst) { name##_body(src, n, dst); }
 
 #if defined(__clang__)
 #define EVENS4(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6)
@@ -62,7 +65,7 @@ void gwr_ku_gather_f32(const float *src, int64_t s, int64_t n, float *dst) {
  * input never replaces m), W lanes a step as in GATHER2 (stride 1: while
  * the W inputs are there). TI: the lanes' compare mask type. */
 #define MAXROW(name, attr, T, TI, LD, W, EVENS)                                                \
-    attr static void name(float *m, const float *src, int64_t s, int64_t n) {                  \
+    V8_INLINE void name##_body(float *m, const float *src, int64_t s, int64_t n) {             \
         int64_t i = 0;                                                                         \
         for (; s == 1 ? i + W <= n : i + W < n; i += W) {                                      \
             T x = s == 1 ? LD(src + i) : EVENS(LD(src + 2 * i), LD(src + 2 * i + W)), a = LD(m + i); \
@@ -74,7 +77,8 @@ void gwr_ku_gather_f32(const float *src, int64_t s, int64_t n, float *dst) {
             float x = src[s * i];                                                              \
             m[i] = x > m[i] ? x : m[i];                                                        \
         }                                                                                      \
-    }
+    }                                                                                          \
+    attr static void name(float *m, const float *src, int64_t s, int64_t n) { name##_body(m, src, s, n); }
 
 MAXROW(maxrow_portable, , v4f, v4i, ld4, 4, EVENS4)
 #ifdef GWR_VEC8_X86

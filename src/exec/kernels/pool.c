@@ -298,8 +298,9 @@ static gwr_status k_lppool(gwr_kctx *k) { return pool_op(k, POOL_LP); }
  * of the pool's kind) held squeeze-excite's GlobalAveragePool at a add's
  * latency per element. Cloned for AVX-512 / AVX2 (GWR_VEC_CLONES: eight
  * doubles in one or two registers instead of four SSE2 ones); the lanes
- * and the order of the adds are the same in every clone, so are the bits. */
-GWR_VEC_CLONES static double sum_f32(const float *x, int64_t n) {
+ * and the order of the adds are the same in every clone, so are the bits.
+ * A name no other unit has: clang makes the clones' resolver global. */
+GWR_VEC_CLONES static double pool_gap_sum_f32(const float *x, int64_t n) {
     double s[8] = {0, 0, 0, 0, 0, 0, 0, 0}, t = 0;
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -342,7 +343,7 @@ static void global_planes(void *ctx, int64_t p0, int64_t p1) {
                 r = m;
             }
         } else if (kind == POOL_AVG && !xf64) {
-            r = S ? sum_f32(xf32 + pl * S, S) / (double)S : NAN;
+            r = S ? pool_gap_sum_f32(xf32 + pl * S, S) / (double)S : NAN;
         } else {
             double sum = 0;
             for (int64_t i = 0; i < S; i++) {

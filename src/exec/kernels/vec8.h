@@ -2,7 +2,7 @@
  * for the CNN kernels that have an AVX2 path (conv_depthwise.c,
  * conv_winograd.c, im2col_rows.c): one register inside a function built
  * with target("avx2"), two SSE2 / NEON ones elsewhere. Everything here is
- * always inlined, so no 32-byte vector crosses a call (GCC's -Wpsabi
+ * always inlined, so no 32-byte vector crosses a call (the -Wpsabi
  * warning about such calls, silenced here, cannot apply). Private to
  * src/exec/kernels. */
 #ifndef GWR_EXEC_VEC8_H
@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__) /* clang too: it takes GCC's diagnostic pragmas and has -Wpsabi */
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 

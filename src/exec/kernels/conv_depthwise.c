@@ -21,9 +21,10 @@
  * the last pair of rows) overlaps the one before instead of running a
  * scalar tail: the overlapped outputs are computed again, to the same
  * bits. The taps are summed in one order (window row, then column, from
- * 0) on every path, a multiply then an add (no fused multiply-add: FMA
- * measured 2% faster on Zen 4, whose adds run beside its multiplies, and
- * would give each path other bits), so both paths give the same bits.
+ * 0) on every path; the AVX2 path fuses each multiply-add (FMA, one
+ * rounding), the portable one multiplies then adds, so the two differ in
+ * the last bits (by the sums' rounding, no more). Only the sums fuse:
+ * the epilogue's a * y + b stays two roundings as in act_rows.c.
  *
  * The bias and the common CNN activations (Relu, Clip, HardSwish) run
  * on the vectors before they are stored,
@@ -176,13 +177,23 @@ int gwr_ku_dw_epi_supports(const gwr_ku_act *a) {
 
 /* ---- the kernel ------------------------------------------------------------ */
 
+/* acc + v w: fused (one rounding, __builtin_fmaf lane by lane, which
+ * GCC and clang compile to one vfmadd where the function has FMA) when F,
+ * else a multiply then an add. A constant after inlining. */
+DW_INLINE v8f madd8(v8f acc, v8f v, v8f w, const int F) {
+    if (!F) return acc + v * w;
+    v8f r;
+    for (int l = 0; l < 8; l++) r[l] = __builtin_fmaf(v[l], w[l], acc[l]);
+    return r;
+}
+
 /* Output rows [oy, oy + R) of y (OW wide) from the staged plane: vectors
  * of eight outputs, the last one overlapping; a row under eight wide
  * stores a whole vector into the rows after it (rows run in order and
  * write theirs later) but at the plane's end, which goes through a
  * buffer. */
 DW_INLINE void dw_rows(const float *pad, const dwstage *s, const v8f *wv, const dwepi *e, int64_t oy, int64_t OH, int64_t OW, float *y,
-                       const int K, const int S, const int R, const int ACT) {
+                       const int K, const int S, const int R, const int ACT, const int F) {
     const int NI = (R - 1) * S + K; /* staged rows the R output rows read */
     const float *in[8];
     for (int i = 0; i < NI; i++) in[i] = pad + (oy * S + i) * s->ld;
@@ -196,7 +207,7 @@ DW_INLINE void dw_rows(const float *pad, const dwstage *s, const v8f *wv, const 
                 v8f v = ld8(S == 1 ? in[i] + o0 + kx : in[i] + (kx & 1 ? s->odd : 0) + o0 + kx / 2);
                 for (int r = 0; r < R; r++) {
                     int ky = i - r * S;
-                    if (ky >= 0 && ky < K) acc[r] += v * wv[ky * K + kx];
+                    if (ky >= 0 && ky < K) acc[r] = madd8(acc[r], v, wv[ky * K + kx], F);
                 }
             }
         }
@@ -217,7 +228,7 @@ DW_INLINE void dw_rows(const float *pad, const dwstage *s, const v8f *wv, const 
 /* Every output row of the staged plane, two at a time (the last pair
  * overlapping the one before). */
 DW_INLINE void dw_plane(const float *w, const gwr_ku_window *g, const dwstage *s, const dwepi *e, const float *pad, float *y, const int K,
-                        const int S, const int ACT) {
+                        const int S, const int ACT, const int F) {
     int64_t OH = g->out[1], OW = g->out[2];
     v8f wv[25];
     for (int t = 0; t < K * K; t++) {
@@ -225,45 +236,45 @@ DW_INLINE void dw_plane(const float *w, const gwr_ku_window *g, const dwstage *s
         wv[t] = (v8f){c, c, c, c, c, c, c, c};
     }
     if (OH < 2) {
-        dw_rows(pad, s, wv, e, 0, OH, OW, y, K, S, 1, ACT);
+        dw_rows(pad, s, wv, e, 0, OH, OW, y, K, S, 1, ACT, F);
         return;
     }
-    for (int64_t oy = 0; oy < OH; oy += 2) dw_rows(pad, s, wv, e, oy + 2 <= OH ? oy : OH - 2, OH, OW, y, K, S, 2, ACT);
+    for (int64_t oy = 0; oy < OH; oy += 2) dw_rows(pad, s, wv, e, oy + 2 <= OH ? oy : OH - 2, OH, OW, y, K, S, 2, ACT, F);
 }
 
 /* Stages x, then computes the plane. */
 DW_INLINE void dw_stage_plane(const float *x, const float *w, const gwr_ku_window *g, const dwstage *s, const dwepi *e, float *pad, float *y,
-                              const int K, const int S, const int ACT) {
+                              const int K, const int S, const int ACT, const int F) {
     int64_t H = g->in[1], W = g->in[2];
     for (int64_t r = 0; r < H; r++) stage_row(x + r * W, W, g->pb[2], s, S, pad + (r + g->pb[1]) * s->ld);
-    dw_plane(w, g, s, e, pad, y, K, S, ACT);
+    dw_plane(w, g, s, e, pad, y, K, S, ACT, F);
 }
 
 /* The four windows and strides of one activation. */
 DW_INLINE void dw_any(const float *x, const float *w, const gwr_ku_window *g, const dwstage *s, const dwepi *e, float *pad, float *y,
-                      const int ACT) {
+                      const int ACT, const int F) {
     int K = (int)g->k[1], S = (int)g->s[1];
-    if (K == 3 && S == 1) dw_stage_plane(x, w, g, s, e, pad, y, 3, 1, ACT);
-    else if (K == 3) dw_stage_plane(x, w, g, s, e, pad, y, 3, 2, ACT);
-    else if (S == 1) dw_stage_plane(x, w, g, s, e, pad, y, 5, 1, ACT);
-    else dw_stage_plane(x, w, g, s, e, pad, y, 5, 2, ACT);
+    if (K == 3 && S == 1) dw_stage_plane(x, w, g, s, e, pad, y, 3, 1, ACT, F);
+    else if (K == 3) dw_stage_plane(x, w, g, s, e, pad, y, 3, 2, ACT, F);
+    else if (S == 1) dw_stage_plane(x, w, g, s, e, pad, y, 5, 1, ACT, F);
+    else dw_stage_plane(x, w, g, s, e, pad, y, 5, 2, ACT, F);
 }
 
 /* One function per instruction set, each with the sixteen kernels
  * (window, stride, activation) inlined. */
-#define DW_DISPATCH(name, attr)                                                                                  \
+#define DW_DISPATCH(name, attr, F)                                                                                \
     attr static void name(const float *x, const float *w, const gwr_ku_window *g, const dwstage *s, const dwepi *e, \
                           float *pad, float *y) {                                                                \
         switch (e->kind) {                                                                                       \
-        case GWR_KU_ACT_RELU: dw_any(x, w, g, s, e, pad, y, GWR_KU_ACT_RELU); break;                             \
-        case GWR_KU_ACT_CLIP: dw_any(x, w, g, s, e, pad, y, GWR_KU_ACT_CLIP); break;                             \
-        case GWR_KU_ACT_HSWISH: dw_any(x, w, g, s, e, pad, y, GWR_KU_ACT_HSWISH); break;                         \
-        default: dw_any(x, w, g, s, e, pad, y, GWR_KU_ACT_NONE); break;                                          \
+        case GWR_KU_ACT_RELU: dw_any(x, w, g, s, e, pad, y, GWR_KU_ACT_RELU, F); break;                             \
+        case GWR_KU_ACT_CLIP: dw_any(x, w, g, s, e, pad, y, GWR_KU_ACT_CLIP, F); break;                             \
+        case GWR_KU_ACT_HSWISH: dw_any(x, w, g, s, e, pad, y, GWR_KU_ACT_HSWISH, F); break;                         \
+        default: dw_any(x, w, g, s, e, pad, y, GWR_KU_ACT_NONE, F); break;                                          \
         }                                                                                                        \
     }
-DW_DISPATCH(dw_portable, )
+DW_DISPATCH(dw_portable, , 0)
 #ifdef GWR_VEC8_X86
-DW_DISPATCH(dw_avx2, GWR_AVX2_FN)
+DW_DISPATCH(dw_avx2, GWR_AVX2_FN, 1)
 #endif
 
 void gwr_ku_dw_plane_epi_f32(const float *x, const float *w, const gwr_ku_window *g, const float *b, const gwr_ku_act *act, float *pad,

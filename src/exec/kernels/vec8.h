@@ -41,8 +41,17 @@ V8_INLINE v8f splat8(float c) { return (v8f){c, c, c, c, c, c, c, c}; }
 #else
 #define V8_SHUF(a, b, ...) __builtin_shuffle(a, b, (v8i){__VA_ARGS__})
 #endif
-V8_INLINE v8f evens8(v8f a, v8f b) { return V8_SHUF(a, b, 0, 2, 4, 6, 8, 10, 12, 14); }
-V8_INLINE v8f odds8(v8f a, v8f b) { return V8_SHUF(a, b, 1, 3, 5, 7, 9, 11, 13, 15); }
+/* As two shuffles that each map to one AVX2 instruction (vshufps within
+ * 128-bit halves, then vpermpd across them): a one-step shuffle became
+ * two vpermps and a blend. */
+V8_INLINE v8f evens8(v8f a, v8f b) {
+    v8f t = V8_SHUF(a, b, 0, 2, 8, 10, 4, 6, 12, 14);
+    return V8_SHUF(t, t, 0, 1, 4, 5, 2, 3, 6, 7);
+}
+V8_INLINE v8f odds8(v8f a, v8f b) {
+    v8f t = V8_SHUF(a, b, 1, 3, 9, 11, 5, 7, 13, 15);
+    return V8_SHUF(t, t, 0, 1, 4, 5, 2, 3, 6, 7);
+}
 /* a0 b0 a1 b1 .. a3 b3 and a4 b4 .. a7 b7 */
 V8_INLINE v8f zip_lo8(v8f a, v8f b) { return V8_SHUF(a, b, 0, 8, 1, 9, 2, 10, 3, 11); }
 V8_INLINE v8f zip_hi8(v8f a, v8f b) { return V8_SHUF(a, b, 4, 12, 5, 13, 6, 14, 7, 15); }

@@ -344,6 +344,7 @@ static void dw_chunks(void *ctx, int64_t b0, int64_t b1) {
     int inreg = !e->z && gwr_ku_dw_epi_supports(e->act); /* bias and activation on the vectors as stored */
     for (int64_t b = b0; b < b1; b++) {
         float *pad = j->pad + b * j->np;
+        memset(pad, 0, (size_t)j->np * sizeof *pad); /* by the chunk's worker: its border stays zero */
         int64_t q1 = (b + 1) * j->per < planes ? (b + 1) * j->per : planes;
         for (int64_t q = b * j->per; q < q1; q++) {
             int64_t n = q / p->M, m = q - n * p->M;
@@ -365,7 +366,7 @@ static gwr_status conv_depthwise(gwr_kctx *k, const cprob *p, const cepi *e, con
     if (nb > planes) nb = planes;
     dwjob j = {p, e, x, w, y, NULL, gwr_ku_dw_scratch(&p->g), (planes + nb - 1) / nb};
     nb = (planes + j.per - 1) / j.per;
-    if (!(j.pad = gwr_calloc((size_t)(nb * j.np), sizeof *j.pad))) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the padded plane");
+    if (!(j.pad = gwr_malloc((size_t)(nb * j.np) * sizeof *j.pad))) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the padded plane");
     gwr_k_parallel(k, nb, 1, dw_chunks, &j);
     gwr_free(j.pad);
     return GWR_OK;

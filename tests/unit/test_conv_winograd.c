@@ -17,6 +17,7 @@
 
 #include "check.h"
 #include "conv_case.h"
+#include "exec/kernels/cnn_isa.h"
 #include "gwr/gwr.h"
 
 typedef struct wconf {
@@ -153,6 +154,7 @@ TEST(winograd_geometries) {
         conf(1, 34, 32, 10, 11, 2, 2, 2, 2),  /* pads beyond the window: zero border tiles */
         conf(1, 32, 36, 30, 31, 1, 1, 1, 1),  /* several blocks of tiles, one ending mid row */
         conf(1, 40, 64, 8, 80, 1, 1, 1, 1),   /* a wide row: four tiles at a time, then the rest */
+        conf(1, 33, 32, 9, 30, 1, 1, 1, 1),   /* 15 tiles a row: eight (AVX2), four, then three */
         conf(2, 16, 32, 12, 12, 1, 1, 1, 1),  /* 16 inputs: im2col (the threshold) */
         conf(1, 64, 64, 7, 7, 1, 1, 1, 1),    /* 16 tiles: im2col (the threshold) */
     };
@@ -216,6 +218,11 @@ int main(void) {
     RUN(winograd_geometries);
     RUN(winograd_epilogue);
     RUN(winograd_fused_equals_unfused_bits);
+    /* again on the portable transforms (four tiles a step; AVX2 does eight) */
+    gwr_ku_cnn_force_portable(1);
+    RUN(winograd_geometries);
+    RUN(winograd_epilogue);
+    gwr_ku_cnn_force_portable(0);
     fprintf(stderr, "winograd: max abs error against the float64 formula %.3g\n", max_err);
     return check_report();
 }

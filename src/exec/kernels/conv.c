@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "exec/blas.h"
+#include "exec/kernels/cnn_isa.h"
 #include "exec/kernels/kernel_util.h"
 
 #define MAXSP GWR_KU_MAXSP
@@ -87,10 +88,9 @@ static void im2col(const char *x, const geom *g, int64_t C, size_t esz, int64_t 
                         if (lo2) memset(dst, 0, (size_t)lo2 * esz);
                         if (s2 == 1) {
                             memcpy(dst + (size_t)lo2 * esz, src + (size_t)(lo2 + st2) * esz, (size_t)(hi2 - lo2) * esz);
-                        } else if (esz == 4) {
-                            uint32_t *dd = (uint32_t *)(void *)dst;
-                            const uint32_t *ss = (const uint32_t *)(const void *)src;
-                            for (int64_t o2 = lo2; o2 < hi2; o2++) dd[o2] = ss[o2 * s2 + st2];
+                        } else if (esz == 4) { /* float32: the strided gather vectorized (im2col_rows.c) */
+                            gwr_ku_gather_f32((const float *)(const void *)src + lo2 * s2 + st2, s2, hi2 - lo2,
+                                              (float *)(void *)dst + lo2);
                         } else {
                             for (int64_t o2 = lo2; o2 < hi2; o2++)
                                 memcpy(dst + (size_t)o2 * esz, src + (size_t)(o2 * s2 + st2) * esz, esz);
@@ -323,22 +323,52 @@ static calg choose_alg(const cprob *p, size_t esz) {
     return direct ? ALG_GEMM : ALG_IM2COL;
 }
 
-/* Depthwise: output plane m of group gi from input plane gi, its bias,
- * Z and activation while the plane is in cache. */
-static gwr_status conv_depthwise(gwr_kctx *k, const cprob *p, const cepi *e, const float *x, const float *w, float *y) {
-    int64_t Mg = p->M / p->G, np = gwr_ku_dw_scratch(&p->g);
-    float *pad = NULL;
-    if (np && p->N && p->M && !(pad = gwr_calloc((size_t)np, sizeof *pad)))
-        return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the padded plane");
-    for (int64_t n = 0; n < p->N; n++)
-        for (int64_t c = 0; c < p->C; c++)
-            for (int64_t j = 0; j < Mg; j++) {
-                int64_t m = c * Mg + j;
-                float *ym = y + (n * p->M + m) * p->YS;
-                gwr_ku_dw_plane_f32(x + (n * p->C + c) * p->XS, w + m * p->K, &p->g, pad, ym);
-                if (epi_active(e)) epi_f32(e, ym, m, 1, p->YS, p->YS);
+/* Depthwise: output plane m of group gi from input plane gi, its bias
+ * and activation on the vectors before they are stored (Z and the
+ * activations with exp: a pass over the plane while it is in cache). The planes (n, m) split
+ * into chunks, each with its own staging buffer, that run in parallel
+ * (several per worker, so that uneven shares even out). */
+typedef struct dwjob {
+    const cprob *p;
+    const cepi *e;
+    const float *x, *w;
+    float *y, *pad;
+    int64_t np, per; /* floats of one staging buffer; planes per chunk */
+} dwjob;
+
+static void dw_chunks(void *ctx, int64_t b0, int64_t b1) {
+    const dwjob *j = ctx;
+    const cprob *p = j->p;
+    const cepi *e = j->e;
+    int64_t Mg = p->M / p->G, planes = p->N * p->M;
+    int inreg = !e->z && gwr_ku_dw_epi_supports(e->act); /* bias and activation on the vectors as stored */
+    for (int64_t b = b0; b < b1; b++) {
+        float *pad = j->pad + b * j->np;
+        memset(pad, 0, (size_t)j->np * sizeof *pad); /* by the chunk's worker: its border stays zero */
+        int64_t q1 = (b + 1) * j->per < planes ? (b + 1) * j->per : planes;
+        for (int64_t q = b * j->per; q < q1; q++) {
+            int64_t n = q / p->M, m = q - n * p->M;
+            float *ym = j->y + q * p->YS;
+            const float *xm = j->x + (n * p->C + m / Mg) * p->XS, *wm = j->w + m * p->K;
+            if (inreg) {
+                gwr_ku_dw_plane_epi_f32(xm, wm, &p->g, e->b ? (const float *)e->b + m : NULL, e->act, pad, ym);
+                continue;
             }
-    gwr_free(pad);
+            gwr_ku_dw_plane_f32(xm, wm, &p->g, pad, ym);
+            if (epi_active(e)) epi_f32(e, ym, m, 1, p->YS, p->YS);
+        }
+    }
+}
+
+static gwr_status conv_depthwise(gwr_kctx *k, const cprob *p, const cepi *e, const float *x, const float *w, float *y) {
+    int64_t planes = p->N * p->M, T = gwr_tpool_size(k->tpool), nb = T > 1 ? 4 * T : 1;
+    if (!planes) return GWR_OK;
+    if (nb > planes) nb = planes;
+    dwjob j = {p, e, x, w, y, NULL, gwr_ku_dw_scratch(&p->g), (planes + nb - 1) / nb};
+    nb = (planes + j.per - 1) / j.per;
+    if (!(j.pad = gwr_malloc((size_t)(nb * j.np) * sizeof *j.pad))) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the padded plane");
+    gwr_k_parallel(k, nb, 1, dw_chunks, &j);
+    gwr_free(j.pad);
     return GWR_OK;
 }
 

@@ -4,34 +4,65 @@
  * A depthwise layer's GEMM has one output row (M = 1 per group), so
  * im2col + GEMM copies each input element k*k times to do k*k
  * multiply-adds with it: the copy costs as much as the arithmetic. Here
- * each output is the k*k taps summed straight from the input plane. A
- * padded layer first copies its plane into the middle of a buffer whose
- * border stays zero (the caller's, zeroed once per layer): one copy of
- * the plane instead of bounds checks on every tap, so that every output
- * runs the same unchecked loop. Rows of outputs are vectorized with
- * GCC/Clang vector extensions, four lanes twice; stride 2 reads eight
- * inputs and keeps the even ones. The taps are summed in one order
- * (window row, then column, from 0) on every path. 16-byte vectors are
- * the baseline of x86-64 (SSE2) and AArch64 (NEON): no runtime CPU check
- * is needed. */
+ * each output is the k*k taps summed straight from the input plane.
+ *
+ * The plane is first staged into a buffer whose border stays zero (the
+ * caller's, zeroed once per layer): the pads become zeros, so every
+ * output runs the same unchecked loop, and the rows get slack at the end
+ * so that a row of fewer than eight outputs still reads whole vectors.
+ * For stride 2 the staging splits each row into its even columns, then
+ * its odd ones: a tap of even column offset reads the evens, an odd one
+ * the odds, both at consecutive addresses, so the inner loop has no
+ * shuffles (the split is done once per input instead of once per tap).
+ *
+ * Outputs go eight at a time (one AVX2 register; two SSE2 / NEON ones on
+ * the portable path) for two output rows per pass, so each staged input
+ * row loaded serves the taps of both rows. The last vector of a row (and
+ * the last pair of rows) overlaps the one before instead of running a
+ * scalar tail: the overlapped outputs are computed again, to the same
+ * bits. The taps are summed in one order (window row, then column, from
+ * 0) on every path; the AVX2 path fuses each multiply-add (FMA, one
+ * rounding), the portable one multiplies then adds, so the two differ in
+ * the last bits (by the sums' rounding, no more). Only the sums fuse:
+ * the epilogue's a * y + b stays two roundings as in act_rows.c.
+ *
+ * The bias and the common CNN activations (Relu, Clip, HardSwish) run
+ * on the vectors before they are stored,
+ * with act_rows.c's expressions (same bits as the separate layers); Z and
+ * the activations that need exp stay with the caller's pass over the
+ * plane. */
 #include <stdint.h>
 #include <string.h>
 
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#pragma GCC optimize("tree-vectorize")
+#endif
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
 #endif
 
+#include "exec/kernels/cnn_isa.h"
 #include "exec/kernels/kernel_util.h"
-#include "exec/kernels/vec4.h"
 
-/* The even lanes of a, b: elements 0, 2, 4, 6 of their concatenation. */
-static inline v4f evens(v4f a, v4f b) {
-#if defined(__clang__)
-    return __builtin_shufflevector(a, b, 0, 2, 4, 6);
+#include "exec/kernels/vec8.h"
+
+#define DW_INLINE V8_INLINE
+
+/* ---- the CPU check ------------------------------------------------------- */
+
+static int force_portable;
+
+void gwr_ku_cnn_force_portable(int on) { force_portable = on != 0; }
+
+int gwr_ku_cnn_avx2(void) {
+#ifdef GWR_VEC8_X86
+    return !force_portable && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
-    return __builtin_shuffle(a, b, (v4i){0, 2, 4, 6});
+    return 0;
 #endif
 }
+
+/* ---- geometry and staging ------------------------------------------------- */
 
 int gwr_ku_dw_supports(const gwr_ku_window *g) {
     if (g->nsp != 2 || g->k[1] != g->k[2] || (g->k[1] != 3 && g->k[1] != 5)) return 0;
@@ -39,65 +70,228 @@ int gwr_ku_dw_supports(const gwr_ku_window *g) {
     return g->d[1] == 1 && g->d[2] == 1;
 }
 
-int64_t gwr_ku_dw_scratch(const gwr_ku_window *g) {
-    if (!g->pb[1] && !g->pb[2] && !g->pe[1] && !g->pe[2]) return 0;
-    return (g->in[1] + g->pb[1] + g->pe[1]) * (g->in[2] + g->pb[2] + g->pe[2]);
+/* The staged plane: Hp rows of ld floats, the input at row pb[1], column
+ * pb[2] of the padded plane; stride 2 holds padded column j at j / 2,
+ * plus `odd` for odd j. */
+typedef struct dwstage {
+    int64_t Hp, ld, odd;
+} dwstage;
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+static void stage_geom(const gwr_ku_window *g, dwstage *s) {
+    int64_t K = g->k[2], Wp = g->in[2] + g->pb[2] + g->pe[2];
+    int64_t span = max64(g->out[2], 8); /* outputs the vectors of a row cover */
+    s->Hp = g->in[1] + g->pb[1] + g->pe[1];
+    if (g->s[2] == 1) {
+        s->odd = 0;
+        s->ld = max64(Wp, span + K - 1);
+    } else {
+        s->odd = max64((Wp + 1) / 2, span + (K - 1) / 2);
+        s->ld = 2 * s->odd;
+    }
 }
 
-/* One output row: xr[0..K) are the window's input rows (Wp elements
- * each), output o's first tap is column S*o. */
-static inline __attribute__((always_inline)) void dw_row(const float *const *xr, const float *w, int64_t OW, int64_t Wp, float *y,
-                                                        const int K, const int S) {
-    int64_t o = 0;
-    /* eight outputs a step; stride 2 loads one element past its last tap */
-    for (; o + 8 <= OW && S * (o + 7) + K - 1 + (S - 1) < Wp; o += 8) {
-        v4f a0 = {0.0f, 0.0f, 0.0f, 0.0f}, a1 = a0;
-#pragma GCC unroll 5
-        for (int ky = 0; ky < K; ky++) {
+int64_t gwr_ku_dw_scratch(const gwr_ku_window *g) {
+    dwstage s;
+    stage_geom(g, &s);
+    return s.Hp * s.ld;
+}
+
+/* n floats from src to dst: whole vectors, the last one overlapping
+ * (under eight, one at a time); rows are short, a memcpy call costs more. */
+DW_INLINE void copy_row(const float *src, int64_t n, float *dst) {
+    if (n < 8) {
+        for (int64_t i = 0; i < n; i++) dst[i] = src[i];
+        return;
+    }
+    for (int64_t i = 0; i < n; i += 8) {
+        int64_t j = i + 8 <= n ? i : n - 8;
+        st8(dst + j, ld8(src + j));
+    }
+}
+
+/* Row r of x into staged row dst: its element i to padded column pl + i
+ * (stride 1), or split by column parity (stride 2), sixteen inputs a
+ * step, the last step overlapping the one before at an even offset (so
+ * that evens stay evens). */
+DW_INLINE void stage_row(const float *src, int64_t W, int64_t pl, const dwstage *s, int S, float *dst) {
+    if (S == 1) {
+        copy_row(src, W, dst + pl);
+        return;
+    }
+    float *de = dst + ((pl & 1) ? s->odd : 0) + pl / 2;        /* src's even elements */
+    float *dd = dst + ((pl & 1) ? 0 : s->odd) + (pl + 1) / 2;  /* its odd ones */
+    if (W < 16) {
+        for (int64_t i = 0; i < W; i++) (i & 1 ? dd : de)[i / 2] = src[i];
+        return;
+    }
+    for (int64_t i = 0; i < W; i += 16) {
+        int64_t j = i + 16 <= W ? i : (W - 16) & ~(int64_t)1;
+        v8f a = ld8(src + j), b = ld8(src + j + 8);
+        st8(de + j / 2, evens8(a, b));
+        st8(dd + j / 2, odds8(a, b));
+    }
+    if (W & 1) de[W / 2] = src[W - 1]; /* odd W: the last step stops one short */
+}
+
+/* ---- the epilogue ----------------------------------------------------------- */
+
+/* y + b, then the activation, on eight outputs (act_rows.c's expressions
+ * as lane masks: a NaN fails every compare and stays NaN). */
+typedef struct dwepi {
+    int kind, bias;
+    v8f b, A, B;
+} dwepi;
+
+DW_INLINE v8f sel(v8i m, v8f a, v8f b) { return (v8f)((m & (v8i)a) | (~m & (v8i)b)); }
+DW_INLINE v8f clamp01(v8f t) {
+    const v8f zero = {0}, one = {1, 1, 1, 1, 1, 1, 1, 1};
+    return sel(t < zero, zero, sel(t > one, one, t));
+}
+
+/* ACT: a constant after inlining, so each kernel has its activation's
+ * code alone (a switch per vector cost more than the pass it saves). */
+DW_INLINE v8f epi8(v8f y, const dwepi *e, const int ACT) {
+    const v8f zero = {0};
+    if (e->bias) y = y + e->b;
+    switch (ACT) {
+    case GWR_KU_ACT_RELU: return sel(y < zero, zero, y);
+    case GWR_KU_ACT_CLIP: {
+        v8f v = sel(y < e->A, e->A, y);
+        return sel(v > e->B, e->B, v);
+    }
+    case GWR_KU_ACT_HSWISH: {
+        const float c = (float)(1.0 / 6.0);
+        const v8f sixth = {c, c, c, c, c, c, c, c}, half = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
+        return y * clamp01(sixth * y + half);
+    }
+    default: return y;
+    }
+}
+
+int gwr_ku_dw_epi_supports(const gwr_ku_act *a) {
+    return !a || a->kind == GWR_KU_ACT_NONE || a->kind == GWR_KU_ACT_RELU || a->kind == GWR_KU_ACT_CLIP ||
+           a->kind == GWR_KU_ACT_HSWISH;
+}
+
+/* ---- the kernel ------------------------------------------------------------ */
+
+/* acc + v w: fused (one rounding, __builtin_fmaf lane by lane, which
+ * GCC and clang compile to one vfmadd where the function has FMA) when F,
+ * else a multiply then an add. A constant after inlining. */
+DW_INLINE v8f madd8(v8f acc, v8f v, v8f w, const int F) {
+    if (!F) return acc + v * w;
+    v8f r;
+    for (int l = 0; l < 8; l++) r[l] = __builtin_fmaf(v[l], w[l], acc[l]);
+    return r;
+}
+
+/* Output rows [oy, oy + R) of y (OW wide) from the staged plane: vectors
+ * of eight outputs, the last one overlapping; a row under eight wide
+ * stores a whole vector into the rows after it (rows run in order and
+ * write theirs later) but at the plane's end, which goes through a
+ * buffer. */
+DW_INLINE void dw_rows(const float *pad, const dwstage *s, const v8f *wv, const dwepi *e, int64_t oy, int64_t OH, int64_t OW, float *y,
+                       const int K, const int S, const int R, const int ACT, const int F) {
+    const int NI = (R - 1) * S + K; /* staged rows the R output rows read */
+    const float *in[8];
+    for (int i = 0; i < NI; i++) in[i] = pad + (oy * S + i) * s->ld;
+    for (int64_t o = 0; o < OW; o += 8) {
+        int64_t o0 = o + 8 <= OW ? o : OW >= 8 ? OW - 8 : 0;
+        v8f acc[2] = {{0}, {0}};
+#pragma GCC unroll 8
+        for (int i = 0; i < NI; i++) {
 #pragma GCC unroll 5
             for (int kx = 0; kx < K; kx++) {
-                float t = w[ky * K + kx];
-                const float *p = xr[ky] + S * o + kx;
-                if (S == 1) {
-                    a0 += ld4(p) * t;
-                    a1 += ld4(p + 4) * t;
-                } else {
-                    a0 += evens(ld4(p), ld4(p + 4)) * t;
-                    a1 += evens(ld4(p + 8), ld4(p + 12)) * t;
+                v8f v = ld8(S == 1 ? in[i] + o0 + kx : in[i] + (kx & 1 ? s->odd : 0) + o0 + kx / 2);
+                for (int r = 0; r < R; r++) {
+                    int ky = i - r * S;
+                    if (ky >= 0 && ky < K) acc[r] = madd8(acc[r], v, wv[ky * K + kx], F);
                 }
             }
         }
-        st4(y + o, a0);
-        st4(y + o + 4, a1);
-    }
-    for (; o < OW; o++) {
-        float s = 0.0f;
-        for (int ky = 0; ky < K; ky++)
-            for (int kx = 0; kx < K; kx++) s += w[ky * K + kx] * xr[ky][S * o + kx];
-        y[o] = s;
+        for (int r = 0; r < R; r++) {
+            float *yr = y + (oy + r) * OW;
+            acc[r] = epi8(acc[r], e, ACT);
+            if (OW >= 8 || (oy + r) * OW + 8 <= OH * OW) {
+                st8(yr + o0, acc[r]); /* under eight: into the next rows, written after it */
+            } else {
+                float t[8];
+                st8(t, acc[r]);
+                for (int64_t i = 0; i < OW; i++) yr[i] = t[i];
+            }
+        }
     }
 }
 
-static inline __attribute__((always_inline)) void dw_plane(const float *x, int64_t Wp, const float *w, const gwr_ku_window *g,
-                                                          float *y, const int K, const int S) {
+/* Every output row of the staged plane, two at a time (the last pair
+ * overlapping the one before). */
+DW_INLINE void dw_plane(const float *w, const gwr_ku_window *g, const dwstage *s, const dwepi *e, const float *pad, float *y, const int K,
+                        const int S, const int ACT, const int F) {
     int64_t OH = g->out[1], OW = g->out[2];
-    for (int64_t oy = 0; oy < OH; oy++) {
-        const float *xr[5];
-        for (int ky = 0; ky < K; ky++) xr[ky] = x + (oy * S + ky) * Wp;
-        dw_row(xr, w, OW, Wp, y + oy * OW, K, S);
+    v8f wv[25];
+    for (int t = 0; t < K * K; t++) {
+        float c = w[t];
+        wv[t] = (v8f){c, c, c, c, c, c, c, c};
     }
+    if (OH < 2) {
+        dw_rows(pad, s, wv, e, 0, OH, OW, y, K, S, 1, ACT, F);
+        return;
+    }
+    for (int64_t oy = 0; oy < OH; oy += 2) dw_rows(pad, s, wv, e, oy + 2 <= OH ? oy : OH - 2, OH, OW, y, K, S, 2, ACT, F);
+}
+
+/* Stages x, then computes the plane. */
+DW_INLINE void dw_stage_plane(const float *x, const float *w, const gwr_ku_window *g, const dwstage *s, const dwepi *e, float *pad, float *y,
+                              const int K, const int S, const int ACT, const int F) {
+    int64_t H = g->in[1], W = g->in[2];
+    for (int64_t r = 0; r < H; r++) stage_row(x + r * W, W, g->pb[2], s, S, pad + (r + g->pb[1]) * s->ld);
+    dw_plane(w, g, s, e, pad, y, K, S, ACT, F);
+}
+
+/* The four windows and strides of one activation. */
+DW_INLINE void dw_any(const float *x, const float *w, const gwr_ku_window *g, const dwstage *s, const dwepi *e, float *pad, float *y,
+                      const int ACT, const int F) {
+    int K = (int)g->k[1], S = (int)g->s[1];
+    if (K == 3 && S == 1) dw_stage_plane(x, w, g, s, e, pad, y, 3, 1, ACT, F);
+    else if (K == 3) dw_stage_plane(x, w, g, s, e, pad, y, 3, 2, ACT, F);
+    else if (S == 1) dw_stage_plane(x, w, g, s, e, pad, y, 5, 1, ACT, F);
+    else dw_stage_plane(x, w, g, s, e, pad, y, 5, 2, ACT, F);
+}
+
+/* One function per instruction set, each with the sixteen kernels
+ * (window, stride, activation) inlined. */
+#define DW_DISPATCH(name, attr, F)                                                                                \
+    attr static void name(const float *x, const float *w, const gwr_ku_window *g, const dwstage *s, const dwepi *e, \
+                          float *pad, float *y) {                                                                \
+        switch (e->kind) {                                                                                       \
+        case GWR_KU_ACT_RELU: dw_any(x, w, g, s, e, pad, y, GWR_KU_ACT_RELU, F); break;                             \
+        case GWR_KU_ACT_CLIP: dw_any(x, w, g, s, e, pad, y, GWR_KU_ACT_CLIP, F); break;                             \
+        case GWR_KU_ACT_HSWISH: dw_any(x, w, g, s, e, pad, y, GWR_KU_ACT_HSWISH, F); break;                         \
+        default: dw_any(x, w, g, s, e, pad, y, GWR_KU_ACT_NONE, F); break;                                          \
+        }                                                                                                        \
+    }
+DW_DISPATCH(dw_portable, , 0)
+#ifdef GWR_VEC8_X86
+DW_DISPATCH(dw_avx2, GWR_AVX2_FN, 1)
+#endif
+
+void gwr_ku_dw_plane_epi_f32(const float *x, const float *w, const gwr_ku_window *g, const float *b, const gwr_ku_act *act, float *pad,
+                             float *y) {
+    dwstage s;
+    stage_geom(g, &s);
+    dwepi e = {act ? (int)act->kind : GWR_KU_ACT_NONE, b != NULL, splat8(b ? *b : 0.0f), splat8(act ? act->p[0] : 0.0f),
+               splat8(act ? act->p[1] : 0.0f)};
+#ifdef GWR_VEC8_X86
+    if (gwr_ku_cnn_avx2()) {
+        dw_avx2(x, w, g, &s, &e, pad, y);
+        return;
+    }
+#endif
+    dw_portable(x, w, g, &s, &e, pad, y);
 }
 
 void gwr_ku_dw_plane_f32(const float *x, const float *w, const gwr_ku_window *g, float *pad, float *y) {
-    int K = (int)g->k[1], S = (int)g->s[1];
-    int64_t H = g->in[1], W = g->in[2], Wp = W;
-    if (gwr_ku_dw_scratch(g)) {
-        Wp = W + g->pb[2] + g->pe[2];
-        for (int64_t r = 0; r < H; r++) memcpy(pad + (r + g->pb[1]) * Wp + g->pb[2], x + r * W, (size_t)W * sizeof *x);
-        x = pad;
-    }
-    if (K == 3 && S == 1) dw_plane(x, Wp, w, g, y, 3, 1);
-    else if (K == 3) dw_plane(x, Wp, w, g, y, 3, 2);
-    else if (S == 1) dw_plane(x, Wp, w, g, y, 5, 1);
-    else dw_plane(x, Wp, w, g, y, 5, 2);
+    gwr_ku_dw_plane_epi_f32(x, w, g, NULL, NULL, pad, y);
 }

@@ -27,8 +27,10 @@
 #endif
 
 #include "exec/blas.h"
+#include "exec/kernels/cnn_isa.h"
 #include "exec/kernels/kernel_util.h"
 #include "exec/kernels/vec4.h"
+#include "exec/kernels/vec8.h"
 
 /* Below these im2col stays as fast or faster (measured on ResNet-18's
  * layers, one thread, see choose_alg in conv.c): 16 channels even, 32
@@ -179,18 +181,75 @@ static void output_row(const float *m, int64_t ld, int64_t x0, int64_t x1, float
     }
 }
 
+#ifdef GWR_VEC8_X86
+/* input_row and output_row eight tiles a step on AVX2 (one register per
+ * value; the transforms only add and subtract, so the bits are the four-
+ * wide path's), the last step overlapping the one before (its tiles
+ * written again, the same values); a run under eight tiles by them.
+ * The bodies take no vector argument, so the AVX2 functions inline them
+ * (clang refuses a call that passes a 32-byte vector from an AVX2
+ * function to one built without). */
+V8_INLINE void input_row8_body(const float *xp, int64_t Wp, int64_t ty, int64_t x0, int64_t x1, float *v, int64_t ld) {
+    const float *r = xp + 2 * ty * Wp;
+    if (x1 - x0 < 8) {
+        input_row(xp, Wp, ty, x0, x1, v, ld);
+        return;
+    }
+    for (int64_t t8 = x0; t8 < x1; t8 += 8) {
+        int64_t tx = t8 + 8 <= x1 ? t8 : x1 - 8; /* the last step overlaps: same values again */
+        v8f c[4][4];
+        for (int i = 0; i < 4; i++) {
+            const float *p = r + i * Wp + 2 * tx;
+            v8f a0 = ld8(p), a1 = ld8(p + 8), b0 = ld8(p + 2), b1 = ld8(p + 10);
+            c[i][0] = evens8(a0, a1), c[i][1] = odds8(a0, a1), c[i][2] = evens8(b0, b1), c[i][3] = odds8(b0, b1);
+        }
+        INPUT_TRANSFORM(v8f, c, v, tx - x0, ld, st8);
+    }
+}
+
+V8_INLINE void output_row8_body(const float *m, int64_t ld, int64_t x0, int64_t x1, float *o0, float *o1) {
+    if (x1 - x0 < 8) {
+        output_row(m, ld, x0, x1, o0, o1);
+        return;
+    }
+    for (int64_t t8 = x0; t8 < x1; t8 += 8) {
+        int64_t tx = t8 + 8 <= x1 ? t8 : x1 - 8;
+        const float *q = m + (tx - x0);
+        v8f a[4], b[4];
+        for (int j = 0; j < 4; j++) {
+            v8f p0 = ld8(q + j * ld), p1 = ld8(q + (4 + j) * ld), p2 = ld8(q + (8 + j) * ld), p3 = ld8(q + (12 + j) * ld);
+            a[j] = p0 + p1 + p2, b[j] = p1 - p2 - p3;
+        }
+        v8f e0 = a[0] + a[1] + a[2], d0 = a[1] - a[2] - a[3], e1 = b[0] + b[1] + b[2], d1 = b[1] - b[2] - b[3];
+        st8(o0 + 2 * tx, zip_lo8(e0, d0)), st8(o0 + 2 * tx + 8, zip_hi8(e0, d0));
+        st8(o1 + 2 * tx, zip_lo8(e1, d1)), st8(o1 + 2 * tx + 8, zip_hi8(e1, d1));
+    }
+}
+GWR_AVX2_FN static void input_row8(const float *xp, int64_t Wp, int64_t ty, int64_t x0, int64_t x1, float *v, int64_t ld) {
+    input_row8_body(xp, Wp, ty, x0, x1, v, ld);
+}
+GWR_AVX2_FN static void output_row8(const float *m, int64_t ld, int64_t x0, int64_t x1, float *o0, float *o1) {
+    output_row8_body(m, ld, x0, x1, o0, o1);
+}
+#endif
+
 void gwr_ku_wino_image_f32(const float *x, const float *U, const gwr_ku_window *g, int64_t C, int64_t M, float *scratch,
                            int64_t block, float *y) {
     int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];
     int64_t tw = (OW + 1) / 2, th = (OH + 1) / 2, tiles = th * tw, Hp = 2 * th + 2, Wp = 2 * tw + 2;
     float *V = scratch, *Mx = V + 16 * C * block, *xp = Mx + 16 * M * block, *orow = xp + C * Hp * Wp;
+    void (*in_row)(const float *, int64_t, int64_t, int64_t, int64_t, float *, int64_t) = input_row;
+    void (*out_row)(const float *, int64_t, int64_t, int64_t, float *, float *) = output_row;
+#ifdef GWR_VEC8_X86
+    if (gwr_ku_cnn_avx2()) in_row = input_row8, out_row = output_row8;
+#endif
     for (int64_t c = 0; c < C; c++) pad_plane(x + c * H * W, H, W, g->pb[1], g->pb[2], Hp, Wp, xp + c * Hp * Wp);
     for (int64_t t0 = 0; t0 < tiles; t0 += block) {
         int64_t nb = tiles - t0 < block ? tiles - t0 : block;
         for (int64_t c = 0; c < C; c++)
             for (int64_t t = t0; t < t0 + nb;) {
                 int64_t ty = t / tw, x0 = t % tw, x1 = x0 + (t0 + nb - t) < tw ? x0 + (t0 + nb - t) : tw;
-                input_row(xp + c * Hp * Wp, Wp, ty, x0, x1, V + c * nb + (t - t0), C * nb);
+                in_row(xp + c * Hp * Wp, Wp, ty, x0, x1, V + c * nb + (t - t0), C * nb);
                 t += x1 - x0;
             }
         for (int xi = 0; xi < 16; xi++)
@@ -200,7 +259,7 @@ void gwr_ku_wino_image_f32(const float *x, const float *U, const gwr_ku_window *
             for (int64_t t = t0; t < t0 + nb;) {
                 int64_t ty = t / tw, x0 = t % tw, x1 = x0 + (t0 + nb - t) < tw ? x0 + (t0 + nb - t) : tw;
                 int64_t o = m * OH * OW + 2 * ty * OW + 2 * x0, n = (2 * x1 < OW ? 2 * x1 : OW) - 2 * x0;
-                output_row(Mx + m * nb + (t - t0), M * nb, x0, x1, orow, orow + 2 * tw);
+                out_row(Mx + m * nb + (t - t0), M * nb, x0, x1, orow, orow + 2 * tw);
                 for (int r = 0; r < 2 && 2 * ty + r < OH; r++) memcpy(y + o + r * OW, orow + r * 2 * tw + 2 * x0, (size_t)n * sizeof *y);
                 t += x1 - x0;
             }

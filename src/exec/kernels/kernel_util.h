@@ -237,12 +237,18 @@ gwr_status gwr_ku_conv_epilogue_kernel(gwr_kctx *k, const gwr_ku_act *act, const
  * y (out[1] x out[2]) = x (in[1] x in[2]) correlated with the k[1] x k[2]
  * window w, with g's strides and pads, no bias. gwr_ku_dw_supports says
  * whether g is one it runs (3x3 or 5x5, strides 1 or 2 equal in both
- * dims, dilation 1, any pads, 2-D). A padded window needs pad, a buffer
- * of gwr_ku_dw_scratch(g) floats zeroed before the first plane (its
- * border stays zero from plane to plane); 0: none (pad may be NULL). */
+ * dims, dilation 1, any pads, 2-D). The plane is staged into pad, a
+ * buffer of gwr_ku_dw_scratch(g) floats zeroed before the first plane
+ * (its border stays zero from plane to plane). */
 int gwr_ku_dw_supports(const gwr_ku_window *g);
 int64_t gwr_ku_dw_scratch(const gwr_ku_window *g);
 void gwr_ku_dw_plane_f32(const float *x, const float *w, const gwr_ku_window *g, float *pad, float *y);
+/* The same, then y = act(y + *b) on each vector before it is stored (b,
+ * act may be NULL), for the activations gwr_ku_dw_epi_supports takes
+ * (none, Relu, Clip, HardSwish), with gwr_ku_act_f32's bits. */
+int gwr_ku_dw_epi_supports(const gwr_ku_act *a);
+void gwr_ku_dw_plane_epi_f32(const float *x, const float *w, const gwr_ku_window *g, const float *b, const gwr_ku_act *act, float *pad,
+                             float *y);
 
 /* Winograd F(2x2, 3x3) of float32 3x3 stride-1 group-1 convolutions
  * (conv_winograd.c). gwr_ku_wino_supports: g (2-D, 3x3, stride 1,

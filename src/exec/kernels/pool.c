@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/exec_internal.h"
+#include "exec/kernels/cnn_isa.h"
+#include "exec/kernels/fast_math.h"
 #include "exec/kernels/kernel_util.h"
 
 #define MAXSP GWR_KU_MAXSP
@@ -156,7 +159,12 @@ DEFINE_POOL(double, f64)
                             const T *row = xp + ((s0 + k0 * g->d[0]) * I1 + s1 + k1 * g->d[1]) * I2;                    \
                             for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                                  \
                                 int64_t st = k2 * g->d[2] - g->pb[2];                                                   \
-                                if (kind == POOL_MAX) {                                                                 \
+                                if (kind == POOL_MAX && sizeof(T) == sizeof(float)) { /* vectorized: cnn_isa.h */   \
+                                    if (ka[k2] < kb[k2])                                                                \
+                                        gwr_ku_max_row_f32((float *)(void *)macc + ka[k2],                              \
+                                                           (const float *)(const void *)row + ka[k2] * s2 + st, s2,     \
+                                                           kb[k2] - ka[k2]);                                            \
+                                } else if (kind == POOL_MAX) {                                                          \
                                     for (int64_t o2 = ka[k2]; o2 < kb[k2]; o2++) {                                      \
                                         T v = row[o2 * s2 + st];                                                        \
                                         macc[o2] = v > macc[o2] ? v : macc[o2];                                         \
@@ -288,14 +296,66 @@ static gwr_status k_lppool(gwr_kctx *k) { return pool_op(k, POOL_LP); }
 /* The sum of n float32 in float64, in eight independent lanes the compiler
  * vectorizes: one serial chain of double adds (and the per-element choice
  * of the pool's kind) held squeeze-excite's GlobalAveragePool at a add's
- * latency per element. */
-static double sum_f32(const float *x, int64_t n) {
+ * latency per element. Cloned for AVX-512 / AVX2 (GWR_VEC_CLONES: eight
+ * doubles in one or two registers instead of four SSE2 ones); the lanes
+ * and the order of the adds are the same in every clone, so are the bits.
+ * A name no other unit has: clang makes the clones' resolver global. */
+GWR_VEC_CLONES static double pool_gap_sum_f32(const float *x, int64_t n) {
     double s[8] = {0, 0, 0, 0, 0, 0, 0, 0}, t = 0;
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         for (int j = 0; j < 8; j++) s[j] += (double)x[i + j];
     for (; i < n; i++) t += (double)x[i];
     return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7])) + t;
+}
+
+/* Planes [p0, p1) of a global pool (gjob): one output each, so shares
+ * of planes run in parallel. */
+typedef struct gjob {
+    int kind;
+    int64_t S;
+    double p;
+    const float *xf32;
+    const double *xf64;
+    void *y;
+    float *yf; /* float16 / bfloat16 / int8: float32 results, narrowed after */
+} gjob;
+
+static void global_planes(void *ctx, int64_t p0, int64_t p1) {
+    const gjob *j = ctx;
+    int kind = j->kind;
+    int64_t S = j->S;
+    double p = j->p;
+    const float *xf32 = j->xf32;
+    const double *xf64 = j->xf64;
+    float *yf = j->yf;
+    for (int64_t pl = p0; pl < p1; pl++) {
+        double r;
+        if (kind == POOL_MAX) {
+            r = -INFINITY;
+            if (xf64) {
+                for (int64_t i = 0; i < S; i++)
+                    if (xf64[pl * S + i] > r) r = xf64[pl * S + i];
+            } else {
+                float m = -INFINITY;
+                for (int64_t i = 0; i < S; i++)
+                    if (xf32[pl * S + i] > m) m = xf32[pl * S + i];
+                r = m;
+            }
+        } else if (kind == POOL_AVG && !xf64) {
+            r = S ? pool_gap_sum_f32(xf32 + pl * S, S) / (double)S : NAN;
+        } else {
+            double sum = 0;
+            for (int64_t i = 0; i < S; i++) {
+                double v = xf64 ? xf64[pl * S + i] : xf32[pl * S + i];
+                sum += kind == POOL_AVG ? v : p == 2 ? v * v : p == 1 ? fabs(v) : pow(fabs(v), p);
+            }
+            r = kind == POOL_AVG ? (S ? sum / (double)S : NAN) : p == 2 ? sqrt(sum) : p == 1 ? sum : pow(sum, 1.0 / p);
+        }
+        if (xf64) ((double *)j->y)[pl] = r;
+        else if (!yf) ((float *)j->y)[pl] = (float)r;
+        else yf[pl] = (float)r;
+    }
 }
 
 static gwr_status global_op(gwr_kctx *k, int kind) {
@@ -323,33 +383,8 @@ static gwr_status global_op(gwr_kctx *k, int kind) {
         }
         xf32 = tmp;
     }
-    for (int64_t pl = 0; pl < planes; pl++) {
-        double r;
-        if (kind == POOL_MAX) {
-            r = -INFINITY;
-            if (xf64) {
-                for (int64_t i = 0; i < S; i++)
-                    if (xf64[pl * S + i] > r) r = xf64[pl * S + i];
-            } else {
-                float m = -INFINITY;
-                for (int64_t i = 0; i < S; i++)
-                    if (xf32[pl * S + i] > m) m = xf32[pl * S + i];
-                r = m;
-            }
-        } else if (kind == POOL_AVG && !xf64) {
-            r = S ? sum_f32(xf32 + pl * S, S) / (double)S : NAN;
-        } else {
-            double sum = 0;
-            for (int64_t i = 0; i < S; i++) {
-                double v = xf64 ? xf64[pl * S + i] : xf32[pl * S + i];
-                sum += kind == POOL_AVG ? v : p == 2 ? v * v : p == 1 ? fabs(v) : pow(fabs(v), p);
-            }
-            r = kind == POOL_AVG ? (S ? sum / (double)S : NAN) : p == 2 ? sqrt(sum) : p == 1 ? sum : pow(sum, 1.0 / p);
-        }
-        if (xf64) ((double *)y->data)[pl] = r;
-        else if (!yf) ((float *)y->data)[pl] = (float)r;
-        else yf[pl] = (float)r;
-    }
+    gjob j = {kind, S, p, xf32, xf64, y->data, yf};
+    gwr_k_parallel(k, planes, S ? 4096 / S + 1 : planes, global_planes, &j); /* about 4096 inputs a share at least */
     if (yf) gwr_ku_narrow(yf, y);
     gwr_free(tmp), gwr_free(yf);
     return GWR_OK;

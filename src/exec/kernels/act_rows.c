@@ -9,8 +9,11 @@
 #include <math.h>
 #include <stdint.h>
 
+/* fp-contract=off: the build contracts the exec room's a * b + c into FMAs
+ * (CMakeLists.txt), but these rows must give the bits of the unfused
+ * activation kernels, whose baseline code has no FMA (below). */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math", "fp-contract=off")
 #endif
 
 /* after the pragma: their inline functions take its options */

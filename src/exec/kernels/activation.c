@@ -17,8 +17,14 @@
 
 /* GCC's -O2 vectorizes almost no loop (its "very cheap" cost model); the
  * row loops here are what this file is for. */
+/* fp-contract=off (and clang's pragma): the build contracts the exec room's
+ * a * b + c into FMAs (CMakeLists.txt), but the cloned Sigmoid here must
+ * give the bits of act_rows.c's, which keeps ISO C's evaluation. */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math", "fp-contract=off")
+#endif
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
 #endif
 
 /* after the pragma: their inline functions take its options */

@@ -8,7 +8,7 @@
  *     out_bh = softmax(scores, last axis) v_bh                          (S x Dv)
  *   output (B, S, Hv): the heads side by side.
  * scale defaults to 1/sqrt(D). The softmax is exp(x - max) / sum, in
- * float32 with fast_expf where the row's maximum is finite: a row whose
+ * float32 with fast_exp_small where the row's maximum is finite: a row whose
  * scores are all -inf gives NaN, as ONNX Softmax does on the unfused graph
  * (and onnxruntime's kernel). The two
  * products of each head are one sgemm each, reading q, k and v in place
@@ -142,7 +142,7 @@ GWR_VEC_CLONES static void mha_row(float *restrict row, int64_t T) {
         return;
     }
     float sum = 0, acc[8] = {0};
-    for (int64_t j = 0; j < T; j++) row[j] = fast_expf(row[j] - mx);
+    for (int64_t j = 0; j < T; j++) row[j] = fast_exp_small(row[j] - mx); /* <= 0: no overflow to handle */
     for (j0 = 0; j0 + 8 <= T; j0 += 8)
         for (int q = 0; q < 8; q++) acc[q] += row[j0 + q];
     for (int64_t j = j0; j < T; j++) sum += row[j];

@@ -66,7 +66,8 @@ static double gelu_of(int kind, double x, double alpha) {
 
 /* float32 rows of y = gelu(x + b) (b: n values, or NULL), one loop per
  * kind so that each vectorizes: erf through fast_gelu (relative error
- * ~1e-7, the tail's included), tanh and sigmoid through fast_expf. */
+ * ~1e-7, the tail's included), tanh through fast_expf; QuickGelu through
+ * act_rows.c, uncontracted (no bias: QuickGelu has none). */
 GWR_VEC_CLONES static void gelu_rows_f32(int kind, const float *restrict x, const float *restrict b, float *restrict y, int64_t rows,
                           int64_t n, float alpha) {
     static const float zero[64];
@@ -83,11 +84,11 @@ GWR_VEC_CLONES static void gelu_rows_f32(int kind, const float *restrict x, cons
                     float v = xr[j0 + j] + br[j];
                     yr[j0 + j] = v / (1.0f + fast_expf(-1.5957691216057308f * (v + 0.044715f * v * v * v)));
                 }
-            else
-                for (int64_t j = 0; j < w; j++) {
-                    float v = xr[j0 + j] + br[j];
-                    yr[j0 + j] = v / (1.0f + fast_expf(-alpha * v));
-                }
+            else { /* QuickGelu: act_rows.c's row, whose bits FusedConv's QuickGelu gives */
+                const gwr_ku_act qg = {GWR_KU_ACT_QGELU, {alpha, 0}};
+                memmove(yr + j0, xr + j0, (size_t)w * sizeof *yr); /* y may be x (in place) */
+                gwr_ku_act_f32(&qg, yr + j0, NULL, NULL, w);
+            }
         }
     }
 }

@@ -29,6 +29,7 @@
 
 #include "exec/blas.h"
 #include "exec/kernels/kernel_util.h"
+#include "exec/kernels/sgemm.h"
 
 #define MAXSP GWR_KU_MAXSP
 #define ATTR_MAX ((int64_t)1 << 24) /* kernel, stride, dilation, pad: keeps every product in range */
@@ -365,6 +366,18 @@ static gwr_status conv_winograd(gwr_kctx *k, const cprob *p, const cepi *e, cons
     return GWR_OK;
 }
 
+/* A forward GEMM, W [M, K] by B [K, N] (rows ldb apart): over W as the
+ * layer packed it at planning where it did (float32, group 1: sgemm.c
+ * reads B in place), else o->gemm. */
+static void fwd_gemm(const gwr_kctx *k, const cops *o, const cprob *p, int M, int N, int K, const void *w, const void *B, int ldb, void *C,
+                     int ldc) {
+    const gwr_ku_conv_prep *pp = k->prep;
+    if (o->esz == sizeof(float) && p->G == 1 && pp && pp->pa && pp->pa->M == M && pp->pa->K == K &&
+        !gwr_sgemm_pa(k->tpool, pp->pa, N, B, ldb, 1.0f, 0.0f, C, ldc))
+        return;
+    o->gemm(0, M, N, K, w, K, B, ldb, 0.0, C, ldc);
+}
+
 /* Columns of the 1x1 GEMM per block when an epilogue follows: the tile
  * (Mg x block) stays in L2 and the GEMM is still wide. */
 #define EPI_TILE_BYTES ((size_t)256 << 10)
@@ -408,8 +421,8 @@ static gwr_status conv_forward(gwr_kctx *k, const cops *o, const cprob *p, const
             if (alg == ALG_GEMM) {
                 for (int64_t c0 = 0; c0 < p->YS; c0 += cols) {
                     int64_t nb = p->YS - c0 < cols ? p->YS - c0 : cols;
-                    o->gemm(0, (int)Mg, (int)nb, (int)rows, wg, (int)rows, xg + (size_t)c0 * esz, (int)p->YS, 0.0,
-                            yg + (size_t)c0 * esz, (int)p->YS);
+                    fwd_gemm(k, o, p, (int)Mg, (int)nb, (int)rows, wg, xg + (size_t)c0 * esz, (int)p->YS, yg + (size_t)c0 * esz,
+                             (int)p->YS);
                     if (epi) o->epi(e, yg + (size_t)c0 * esz, gi * Mg, Mg, p->YS, nb);
                 }
                 continue;
@@ -423,7 +436,7 @@ static gwr_status conv_forward(gwr_kctx *k, const cops *o, const cprob *p, const
                 int64_t r1 = r0 + per < nrows ? r0 + per : nrows, nb = (r1 - r0) * O2;
                 char *yt = yg + (size_t)(r0 * O2) * esz;
                 im2col(xg, g, Cg, esz, r0, r1, col);
-                o->gemm(0, (int)Mg, (int)nb, (int)rows, wg, (int)rows, col, (int)nb, 0.0, yt, (int)p->YS);
+                fwd_gemm(k, o, p, (int)Mg, (int)nb, (int)rows, wg, col, (int)nb, yt, (int)p->YS);
                 if (epi) o->epi(e, yt, gi * Mg, Mg, p->YS, nb);
             }
         }

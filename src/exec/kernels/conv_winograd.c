@@ -28,6 +28,7 @@
 
 #include "exec/blas.h"
 #include "exec/kernels/kernel_util.h"
+#include "exec/kernels/sgemm.h"
 #include "exec/kernels/vec4.h"
 
 /* Below these im2col stays as fast or faster (measured on ResNet-18's
@@ -216,11 +217,28 @@ static int all_ones(const gwr_kctx *k, const char *name) {
     return 1;
 }
 
+/* W [M, C * kernel] packed for sgemm.c: the GEMM's A of a group-1 float32
+ * convolution that does not go to Winograd (im2col or 1x1). */
+static gwr_status conv_pack(gwr_kctx *k, const gwr_value *w, void **state) {
+    if (!w || w->dtype != GWR_FLOAT32 || w->rank < 3 || gwr_k_int(k, "group", 1) != 1 || !gwr_sgemm_enabled()) return GWR_OK;
+    int64_t rows = w->numel / (w->dims[0] ? w->dims[0] : 1);
+    if (w->dims[0] < 1 || rows < 1 || !gwr_ku_fits_int(w->dims[0]) || !gwr_ku_fits_int(rows)) return GWR_OK;
+    gwr_ku_conv_prep *p = gwr_calloc(1, sizeof *p);
+    if (p) p->pa = gwr_sgemm_pack_a(0, (int)w->dims[0], (int)rows, w->data, (int)rows);
+    if (!p || !p->pa) {
+        gwr_free(p);
+        return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory packing the convolution weights");
+    }
+    p->M = w->dims[0], p->C = w->dims[1];
+    *state = p;
+    return GWR_OK;
+}
+
 gwr_status gwr_ku_conv_prepare(gwr_kctx *k, void **state) {
     *state = NULL;
     const gwr_value *w = k->nin > 1 ? k->in[1] : NULL;
-    if (!w || w->dtype != GWR_FLOAT32 || w->rank != 4 || w->dims[2] != 3 || w->dims[3] != 3) return GWR_OK;
-    if (gwr_k_int(k, "group", 1) != 1 || !all_ones(k, "strides") || !all_ones(k, "dilations")) return GWR_OK;
+    if (!w || w->dtype != GWR_FLOAT32 || w->rank != 4 || w->dims[2] != 3 || w->dims[3] != 3) return conv_pack(k, w, state);
+    if (gwr_k_int(k, "group", 1) != 1 || !all_ones(k, "strides") || !all_ones(k, "dilations")) return conv_pack(k, w, state);
     gwr_ku_window g;
     gwr_ku_window_init(&g, 2);
     g.k[1] = g.k[2] = 3;
@@ -228,7 +246,7 @@ gwr_status gwr_ku_conv_prepare(gwr_kctx *k, void **state) {
     const gwr_tensor *yt = gwr_layer_output(k->layer, 0);
     if (yt && gwr_tensor_rank(yt) == 4 && gwr_tensor_dim(yt, 2) >= 0 && gwr_tensor_dim(yt, 3) >= 0)
         g.out[1] = gwr_tensor_dim(yt, 2), g.out[2] = gwr_tensor_dim(yt, 3);
-    if (!gwr_ku_wino_supports(&g, w->dims[1], w->dims[0])) return GWR_OK;
+    if (!gwr_ku_wino_supports(&g, w->dims[1], w->dims[0])) return conv_pack(k, w, state);
     gwr_ku_conv_prep *p = gwr_calloc(1, sizeof *p);
     float *U = p ? gwr_malloc((size_t)(16 * w->numel / 9) * sizeof *U) : NULL;
     if (!U) {
@@ -245,5 +263,6 @@ void gwr_ku_conv_prep_free(void *state) {
     gwr_ku_conv_prep *p = state;
     if (!p) return;
     gwr_free(p->U);
+    gwr_sgemm_pack_free(p->pa);
     gwr_free(p);
 }

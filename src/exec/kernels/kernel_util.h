@@ -183,16 +183,23 @@ void gwr_ku_dgemm(int ta, int tb, int M, int N, int K, double alpha, const doubl
  * gwr_kprepare_fn): a constant B as float32 [K, N], op(B) of the layer,
  * where that saves the run work (a float16 B widened, a transposed one
  * laid out for sgemm); no state where B is read as well in place. */
+struct gwr_sgemm_pack;
 typedef struct gwr_mm_prep {
-    float *b;          /* [K, N] row-major */
+    float *b;          /* [K, N] row-major; NULL: B is read in place */
     int64_t K, N;
     gwr_dtype dtype;   /* B's own */
+    struct gwr_sgemm_pack *pk; /* op(B) packed for sgemm.c (float32 layers); NULL: none */
 } gwr_mm_prep;
 
 gwr_status gwr_ku_mm_prepare(gwr_kctx *k, void **state);
 void gwr_ku_mm_prep_free(void *state);
-/* k's prepared B, when it has one and it is of b (B's value this run). */
+/* k's prepared B, when it has one (pp->b) and it is of b (B's value this run). */
 const gwr_mm_prep *gwr_ku_mm_prep(const gwr_kctx *k, const gwr_value *b);
+/* C (M x N, rows ldc apart) = alpha op(A) op(B) + beta C over k's packed B
+ * when it has one of b: 0 when done, -1 when the caller is to multiply
+ * (no packed B, or out of scratch). */
+int gwr_ku_mm_packed(const gwr_kctx *k, const gwr_value *b, int ta, int M, const float *A, int lda, float alpha, float beta, float *C,
+                     int ldc);
 
 /* ---- kernels other kernels extend ----------------------------------------- */
 
@@ -260,7 +267,8 @@ void gwr_ku_wino_image_f32(const float *x, const float *U, const gwr_ku_window *
  * float32 W of a layer Winograd may run, transformed once. */
 typedef struct gwr_ku_conv_prep {
     int64_t M, C;
-    float *U; /* 16 x [M, C] */
+    float *U; /* 16 x [M, C]; NULL: not Winograd */
+    struct gwr_sgemm_pack *pa; /* W [M, C * kernel] packed for sgemm.c (float32, group 1); NULL: none */
 } gwr_ku_conv_prep;
 gwr_status gwr_ku_conv_prepare(gwr_kctx *k, void **state);
 void gwr_ku_conv_prep_free(void *state);

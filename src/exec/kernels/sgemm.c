@@ -1,0 +1,246 @@
+/* sgemm.c - the GEMM driver over sgemm_kern.h's micro-kernels: packing,
+ * blocking over K, and the split of C's columns over workers.
+ *
+ * Loop order (Goto's): per block of KC values of k, per panel of NR
+ * columns, per tile of MR rows: the panel's kc x NR floats (32 KB at most)
+ * stay in L1 while every tile of A's block (M x kc, from L2) passes over
+ * them. A is always packed (k-major tiles: the broadcast side); B is a
+ * packed panel or read in place, where only the last, narrower panel is
+ * copied (zero-padded) so that the kernel may read whole vectors. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/kernels/sgemm.h"
+#include "util/util.h"
+
+#define KC 256      /* k per block: a 32-column panel is then 32 KB */
+#define MAXNR 32    /* the widest panel of the kernels */
+#define PAN_GRAIN 2 /* panels per share of a parallel loop */
+
+typedef struct isa_info {
+    int mr, nr;
+    gwr_sgemm_kern_fn kern;
+} isa_info;
+
+static const isa_info ISAS[GWR_SGEMM_NISA] = {
+    {12, 32, gwr_sgemm_kern_avx512},
+    {6, 16, gwr_sgemm_kern_avx2},
+    {4, 8, gwr_sgemm_kern_vec},
+};
+
+static int isa_ok(gwr_sgemm_isa isa) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (isa == GWR_SGEMM_AVX512) return __builtin_cpu_supports("avx512f");
+    if (isa == GWR_SGEMM_AVX2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    return isa == GWR_SGEMM_VEC;
+}
+
+/* -1: not chosen yet. Set once per process (or by a test): a data race
+ * would only pick the same value twice. */
+static int g_isa = -1;
+
+gwr_sgemm_isa gwr_sgemm_current_isa(void) {
+    int isa = __atomic_load_n(&g_isa, __ATOMIC_RELAXED);
+    if (isa < 0) {
+        isa = GWR_SGEMM_VEC;
+        for (int i = GWR_SGEMM_AVX2; i >= GWR_SGEMM_AVX512; i--)
+            if (isa_ok((gwr_sgemm_isa)i)) isa = i;
+        __atomic_store_n(&g_isa, isa, __ATOMIC_RELAXED);
+    }
+    return (gwr_sgemm_isa)isa;
+}
+
+int gwr_sgemm_force_isa(gwr_sgemm_isa isa) {
+    if (isa == GWR_SGEMM_NISA) {
+        __atomic_store_n(&g_isa, -1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    if ((int)isa < 0 || isa > GWR_SGEMM_NISA || !isa_ok(isa)) return -1;
+    __atomic_store_n(&g_isa, (int)isa, __ATOMIC_RELAXED);
+    return 0;
+}
+
+int gwr_sgemm_enabled(void) {
+    static int on = -1; /* a race only reads the environment twice */
+    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *e = getenv("GWR_SGEMM");
+        v = !(e && !strcmp(e, "off"));
+        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+/* ---- packing --------------------------------------------------------------- */
+
+static int cdiv(int a, int b) { return (int)(((int64_t)a + b - 1) / b); }
+
+/* op(A) [M, K] as tiles of mr rows, tile t at t * mr * K, [k][i] within
+ * (rows past M zero). */
+static void pack_a_into(int mr, int ta, int M, int K, const float *A, int lda, float *dst) {
+    for (int i0 = 0; i0 < M; i0 += mr, dst += (size_t)mr * K) {
+        int rows = M - i0 < mr ? M - i0 : mr;
+        if (rows < mr) memset(dst, 0, (size_t)mr * K * sizeof *dst);
+        for (int i = 0; i < rows; i++) {
+            if (ta) {
+                const float *src = A + i0 + i; /* A is [K, M] */
+                for (int k = 0; k < K; k++) dst[(size_t)k * mr + i] = src[(size_t)k * lda];
+            } else {
+                const float *src = A + (size_t)(i0 + i) * lda;
+                for (int k = 0; k < K; k++) dst[(size_t)k * mr + i] = src[k];
+            }
+        }
+    }
+}
+
+/* op(B) [K, N] as panels of nr columns, panel p at p * nr * K, [k][j]
+ * within (columns past N zero). */
+static void pack_b_into(int nr, int tb, int K, int N, const float *B, int ldb, float *dst) {
+    for (int j0 = 0; j0 < N; j0 += nr, dst += (size_t)nr * K) {
+        int cols = N - j0 < nr ? N - j0 : nr;
+        if (cols < nr) memset(dst, 0, (size_t)nr * K * sizeof *dst);
+        if (!tb) {
+            for (int k = 0; k < K; k++) memcpy(dst + (size_t)k * nr, B + (size_t)k * ldb + j0, (size_t)cols * sizeof *dst);
+        } else {
+            for (int j = 0; j < cols; j++) {
+                const float *src = B + (size_t)(j0 + j) * ldb; /* B is [N, K] */
+                for (int k = 0; k < K; k++) dst[(size_t)k * nr + j] = src[k];
+            }
+        }
+    }
+}
+
+gwr_sgemm_pack *gwr_sgemm_pack_b(int tb, int K, int N, const float *B, int ldb) {
+    if (K < 1 || N < 1) return NULL;
+    gwr_sgemm_isa isa = gwr_sgemm_current_isa();
+    int nr = ISAS[isa].nr;
+    gwr_sgemm_pack *pk = gwr_calloc(1, sizeof *pk);
+    float *p = pk ? gwr_malloc((size_t)cdiv(N, nr) * nr * K * sizeof *p) : NULL;
+    if (!p) {
+        gwr_free(pk);
+        return NULL;
+    }
+    pack_b_into(nr, tb, K, N, B, ldb, p);
+    pk->isa = isa, pk->side = 'B', pk->K = K, pk->N = N, pk->p = p;
+    return pk;
+}
+
+gwr_sgemm_pack *gwr_sgemm_pack_a(int ta, int M, int K, const float *A, int lda) {
+    if (K < 1 || M < 1) return NULL;
+    gwr_sgemm_isa isa = gwr_sgemm_current_isa();
+    int mr = ISAS[isa].mr;
+    gwr_sgemm_pack *pk = gwr_calloc(1, sizeof *pk);
+    float *p = pk ? gwr_malloc((size_t)cdiv(M, mr) * mr * K * sizeof *p) : NULL;
+    if (!p) {
+        gwr_free(pk);
+        return NULL;
+    }
+    pack_a_into(mr, ta, M, K, A, lda, p);
+    pk->isa = isa, pk->side = 'A', pk->M = M, pk->K = K, pk->p = p;
+    return pk;
+}
+
+void gwr_sgemm_pack_free(gwr_sgemm_pack *pk) {
+    if (!pk) return;
+    gwr_free(pk->p);
+    gwr_free(pk);
+}
+
+/* ---- the product ----------------------------------------------------------- */
+
+typedef struct job {
+    const isa_info *is;
+    int M, N, K;
+    const float *ap;  /* packed tiles of A */
+    const float *bp;  /* packed panels of B, or NULL: */
+    const float *b;   /* B [K, N] in place, rows ldb apart */
+    ptrdiff_t ldb;
+    float alpha, beta;
+    float *C;
+    ptrdiff_t ldc;
+} job;
+
+/* Panels [p0, p1) of C, every block of k. */
+static void run_panels(void *ctx, int64_t p0, int64_t p1) {
+    const job *j = ctx;
+    const isa_info *is = j->is;
+    int mr = is->mr, nr = is->nr, K = j->K;
+    float edge[KC * MAXNR];
+    /* One tile of rows reuses no panel: B streams once, in order, unblocked
+     * (from memory, a decode step's weights: blocks of it read 25% slower) */
+    int kb = j->M <= mr && j->bp ? K : KC;
+    for (int k0 = 0; k0 < K; k0 += kb) {
+        int kc = K - k0 < kb ? K - k0 : kb;
+        float beta = k0 ? 1.0f : j->beta;
+        for (int64_t p = p0; p < p1; p++) {
+            int c0 = (int)p * nr, cols = j->N - c0 < nr ? j->N - c0 : nr;
+            const float *b;
+            ptrdiff_t ldb = nr;
+            if (j->bp) {
+                b = j->bp + (size_t)p * nr * K + (size_t)k0 * nr;
+            } else if (cols == nr) {
+                b = j->b + (size_t)k0 * j->ldb + c0, ldb = j->ldb;
+            } else { /* the last panel, narrower: zero-padded so that whole vectors read */
+                memset(edge, 0, (size_t)kc * nr * sizeof *edge);
+                for (int k = 0; k < kc; k++) memcpy(edge + k * nr, j->b + (size_t)(k0 + k) * j->ldb + c0, (size_t)cols * sizeof *edge);
+                b = edge;
+            }
+            for (int i0 = 0; i0 < j->M; i0 += mr) {
+                int rows = j->M - i0 < mr ? j->M - i0 : mr;
+                is->kern(rows, kc, j->ap + (size_t)i0 * K + (size_t)k0 * mr, b, ldb, j->C + (size_t)i0 * j->ldc + c0, j->ldc, cols,
+                         j->alpha, beta);
+            }
+        }
+    }
+}
+
+/* C = beta C, for K = 0. */
+static void scale_c(int M, int N, float beta, float *C, int ldc) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0 ? 0 : beta * C[(size_t)i * ldc + j];
+}
+
+static void run_job(gwr_tpool *tp, job *j) {
+    int npan = cdiv(j->N, j->is->nr);
+    gwr_tpool_parallel(tp, npan, PAN_GRAIN, run_panels, j);
+}
+
+int gwr_sgemm_pb(gwr_tpool *tp, int ta, int M, const float *A, int lda, const gwr_sgemm_pack *pb, float alpha, float beta, float *C,
+                 int ldc) {
+    if (M < 1) return 0;
+    const isa_info *is = &ISAS[pb->isa];
+    float *ap = gwr_malloc((size_t)cdiv(M, is->mr) * is->mr * pb->K * sizeof *ap);
+    if (!ap) return -1;
+    pack_a_into(is->mr, ta, M, pb->K, A, lda, ap);
+    job j = {is, M, pb->N, pb->K, ap, pb->p, NULL, 0, alpha, beta, C, ldc};
+    run_job(tp, &j);
+    gwr_free(ap);
+    return 0;
+}
+
+int gwr_sgemm_pa(gwr_tpool *tp, const gwr_sgemm_pack *pa, int N, const float *B, int ldb, float alpha, float beta, float *C, int ldc) {
+    if (N < 1) return 0;
+    job j = {&ISAS[pa->isa], pa->M, N, pa->K, pa->p, NULL, B, ldb, alpha, beta, C, ldc};
+    run_job(tp, &j);
+    return 0;
+}
+
+int gwr_sgemm(gwr_tpool *tp, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+              float beta, float *C, int ldc) {
+    if (M < 1 || N < 1) return 0;
+    if (K < 1) {
+        scale_c(M, N, beta, C, ldc);
+        return 0;
+    }
+    const isa_info *is = &ISAS[gwr_sgemm_current_isa()];
+    size_t na = (size_t)cdiv(M, is->mr) * is->mr * K, nb = tb ? (size_t)cdiv(N, is->nr) * is->nr * K : 0;
+    float *ap = gwr_malloc((na + nb) * sizeof *ap);
+    if (!ap) return -1;
+    pack_a_into(is->mr, ta, M, K, A, lda, ap);
+    if (tb) pack_b_into(is->nr, 1, K, N, B, ldb, ap + na);
+    job j = {is, M, N, K, ap, tb ? ap + na : NULL, B, ldb, alpha, beta, C, ldc};
+    run_job(tp, &j);
+    gwr_free(ap);
+    return 0;
+}

@@ -1,0 +1,73 @@
+/* sgemm.h - gwr's own float32 GEMM, with a constant operand packed once.
+ *
+ * OpenBLAS 0.3.21 exports no packing API, so it repacks a layer's
+ * constant weights on every call (sgemm_itcopy / sgemm_oncopy: 11% of
+ * gpt_dec_s128's and of resnet18's time) and its fixed costs dominate the
+ * small GEMMs of MobileNet's 1x1 convolutions. Here the weights are packed
+ * at planning (gemm_prep.c, the Conv prepare in conv_winograd.c) and the
+ * products run a register-blocked micro-kernel (sgemm_kern.h) chosen once
+ * by the CPU: AVX-512, AVX2+FMA, or portable vectors.
+ *
+ * Every product is C (M x N, rows ldc apart) = alpha A' B' + beta C with
+ * A' [M, K] and B' [K, N]; beta 0 reads nothing of C. A' is always read
+ * from tiles of MR rows packed k-major (at planning or per call), B'
+ * either from panels of NR columns packed k-major or in place (rows ldb
+ * apart). The products split over panels of C's columns with
+ * gwr_tpool_parallel. A call that cannot get its scratch returns -1 with
+ * C untouched (callers fall back to OpenBLAS). Private to src/exec. */
+#ifndef GWR_EXEC_SGEMM_H
+#define GWR_EXEC_SGEMM_H
+
+#include <stddef.h>
+
+#include "exec/exec_internal.h"
+
+/* The micro-kernel: C[mr x nr] = alpha sum_k a[k * MR + i] b[k * ldb + j]
+ * + beta C (see sgemm_kern.h). */
+typedef void (*gwr_sgemm_kern_fn)(int mr, int kc, const float *a, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr,
+                                  float alpha, float beta);
+void gwr_sgemm_kern_avx512(int mr, int kc, const float *a, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr, float alpha,
+                           float beta);
+void gwr_sgemm_kern_avx2(int mr, int kc, const float *a, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr, float alpha,
+                         float beta);
+void gwr_sgemm_kern_vec(int mr, int kc, const float *a, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr, float alpha,
+                        float beta);
+
+/* The instruction sets, best first. */
+typedef enum { GWR_SGEMM_AVX512, GWR_SGEMM_AVX2, GWR_SGEMM_VEC, GWR_SGEMM_NISA } gwr_sgemm_isa;
+
+/* The set new packs and unpacked calls use: the best the CPU has, unless
+ * forced (tests: each variant in turn; GWR_SGEMM_NISA restores the CPU's
+ * choice). Returns 0, or -1 when the CPU lacks the one asked for. */
+int gwr_sgemm_force_isa(gwr_sgemm_isa isa);
+gwr_sgemm_isa gwr_sgemm_current_isa(void);
+
+/* Whether layers pack their weights for this sgemm at planning: yes
+ * unless the environment sets GWR_SGEMM=off (to measure OpenBLAS alone);
+ * read once. */
+int gwr_sgemm_enabled(void);
+
+/* A constant operand packed for one instruction set. */
+typedef struct gwr_sgemm_pack {
+    gwr_sgemm_isa isa;
+    int side;      /* 'A' or 'B' */
+    int M, N, K;   /* side A: M x K; side B: K x N (the other one 0) */
+    float *p;      /* A: tiles of MR rows, K x MR each; B: panels of NR columns, K x NR each */
+} gwr_sgemm_pack;
+
+/* op(B) [K, N] (B^T when tb, B [N, K] then) or op(A) [M, K] packed; NULL
+ * when out of memory or K, N (M) < 1. Free with gwr_sgemm_pack_free. */
+gwr_sgemm_pack *gwr_sgemm_pack_b(int tb, int K, int N, const float *B, int ldb);
+gwr_sgemm_pack *gwr_sgemm_pack_a(int ta, int M, int K, const float *A, int lda);
+void gwr_sgemm_pack_free(gwr_sgemm_pack *pk);
+
+/* C = alpha op(A) PB + beta C, PB a packed B (M rows of A). */
+int gwr_sgemm_pb(gwr_tpool *tp, int ta, int M, const float *A, int lda, const gwr_sgemm_pack *pb, float alpha, float beta, float *C,
+                 int ldc);
+/* C = alpha PA B + beta C, PA a packed A, B [K, N] read in place. */
+int gwr_sgemm_pa(gwr_tpool *tp, const gwr_sgemm_pack *pa, int N, const float *B, int ldb, float alpha, float beta, float *C, int ldc);
+/* C = alpha op(A) op(B) + beta C, both packed per call as needed. */
+int gwr_sgemm(gwr_tpool *tp, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+              float beta, float *C, int ldc);
+
+#endif

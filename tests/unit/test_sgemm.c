@@ -3,9 +3,9 @@
  * with gwr_sgemm_force_isa), against a float64 triple loop written here
  * from C = alpha op(A) op(B) + beta C.
  *
- * Each product runs three ways: both sides packed per call (gwr_sgemm),
- * B packed beforehand (gwr_sgemm_pb), A packed beforehand with B read in
- * place (gwr_sgemm_pa). Shapes straddle the kernels' tiles (MR rows, NR
+ * Each product runs three ways: per call (gwr_sgemm: A^T and B^T packed,
+ * A and B read in place), B packed beforehand (gwr_sgemm_pb), A packed
+ * beforehand with B read in place (gwr_sgemm_pa). Shapes straddle the kernels' tiles (MR rows, NR
  * columns) and the K block (256): 1, MR - 1, MR, MR + 1, ..., with leading
  * dimensions above the minimum, alpha and beta varied, beta 0 over a C of
  * NaNs (which must not leak), and the bytes between C's rows checked
@@ -125,7 +125,7 @@ static gcase make(int ta, int tb, int M, int N, int K, int pad, float alpha, flo
 static void sweep(int isa) {
     int mr = TILE_MR[isa], nr = TILE_NR[isa];
     int Ms[] = {1, 2, 3, mr - 1, mr, mr + 1, 2 * mr + 1, 37};
-    int Ns[] = {1, 2, nr - 1, nr, nr + 1, 2 * nr + 3, 100};
+    int Ns[] = {1, 2, nr / 2, nr / 2 + 1, nr - 1, nr, nr + 1, 2 * nr + 3, 100};
     int Ks[] = {1, 2, 17, KC - 1, KC, KC + 1, 2 * KC + 3};
     int nM = sizeof Ms / sizeof *Ms, nN = sizeof Ns / sizeof *Ns, nK = sizeof Ks / sizeof *Ks, c = 0;
     for (int i = 0; i < nM; i++)
@@ -134,6 +134,10 @@ static void sweep(int isa) {
             gcase g = make(c & 1, (c >> 1) & 1, Ms[i], Ns[j], Ks[c % nK], c % 3 == 0 ? 3 : 0, alphas[c % 2], betas[c % 3]);
             run_case(&g, isa);
         }
+    for (int t = 0; t < 2; t++) { /* B's rows 4 KB apart or more: its panels copied, for tiles of rows enough */
+        gcase g = make(0, 0, 2 * mr + 1 + t * mr, 1024 + 7 * t, KC + 44, t ? 0 : 5, 1.0f, t ? 0.5f : 0.0f);
+        run_case(&g, isa);
+    }
     for (int q = 0; q < nK; q++) /* every K with each transpose, one tile and a bit */
         for (int t = 0; t < 4; t++) {
             gcase g = make(t & 1, t >> 1, mr + 1, nr + 1, Ks[q], 1, 1.0f, t == 3 ? 1.0f : 0.0f);

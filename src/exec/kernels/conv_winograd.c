@@ -180,8 +180,8 @@ static void output_row(const float *m, int64_t ld, int64_t x0, int64_t x1, float
     }
 }
 
-void gwr_ku_wino_image_f32(const float *x, const float *U, const gwr_ku_window *g, int64_t C, int64_t M, float *scratch,
-                           int64_t block, float *y) {
+void gwr_ku_wino_image_f32(const float *x, const float *U, struct gwr_sgemm_pack *const *Up, gwr_tpool *tp,
+                           const gwr_ku_window *g, int64_t C, int64_t M, float *scratch, int64_t block, float *y) {
     int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];
     int64_t tw = (OW + 1) / 2, th = (OH + 1) / 2, tiles = th * tw, Hp = 2 * th + 2, Wp = 2 * tw + 2;
     float *V = scratch, *Mx = V + 16 * C * block, *xp = Mx + 16 * M * block, *orow = xp + C * Hp * Wp;
@@ -195,8 +195,11 @@ void gwr_ku_wino_image_f32(const float *x, const float *U, const gwr_ku_window *
                 t += x1 - x0;
             }
         for (int xi = 0; xi < 16; xi++)
-            gwr_ku_sgemm(0, 0, (int)M, (int)nb, (int)C, 1.0f, U + xi * M * C, (int)C, V + xi * C * nb, (int)nb, 0.0f,
-                         Mx + xi * M * nb, (int)nb);
+            if (Up) /* V's matrix read in place over U's packed at planning */
+                gwr_sgemm_pa(tp, Up[xi], (int)nb, V + xi * C * nb, (int)nb, 1.0f, 0.0f, Mx + xi * M * nb, (int)nb);
+            else
+                gwr_ku_sgemm(0, 0, (int)M, (int)nb, (int)C, 1.0f, U + xi * M * C, (int)C, V + xi * C * nb, (int)nb, 0.0f,
+                             Mx + xi * M * nb, (int)nb);
         for (int64_t m = 0; m < M; m++)
             for (int64_t t = t0; t < t0 + nb;) {
                 int64_t ty = t / tw, x0 = t % tw, x1 = x0 + (t0 + nb - t) < tw ? x0 + (t0 + nb - t) : tw;
@@ -256,6 +259,15 @@ gwr_status gwr_ku_conv_prepare(gwr_kctx *k, void **state) {
     gwr_ku_wino_weights(w->data, w->dims[0], w->dims[1], U);
     p->M = w->dims[0], p->C = w->dims[1], p->U = U;
     *state = p;
+    if (!gwr_sgemm_enabled() || !gwr_ku_fits_int(p->M) || !gwr_ku_fits_int(p->C)) return GWR_OK;
+    for (int xi = 0; xi < 16; xi++)
+        if (!(p->Up[xi] = gwr_sgemm_pack_a(0, (int)p->M, (int)p->C, U + xi * p->M * p->C, (int)p->C))) {
+            gwr_ku_conv_prep_free(p);
+            *state = NULL;
+            return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory packing the Winograd weights");
+        }
+    gwr_free(p->U); /* the packs hold it all */
+    p->U = NULL;
     return GWR_OK;
 }
 
@@ -264,5 +276,6 @@ void gwr_ku_conv_prep_free(void *state) {
     if (!p) return;
     gwr_free(p->U);
     gwr_sgemm_pack_free(p->pa);
+    for (int xi = 0; xi < 16; xi++) gwr_sgemm_pack_free(p->Up[xi]);
     gwr_free(p);
 }

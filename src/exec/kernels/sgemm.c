@@ -4,9 +4,10 @@
  * Loop order (Goto's): per block of KC values of k, per panel of NR
  * columns, per tile of MR rows: the panel's kc x NR floats (32 KB at most)
  * stay in L1 while every tile of A's block (M x kc, from L2) passes over
- * them. A is always packed (k-major tiles: the broadcast side); B is a
- * packed panel or read in place, where only the last, narrower panel is
- * copied (zero-padded) so that the kernel may read whole vectors. */
+ * them. A (the broadcast side) is read in place, or from k-major tiles
+ * packed at planning (a layer's weights) or per call (A^T); B is a packed
+ * panel or read in place, where only the last, narrower panel is copied
+ * (zero-padded) so that the kernel may read whole vectors. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,7 +153,8 @@ void gwr_sgemm_pack_free(gwr_sgemm_pack *pk) {
 typedef struct job {
     const isa_info *is;
     int M, N, K;
-    const float *ap;  /* packed tiles of A */
+    const float *ap;  /* packed tiles of A, or A in place, rows lda apart: */
+    ptrdiff_t lda;    /* 0: packed */
     const float *bp;  /* packed panels of B, or NULL: */
     const float *b;   /* B [K, N] in place, rows ldb apart */
     ptrdiff_t ldb;
@@ -170,6 +172,10 @@ static void run_panels(void *ctx, int64_t p0, int64_t p1) {
     /* One tile of rows reuses no panel: B streams once, in order, unblocked
      * (from memory, a decode step's weights: blocks of it read 25% slower) */
     int kb = j->M <= mr && j->bp ? K : KC;
+    /* B in place with rows over 4 KB apart: the panel's kc rows would
+     * touch kc pages per tile (TLB misses: 63 against 89 GFLOP/s at
+     * ResNet's 64 x 3136 x 576); copied once, every tile reads it dense */
+    int copy = !j->bp && j->ldb >= 1024 && j->M > 2 * mr;
     for (int k0 = 0; k0 < K; k0 += kb) {
         int kc = K - k0 < kb ? K - k0 : kb;
         float beta = k0 ? 1.0f : j->beta;
@@ -179,17 +185,17 @@ static void run_panels(void *ctx, int64_t p0, int64_t p1) {
             ptrdiff_t ldb = nr;
             if (j->bp) {
                 b = j->bp + (size_t)p * nr * K + (size_t)k0 * nr;
-            } else if (cols == nr) {
+            } else if (cols == nr && !copy) {
                 b = j->b + (size_t)k0 * j->ldb + c0, ldb = j->ldb;
-            } else { /* the last panel, narrower: zero-padded so that whole vectors read */
-                memset(edge, 0, (size_t)kc * nr * sizeof *edge);
+            } else { /* copied: rows far apart, or the last panel, narrower (zero-padded: whole vectors read) */
+                if (cols < nr) memset(edge, 0, (size_t)kc * nr * sizeof *edge);
                 for (int k = 0; k < kc; k++) memcpy(edge + k * nr, j->b + (size_t)(k0 + k) * j->ldb + c0, (size_t)cols * sizeof *edge);
                 b = edge;
             }
             for (int i0 = 0; i0 < j->M; i0 += mr) {
                 int rows = j->M - i0 < mr ? j->M - i0 : mr;
-                is->kern(rows, kc, j->ap + (size_t)i0 * K + (size_t)k0 * mr, b, ldb, j->C + (size_t)i0 * j->ldc + c0, j->ldc, cols,
-                         j->alpha, beta);
+                const float *a = j->lda ? j->ap + (size_t)i0 * j->lda + k0 : j->ap + (size_t)i0 * K + (size_t)k0 * mr;
+                is->kern(rows, kc, a, j->lda, b, ldb, j->C + (size_t)i0 * j->ldc + c0, j->ldc, cols, j->alpha, beta);
             }
         }
     }
@@ -210,18 +216,20 @@ int gwr_sgemm_pb(gwr_tpool *tp, int ta, int M, const float *A, int lda, const gw
                  int ldc) {
     if (M < 1) return 0;
     const isa_info *is = &ISAS[pb->isa];
-    float *ap = gwr_malloc((size_t)cdiv(M, is->mr) * is->mr * pb->K * sizeof *ap);
-    if (!ap) return -1;
-    pack_a_into(is->mr, ta, M, pb->K, A, lda, ap);
-    job j = {is, M, pb->N, pb->K, ap, pb->p, NULL, 0, alpha, beta, C, ldc};
+    float *ap = NULL; /* A^T packed; A itself is read in place */
+    if (ta && !(ap = gwr_malloc((size_t)cdiv(M, is->mr) * is->mr * pb->K * sizeof *ap))) return -1;
+    if (ta) pack_a_into(is->mr, 1, M, pb->K, A, lda, ap);
+    job j = {is, M, pb->N, pb->K, ta ? ap : A, ta ? 0 : lda, pb->p, NULL, 0, alpha, beta, C, ldc};
     run_job(tp, &j);
     gwr_free(ap);
     return 0;
 }
 
+int gwr_sgemm_pa_min_n(const gwr_sgemm_pack *pa) { return ISAS[pa->isa].nr / 2; }
+
 int gwr_sgemm_pa(gwr_tpool *tp, const gwr_sgemm_pack *pa, int N, const float *B, int ldb, float alpha, float beta, float *C, int ldc) {
     if (N < 1) return 0;
-    job j = {&ISAS[pa->isa], pa->M, N, pa->K, pa->p, NULL, B, ldb, alpha, beta, C, ldc};
+    job j = {&ISAS[pa->isa], pa->M, N, pa->K, pa->p, 0, NULL, B, ldb, alpha, beta, C, ldc};
     run_job(tp, &j);
     return 0;
 }
@@ -234,12 +242,13 @@ int gwr_sgemm(gwr_tpool *tp, int ta, int tb, int M, int N, int K, float alpha, c
         return 0;
     }
     const isa_info *is = &ISAS[gwr_sgemm_current_isa()];
-    size_t na = (size_t)cdiv(M, is->mr) * is->mr * K, nb = tb ? (size_t)cdiv(N, is->nr) * is->nr * K : 0;
-    float *ap = gwr_malloc((na + nb) * sizeof *ap);
-    if (!ap) return -1;
-    pack_a_into(is->mr, ta, M, K, A, lda, ap);
+    /* packed per call: A^T (A is read in place), B^T (B is) */
+    size_t na = ta ? (size_t)cdiv(M, is->mr) * is->mr * K : 0, nb = tb ? (size_t)cdiv(N, is->nr) * is->nr * K : 0;
+    float *ap = na + nb ? gwr_malloc((na + nb) * sizeof *ap) : NULL;
+    if (na + nb && !ap) return -1;
+    if (ta) pack_a_into(is->mr, 1, M, K, A, lda, ap);
     if (tb) pack_b_into(is->nr, 1, K, N, B, ldb, ap + na);
-    job j = {is, M, N, K, ap, tb ? ap + na : NULL, B, ldb, alpha, beta, C, ldc};
+    job j = {is, M, N, K, ta ? ap : A, ta ? 0 : lda, tb ? ap + na : NULL, B, ldb, alpha, beta, C, ldc};
     run_job(tp, &j);
     gwr_free(ap);
     return 0;

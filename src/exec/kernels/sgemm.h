@@ -22,16 +22,17 @@
 
 #include "exec/exec_internal.h"
 
-/* The micro-kernel: C[mr x nr] = alpha sum_k a[k * MR + i] b[k * ldb + j]
- * + beta C (see sgemm_kern.h). */
-typedef void (*gwr_sgemm_kern_fn)(int mr, int kc, const float *a, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr,
-                                  float alpha, float beta);
-void gwr_sgemm_kern_avx512(int mr, int kc, const float *a, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr, float alpha,
-                           float beta);
-void gwr_sgemm_kern_avx2(int mr, int kc, const float *a, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr, float alpha,
-                         float beta);
-void gwr_sgemm_kern_vec(int mr, int kc, const float *a, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr, float alpha,
-                        float beta);
+/* The micro-kernel: C[mr x nr] = alpha sum_k a(i, k) b[k * ldb + j] + beta C,
+ * a(i, k) = a[k * MR + i] (a packed tile, lda 0) or a[i * lda + k] (A in
+ * place); see sgemm_kern.h. */
+typedef void (*gwr_sgemm_kern_fn)(int mr, int kc, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc,
+                                  int nr, float alpha, float beta);
+void gwr_sgemm_kern_avx512(int mr, int kc, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr,
+                           float alpha, float beta);
+void gwr_sgemm_kern_avx2(int mr, int kc, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr,
+                         float alpha, float beta);
+void gwr_sgemm_kern_vec(int mr, int kc, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr,
+                        float alpha, float beta);
 
 /* The instruction sets, best first. */
 typedef enum { GWR_SGEMM_AVX512, GWR_SGEMM_AVX2, GWR_SGEMM_VEC, GWR_SGEMM_NISA } gwr_sgemm_isa;
@@ -66,6 +67,11 @@ int gwr_sgemm_pb(gwr_tpool *tp, int ta, int M, const float *A, int lda, const gw
                  int ldc);
 /* C = alpha PA B + beta C, PA a packed A, B [K, N] read in place. */
 int gwr_sgemm_pa(gwr_tpool *tp, const gwr_sgemm_pack *pa, int N, const float *B, int ldb, float alpha, float beta, float *C, int ldc);
+/* The fewest columns gwr_sgemm_pa is worth calling for: under it, half a
+ * panel's width, the kernel computes mostly padding and OpenBLAS is
+ * faster (bench_sgemm, squeeze-excite's 576 x 1 x 144: 3.4 against 24 us;
+ * N 8: 13.5 against 24.6; N 16: 30 against 24). */
+int gwr_sgemm_pa_min_n(const gwr_sgemm_pack *pa);
 /* C = alpha op(A) op(B) + beta C, both packed per call as needed. */
 int gwr_sgemm(gwr_tpool *tp, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
               float beta, float *C, int ldc);

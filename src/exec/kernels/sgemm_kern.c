@@ -70,13 +70,13 @@
 #undef KNV
 #else
 /* Never selected off x86 (sgemm.c): defined so that the table links. */
-void gwr_sgemm_kern_avx512(int mr, int kc, const float *a, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr, float alpha,
-                           float beta) {
-    gwr_sgemm_kern_vec(mr, kc, a, b, ldb, c, ldc, nr, alpha, beta);
+void gwr_sgemm_kern_avx512(int mr, int kc, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr,
+                           float alpha, float beta) {
+    gwr_sgemm_kern_vec(mr, kc, a, lda, b, ldb, c, ldc, nr, alpha, beta);
 }
-void gwr_sgemm_kern_avx2(int mr, int kc, const float *a, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr, float alpha,
-                         float beta) {
-    gwr_sgemm_kern_vec(mr, kc, a, b, ldb, c, ldc, nr, alpha, beta);
+void gwr_sgemm_kern_avx2(int mr, int kc, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr,
+                         float alpha, float beta) {
+    gwr_sgemm_kern_vec(mr, kc, a, lda, b, ldb, c, ldc, nr, alpha, beta);
 }
 #endif
 

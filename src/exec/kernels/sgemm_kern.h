@@ -9,9 +9,10 @@
  * It defines gwr_sgemm_kern_<KSFX> (see gwr_sgemm_kern_fn in sgemm.h).
  *
  * C[mr x nr] (rows ldc apart) = alpha * sum_k a[k][i] b[k][j] + beta C, beta 0
- * reading nothing of C. a is a packed tile, KMR floats per k (rows past mr
- * zero or ignored); b is KNV vectors per k, ldb apart, readable in full
- * even where nr < KNR. The accumulators are KMR x KNV vectors held in
+ * reading nothing of C. a is a packed tile, KMR floats per k (lda 0; rows
+ * past mr ignored), or A's rows in place, lda apart; b is KNV vectors per
+ * k, ldb apart (half of them where nr <= KNR / 2), readable in full even
+ * where nr is less. The accumulators are KMR x KNV vectors held in
  * registers; tiles of one or two rows split k over extra accumulators, so
  * that the FMAs' latency does not serialize them (the M = 1 product of a
  * decode step or an LSTM step). */
@@ -23,40 +24,41 @@
 /* Loops over registers are unrolled whole: their bounds are constants. */
 #define KUNROLL _Pragma("GCC unroll 16")
 
-static inline KTARGET __attribute__((always_inline)) void KCAT(tile_, KSFX)(const int mr, const int ks, int kc, const float *a,
-                                                                          const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc,
-                                                                          int nr, float alpha, float beta) {
+static inline KTARGET __attribute__((always_inline)) void KCAT(tile_, KSFX)(const int mr, const int ks, const int nv, const int inplace,
+                                                                          int kc, const float *a, ptrdiff_t lda, const float *b,
+                                                                          ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr, float alpha,
+                                                                          float beta) {
     KV acc[KMAXS][KMR][KNV];
     KUNROLL for (int s = 0; s < ks; s++)
         KUNROLL for (int i = 0; i < mr; i++)
-            KUNROLL for (int v = 0; v < KNV; v++) acc[s][i][v] = KZERO();
+            KUNROLL for (int v = 0; v < nv; v++) acc[s][i][v] = KZERO();
     int k = 0;
     for (; k + ks <= kc; k += ks)
         KUNROLL for (int s = 0; s < ks; s++) {
-            const float *bk = b + (ptrdiff_t)(k + s) * ldb, *ak = a + (ptrdiff_t)(k + s) * KMR;
+            const float *bk = b + (ptrdiff_t)(k + s) * ldb, *ak = inplace ? a + k + s : a + (ptrdiff_t)(k + s) * KMR;
             KV bv[KNV];
-            KUNROLL for (int v = 0; v < KNV; v++) bv[v] = KLOAD(bk + v * KVL);
+            KUNROLL for (int v = 0; v < nv; v++) bv[v] = KLOAD(bk + v * KVL);
             KUNROLL for (int i = 0; i < mr; i++) {
-                KV av = KSPLAT(ak[i]);
-                KUNROLL for (int v = 0; v < KNV; v++) acc[s][i][v] = KFMA(av, bv[v], acc[s][i][v]);
+                KV av = KSPLAT(inplace ? ak[i * lda] : ak[i]);
+                KUNROLL for (int v = 0; v < nv; v++) acc[s][i][v] = KFMA(av, bv[v], acc[s][i][v]);
             }
         }
     for (; k < kc; k++) {
-        const float *bk = b + (ptrdiff_t)k * ldb, *ak = a + (ptrdiff_t)k * KMR;
+        const float *bk = b + (ptrdiff_t)k * ldb, *ak = inplace ? a + k : a + (ptrdiff_t)k * KMR;
         KV bv[KNV];
-        KUNROLL for (int v = 0; v < KNV; v++) bv[v] = KLOAD(bk + v * KVL);
+        KUNROLL for (int v = 0; v < nv; v++) bv[v] = KLOAD(bk + v * KVL);
         KUNROLL for (int i = 0; i < mr; i++) {
-            KV av = KSPLAT(ak[i]);
-            KUNROLL for (int v = 0; v < KNV; v++) acc[0][i][v] = KFMA(av, bv[v], acc[0][i][v]);
+            KV av = KSPLAT(inplace ? ak[i * lda] : ak[i]);
+            KUNROLL for (int v = 0; v < nv; v++) acc[0][i][v] = KFMA(av, bv[v], acc[0][i][v]);
         }
     }
     KUNROLL for (int s = 1; s < ks; s++)
         KUNROLL for (int i = 0; i < mr; i++)
-            KUNROLL for (int v = 0; v < KNV; v++) acc[0][i][v] = KADD(acc[0][i][v], acc[s][i][v]);
+            KUNROLL for (int v = 0; v < nv; v++) acc[0][i][v] = KADD(acc[0][i][v], acc[s][i][v]);
     KV va = KSPLAT(alpha), vb = KSPLAT(beta);
-    if (nr == KNR) {
+    if (nr == nv * KVL) {
         for (int i = 0; i < mr; i++)
-            for (int v = 0; v < KNV; v++) {
+            for (int v = 0; v < nv; v++) {
                 float *cp = c + i * ldc + v * KVL;
                 KV r = KMUL(va, acc[0][i][v]);
                 if (beta != 0) r = KFMA(vb, KLOAD(cp), r);
@@ -66,7 +68,7 @@ static inline KTARGET __attribute__((always_inline)) void KCAT(tile_, KSFX)(cons
     }
     float t[KNR];
     for (int i = 0; i < mr; i++) {
-        for (int v = 0; v < KNV; v++) KSTORE(t + v * KVL, KMUL(va, acc[0][i][v]));
+        for (int v = 0; v < nv; v++) KSTORE(t + v * KVL, KMUL(va, acc[0][i][v]));
         float *cp = c + i * ldc;
         if (beta == 0)
             for (int j = 0; j < nr; j++) cp[j] = t[j];
@@ -75,12 +77,22 @@ static inline KTARGET __attribute__((always_inline)) void KCAT(tile_, KSFX)(cons
     }
 }
 
-/* One instance per row count, so that every loop above has constant
- * bounds and the accumulators stay in registers. */
-KTARGET void KCAT(gwr_sgemm_kern_, KSFX)(int mr, int kc, const float *a, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc,
-                                         int nr, float alpha, float beta) {
-#define KCASE(m, s) \
-    case m: KCAT(tile_, KSFX)(m, s, kc, a, b, ldb, c, ldc, nr, alpha, beta); break;
+/* One instance per row count, tile width and side of A, so that every
+ * loop above has constant bounds and the accumulators stay in registers. */
+KTARGET void KCAT(gwr_sgemm_kern_, KSFX)(int mr, int kc, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float *c,
+                                         ptrdiff_t ldc, int nr, float alpha, float beta) {
+    int half = KNV > 1 && nr <= KNR / 2; /* a narrow last panel: half the columns computed */
+#define KCALL(m, s, nv, in) KCAT(tile_, KSFX)(m, s, nv, in, kc, a, lda, b, ldb, c, ldc, nr, alpha, beta)
+#define KCASE(m, s)                                         \
+    case m:                                                 \
+        if (lda) {                                          \
+            if (half) KCALL(m, s, KNV / 2, 1);              \
+            else KCALL(m, s, KNV, 1);                       \
+        } else {                                            \
+            if (half) KCALL(m, s, KNV / 2, 0);              \
+            else KCALL(m, s, KNV, 0);                       \
+        }                                                   \
+        break;
     switch (mr) {
         KCASE(1, 4)
         KCASE(2, 2)
@@ -105,6 +117,7 @@ KTARGET void KCAT(gwr_sgemm_kern_, KSFX)(int mr, int kc, const float *a, const f
     default: break;
     }
 #undef KCASE
+#undef KCALL
 }
 
 #undef KNR

@@ -6,7 +6,7 @@
  * Each product runs three ways: per call (gwr_sgemm: A^T and B^T packed,
  * A and B read in place), B packed beforehand (gwr_sgemm_pb), A packed
  * beforehand with B read in place (gwr_sgemm_pa). Shapes straddle the kernels' tiles (MR rows, NR
- * columns) and the K block (256): 1, MR - 1, MR, MR + 1, ..., with leading
+ * columns) and the K block (160 or 256): 1, MR - 1, MR, MR + 1, ..., with leading
  * dimensions above the minimum, alpha and beta varied, beta 0 over a C of
  * NaNs (which must not leak), and the bytes between C's rows checked
  * untouched. Values are uniform in [-1, 1]; float32 sums differ from the
@@ -21,8 +21,8 @@
 #include "check.h"
 #include "exec/kernels/sgemm.h"
 
-static const int TILE_MR[GWR_SGEMM_NISA] = {12, 6, 4}, TILE_NR[GWR_SGEMM_NISA] = {32, 16, 8};
-#define KC 256
+/* sgemm.c's tiles and k blocks per instruction set */
+static const int TILE_MR[GWR_SGEMM_NISA] = {8, 6, 4}, TILE_NR[GWR_SGEMM_NISA] = {48, 16, 8}, TILE_KC[GWR_SGEMM_NISA] = {160, 256, 256};
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 static float urand(void) {
@@ -123,9 +123,9 @@ static gcase make(int ta, int tb, int M, int N, int K, int pad, float alpha, flo
 
 /* Every M and N around the tile edges, K rotating through its edges. */
 static void sweep(int isa) {
-    int mr = TILE_MR[isa], nr = TILE_NR[isa];
+    int mr = TILE_MR[isa], nr = TILE_NR[isa], KC = TILE_KC[isa];
     int Ms[] = {1, 2, 3, mr - 1, mr, mr + 1, 2 * mr + 1, 37};
-    int Ns[] = {1, 2, nr / 2, nr / 2 + 1, nr - 1, nr, nr + 1, 2 * nr + 3, 100};
+    int Ns[] = {1, 2, 15, 16, 17, 33, nr - 1, nr, nr + 1, 2 * nr + 3, 100}; /* 16, 32: AVX-512's vectors */
     int Ks[] = {1, 2, 17, KC - 1, KC, KC + 1, 2 * KC + 3};
     int nM = sizeof Ms / sizeof *Ms, nN = sizeof Ns / sizeof *Ns, nK = sizeof Ks / sizeof *Ks, c = 0;
     for (int i = 0; i < nM; i++)
@@ -135,7 +135,7 @@ static void sweep(int isa) {
             run_case(&g, isa);
         }
     for (int t = 0; t < 2; t++) { /* B's rows 4 KB apart or more: its panels copied, for tiles of rows enough */
-        gcase g = make(0, 0, 2 * mr + 1 + t * mr, 1024 + 7 * t, KC + 44, t ? 0 : 5, 1.0f, t ? 0.5f : 0.0f);
+        gcase g = make(0, 0, 2 * mr + 1 + t * mr, 1024 + 7 * t, 300, t ? 0 : 5, 1.0f, t ? 0.5f : 0.0f);
         run_case(&g, isa);
     }
     for (int q = 0; q < nK; q++) /* every K with each transpose, one tile and a bit */

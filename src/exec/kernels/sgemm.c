@@ -1,7 +1,7 @@
 /* sgemm.c - the GEMM driver over sgemm_kern.h's micro-kernels: packing,
  * blocking over K, and the split of C's columns over workers.
  *
- * Loop order (Goto's): per block of KC values of k, per panel of NR
+ * Loop order (Goto's): per block of kc values of k, per panel of NR
  * columns, per tile of MR rows: the panel's kc x NR floats (32 KB at most)
  * stay in L1 while every tile of A's block (M x kc, from L2) passes over
  * them. A (the broadcast side) is read in place, or from k-major tiles
@@ -14,19 +14,20 @@
 #include "exec/kernels/sgemm.h"
 #include "util/util.h"
 
-#define KC 256      /* k per block: a 32-column panel is then 32 KB */
-#define MAXNR 32    /* the widest panel of the kernels */
+#define MAXKC 256   /* the largest kc of ISAS */
+#define MAXNR 48    /* the widest panel of the kernels */
 #define PAN_GRAIN 2 /* panels per share of a parallel loop */
 
 typedef struct isa_info {
-    int mr, nr;
+    int mr, nr, kc; /* kc: k per block, a panel's kc x nr floats in L1 (32 KB, 30 for AVX-512's) */
+    int vl;         /* floats per vector: the narrowest panel the kernel computes */
     gwr_sgemm_kern_fn kern;
 } isa_info;
 
 static const isa_info ISAS[GWR_SGEMM_NISA] = {
-    {12, 32, gwr_sgemm_kern_avx512},
-    {6, 16, gwr_sgemm_kern_avx2},
-    {4, 8, gwr_sgemm_kern_vec},
+    {8, 48, 160, 16, gwr_sgemm_kern_avx512},
+    {6, 16, 256, 8, gwr_sgemm_kern_avx2},
+    {4, 8, 256, 4, gwr_sgemm_kern_vec},
 };
 
 static int isa_ok(gwr_sgemm_isa isa) {
@@ -168,14 +169,16 @@ static void run_panels(void *ctx, int64_t p0, int64_t p1) {
     const job *j = ctx;
     const isa_info *is = j->is;
     int mr = is->mr, nr = is->nr, K = j->K;
-    float edge[KC * MAXNR];
+    float edge[MAXKC * MAXNR];
     /* One tile of rows reuses no panel: B streams once, in order, unblocked
      * (from memory, a decode step's weights: blocks of it read 25% slower) */
-    int kb = j->M <= mr && j->bp ? K : KC;
+    int kb = j->M <= mr && j->bp ? K : is->kc;
     /* B in place with rows over 4 KB apart: the panel's kc rows would
      * touch kc pages per tile (TLB misses: 63 against 89 GFLOP/s at
-     * ResNet's 64 x 3136 x 576); copied once, every tile reads it dense */
-    int copy = !j->bp && j->ldb >= 1024 && j->M > 2 * mr;
+     * ResNet's 64 x 3136 x 576); copied once, every tile reads it dense.
+     * Not for few rows of B or of tiles, which the copy costs more than it
+     * saves (MobileNet's 24 x 3136 x 64: 88 against 103 GFLOP/s) */
+    int copy = !j->bp && j->ldb >= 1024 && j->M > 2 * mr && K > 96;
     for (int k0 = 0; k0 < K; k0 += kb) {
         int kc = K - k0 < kb ? K - k0 : kb;
         float beta = k0 ? 1.0f : j->beta;
@@ -225,7 +228,7 @@ int gwr_sgemm_pb(gwr_tpool *tp, int ta, int M, const float *A, int lda, const gw
     return 0;
 }
 
-int gwr_sgemm_pa_min_n(const gwr_sgemm_pack *pa) { return ISAS[pa->isa].nr / 2; }
+int gwr_sgemm_pa_min_n(const gwr_sgemm_pack *pa) { return ISAS[pa->isa].vl; }
 
 int gwr_sgemm_pa(gwr_tpool *tp, const gwr_sgemm_pack *pa, int N, const float *B, int ldb, float alpha, float beta, float *C, int ldc) {
     if (N < 1) return 0;

@@ -67,8 +67,8 @@ int gwr_sgemm_pb(gwr_tpool *tp, int ta, int M, const float *A, int lda, const gw
                  int ldc);
 /* C = alpha PA B + beta C, PA a packed A, B [K, N] read in place. */
 int gwr_sgemm_pa(gwr_tpool *tp, const gwr_sgemm_pack *pa, int N, const float *B, int ldb, float alpha, float beta, float *C, int ldc);
-/* The fewest columns gwr_sgemm_pa is worth calling for: under it, half a
- * panel's width, the kernel computes mostly padding and OpenBLAS is
+/* The fewest columns gwr_sgemm_pa is worth calling for: under it, one
+ * vector's width, the kernel computes mostly padding and OpenBLAS is
  * faster (bench_sgemm, squeeze-excite's 576 x 1 x 144: 3.4 against 24 us;
  * N 8: 13.5 against 24.6; N 16: 30 against 24). */
 int gwr_sgemm_pa_min_n(const gwr_sgemm_pack *pa);

@@ -1,7 +1,9 @@
 /* sgemm_kern.c - sgemm_kern.h's micro-kernel for each instruction set.
  *
  * Tiles (rows x columns, the accumulators they hold):
- *   AVX-512   12 x 32  (24 of 32 zmm)
+ *   AVX-512    8 x 48  (24 of 32 zmm: the channel counts of CNNs and
+ *                      transformers are multiples of 8, and 48 columns
+ *                      load 3 vectors per 8 broadcasts)
  *   AVX2+FMA   6 x 16  (12 of 16 ymm)
  *   portable   4 x 8   (8 four-float vectors: SSE2 / NEON)
  * The x86 ones are compiled for their instruction set by a function
@@ -24,8 +26,8 @@
 #define KMUL(a, b) _mm512_mul_ps(a, b)
 #define KADD(a, b) _mm512_add_ps(a, b)
 #define KFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define KMR 12
-#define KNV 2
+#define KMR 8
+#define KNV 3
 #include "exec/kernels/sgemm_kern.h"
 #undef KSFX
 #undef KTARGET

@@ -11,7 +11,7 @@
  * C[mr x nr] (rows ldc apart) = alpha * sum_k a[k][i] b[k][j] + beta C, beta 0
  * reading nothing of C. a is a packed tile, KMR floats per k (lda 0; rows
  * past mr ignored), or A's rows in place, lda apart; b is KNV vectors per
- * k, ldb apart (half of them where nr <= KNR / 2), readable in full even
+ * k, ldb apart (those nr covers where nr < KNR), readable in full even
  * where nr is less. The accumulators are KMR x KNV vectors held in
  * registers; tiles of one or two rows split k over extra accumulators, so
  * that the FMAs' latency does not serialize them (the M = 1 product of a
@@ -77,21 +77,29 @@ static inline KTARGET __attribute__((always_inline)) void KCAT(tile_, KSFX)(cons
     }
 }
 
-/* One instance per row count, tile width and side of A, so that every
+/* One instance per row count, vector count and side of A, so that every
  * loop above has constant bounds and the accumulators stay in registers. */
 KTARGET void KCAT(gwr_sgemm_kern_, KSFX)(int mr, int kc, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float *c,
                                          ptrdiff_t ldc, int nr, float alpha, float beta) {
-    int half = KNV > 1 && nr <= KNR / 2; /* a narrow last panel: half the columns computed */
-#define KCALL(m, s, nv, in) KCAT(tile_, KSFX)(m, s, nv, in, kc, a, lda, b, ldb, c, ldc, nr, alpha, beta)
-#define KCASE(m, s)                                         \
-    case m:                                                 \
-        if (lda) {                                          \
-            if (half) KCALL(m, s, KNV / 2, 1);              \
-            else KCALL(m, s, KNV, 1);                       \
-        } else {                                            \
-            if (half) KCALL(m, s, KNV / 2, 0);              \
-            else KCALL(m, s, KNV, 0);                       \
-        }                                                   \
+    int nv = (nr + KVL - 1) / KVL; /* a narrow last panel: only the vectors it covers */
+#define KCALL(m, s, v, in) KCAT(tile_, KSFX)(m, s, v, in, kc, a, lda, b, ldb, c, ldc, nr, alpha, beta)
+#if KNV == 3
+#define KWIDTH(m, s, in)                    \
+    if (nv == 1) KCALL(m, s, 1, in);        \
+    else if (nv == 2) KCALL(m, s, 2, in);   \
+    else KCALL(m, s, 3, in);
+#else
+#define KWIDTH(m, s, in)                    \
+    if (nv == 1) KCALL(m, s, 1, in);        \
+    else KCALL(m, s, 2, in);
+#endif
+#define KCASE(m, s)                         \
+    case m:                                 \
+        if (lda) {                          \
+            KWIDTH(m, s, 1)                 \
+        } else {                            \
+            KWIDTH(m, s, 0)                 \
+        }                                   \
         break;
     switch (mr) {
         KCASE(1, 4)
@@ -117,6 +125,7 @@ KTARGET void KCAT(gwr_sgemm_kern_, KSFX)(int mr, int kc, const float *a, ptrdiff
     default: break;
     }
 #undef KCASE
+#undef KWIDTH
 #undef KCALL
 }
 

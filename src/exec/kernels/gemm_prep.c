@@ -109,10 +109,13 @@ const gwr_mm_prep *gwr_ku_mm_prep(const gwr_kctx *k, const gwr_value *b) {
 int gwr_ku_mm_packed(const gwr_kctx *k, const gwr_value *b, int ta, int M, const float *A, int lda, float alpha, float beta, float *C,
                      int ldc) {
     const gwr_mm_prep *p = prep_of(k, b);
-    /* One row: OpenBLAS's sgemv over B in place streams the weights from
-     * memory faster (bench_sgemm: 23 against 18 GB/s at 4096 x 4096; 3.7
-     * against 5.5 ms for gpt_dec_s1's step); from two rows on, the packed
-     * panels win (4 rows: 4 to 5 ms against 11 to 23 for 4 sgemv). */
+    /* One row: OpenBLAS's sgemv over B in place. The packed panels win in
+     * bench_sgemm (47 against 40 GFLOP/s at gpt_dec_s1's shapes, even
+     * from memory at 4096 x 4096), but not in the model, whose 75 MB of
+     * weights stream from memory each step: 3.45-3.53 against 3.35-3.46 ms,
+     * best of 30 runs, interleaved; so planning packs no B for a layer
+     * whose A the graph fixes at one row. From two rows on the panels win
+     * (4 rows: 2.9 ms against 10 to 13 for 4 sgemv, 4096 x 4096). */
     if (!p || !p->pk || (M == 1 && !ta)) return -1;
     return gwr_sgemm_pb(k->tpool, ta, M, A, lda, p->pk, alpha, beta, C, ldc);
 }

@@ -4,9 +4,9 @@
  *
  *   bench_sgemm [REPS]
  *
- * Columns: OpenBLAS; ours with both sides packed per call ("unpacked");
- * ours with the weights packed beforehand, B for MatMul shapes ("pb") or A
- * for Conv shapes ("pa", B read in place). Best of REPS (default 20). */
+ * Columns: OpenBLAS; ours per call (A and B in place, B^T packed); ours
+ * with B packed beforehand (MatMul shapes, whose weights are B; a Conv's
+ * are A, read in place: "-"). Best of REPS (default 20). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -55,7 +55,7 @@ static float *randm(size_t n) {
     return p;
 }
 
-/* which: 0 OpenBLAS, 1 ours unpacked, 2 ours with the weights packed. */
+/* which: 0 OpenBLAS, 1 ours per call, 2 ours with B packed. */
 static double best_us(const shape *s, int which, int reps, const float *A, const float *B, float *C, const gwr_sgemm_pack *pk) {
     int lda = s->K, ldb = s->tb ? s->K : s->N;
     double best = 1e30;
@@ -63,8 +63,7 @@ static double best_us(const shape *s, int which, int reps, const float *A, const
         double t0 = now();
         if (which == 0) gwr_ku_sgemm(0, s->tb, s->M, s->N, s->K, 1.0f, A, lda, B, ldb, 0.0f, C, s->N);
         else if (which == 1) gwr_sgemm(NULL, 0, s->tb, s->M, s->N, s->K, 1.0f, A, lda, B, ldb, 0.0f, C, s->N);
-        else if (s->wside == 'B') gwr_sgemm_pb(NULL, 0, s->M, A, lda, pk, 1.0f, 0.0f, C, s->N);
-        else gwr_sgemm_pa(NULL, pk, s->N, B, ldb, 1.0f, 0.0f, C, s->N);
+        else gwr_sgemm_pb(NULL, 0, s->M, A, lda, pk, 1.0f, 0.0f, C, s->N);
         double t = now() - t0;
         if (t < best) best = t;
     }
@@ -83,13 +82,16 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof SHAPES / sizeof *SHAPES; i++) {
         const shape *s = &SHAPES[i];
         float *A = randm((size_t)s->M * s->K), *B = randm((size_t)s->K * s->N), *C = randm((size_t)s->M * s->N);
-        gwr_sgemm_pack *pk = s->wside == 'B' ? gwr_sgemm_pack_b(s->tb, s->K, s->N, B, s->tb ? s->K : s->N)
-                                             : gwr_sgemm_pack_a(0, s->M, s->K, A, s->K);
-        double t[3];
-        for (int w = 0; w < 3; w++) t[w] = best_us(s, w, reps, A, B, C, pk);
+        gwr_sgemm_pack *pk = s->wside == 'B' ? gwr_sgemm_pack_b(s->tb, s->K, s->N, B, s->tb ? s->K : s->N) : NULL;
+        double t[3] = {0, 0, 0};
+        for (int w = 0; w < (pk ? 3 : 2); w++) t[w] = best_us(s, w, reps, A, B, C, pk);
         double fl = 2.0 * s->M * s->N * s->K * 1e-3;
-        printf("%-18s %5d %6d %5d | %9.1f %9.1f %9.1f | %6.1f %6.1f %6.1f\n", s->model, s->M, s->N, s->K, t[0], t[1], t[2], fl / t[0],
-               fl / t[1], fl / t[2]);
+        if (pk)
+            printf("%-18s %5d %6d %5d | %9.1f %9.1f %9.1f | %6.1f %6.1f %6.1f\n", s->model, s->M, s->N, s->K, t[0], t[1], t[2], fl / t[0],
+                   fl / t[1], fl / t[2]);
+        else
+            printf("%-18s %5d %6d %5d | %9.1f %9.1f %9s | %6.1f %6.1f %6s\n", s->model, s->M, s->N, s->K, t[0], t[1], "-", fl / t[0],
+                   fl / t[1], "-");
         gwr_sgemm_pack_free(pk);
         free(A), free(B), free(C);
     }

@@ -345,38 +345,32 @@ static gwr_status conv_depthwise(gwr_kctx *k, const cprob *p, const cepi *e, con
 
 /* Winograd F(2x2, 3x3), an image at a time, the epilogue over each
  * image's output (on each run of outputs as written, it measured 2%
- * slower on ResNet-18); U (or its packs) from the layer's prepare when it
- * made it. */
+ * slower on ResNet-18); U from the layer's prepare when it made it. */
 static gwr_status conv_winograd(gwr_kctx *k, const cprob *p, const cepi *e, const float *x, const float *w, float *y) {
     const gwr_ku_conv_prep *pp = k->prep;
     int64_t block, ns = gwr_ku_wino_scratch(&p->g, p->C, p->M, &block);
     float *U = NULL, *s = gwr_malloc((size_t)ns * sizeof *s);
-    int mine = pp && pp->M == p->M && pp->C == p->C;
-    struct gwr_sgemm_pack *const *Up = mine && pp->Up[0] ? pp->Up : NULL; /* U packed for sgemm.c */
-    const float *Uc = mine ? pp->U : NULL;
-    if (s && !Uc && !Up && (U = gwr_malloc((size_t)(16 * p->M * p->C) * sizeof *U))) gwr_ku_wino_weights(w, p->M, p->C, U), Uc = U;
-    if (!s || (!Uc && !Up)) {
+    const float *Uc = pp && pp->M == p->M && pp->C == p->C ? pp->U : NULL;
+    if (s && !Uc && (U = gwr_malloc((size_t)(16 * p->M * p->C) * sizeof *U))) gwr_ku_wino_weights(w, p->M, p->C, U), Uc = U;
+    if (!s || !Uc) {
         gwr_free(s), gwr_free(U);
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the Winograd buffers");
     }
     gwr_blas_threads(k->threads);
     for (int64_t n = 0; n < p->N; n++) {
         int64_t yo = n * p->M * p->YS;
-        gwr_ku_wino_image_f32(x + n * p->C * p->XS, Uc, Up, k->tpool, &p->g, p->C, p->M, s, block, y + yo);
+        gwr_ku_wino_image_f32(x + n * p->C * p->XS, Uc, k->tpool, &p->g, p->C, p->M, s, block, y + yo);
         if (epi_active(e)) epi_f32(e, y + yo, 0, p->M, p->YS, p->YS);
     }
     gwr_free(s), gwr_free(U);
     return GWR_OK;
 }
 
-/* A forward GEMM, W [M, K] by B [K, N] (rows ldb apart): over W as the
- * layer packed it at planning where it did (float32, group 1: sgemm.c
- * reads B in place) and N is wide enough for it, else o->gemm. */
-static void fwd_gemm(const gwr_kctx *k, const cops *o, const cprob *p, int M, int N, int K, const void *w, const void *B, int ldb, void *C,
-                     int ldc) {
-    const gwr_ku_conv_prep *pp = k->prep;
-    if (o->esz == sizeof(float) && p->G == 1 && pp && pp->pa && pp->pa->M == M && pp->pa->K == K && N >= gwr_sgemm_pa_min_n(pp->pa) &&
-        !gwr_sgemm_pa(k->tpool, pp->pa, N, B, ldb, 1.0f, 0.0f, C, ldc))
+/* A forward GEMM, W [M, K] by B [K, N] (rows ldb apart): float32 on
+ * sgemm.c, both read in place (the weights as fast as packed, see
+ * sgemm.h), where N is wide enough for it; else o->gemm. */
+static void fwd_gemm(const gwr_kctx *k, const cops *o, int M, int N, int K, const void *w, const void *B, int ldb, void *C, int ldc) {
+    if (o->esz == sizeof(float) && N >= gwr_sgemm_min_n() && !gwr_sgemm(k->tpool, 0, 0, M, N, K, 1.0f, w, K, B, ldb, 0.0f, C, ldc))
         return;
     o->gemm(0, M, N, K, w, K, B, ldb, 0.0, C, ldc);
 }
@@ -424,7 +418,7 @@ static gwr_status conv_forward(gwr_kctx *k, const cops *o, const cprob *p, const
             if (alg == ALG_GEMM) {
                 for (int64_t c0 = 0; c0 < p->YS; c0 += cols) {
                     int64_t nb = p->YS - c0 < cols ? p->YS - c0 : cols;
-                    fwd_gemm(k, o, p, (int)Mg, (int)nb, (int)rows, wg, xg + (size_t)c0 * esz, (int)p->YS, yg + (size_t)c0 * esz,
+                    fwd_gemm(k, o, (int)Mg, (int)nb, (int)rows, wg, xg + (size_t)c0 * esz, (int)p->YS, yg + (size_t)c0 * esz,
                              (int)p->YS);
                     if (epi) o->epi(e, yg + (size_t)c0 * esz, gi * Mg, Mg, p->YS, nb);
                 }
@@ -439,7 +433,7 @@ static gwr_status conv_forward(gwr_kctx *k, const cops *o, const cprob *p, const
                 int64_t r1 = r0 + per < nrows ? r0 + per : nrows, nb = (r1 - r0) * O2;
                 char *yt = yg + (size_t)(r0 * O2) * esz;
                 im2col(xg, g, Cg, esz, r0, r1, col);
-                fwd_gemm(k, o, p, (int)Mg, (int)nb, (int)rows, wg, col, (int)nb, yt, (int)p->YS);
+                fwd_gemm(k, o, (int)Mg, (int)nb, (int)rows, wg, col, (int)nb, yt, (int)p->YS);
                 if (epi) o->epi(e, yt, gi * Mg, Mg, p->YS, nb);
             }
         }

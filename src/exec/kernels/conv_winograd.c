@@ -180,8 +180,8 @@ static void output_row(const float *m, int64_t ld, int64_t x0, int64_t x1, float
     }
 }
 
-void gwr_ku_wino_image_f32(const float *x, const float *U, struct gwr_sgemm_pack *const *Up, gwr_tpool *tp,
-                           const gwr_ku_window *g, int64_t C, int64_t M, float *scratch, int64_t block, float *y) {
+void gwr_ku_wino_image_f32(const float *x, const float *U, gwr_tpool *tp, const gwr_ku_window *g, int64_t C, int64_t M, float *scratch,
+                           int64_t block, float *y) {
     int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];
     int64_t tw = (OW + 1) / 2, th = (OH + 1) / 2, tiles = th * tw, Hp = 2 * th + 2, Wp = 2 * tw + 2;
     float *V = scratch, *Mx = V + 16 * C * block, *xp = Mx + 16 * M * block, *orow = xp + C * Hp * Wp;
@@ -194,10 +194,9 @@ void gwr_ku_wino_image_f32(const float *x, const float *U, struct gwr_sgemm_pack
                 input_row(xp + c * Hp * Wp, Wp, ty, x0, x1, V + c * nb + (t - t0), C * nb);
                 t += x1 - x0;
             }
-        for (int xi = 0; xi < 16; xi++)
-            if (Up) /* V's matrix read in place over U's packed at planning */
-                gwr_sgemm_pa(tp, Up[xi], (int)nb, V + xi * C * nb, (int)nb, 1.0f, 0.0f, Mx + xi * M * nb, (int)nb);
-            else
+        for (int xi = 0; xi < 16; xi++) /* sgemm.c, both in place, where it is wide enough */
+            if (nb < gwr_sgemm_min_n() || gwr_sgemm(tp, 0, 0, (int)M, (int)nb, (int)C, 1.0f, U + xi * M * C, (int)C, V + xi * C * nb,
+                                                    (int)nb, 0.0f, Mx + xi * M * nb, (int)nb))
                 gwr_ku_sgemm(0, 0, (int)M, (int)nb, (int)C, 1.0f, U + xi * M * C, (int)C, V + xi * C * nb, (int)nb, 0.0f,
                              Mx + xi * M * nb, (int)nb);
         for (int64_t m = 0; m < M; m++)
@@ -220,28 +219,11 @@ static int all_ones(const gwr_kctx *k, const char *name) {
     return 1;
 }
 
-/* W [M, C * kernel] packed for sgemm.c: the GEMM's A of a group-1 float32
- * convolution that does not go to Winograd (im2col or 1x1). */
-static gwr_status conv_pack(gwr_kctx *k, const gwr_value *w, void **state) {
-    if (!w || w->dtype != GWR_FLOAT32 || w->rank < 3 || gwr_k_int(k, "group", 1) != 1 || !gwr_sgemm_enabled()) return GWR_OK;
-    int64_t rows = w->numel / (w->dims[0] ? w->dims[0] : 1);
-    if (w->dims[0] < 1 || rows < 1 || !gwr_ku_fits_int(w->dims[0]) || !gwr_ku_fits_int(rows)) return GWR_OK;
-    gwr_ku_conv_prep *p = gwr_calloc(1, sizeof *p);
-    if (p) p->pa = gwr_sgemm_pack_a(0, (int)w->dims[0], (int)rows, w->data, (int)rows);
-    if (!p || !p->pa) {
-        gwr_free(p);
-        return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory packing the convolution weights");
-    }
-    p->M = w->dims[0], p->C = w->dims[1];
-    *state = p;
-    return GWR_OK;
-}
-
 gwr_status gwr_ku_conv_prepare(gwr_kctx *k, void **state) {
     *state = NULL;
     const gwr_value *w = k->nin > 1 ? k->in[1] : NULL;
-    if (!w || w->dtype != GWR_FLOAT32 || w->rank != 4 || w->dims[2] != 3 || w->dims[3] != 3) return conv_pack(k, w, state);
-    if (gwr_k_int(k, "group", 1) != 1 || !all_ones(k, "strides") || !all_ones(k, "dilations")) return conv_pack(k, w, state);
+    if (!w || w->dtype != GWR_FLOAT32 || w->rank != 4 || w->dims[2] != 3 || w->dims[3] != 3) return GWR_OK;
+    if (gwr_k_int(k, "group", 1) != 1 || !all_ones(k, "strides") || !all_ones(k, "dilations")) return GWR_OK;
     gwr_ku_window g;
     gwr_ku_window_init(&g, 2);
     g.k[1] = g.k[2] = 3;
@@ -249,7 +231,7 @@ gwr_status gwr_ku_conv_prepare(gwr_kctx *k, void **state) {
     const gwr_tensor *yt = gwr_layer_output(k->layer, 0);
     if (yt && gwr_tensor_rank(yt) == 4 && gwr_tensor_dim(yt, 2) >= 0 && gwr_tensor_dim(yt, 3) >= 0)
         g.out[1] = gwr_tensor_dim(yt, 2), g.out[2] = gwr_tensor_dim(yt, 3);
-    if (!gwr_ku_wino_supports(&g, w->dims[1], w->dims[0])) return conv_pack(k, w, state);
+    if (!gwr_ku_wino_supports(&g, w->dims[1], w->dims[0])) return GWR_OK;
     gwr_ku_conv_prep *p = gwr_calloc(1, sizeof *p);
     float *U = p ? gwr_malloc((size_t)(16 * w->numel / 9) * sizeof *U) : NULL;
     if (!U) {
@@ -259,15 +241,6 @@ gwr_status gwr_ku_conv_prepare(gwr_kctx *k, void **state) {
     gwr_ku_wino_weights(w->data, w->dims[0], w->dims[1], U);
     p->M = w->dims[0], p->C = w->dims[1], p->U = U;
     *state = p;
-    if (!gwr_sgemm_enabled() || !gwr_ku_fits_int(p->M) || !gwr_ku_fits_int(p->C)) return GWR_OK;
-    for (int xi = 0; xi < 16; xi++)
-        if (!(p->Up[xi] = gwr_sgemm_pack_a(0, (int)p->M, (int)p->C, U + xi * p->M * p->C, (int)p->C))) {
-            gwr_ku_conv_prep_free(p);
-            *state = NULL;
-            return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory packing the Winograd weights");
-        }
-    gwr_free(p->U); /* the packs hold it all */
-    p->U = NULL;
     return GWR_OK;
 }
 
@@ -275,7 +248,5 @@ void gwr_ku_conv_prep_free(void *state) {
     gwr_ku_conv_prep *p = state;
     if (!p) return;
     gwr_free(p->U);
-    gwr_sgemm_pack_free(p->pa);
-    for (int xi = 0; xi < 16; xi++) gwr_sgemm_pack_free(p->Up[xi]);
     gwr_free(p);
 }

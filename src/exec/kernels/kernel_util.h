@@ -182,7 +182,7 @@ void gwr_ku_dgemm(int ta, int tb, int M, int N, int K, double alpha, const doubl
 /* The prepare hook of MatMul, Gemm, FusedGemm and FusedMatMul (see
  * gwr_kprepare_fn): a constant B as float32 [K, N], op(B) of the layer,
  * where that saves the run work (a float16 B widened, a transposed one
- * laid out for sgemm); no state where B is read as well in place. */
+ * laid out for sgemm), and a float32 B packed for sgemm.c (gemm_prep.c). */
 struct gwr_sgemm_pack;
 typedef struct gwr_mm_prep {
     float *b;          /* [K, N] row-major; NULL: B is read in place */
@@ -257,20 +257,18 @@ void gwr_ku_dw_plane_f32(const float *x, const float *w, const gwr_ku_window *g,
  * than im2col. gwr_ku_wino_weights: U, 16 matrices [M, C], from w [M, C,
  * 3, 3]. gwr_ku_wino_scratch: the floats of scratch one image needs, and
  * *block, the tiles per block. gwr_ku_wino_image_f32: y (M planes of
- * g->out) from one image x (C planes of g->in), no bias, over U or, when
- * Up is not NULL, its 16 matrices packed for sgemm.c (U unused). */
+ * g->out) from one image x (C planes of g->in), no bias (its products
+ * split over tp's workers). */
 int gwr_ku_wino_supports(const gwr_ku_window *g, int64_t C, int64_t M);
 void gwr_ku_wino_weights(const float *w, int64_t M, int64_t C, float *U);
 int64_t gwr_ku_wino_scratch(const gwr_ku_window *g, int64_t C, int64_t M, int64_t *block);
-void gwr_ku_wino_image_f32(const float *x, const float *U, struct gwr_sgemm_pack *const *Up, gwr_tpool *tp,
-                           const gwr_ku_window *g, int64_t C, int64_t M, float *scratch, int64_t block, float *y);
+void gwr_ku_wino_image_f32(const float *x, const float *U, gwr_tpool *tp, const gwr_ku_window *g, int64_t C, int64_t M, float *scratch,
+                           int64_t block, float *y);
 /* The prepare hook of Conv and FusedConv (see gwr_kprepare_fn): a constant
  * float32 W of a layer Winograd may run, transformed once. */
 typedef struct gwr_ku_conv_prep {
     int64_t M, C;
-    float *U; /* 16 x [M, C]; NULL: not Winograd, or packed: */
-    struct gwr_sgemm_pack *Up[16]; /* U's matrices packed for sgemm.c (then U is freed); NULL: not */
-    struct gwr_sgemm_pack *pa; /* W [M, C * kernel] packed for sgemm.c (float32, group 1); NULL: none */
+    float *U; /* 16 x [M, C] */
 } gwr_ku_conv_prep;
 gwr_status gwr_ku_conv_prepare(gwr_kctx *k, void **state);
 void gwr_ku_conv_prep_free(void *state);

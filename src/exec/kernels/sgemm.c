@@ -5,8 +5,7 @@
  * columns, per tile of MR rows: the panel's kc x NR floats (32 KB at most)
  * stay in L1 while every tile of A's block (M x kc, from L2) passes over
  * them. A (the broadcast side) is read in place, or from k-major tiles
- * packed at planning (a layer's weights) or per call (A^T); B is a packed
- * panel or read in place, where only the last, narrower panel is copied
+ * packed per call (A^T); B is a panel packed at planning or read in place, where only the last, narrower panel is copied
  * (zero-padded) so that the kernel may read whole vectors. */
 #include <stdlib.h>
 #include <string.h>
@@ -124,22 +123,7 @@ gwr_sgemm_pack *gwr_sgemm_pack_b(int tb, int K, int N, const float *B, int ldb) 
         return NULL;
     }
     pack_b_into(nr, tb, K, N, B, ldb, p);
-    pk->isa = isa, pk->side = 'B', pk->K = K, pk->N = N, pk->p = p;
-    return pk;
-}
-
-gwr_sgemm_pack *gwr_sgemm_pack_a(int ta, int M, int K, const float *A, int lda) {
-    if (K < 1 || M < 1) return NULL;
-    gwr_sgemm_isa isa = gwr_sgemm_current_isa();
-    int mr = ISAS[isa].mr;
-    gwr_sgemm_pack *pk = gwr_calloc(1, sizeof *pk);
-    float *p = pk ? gwr_malloc((size_t)cdiv(M, mr) * mr * K * sizeof *p) : NULL;
-    if (!p) {
-        gwr_free(pk);
-        return NULL;
-    }
-    pack_a_into(mr, ta, M, K, A, lda, p);
-    pk->isa = isa, pk->side = 'A', pk->M = M, pk->K = K, pk->p = p;
+    pk->isa = isa, pk->K = K, pk->N = N, pk->p = p;
     return pk;
 }
 
@@ -228,14 +212,7 @@ int gwr_sgemm_pb(gwr_tpool *tp, int ta, int M, const float *A, int lda, const gw
     return 0;
 }
 
-int gwr_sgemm_pa_min_n(const gwr_sgemm_pack *pa) { return ISAS[pa->isa].vl; }
-
-int gwr_sgemm_pa(gwr_tpool *tp, const gwr_sgemm_pack *pa, int N, const float *B, int ldb, float alpha, float beta, float *C, int ldc) {
-    if (N < 1) return 0;
-    job j = {&ISAS[pa->isa], pa->M, N, pa->K, pa->p, 0, NULL, B, ldb, alpha, beta, C, ldc};
-    run_job(tp, &j);
-    return 0;
-}
+int gwr_sgemm_min_n(void) { return ISAS[gwr_sgemm_current_isa()].vl; }
 
 int gwr_sgemm(gwr_tpool *tp, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
               float beta, float *C, int ldc) {

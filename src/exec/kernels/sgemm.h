@@ -4,14 +4,17 @@
  * constant weights on every call (sgemm_itcopy / sgemm_oncopy: 11% of
  * gpt_dec_s128's and of resnet18's time) and its fixed costs dominate the
  * small GEMMs of MobileNet's 1x1 convolutions. Here the weights are packed
- * at planning (gemm_prep.c, the Conv prepare in conv_winograd.c) and the
- * products run a register-blocked micro-kernel (sgemm_kern.h) chosen once
- * by the CPU: AVX-512, AVX2+FMA, or portable vectors.
+ * at planning (gemm_prep.c, rnn_prep.c) and the products run a
+ * register-blocked micro-kernel (sgemm_kern.h) chosen once by the CPU:
+ * AVX-512, AVX2+FMA, or portable vectors. A Conv's weights are the
+ * broadcast side, which the kernel reads in place as fast as packed
+ * (bench_sgemm: within 1% on every Conv shape of the bench models), so
+ * they are not packed (nor copied: no memory).
  *
  * Every product is C (M x N, rows ldc apart) = alpha A' B' + beta C with
- * A' [M, K] and B' [K, N]; beta 0 reads nothing of C. A' is always read
- * from tiles of MR rows packed k-major (at planning or per call), B'
- * either from panels of NR columns packed k-major or in place (rows ldb
+ * A' [M, K] and B' [K, N]; beta 0 reads nothing of C. A' is read in place
+ * (rows lda apart) or, A^T, from tiles of MR rows packed k-major per call;
+ * B' from panels of NR columns packed k-major or in place (rows ldb
  * apart). The products split over panels of C's columns with
  * gwr_tpool_parallel. A call that cannot get its scratch returns -1 with
  * C untouched (callers fall back to OpenBLAS). Private to src/exec. */
@@ -48,31 +51,28 @@ gwr_sgemm_isa gwr_sgemm_current_isa(void);
  * read once. */
 int gwr_sgemm_enabled(void);
 
-/* A constant operand packed for one instruction set. */
+/* A constant B packed for one instruction set. */
 typedef struct gwr_sgemm_pack {
     gwr_sgemm_isa isa;
-    int side;      /* 'A' or 'B' */
-    int M, N, K;   /* side A: M x K; side B: K x N (the other one 0) */
-    float *p;      /* A: tiles of MR rows, K x MR each; B: panels of NR columns, K x NR each */
+    int N, K;      /* op(B) is K x N */
+    float *p;      /* panels of NR columns, K x NR each */
 } gwr_sgemm_pack;
 
-/* op(B) [K, N] (B^T when tb, B [N, K] then) or op(A) [M, K] packed; NULL
- * when out of memory or K, N (M) < 1. Free with gwr_sgemm_pack_free. */
+/* op(B) [K, N] (B^T when tb, B [N, K] then) packed; NULL when out of
+ * memory or K, N < 1. Free with gwr_sgemm_pack_free. */
 gwr_sgemm_pack *gwr_sgemm_pack_b(int tb, int K, int N, const float *B, int ldb);
-gwr_sgemm_pack *gwr_sgemm_pack_a(int ta, int M, int K, const float *A, int lda);
 void gwr_sgemm_pack_free(gwr_sgemm_pack *pk);
 
 /* C = alpha op(A) PB + beta C, PB a packed B (M rows of A). */
 int gwr_sgemm_pb(gwr_tpool *tp, int ta, int M, const float *A, int lda, const gwr_sgemm_pack *pb, float alpha, float beta, float *C,
                  int ldc);
-/* C = alpha PA B + beta C, PA a packed A, B [K, N] read in place. */
-int gwr_sgemm_pa(gwr_tpool *tp, const gwr_sgemm_pack *pa, int N, const float *B, int ldb, float alpha, float beta, float *C, int ldc);
-/* The fewest columns gwr_sgemm_pa is worth calling for: under it, one
- * vector's width, the kernel computes mostly padding and OpenBLAS is
- * faster (bench_sgemm, squeeze-excite's 576 x 1 x 144: 3.4 against 24 us;
- * N 8: 13.5 against 24.6; N 16: 30 against 24). */
-int gwr_sgemm_pa_min_n(const gwr_sgemm_pack *pa);
-/* C = alpha op(A) op(B) + beta C, both packed per call as needed. */
+/* The fewest columns gwr_sgemm is worth calling for with B in place:
+ * under it, one vector's width, the kernel computes mostly padding and
+ * OpenBLAS is faster (bench_sgemm, squeeze-excite's 576 x 1 x 144: 3.4
+ * against 24 us; N 8: 13.5 against 24.6; N 16: 30 against 24). */
+int gwr_sgemm_min_n(void);
+/* C = alpha op(A) op(B) + beta C, A^T and B^T packed per call, A and B
+ * read in place (then it allocates nothing and cannot fail). */
 int gwr_sgemm(gwr_tpool *tp, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
               float beta, float *C, int ldc);
 

@@ -60,7 +60,7 @@ static inline KTARGET __attribute__((always_inline)) void KCAT(tile_, KSFX)(cons
         for (int i = 0; i < mr; i++)
             for (int v = 0; v < nv; v++) {
                 float *cp = c + i * ldc + v * KVL;
-                KV r = KMUL(va, acc[0][i][v]);
+                KV r = alpha == 1.0f ? acc[0][i][v] : KMUL(va, acc[0][i][v]); /* 1: the usual, exact either way */
                 if (beta != 0) r = KFMA(vb, KLOAD(cp), r);
                 KSTORE(cp, r);
             }

@@ -370,7 +370,8 @@ static gwr_status conv_winograd(gwr_kctx *k, const cprob *p, const cepi *e, cons
  * sgemm.c, both read in place (the weights as fast as packed, see
  * sgemm.h), where N is wide enough for it; else o->gemm. */
 static void fwd_gemm(const gwr_kctx *k, const cops *o, int M, int N, int K, const void *w, const void *B, int ldb, void *C, int ldc) {
-    if (o->esz == sizeof(float) && N >= gwr_sgemm_min_n() && !gwr_sgemm(k->tpool, 0, 0, M, N, K, 1.0f, w, K, B, ldb, 0.0f, C, ldc))
+    if (o->esz == sizeof(float) && N >= gwr_sgemm_min_n() && gwr_sgemm_enabled() &&
+        !gwr_sgemm(k->tpool, 0, 0, M, N, K, 1.0f, w, K, B, ldb, 0.0f, C, ldc))
         return;
     o->gemm(0, M, N, K, w, K, B, ldb, 0.0, C, ldc);
 }

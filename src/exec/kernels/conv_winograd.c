@@ -195,7 +195,7 @@ void gwr_ku_wino_image_f32(const float *x, const float *U, gwr_tpool *tp, const 
                 t += x1 - x0;
             }
         for (int xi = 0; xi < 16; xi++) /* sgemm.c, both in place, where it is wide enough */
-            if (nb < gwr_sgemm_min_n() || gwr_sgemm(tp, 0, 0, (int)M, (int)nb, (int)C, 1.0f, U + xi * M * C, (int)C, V + xi * C * nb,
+            if (nb < gwr_sgemm_min_n() || !gwr_sgemm_enabled() || gwr_sgemm(tp, 0, 0, (int)M, (int)nb, (int)C, 1.0f, U + xi * M * C, (int)C, V + xi * C * nb,
                                                     (int)nb, 0.0f, Mx + xi * M * nb, (int)nb))
                 gwr_ku_sgemm(0, 0, (int)M, (int)nb, (int)C, 1.0f, U + xi * M * C, (int)C, V + xi * C * nb, (int)nb, 0.0f,
                              Mx + xi * M * nb, (int)nb);

@@ -46,9 +46,9 @@ typedef enum { GWR_SGEMM_AVX512, GWR_SGEMM_AVX2, GWR_SGEMM_VEC, GWR_SGEMM_NISA }
 int gwr_sgemm_force_isa(gwr_sgemm_isa isa);
 gwr_sgemm_isa gwr_sgemm_current_isa(void);
 
-/* Whether layers pack their weights for this sgemm at planning: yes
- * unless the environment sets GWR_SGEMM=off (to measure OpenBLAS alone);
- * read once. */
+/* Whether the kernels use this sgemm (layers pack their weights for it at
+ * planning): yes unless the environment sets GWR_SGEMM=off (to measure
+ * OpenBLAS alone); read once. */
 int gwr_sgemm_enabled(void);
 
 /* A constant B packed for one instruction set. */

@@ -72,6 +72,7 @@ static double best_us(const shape *s, int which, int reps, const float *A, const
 
 int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 20;
+    setenv("GWR_SGEMM", "off", 1); /* gwr_ku_sgemm: OpenBLAS alone (it would pick ours for some shapes) */
     const char *why;
     if (gwr_blas_load(&why)) {
         fprintf(stderr, "bench_sgemm: %s\n", why);

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "exec/blas.h"
+#include "exec/kernels/kernel_util.h"
 #include "exec/kernels/sgemm.h"
 
 /* sgemm.c's tiles and k blocks per instruction set */
@@ -177,9 +179,31 @@ TEST(degenerate_shapes) {
     gwr_sgemm_pack_free(NULL);
 }
 
+/* gwr_ku_sgemm (what most kernels call) hands sgemm.c the products it
+ * runs faster on one thread (M >= 16, N >= 64, K >= 64, none transposed):
+ * the same checks through it, just above and below those bounds, beside
+ * OpenBLAS's shapes. */
+TEST(ku_sgemm_dispatch) {
+    const char *why;
+    if (!CHECK(gwr_blas_load(&why) == 0)) return;
+    gwr_blas_threads(1);
+    int shapes[][3] = {{16, 64, 64}, {20, 70, 65}, {15, 64, 64}, {16, 63, 64}, {16, 64, 63}, {33, 130, 300}};
+    for (int i = 0; i < 6; i++)
+        for (int t = 0; t < 3; t++) {
+            gcase g = make(t == 2, 0, shapes[i][0], shapes[i][1], shapes[i][2], t, t ? 0.5f : 1.0f, t == 1 ? 1.0f : 0.0f);
+            size_t na = g.ta ? (size_t)g.K * g.lda : (size_t)g.M * g.lda;
+            float *A = rand_buf(na), *B = rand_buf((size_t)g.K * g.ldb), *C0 = make_c(&g), *C = malloc((size_t)g.M * g.ldc * sizeof *C);
+            memcpy(C, C0, (size_t)g.M * g.ldc * sizeof *C);
+            gwr_ku_sgemm(g.ta, 0, g.M, g.N, g.K, g.alpha, A, g.lda, B, g.ldb, g.beta, C, g.ldc);
+            check_c(&g, A, B, C0, C, "gwr_ku_sgemm", (int)gwr_sgemm_current_isa());
+            free(A), free(B), free(C0), free(C);
+        }
+}
+
 int main(void) {
     RUN(portable_always_available);
     RUN(degenerate_shapes);
     RUN(every_isa);
+    RUN(ku_sgemm_dispatch);
     return check_report();
 }

@@ -5,8 +5,10 @@
  * columns, per tile of MR rows: the panel's kc x NR floats (32 KB at most)
  * stay in L1 while every tile of A's block (M x kc, from L2) passes over
  * them. A (the broadcast side) is read in place, or from k-major tiles
- * packed per call (A^T); B is a panel packed at planning or read in place, where only the last, narrower panel is copied
- * (zero-padded) so that the kernel may read whole vectors. */
+ * packed per call (A^T); B is a panel packed at planning or read in
+ * place, where the last, narrower panel is copied (zero-padded) so that
+ * the kernel may read whole vectors, and so are all panels of a B whose
+ * rows lie far apart (below). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,21 +79,14 @@ int gwr_sgemm_enabled(void) {
 
 static int cdiv(int a, int b) { return (int)(((int64_t)a + b - 1) / b); }
 
-/* op(A) [M, K] as tiles of mr rows, tile t at t * mr * K, [k][i] within
- * (rows past M zero). */
-static void pack_a_into(int mr, int ta, int M, int K, const float *A, int lda, float *dst) {
+/* A^T [M, K] (A is [K, M], rows lda apart) as tiles of mr rows, tile t
+ * at t * mr * K, [k][i] within (rows past M zero): an untransposed A is
+ * read in place. */
+static void pack_at_into(int mr, int M, int K, const float *A, int lda, float *dst) {
     for (int i0 = 0; i0 < M; i0 += mr, dst += (size_t)mr * K) {
         int rows = M - i0 < mr ? M - i0 : mr;
         if (rows < mr) memset(dst, 0, (size_t)mr * K * sizeof *dst);
-        for (int i = 0; i < rows; i++) {
-            if (ta) {
-                const float *src = A + i0 + i; /* A is [K, M] */
-                for (int k = 0; k < K; k++) dst[(size_t)k * mr + i] = src[(size_t)k * lda];
-            } else {
-                const float *src = A + (size_t)(i0 + i) * lda;
-                for (int k = 0; k < K; k++) dst[(size_t)k * mr + i] = src[k];
-            }
-        }
+        for (int k = 0; k < K; k++) memcpy(dst + (size_t)k * mr, A + (size_t)k * lda + i0, (size_t)rows * sizeof *dst);
     }
 }
 
@@ -103,10 +98,13 @@ static void pack_b_into(int nr, int tb, int K, int N, const float *B, int ldb, f
         if (cols < nr) memset(dst, 0, (size_t)nr * K * sizeof *dst);
         if (!tb) {
             for (int k = 0; k < K; k++) memcpy(dst + (size_t)k * nr, B + (size_t)k * ldb + j0, (size_t)cols * sizeof *dst);
-        } else {
-            for (int j = 0; j < cols; j++) {
-                const float *src = B + (size_t)(j0 + j) * ldb; /* B is [N, K] */
-                for (int k = 0; k < K; k++) dst[(size_t)k * nr + j] = src[k];
+        } else { /* B is [N, K]: a transposition, 64 k at a time so that they stay in L1 */
+            for (int k0 = 0; k0 < K; k0 += 64) {
+                int k1 = K - k0 < 64 ? K : k0 + 64;
+                for (int j = 0; j < cols; j++) {
+                    const float *src = B + (size_t)(j0 + j) * ldb;
+                    for (int k = k0; k < k1; k++) dst[(size_t)k * nr + j] = src[k];
+                }
             }
         }
     }
@@ -154,8 +152,8 @@ static void run_panels(void *ctx, int64_t p0, int64_t p1) {
     const isa_info *is = j->is;
     int mr = is->mr, nr = is->nr, K = j->K;
     float edge[MAXKC * MAXNR];
-    /* One tile of rows reuses no panel: B streams once, in order, unblocked
-     * (from memory, a decode step's weights: blocks of it read 25% slower) */
+    /* One tile of rows reuses no panel: nothing to keep in L1, B's packed
+     * panels stream once, in order */
     int kb = j->M <= mr && j->bp ? K : is->kc;
     /* B in place with rows over 4 KB apart: the panel's kc rows would
      * touch kc pages per tile (TLB misses: 63 against 89 GFLOP/s at
@@ -205,7 +203,7 @@ int gwr_sgemm_pb(gwr_tpool *tp, int ta, int M, const float *A, int lda, const gw
     const isa_info *is = &ISAS[pb->isa];
     float *ap = NULL; /* A^T packed; A itself is read in place */
     if (ta && !(ap = gwr_malloc((size_t)cdiv(M, is->mr) * is->mr * pb->K * sizeof *ap))) return -1;
-    if (ta) pack_a_into(is->mr, 1, M, pb->K, A, lda, ap);
+    if (ta) pack_at_into(is->mr, M, pb->K, A, lda, ap);
     job j = {is, M, pb->N, pb->K, ta ? ap : A, ta ? 0 : lda, pb->p, NULL, 0, alpha, beta, C, ldc};
     run_job(tp, &j);
     gwr_free(ap);
@@ -226,7 +224,7 @@ int gwr_sgemm(gwr_tpool *tp, int ta, int tb, int M, int N, int K, float alpha, c
     size_t na = ta ? (size_t)cdiv(M, is->mr) * is->mr * K : 0, nb = tb ? (size_t)cdiv(N, is->nr) * is->nr * K : 0;
     float *ap = na + nb ? gwr_malloc((na + nb) * sizeof *ap) : NULL;
     if (na + nb && !ap) return -1;
-    if (ta) pack_a_into(is->mr, 1, M, K, A, lda, ap);
+    if (ta) pack_at_into(is->mr, M, K, A, lda, ap);
     if (tb) pack_b_into(is->nr, 1, K, N, B, ldb, ap + na);
     job j = {is, M, N, K, ta ? ap : A, ta ? 0 : lda, tb ? ap + na : NULL, B, ldb, alpha, beta, C, ldc};
     run_job(tp, &j);

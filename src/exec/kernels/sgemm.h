@@ -37,6 +37,12 @@ void gwr_sgemm_kern_avx2(int mr, int kc, const float *a, ptrdiff_t lda, const fl
 void gwr_sgemm_kern_vec(int mr, int kc, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr,
                         float alpha, float beta);
 
+/* sum_k a[k] b[k] over n floats (sgemm_kern.h). */
+typedef float (*gwr_sgemm_dot_fn)(const float *a, const float *b, int n);
+float gwr_sgemm_dot_avx512(const float *a, const float *b, int n);
+float gwr_sgemm_dot_avx2(const float *a, const float *b, int n);
+float gwr_sgemm_dot_vec(const float *a, const float *b, int n);
+
 /* The instruction sets, best first. */
 typedef enum { GWR_SGEMM_AVX512, GWR_SGEMM_AVX2, GWR_SGEMM_VEC, GWR_SGEMM_NISA } gwr_sgemm_isa;
 

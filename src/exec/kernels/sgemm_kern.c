@@ -80,6 +80,8 @@ void gwr_sgemm_kern_avx2(int mr, int kc, const float *a, ptrdiff_t lda, const fl
                          float alpha, float beta) {
     gwr_sgemm_kern_vec(mr, kc, a, lda, b, ldb, c, ldc, nr, alpha, beta);
 }
+float gwr_sgemm_dot_avx512(const float *a, const float *b, int n) { return gwr_sgemm_dot_vec(a, b, n); }
+float gwr_sgemm_dot_avx2(const float *a, const float *b, int n) { return gwr_sgemm_dot_vec(a, b, n); }
 #endif
 
 static inline v4f splat4(float x) { return (v4f){x, x, x, x}; }

@@ -129,6 +129,25 @@ KTARGET void KCAT(gwr_sgemm_kern_, KSFX)(int mr, int kc, const float *a, ptrdiff
 #undef KCALL
 }
 
+/* sum_k a[k] b[k] over n floats, in four vectors of partial sums: the
+ * dot products of a narrow last panel (sgemm.c). */
+KTARGET float KCAT(gwr_sgemm_dot_, KSFX)(const float *a, const float *b, int n) {
+    KV s0 = KZERO(), s1 = KZERO(), s2 = KZERO(), s3 = KZERO();
+    int k = 0;
+    for (; k + 4 * KVL <= n; k += 4 * KVL) {
+        s0 = KFMA(KLOAD(a + k), KLOAD(b + k), s0);
+        s1 = KFMA(KLOAD(a + k + KVL), KLOAD(b + k + KVL), s1);
+        s2 = KFMA(KLOAD(a + k + 2 * KVL), KLOAD(b + k + 2 * KVL), s2);
+        s3 = KFMA(KLOAD(a + k + 3 * KVL), KLOAD(b + k + 3 * KVL), s3);
+    }
+    for (; k + KVL <= n; k += KVL) s0 = KFMA(KLOAD(a + k), KLOAD(b + k), s0);
+    float t[KVL], r = 0;
+    KSTORE(t, KADD(KADD(s0, s1), KADD(s2, s3)));
+    for (int i = 0; i < KVL; i++) r += t[i];
+    for (; k < n; k++) r += a[k] * b[k];
+    return r;
+}
+
 #undef KNR
 #undef KMAXS
 #undef KUNROLL

@@ -359,7 +359,7 @@ static gwr_status conv_winograd(gwr_kctx *k, const cprob *p, const cepi *e, cons
     gwr_blas_threads(k->threads);
     for (int64_t n = 0; n < p->N; n++) {
         int64_t yo = n * p->M * p->YS;
-        gwr_ku_wino_image_f32(x + n * p->C * p->XS, Uc, k->tpool, &p->g, p->C, p->M, s, block, y + yo);
+        gwr_ku_wino_image_f32(x + n * p->C * p->XS, Uc, k, &p->g, p->C, p->M, s, block, y + yo);
         if (epi_active(e)) epi_f32(e, y + yo, 0, p->M, p->YS, p->YS);
     }
     gwr_free(s), gwr_free(U);
@@ -370,7 +370,7 @@ static gwr_status conv_winograd(gwr_kctx *k, const cprob *p, const cepi *e, cons
  * sgemm.c, both read in place (the weights as fast as packed, see
  * sgemm.h), where N is wide enough for it; else o->gemm. */
 static void fwd_gemm(const gwr_kctx *k, const cops *o, int M, int N, int K, const void *w, const void *B, int ldb, void *C, int ldc) {
-    if (o->esz == sizeof(float) && N >= gwr_sgemm_min_n() && gwr_sgemm_enabled() &&
+    if (o->esz == sizeof(float) && N >= gwr_sgemm_min_n() && gwr_sgemm_for(k) &&
         !gwr_sgemm(k->tpool, 0, 0, M, N, K, 1.0f, w, K, B, ldb, 0.0f, C, ldc))
         return;
     o->gemm(0, M, N, K, w, K, B, ldb, 0.0, C, ldc);

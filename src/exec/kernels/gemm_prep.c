@@ -116,6 +116,6 @@ int gwr_ku_mm_packed(const gwr_kctx *k, const gwr_value *b, int ta, int M, const
      * best of 30 runs, interleaved; so planning packs no B for a layer
      * whose A the graph fixes at one row. From two rows on the panels win
      * (4 rows: 2.9 ms against 10 to 13 for 4 sgemv, 4096 x 4096). */
-    if (!p || !p->pk || (M == 1 && !ta)) return -1;
+    if (!p || !p->pk || (M == 1 && !ta) || !gwr_sgemm_for(k)) return -1;
     return gwr_sgemm_pb(k->tpool, ta, M, A, lda, p->pk, alpha, beta, C, ldc);
 }

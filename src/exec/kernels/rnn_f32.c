@@ -117,7 +117,7 @@ static float *alloc_f(int64_t n) { return gwr_malloc((size_t)(n ? n : 1) * sizeo
 static const gwr_rnn_prep *prep_of(const gwr_kctx *k, const rnn_args *a) {
     const gwr_rnn_prep *p = k->prep;
     int64_t ng = a->cell == CELL_GRU && !a->lbr ? 2 * a->H : a->G * a->H;
-    if (!p || p->D != a->D || p->GH != a->G * a->H || p->I != a->I || p->H != a->H || p->ng != ng) return NULL;
+    if (!p || p->D != a->D || p->GH != a->G * a->H || p->I != a->I || p->H != a->H || p->ng != ng || !gwr_sgemm_for(k)) return NULL;
     return p;
 }
 

@@ -76,6 +76,8 @@ int gwr_sgemm_enabled(void) {
     return v;
 }
 
+int gwr_sgemm_for(const gwr_kctx *k) { return gwr_sgemm_enabled() && k->threads <= gwr_tpool_size(k->tpool); }
+
 /* ---- packing --------------------------------------------------------------- */
 
 static int cdiv(int a, int b) { return (int)(((int64_t)a + b - 1) / b); }

@@ -57,6 +57,12 @@ gwr_sgemm_isa gwr_sgemm_current_isa(void);
  * OpenBLAS alone); read once. */
 int gwr_sgemm_enabled(void);
 
+/* Whether k's layer runs its products here: enabled, and k's pool runs as
+ * many workers as the layer may use. Until the pool runs them (threads.c
+ * is serial for now), OpenBLAS's own threads serve --threads N better,
+ * and the products stay there. */
+int gwr_sgemm_for(const gwr_kctx *k);
+
 /* A constant B packed for one instruction set. */
 typedef struct gwr_sgemm_pack {
     gwr_sgemm_isa isa;

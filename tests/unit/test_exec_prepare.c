@@ -6,8 +6,10 @@
  * Expected values are the ops' formulas computed here in double from the
  * same inputs (naive triple loops, erf from libm), never the executor's.
  * Which layers prepared is read with gwr_session_prepared_layers: a
- * constant float16 B, or a transposed float32 one with K > N, prepares; a
- * B that is a graph input, or an untransposed float32 one, does not. */
+ * constant float16 B, or a transposed float32 one with K > N, prepares; so
+ * does any constant float32 B (packed for sgemm.c) unless the graph fixes
+ * A at one row (that product goes to sgemv over B in place); a B that is a
+ * graph input does not. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -108,7 +110,9 @@ TEST(matmul_half_b_prepared) {
         matmul_case(GWR_FLOAT16, 0, 0, M, 7, 5, 0, 2e-3);  /* B an input: the plain path */
         matmul_case(GWR_BFLOAT16, 1, 2, M, 9, 3, 1, 1e-2); /* batched A over one B */
     }
-    matmul_case(GWR_FLOAT32, 1, 0, 3, 7, 5, 0, 1e-6);     /* float32 B is read in place */
+    matmul_case(GWR_FLOAT32, 1, 0, 3, 7, 5, 1, 1e-6);     /* float32 B packed for sgemm.c */
+    matmul_case(GWR_FLOAT32, 1, 0, 1, 7, 5, 0, 1e-6);     /* one row: sgemv reads B in place */
+    matmul_case(GWR_FLOAT32, 1, 4, 1, 7, 5, 1, 1e-6);     /* a batch of one-row matrices: one product of 4 rows */
 }
 
 /* Gemm (op "Gemm" or com.microsoft FusedGemm with Relu) with transB. */
@@ -134,8 +138,8 @@ static void gemm_case(const char *op, int64_t M, int64_t K, int64_t N, int tb, i
 TEST(gemm_transposed_b_prepared) {
     for (int64_t M = 1; M <= 5; M += 2) {
         gemm_case("Gemm", M, 9, 4, 1, 1, 2.0f);       /* K > N: laid out [K, N] */
-        gemm_case("Gemm", M, 3, 6, 1, 0, 1.0f);       /* K <= N: read as it is */
-        gemm_case("Gemm", M, 9, 4, 0, 0, 2.0f);
+        gemm_case("Gemm", M, 3, 6, 1, M > 1, 1.0f);   /* K <= N: packed as it is (one row: read in place) */
+        gemm_case("Gemm", M, 9, 4, 0, M > 1, 2.0f);
         gemm_case("FusedGemm", M, 11, 5, 1, 1, 1.0f); /* the fused layer shares the hook */
     }
 }
@@ -160,20 +164,20 @@ TEST(fused_matmul_prepared) {
 
 /* One to four rows against a B of 256K values or more: the sgemv path. */
 TEST(gemv_rows) {
-    for (int64_t M = 1; M <= 5; M++) matmul_case(GWR_FLOAT32, 1, 0, M, 517, 513, 0, 1e-6);
+    for (int64_t M = 1; M <= 5; M++) matmul_case(GWR_FLOAT32, 1, 0, M, 517, 513, M > 1, 1e-6);
     matmul_case(GWR_FLOAT32, 0, 3, 1, 33, 7, 0, 1e-6); /* three batch matrices of one row, B an input */
     gemm_case("Gemm", 1, 600, 520, 1, 1, 2.0f);
-    gemm_case("Gemm", 2, 520, 600, 1, 0, 1.0f);
+    gemm_case("Gemm", 2, 520, 600, 1, 1, 1.0f);
 }
 
 /* Planning with the n-th allocation failing, for every n until it
  * succeeds: each failure is a clean error with a message (the sanitizer
  * build checks that nothing leaks), the prepare's included. */
-TEST(prepare_out_of_memory) {
+static void prepare_oom(gwr_dtype dt, const char *msg) {
     gwr_network *net = gwr_network_new("mm");
     int64_t db[2] = {7, 5};
     gwr_dim dd[2] = {3, 7};
-    gwr_tensor *a = gwr_network_add_input(net, "a", GWR_FLOAT16, 2, dd), *b = operand_b(net, 1, GWR_FLOAT16, 2, db);
+    gwr_tensor *a = gwr_network_add_input(net, "a", dt, 2, dd), *b = operand_b(net, 1, dt, 2, db);
     gwr_layer *l = gwr_network_add_layer(net, "MatMul", "", "mm", 2, (gwr_tensor *[]){a, b}, 1, NULL);
     gwr_network_mark_output(net, gwr_layer_output(l, 0));
     int prep_failed = 0;
@@ -193,9 +197,41 @@ TEST(prepare_out_of_memory) {
             continue;
         }
         CHECK(*gwr_last_errmsg() != 0);
-        prep_failed |= strstr(gwr_last_errmsg(), "preparing B") != NULL;
+        prep_failed |= strstr(gwr_last_errmsg(), msg) != NULL;
     }
     CHECK(prep_failed);
+    gwr_network_free(net);
+}
+
+TEST(prepare_out_of_memory) {
+    prepare_oom(GWR_FLOAT16, "preparing B");
+    prepare_oom(GWR_FLOAT32, "packing B");
+}
+
+/* Gemm with transA over a packed B: A is [K, M], C a bias row. Values are
+ * multiples of 1/8, so the float32 sums are exact. */
+TEST(gemm_trans_a_packed) {
+    int64_t M = 13, K = 300, N = 37, da[2] = {K, M}, db[2] = {K, N}, dc = N;
+    gwr_network *net = gwr_network_new("gemm");
+    gwr_dim dd[2] = {K, M};
+    gwr_tensor *a = gwr_network_add_input(net, "a", GWR_FLOAT32, 2, dd), *b = operand_b(net, 1, GWR_FLOAT32, 2, db);
+    gwr_tensor *c = add_const(net, "c", GWR_FLOAT32, 1, &dc, 3);
+    gwr_layer *l = gwr_network_add_layer(net, "Gemm", "", "g", 3, (gwr_tensor *[]){a, b, c}, 1, NULL);
+    gwr_layer_set_int(l, "transA", 1);
+    gwr_layer_set_float(l, "alpha", 0.5f);
+    gwr_network_mark_output(net, gwr_layer_output(l, 0));
+    gwr_value *y = run_twice(net, GWR_FLOAT32, 2, da, 2, db, 1);
+    double worst = 0;
+    for (int64_t m = 0; y && m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double sum = 0;
+            for (int64_t q = 0; q < K; q++) sum += val(q * M + m, 1) * val(q * N + n, 2);
+            double want = 0.5 * sum + val(n, 3), err = fabs(gwr_value_get_f64(y, m * N + n) - want);
+            worst = err > worst ? err : worst;
+        }
+    CHECK(y != NULL);
+    if (!CHECK(worst == 0)) fprintf(stderr, "  worst error %g\n", worst);
+    gwr_value_release(y);
     gwr_network_free(net);
 }
 
@@ -334,6 +370,7 @@ int main(void) {
     RUN(fused_matmul_prepared);
     RUN(gemv_rows);
     RUN(prepare_out_of_memory);
+    RUN(gemm_trans_a_packed);
     RUN(attention_half_weights_prepared);
     RUN(bias_gelu_rows);
     RUN(skip_layer_norm_rows);

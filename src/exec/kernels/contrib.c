@@ -357,6 +357,10 @@ static gwr_status k_fused_matmul(gwr_kctx *k) {
     if (!y) return GWR_ERR_NOMEM;
     double alpha = gwr_k_float(k, "alpha", 1.0f);
     gwr_blas_threads(k->threads);
+    /* B packed at planning (rank 2): the batch of A is one product of batch * M rows */
+    if (a->dtype == GWR_FLOAT32 && !p.ta && b->rank == 2 && gwr_ku_fits_int(p.batch * p.M) &&
+        !gwr_ku_mm_packed(k, b, 0, (int)(p.batch * p.M), a->data, (int)p.K, (float)alpha, 0.0f, y->data, (int)p.N))
+        return GWR_OK;
     const gwr_mm_prep *pp = gwr_ku_mm_prep(k, b); /* B prepared at planning: float32 [K, N] */
     if (pp) p.tb = 0;
     if (a->dtype == GWR_FLOAT64 || (a->dtype == GWR_FLOAT32 && !pp)) {

@@ -30,6 +30,7 @@
 #include "exec/blas.h"
 #include "exec/kernels/cnn_isa.h"
 #include "exec/kernels/kernel_util.h"
+#include "exec/kernels/sgemm.h"
 
 #define MAXSP GWR_KU_MAXSP
 #define ATTR_MAX ((int64_t)1 << 24) /* kernel, stride, dilation, pad: keeps every product in range */
@@ -388,11 +389,21 @@ static gwr_status conv_winograd(gwr_kctx *k, const cprob *p, const cepi *e, cons
     gwr_blas_threads(k->threads);
     for (int64_t n = 0; n < p->N; n++) {
         int64_t yo = n * p->M * p->YS;
-        gwr_ku_wino_image_f32(x + n * p->C * p->XS, Uc, &p->g, p->C, p->M, s, block, y + yo);
+        gwr_ku_wino_image_f32(x + n * p->C * p->XS, Uc, k, &p->g, p->C, p->M, s, block, y + yo);
         if (epi_active(e)) epi_f32(e, y + yo, 0, p->M, p->YS, p->YS);
     }
     gwr_free(s), gwr_free(U);
     return GWR_OK;
+}
+
+/* A forward GEMM, W [M, K] by B [K, N] (rows ldb apart): float32 on
+ * sgemm.c, both read in place (the weights as fast as packed, see
+ * sgemm.h), where N is wide enough for it; else o->gemm. */
+static void fwd_gemm(const gwr_kctx *k, const cops *o, int M, int N, int K, const void *w, const void *B, int ldb, void *C, int ldc) {
+    if (o->esz == sizeof(float) && N >= gwr_sgemm_min_n() && gwr_sgemm_for(k) &&
+        !gwr_sgemm(k->tpool, 0, 0, M, N, K, 1.0f, w, K, B, ldb, 0.0f, C, ldc))
+        return;
+    o->gemm(0, M, N, K, w, K, B, ldb, 0.0, C, ldc);
 }
 
 /* Columns of the 1x1 GEMM per block when an epilogue follows: the tile
@@ -438,8 +449,8 @@ static gwr_status conv_forward(gwr_kctx *k, const cops *o, const cprob *p, const
             if (alg == ALG_GEMM) {
                 for (int64_t c0 = 0; c0 < p->YS; c0 += cols) {
                     int64_t nb = p->YS - c0 < cols ? p->YS - c0 : cols;
-                    o->gemm(0, (int)Mg, (int)nb, (int)rows, wg, (int)rows, xg + (size_t)c0 * esz, (int)p->YS, 0.0,
-                            yg + (size_t)c0 * esz, (int)p->YS);
+                    fwd_gemm(k, o, (int)Mg, (int)nb, (int)rows, wg, xg + (size_t)c0 * esz, (int)p->YS, yg + (size_t)c0 * esz,
+                             (int)p->YS);
                     if (epi) o->epi(e, yg + (size_t)c0 * esz, gi * Mg, Mg, p->YS, nb);
                 }
                 continue;
@@ -453,7 +464,7 @@ static gwr_status conv_forward(gwr_kctx *k, const cops *o, const cprob *p, const
                 int64_t r1 = r0 + per < nrows ? r0 + per : nrows, nb = (r1 - r0) * O2;
                 char *yt = yg + (size_t)(r0 * O2) * esz;
                 im2col(xg, g, Cg, esz, r0, r1, col);
-                o->gemm(0, (int)Mg, (int)nb, (int)rows, wg, (int)rows, col, (int)nb, 0.0, yt, (int)p->YS);
+                fwd_gemm(k, o, (int)Mg, (int)nb, (int)rows, wg, col, (int)nb, yt, (int)p->YS);
                 if (epi) o->epi(e, yt, gi * Mg, Mg, p->YS, nb);
             }
         }

@@ -29,6 +29,7 @@
 #include "exec/blas.h"
 #include "exec/kernels/cnn_isa.h"
 #include "exec/kernels/kernel_util.h"
+#include "exec/kernels/sgemm.h"
 #include "exec/kernels/vec4.h"
 #include "exec/kernels/vec8.h"
 
@@ -233,8 +234,9 @@ GWR_AVX2_FN static void output_row8(const float *m, int64_t ld, int64_t x0, int6
 }
 #endif
 
-void gwr_ku_wino_image_f32(const float *x, const float *U, const gwr_ku_window *g, int64_t C, int64_t M, float *scratch,
+void gwr_ku_wino_image_f32(const float *x, const float *U, const gwr_kctx *k, const gwr_ku_window *g, int64_t C, int64_t M, float *scratch,
                            int64_t block, float *y) {
+    int own = gwr_sgemm_for(k);
     int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];
     int64_t tw = (OW + 1) / 2, th = (OH + 1) / 2, tiles = th * tw, Hp = 2 * th + 2, Wp = 2 * tw + 2;
     float *V = scratch, *Mx = V + 16 * C * block, *xp = Mx + 16 * M * block, *orow = xp + C * Hp * Wp;
@@ -252,9 +254,12 @@ void gwr_ku_wino_image_f32(const float *x, const float *U, const gwr_ku_window *
                 in_row(xp + c * Hp * Wp, Wp, ty, x0, x1, V + c * nb + (t - t0), C * nb);
                 t += x1 - x0;
             }
-        for (int xi = 0; xi < 16; xi++)
-            gwr_ku_sgemm(0, 0, (int)M, (int)nb, (int)C, 1.0f, U + xi * M * C, (int)C, V + xi * C * nb, (int)nb, 0.0f,
-                         Mx + xi * M * nb, (int)nb);
+        for (int xi = 0; xi < 16; xi++) { /* sgemm.c, both in place, where it is wide enough */
+            const float *Ux = U + xi * M * C, *Vx = V + xi * C * nb;
+            float *Mxx = Mx + xi * M * nb;
+            if (nb < gwr_sgemm_min_n() || !own || gwr_sgemm(k->tpool, 0, 0, (int)M, (int)nb, (int)C, 1.0f, Ux, (int)C, Vx, (int)nb, 0.0f, Mxx, (int)nb))
+                gwr_ku_sgemm(0, 0, (int)M, (int)nb, (int)C, 1.0f, Ux, (int)C, Vx, (int)nb, 0.0f, Mxx, (int)nb);
+        }
         for (int64_t m = 0; m < M; m++)
             for (int64_t t = t0; t < t0 + nb;) {
                 int64_t ty = t / tw, x0 = t % tw, x1 = x0 + (t0 + nb - t) < tw ? x0 + (t0 + nb - t) : tw;

@@ -11,10 +11,16 @@
  *     to [K, N], the layout sgemm reads fastest there (K 1024, N 256:
  *     660 us NN against 780 us NT); with K <= N the two are even (within
  *     5%), and an untransposed float32 B is read in place: no state.
- * B is then always float32 [K, N] row-major: op(B) of the layer. */
+ * B is then always float32 [K, N] row-major: op(B) of the layer.
+ *
+ * Float32 layers (not Attention, whose products are per head) also get B
+ * packed into panels for gwr's own sgemm (sgemm.h), which then multiplies
+ * without repacking: that is what the run uses, p->b / B in place stay
+ * for the products it declines (out of scratch, other dtypes). */
 #include <string.h>
 
 #include "exec/kernels/kernel_util.h"
+#include "exec/kernels/sgemm.h"
 
 /* Which input is B and whether the layer transposes it. */
 static int mm_transb(const gwr_kctx *k) {
@@ -24,30 +30,57 @@ static int mm_transb(const gwr_kctx *k) {
     return 0;
 }
 
+/* The rows of op(A) when the graph fixes them (every dim but K's), else -1. */
+static int64_t static_rows(const gwr_kctx *k) {
+    const gwr_tensor *a = gwr_layer_input(k->layer, 0);
+    int r = a ? gwr_tensor_rank(a) : -1, ta = gwr_layer_op_id(k->layer) != GWR_OP_MatMul && gwr_k_int(k, "transA", 0);
+    if (r < 1) return -1;
+    int64_t rows = 1;
+    for (int i = 0; i < r; i++) {
+        gwr_dim d = gwr_tensor_dim(a, i);
+        if (d < 0) return -1;
+        if (i != (ta ? r - 2 : r - 1)) rows *= d;
+    }
+    return rows;
+}
+
+/* p->b: B widened and / or transposed to [K, N]. */
+static gwr_status prep_b(gwr_kctx *k, const gwr_value *b, int tb, gwr_mm_prep *p) {
+    float *w = gwr_ku_widen(b);
+    if (w && !tb) {
+        p->b = w;
+    } else if (w && (p->b = gwr_malloc((size_t)(b->numel ? b->numel : 1) * sizeof *p->b))) {
+        for (int64_t n = 0; n < p->N; n++) /* w is [N, K] */
+            for (int64_t q = 0; q < p->K; q++) p->b[q * p->N + n] = w[n * p->K + q];
+        gwr_free(w);
+    } else {
+        gwr_free(w);
+        return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory preparing B");
+    }
+    return GWR_OK;
+}
+
 gwr_status gwr_ku_mm_prepare(gwr_kctx *k, void **state) {
     *state = NULL;
     const gwr_value *b = k->nin > 1 ? k->in[1] : NULL;
     if (!b || b->rank != 2 || (b->dtype != GWR_FLOAT32 && !gwr_ku_is_half(b->dtype))) return GWR_OK;
-    if (gwr_layer_op_id(k->layer) == GWR_OP_MS_FusedMatMul && gwr_k_int(k, "transBatchB", 0)) return GWR_OK;
+    gwr_op_id op = gwr_layer_op_id(k->layer);
+    if (op == GWR_OP_MS_FusedMatMul && gwr_k_int(k, "transBatchB", 0)) return GWR_OK;
     int tb = mm_transb(k);
     int64_t K = tb ? b->dims[1] : b->dims[0], N = tb ? b->dims[0] : b->dims[1];
-    if (b->dtype == GWR_FLOAT32 && (!tb || K <= N)) return GWR_OK; /* read in place */
+    int need_b = b->dtype != GWR_FLOAT32 || (tb && K > N);
+    int pack = b->dtype == GWR_FLOAT32 && op != GWR_OP_MS_Attention && gwr_sgemm_enabled() && K > 0 && N > 0 &&
+               gwr_ku_fits_int(K) && gwr_ku_fits_int(N) && static_rows(k) != 1; /* one row goes to sgemv (below) */
+    if (!need_b && !pack) return GWR_OK; /* read in place */
     gwr_mm_prep *p = gwr_calloc(1, sizeof *p);
-    float *w = p ? gwr_ku_widen(b) : NULL;
-    if (!w) {
-        gwr_free(p);
-        return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory preparing B");
-    }
+    if (!p) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory preparing B");
     p->K = K, p->N = N, p->dtype = b->dtype;
-    if (!tb) {
-        p->b = w;
-    } else if ((p->b = gwr_malloc((size_t)(b->numel ? b->numel : 1) * sizeof *p->b))) {
-        for (int64_t n = 0; n < N; n++) /* w is [N, K] */
-            for (int64_t q = 0; q < K; q++) p->b[q * N + n] = w[n * K + q];
-        gwr_free(w);
-    } else {
-        gwr_free(w), gwr_free(p);
-        return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory preparing B");
+    gwr_status st = need_b ? prep_b(k, b, tb, p) : GWR_OK;
+    if (!st && pack && !(p->pk = gwr_sgemm_pack_b(tb, (int)K, (int)N, b->data, (int)b->dims[1])))
+        st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory packing B");
+    if (st) {
+        gwr_ku_mm_prep_free(p);
+        return st;
     }
     *state = p;
     return GWR_OK;
@@ -57,11 +90,32 @@ void gwr_ku_mm_prep_free(void *state) {
     gwr_mm_prep *p = state;
     if (!p) return;
     gwr_free(p->b);
+    gwr_sgemm_pack_free(p->pk);
     gwr_free(p);
 }
 
-const gwr_mm_prep *gwr_ku_mm_prep(const gwr_kctx *k, const gwr_value *b) {
+/* k's state when it was prepared from a B like b. */
+static const gwr_mm_prep *prep_of(const gwr_kctx *k, const gwr_value *b) {
     const gwr_mm_prep *p = k->prep;
     if (!p || !b || b->rank != 2 || b->dtype != p->dtype || b->numel != p->K * p->N) return NULL;
     return p;
+}
+
+const gwr_mm_prep *gwr_ku_mm_prep(const gwr_kctx *k, const gwr_value *b) {
+    const gwr_mm_prep *p = prep_of(k, b);
+    return p && p->b ? p : NULL;
+}
+
+int gwr_ku_mm_packed(const gwr_kctx *k, const gwr_value *b, int ta, int M, const float *A, int lda, float alpha, float beta, float *C,
+                     int ldc) {
+    const gwr_mm_prep *p = prep_of(k, b);
+    /* One row: OpenBLAS's sgemv over B in place. The packed panels win in
+     * bench_sgemm (47 against 40 GFLOP/s at gpt_dec_s1's shapes, even
+     * from memory at 4096 x 4096), but not in the model, whose 75 MB of
+     * weights stream from memory each step: 3.45-3.53 against 3.35-3.46 ms,
+     * best of 30 runs, interleaved; so planning packs no B for a layer
+     * whose A the graph fixes at one row. From two rows on the panels win
+     * (4 rows: 2.9 ms against 10 to 13 for 4 sgemv, 4096 x 4096). */
+    if (!p || !p->pk || (M == 1 && !ta) || !gwr_sgemm_for(k)) return -1;
+    return gwr_sgemm_pb(k->tpool, ta, M, A, lda, p->pk, alpha, beta, C, ldc);
 }

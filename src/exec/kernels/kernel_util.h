@@ -182,17 +182,24 @@ void gwr_ku_dgemm(int ta, int tb, int M, int N, int K, double alpha, const doubl
 /* The prepare hook of MatMul, Gemm, FusedGemm and FusedMatMul (see
  * gwr_kprepare_fn): a constant B as float32 [K, N], op(B) of the layer,
  * where that saves the run work (a float16 B widened, a transposed one
- * laid out for sgemm); no state where B is read as well in place. */
+ * laid out for sgemm), and a float32 B packed for sgemm.c (gemm_prep.c). */
+struct gwr_sgemm_pack;
 typedef struct gwr_mm_prep {
-    float *b;          /* [K, N] row-major */
+    float *b;          /* [K, N] row-major; NULL: B is read in place */
     int64_t K, N;
     gwr_dtype dtype;   /* B's own */
+    struct gwr_sgemm_pack *pk; /* op(B) packed for sgemm.c (float32 layers); NULL: none */
 } gwr_mm_prep;
 
 gwr_status gwr_ku_mm_prepare(gwr_kctx *k, void **state);
 void gwr_ku_mm_prep_free(void *state);
-/* k's prepared B, when it has one and it is of b (B's value this run). */
+/* k's prepared B, when it has one (pp->b) and it is of b (B's value this run). */
 const gwr_mm_prep *gwr_ku_mm_prep(const gwr_kctx *k, const gwr_value *b);
+/* C (M x N, rows ldc apart) = alpha op(A) op(B) + beta C over k's packed B
+ * when it has one of b: 0 when done, -1 when the caller is to multiply
+ * (no packed B, or out of scratch). */
+int gwr_ku_mm_packed(const gwr_kctx *k, const gwr_value *b, int ta, int M, const float *A, int lda, float alpha, float beta, float *C,
+                     int ldc);
 
 /* ---- kernels other kernels extend ----------------------------------------- */
 
@@ -256,11 +263,12 @@ void gwr_ku_dw_plane_epi_f32(const float *x, const float *w, const gwr_ku_window
  * than im2col. gwr_ku_wino_weights: U, 16 matrices [M, C], from w [M, C,
  * 3, 3]. gwr_ku_wino_scratch: the floats of scratch one image needs, and
  * *block, the tiles per block. gwr_ku_wino_image_f32: y (M planes of
- * g->out) from one image x (C planes of g->in), no bias. */
+ * g->out) from one image x (C planes of g->in), no bias (its products
+ * on k's workers). */
 int gwr_ku_wino_supports(const gwr_ku_window *g, int64_t C, int64_t M);
 void gwr_ku_wino_weights(const float *w, int64_t M, int64_t C, float *U);
 int64_t gwr_ku_wino_scratch(const gwr_ku_window *g, int64_t C, int64_t M, int64_t *block);
-void gwr_ku_wino_image_f32(const float *x, const float *U, const gwr_ku_window *g, int64_t C, int64_t M, float *scratch,
+void gwr_ku_wino_image_f32(const float *x, const float *U, const gwr_kctx *k, const gwr_ku_window *g, int64_t C, int64_t M, float *scratch,
                            int64_t block, float *y);
 /* The prepare hook of Conv and FusedConv (see gwr_kprepare_fn): a constant
  * float32 W of a layer Winograd may run, transformed once. */

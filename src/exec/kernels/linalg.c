@@ -169,7 +169,9 @@ static gwr_status k_matmul(gwr_kctx *k) {
     }
     gwr_blas_threads(k->threads);
     const gwr_mm_prep *pp = gwr_ku_mm_prep(k, b); /* B prepared at planning: float32 [K, N] */
-    if (dt == GWR_FLOAT32) {
+    if (dt == GWR_FLOAT32 && p.fold && !gwr_ku_mm_packed(k, b, 0, (int)(p.batch * p.M), a->data, (int)p.K, 1.0f, 0.0f, y->data, (int)p.N)) {
+        /* B packed at planning: done */
+    } else if (dt == GWR_FLOAT32) {
         mm_f32(&p, a->data, pp ? pp->b : b->data, y->data);
     } else if (dt == GWR_FLOAT64) {
         mm_f64(&p, a->data, b->data, y->data);
@@ -332,7 +334,8 @@ gwr_status gwr_ku_gemm_kernel(gwr_kctx *k) {
             else if (use_c)
                 for (int64_t i = 0; i < M; i++)
                     for (int64_t j = 0; j < N; j++) yf[i * N + j] = beta * cv[i * cs[0] + j * cs[1]];
-            gwr_ku_sgemm(ta, tb, (int)M, (int)N, (int)K, alpha, af, lda, bf, ldb, use_c ? 1.0f : 0.0f, yf, (int)N);
+            if (wide || gwr_ku_mm_packed(k, b, ta, (int)M, af, lda, alpha, use_c ? 1.0f : 0.0f, yf, (int)N))
+                gwr_ku_sgemm(ta, tb, (int)M, (int)N, (int)K, alpha, af, lda, bf, ldb, use_c ? 1.0f : 0.0f, yf, (int)N);
             if (wide) gwr_ku_narrow(yf, y);
         }
         if (wide) gwr_free(af), gwr_free(cf), gwr_free(yf);

@@ -388,8 +388,8 @@ static gwr_status k_gru(gwr_kctx *k) { return k_recurrent(k, CELL_GRU); }
 static gwr_status k_lstm(gwr_kctx *k) { return k_recurrent(k, CELL_LSTM); }
 
 const gwr_kernel_entry gwr_kernels_rnn[] = {
-    GWR_KERNEL(RNN, k_rnn, .flags = GWR_KF_BLAS),
-    GWR_KERNEL(GRU, k_gru, .flags = GWR_KF_BLAS),
-    GWR_KERNEL(LSTM, k_lstm, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(RNN, k_rnn, .flags = GWR_KF_BLAS, .prepare = gwr_rnn_prepare, .prep_free = gwr_rnn_prep_free),
+    GWR_KERNEL(GRU, k_gru, .flags = GWR_KF_BLAS, .prepare = gwr_rnn_prepare, .prep_free = gwr_rnn_prep_free),
+    GWR_KERNEL(LSTM, k_lstm, .flags = GWR_KF_BLAS, .prepare = gwr_rnn_prepare, .prep_free = gwr_rnn_prep_free),
     {.fn = NULL},
 };

@@ -7,9 +7,9 @@
  * times W^T), each step's recurrent product one sgemm (sgemv for one batch
  * row) on R read as stored ([G*H, H] row-major: R h is a row of dot
  * products, the order sgemv reads fastest), and the gates are row loops
- * over fast_math.h's float sigmoid and tanh that vectorize. With W and R
- * read in place there is nothing left for a prepare hook to arrange; the
- * two biases are summed once per run (G*H adds).
+ * over fast_math.h's float sigmoid and tanh that vectorize. Constant W and
+ * R are packed at planning (rnn_prep.c) and both products then run on
+ * sgemm.c over them; the two biases are summed once per run (G*H adds).
  *
  * rnn.c has checked the inputs and attributes (rnn_args) and keeps the
  * double path for float64 and float16, and as the reference of the tests. */
@@ -22,6 +22,7 @@
 /* after the pragma: their inline functions take its options */
 #include "exec/kernels/fast_math.h"
 #include "exec/kernels/rnn_internal.h"
+#include "exec/kernels/sgemm.h"
 
 /* v = a(clip(v)) over n floats: sigmoid and tanh vectorized, the rarer
  * activations through rnn_act.c's double expressions. */
@@ -112,6 +113,14 @@ static void lbuf_free(rnn_fbuf *b) {
 
 static float *alloc_f(int64_t n) { return gwr_malloc((size_t)(n ? n : 1) * sizeof(float)); }
 
+/* k's packed W and R when they are of a's shapes. */
+static const gwr_rnn_prep *prep_of(const gwr_kctx *k, const rnn_args *a) {
+    const gwr_rnn_prep *p = k->prep;
+    int64_t ng = a->cell == CELL_GRU && !a->lbr ? 2 * a->H : a->G * a->H;
+    if (!p || p->D != a->D || p->GH != a->G * a->H || p->I != a->I || p->H != a->H || p->ng != ng || !gwr_sgemm_for(k)) return NULL;
+    return p;
+}
+
 static const float *in_f(const gwr_kctx *k, int i) {
     return i < k->nin && k->in[i] ? (const float *)k->in[i]->data : NULL;
 }
@@ -128,7 +137,9 @@ static int64_t state_row(const rnn_args *a, int64_t d, int64_t bb) {
 static void project(const gwr_kctx *k, const rnn_args *a, rnn_fbuf *b, int64_t d) {
     int64_t T = a->T, B = a->B, I = a->I, H = a->H, GH = a->G * H;
     const float *x = in_f(k, 0), *w = in_f(k, 1) + d * GH * I, *bias = in_f(k, 3);
-    gwr_ku_sgemm(0, 1, (int)(T * B), (int)GH, (int)I, 1.0f, x, (int)I, w, (int)I, 0.0f, b->xw, (int)GH);
+    const gwr_rnn_prep *pp = prep_of(k, a);
+    if (!pp || gwr_sgemm_pb(k->tpool, 0, (int)(T * B), x, (int)I, pp->w[d], 1.0f, 0.0f, b->xw, (int)GH))
+        gwr_ku_sgemm(0, 1, (int)(T * B), (int)GH, (int)I, 1.0f, x, (int)I, w, (int)I, 0.0f, b->xw, (int)GH);
     memset(b->rbh, 0, (size_t)H * sizeof *b->rbh);
     if (!bias) return;
     bias += d * 2 * GH;
@@ -160,8 +171,10 @@ static void run_dir(const gwr_kctx *k, const rnn_args *a, rnn_fbuf *b, int64_t d
         else memset(b->c + bb * H, 0, (size_t)H * sizeof(float));
     }
     float *Y = out[0] ? (float *)out[0]->data : NULL;
+    const gwr_rnn_prep *pp = prep_of(k, a);
     for (int64_t s = 0; s < T; s++) {
-        gwr_ku_sgemm(0, 1, (int)B, (int)ng, (int)H, 1.0f, b->h, (int)H, r, (int)H, 0.0f, b->hr, (int)GH);
+        if (!pp || gwr_sgemm_pb(k->tpool, 0, (int)B, b->h, (int)H, pp->r[d], 1.0f, 0.0f, b->hr, (int)GH))
+            gwr_ku_sgemm(0, 1, (int)B, (int)ng, (int)H, 1.0f, b->h, (int)H, r, (int)H, 0.0f, b->hr, (int)GH);
         for (int64_t bb = 0; bb < B; bb++) {
             if (s >= b->len[bb]) continue; /* finished: keeps its state */
             int64_t t = rev ? b->len[bb] - 1 - s : s;

@@ -30,6 +30,17 @@ typedef struct rnn_args {
 /* One activation of the recurrent ops, in double (rnn_act.c). */
 double gwr_rnn_act_apply(const act *a, double x);
 
+/* The prepare hook of RNN, GRU and LSTM (rnn_prep.c): per direction d,
+ * W_d^T [I, GH] and R_d^T [H, ng] packed for sgemm.c (ng: the columns of
+ * a step's product, 2H for GRU's default mode, else GH). */
+struct gwr_sgemm_pack;
+typedef struct gwr_rnn_prep {
+    int64_t D, GH, I, H, ng;
+    struct gwr_sgemm_pack *w[2], *r[2];
+} gwr_rnn_prep;
+gwr_status gwr_rnn_prepare(gwr_kctx *k, void **state);
+void gwr_rnn_prep_free(void *state);
+
 /* RNN, GRU and LSTM in float (rnn_f32.c): k's inputs all float32, checked by
  * rnn.c; out[] the outputs to write (NULL: unused), Y already zeroed.
  * GWR_ERR_NOMEM (with its message) when a buffer cannot be had. */

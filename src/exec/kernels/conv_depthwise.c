@@ -34,8 +34,11 @@
 #include <stdint.h>
 #include <string.h>
 
+/* fp-contract=off (the exec room is built with fp-contract=fast): the
+ * epilogue must round as act_rows.c's rows do; the sums' FMAs are written
+ * out (__builtin_fmaf), so they stay fused. */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("tree-vectorize")
+#pragma GCC optimize("tree-vectorize", "fp-contract=off")
 #endif
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF

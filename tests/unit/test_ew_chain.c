@@ -4,7 +4,8 @@
  *
  * The reference is the unfused network run layer by layer by the ONNX
  * ops' own kernels (a raw session): the fused network must give the same
- * float32 bits (the op's contract: each link rounds as its layer does), on
+ * float32 bits (the op's contract: each link rounds as its layer does;
+ * a NaN may differ in payload, see same_bits), on
  * seeded inputs that include NaN, +-inf, -0.0 and denormals, over shapes
  * below and above the kernel's 2048-element block, with scalar, same-shape,
  * per-channel, trailing and non-constant side operands on either side.
@@ -149,9 +150,16 @@ static gwr_status optimize(gwr_network *net, unsigned target, const char *only) 
     return gwr_optimize(net, &o, NULL);
 }
 
+/* The same bits, -0.0 and infinities included; any NaN equals any NaN:
+ * which of two NaN operands' payload (and sign) an x86 add or multiply
+ * passes on is its first operand's, and a compiler may swap the operands
+ * of a commutative op (IEEE 754 leaves the payload open too). */
 static int same_bits(gwr_value *a, gwr_value *b) {
     if (!a || !b || gwr_value_numel(a) != gwr_value_numel(b)) return 0;
-    return !memcmp(gwr_value_data(a), gwr_value_data(b), (size_t)gwr_value_numel(a) * sizeof(float));
+    const float *p = gwr_value_data(a), *q = gwr_value_data(b);
+    for (int64_t i = 0; i < gwr_value_numel(a); i++)
+        if (memcmp(&p[i], &q[i], sizeof *p) && !(isnan(p[i]) && isnan(q[i]))) return 0;
+    return 1;
 }
 
 /* Builds the chain on every shape, fuses it (only the chain pass, or the

@@ -40,16 +40,14 @@ typedef struct ewc_run {
 
 /* ---- unary links: activation.c's and elementwise.c's float expressions ---- */
 
+/* Every link loop is compiled per CPU (GWR_VEC_CLONES), also those whose
+ * layer kernel is not: a link is in L1, so its loop is compute-bound and
+ * the wider vectors are the point of fusing. Bits stay the layer's: GCC
+ * contracts no a * b + c in ISO C mode, and clang is told not to below
+ * (its default contracts within an expression, which only the FMA clones
+ * could do). Sigmoid comes first: its layer kernel (activation.c's ACT_FV)
+ * is itself cloned under the default, so it keeps that. */
 #define EWC_U(fname, EXPR)                                     \
-    static void fname(float *restrict v, int64_t n, float A, float B) { \
-        (void)A, (void)B;                                      \
-        for (int64_t i = 0; i < n; i++) {                      \
-            float x = v[i];                                    \
-            v[i] = (float)(EXPR);                              \
-        }                                                      \
-    }
-/* the same, cloned per CPU as activation.c's ACT_FV rows are */
-#define EWC_UV(fname, EXPR)                                    \
     GWR_VEC_CLONES static void fname(float *restrict v, int64_t n, float A, float B) { \
         (void)A, (void)B;                                      \
         for (int64_t i = 0; i < n; i++) {                      \
@@ -58,10 +56,15 @@ typedef struct ewc_run {
         }                                                      \
     }
 
+EWC_U(u_sigmoid, 1.0f / (1.0f + fast_expf(-x)))
+
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+
 EWC_U(u_relu, x < 0 ? 0.0f : x)
 EWC_U(u_leaky, x < 0 ? A * x : x)
 EWC_U(u_clip, (x < A ? A : x) > B ? B : (x < A ? A : x))
-EWC_UV(u_sigmoid, 1.0f / (1.0f + fast_expf(-x)))
 EWC_U(u_tanh, fast_tanhf(x))
 EWC_U(u_hsig, fast_clamp01f(A * x + B))
 EWC_U(u_neg, -x)
@@ -100,7 +103,7 @@ static ewc_unary_fn unary_of(int64_t code) {
 /* v[i] = EXPR(x, y) over a scalar y (_s) or a row y (_v); with `swap` the
  * chain value is the right operand. */
 #define EWC_B(name, EXPR)                                                                  \
-    static void name##_s(float *restrict v, int64_t n, float s, int swap) {                \
+    GWR_VEC_CLONES static void name##_s(float *restrict v, int64_t n, float s, int swap) {                \
         if (swap)                                                                          \
             for (int64_t i = 0; i < n; i++) {                                              \
                 float x = s, y = v[i];                                                     \
@@ -112,7 +115,7 @@ static ewc_unary_fn unary_of(int64_t code) {
                 v[i] = (float)(EXPR);                                                      \
             }                                                                              \
     }                                                                                      \
-    static void name##_v(float *restrict v, int64_t n, const float *restrict s, int swap) { \
+    GWR_VEC_CLONES static void name##_v(float *restrict v, int64_t n, const float *restrict s, int swap) { \
         if (swap)                                                                          \
             for (int64_t i = 0; i < n; i++) {                                              \
                 float x = s[i], y = v[i];                                                  \

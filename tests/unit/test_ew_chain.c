@@ -241,6 +241,36 @@ TEST(fuses_swish_with_beta) {
     }
 }
 
+/* Clip before opset 11: its bounds are attributes. */
+TEST(fuses_clip_with_attribute_bounds) {
+    const shape *sh = &SHAPES[0];
+    gwr_network *net[2];
+    for (int i = 0; i < 2; i++) {
+        gwr_network *g = net[i] = gwr_network_new("clip6");
+        gwr_network_set_opset(g, "", 10);
+        gwr_tensor *x = gwr_network_add_input(g, "x", GWR_FLOAT32, sh->rank, sh->d), *t, *y;
+        gwr_network_add_input(g, "s", GWR_FLOAT32, sh->rank, sh->d);
+        gwr_args *a = gwr_args_new();
+        gwr_args_set_float(a, "min", -0.5);
+        gwr_args_set_float(a, "max", 2.5);
+        gwr_op_call(g, "", "Clip", 1, &x, a, 1, &t);
+        gwr_args_free(a);
+        gwr_op_call(g, "", "Tanh", 1, &t, NULL, 1, &y);
+        gwr_network_mark_output(g, y);
+    }
+    CHECK_OK(optimize(net[1], GWR_TARGET_GWR, "fuse_elementwise_chain"));
+    CHECK_EQ_INT(count_op(net[1], "ElementwiseChain"), 1);
+    gwr_value *a = run(net[0], sh, 9), *b = run(net[1], sh, 9);
+    CHECK(same_bits(a, b));
+    const float *v = b ? gwr_value_data(b) : NULL;
+    int in_range = v != NULL;
+    for (int64_t i = 0; v && i < gwr_value_numel(b); i++)
+        in_range = in_range && !(v[i] < tanhf(-0.5f) - 1e-6f || v[i] > tanhf(2.5f) + 1e-6f);
+    CHECK(in_range); /* the bounds were read, not the defaults */
+    gwr_value_release(a), gwr_value_release(b);
+    gwr_network_free(net[0]), gwr_network_free(net[1]);
+}
+
 /* ---- where it must not fire ---- */
 
 static gwr_network *relu_sigmoid(gwr_dtype dt, gwr_tensor **mid, gwr_tensor **y) {
@@ -397,6 +427,7 @@ int main(void) {
     RUN(fuses_unary_links);
     RUN(fuses_binary_links_of_every_broadcast);
     RUN(fuses_swish_with_beta);
+    RUN(fuses_clip_with_attribute_bounds);
     RUN(does_not_fire_where_it_must_not);
     RUN(bad_programs_are_refused);
     RUN(onnx_round_trip);

@@ -102,11 +102,16 @@ static gwr_tensor *apply(gwr_network *net, const link *k, gwr_tensor *x, const s
     return l ? y : NULL;
 }
 
+/* An op before the chain (NULL: none): with one, the chain's input is an
+ * intermediate value it reads last, so the kernel runs in place. */
+static const char *pre_op;
+
 /* x (and "s", the output's shape, for S_INPUT) -> the links -> output. */
 static gwr_network *build(const link *ks, int n, const shape *sh, unsigned seed) {
     gwr_network *net = gwr_network_new("chain");
     gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, sh->rank, sh->d);
     gwr_network_add_input(net, "s", GWR_FLOAT32, sh->rank, sh->d);
+    if (pre_op) gwr_op_call(net, "", pre_op, 1, &x, NULL, 1, &x);
     rng_state = seed;
     for (int i = 0; i < n && x; i++) x = apply(net, &ks[i], x, sh);
     if (!x || gwr_network_mark_output(net, x)) {
@@ -212,6 +217,15 @@ TEST(fuses_binary_links_of_every_broadcast) {
     CHAIN(1, {.op = "Div", .side = S_SCALAR, .swap = 1}, {.op = "Sub", .side = S_SAME, .swap = 1}, {.op = "Max", .side = S_TRAIL, .swap = 1}, {.op = "Min", .side = S_CHAN, .swap = 1}, {.op = "Add", .side = S_INPUT, .swap = 1},
           {.op = "Mul", .side = S_SCALAR, .swap = 1});
     CHAIN(1, {.op = "Sub", .side = S_INPUT}, {.op = "Mul", .side = S_SAME}, {.op = "Add", .side = S_SCALAR}); /* a mask */
+}
+
+/* The same chains over a Softmax's output, which the chain may overwrite:
+ * every link then runs in place, the first one too. */
+TEST(fuses_in_place) {
+    pre_op = "Softmax";
+    fuses_unary_links();
+    fuses_binary_links_of_every_broadcast();
+    pre_op = NULL;
 }
 
 /* Swish with beta: x * Sigmoid(x * beta), x the chain's input and the
@@ -426,6 +440,7 @@ TEST(onnx_round_trip) {
 int main(void) {
     RUN(fuses_unary_links);
     RUN(fuses_binary_links_of_every_broadcast);
+    RUN(fuses_in_place);
     RUN(fuses_swish_with_beta);
     RUN(fuses_clip_with_attribute_bounds);
     RUN(does_not_fire_where_it_must_not);

@@ -7,7 +7,6 @@
  * so the chain's result is bit for bit the unfused layers'. */
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "exec/exec_internal.h"
 
@@ -47,13 +46,25 @@ typedef struct ewc_run {
  * (its default contracts within an expression, which only the FMA clones
  * could do). Sigmoid comes first: its layer kernel (activation.c's ACT_FV)
  * is itself cloned under the default, so it keeps that. */
-#define EWC_U(fname, EXPR)                                     \
-    GWR_VEC_CLONES static void fname(float *restrict v, int64_t n, float A, float B) { \
-        (void)A, (void)B;                                      \
-        for (int64_t i = 0; i < n; i++) {                      \
-            float x = v[i];                                    \
-            v[i] = (float)(EXPR);                              \
-        }                                                      \
+/* dst = EXPR(src) over n; src == dst runs in place (the loops are split
+ * so that each has restrict pointers and vectorizes). */
+#define EWC_U(fname, EXPR)                                                                  \
+    GWR_VEC_CLONES static void fname(const float *src, float *dst, int64_t n, float A, float B) { \
+        (void)A, (void)B;                                                                   \
+        if (src == dst) {                                                                   \
+            float *restrict v = dst;                                                        \
+            for (int64_t i = 0; i < n; i++) {                                               \
+                float x = v[i];                                                             \
+                v[i] = (float)(EXPR);                                                       \
+            }                                                                               \
+        } else {                                                                            \
+            const float *restrict a = src;                                                  \
+            float *restrict o = dst;                                                        \
+            for (int64_t i = 0; i < n; i++) {                                               \
+                float x = a[i];                                                             \
+                o[i] = (float)(EXPR);                                                       \
+            }                                                                               \
+        }                                                                                   \
     }
 
 EWC_U(u_sigmoid, 1.0f / (1.0f + fast_expf(-x)))
@@ -77,7 +88,7 @@ EWC_U(u_erf, fast_erff(x))
 /* log(1 + e^x) without overflow */
 EWC_U(u_softplus, x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x)))
 
-typedef void (*ewc_unary_fn)(float *v, int64_t n, float A, float B);
+typedef void (*ewc_unary_fn)(const float *src, float *dst, int64_t n, float A, float B);
 
 static ewc_unary_fn unary_of(int64_t code) {
     switch (code) {
@@ -100,32 +111,42 @@ static ewc_unary_fn unary_of(int64_t code) {
 
 /* ---- binary links: elementwise.c's R2_F expressions, x the left operand ---- */
 
-/* v[i] = EXPR(x, y) over a scalar y (_s) or a row y (_v); with `swap` the
- * chain value is the right operand. */
-#define EWC_B(name, EXPR)                                                                  \
-    GWR_VEC_CLONES static void name##_s(float *restrict v, int64_t n, float s, int swap) {                \
-        if (swap)                                                                          \
-            for (int64_t i = 0; i < n; i++) {                                              \
-                float x = s, y = v[i];                                                     \
-                v[i] = (float)(EXPR);                                                      \
-            }                                                                              \
-        else                                                                               \
-            for (int64_t i = 0; i < n; i++) {                                              \
-                float x = v[i], y = s;                                                     \
-                v[i] = (float)(EXPR);                                                      \
-            }                                                                              \
-    }                                                                                      \
-    GWR_VEC_CLONES static void name##_v(float *restrict v, int64_t n, const float *restrict s, int swap) { \
-        if (swap)                                                                          \
-            for (int64_t i = 0; i < n; i++) {                                              \
-                float x = s[i], y = v[i];                                                  \
-                v[i] = (float)(EXPR);                                                      \
-            }                                                                              \
-        else                                                                               \
-            for (int64_t i = 0; i < n; i++) {                                              \
-                float x = v[i], y = s[i];                                                  \
-                v[i] = (float)(EXPR);                                                      \
-            }                                                                              \
+/* dst = EXPR(x, y) with x from src over a scalar side c (_s) or a side
+ * row w (_v); with `swap` the chain value is the right operand. src ==
+ * dst runs in place (split loops, as EWC_U). */
+#define EWC_LOOPS(EXPR, X_SIDE, Y_SIDE)                                                         \
+    if (src == dst) {                                                                       \
+        float *restrict v = dst;                                                            \
+        if (swap)                                                                           \
+            for (int64_t i = 0; i < n; i++) {                                               \
+                float x = X_SIDE, y = v[i];                                                 \
+                v[i] = (float)(EXPR);                                                       \
+            }                                                                               \
+        else                                                                                \
+            for (int64_t i = 0; i < n; i++) {                                               \
+                float x = v[i], y = Y_SIDE;                                                 \
+                v[i] = (float)(EXPR);                                                       \
+            }                                                                               \
+    } else {                                                                                \
+        const float *restrict a = src;                                                      \
+        float *restrict o = dst;                                                            \
+        if (swap)                                                                           \
+            for (int64_t i = 0; i < n; i++) {                                               \
+                float x = X_SIDE, y = a[i];                                                 \
+                o[i] = (float)(EXPR);                                                       \
+            }                                                                               \
+        else                                                                                \
+            for (int64_t i = 0; i < n; i++) {                                               \
+                float x = a[i], y = Y_SIDE;                                                 \
+                o[i] = (float)(EXPR);                                                       \
+            }                                                                               \
+    }
+#define EWC_B(name, EXPR)                                                                            \
+    GWR_VEC_CLONES static void name##_s(const float *src, float *dst, int64_t n, float c, int swap) {          \
+        EWC_LOOPS(EXPR, c, c)                                                                            \
+    }                                                                                                \
+    GWR_VEC_CLONES static void name##_v(const float *src, float *dst, int64_t n, const float *restrict w, int swap) { \
+        EWC_LOOPS(EXPR, w[i], w[i])                                                                      \
     }
 
 EWC_B(b_add, x + y)
@@ -136,8 +157,8 @@ EWC_B(b_div, x / y)
 EWC_B(b_max, (x >= y || x != x) ? x : y)
 EWC_B(b_min, (x <= y || x != x) ? x : y)
 
-typedef void (*ewc_bs_fn)(float *v, int64_t n, float s, int swap);
-typedef void (*ewc_bv_fn)(float *v, int64_t n, const float *s, int swap);
+typedef void (*ewc_bs_fn)(const float *src, float *dst, int64_t n, float c, int swap);
+typedef void (*ewc_bv_fn)(const float *src, float *dst, int64_t n, const float *w, int swap);
 
 static void binary_of(int64_t code, ewc_bs_fn *fs, ewc_bv_fn *fv) {
     switch ((code - GWR_EWC_ADD) % GWR_EWC_SWAP + GWR_EWC_ADD) {
@@ -150,39 +171,40 @@ static void binary_of(int64_t code, ewc_bs_fn *fs, ewc_bv_fn *fv) {
     }
 }
 
-/* Link L over the block v = output elements [s, e). */
-static void apply_binary(const ewc_link *L, float *v, int64_t s, int64_t e) {
+/* Link L from src into dst, the block of output elements [s, e). */
+static void apply_binary(const ewc_link *L, const float *src, float *dst, int64_t s, int64_t e) {
     ewc_bs_fn fs;
     ewc_bv_fn fv;
     binary_of(L->code, &fs, &fv);
     int swap = L->code >= GWR_EWC_ADD + GWR_EWC_SWAP;
     if (L->period == 1) {
-        fs(v, e - s, L->side[0], swap);
+        fs(src, dst, e - s, L->side[0], swap);
         return;
     }
     for (int64_t i = s; i < e;) {
         int64_t q = i / L->inner, r = i % L->inner, c = q % L->period, len;
         if (L->inner == 1) { /* a run of the side row */
             len = L->period - c < e - i ? L->period - c : e - i;
-            fv(v + (i - s), len, L->side + c, swap);
+            fv(src + (i - s), dst + (i - s), len, L->side + c, swap);
         } else { /* a run over which the side value is one */
             len = L->inner - r < e - i ? L->inner - r : e - i;
-            fs(v + (i - s), len, L->side[c], swap);
+            fs(src + (i - s), dst + (i - s), len, L->side[c], swap);
         }
         i += len;
     }
 }
 
+/* The first link reads the input block, the others the output in place. */
 static void run_blocks(void *ctx, int64_t b0, int64_t b1) {
     const ewc_run *R = ctx;
     for (int64_t b = b0; b < b1; b++) {
         int64_t s = b * EWC_BLOCK, e = s + EWC_BLOCK < R->n ? s + EWC_BLOCK : R->n;
         float *v = R->o + s;
-        if (R->x != R->o) memcpy(v, R->x + s, (size_t)(e - s) * sizeof *v);
-        for (int l = 0; l < R->nlinks; l++) {
+        const float *src = R->x + s;
+        for (int l = 0; l < R->nlinks; l++, src = v) {
             const ewc_link *L = &R->links[l];
-            if (gwr_ewc_arity(L->code) == 1) unary_of(L->code)(v, e - s, L->a, L->b);
-            else apply_binary(L, v, s, e);
+            if (gwr_ewc_arity(L->code) == 1) unary_of(L->code)(src, v, e - s, L->a, L->b);
+            else apply_binary(L, src, v, s, e);
         }
     }
 }

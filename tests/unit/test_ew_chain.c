@@ -285,6 +285,25 @@ TEST(fuses_clip_with_attribute_bounds) {
     gwr_network_free(net[0]), gwr_network_free(net[1]);
 }
 
+/* The analyzer counts a chain as its links: one FLOP per element each. */
+TEST(cost_is_the_links) {
+    static const link ks[] = {{.op = "Sub", .side = S_SCALAR}, {.op = "Div", .side = S_CHAN}, {.op = "Relu"}};
+    const shape *sh = &SHAPES[0];
+    gwr_network *ref = build(ks, 3, sh, 1), *fused = build(ks, 3, sh, 1);
+    CHECK_OK(optimize(fused, GWR_TARGET_GWR, "fuse_elementwise_chain"));
+    CHECK_EQ_INT(count_op(fused, "ElementwiseChain"), 1);
+    gwr_analysis *a = gwr_analyze_network(ref, NULL), *b = gwr_analyze_network(fused, NULL);
+    gwr_cost_totals ta, tb;
+    CHECK(a && b);
+    if (a && b && !gwr_analysis_totals(a, &ta) && !gwr_analysis_totals(b, &tb)) {
+        CHECK_EQ_INT(tb.flops, 3 * 210);
+        CHECK_EQ_INT(tb.flops, ta.flops);
+        CHECK_EQ_INT(tb.known_layers, tb.layers);
+    }
+    gwr_analysis_free(a), gwr_analysis_free(b);
+    gwr_network_free(ref), gwr_network_free(fused);
+}
+
 /* ---- where it must not fire ---- */
 
 static gwr_network *relu_sigmoid(gwr_dtype dt, gwr_tensor **mid, gwr_tensor **y) {
@@ -443,6 +462,7 @@ int main(void) {
     RUN(fuses_in_place);
     RUN(fuses_swish_with_beta);
     RUN(fuses_clip_with_attribute_bounds);
+    RUN(cost_is_the_links);
     RUN(does_not_fire_where_it_must_not);
     RUN(bad_programs_are_refused);
     RUN(onnx_round_trip);

@@ -230,6 +230,15 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_transpose_into_gemm;
  * last axis) + eps), or x * Reciprocal(Sqrt(...)), times an optional 1-D constant gamma, becomes
  * onnxruntime's SimplifiedLayerNormalization (default domain). Root: the Div or Mul. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_rms_norm;
+/* fuse_elementwise_chain (ew_chain.c; target gwr, exact): a chain of two or
+ * more float32 element-wise layers (Relu, LeakyRelu, Clip, Sigmoid, Tanh,
+ * HardSigmoid, Neg, Abs, Exp, Log, Sqrt, Reciprocal, Erf, Softplus; Add, Sub, Mul,
+ * Div, Max, Min with a side operand that is a scalar, of the output's shape
+ * or one run of its axes), every intermediate read only by the next link
+ * and not a network output, becomes one gwr::ElementwiseChain. Root: the
+ * last link. Chains that other fusions take (a norm's statistics, the input
+ * of Softmax, Gelu, the norms, MatMul, Gemm) are left. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_elementwise_chain;
 /* The shape passes (eliminate_shape.c), exact.
  * compose_reshapes: Reshape, Squeeze, Unsqueeze or Flatten of another of
  * them read only there becomes one Reshape when the result's shape is

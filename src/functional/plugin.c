@@ -253,6 +253,9 @@ static gwr_status register_builtins(void) {
     if (!plugin_find_locked(GWR_PLUGIN_DOMAIN, "GPTAttention") &&
         plugin_register_locked(GWR_PLUGIN_DOMAIN, "GPTAttention", 2, gpt_attention_infer, NULL))
         return GWR_ERR_NOMEM;
+    if (!plugin_find_locked(GWR_PLUGIN_DOMAIN, "ElementwiseChain") &&
+        plugin_register_locked(GWR_PLUGIN_DOMAIN, "ElementwiseChain", 1, gwr_fn_ew_chain_infer, NULL))
+        return GWR_ERR_NOMEM;
     for (int64_t i = 0; i < reg.nfns; i++)
         if (!strcmp(reg.fns[i]->kind, GWR_GPT_ATTENTION)) return GWR_OK;
     gwr_args *p = gwr_args_new();

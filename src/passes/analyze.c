@@ -568,6 +568,23 @@ static gwr_status attention_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers
     return GWR_OK;
 }
 
+/* gwr::ElementwiseChain: what cost.elementwise counts for its links, one
+ * FLOP per output element each (the ops field holds one code a link). */
+static gwr_status ew_chain_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, int n) {
+    gwr_layer *l = layers[0];
+    gwr_layer_cost *r = record(c, l);
+    const int64_t *ops = NULL;
+    int64_t nops = 0;
+    (void)n;
+    if (!r) return GWR_ERR_STATE;
+    if (gwr_layer_attr_ints(l, "ops", &ops, &nops) || nops < 1) {
+        r->known = 0;
+        return GWR_OK;
+    }
+    r->flops = an_mul(nops, an_numel(state(c)->dims, gwr_layer_output(l, 0), &r->known));
+    return GWR_OK;
+}
+
 /* ---- the report ------------------------------------------------------------ */
 
 static int cmp_domain_op(const void *a, const void *b) {
@@ -830,9 +847,10 @@ static const gwr_pattern_analyzer builtin[] = {
     {"cost.softmax", GWR_ROOT_CLASS(GWR_LAYER_SOFTMAX), NULL, top_only, per_element_analyze, NULL},
     {"cost.reduce", GWR_ROOT_CLASS(GWR_LAYER_REDUCE), NULL, top_only, reduce_analyze, NULL},
     {"cost.attention", 0, (const char *const[]){"gwr::GPTAttention", NULL}, top_only, attention_analyze, NULL},
+    {"cost.ew_chain", 0, (const char *const[]){"gwr::ElementwiseChain", NULL}, top_only, ew_chain_analyze, NULL},
 };
 /* cost.bytes opens each layer's record: it must come first. */
-static const int builtin_benefit[] = {100, 90, 90, 50, 50, 50, 50, 50, 50, 50, 50};
+static const int builtin_benefit[] = {100, 90, 90, 50, 50, 50, 50, 50, 50, 50, 50, 50};
 
 /* builtin[] from this entry on are the FLOP rules (cost.bytes, ops and
  * params apply to every layer and count no FLOPs). */

@@ -109,6 +109,11 @@ static const gwr_pass_info builtins[] = {
      GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
      "move a Transpose up through lone elementwise layers (unary, or with a constant, permuted) to meet "
      "another Transpose: one or none left"},
+    /* element-wise chains (ew_chain.c): after every other fusion */
+    {"fuse_elementwise_chain", &gwr_pattern_fuse_elementwise_chain, 5, GWR_LEVEL_EXTENDED, GWR_TARGET_GWR,
+     GWR_NUMERICS_EXACT, 0,
+     "turn chains of 2+ float32 element-wise layers (unary activations and math, Add/Sub/Mul/Div/Max/Min with a scalar, "
+     "same-shape or per-channel operand) into one gwr::ElementwiseChain loop"},
     /* the tutorial pattern last: it changes the numbers on purpose (only --only runs it) */
     {"replace_add_with_sub", &gwr_pattern_replace_add_with_sub, 1, GWR_LEVEL_NONE, GWR_TARGET_ANY,
      GWR_NUMERICS_CHANGES, 0, "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)"},

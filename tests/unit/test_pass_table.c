@@ -393,6 +393,17 @@ static gwr_network *silu(int other) {
 static gwr_network *silu_fires(void) { return silu(0); }
 static gwr_network *silu_idle(void) { return silu(1); }
 
+/* Sigmoid(Relu(x) + 1); idle: the Relu also a network output (links of one) */
+static gwr_network *ew_chain(int shared) {
+    gwr_dim d[2] = {3, 5};
+    gwr_network *net = gwr_network_new("ew_chain");
+    gwr_tensor *r = gwr_relu(net, input(net, "x", 2, d));
+    if (shared) return gwr_network_mark_output(net, r) ? finish(net, NULL) : finish(net, gwr_sigmoid(net, r));
+    return finish(net, gwr_sigmoid(net, gwr_add(net, r, gwr_constant_f32(net, 1.0f))));
+}
+static gwr_network *ew_chain_fires(void) { return ew_chain(0); }
+static gwr_network *ew_chain_idle(void) { return ew_chain(1); }
+
 /* Gemm(Transpose(a), W, c); idle: the Transpose also a network output */
 static gwr_network *gemm_transpose(int shared) {
     gwr_dim d[2] = {4, 3};
@@ -545,6 +556,7 @@ static const pass_cases cases[] = {
     /* attention (test_attention.c has the forms) */
     {"fuse_attention", gpt_onnx, gpt_plugin, 1, 0},
     {"merge_qkv_matmuls", qkv_fires, qkv_idle, 1, 0},
+    {"fuse_elementwise_chain", ew_chain_fires, ew_chain_idle, 1, 0},
 };
 
 static const pass_cases *cases_of(const char *label) {

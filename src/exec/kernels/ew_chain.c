@@ -12,7 +12,7 @@
 
 /* as in activation.c / elementwise.c: GCC's -O2 vectorizes few loops */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math", "fp-contract=off")
 #endif
 
 #include "exec/kernels/fast_math.h"
@@ -41,8 +41,9 @@ typedef struct ewc_run {
 
 /* Every link loop is compiled per CPU (GWR_VEC_CLONES), also those whose
  * layer kernel is not: a link is in L1, so its loop is compute-bound and
- * the wider vectors are the point of fusing. Bits stay the layer's: GCC
- * contracts no a * b + c in ISO C mode, and clang is told not to below
+ * the wider vectors are the point of fusing. Bits stay the layer's: the
+ * exec room is built with -ffp-contract=fast, so GCC is told fp-contract=off
+ * above, as activation.c is, and clang is told not to below
  * (its default contracts within an expression, which only the FMA clones
  * could do). Sigmoid comes first: its layer kernel (activation.c's ACT_FV)
  * is itself cloned under the default, so it keeps that. */

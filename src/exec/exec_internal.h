@@ -55,6 +55,13 @@ typedef void (*gwr_par_fn)(void *ctx, int64_t begin, int64_t end);
 void gwr_tpool_parallel(gwr_tpool *p, int64_t n, int64_t grain, gwr_par_fn fn, void *ctx);
 /* Workers the pool runs loops on, the caller included (1 for NULL). */
 int gwr_tpool_size(const gwr_tpool *p);
+/* A pool of threads-1 workers plus the caller (threads.c); NULL for
+ * threads <= 1 or out of memory, which gwr_tpool_parallel runs serially.
+ * Fewer workers than asked when threads cannot be started. One caller at a
+ * time: the session's run. */
+gwr_tpool *gwr_tpool_new(int threads);
+/* Stops and joins the workers (asleep or spinning) and frees p; NULL: no-op. */
+void gwr_tpool_free(gwr_tpool *p);
 
 /* ---- the memory pool (pool.c) -------------------------------------------- */
 

@@ -62,6 +62,22 @@ int gwr_tpool_size(const gwr_tpool *p);
 gwr_tpool *gwr_tpool_new(int threads);
 /* Stops and joins the workers (asleep or spinning) and frees p; NULL: no-op. */
 void gwr_tpool_free(gwr_tpool *p);
+/* Would gwr_tpool_parallel(p, n, grain, ...) called here use more than
+ * one thread? (A kernel that calls OpenBLAS inside its loop body sets
+ * OpenBLAS to one thread for such a loop.) */
+int gwr_tpool_splits(const gwr_tpool *p, int64_t n, int64_t grain);
+/* Inside a loop body: which thread runs it, in [0, gwr_tpool_size(p)) (0:
+ * the caller), for per-thread scratch allocated before the loop. A loop
+ * nested in a body (run serially) sees its outer body's index. */
+int gwr_par_thread(void);
+
+/* Loops of less work than about this many elements stay on the caller:
+ * handing a range to a worker costs a few microseconds. */
+enum { GWR_PAR_MIN_ELEMS = 16384 };
+/* The grain of a loop whose every index covers `per` elements' work. */
+static inline int64_t gwr_par_grain(int64_t per) {
+    return per >= GWR_PAR_MIN_ELEMS ? 1 : GWR_PAR_MIN_ELEMS / (per > 0 ? per : 1);
+}
 
 /* ---- the memory pool (pool.c) -------------------------------------------- */
 

@@ -20,6 +20,9 @@
  * calls gwr_tpool_parallel runs that inner loop serially (thread-local
  * flag), and so does a pool that failed to start its threads.
  *
+ * GWR_TPOOL_SPIN_US sets the spin; GWR_TPOOL_GRAIN_ONE=1 makes every
+ * loop of two or more indices split whatever its grain (for the tests).
+ *
  * A pool serves one caller at a time: a session is used by one thread at
  * a time (gwr/exec.h), and each session has its own pool. */
 #include <errno.h>
@@ -43,6 +46,7 @@ struct gwr_tpool {
     int nworkers;      /* started */
     pthread_t *th;
     int64_t spin_ns;
+    int grain_one;     /* GWR_TPOOL_GRAIN_ONE: every loop split, for the tests */
     /* The job, written by the caller before it publishes `claim`. */
     gwr_par_fn fn;
     void *ctx;
@@ -52,11 +56,13 @@ struct gwr_tpool {
     atomic_uint done;       /* chunks finished in this generation */
     atomic_int sleepers;    /* workers waiting on `wake` */
     atomic_int stop;
+    atomic_int next_index;  /* the workers' gwr_par_thread, from 1 */
     pthread_mutex_t mu;
     pthread_cond_t wake;
 };
 
 static _Thread_local int tp_inside; /* running a loop's chunk, or a worker */
+static _Thread_local int tp_index;  /* gwr_par_thread: 0 on callers */
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -120,6 +126,7 @@ static int wait_job(gwr_tpool *p, uint32_t seen, uint32_t *gen) {
 static void *worker_main(void *arg) {
     gwr_tpool *p = arg;
     tp_inside = 1; /* a chunk on a worker never starts a loop of its own */
+    tp_index = 1 + atomic_fetch_add(&p->next_index, 1);
     uint32_t gen = 0;
     while (wait_job(p, gen, &gen)) {
         uint32_t did = run_chunks(p, gen);
@@ -145,6 +152,10 @@ gwr_tpool *gwr_tpool_new(int threads) {
         return NULL;
     }
     p->spin_ns = spin_ns_setting();
+    /* The tests set it to run the kernels' parallel ranges on the small
+     * tensors of ONNX's node tests (their results must not change). */
+    const char *g1 = getenv("GWR_TPOOL_GRAIN_ONE");
+    p->grain_one = g1 && *g1 == '1';
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     for (int i = 0; i < threads - 1; i++) {
@@ -183,17 +194,28 @@ static uint32_t publish(gwr_tpool *p, uint32_t nchunks) {
     return gen;
 }
 
+/* How many chunks of *chunk indices a loop is cut into (1: serial). */
+static int64_t split(const gwr_tpool *p, int64_t n, int64_t grain, int64_t *chunk) {
+    if (grain < 1 || (p && p->grain_one)) grain = 1;
+    *chunk = n;
+    if (!p || p->size <= 1 || tp_inside || n <= grain) return 1;
+    int64_t want = (int64_t)p->size * TPOOL_CHUNKS_PER_THREAD;
+    *chunk = (n + want - 1) / want;
+    if (*chunk < grain) *chunk = grain;
+    int64_t nchunks = (n + *chunk - 1) / *chunk;
+    return nchunks > UINT32_MAX / 2 ? 1 : nchunks; /* more than the claim word holds */
+}
+
+int gwr_tpool_splits(const gwr_tpool *p, int64_t n, int64_t grain) {
+    int64_t chunk;
+    return n > 0 && split(p, n, grain, &chunk) > 1;
+}
+
+int gwr_par_thread(void) { return tp_index; }
+
 void gwr_tpool_parallel(gwr_tpool *p, int64_t n, int64_t grain, gwr_par_fn fn, void *ctx) {
     if (n <= 0) return;
-    if (grain < 1) grain = 1;
-    int64_t chunk = 0, nchunks = 1;
-    if (p && p->size > 1 && !tp_inside && n > grain) {
-        int64_t want = (int64_t)p->size * TPOOL_CHUNKS_PER_THREAD;
-        chunk = (n + want - 1) / want;
-        if (chunk < grain) chunk = grain;
-        nchunks = (n + chunk - 1) / chunk;
-        if (nchunks > UINT32_MAX / 2) nchunks = 1; /* not worth a pool's words */
-    }
+    int64_t chunk, nchunks = split(p, n, grain, &chunk);
     if (nchunks <= 1) {
         int was = tp_inside;
         tp_inside = 1;

@@ -91,6 +91,20 @@ GWR_VEC_CLONES static void gelu_rows_f32(int kind, const float *restrict x, cons
     }
 }
 
+/* gelu_rows_f32 over rows [r0, r1) of the layer: one loop index a row. */
+typedef struct gelu_loop {
+    int kind;
+    const float *x, *b;
+    float *y;
+    int64_t n;
+    float alpha;
+} gelu_loop;
+
+static void gelu_range(void *ctx, int64_t r0, int64_t r1) {
+    const gelu_loop *g = ctx;
+    gelu_rows_f32(g->kind, g->x + r0 * g->n, g->b, g->y + r0 * g->n, r1 - r0, g->n, g->alpha);
+}
+
 /* y = gelu(x + bias), the bias (input bias_in, or none) over the last axis. */
 static gwr_status run_gelu(gwr_kctx *k, int kind, int bias_in, double alpha) {
     const gwr_value *x = gwr_ku_need_float(k, 0, "X");
@@ -109,7 +123,8 @@ static gwr_status run_gelu(gwr_kctx *k, int kind, int bias_in, double alpha) {
     gwr_value *y = gwr_k_out(k, 0, x->dtype, x->rank, x->dims);
     if (y && x->dtype == GWR_FLOAT32) {
         const gwr_value *bv = hb ? gwr_ku_opt(k, bias_in) : NULL;
-        gelu_rows_f32(kind, x->data, bv ? bv->data : NULL, y->data, rows, n, (float)alpha);
+        gelu_loop g = {kind, x->data, bv ? bv->data : NULL, y->data, n, (float)alpha};
+        gwr_k_parallel(k, rows, gwr_par_grain(4 * n), gelu_range, &g); /* exp or erf: ~4 adds' work */
         rows = 0;
     }
     for (int64_t r = 0; y && r < rows; r++) {
@@ -190,13 +205,28 @@ static float lanes_sqdev(const float *x, int64_t n, float m) {
 /* The float32 parameters of skip_norm: input i's data, or NULL when absent. */
 static const float *f32_param(gwr_kctx *k, int i, int present) { return present ? gwr_ku_opt(k, i)->data : NULL; }
 
-/* float32 rows of skip_norm: v = x + skip + bias (into o->sum's row when
- * it is wanted, else into tmp), then two passes over v for the statistics
- * (float lanes, as LayerNormalization) and one for y. */
-static void skip_rows_f32(gwr_kctx *k, const sln_out *o, int64_t rows, int64_t srows, int64_t n, int simple, double eps,
-                          const float *ga, const float *be, const float *bi, float *tmp) {
-    const float *x = k->in[0]->data, *s = k->in[1]->data;
-    for (int64_t r = 0; r < rows; r++) {
+/* skip_norm's float32 loop: one index a row. */
+typedef struct skip_loop {
+    const sln_out *o;
+    const float *x, *s, *ga, *be, *bi;
+    float *tmp; /* n floats per thread */
+    int64_t srows, n;
+    int simple;
+    double eps;
+} skip_loop;
+
+/* float32 rows [r0, r1) of skip_norm: v = x + skip + bias (into o->sum's
+ * row when it is wanted, else into the thread's tmp), then two passes over
+ * v for the statistics (float lanes, as LayerNormalization) and one for y. */
+static void skip_rows_f32(void *ctx, int64_t r0, int64_t r1) {
+    const skip_loop *l = ctx;
+    const sln_out *o = l->o;
+    const float *x = l->x, *s = l->s, *ga = l->ga, *be = l->be, *bi = l->bi;
+    int64_t n = l->n, srows = l->srows;
+    int simple = l->simple;
+    double eps = l->eps;
+    float *tmp = l->tmp ? l->tmp + (int64_t)gwr_par_thread() * n : NULL;
+    for (int64_t r = r0; r < r1; r++) {
         const float *restrict xr = x + r * n, *restrict sr = s + (r % srows) * n;
         float *restrict v = o->sum ? (float *)o->sum->data + r * n : tmp, *restrict yr = (float *)o->y->data + r * n;
         if (bi)
@@ -235,8 +265,15 @@ static gwr_status skip_norm(gwr_kctx *k, int simple) {
     sln_out o;
     gwr_status st = hbi < 0 ? GWR_ERR_INVALID_ARG : sln_outputs(k, x, &o);
     if (!st && x->dtype == GWR_FLOAT32) {
-        skip_rows_f32(k, &o, rows, srows, n, simple, eps, f32_param(k, 2, hg), f32_param(k, 3, hbe),
-                      f32_param(k, simple ? 3 : 4, hbi), (float *)(void *)row);
+        skip_loop l = {&o, x->data, s->data, f32_param(k, 2, hg), f32_param(k, 3, hbe), f32_param(k, simple ? 3 : 4, hbi),
+                       NULL, srows, n, simple, eps};
+        int64_t grain = gwr_par_grain(3 * n); /* three passes over a row */
+        int nt = gwr_tpool_splits(k->tpool, rows, grain) ? gwr_tpool_size(k->tpool) : 1;
+        float *tmp = o.sum ? NULL : nt == 1 ? (float *)(void *)row : gwr_ku_scratch(k, nt * n, sizeof *tmp);
+        l.tmp = tmp;
+        if (!o.sum && !tmp) st = GWR_ERR_NOMEM;
+        else gwr_k_parallel(k, rows, grain, skip_rows_f32, &l);
+        if (nt > 1) gwr_free(tmp);
         rows = 0;
     }
     for (int64_t r = 0; !st && r < rows; r++) {

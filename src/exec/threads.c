@@ -40,6 +40,8 @@ enum { TPOOL_SPIN_US_DEFAULT = 50 };
 /* Chunks per thread a loop is cut into (at least grain each), so that a
  * thread slowed by another process does not hold the loop up. */
 enum { TPOOL_CHUNKS_PER_THREAD = 4 };
+/* Busy-wait rounds (pause) before a waiting thread yields its core. */
+enum { TPOOL_PAUSE_SPINS = 256 };
 
 struct gwr_tpool {
     int size;          /* threads running loops, the caller included */
@@ -111,8 +113,12 @@ static int wait_job(gwr_tpool *p, uint32_t seen, uint32_t *gen) {
             *gen = gen_of(w);
             return 1;
         }
-        cpu_relax();
-        if (i % 64 == 0 && now_ns() > until) break;
+        /* A few microseconds of pause, then sched_yield: a worker that
+         * spins while the caller (or OpenBLAS's team, in a GEMM) waits
+         * for its core on an oversubscribed machine gives the core back. */
+        if (i < TPOOL_PAUSE_SPINS) cpu_relax();
+        else sched_yield();
+        if (i % 16 == 0 && now_ns() > until) break;
     }
     pthread_mutex_lock(&p->mu);
     atomic_fetch_add(&p->sleepers, 1); /* seq_cst: pairs with publish's store and load */
@@ -232,7 +238,7 @@ void gwr_tpool_parallel(gwr_tpool *p, int64_t n, int64_t grain, gwr_par_fn fn, v
      * another process may take a while, so yield once spinning is long. */
     uint32_t want = (uint32_t)nchunks - did;
     for (unsigned i = 1; atomic_load_explicit(&p->done, memory_order_acquire) != want; i++) {
-        if (i < 4096) cpu_relax();
+        if (i < TPOOL_PAUSE_SPINS) cpu_relax();
         else sched_yield();
     }
 }

@@ -40,4 +40,14 @@ void gwr_blas_threads(int n);
 int gwr_blas_run_begin(int n);
 void gwr_blas_run_end(int prev);
 
+/* gwr's own workers (threads.c) and OpenBLAS's: a run with threads N has
+ * N-1 of each. They take turns rather than fight: a GEMM runs on
+ * OpenBLAS's team while gwr's workers spin briefly and then sleep (their
+ * spin yields the core, so OpenBLAS's thread gets it), and gwr's loops
+ * run while OpenBLAS's idle worker spins on sched_yield (its own timeout,
+ * about 0.1 s of CPU after a run: OPENBLAS_THREAD_TIMEOUT, left to the
+ * user), which gives the core to gwr's worker. A loop whose body calls
+ * OpenBLAS (attention's heads) sets it to one thread while the loop runs
+ * on several: two teams of N on N cores would only queue. */
+
 #endif

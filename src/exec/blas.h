@@ -47,7 +47,15 @@ void gwr_blas_run_end(int prev);
  * run while OpenBLAS's idle worker spins on sched_yield (its own timeout,
  * about 0.1 s of CPU after a run: OPENBLAS_THREAD_TIMEOUT, left to the
  * user), which gives the core to gwr's worker. A loop whose body calls
- * OpenBLAS (attention's heads) sets it to one thread while the loop runs
+ * OpenBLAS (attention's heads) runs it at one thread while the loop runs
  * on several: two teams of N on N cores would only queue. */
+
+/* Around a loop that runs on several of gwr's threads (threads.c): OpenBLAS
+ * at one thread, so that a loop body that multiplies (attention's heads, a
+ * convolution's groups) runs one GEMM per thread rather than a team each.
+ * gwr_blas_loop_begin returns the count to give back (0: nothing changed:
+ * OpenBLAS not open, or at one already). */
+int gwr_blas_loop_begin(void);
+void gwr_blas_loop_end(int prev);
 
 #endif

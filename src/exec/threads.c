@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "exec/blas.h"
 #include "exec/exec_internal.h"
 
 /* How long an idle worker spins before it sleeps: long enough to bridge
@@ -229,6 +230,7 @@ void gwr_tpool_parallel(gwr_tpool *p, int64_t n, int64_t grain, gwr_par_fn fn, v
         tp_inside = was;
         return;
     }
+    int blas_prev = gwr_blas_loop_begin(); /* a body's GEMMs: one thread each (blas.h) */
     p->fn = fn, p->ctx = ctx, p->n = n, p->chunk = chunk, p->nchunks = (uint32_t)nchunks;
     uint32_t gen = publish(p, (uint32_t)nchunks);
     tp_inside = 1;
@@ -241,6 +243,7 @@ void gwr_tpool_parallel(gwr_tpool *p, int64_t n, int64_t grain, gwr_par_fn fn, v
         if (i < TPOOL_PAUSE_SPINS) cpu_relax();
         else sched_yield();
     }
+    gwr_blas_loop_end(blas_prev);
 }
 
 int gwr_tpool_size(const gwr_tpool *p) { return p ? p->size : 1; }

@@ -4,11 +4,13 @@
  * session with threads 1 in the same process (or the application's own
  * OpenBLAS calls) does not run two-thread GEMMs. The count is read through
  * the executor's own binding (openblas_get_num_threads). */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "exec/blas.h"
+#include "exec/exec_internal.h"
 #include "gwr/gwr.h"
 #include "util/util.h"
 
@@ -59,6 +61,38 @@ TEST(threads_do_not_leak_between_sessions) {
     gwr_blas.set_num_threads(2);
     CHECK_EQ_INT(run_matmul(1), GWR_OK);
     CHECK_EQ_INT(gwr_blas.get_num_threads(), 2);
+    gwr_blas.set_num_threads(1);
+}
+
+/* A loop split over gwr's threads runs OpenBLAS at one thread (a body's
+ * GEMMs one per thread) and gives the count back after; a loop on the
+ * caller alone leaves it. */
+static void note_blas(void *ctx, int64_t b, int64_t e) {
+    atomic_int *most = ctx;
+    (void)b, (void)e;
+    int n = gwr_blas.get_num_threads();
+    if (n > atomic_load(most)) atomic_store(most, n);
+}
+
+TEST(split_loops_run_blas_on_one_thread) {
+    const char *why = NULL;
+    if (!CHECK(gwr_blas_load(&why) == 0)) return;
+    gwr_blas.set_num_threads(2);
+    if (gwr_blas.get_num_threads() != 2) {
+        printf("skipped: this OpenBLAS runs one thread only\n");
+        return;
+    }
+    gwr_tpool *p = gwr_tpool_new(2);
+    if (!CHECK(p)) return;
+    atomic_int most = 0;
+    gwr_tpool_parallel(p, 64, 1, note_blas, &most); /* split */
+    CHECK_EQ_INT(atomic_load(&most), 1);
+    CHECK_EQ_INT(gwr_blas.get_num_threads(), 2);
+    atomic_store(&most, 0);
+    gwr_tpool_parallel(p, 64, 64, note_blas, &most); /* on the caller */
+    CHECK_EQ_INT(atomic_load(&most), 2);
+    CHECK_EQ_INT(gwr_blas.get_num_threads(), 2);
+    gwr_tpool_free(p);
     gwr_blas.set_num_threads(1);
 }
 
@@ -166,6 +200,7 @@ TEST(kernels_identical_on_split_loops) { kernels_on(1); }
 
 int main(void) {
     RUN(threads_do_not_leak_between_sessions);
+    RUN(split_loops_run_blas_on_one_thread);
     RUN(kernels_identical_on_threads);
     RUN(kernels_identical_on_split_loops);
     return check_report();

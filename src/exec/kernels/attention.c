@@ -207,15 +207,13 @@ static int mha_threads(gwr_kctx *k, const mha_dims *d) {
 }
 
 /* Every batch and head. Heads on several threads each call OpenBLAS
- * with one thread (its count is the process's: the heads' products are
- * small, and two OpenBLAS teams on two cores would fight). */
+ * with one thread (gwr_blas_loop_begin, in the pool: the heads' products
+ * are small, and two OpenBLAS teams on two cores would fight). */
 static void mha_heads(gwr_kctx *k, const mha_dims *d, float scale, mha_rows q, mha_rows kr, mha_rows v,
                       const float *ab, float *p, float *out) {
     mha_loop l = {d, scale, q, kr, v, ab, p, out};
-    int split = gwr_tpool_splits(k->tpool, d->B * d->nh, mha_grain(d));
-    gwr_blas_threads(split ? 1 : k->threads);
+    gwr_blas_threads(k->threads);
     gwr_k_parallel(k, d->B * d->nh, mha_grain(d), mha_range, &l);
-    if (split) gwr_blas_threads(k->threads);
 }
 
 static gwr_status k_multi_head_attention(gwr_kctx *k) {

@@ -114,6 +114,7 @@ typedef struct op_case {
     int64_t dims[MAXIN][4];
     gwr_dtype dtype; /* of every input; 0: float32 */
     int64_t num_heads; /* MultiHeadAttention's; 0: no attribute */
+    int64_t axis;      /* the reductions' one axis (attribute axes); 0: none */
 } op_case;
 
 static void fill(gwr_value *v, int salt) {
@@ -141,6 +142,7 @@ static gwr_status run_case(const op_case *c, int threads, gwr_value **out) {
     }
     gwr_layer *l = gwr_network_add_layer(net, c->op, c->domain, "l", c->nin, ts, c->nout, NULL);
     if (c->num_heads) gwr_layer_set_int(l, "num_heads", c->num_heads);
+    if (c->axis) gwr_layer_set_ints(l, "axes", &c->axis, 1);
     for (int o = 0; o < c->nout; o++)
         if (o == 0 || o == 3) gwr_network_mark_output(net, gwr_layer_output(l, o));
     gwr_session_options opt = {.threads = threads};
@@ -154,20 +156,25 @@ static gwr_status run_case(const op_case *c, int threads, gwr_value **out) {
 }
 
 static const op_case cases[] = {
-    {"Add", "", 2, 1, {4, 3}, {{3, 5, 7, 33}, {5, 1, 33}}, 0, 0},     /* broadcast rows */
-    {"Add", "", 2, 1, {2, 1}, {{1, 70001}, {1}}, 0, 0},              /* one row cut in pieces */
-    {"Mul", "", 2, 1, {2, 2}, {{3, 20000}, {3, 20000}}, 0, 0},
-    {"Less", "", 2, 1, {2, 1}, {{40, 999}, {999}}, 0, 0},            /* bool output */
-    {"Exp", "", 1, 1, {2}, {{1000, 33}}, 0, 0},
-    {"Erf", "", 1, 1, {2}, {{100, 333}}, GWR_INT32, 0},              /* integers through double */
-    {"Sigmoid", "", 1, 1, {2}, {{1000, 33}}, 0, 0},
-    {"Softmax", "", 1, 1, {2}, {{64, 300}}, 0, 0},
-    {"LayerNormalization", "", 3, 1, {2, 1, 1}, {{64, 257}, {257}, {257}}, 0, 0},
-    {"BiasGelu", "com.microsoft", 2, 1, {2, 1}, {{64, 300}, {300}}, 0, 0},
-    {"FastGelu", "com.microsoft", 2, 1, {2, 1}, {{64, 300}, {300}}, 0, 0},
-    {"SkipLayerNormalization", "com.microsoft", 4, 1, {3, 3, 1, 1}, {{4, 16, 257}, {4, 16, 257}, {257}, {257}}, 0, 0},
-    {"SkipLayerNormalization", "com.microsoft", 5, 4, {3, 2, 1, 1, 1}, {{4, 16, 257}, {16, 257}, {257}, {257}, {257}}, 0, 0},
-    {"MultiHeadAttention", "com.microsoft", 3, 1, {3, 3, 3}, {{2, 16, 64}, {2, 24, 64}, {2, 24, 64}}, 0, 4},
+    {"Add", "", 2, 1, {4, 3}, {{3, 5, 7, 33}, {5, 1, 33}}, 0, 0, 0},     /* broadcast rows */
+    {"Add", "", 2, 1, {2, 1}, {{1, 70001}, {1}}, 0, 0, 0},              /* one row cut in pieces */
+    {"Mul", "", 2, 1, {2, 2}, {{3, 20000}, {3, 20000}}, 0, 0, 0},
+    {"Less", "", 2, 1, {2, 1}, {{40, 999}, {999}}, 0, 0, 0},            /* bool output */
+    {"Exp", "", 1, 1, {2}, {{1000, 33}}, 0, 0, 0},
+    {"Erf", "", 1, 1, {2}, {{100, 333}}, GWR_INT32, 0, 0},              /* integers through double */
+    {"Sigmoid", "", 1, 1, {2}, {{1000, 33}}, 0, 0, 0},
+    {"Softmax", "", 1, 1, {2}, {{64, 300}}, 0, 0, 0},
+    {"LayerNormalization", "", 3, 1, {2, 1, 1}, {{64, 257}, {257}, {257}}, 0, 0, 0},
+    {"BiasGelu", "com.microsoft", 2, 1, {2, 1}, {{64, 300}, {300}}, 0, 0, 0},
+    {"FastGelu", "com.microsoft", 2, 1, {2, 1}, {{64, 300}, {300}}, 0, 0, 0},
+    {"SkipLayerNormalization", "com.microsoft", 4, 1, {3, 3, 1, 1}, {{4, 16, 257}, {4, 16, 257}, {257}, {257}}, 0, 0, 0},
+    {"SkipLayerNormalization", "com.microsoft", 5, 4, {3, 2, 1, 1, 1}, {{4, 16, 257}, {16, 257}, {257}, {257}, {257}}, 0, 0, 0},
+    {"MultiHeadAttention", "com.microsoft", 3, 1, {3, 3, 3}, {{2, 16, 64}, {2, 24, 64}, {2, 24, 64}}, 0, 4, 0},
+    {"ReduceMean", "", 1, 1, {2}, {{64, 300}}, 0, 0, -1},
+    {"ReduceMax", "", 1, 1, {3}, {{16, 30, 70}}, 0, 0, 1},           /* kept, reduced, kept */
+    {"ReduceLogSumExp", "", 1, 1, {3}, {{8, 40, 50}}, 0, 0, 2},      /* two passes */
+    {"ReduceSum", "", 1, 1, {2}, {{64, 300}}, GWR_INT32, 0, 1},      /* integers */
+    {"ReduceSum", "", 1, 1, {2}, {{300, 64}}, 0, 0, -2},             /* first group reduced: serial */
 };
 
 static int same_bits(gwr_value *a, gwr_value *b) {

@@ -41,6 +41,11 @@ enum { TPOOL_SPIN_US_DEFAULT = 50 };
 /* Chunks per thread a loop is cut into (at least grain each), so that a
  * thread slowed by another process does not hold the loop up. */
 enum { TPOOL_CHUNKS_PER_THREAD = 4 };
+/* A loop of fewer grains than this runs on the caller while the workers
+ * sleep: waking one costs the caller a futex call (2-7 us measured) and
+ * the worker starts tens of microseconds later, more than a small loop
+ * gains (mbv3's squeeze-excite products between two convolutions). */
+enum { TPOOL_WAKE_GRAINS = 4 };
 /* Busy-wait rounds (pause) before a waiting thread yields its core. */
 enum { TPOOL_PAUSE_SPINS = 256 };
 
@@ -223,6 +228,9 @@ int gwr_par_thread(void) { return tp_index; }
 void gwr_tpool_parallel(gwr_tpool *p, int64_t n, int64_t grain, gwr_par_fn fn, void *ctx) {
     if (n <= 0) return;
     int64_t chunk, nchunks = split(p, n, grain, &chunk);
+    if (nchunks > 1 && !p->grain_one && n < TPOOL_WAKE_GRAINS * (grain < 1 ? 1 : grain) &&
+        atomic_load_explicit(&p->sleepers, memory_order_relaxed) > 0)
+        nchunks = 1; /* not worth a wake-up */
     if (nchunks <= 1) {
         int was = tp_inside;
         tp_inside = 1;

@@ -179,6 +179,21 @@ TEST(idle_workers_sleep) {
     sum = 0;
     gwr_tpool_parallel(p, 100, 1, add_range, &sum); /* they wake again */
     CHECK_EQ_INT(atomic_load(&sum), 4950);
+    /* Asleep, they are not woken for a loop of under four grains: it runs
+     * whole on the caller. (Retried: a worker slowed by other processes
+     * may not be asleep yet.) */
+    seen *s = seen_new(10);
+    int whole = 0;
+    for (int tries = 0; tries < 5 && !whole; tries++) {
+        sleep_us(20000);
+        check_loop(p, s, 39);
+        whole = atomic_load(&s->nranges) == 1;
+    }
+    CHECK(whole);
+    sleep_us(20000);
+    check_loop(p, s, 1000); /* four grains or more: split, workers woken */
+    CHECK(atomic_load(&s->nranges) > 1);
+    free(s);
     gwr_tpool_free(p); /* freed with its workers asleep */
 }
 

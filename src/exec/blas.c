@@ -80,3 +80,15 @@ void gwr_blas_run_end(int prev) {
     if (!prev && blas_ok) prev = blas_initial;
     if (prev > 0) gwr_blas_threads(prev);
 }
+
+int gwr_blas_loop_begin(void) {
+    if (!atomic_load_explicit(&blas_ok, memory_order_acquire)) return 0;
+    int prev = gwr_blas.get_num_threads();
+    if (prev <= 1) return 0;
+    gwr_blas.set_num_threads(1);
+    return prev;
+}
+
+void gwr_blas_loop_end(int prev) {
+    if (prev > 1) gwr_blas.set_num_threads(prev);
+}

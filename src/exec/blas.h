@@ -40,4 +40,22 @@ void gwr_blas_threads(int n);
 int gwr_blas_run_begin(int n);
 void gwr_blas_run_end(int prev);
 
+/* gwr's own workers (threads.c) and OpenBLAS's: a run with threads N has
+ * N-1 of each. They take turns rather than fight: a GEMM runs on
+ * OpenBLAS's team while gwr's workers spin briefly and then sleep (their
+ * spin yields the core, so OpenBLAS's thread gets it), and gwr's loops
+ * run while OpenBLAS's idle worker spins on sched_yield (its own timeout,
+ * about 0.1 s of CPU after a run: OPENBLAS_THREAD_TIMEOUT, left to the
+ * user), which gives the core to gwr's worker. A loop whose body calls
+ * OpenBLAS (attention's heads) runs it at one thread while the loop runs
+ * on several: two teams of N on N cores would only queue. */
+
+/* Around a loop that runs on several of gwr's threads (threads.c): OpenBLAS
+ * at one thread, so that a loop body that multiplies (attention's heads, a
+ * convolution's groups) runs one GEMM per thread rather than a team each.
+ * gwr_blas_loop_begin returns the count to give back (0: nothing changed:
+ * OpenBLAS not open, or at one already). */
+int gwr_blas_loop_begin(void);
+void gwr_blas_loop_end(int prev);
+
 #endif

@@ -49,12 +49,36 @@ typedef void (*gwr_par_fn)(void *ctx, int64_t begin, int64_t end);
  * and up to the pool's other workers, and returns when every range is
  * done. Ranges are at least `grain` long (the last may be shorter), so
  * work under grain runs on the caller alone; grain < 1 reads as 1. p NULL
- * runs fn(ctx, 0, n) on the caller. fn must not call gwr_tpool_parallel
- * of the same pool (loops do not nest), must write only what its range
- * owns and may not fail: a kernel checks its arguments first. */
+ * runs fn(ctx, 0, n) on the caller. Loops do not nest: one that fn calls
+ * runs serially on fn's thread. fn must write only what its range owns
+ * and may not fail: a kernel checks its arguments and allocates first. fn
+ * may call OpenBLAS: a loop split over threads runs it at one thread. */
 void gwr_tpool_parallel(gwr_tpool *p, int64_t n, int64_t grain, gwr_par_fn fn, void *ctx);
 /* Workers the pool runs loops on, the caller included (1 for NULL). */
 int gwr_tpool_size(const gwr_tpool *p);
+/* A pool of threads-1 workers plus the caller (threads.c); NULL for
+ * threads <= 1 or out of memory, which gwr_tpool_parallel runs serially.
+ * Fewer workers than asked when threads cannot be started. One caller at a
+ * time: the session's run. */
+gwr_tpool *gwr_tpool_new(int threads);
+/* Stops and joins the workers (asleep or spinning) and frees p; NULL: no-op. */
+void gwr_tpool_free(gwr_tpool *p);
+/* Would gwr_tpool_parallel(p, n, grain, ...) called here use more than
+ * one thread? (Then a body's per-thread scratch needs gwr_tpool_size
+ * shares; else one.) */
+int gwr_tpool_splits(const gwr_tpool *p, int64_t n, int64_t grain);
+/* Inside a loop body: which thread runs it, in [0, gwr_tpool_size(p)) (0:
+ * the caller), for per-thread scratch allocated before the loop. A loop
+ * nested in a body (run serially) sees its outer body's index. */
+int gwr_par_thread(void);
+
+/* Loops of less work than about this many elements stay on the caller:
+ * handing a range to a worker costs a few microseconds. */
+enum { GWR_PAR_MIN_ELEMS = 16384 };
+/* The grain of a loop whose every index covers `per` elements' work. */
+static inline int64_t gwr_par_grain(int64_t per) {
+    return per >= GWR_PAR_MIN_ELEMS ? 1 : GWR_PAR_MIN_ELEMS / (per > 0 ? per : 1);
+}
 
 /* ---- the memory pool (pool.c) -------------------------------------------- */
 

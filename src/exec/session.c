@@ -68,6 +68,7 @@ struct gwr_session {
     gwr_ptrmap subplans;    /* subgraph network -> gplan */
     gwr_exec_pool *pool;
     int threads;
+    gwr_tpool *tpool;       /* threads-1 workers for the kernels' loops; NULL: threads 1 */
     int64_t peak, total;
     char errmsg[GWR_ERRMSG_MAX];
     gwr_kmsg kmsg;      /* the running kernel's gwr_k_fail: what it reports */
@@ -196,7 +197,7 @@ static gwr_status step_prepare(gwr_session *s, step *st, const gwr_kernel_entry 
         rc = sess_error(s, GWR_ERR_NOMEM, "layer '%s' (%s): out of memory", gwr_layer_name(st->l), gwr_layer_op(st->l));
     } else {
         gwr_kctx kc = {.layer = st->l, .opset = st->opset, .nin = st->nin, .in = in, .threads = s->threads,
-                       .pool = s->pool, .msg = &s->kmsg, .out_used = st->out_used};
+                       .pool = s->pool, .msg = &s->kmsg, .out_used = st->out_used, .tpool = s->tpool};
         s->kmsg.text[0] = 0;
         s->kmsg.status = GWR_OK;
         void *state = NULL;
@@ -333,6 +334,7 @@ gwr_session *gwr_session_new_raw(gwr_network *net, const gwr_session_options *op
     s->net = net;
     snprintf(s->optimize_msg, sizeof s->optimize_msg, "planned as written");
     s->threads = opt && opt->threads > 0 ? opt->threads : 1;
+    s->tpool = gwr_tpool_new(s->threads); /* NULL (loops run serially) when it cannot start */
     if (!(s->root = plan_new(s, net))) {
         gwr_set_last_error(GWR_ERR_INVALID_ARG, "%s", s->errmsg);
         gwr_session_free(s);
@@ -348,6 +350,7 @@ void gwr_session_free(gwr_session *s) {
         if (s->subplans.keys && s->subplans.keys[i]) plan_free(s->subplans.vals[i]);
     gwr_ptrmap_free(&s->subplans);
     gwr_exec_pool_close(s->pool);
+    gwr_tpool_free(s->tpool);
     gwr_network_free(s->owned);
     gwr_free(s);
 }
@@ -449,7 +452,7 @@ static gwr_status run_steps(gwr_session *s, gwr_frame *f) {
             gwr_kctx kc = {.layer = st->l, .opset = st->opset, .nin = st->nin, .nout = st->nout, .in = in, .out = out,
                            .threads = s->threads, .pool = s->pool, .msg = &s->kmsg, .out_used = st->out_used,
                            .in_last = st->in_last,
-                           .run_graph = run_subgraph, .run_ctx = f, .prep = st->prep};
+                           .run_graph = run_subgraph, .run_ctx = f, .prep = st->prep, .tpool = s->tpool};
             s->kmsg.text[0] = 0;
             s->kmsg.status = GWR_OK;
             rc = st->fn(&kc);

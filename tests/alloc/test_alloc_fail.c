@@ -412,10 +412,16 @@ static gwr_status gpt_setup(void *ctx) {
     return st;
 }
 
+/* The decoder's session on three threads with every kernel loop split
+ * (GWR_TPOOL_GRAIN_ONE, set in main): the pool's memory and its threads
+ * fail too (the loops then run on the caller), and the per-thread scratch
+ * of the split loops. */
+static gwr_session_options g_gpt_opt = {.threads = 1};
+
 static gwr_status gpt_run(void *ctx, const char **msg) {
     gpt_ctx *c = ctx;
     static const char *const names[] = {"x"};
-    c->s = gwr_session_new(c->net, NULL);
+    c->s = gwr_session_new(c->net, &g_gpt_opt);
     if (!c->s) {
         *msg = gwr_last_errmsg();
         return GWR_ERR_NOMEM;
@@ -435,6 +441,13 @@ static void gpt_check(void *ctx, int failed) {
     int same = 1;
     for (int i = 0; i < 32; i++) same &= fabs(gwr_value_get_f64(c->out, i) - c->want[i]) <= tol * (1 + fabs(c->want[i]));
     CHECK(same);
+}
+
+static gwr_status gpt_run_threads(void *ctx, const char **msg) {
+    g_gpt_opt.threads = 3;
+    gwr_status st = gpt_run(ctx, msg);
+    g_gpt_opt.threads = 1;
+    return st;
 }
 
 static void gpt_cleanup(void *ctx) {
@@ -661,7 +674,7 @@ TEST(test_scenarios) {
     fold_ctx oc = {0};
     analyze_ctx ac = {0};
     fold_ctx pc = {0};
-    gpt_ctx tc = {0};
+    gpt_ctx tc = {0}, gtc = {0};
     snprintf(sc.dir, sizeof sc.dir, "%s/out", g_dir);
     snprintf(sc.path, sizeof sc.path, "%s/saved.onnx", sc.dir);
     if (!CHECK(mkdir(sc.dir, 0755) == 0)) return;
@@ -677,8 +690,9 @@ TEST(test_scenarios) {
         {"optimize", fold_setup, optimize_run, fold_check, fold_cleanup},
         {"analyze", analyze_setup, analyze_run, analyze_check, analyze_cleanup},
         {"attention", gpt_setup, attention_run, attention_check, gpt_cleanup},
+        {"run-gpt-threads", gpt_setup, gpt_run_threads, gpt_check, gpt_cleanup},
     };
-    void *ctxs[] = {&lc, &bc, &rc, &sc, &xc, &gc, &fc, &oc, &pc, &ac, &tc};
+    void *ctxs[] = {&lc, &bc, &rc, &sc, &xc, &gc, &fc, &oc, &pc, &ac, &tc, &gtc};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         for (int sticky = 0; sticky < 2; sticky++) run_scenario(&all[i], ctxs[i], sticky);
     rmdir(sc.dir);
@@ -687,6 +701,7 @@ TEST(test_scenarios) {
 
 int main(void) {
     char cmd[600];
+    setenv("GWR_TPOOL_GRAIN_ONE", "1", 1); /* run-gpt-threads: every loop split */
     snprintf(g_dir, sizeof g_dir, "/tmp/gwr-alloc-XXXXXX");
     if (!mkdtemp(g_dir)) {
         perror("mkdtemp");

@@ -153,6 +153,9 @@ static int compare(const gwr_value *got, const gwr_value *want, double rtol, dou
 
 /* ---- one test ------------------------------------------------------------ */
 
+/* --threads: the sessions' intra-op threads (the kernels' loops on a pool). */
+static int test_threads = 1;
+
 enum { T_PASS, T_FAIL, T_SKIP };
 
 /* Reads a data file. `want` is the dtype the model declares for it: ONNX's
@@ -196,7 +199,7 @@ static int run_case_as(tcase *t, gwr_session_optimize mode, double rtol, double 
         if (strcmp(gwr_layer_op(l), "Constant") || gwr_layer_prop(l, "onnx.constant_node", NULL)) t->op = gwr_strdup(gwr_layer_op(l));
     }
     int result = T_PASS;
-    gwr_session_options so = {.optimize = mode};
+    gwr_session_options so = {.optimize = mode, .threads = test_threads};
     gwr_session *s = gwr_session_new(net, &so);
     if (!s) {
         snprintf(why, size, "%s", gwr_last_errmsg());
@@ -383,6 +386,7 @@ static void help(FILE *out) {
             "  --atol A          absolute tolerance (default 1e-7)\n"
             "  --table FILE      write a Markdown table of results per op\n"
             "  --write-expected FILE  write the failures found, in the expected-failures format\n"
+            "  --threads N       run the sessions with N intra-op threads (default 1)\n"
             "  --no-optimize     run each test as written only (by default each runs as\n"
             "                    written and in an optimized session, and passes when both do)\n"
             "  -v, --verbose     a line for every test\n");
@@ -416,6 +420,15 @@ static int run(int argc, char **argv) {
             else atol = v;
         } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) verbose = 1;
         else if (!strcmp(a, "--no-optimize")) raw_only = 1;
+        else if (!strcmp(a, "--threads") && more) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 1 || v > 256) {
+                free(dirs);
+                return cli_usage("test-onnx", "--threads needs a count from 1 to 256, not '%s'", argv[i]);
+            }
+            test_threads = (int)v;
+        }
         else if (a[0] == '-' && a[1]) {
             free(dirs);
             return cli_usage("test-onnx", "unknown option or missing value: '%s'", a);

@@ -119,6 +119,55 @@ static gwr_status check_unary(gwr_kctx *k) {
     return GWR_OK;
 }
 
+/* An activation's loop over blocks of CHUNK elements. */
+typedef struct act_loop {
+    act_fn f;
+    int via; /* 1: halves through float; 2: integers through double */
+    double p[3];
+    const gwr_value *x;
+    gwr_value *o;
+} act_loop;
+
+static void act_range(void *ctx, int64_t b0, int64_t b1) {
+    const act_loop *l = ctx;
+    const gwr_value *x = l->x;
+    gwr_value *o = l->o;
+    gwr_dtype t = x->dtype;
+    const double *p = l->p;
+    int64_t n = b1 * CHUNK < x->numel ? b1 * CHUNK : x->numel;
+    if (!l->via && o->data == x->data) {
+        /* in place: the rows' pointers are restrict, so a chunk at a time
+         * through the stack (L1), then back */
+        size_t es = (size_t)gwr_dtype_bits(t) / 8;
+        double res[CHUNK];
+        for (int64_t s = b0 * CHUNK; s < n; s += CHUNK) {
+            int64_t m = n - s < CHUNK ? n - s : CHUNK;
+            l->f((char *)o->data + (size_t)s * es, res, m, p);
+            memcpy((char *)o->data + (size_t)s * es, res, (size_t)m * es);
+        }
+    } else if (!l->via) {
+        size_t es = (size_t)gwr_dtype_bits(t) / 8;
+        int64_t s = b0 * CHUNK;
+        l->f((const char *)x->data + (size_t)s * es, (char *)o->data + (size_t)s * es, n - s, p);
+    } else if (l->via == 1) {
+        float buf[CHUNK], res[CHUNK];
+        for (int64_t s = b0 * CHUNK; s < n; s += CHUNK) {
+            int64_t m = n - s < CHUNK ? n - s : CHUNK;
+            gwr_ku_half_to_f32(t, (const uint16_t *)x->data + s, 1, buf, m);
+            l->f(buf, res, m, p);
+            gwr_ku_f32_to_half(t, res, (uint16_t *)o->data + s, m);
+        }
+    } else {
+        double buf[CHUNK], res[CHUNK];
+        for (int64_t s = b0 * CHUNK; s < n; s += CHUNK) {
+            int64_t m = n - s < CHUNK ? n - s : CHUNK;
+            for (int64_t i = 0; i < m; i++) buf[i] = gwr_v_get_f64(x, s + i);
+            l->f(buf, res, m, p);
+            for (int64_t i = 0; i < m; i++) gwr_v_set_f64(o, s + i, res[i]);
+        }
+    }
+}
+
 static gwr_status run_act(gwr_kctx *k, const act *op, double a, double b, double c) {
     gwr_status rc = check_unary(k);
     if (rc) return rc;
@@ -131,37 +180,8 @@ static gwr_status run_act(gwr_kctx *k, const act *op, double a, double b, double
     if (!f) return gwr_k_fail(k, GWR_ERR_TYPE, "input 0: dtype %s is not supported", gwr_dtype_name(t));
     gwr_value *o = gwr_k_out_over(k, 0, 0, t, x->rank, x->dims);
     if (!o) return GWR_ERR_NOMEM;
-    const double p[3] = {a, b, c};
-    int64_t n = x->numel;
-    if (!via && o->data == x->data) {
-        /* in place: the rows' pointers are restrict, so a chunk at a time
-         * through the stack (L1), then back */
-        size_t es = (size_t)gwr_dtype_bits(t) / 8;
-        double res[CHUNK];
-        for (int64_t s = 0; s < n; s += CHUNK) {
-            int64_t m = n - s < CHUNK ? n - s : CHUNK;
-            f((char *)o->data + (size_t)s * es, res, m, p);
-            memcpy((char *)o->data + (size_t)s * es, res, (size_t)m * es);
-        }
-    } else if (!via) {
-        f(x->data, o->data, n, p);
-    } else if (via == 1) {
-        float buf[CHUNK], res[CHUNK];
-        for (int64_t s = 0; s < n; s += CHUNK) {
-            int64_t m = n - s < CHUNK ? n - s : CHUNK;
-            gwr_ku_half_to_f32(t, (const uint16_t *)x->data + s, 1, buf, m);
-            f(buf, res, m, p);
-            gwr_ku_f32_to_half(t, res, (uint16_t *)o->data + s, m);
-        }
-    } else {
-        double buf[CHUNK], res[CHUNK];
-        for (int64_t s = 0; s < n; s += CHUNK) {
-            int64_t m = n - s < CHUNK ? n - s : CHUNK;
-            for (int64_t i = 0; i < m; i++) buf[i] = gwr_v_get_f64(x, s + i);
-            f(buf, res, m, p);
-            for (int64_t i = 0; i < m; i++) gwr_v_set_f64(o, s + i, res[i]);
-        }
-    }
+    act_loop l = {f, via, {a, b, c}, x, o};
+    gwr_k_parallel(k, (x->numel + CHUNK - 1) / CHUNK, gwr_par_grain(CHUNK), act_range, &l);
     return GWR_OK;
 }
 

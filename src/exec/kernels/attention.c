@@ -171,20 +171,49 @@ typedef struct mha_rows {
     int ld;
 } mha_rows;
 
-/* Every batch and head: softmax(scale q k^T + ab) v into out (rows Hv
- * apart); p is S*T scratch. */
-static void mha_heads(const mha_dims *d, float scale, mha_rows q, mha_rows k, mha_rows v, const float *ab, float *p,
-                      float *out) {
+/* The heads' loop: one index a (batch, head) pair; p holds S*T scratch
+ * per thread. */
+typedef struct mha_loop {
+    const mha_dims *d;
+    float scale;
+    mha_rows q, k, v;
+    const float *ab;
+    float *p, *out;
+} mha_loop;
+
+/* Pairs [i0, i1): softmax(scale q k^T + ab) v into out (rows Hv apart). */
+static void mha_range(void *ctx, int64_t i0, int64_t i1) {
+    const mha_loop *l = ctx;
+    const mha_dims *d = l->d;
     int S = (int)d->S, T = (int)d->T, D = (int)d->D, Dv = (int)d->Dv, Hv = (int)d->Hv;
-    for (int64_t b = 0; b < d->B; b++)
-        for (int64_t h = 0; h < d->nh; h++) {
-            gwr_ku_sgemm(0, 1, S, T, D, scale, q.p + b * d->S * q.ld + h * D, q.ld, k.p + b * d->T * k.ld + h * D, k.ld,
-                         0.0f, p, T);
-            const float *abh = ab ? ab + ((d->ab0 > 1 ? b : 0) * d->ab1 + (d->ab1 > 1 ? h : 0)) * d->S * d->T : NULL;
-            mha_softmax(p, d->S, d->T, abh);
-            gwr_ku_sgemm(0, 0, S, Dv, T, 1.0f, p, T, v.p + b * d->T * v.ld + h * Dv, v.ld, 0.0f,
-                         out + b * d->S * Hv + h * Dv, Hv);
-        }
+    float *p = l->p + (int64_t)gwr_par_thread() * d->S * d->T;
+    for (int64_t i = i0; i < i1; i++) {
+        int64_t b = i / d->nh, h = i % d->nh;
+        gwr_ku_sgemm(0, 1, S, T, D, l->scale, l->q.p + b * d->S * l->q.ld + h * D, l->q.ld,
+                     l->k.p + b * d->T * l->k.ld + h * D, l->k.ld, 0.0f, p, T);
+        const float *abh = l->ab ? l->ab + ((d->ab0 > 1 ? b : 0) * d->ab1 + (d->ab1 > 1 ? h : 0)) * d->S * d->T : NULL;
+        mha_softmax(p, d->S, d->T, abh);
+        gwr_ku_sgemm(0, 0, S, Dv, T, 1.0f, p, T, l->v.p + b * d->T * l->v.ld + h * Dv, l->v.ld, 0.0f,
+                     l->out + b * d->S * Hv + h * Dv, Hv);
+    }
+}
+
+/* The loop's grain: a pair is two products and a softmax. */
+static int64_t mha_grain(const mha_dims *d) { return gwr_par_grain(d->S * d->T * (d->D + d->Dv + 4) / 4); }
+
+/* Threads the heads run on: p needs S*T floats for each. */
+static int mha_threads(gwr_kctx *k, const mha_dims *d) {
+    return gwr_tpool_splits(k->tpool, d->B * d->nh, mha_grain(d)) ? gwr_tpool_size(k->tpool) : 1;
+}
+
+/* Every batch and head. Heads on several threads each call OpenBLAS
+ * with one thread (gwr_blas_loop_begin, in the pool: the heads' products
+ * are small, and two OpenBLAS teams on two cores would fight). */
+static void mha_heads(gwr_kctx *k, const mha_dims *d, float scale, mha_rows q, mha_rows kr, mha_rows v,
+                      const float *ab, float *p, float *out) {
+    mha_loop l = {d, scale, q, kr, v, ab, p, out};
+    gwr_blas_threads(k->threads);
+    gwr_k_parallel(k, d->B * d->nh, mha_grain(d), mha_range, &l);
 }
 
 static gwr_status k_multi_head_attention(gwr_kctx *k) {
@@ -206,11 +235,10 @@ static gwr_status k_multi_head_attention(gwr_kctx *k) {
          !(v = mha_load(k, 2, bias, 2 * d.H, d.Hv))))
         st = GWR_ERR_NOMEM;
     if (!st && !own) q = k->in[0]->data, kk = k->in[1]->data, v = k->in[2]->data;
-    if (!st && !(p = gwr_ku_scratch(k, d.S * d.T, sizeof *p))) st = GWR_ERR_NOMEM;
+    if (!st && !(p = gwr_ku_scratch(k, mha_threads(k, &d) * d.S * d.T, sizeof *p))) st = GWR_ERR_NOMEM;
     if (!st && y->dtype != GWR_FLOAT32 && !(o = gwr_ku_scratch(k, y->numel, sizeof *o))) st = GWR_ERR_NOMEM;
     if (!st) {
-        gwr_blas_threads(k->threads);
-        mha_heads(&d, scale, (mha_rows){q, (int)d.H}, (mha_rows){kk, (int)d.H}, (mha_rows){v, (int)d.Hv}, ab, p,
+        mha_heads(k, &d, scale, (mha_rows){q, (int)d.H}, (mha_rows){kk, (int)d.H}, (mha_rows){v, (int)d.Hv}, ab, p,
                   o ? o : (float *)y->data);
         if (o) gwr_ku_narrow(o, y);
     }
@@ -280,14 +308,14 @@ static gwr_status k_attention(gwr_kctx *k) {
     float *qkv = NULL, *p = NULL, *o = NULL;
     if (!x || !w || (bv && !bias) || (abv && !ab)) st = GWR_ERR_NOMEM;
     if (!st && !(qkv = gwr_ku_scratch(k, rows * W, sizeof *qkv))) st = GWR_ERR_NOMEM;
-    if (!st && !(p = gwr_ku_scratch(k, d.S * d.T, sizeof *p))) st = GWR_ERR_NOMEM;
+    if (!st && !(p = gwr_ku_scratch(k, mha_threads(k, &d) * d.S * d.T, sizeof *p))) st = GWR_ERR_NOMEM;
     if (!st && y->dtype != GWR_FLOAT32 && !(o = gwr_ku_scratch(k, y->numel, sizeof *o))) st = GWR_ERR_NOMEM;
     if (!st) {
         gwr_blas_threads(k->threads);
         if (bias) /* the product accumulates onto the bias rows: no second sweep */
             for (int64_t r = 0; r < rows; r++) memcpy(qkv + r * W, bias, (size_t)W * sizeof *qkv);
         gwr_ku_sgemm(0, 0, (int)rows, (int)W, (int)In, 1.0f, x, (int)In, w, (int)W, bias ? 1.0f : 0.0f, qkv, (int)W);
-        mha_heads(&d, scale, (mha_rows){qkv, (int)W}, (mha_rows){qkv + d.H, (int)W}, (mha_rows){qkv + 2 * d.H, (int)W}, ab,
+        mha_heads(k, &d, scale, (mha_rows){qkv, (int)W}, (mha_rows){qkv + d.H, (int)W}, (mha_rows){qkv + 2 * d.H, (int)W}, ab,
                   p, o ? o : (float *)y->data);
         if (o) gwr_ku_narrow(o, y);
     }

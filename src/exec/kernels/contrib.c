@@ -93,6 +93,20 @@ GWR_VEC_CLONES static void gelu_rows_f32(int kind, const float *restrict x, cons
     }
 }
 
+/* gelu_rows_f32 over rows [r0, r1) of the layer: one loop index a row. */
+typedef struct gelu_loop {
+    int kind;
+    const float *x, *b;
+    float *y;
+    int64_t n;
+    float alpha;
+} gelu_loop;
+
+static void gelu_range(void *ctx, int64_t r0, int64_t r1) {
+    const gelu_loop *g = ctx;
+    gelu_rows_f32(g->kind, g->x + r0 * g->n, g->b, g->y + r0 * g->n, r1 - r0, g->n, g->alpha);
+}
+
 /* y = gelu(x + bias), the bias (input bias_in, or none) over the last axis. */
 static gwr_status run_gelu(gwr_kctx *k, int kind, int bias_in, double alpha) {
     const gwr_value *x = gwr_ku_need_float(k, 0, "X");
@@ -111,7 +125,8 @@ static gwr_status run_gelu(gwr_kctx *k, int kind, int bias_in, double alpha) {
     gwr_value *y = gwr_k_out(k, 0, x->dtype, x->rank, x->dims);
     if (y && x->dtype == GWR_FLOAT32) {
         const gwr_value *bv = hb ? gwr_ku_opt(k, bias_in) : NULL;
-        gelu_rows_f32(kind, x->data, bv ? bv->data : NULL, y->data, rows, n, (float)alpha);
+        gelu_loop g = {kind, x->data, bv ? bv->data : NULL, y->data, n, (float)alpha};
+        gwr_k_parallel(k, rows, gwr_par_grain(4 * n), gelu_range, &g); /* exp or erf: ~4 adds' work */
         rows = 0;
     }
     for (int64_t r = 0; y && r < rows; r++) {

@@ -135,6 +135,16 @@ static void bc_start(const bc *b, bc_it *it) {
     memset(it->off, 0, sizeof it->off);
 }
 
+/* it at row r (of b->rows). */
+static void bc_seek(const bc *b, bc_it *it, int64_t r) {
+    memset(it->off, 0, sizeof it->off);
+    for (int d = b->rank - 2; d >= 0; d--) {
+        it->idx[d] = r % b->dims[d];
+        r /= b->dims[d];
+        for (int i = 0; i < b->n; i++) it->off[i] += it->idx[d] * b->st[i][d];
+    }
+}
+
 static void bc_step(const bc *b, bc_it *it) {
     for (int d = b->rank - 2; d >= 0; d--) {
         if (++it->idx[d] < b->dims[d]) {
@@ -336,24 +346,57 @@ static row2_fn pick2(const row2_fn *tab, gwr_dtype t) {
     return gwr_ku_is_half(t) ? tab[GWR_FLOAT32] : tab[t];
 }
 
-/* o (allocated, the broadcast shape) = a op b, elementwise. */
-static void apply2(row2_fn f, gwr_dtype t, int obool, const gwr_value *a, const gwr_value *b, gwr_value *o) {
-    const gwr_value *v[2] = {a, b};
+/* A binary op's loop: its output rows cut into pieces of up to `piece`
+ * elements (a long row is shared by the threads too), one index each. */
+typedef struct ap2 {
+    row2_fn f;
+    gwr_dtype t;
+    int obool;
+    const gwr_value *a, *b;
+    gwr_value *o;
     bc p;
+    int64_t piece, per_row; /* pieces of a row */
+} ap2;
+
+/* Pieces [i0, i1): every element's value is the same whatever the split. */
+static void apply2_range(void *ctx, int64_t i0, int64_t i1) {
+    const ap2 *c = ctx;
+    const bc *p = &c->p;
     bc_it it;
-    bc_init(&p, 2, v, o->rank, o->dims);
-    bc_start(&p, &it);
-    size_t es = elem_size(t), eo = obool ? 1 : es;
-    const char *pa = a->data, *pb = b->data;
-    char *po = o->data;
-    int64_t s0 = ROW_STRIDE(&p, 0), s1 = ROW_STRIDE(&p, 1);
-    for (int64_t r = 0; r < p.rows; r++) {
-        const char *ra = pa + (size_t)it.off[0] * es, *rb = pb + (size_t)it.off[1] * es;
-        char *ro = po + (size_t)(r * p.inner) * eo;
-        if (gwr_ku_is_half(t)) half_row2(f, t, obool, (const uint16_t *)ra, s0, (const uint16_t *)rb, s1, ro, p.inner);
-        else f(ra, s0, rb, s1, ro, p.inner);
-        bc_step(&p, &it);
+    int64_t r = i0 / c->per_row, q = i0 % c->per_row;
+    bc_seek(p, &it, r);
+    size_t es = elem_size(c->t), eo = c->obool ? 1 : es;
+    const char *pa = c->a->data, *pb = c->b->data;
+    char *po = c->o->data;
+    int64_t s0 = ROW_STRIDE(p, 0), s1 = ROW_STRIDE(p, 1);
+    for (int64_t i = i0; i < i1;) {
+        /* pieces q.. of row r, up to the range's end */
+        int64_t qe = c->per_row < q + (i1 - i) ? c->per_row : q + (i1 - i);
+        int64_t j0 = q * c->piece, j1 = qe * c->piece < p->inner ? qe * c->piece : p->inner;
+        const char *ra = pa + (size_t)(it.off[0] + j0 * s0) * es, *rb = pb + (size_t)(it.off[1] + j0 * s1) * es;
+        char *ro = po + (size_t)(r * p->inner + j0) * eo;
+        if (gwr_ku_is_half(c->t))
+            half_row2(c->f, c->t, c->obool, (const uint16_t *)ra, s0, (const uint16_t *)rb, s1, ro, j1 - j0);
+        else c->f(ra, s0, rb, s1, ro, j1 - j0);
+        i += qe - q;
+        if (qe == c->per_row) q = 0, r++, bc_step(p, &it);
+        else q = qe;
     }
+}
+
+/* Elements per piece of a row: a long row is cut for the threads. */
+enum { ROW_PIECE = 8192 };
+
+/* o (allocated, the broadcast shape) = a op b, elementwise. */
+static void apply2(gwr_kctx *k, row2_fn f, gwr_dtype t, int obool, const gwr_value *a, const gwr_value *b,
+                   gwr_value *o) {
+    const gwr_value *v[2] = {a, b};
+    ap2 c = {.f = f, .t = t, .obool = obool, .a = a, .b = b, .o = o};
+    bc_init(&c.p, 2, v, o->rank, o->dims);
+    c.piece = c.p.inner < ROW_PIECE ? c.p.inner : ROW_PIECE;
+    if (c.piece < 1) return; /* no elements */
+    c.per_row = (c.p.inner + c.piece - 1) / c.piece;
+    gwr_k_parallel(k, c.p.rows * c.per_row, gwr_par_grain(c.piece), apply2_range, &c);
 }
 
 /* Is any element of an integer value zero? */
@@ -383,7 +426,7 @@ static gwr_status binary(gwr_kctx *k, const row2_fn *tab, int obool) {
     if ((rc = bc_shape(k, 2, v, &orank, od))) return rc;
     gwr_value *o = gwr_k_out(k, 0, obool ? GWR_BOOL : a->dtype, orank, od);
     if (!o) return GWR_ERR_NOMEM;
-    apply2(f, a->dtype, obool, a, b, o);
+    apply2(k, f, a->dtype, obool, a, b, o);
     return GWR_OK;
 }
 
@@ -481,7 +524,7 @@ static gwr_status k_pow(gwr_kctx *k) {
     gwr_value *o = gwr_k_out(k, 0, a->dtype, orank, od);
     if (!o) return GWR_ERR_NOMEM;
     if (a->dtype == GWR_FLOAT32 && b->dtype == GWR_FLOAT32) {
-        apply2(pow_f32, GWR_FLOAT32, 0, a, b, o);
+        apply2(k, pow_f32, GWR_FLOAT32, 0, a, b, o);
         return GWR_OK;
     }
     /* mixed types: element by element through double (or int64) */
@@ -547,7 +590,7 @@ static gwr_status fold(gwr_kctx *k, const row2_fn *tab, int mean) {
             }
             dst = scratch[i & 1];
         }
-        apply2(f, t, 0, prev, k->in[i], dst);
+        apply2(k, f, t, 0, prev, k->in[i], dst);
         prev = dst;
     }
     gwr_value_release(scratch[0]), gwr_value_release(scratch[1]);
@@ -731,6 +774,57 @@ static const unop op_isnan = {{U_F(isnan)}, 1, 0};
 static const unop op_not = {{[GWR_BOOL] = not_b}, 1, 0};
 static const unop op_bnot = {{T_SI(bnot), T_UI(bnot)}, 0, 0};
 
+/* A unary op's loop over blocks of CHUNK elements. */
+typedef struct un1 {
+    row1_fn f;
+    int obool, via; /* via 1: through float32 (halves); 2: through double (integers) */
+    const gwr_value *x;
+    gwr_value *o;
+} un1;
+
+static void unary_range(void *ctx, int64_t b0, int64_t b1) {
+    const un1 *c = ctx;
+    const gwr_value *x = c->x;
+    gwr_value *o = c->o;
+    gwr_dtype t = x->dtype;
+    int64_t n = b1 * CHUNK < x->numel ? b1 * CHUNK : x->numel;
+    if (!c->via && o->data == x->data) {
+        /* in place (same element size): the rows' pointers are restrict,
+         * so a chunk at a time through the stack, then back */
+        size_t es = (size_t)gwr_dtype_bits(t) / 8;
+        double res[CHUNK];
+        for (int64_t s = b0 * CHUNK; s < n; s += CHUNK) {
+            int64_t m = n - s < CHUNK ? n - s : CHUNK;
+            c->f((char *)o->data + (size_t)s * es, res, m);
+            memcpy((char *)o->data + (size_t)s * es, res, (size_t)m * es);
+        }
+    } else if (!c->via) {
+        size_t es = (size_t)gwr_dtype_bits(t) / 8, eo = c->obool ? 1 : es;
+        int64_t s = b0 * CHUNK;
+        c->f((const char *)x->data + (size_t)s * es, (char *)o->data + (size_t)s * eo, n - s);
+    } else if (c->via == 1) {
+        float fx[CHUNK], fo[CHUNK];
+        for (int64_t s = b0 * CHUNK; s < n; s += CHUNK) {
+            int64_t m = n - s < CHUNK ? n - s : CHUNK;
+            gwr_ku_half_to_f32(t, (const uint16_t *)x->data + s, 1, fx, m);
+            if (c->obool) {
+                c->f(fx, (uint8_t *)o->data + s, m);
+            } else {
+                c->f(fx, fo, m);
+                gwr_ku_f32_to_half(t, fo, (uint16_t *)o->data + s, m);
+            }
+        }
+    } else {
+        double dx[CHUNK], dout[CHUNK];
+        for (int64_t s = b0 * CHUNK; s < n; s += CHUNK) {
+            int64_t m = n - s < CHUNK ? n - s : CHUNK;
+            for (int64_t i = 0; i < m; i++) dx[i] = gwr_v_get_f64(x, s + i);
+            c->f(dx, dout, m);
+            for (int64_t i = 0; i < m; i++) gwr_v_set_f64(o, s + i, dout[i]);
+        }
+    }
+}
+
 static gwr_status unary(gwr_kctx *k, const unop *op) {
     gwr_status rc = check_io(k, 1, 1);
     if (rc) return rc;
@@ -743,40 +837,8 @@ static gwr_status unary(gwr_kctx *k, const unop *op) {
     if (!f) return bad_dtype(k, 0, t);
     gwr_value *o = gwr_k_out_over(k, 0, 0, op->obool ? GWR_BOOL : t, x->rank, x->dims);
     if (!o) return GWR_ERR_NOMEM;
-    int64_t n = x->numel;
-    if (!via && o->data == x->data) {
-        /* in place (same element size): the rows' pointers are restrict,
-         * so a chunk at a time through the stack, then back */
-        size_t es = (size_t)gwr_dtype_bits(t) / 8;
-        double res[CHUNK];
-        for (int64_t s = 0; s < n; s += CHUNK) {
-            int64_t c = n - s < CHUNK ? n - s : CHUNK;
-            f((char *)o->data + (size_t)s * es, res, c);
-            memcpy((char *)o->data + (size_t)s * es, res, (size_t)c * es);
-        }
-    } else if (!via) {
-        f(x->data, o->data, n);
-    } else if (via == 1) {
-        float fx[CHUNK], fo[CHUNK];
-        for (int64_t s = 0; s < n; s += CHUNK) {
-            int64_t c = n - s < CHUNK ? n - s : CHUNK;
-            gwr_ku_half_to_f32(t, (const uint16_t *)x->data + s, 1, fx, c);
-            if (op->obool) {
-                f(fx, (uint8_t *)o->data + s, c);
-            } else {
-                f(fx, fo, c);
-                gwr_ku_f32_to_half(t, fo, (uint16_t *)o->data + s, c);
-            }
-        }
-    } else {
-        double dx[CHUNK], dout[CHUNK];
-        for (int64_t s = 0; s < n; s += CHUNK) {
-            int64_t c = n - s < CHUNK ? n - s : CHUNK;
-            for (int64_t i = 0; i < c; i++) dx[i] = gwr_v_get_f64(x, s + i);
-            f(dx, dout, c);
-            for (int64_t i = 0; i < c; i++) gwr_v_set_f64(o, s + i, dout[i]);
-        }
-    }
+    un1 c = {f, op->obool, via, x, o};
+    gwr_k_parallel(k, (x->numel + CHUNK - 1) / CHUNK, gwr_par_grain(CHUNK), unary_range, &c);
     return GWR_OK;
 }
 

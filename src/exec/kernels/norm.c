@@ -201,6 +201,21 @@ static void softmax_f64(double *x, int64_t n, int64_t st, int kind) {
     }
 }
 
+/* softmax_family's float32 rows: one loop index a row. */
+typedef struct sm_loop {
+    const float *x;
+    float *y;
+    int64_t n;
+    int kind;
+    double *tmp; /* n doubles per thread */
+} sm_loop;
+
+static void softmax_range(void *ctx, int64_t r0, int64_t r1) {
+    const sm_loop *l = ctx;
+    double *tmp = l->tmp + (int64_t)gwr_par_thread() * l->n;
+    for (int64_t o = r0; o < r1; o++) softmax_row_f32(l->x + o * l->n, l->y + o * l->n, l->n, l->kind, tmp);
+}
+
 static gwr_status softmax_family(gwr_kctx *k, int kind) {
     const gwr_value *x = gwr_ku_need_float(k, 0, "input");
     if (!x) return GWR_ERR_INVALID_ARG;
@@ -222,12 +237,12 @@ static gwr_status softmax_family(gwr_kctx *k, int kind) {
     if (!y) return GWR_ERR_NOMEM;
     if (!y->numel) return GWR_OK;
     if (x->dtype == GWR_FLOAT32 && inner == 1 && kind != SM_HARD) {
-        const float *xs = x->data;
-        float *ys = y->data;
-        double *tmp = gwr_malloc((size_t)n * sizeof *tmp);
-        if (!tmp) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
-        for (int64_t o = 0; o < outer; o++) softmax_row_f32(xs + o * n, ys + o * n, n, kind, tmp);
-        gwr_free(tmp);
+        int64_t grain = gwr_par_grain(4 * n); /* max, exp, sum, scale */
+        int nt = gwr_tpool_splits(k->tpool, outer, grain) ? gwr_tpool_size(k->tpool) : 1;
+        sm_loop l = {x->data, y->data, n, kind, gwr_malloc((size_t)(nt * n) * sizeof(double))};
+        if (!l.tmp) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+        gwr_k_parallel(k, outer, grain, softmax_range, &l);
+        gwr_free(l.tmp);
         return GWR_OK;
     }
     double *b = gwr_malloc((size_t)(n * inner) * sizeof *b);
@@ -495,6 +510,29 @@ static gwr_dtype declared_or(const gwr_kctx *k, int o, gwr_dtype def) {
     return gwr_ku_is_float(d) ? d : def;
 }
 
+/* k_layer_norm's float32 rows: one loop index a row. */
+typedef struct ln_loop {
+    const float *x, *sc, *bi;
+    float *y;
+    gwr_value *mo, *io; /* the mean and inverse deviation outputs, or NULL */
+    int64_t n;
+    double eps;
+} ln_loop;
+
+static void layer_norm_range(void *ctx, int64_t r0, int64_t r1) {
+    const ln_loop *l = ctx;
+    int64_t n = l->n;
+    for (int64_t o = r0; o < r1; o++) {
+        const float *xr = l->x + o * n;
+        float *yr = l->y + o * n;
+        float m = sum_f32(xr, n) / (float)n;
+        float inv = (float)(1.0 / sqrt((double)sqdev_f32(xr, n, m) / (double)n + l->eps));
+        norm_affine_f32(xr, yr, n, m, inv, l->sc, l->bi);
+        if (l->mo) gwr_v_set_f64(l->mo, o, m);
+        if (l->io) gwr_v_set_f64(l->io, o, inv);
+    }
+}
+
 static gwr_status k_layer_norm(gwr_kctx *k) {
     const gwr_value *x = gwr_ku_need_float(k, 0, "X");
     if (!x) return GWR_ERR_INVALID_ARG;
@@ -542,15 +580,8 @@ static gwr_status k_layer_norm(gwr_kctx *k) {
         }
         float *fsc = fs, *fbi = fs + n;
         for (int64_t j = 0; j < n; j++) fsc[j] = (float)sc[j], fbi[j] = (float)bi[j];
-        for (int64_t o = 0; o < outer; o++) {
-            const float *xr = (const float *)x->data + o * n;
-            float *yr = (float *)y->data + o * n;
-            float m = sum_f32(xr, n) / (float)n;
-            float inv = (float)(1.0 / sqrt((double)sqdev_f32(xr, n, m) / (double)n + eps));
-            norm_affine_f32(xr, yr, n, m, inv, fsc, fbi);
-            if (mo) gwr_v_set_f64(mo, o, m);
-            if (io) gwr_v_set_f64(io, o, inv);
-        }
+        ln_loop l = {x->data, fsc, fbi, y->data, mo, io, n, eps};
+        gwr_k_parallel(k, outer, gwr_par_grain(3 * n), layer_norm_range, &l); /* three passes a row */
         gwr_free(fs);
     } else {
         for (int64_t o = 0; o < outer; o++) {

@@ -227,13 +227,18 @@ static void irow(rctx *c, int64_t in_off, int64_t n, int64_t o, int red) {
     }
 }
 
-/* Calls row() for every row (last group) of x, in memory order. */
-static void walk(const groups *g, rctx *c, void (*row)(rctx *, int64_t, int64_t, int64_t, int)) {
+/* Calls row() for every row (last group) of x whose index in the first
+ * group is in [i0, i1), in memory order. */
+static void walk(const groups *g, rctx *c, void (*row)(rctx *, int64_t, int64_t, int64_t, int), int64_t i0,
+                 int64_t i1) {
     int64_t idx[GWR_MAX_RANK] = {0};
     int last = g->n - 1;
-    int64_t len = g->size[last], rows = 1;
-    for (int i = 0; i < last; i++) rows *= g->size[i];
-    int64_t in_off = 0, o = 0;
+    int64_t len = g->size[last], rows = 1, below = 1; /* below: elements of x under one first-group index */
+    for (int i = 1; i < g->n; i++) below *= g->size[i];
+    for (int i = 0; i < last; i++) rows *= i ? g->size[i] : i1 - i0;
+    if (last == 0) rows = 1; /* one group: one row */
+    int64_t in_off = i0 * below, o = i0 * g->ostride[0];
+    if (last > 0) idx[0] = i0;
     for (int64_t r = 0; r < rows; r++) {
         row(c, in_off, len, o, g->red[last]);
         in_off += len;
@@ -244,6 +249,46 @@ static void walk(const groups *g, rctx *c, void (*row)(rctx *, int64_t, int64_t,
             idx[i] = 0;
         }
     }
+}
+
+/* reduce's walks on threads: the first group kept, its indices own
+ * disjoint outputs, each accumulated in the serial order; rows holds a
+ * row's scratch per thread (the rctx's row or irow, rowlen long). */
+typedef struct rwalk {
+    const groups *g;
+    const rctx *c;
+    void (*row)(rctx *, int64_t, int64_t, int64_t, int);
+    int64_t rowlen;
+} rwalk;
+
+static void walk_range(void *ctx, int64_t i0, int64_t i1) {
+    const rwalk *w = ctx;
+    rctx c = *w->c;
+    int t = gwr_par_thread();
+    if (c.row) c.row += t * w->rowlen;
+    if (c.irow) c.irow += t * w->rowlen;
+    walk(w->g, &c, w->row, i0, i1);
+}
+
+/* walk over every row, on the session's threads where the first group is
+ * kept; 0, or -1 out of memory (for per-thread rows). */
+static int walk_all(gwr_kctx *k, const groups *g, rctx *c, void (*row)(rctx *, int64_t, int64_t, int64_t, int)) {
+    int64_t rowlen = g->size[g->n - 1] ? g->size[g->n - 1] : 1, n0 = g->size[0];
+    int64_t grain = gwr_par_grain(g->n > 1 ? gwr_shape_numel(g->n - 1, g->size + 1) : n0);
+    if (g->n < 2 || g->red[0] || !gwr_tpool_splits(k->tpool, n0, grain)) {
+        walk(g, c, row, 0, n0);
+        return 0;
+    }
+    int nt = gwr_tpool_size(k->tpool);
+    rctx cc = *c;
+    void *rows = gwr_malloc((size_t)(nt * rowlen) * (c->row ? sizeof *c->row : sizeof *c->irow));
+    if (!rows) return -1;
+    if (c->row) cc.row = rows;
+    else cc.irow = rows;
+    rwalk w = {g, &cc, row, rowlen};
+    gwr_k_parallel(k, n0, grain, walk_range, &w);
+    gwr_free(rows);
+    return 0;
 }
 
 static gwr_status reduce(gwr_kctx *k, rop op) {
@@ -303,7 +348,10 @@ static gwr_status reduce(gwr_kctx *k, rop op) {
         }
         int64_t init = op == R_PROD ? 1 : op == R_MAX ? int_lowest(x->dtype) : op == R_MIN ? int_highest(x->dtype) : 0;
         for (int64_t i = 0; i < on; i++) c.iacc[i] = init;
-        if (x->numel) walk(&g, &c, irow);
+        if (x->numel && walk_all(k, &g, &c, irow)) {
+            rc = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+            goto done;
+        }
         if (op == R_MEAN)
             for (int64_t i = 0; i < on; i++) c.iacc[i] = cnt ? c.iacc[i] / cnt : 0;
         store_i64(y, 0, on, c.iacc, op == R_MAX || op == R_MIN);
@@ -320,12 +368,19 @@ static gwr_status reduce(gwr_kctx *k, rop op) {
             for (int64_t i = 0; i < on; i++) c.shift[i] = -INFINITY;
             double *a = c.acc;
             c.acc = c.shift;
-            if (x->numel) walk(&g, &c, frow);
+            int bad = x->numel && walk_all(k, &g, &c, frow);
             c.acc = a;
+            if (bad) {
+                rc = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+                goto done;
+            }
             c.pass = 1;
         }
         for (int64_t i = 0; i < on; i++) c.acc[i] = init;
-        if (x->numel) walk(&g, &c, frow);
+        if (x->numel && walk_all(k, &g, &c, frow)) {
+            rc = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+            goto done;
+        }
         for (int64_t i = 0; i < on; i++) {
             double v = c.acc[i];
             switch (op) {

@@ -207,17 +207,6 @@ GWR_VEC_CLONES static float add_sum_f32(const float *restrict x, const float *re
     return t;
 }
 
-/* The sum of (v - m)^2. */
-GWR_VEC_CLONES static float sqdev_lanes_f32(const float *v, int64_t n, float m) {
-    float a[SL] = {0}, t = 0;
-    int64_t j = 0;
-    for (; j + SL <= n; j += SL)
-        for (int q = 0; q < SL; q++) a[q] += (v[j + q] - m) * (v[j + q] - m);
-    for (; j < n; j++) t += (v[j] - m) * (v[j] - m);
-    for (int q = 0; q < SL; q++) t += a[q];
-    return t;
-}
-
 /* y = (v - m) inv gamma (+ beta); y may be v itself (the row normalized in
  * place), hence no restrict on them. */
 GWR_VEC_CLONES static void norm_row_f32(const float *v, float *y, int64_t n, float m, float inv,
@@ -248,7 +237,7 @@ static void skip_rows_f32(void *ctx, int64_t r0, int64_t r1) {
         float *yr = (float *)c->o->y->data + r * n, *v = c->o->sum ? (float *)c->o->sum->data + r * n : yr;
         float tot = add_sum_f32(c->x + r * n, c->s + (r % c->srows) * n, c->bi, v, n);
         float mean = c->simple ? 0.0f : tot / (float)n; /* RMS: the deviation from 0 */
-        float inv = (float)(1.0 / sqrt((double)sqdev_lanes_f32(v, n, mean) / (double)n + c->eps));
+        float inv = (float)(1.0 / sqrt((double)gwr_ku_row_sqdev_f32(v, n, mean) / (double)n + c->eps));
         norm_row_f32(v, yr, n, mean, inv, c->ga, c->be);
         if (c->o->mean) gwr_v_set_f64(c->o->mean, r, mean);
         if (c->o->inv) gwr_v_set_f64(c->o->inv, r, inv);

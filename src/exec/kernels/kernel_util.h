@@ -172,6 +172,11 @@ int gwr_ku_cmp_bytes(const gwr_bytes *a, const gwr_bytes *b);
 /* C (M x N, row-major, rows ldc apart) = alpha A' B' + beta C, where A' is
  * A (M x K) or, with ta, A^T, and B' likewise. K = 0 is handled (C = beta
  * C: BLAS rejects lda = 0). */
+/* The sum of (x[j] - m)^2 over a float32 row, in sixteen-float vectors
+ * (norm.c: LayerNormalization's and SkipLayerNormalization's second pass;
+ * differs from a serial sum by reassociation only). */
+float gwr_ku_row_sqdev_f32(const float *x, int64_t n, float m);
+
 void gwr_ku_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc);
 void gwr_ku_dgemm(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda, const double *B, int ldb,

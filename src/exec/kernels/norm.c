@@ -138,6 +138,8 @@ static HOTV float sqdev_f32(const float *x, int64_t n, float m) {
     return s;
 }
 
+float gwr_ku_row_sqdev_f32(const float *x, int64_t n, float m) { return sqdev_f32(x, n, m); }
+
 static HOTV void exp_shift_f32(const float *restrict x, float *restrict y, int64_t n, float m) {
     for (int64_t j = 0; j < n; j++) y[j] = exp_nonpos(x[j] - m);
 }

@@ -29,19 +29,6 @@
 #define KMR 8
 #define KNV 3
 #include "exec/kernels/sgemm_kern.h"
-#undef KSFX
-#undef KTARGET
-#undef KV
-#undef KVL
-#undef KLOAD
-#undef KSTORE
-#undef KSPLAT
-#undef KZERO
-#undef KMUL
-#undef KADD
-#undef KFMA
-#undef KMR
-#undef KNV
 
 #define KSFX avx2
 #define KTARGET __attribute__((target("avx2,fma")))
@@ -57,19 +44,6 @@
 #define KMR 6
 #define KNV 2
 #include "exec/kernels/sgemm_kern.h"
-#undef KSFX
-#undef KTARGET
-#undef KV
-#undef KVL
-#undef KLOAD
-#undef KSTORE
-#undef KSPLAT
-#undef KZERO
-#undef KMUL
-#undef KADD
-#undef KFMA
-#undef KMR
-#undef KNV
 #else
 /* Never selected off x86 (sgemm.c): defined so that the table links. */
 void gwr_sgemm_kern_avx512(int mr, int kc, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr,

@@ -6,7 +6,8 @@
  *   KLOAD(p), KSTORE(p, v), KSPLAT(x), KZERO(), KMUL(a, b), KADD(a, b),
  *   KFMA(a, b, c) = a * b + c
  *   KMR       rows of a tile (the broadcast side), KNV vectors across it.
- * It defines gwr_sgemm_kern_<KSFX> (see gwr_sgemm_kern_fn in sgemm.h).
+ * It defines gwr_sgemm_kern_<KSFX> (see gwr_sgemm_kern_fn in sgemm.h) and
+ * undefines all of the above, ready for the next instruction set.
  *
  * C[mr x nr] (rows ldc apart) = alpha * sum_k a[k][i] b[k][j] + beta C, beta 0
  * reading nothing of C. a is a packed tile, KMR floats per k (lda 0; rows
@@ -153,3 +154,16 @@ KTARGET float KCAT(gwr_sgemm_dot_, KSFX)(const float *a, const float *b, int n) 
 #undef KUNROLL
 #undef KCAT
 #undef KCAT_
+#undef KSFX
+#undef KTARGET
+#undef KV
+#undef KVL
+#undef KLOAD
+#undef KSTORE
+#undef KSPLAT
+#undef KZERO
+#undef KMUL
+#undef KADD
+#undef KFMA
+#undef KMR
+#undef KNV

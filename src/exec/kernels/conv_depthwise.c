@@ -399,9 +399,15 @@ DW_INLINE void dwc_pos8(const float *pad, int64_t Wp, const v8f *wv, const dwepi
 DW_INLINE void dwc_block(const float *const *x, const float *const *w, const gwr_ku_window *g, const dwepi *e, int nc, float *pad,
                          float *const *y, const int K, const int S, const int ACT, const int F) {
     int64_t Wp = g->in[2] + g->pb[2] + g->pe[2], OW = g->out[2], P = g->out[1] * OW;
-    v8f wv[25];
-    for (int t = 0; t < K * K; t++)
-        for (int c = 0; c < 8; c++) wv[t][c] = c < nc ? w[c][t] : 0.0f;
+    v8f wv[25], v[8], t[8];
+    for (int t0 = 0; t0 < K * K; t0 += 8) { /* taps 8 at a time, the last 8 overlapping */
+        int s0 = t0 + 8 <= K * K ? t0 : K * K - 8;
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; c++) v[c] = c < nc ? ld8(w[c] + s0) : (v8f){0};
+        tr8(v, t);
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) wv[s0 + j] = t[j];
+    }
     dwc_stage(x, nc, g, Wp, pad);
     for (int64_t q = 0; q < P; q += 8) dwc_pos8(pad, Wp, wv, e, q + 8 <= P || P < 8 ? q : P - 8, P, OW, y, nc, K, S, ACT, F);
 }

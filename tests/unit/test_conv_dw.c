@@ -420,6 +420,104 @@ TEST(maxpool_rows) {
     gwr_ku_cnn_force_portable(0);
 }
 
+/* The blocked kernel (eight planes' channels in a vector, small planes)
+ * and the row kernel each on every plane size, by moving the width
+ * bound: geometries, pads and epilogues again on each path. */
+TEST(depthwise_kernel_choice) {
+    static const int64_t bounds[] = {0, (int64_t)1 << 40};
+    for (int bi = 0; bi < 2; bi++) {
+        gwr_ku_dwc_set_max_ow(bounds[bi]);
+        for (int portable = 0; portable < 2; portable++) {
+            gwr_ku_cnn_force_portable(portable);
+            geometries();
+            uneven_pads();
+            epilogues();
+        }
+    }
+    gwr_ku_cnn_force_portable(0);
+    gwr_ku_dwc_set_max_ow(28);
+}
+
+/* The blocked kernel over channel counts around its block (8) with batch
+ * 2 (blocks run on from one image into the next), the planes of
+ * mobilenet (7, 14, 28) and around them, each window, stride and pad,
+ * against the formula; both paths. */
+TEST(depthwise_blocked_channels) {
+    static const int64_t chans[] = {1, 7, 8, 9, 15, 16, 17, 88}, planes[] = {1, 2, 7, 13, 14, 27, 28, 29};
+    static const char *const acts[] = {NULL, "Relu", "HardSwish", "Clip"};
+    gwr_ku_dwc_set_max_ow((int64_t)1 << 40);
+    for (int portable = 0; portable < 2; portable++) {
+        gwr_ku_cnn_force_portable(portable);
+        int n = 0;
+        for (int ci = 0; ci < 8; ci++)
+            for (int pi = 0; pi < 8; pi++, n++) {
+                int64_t k = n % 2 ? 5 : 3, st = n / 2 % 2 + 1, pd = n / 4 % 3, H = planes[pi], W = planes[(pi + n / 3) % 8];
+                if (H + 2 * pd < k || W + 2 * pd < k) pd = 2;
+                if (H + 2 * pd < k || W + 2 * pd < k) continue; /* no output */
+                dconf c = dw(chans[ci], H, W, k, st, pd);
+                c.bias = n % 5 != 0, c.act = acts[n % 4], c.ap[1] = 6;
+                if (n % 7 == 3 && H + pd >= k) c.pads[0] = 0, c.pads[3] = pd + 1; /* uneven */
+                if (n % 11 == 5) c.z = 1;                            /* Z: the pass after the kernel */
+                CHECK(run_case(&c));
+            }
+    }
+    gwr_ku_cnn_force_portable(0);
+    gwr_ku_dwc_set_max_ow(28);
+}
+
+/* The blocked kernel gives the row kernel's bits (same sums in the same
+ * order, same rounding, same epilogue) on each path, for every
+ * activation it takes, NaN and infinities included, and writes each
+ * plane and nothing past it. */
+TEST(depthwise_blocked_bits) {
+    static const gwr_ku_act acts[] = {{GWR_KU_ACT_NONE, {0, 0}}, {GWR_KU_ACT_RELU, {0, 0}}, {GWR_KU_ACT_CLIP, {-0.5f, 0.5f}},
+                                      {GWR_KU_ACT_HSWISH, {0, 0}}};
+    enum { GUARD = 16 };
+    for (int portable = 0; portable < 2; portable++) {
+        gwr_ku_cnn_force_portable(portable);
+        for (int n = 0; n < 96; n++) {
+            int k = n % 2 ? 5 : 3, s = n / 2 % 2 + 1, nc = n % 8 + 1;
+            gwr_ku_window g;
+            gwr_ku_window_init(&g, 2);
+            g.k[1] = g.k[2] = k, g.s[1] = g.s[2] = s;
+            g.pb[1] = n / 4 % 3, g.pb[2] = n / 12 % 3, g.pe[1] = n / 5 % 3, g.pe[2] = n / 7 % 3;
+            g.in[1] = 1 + n % 15, g.in[2] = 1 + n * 5 % 17;
+            if (g.in[1] + g.pb[1] + g.pe[1] < k) g.pe[1] = k;
+            if (g.in[2] + g.pb[2] + g.pe[2] < k) g.pe[2] = k;
+            g.out[1] = (g.in[1] + g.pb[1] + g.pe[1] - k) / s + 1, g.out[2] = (g.in[2] + g.pb[2] + g.pe[2] - k) / s + 1;
+            int64_t P = g.in[1] * g.in[2], Q = g.out[1] * g.out[2];
+            float *x = malloc((size_t)(8 * P) * sizeof *x), *w = malloc(8 * 25 * sizeof *w), b[8];
+            float *ya = malloc((size_t)(8 * (Q + GUARD)) * sizeof *ya), *yb = malloc((size_t)(8 * (Q + GUARD)) * sizeof *yb);
+            for (int64_t i = 0; i < 8 * P; i++) x[i] = (float)urand();
+            for (int i = 0; i < 8 * 25; i++) w[i] = (float)urand();
+            for (int i = 0; i < 8; i++) b[i] = (float)urand();
+            x[n % (8 * P)] = NAN, x[(3 * n + 1) % (8 * P)] = INFINITY;
+            for (int64_t i = 0; i < 8 * (Q + GUARD); i++) ya[i] = yb[i] = 12345.0f;
+            const float *xs[8], *ws[8];
+            float *ys[8];
+            for (int c = 0; c < nc; c++) xs[c] = x + c * P, ws[c] = w + c * k * k, ys[c] = yb + c * (Q + GUARD);
+            const gwr_ku_act *a = &acts[n / 3 % 4];
+            const float *bp = n % 3 ? b : NULL;
+            float *pad = calloc((size_t)gwr_ku_dw_scratch(&g), sizeof *pad), *padc = calloc((size_t)gwr_ku_dwc_scratch(&g), sizeof *padc);
+            for (int c = 0; c < nc; c++) gwr_ku_dw_plane_epi_f32(xs[c], ws[c], &g, bp ? bp + c : NULL, a, pad, ya + c * (Q + GUARD));
+            gwr_ku_dwc_block_f32(xs, ws, nc, &g, bp, a, padc, ys);
+            int same = 1, clean = 1;
+            for (int c = 0; c < nc; c++)
+                for (int64_t i = 0; i < Q + GUARD; i++) {
+                    float u = ya[c * (Q + GUARD) + i], v = yb[c * (Q + GUARD) + i];
+                    same &= memcmp(&u, &v, sizeof u) == 0;
+                    if (i >= Q) clean &= v == 12345.0f;
+                }
+            for (int64_t i = nc * (Q + GUARD); i < 8 * (Q + GUARD); i++) clean &= yb[i] == 12345.0f;
+            if (!CHECK(same && clean))
+                fprintf(stderr, "  n %d: k%d s%d nc %d %lldx%lld, portable %d: same %d clean %d\n", n, k, s, nc, (long long)g.in[1],
+                        (long long)g.in[2], portable, same, clean);
+            free(x), free(w), free(ya), free(yb), free(pad), free(padc);
+        }
+    }
+    gwr_ku_cnn_force_portable(0);
+}
+
 int main(void) {
     RUN(maxpool_rows);
     RUN(depthwise_epilogue_bits);
@@ -428,5 +526,8 @@ int main(void) {
     RUN(depthwise_cpu_path);
     RUN(depthwise_portable_path);
     RUN(depthwise_plane_bounds);
+    RUN(depthwise_kernel_choice);
+    RUN(depthwise_blocked_channels);
+    RUN(depthwise_blocked_bits);
     return check_report();
 }

@@ -47,6 +47,14 @@
 #define ACT_ROW(attr, fname, T, RELU, TANH, SIG, HSIG, HSWISH, QGELU)                           \
     attr static void fname##_rows(const gwr_ku_act *a, T *restrict y, const T *b, const T *restrict z, int64_t n) { \
         const T A = (T)a->p[0], B = (T)a->p[1];                                          \
+        if (b && !z && (a->kind == A_HSWISH || a->kind == A_RELU)) { /* one pass, not two */ \
+            const T bv = *b;                                                             \
+            if (a->kind == A_HSWISH)                                                     \
+                for (int64_t i = 0; i < n; i++) y[i] = y[i] + bv, y[i] = HSWISH;         \
+            else                                                                         \
+                for (int64_t i = 0; i < n; i++) y[i] = y[i] + bv, y[i] = RELU;           \
+            return;                                                                      \
+        }                                                                                \
         if (b) {                                                                         \
             const T bv = *b;                                                             \
             for (int64_t i = 0; i < n; i++) y[i] = y[i] + bv;                            \

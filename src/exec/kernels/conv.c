@@ -361,9 +361,48 @@ static void dw_chunks(void *ctx, int64_t b0, int64_t b1) {
     }
 }
 
+/* Small planes: blocks of eight planes (n, m) in order, vectors across
+ * them (gwr_ku_dwc_block_f32); j->per blocks per chunk. */
+static void dwc_chunks(void *ctx, int64_t b0, int64_t b1) {
+    const dwjob *j = ctx;
+    const cprob *p = j->p;
+    const cepi *e = j->e;
+    int64_t Mg = p->M / p->G, planes = p->N * p->M;
+    int inreg = !e->z && gwr_ku_dw_epi_supports(e->act);
+    for (int64_t b = b0; b < b1; b++) {
+        float *pad = j->pad + b * j->np;
+        memset(pad, 0, (size_t)j->np * sizeof *pad);
+        int64_t q1 = (b + 1) * j->per * 8 < planes ? (b + 1) * j->per * 8 : planes;
+        for (int64_t q0 = b * j->per * 8; q0 < q1; q0 += 8) {
+            const float *xs[8], *ws[8];
+            float *ys[8], bs[8];
+            int nc = q1 - q0 < 8 ? (int)(q1 - q0) : 8;
+            for (int c = 0; c < nc; c++) {
+                int64_t q = q0 + c, n = q / p->M, m = q - n * p->M;
+                xs[c] = j->x + (n * p->C + m / Mg) * p->XS, ws[c] = j->w + m * p->K, ys[c] = j->y + q * p->YS;
+                bs[c] = e->b ? ((const float *)e->b)[m] : 0.0f;
+            }
+            gwr_ku_dwc_block_f32(xs, ws, nc, &p->g, inreg && e->b ? bs : NULL, inreg ? e->act : NULL, pad, ys);
+            for (int c = 0; !inreg && epi_active(e) && c < nc; c++) epi_f32(e, ys[c], (q0 + c) % p->M, 1, p->YS, p->YS);
+        }
+    }
+}
+
+static gwr_status conv_depthwise_blocked(gwr_kctx *k, const cprob *p, const cepi *e, const float *x, const float *w, float *y) {
+    int64_t blocks = (p->N * p->M + 7) / 8, T = gwr_tpool_size(k->tpool), nb = T > 1 ? 4 * T : 1;
+    if (nb > blocks) nb = blocks;
+    dwjob j = {p, e, x, w, y, NULL, gwr_ku_dwc_scratch(&p->g), (blocks + nb - 1) / nb};
+    nb = (blocks + j.per - 1) / j.per;
+    if (!(j.pad = gwr_malloc((size_t)(nb * j.np) * sizeof *j.pad))) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the staged planes");
+    gwr_k_parallel(k, nb, 1, dwc_chunks, &j);
+    gwr_free(j.pad);
+    return GWR_OK;
+}
+
 static gwr_status conv_depthwise(gwr_kctx *k, const cprob *p, const cepi *e, const float *x, const float *w, float *y) {
     int64_t planes = p->N * p->M, T = gwr_tpool_size(k->tpool), nb = T > 1 ? 4 * T : 1;
     if (!planes) return GWR_OK;
+    if (gwr_ku_dwc_wanted(&p->g)) return conv_depthwise_blocked(k, p, e, x, w, y);
     if (nb > planes) nb = planes;
     dwjob j = {p, e, x, w, y, NULL, gwr_ku_dw_scratch(&p->g), (planes + nb - 1) / nb};
     nb = (planes + j.per - 1) / j.per;

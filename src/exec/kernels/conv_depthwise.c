@@ -298,3 +298,154 @@ void gwr_ku_dw_plane_epi_f32(const float *x, const float *w, const gwr_ku_window
 void gwr_ku_dw_plane_f32(const float *x, const float *w, const gwr_ku_window *g, float *pad, float *y) {
     gwr_ku_dw_plane_epi_f32(x, w, g, NULL, NULL, pad, y);
 }
+
+/* ---- channel-blocked: eight planes at a time, small planes ---------------- */
+
+/* On a 7- or 14-wide plane a row is one vector or less, mostly overlap
+ * or slack; here the vectors run across eight channels instead: the
+ * block's planes are staged transposed, [Hp][Wp][8] (a padded position's
+ * eight channels in one vector, the border zero), each output position
+ * is its taps' vector FMAs, and the outputs go back transposed. Eight
+ * consecutive positions of the plane (rows run on: position q is row
+ * q / W, column q % W) go through one 8x8 transpose each way, the last
+ * eight overlapping the ones before (the same bits again), so no row is
+ * too short for the vectors. The taps are summed in the row kernel's
+ * order with the same rounding (FMA on the AVX2 path), the epilogue is
+ * epi8's with a bias per lane: the two kernels give the same bits. */
+
+/* Widest output plane (in columns) the blocked kernel takes: on mbv3_bn
+ * (Zen 4, one thread) 7 and 14 wide gained most, 28 a little more, 56
+ * and wider no more than noise. */
+static int64_t dwc_max_ow = 28;
+
+void gwr_ku_dwc_set_max_ow(int64_t w) { dwc_max_ow = w; }
+
+int gwr_ku_dwc_wanted(const gwr_ku_window *g) { return g->out[2] <= dwc_max_ow; }
+
+int64_t gwr_ku_dwc_scratch(const gwr_ku_window *g) {
+    return 8 * (g->in[1] + g->pb[1] + g->pe[1]) * (g->in[2] + g->pb[2] + g->pe[2]);
+}
+
+/* The transpose of the 8x8 block v (v[i] lane j -> t[j] lane i): three
+ * rounds of interleaving halves. */
+DW_INLINE void tr8(const v8f *v, v8f *t) {
+    v8f a[8], b[8];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) a[2 * i] = zip_lo8(v[i], v[i + 4]), a[2 * i + 1] = zip_hi8(v[i], v[i + 4]);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) b[2 * i] = zip_lo8(a[i], a[i + 4]), b[2 * i + 1] = zip_hi8(a[i], a[i + 4]);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) t[2 * i] = zip_lo8(b[i], b[i + 4]), t[2 * i + 1] = zip_hi8(b[i], b[i + 4]);
+}
+
+/* The block's nc planes of x into pad, transposed; lanes from nc on are
+ * zeros (or, under eight positions, left as they were: never stored). */
+DW_INLINE void dwc_stage(const float *const *x, int nc, const gwr_ku_window *g, int64_t Wp, float *pad) {
+    int64_t W = g->in[2], P = g->in[1] * W, org = g->pb[1] * Wp + g->pb[2];
+    if (P < 8) {
+        for (int64_t q = 0; q < P; q++)
+            for (int c = 0; c < nc; c++) pad[(org + q / W * Wp + q % W) * 8 + c] = x[c][q];
+        return;
+    }
+    v8f v[8], t[8];
+    for (int64_t q = 0; q < P; q += 8) {
+        int64_t q0 = q + 8 <= P ? q : P - 8, r = q0 / W, i = q0 - r * W;
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; c++) v[c] = c < nc ? ld8(x[c] + q0) : (v8f){0};
+        tr8(v, t);
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            st8(pad + (org + r * Wp + i) * 8, t[j]);
+            if (++i == W) i = 0, r++;
+        }
+    }
+}
+
+/* Eight output positions from q0 (under eight: the P there are, the rest
+ * repeating the last), their epilogue, transposed into the nc planes. */
+DW_INLINE void dwc_pos8(const float *pad, int64_t Wp, const v8f *wv, const dwepi *e, int64_t q0, int64_t P, int64_t OW, float *const *y,
+                        int nc, const int K, const int S, const int ACT, const int F) {
+    const float *base[8];
+    int64_t oy = q0 / OW, ox = q0 - oy * OW;
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        base[j] = pad + (oy * S * Wp + ox * S) * 8;
+        if (q0 + j + 1 < P && ++ox == OW) ox = 0, oy++;
+    }
+    v8f acc[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) acc[j] = (v8f){0};
+#pragma GCC unroll 5
+    for (int ky = 0; ky < K; ky++)
+#pragma GCC unroll 5
+        for (int kx = 0; kx < K; kx++) {
+            int64_t off = (ky * Wp + kx) * 8;
+            v8f w = wv[ky * K + kx];
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++) acc[j] = madd8(acc[j], ld8(base[j] + off), w, F);
+        }
+    v8f t[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) acc[j] = epi8(acc[j], e, ACT);
+    tr8(acc, t);
+    if (P >= 8) {
+        for (int c = 0; c < nc; c++) st8(y[c] + q0, t[c]);
+        return;
+    }
+    for (int c = 0; c < nc; c++)
+        for (int64_t j = 0; j < P; j++) y[c][j] = t[c][j];
+}
+
+DW_INLINE void dwc_block(const float *const *x, const float *const *w, const gwr_ku_window *g, const dwepi *e, int nc, float *pad,
+                         float *const *y, const int K, const int S, const int ACT, const int F) {
+    int64_t Wp = g->in[2] + g->pb[2] + g->pe[2], OW = g->out[2], P = g->out[1] * OW;
+    v8f wv[25], v[8], t[8];
+    for (int t0 = 0; t0 < K * K; t0 += 8) { /* taps 8 at a time, the last 8 overlapping */
+        int s0 = t0 + 8 <= K * K ? t0 : K * K - 8;
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; c++) v[c] = c < nc ? ld8(w[c] + s0) : (v8f){0};
+        tr8(v, t);
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) wv[s0 + j] = t[j];
+    }
+    dwc_stage(x, nc, g, Wp, pad);
+    for (int64_t q = 0; q < P; q += 8) dwc_pos8(pad, Wp, wv, e, q + 8 <= P || P < 8 ? q : P - 8, P, OW, y, nc, K, S, ACT, F);
+}
+
+DW_INLINE void dwc_any(const float *const *x, const float *const *w, const gwr_ku_window *g, const dwepi *e, int nc, float *pad,
+                       float *const *y, const int ACT, const int F) {
+    int K = (int)g->k[1], S = (int)g->s[1];
+    if (K == 3 && S == 1) dwc_block(x, w, g, e, nc, pad, y, 3, 1, ACT, F);
+    else if (K == 3) dwc_block(x, w, g, e, nc, pad, y, 3, 2, ACT, F);
+    else if (S == 1) dwc_block(x, w, g, e, nc, pad, y, 5, 1, ACT, F);
+    else dwc_block(x, w, g, e, nc, pad, y, 5, 2, ACT, F);
+}
+
+#define DWC_DISPATCH(name, attr, F)                                                                                          \
+    attr static void name(const float *const *x, const float *const *w, const gwr_ku_window *g, const dwepi *e, int nc,     \
+                          float *pad, float *const *y) {                                                                    \
+        switch (e->kind) {                                                                                                  \
+        case GWR_KU_ACT_RELU: dwc_any(x, w, g, e, nc, pad, y, GWR_KU_ACT_RELU, F); break;                                      \
+        case GWR_KU_ACT_CLIP: dwc_any(x, w, g, e, nc, pad, y, GWR_KU_ACT_CLIP, F); break;                                      \
+        case GWR_KU_ACT_HSWISH: dwc_any(x, w, g, e, nc, pad, y, GWR_KU_ACT_HSWISH, F); break;                                  \
+        default: dwc_any(x, w, g, e, nc, pad, y, GWR_KU_ACT_NONE, F); break;                                                   \
+        }                                                                                                                   \
+    }
+DWC_DISPATCH(dwc_portable, , 0)
+#ifdef GWR_VEC8_X86
+DWC_DISPATCH(dwc_avx2, GWR_AVX2_FN, 1)
+#endif
+
+void gwr_ku_dwc_block_f32(const float *const *x, const float *const *w, int nc, const gwr_ku_window *g, const float *b, const gwr_ku_act *act,
+                          float *pad, float *const *y) {
+    dwepi e = {act ? (int)act->kind : GWR_KU_ACT_NONE, b != NULL, splat8(0.0f), splat8(act ? act->p[0] : 0.0f),
+               splat8(act ? act->p[1] : 0.0f)};
+    for (int c = 0; b && c < nc; c++) e.b[c] = b[c];
+#ifdef GWR_VEC8_X86
+    if (gwr_ku_cnn_avx2()) {
+        dwc_avx2(x, w, g, &e, nc, pad, y);
+        return;
+    }
+#endif
+    dwc_portable(x, w, g, &e, nc, pad, y);
+}

@@ -261,6 +261,17 @@ void gwr_ku_dw_plane_f32(const float *x, const float *w, const gwr_ku_window *g,
 int gwr_ku_dw_epi_supports(const gwr_ku_act *a);
 void gwr_ku_dw_plane_epi_f32(const float *x, const float *w, const gwr_ku_window *g, const float *b, const gwr_ku_act *act, float *pad,
                              float *y);
+/* The same on nc <= 8 planes at once, vectors across the planes
+ * (small planes, where a row fills little of a vector): y[c] from x[c]
+ * and the window w[c], b[c] (b may be NULL), the same bits as the plane
+ * kernel. gwr_ku_dwc_wanted: g's planes are small enough that it is the
+ * faster (gwr_ku_dwc_set_max_ow moves the bound, for tests). pad: a
+ * buffer of gwr_ku_dwc_scratch(g) floats zeroed before the first block. */
+int gwr_ku_dwc_wanted(const gwr_ku_window *g);
+void gwr_ku_dwc_set_max_ow(int64_t w);
+int64_t gwr_ku_dwc_scratch(const gwr_ku_window *g);
+void gwr_ku_dwc_block_f32(const float *const *x, const float *const *w, int nc, const gwr_ku_window *g, const float *b, const gwr_ku_act *act,
+                          float *pad, float *const *y);
 
 /* Winograd F(2x2, 3x3) of float32 3x3 stride-1 group-1 convolutions
  * (conv_winograd.c). gwr_ku_wino_supports: g (2-D, 3x3, stride 1,

@@ -492,7 +492,9 @@ static gwr_status conv_forward(gwr_kctx *k, const cops *o, const cprob *p, const
                 continue;
             }
             colblk cb = {k, o, p, e, xg, wg, yg, col, (size_t)(rows * per * O2) * esz, gi, per, epi};
-            gwr_k_parallel(k, (nrows + per - 1) / per, 1, col_blocks, &cb);
+            int64_t nblk = (nrows + per - 1) / per; /* few: one after the other, each GEMM split */
+            if (nblk >= 2 * gwr_tpool_size(k->tpool)) gwr_k_parallel(k, nblk, 1, col_blocks, &cb);
+            else col_blocks(&cb, 0, nblk);
         }
     gwr_free(col);
     return GWR_OK;

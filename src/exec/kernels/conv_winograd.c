@@ -295,9 +295,12 @@ void gwr_ku_wino_image_f32(const float *x, const float *U, const gwr_kctx *k, co
     if (gwr_ku_cnn_avx2()) j.in_row = input_row8, j.out_row = output_row8;
 #endif
     for (int64_t c = 0; c < C; c++) pad_plane(x + c * H * W, H, W, g->pb[1], g->pb[2], Hp, Wp, scratch + c * Hp * Wp);
-    /* Blocks split over k's threads, each on its slab of the scratch; a
-     * GEMM of one block is too narrow to split well (a few panels). */
-    gwr_k_parallel(k, (tiles + block - 1) / block, 1, wino_blocks, &j);
+    /* Blocks split over k's threads, each on its slab of the scratch, where
+     * there are a few a thread; else (14 x 14 outputs: one block) one
+     * after the other, their products split by sgemm.c. */
+    int64_t nblk = (tiles + block - 1) / block;
+    if (nblk >= 2 * gwr_tpool_size(k->tpool)) gwr_k_parallel(k, nblk, 1, wino_blocks, &j);
+    else wino_blocks(&j, 0, nblk);
 }
 
 /* An ints attribute absent or all 1 (strides, dilations). */

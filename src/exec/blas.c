@@ -14,6 +14,7 @@ static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static char blas_why[512];
 static atomic_int blas_ok;
 static int blas_initial; /* the process's count when gwr opened OpenBLAS */
+static _Thread_local int blas_cap; /* gwr_blas_cap: the most this thread's run sets; 0: none */
 
 /* dlsym's object pointer into a function pointer, the way POSIX allows. */
 #define BIND(h, field, sym)                                                 \
@@ -63,8 +64,15 @@ int gwr_blas_load(const char **why) {
 }
 
 void gwr_blas_threads(int n) {
+    if (blas_cap > 0 && n > blas_cap) n = blas_cap;
     if (n < 1) n = 1;
     if (gwr_blas.get_num_threads() != n) gwr_blas.set_num_threads(n);
+}
+
+int gwr_blas_cap(int cap) {
+    int prev = blas_cap;
+    blas_cap = cap > 0 ? cap : 0;
+    return prev;
 }
 
 int gwr_blas_run_begin(int n) {

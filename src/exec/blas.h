@@ -40,6 +40,17 @@ void gwr_blas_threads(int n);
 int gwr_blas_run_begin(int n);
 void gwr_blas_run_end(int prev);
 
+/* A run with gwr's own workers keeps OpenBLAS at one thread (session.c):
+ * the pool splits the work (sgemm.c's panels, the convolutions' blocks),
+ * and an OpenBLAS worker woken by one small product (a final FC's sgemv,
+ * squeeze-excite) would spin on sched_yield for its THREAD_TIMEOUT and
+ * take the second core from gwr's worker (ResNet-18 at two threads: ~40%
+ * of the samples in OpenBLAS's spinning thread, 1.03x over one thread).
+ * gwr_blas_cap(cap) makes gwr_blas_threads on this thread set at most
+ * cap (0: no cap) and returns the cap before, to give back at the end of
+ * the run; thread-local, so sessions run by other threads keep theirs. */
+int gwr_blas_cap(int cap);
+
 /* gwr's own workers (threads.c) and OpenBLAS's: a run with threads N has
  * N-1 of each. They take turns rather than fight: a GEMM runs on
  * OpenBLAS's team while gwr's workers spin briefly and then sleep (their

@@ -64,6 +64,30 @@ TEST(threads_do_not_leak_between_sessions) {
     gwr_blas.set_num_threads(1);
 }
 
+/* A run with gwr's pool keeps OpenBLAS at one thread (blas.h,
+ * gwr_blas_cap): the kernels' gwr_blas_threads(threads) is capped on this
+ * thread only while the cap is set, and the session gives the cap back. */
+TEST(pool_runs_cap_blas_at_one) {
+    const char *why = NULL;
+    if (!CHECK(gwr_blas_load(&why) == 0)) return;
+    gwr_blas.set_num_threads(2);
+    if (gwr_blas.get_num_threads() != 2) {
+        printf("skipped: this OpenBLAS runs one thread only\n");
+        return;
+    }
+    CHECK_EQ_INT(gwr_blas_cap(1), 0);
+    gwr_blas_threads(2);
+    CHECK_EQ_INT(gwr_blas.get_num_threads(), 1); /* capped */
+    CHECK_EQ_INT(gwr_blas_cap(0), 1);
+    gwr_blas_threads(2);
+    CHECK_EQ_INT(gwr_blas.get_num_threads(), 2); /* the cap is gone */
+    /* A session with a pool leaves neither the cap nor its count behind. */
+    CHECK_EQ_INT(run_matmul(2), GWR_OK);
+    CHECK_EQ_INT(gwr_blas.get_num_threads(), 2);
+    CHECK_EQ_INT(gwr_blas_cap(0), 0);
+    gwr_blas.set_num_threads(1);
+}
+
 /* A loop split over gwr's threads runs OpenBLAS at one thread (a body's
  * GEMMs one per thread) and gives the count back after; a loop on the
  * caller alone leaves it. */
@@ -175,6 +199,13 @@ static const op_case cases[] = {
     {"ReduceLogSumExp", "", 1, 1, {3}, {{8, 40, 50}}, 0, 0, 2},      /* two passes */
     {"ReduceSum", "", 1, 1, {2}, {{64, 300}}, GWR_INT32, 0, 1},      /* integers */
     {"ReduceSum", "", 1, 1, {2}, {{300, 64}}, 0, 0, -2},             /* first group reduced: serial */
+    /* Winograd (3x3, C and M >= 32): tile blocks split, each thread its own
+     * scratch; 2 blocks and 5 (the last ones partial), odd output sizes. */
+    {"Conv", "", 3, 1, {4, 4, 1}, {{2, 32, 35, 35}, {32, 32, 3, 3}, {32}}, 0, 0, 0},
+    {"Conv", "", 2, 1, {4, 4}, {{1, 32, 60, 61}, {40, 32, 3, 3}}, 0, 0, 0},
+    /* im2col (5x5): its column blocks split, each thread its own buffer. */
+    {"Conv", "", 3, 1, {4, 4, 1}, {{2, 8, 40, 40}, {16, 8, 5, 5}, {16}}, 0, 0, 0},
+    {"Conv", "", 2, 1, {4, 4}, {{1, 3, 67, 45}, {24, 3, 7, 7}}, 0, 0, 0},
 };
 
 static int same_bits(gwr_value *a, gwr_value *b) {
@@ -208,6 +239,7 @@ TEST(kernels_identical_on_split_loops) { kernels_on(1); }
 int main(void) {
     RUN(threads_do_not_leak_between_sessions);
     RUN(split_loops_run_blas_on_one_thread);
+    RUN(pool_runs_cap_blas_at_one);
     RUN(kernels_identical_on_threads);
     RUN(kernels_identical_on_split_loops);
     return check_report();

@@ -200,10 +200,53 @@ TEST(ku_sgemm_dispatch) {
         }
 }
 
+/* On a pool, a product of few panels (N up to a few NR) is cut into
+ * blocks of rows by panels (sgemm.c run_units): against the reference,
+ * and bit-identical to the same product on one thread (a row block keeps
+ * the whole product's k blocking). Shapes big enough to be split. */
+static void split_case(gwr_tpool *tp, const gcase *g, int isa) {
+    size_t na = g->ta ? (size_t)g->K * g->lda : (size_t)g->M * g->lda, nb = g->tb ? (size_t)g->N * g->ldb : (size_t)g->K * g->ldb;
+    float *A = rand_buf(na), *B = rand_buf(nb), *C0 = make_c(g), *C1 = malloc((size_t)g->M * g->ldc * sizeof *C1),
+          *C2 = malloc((size_t)g->M * g->ldc * sizeof *C2);
+    size_t cb = (size_t)g->M * g->ldc * sizeof *C1;
+    gwr_sgemm_pack *pb = gwr_sgemm_pack_b(g->tb, g->K, g->N, B, g->ldb);
+    for (int way = 0; way < 2 && CHECK(pb != NULL); way++) {
+        memcpy(C1, C0, cb), memcpy(C2, C0, cb);
+        if (way == 0) {
+            CHECK_EQ_INT(gwr_sgemm(NULL, g->ta, g->tb, g->M, g->N, g->K, g->alpha, A, g->lda, B, g->ldb, g->beta, C1, g->ldc), 0);
+            CHECK_EQ_INT(gwr_sgemm(tp, g->ta, g->tb, g->M, g->N, g->K, g->alpha, A, g->lda, B, g->ldb, g->beta, C2, g->ldc), 0);
+        } else {
+            CHECK_EQ_INT(gwr_sgemm_pb(NULL, g->ta, g->M, A, g->lda, pb, g->alpha, g->beta, C1, g->ldc), 0);
+            CHECK_EQ_INT(gwr_sgemm_pb(tp, g->ta, g->M, A, g->lda, pb, g->alpha, g->beta, C2, g->ldc), 0);
+        }
+        check_c(g, A, B, C0, C2, way ? "packed B on a pool" : "on a pool", isa);
+        if (!CHECK(memcmp(C1, C2, cb) == 0)) fprintf(stderr, "  isa %d M %d N %d K %d: bits differ on a pool\n", isa, g->M, g->N, g->K);
+    }
+    gwr_sgemm_pack_free(pb);
+    free(A), free(B), free(C0), free(C1), free(C2);
+}
+
+TEST(split_rows_on_a_pool) {
+    gwr_tpool *tps[2] = {gwr_tpool_new(2), gwr_tpool_new(3)};
+    for (int isa = 0; isa < GWR_SGEMM_NISA; isa++) {
+        if (gwr_sgemm_force_isa((gwr_sgemm_isa)isa)) continue;
+        int mr = TILE_MR[isa], nr = TILE_NR[isa], KC = TILE_KC[isa];
+        int shapes[][3] = {{517, 1, 2100}, {2 * mr + 3, 2 * nr + 1, 4000}, {100, nr + 5, 2 * KC + 3}, {64, 17, 1100}, {4 * mr, nr, 1500}};
+        for (int t = 0; t < 2; t++)
+            for (int i = 0; i < 5; i++) {
+                gcase g = make(i & 1, (i >> 1) & 1, shapes[i][0], shapes[i][1], shapes[i][2], i % 3 == 0 ? 3 : 0, 1.0f, i == 2 ? 0.5f : 0.0f);
+                split_case(tps[t], &g, isa);
+            }
+    }
+    CHECK_EQ_INT(gwr_sgemm_force_isa(GWR_SGEMM_NISA), 0);
+    gwr_tpool_free(tps[0]), gwr_tpool_free(tps[1]);
+}
+
 int main(void) {
     RUN(portable_always_available);
     RUN(degenerate_shapes);
     RUN(every_isa);
     RUN(ku_sgemm_dispatch);
+    RUN(split_rows_on_a_pool);
     return check_report();
 }

@@ -417,7 +417,7 @@ static gwr_status conv_depthwise(gwr_kctx *k, const cprob *p, const cepi *e, con
  * slower on ResNet-18); U from the layer's prepare when it made it. */
 static gwr_status conv_winograd(gwr_kctx *k, const cprob *p, const cepi *e, const float *x, const float *w, float *y) {
     const gwr_ku_conv_prep *pp = k->prep;
-    int64_t block, ns = gwr_ku_wino_scratch(&p->g, p->C, p->M, &block);
+    int64_t block, ns = gwr_ku_wino_scratch(&p->g, p->C, p->M, gwr_tpool_size(k->tpool), &block);
     float *U = NULL, *s = gwr_malloc((size_t)ns * sizeof *s);
     const float *Uc = pp && pp->M == p->M && pp->C == p->C ? pp->U : NULL;
     if (s && !Uc && (U = gwr_malloc((size_t)(16 * p->M * p->C) * sizeof *U))) gwr_ku_wino_weights(w, p->M, p->C, U), Uc = U;
@@ -443,6 +443,37 @@ static void fwd_gemm(const gwr_kctx *k, const cops *o, int M, int N, int K, cons
         !gwr_sgemm(k->tpool, 0, 0, M, N, K, 1.0f, w, K, B, ldb, 0.0f, C, ldc))
         return;
     o->gemm(0, M, N, K, w, K, B, ldb, 0.0, C, ldc);
+}
+
+/* The im2col blocks of one image and group (conv_forward): each thread
+ * makes its blocks in its own col buffer and multiplies them serially (a
+ * loop does not nest), so the bits do not depend on the thread count. */
+typedef struct {
+    const gwr_kctx *k;
+    const cops *o;
+    const cprob *p;
+    const cepi *e;
+    const char *xg, *wg;
+    char *yg, *col;
+    size_t col_bytes; /* one thread's col buffer */
+    int64_t gi, per;
+    int epi;
+} colblk;
+
+static void col_blocks(void *ctx, int64_t b0, int64_t b1) {
+    const colblk *c = ctx;
+    const cprob *p = c->p;
+    const geom *g = &p->g;
+    size_t esz = c->o->esz;
+    int64_t Cg = p->C / p->G, Mg = p->M / p->G, rows = Cg * p->K, nrows = g->out[0] * g->out[1], O2 = g->out[2];
+    char *col = c->col + (size_t)gwr_par_thread() * c->col_bytes;
+    for (int64_t r0 = b0 * c->per; r0 < nrows && r0 < b1 * c->per; r0 += c->per) {
+        int64_t r1 = r0 + c->per < nrows ? r0 + c->per : nrows, nb = (r1 - r0) * O2;
+        char *yt = c->yg + (size_t)(r0 * O2) * esz;
+        im2col(c->xg, g, Cg, esz, r0, r1, col);
+        fwd_gemm(c->k, c->o, (int)Mg, (int)nb, (int)rows, c->wg, col, (int)nb, yt, (int)p->YS);
+        if (c->epi) c->o->epi(c->e, yt, c->gi * Mg, Mg, p->YS, nb);
+    }
 }
 
 /* Columns of the 1x1 GEMM per block when an epilogue follows: the tile
@@ -476,7 +507,7 @@ static gwr_status conv_forward(gwr_kctx *k, const cops *o, const cprob *p, const
     }
     char *col = NULL;
     if (alg == ALG_IM2COL && rows && p->YS && p->N && Mg) {
-        col = gwr_malloc((size_t)(rows * per * O2) * esz);
+        col = gwr_malloc((size_t)(rows * per * O2) * esz * (size_t)gwr_tpool_size(k->tpool)); /* one block a thread */
         if (!col) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the im2col buffer");
     }
     gwr_blas_threads(k->threads);
@@ -499,13 +530,10 @@ static gwr_status conv_forward(gwr_kctx *k, const cops *o, const cprob *p, const
                 if (epi) o->epi(e, yg, gi * Mg, Mg, p->YS, p->YS);
                 continue;
             }
-            for (int64_t r0 = 0; r0 < nrows; r0 += per) {
-                int64_t r1 = r0 + per < nrows ? r0 + per : nrows, nb = (r1 - r0) * O2;
-                char *yt = yg + (size_t)(r0 * O2) * esz;
-                im2col(xg, g, Cg, esz, r0, r1, col);
-                fwd_gemm(k, o, (int)Mg, (int)nb, (int)rows, wg, col, (int)nb, yt, (int)p->YS);
-                if (epi) o->epi(e, yt, gi * Mg, Mg, p->YS, nb);
-            }
+            colblk cb = {k, o, p, e, xg, wg, yg, col, (size_t)(rows * per * O2) * esz, gi, per, epi};
+            int64_t nblk = (nrows + per - 1) / per; /* few: one after the other, each GEMM split */
+            if (nblk >= 2 * gwr_tpool_size(k->tpool)) gwr_k_parallel(k, nblk, 1, col_blocks, &cb);
+            else col_blocks(&cb, 0, nblk);
         }
     gwr_free(col);
     return GWR_OK;

@@ -75,20 +75,25 @@ void gwr_ku_wino_weights(const float *w, int64_t M, int64_t C, float *U) {
     }
 }
 
-/* The padded planes and the two output rows of one image. */
+/* The padded planes of one image. */
 static int64_t wino_pad_floats(const gwr_ku_window *g, int64_t C) {
     int64_t th = (g->out[1] + 1) / 2, tw = (g->out[2] + 1) / 2;
-    return C * (2 * th + 2) * (2 * tw + 2) + 4 * tw;
+    return C * (2 * th + 2) * (2 * tw + 2);
 }
 
-int64_t gwr_ku_wino_scratch(const gwr_ku_window *g, int64_t C, int64_t M, int64_t *block) {
+/* One thread's share: V and M of a block of nb tiles, two output rows. */
+static int64_t wino_slab_floats(const gwr_ku_window *g, int64_t C, int64_t M, int64_t nb) {
+    return 16 * (C + M) * nb + 4 * ((g->out[2] + 1) / 2);
+}
+
+int64_t gwr_ku_wino_scratch(const gwr_ku_window *g, int64_t C, int64_t M, int threads, int64_t *block) {
     int64_t tiles = ((g->out[1] + 1) / 2) * ((g->out[2] + 1) / 2);
     int64_t nb = (int64_t)(WINO_BLOCK_BYTES / ((size_t)(16 * (C + M)) * sizeof(float)));
     if (nb < 64) nb = 64; /* narrower GEMMs lose more than the cache gains */
     if (nb > tiles) nb = tiles;
     if (nb < 1) nb = 1;
     *block = nb;
-    return 16 * (C + M) * nb + wino_pad_floats(g, C);
+    return wino_pad_floats(g, C) + (threads < 1 ? 1 : threads) * wino_slab_floats(g, C, M, nb);
 }
 
 /* The input plane x (H x W) into xp (Hp x Wp) at (pt, pl), zeros
@@ -234,41 +239,68 @@ GWR_AVX2_FN static void output_row8(const float *m, int64_t ld, int64_t x0, int6
 }
 #endif
 
-void gwr_ku_wino_image_f32(const float *x, const float *U, const gwr_kctx *k, const gwr_ku_window *g, int64_t C, int64_t M, float *scratch,
-                           int64_t block, float *y) {
-    int own = gwr_sgemm_for(k);
-    int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];
+typedef struct {
+    const float *U, *xp;
+    const gwr_kctx *k;
+    const gwr_ku_window *g;
+    int64_t C, M, block, slab;
+    float *slabs, *y;
+    int own;
+    void (*in_row)(const float *, int64_t, int64_t, int64_t, int64_t, float *, int64_t);
+    void (*out_row)(const float *, int64_t, int64_t, int64_t, float *, float *);
+} wino_job;
+
+/* Tile blocks [b0, b1) of one image, on this thread's slab: each block's
+ * 16 products run serially inside (a parallel loop does not nest), so a
+ * block's bits do not depend on the thread count. */
+static void wino_blocks(void *ctx, int64_t b0, int64_t b1) {
+    const wino_job *j = ctx;
+    int64_t C = j->C, M = j->M, block = j->block, OH = j->g->out[1], OW = j->g->out[2];
     int64_t tw = (OW + 1) / 2, th = (OH + 1) / 2, tiles = th * tw, Hp = 2 * th + 2, Wp = 2 * tw + 2;
-    float *V = scratch, *Mx = V + 16 * C * block, *xp = Mx + 16 * M * block, *orow = xp + C * Hp * Wp;
-    void (*in_row)(const float *, int64_t, int64_t, int64_t, int64_t, float *, int64_t) = input_row;
-    void (*out_row)(const float *, int64_t, int64_t, int64_t, float *, float *) = output_row;
-#ifdef GWR_VEC8_X86
-    if (gwr_ku_cnn_avx2()) in_row = input_row8, out_row = output_row8;
-#endif
-    for (int64_t c = 0; c < C; c++) pad_plane(x + c * H * W, H, W, g->pb[1], g->pb[2], Hp, Wp, xp + c * Hp * Wp);
-    for (int64_t t0 = 0; t0 < tiles; t0 += block) {
+    float *V = j->slabs + (int64_t)gwr_par_thread() * j->slab, *Mx = V + 16 * C * block, *orow = Mx + 16 * M * block;
+    for (int64_t t0 = b0 * block; t0 < tiles && t0 < b1 * block; t0 += block) {
         int64_t nb = tiles - t0 < block ? tiles - t0 : block;
         for (int64_t c = 0; c < C; c++)
             for (int64_t t = t0; t < t0 + nb;) {
                 int64_t ty = t / tw, x0 = t % tw, x1 = x0 + (t0 + nb - t) < tw ? x0 + (t0 + nb - t) : tw;
-                in_row(xp + c * Hp * Wp, Wp, ty, x0, x1, V + c * nb + (t - t0), C * nb);
+                j->in_row(j->xp + c * Hp * Wp, Wp, ty, x0, x1, V + c * nb + (t - t0), C * nb);
                 t += x1 - x0;
             }
         for (int xi = 0; xi < 16; xi++) { /* sgemm.c, both in place, where it is wide enough */
-            const float *Ux = U + xi * M * C, *Vx = V + xi * C * nb;
+            const float *Ux = j->U + xi * M * C, *Vx = V + xi * C * nb;
             float *Mxx = Mx + xi * M * nb;
-            if (nb < gwr_sgemm_min_n() || !own || gwr_sgemm(k->tpool, 0, 0, (int)M, (int)nb, (int)C, 1.0f, Ux, (int)C, Vx, (int)nb, 0.0f, Mxx, (int)nb))
+            if (nb < gwr_sgemm_min_n() || !j->own ||
+                gwr_sgemm(j->k->tpool, 0, 0, (int)M, (int)nb, (int)C, 1.0f, Ux, (int)C, Vx, (int)nb, 0.0f, Mxx, (int)nb))
                 gwr_ku_sgemm(0, 0, (int)M, (int)nb, (int)C, 1.0f, Ux, (int)C, Vx, (int)nb, 0.0f, Mxx, (int)nb);
         }
         for (int64_t m = 0; m < M; m++)
             for (int64_t t = t0; t < t0 + nb;) {
                 int64_t ty = t / tw, x0 = t % tw, x1 = x0 + (t0 + nb - t) < tw ? x0 + (t0 + nb - t) : tw;
                 int64_t o = m * OH * OW + 2 * ty * OW + 2 * x0, n = (2 * x1 < OW ? 2 * x1 : OW) - 2 * x0;
-                out_row(Mx + m * nb + (t - t0), M * nb, x0, x1, orow, orow + 2 * tw);
-                for (int r = 0; r < 2 && 2 * ty + r < OH; r++) memcpy(y + o + r * OW, orow + r * 2 * tw + 2 * x0, (size_t)n * sizeof *y);
+                j->out_row(Mx + m * nb + (t - t0), M * nb, x0, x1, orow, orow + 2 * tw);
+                for (int r = 0; r < 2 && 2 * ty + r < OH; r++)
+                    memcpy(j->y + o + r * OW, orow + r * 2 * tw + 2 * x0, (size_t)n * sizeof *j->y);
                 t += x1 - x0;
             }
     }
+}
+
+void gwr_ku_wino_image_f32(const float *x, const float *U, const gwr_kctx *k, const gwr_ku_window *g, int64_t C, int64_t M, float *scratch,
+                           int64_t block, float *y) {
+    int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];
+    int64_t tw = (OW + 1) / 2, th = (OH + 1) / 2, tiles = th * tw, Hp = 2 * th + 2, Wp = 2 * tw + 2;
+    wino_job j = {U, scratch, k, g, C, M, block, wino_slab_floats(g, C, M, block), scratch + wino_pad_floats(g, C), y,
+                  gwr_sgemm_for(k), input_row, output_row};
+#ifdef GWR_VEC8_X86
+    if (gwr_ku_cnn_avx2()) j.in_row = input_row8, j.out_row = output_row8;
+#endif
+    for (int64_t c = 0; c < C; c++) pad_plane(x + c * H * W, H, W, g->pb[1], g->pb[2], Hp, Wp, scratch + c * Hp * Wp);
+    /* Blocks split over k's threads, each on its slab of the scratch, where
+     * there are a few a thread; else (14 x 14 outputs: one block) one
+     * after the other, their products split by sgemm.c. */
+    int64_t nblk = (tiles + block - 1) / block;
+    if (nblk >= 2 * gwr_tpool_size(k->tpool)) gwr_k_parallel(k, nblk, 1, wino_blocks, &j);
+    else wino_blocks(&j, 0, nblk);
 }
 
 /* An ints attribute absent or all 1 (strides, dilations). */

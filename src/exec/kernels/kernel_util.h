@@ -277,13 +277,14 @@ void gwr_ku_dwc_block_f32(const float *const *x, const float *const *w, int nc, 
  * (conv_winograd.c). gwr_ku_wino_supports: g (2-D, 3x3, stride 1,
  * dilation 1, any pads) with C inputs and M outputs is one it runs faster
  * than im2col. gwr_ku_wino_weights: U, 16 matrices [M, C], from w [M, C,
- * 3, 3]. gwr_ku_wino_scratch: the floats of scratch one image needs, and
- * *block, the tiles per block. gwr_ku_wino_image_f32: y (M planes of
+ * 3, 3]. gwr_ku_wino_scratch: the floats of scratch one image needs on
+ * `threads` threads (gwr_tpool_size of k's pool), and *block, the tiles
+ * per block. gwr_ku_wino_image_f32: y (M planes of
  * g->out) from one image x (C planes of g->in), no bias (its products
  * on k's workers). */
 int gwr_ku_wino_supports(const gwr_ku_window *g, int64_t C, int64_t M);
 void gwr_ku_wino_weights(const float *w, int64_t M, int64_t C, float *U);
-int64_t gwr_ku_wino_scratch(const gwr_ku_window *g, int64_t C, int64_t M, int64_t *block);
+int64_t gwr_ku_wino_scratch(const gwr_ku_window *g, int64_t C, int64_t M, int threads, int64_t *block);
 void gwr_ku_wino_image_f32(const float *x, const float *U, const gwr_kctx *k, const gwr_ku_window *g, int64_t C, int64_t M, float *scratch,
                            int64_t block, float *y);
 /* The prepare hook of Conv and FusedConv (see gwr_kprepare_fn): a constant

@@ -1,5 +1,6 @@
 /* sgemm.c - the GEMM driver over sgemm_kern.h's micro-kernels: packing,
- * blocking over K, and the split of C's columns over workers.
+ * blocking over K, and the split of C's columns (and rows, for narrow
+ * products) over workers.
  *
  * Loop order (Goto's): per block of kc values of k, per panel of NR
  * columns, per tile of MR rows: the panel's kc x NR floats (32 KB at most)
@@ -147,6 +148,7 @@ typedef struct job {
     float alpha, beta;
     float *C;
     ptrdiff_t ldc;
+    int Mall; /* the whole product's rows, of which this job may be a block (0: M) */
 } job;
 
 /* A last panel of few columns, A in place, may be computed as dot
@@ -187,13 +189,14 @@ static void run_panels(void *ctx, int64_t p0, int64_t p1) {
     if (p1 > p0 && dot_panel(j, p1 - 1)) run_dots(j, (int)(p1 - 1) * nr, edge), p1--;
     /* One tile of rows reuses no panel: nothing to keep in L1, B's packed
      * panels stream once, in order */
-    int kb = j->M <= mr && j->bp ? K : is->kc;
+    int Mall = j->Mall ? j->Mall : j->M; /* the blocking of the whole product: a row block's bits are its */
+    int kb = Mall <= mr && j->bp ? K : is->kc;
     /* B in place with rows over 4 KB apart: the panel's kc rows would
      * touch kc pages per tile (TLB misses: 63 against 89 GFLOP/s at
      * ResNet's 64 x 3136 x 576); copied once, every tile reads it dense.
      * Not for few rows of B or of tiles, which the copy costs more than it
      * saves (MobileNet's 24 x 3136 x 64: 88 against 103 GFLOP/s) */
-    int copy = !j->bp && j->ldb >= 1024 && j->M > 2 * mr && K > 96;
+    int copy = !j->bp && j->ldb >= 1024 && Mall > 2 * mr && K > 96;
     for (int k0 = 0; k0 < K; k0 += kb) {
         int kc = K - k0 < kb ? K - k0 : kb;
         float beta = k0 ? 1.0f : j->beta;
@@ -225,8 +228,45 @@ static void scale_c(int M, int N, float beta, float *C, int ldc) {
         for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0 ? 0 : beta * C[(size_t)i * ldc + j];
 }
 
+/* A narrow product (a convolution's 7 x 7 or 14 x 14 outputs, one block of
+ * Winograd tiles: 1 to 5 panels) has too few panels to share: it is cut
+ * into blocks of rows too, a unit being a block of rows by a panel. */
+typedef struct {
+    const job *j;
+    int64_t npan;
+    int rb; /* rows per block, a multiple of mr */
+} units_job;
+
+static void run_units(void *ctx, int64_t u0, int64_t u1) {
+    const units_job *s = ctx;
+    const job *j = s->j;
+    for (int64_t u = u0; u < u1;) {
+        int64_t r = u / s->npan, p0 = u % s->npan, p1 = s->npan - p0 < u1 - u ? s->npan : p0 + (u1 - u);
+        int i0 = (int)r * s->rb;
+        job sub = *j;
+        sub.M = j->M - i0 < s->rb ? j->M - i0 : s->rb;
+        sub.ap = j->ap + (size_t)i0 * (size_t)(j->lda ? j->lda : j->K); /* packed tiles: mr x K each */
+        sub.C = j->C + (size_t)i0 * j->ldc;
+        sub.Mall = j->M;
+        run_panels(&sub, p0, p1);
+        u += p1 - p0;
+    }
+}
+
+/* Products under this many multiply-adds are not worth a second split. */
+#define UNITS_MIN_MACS ((int64_t)1 << 20)
+
 static void run_job(gwr_tpool *tp, job *j) {
-    int npan = cdiv(j->N, j->is->nr);
+    int npan = cdiv(j->N, j->is->nr), mr = j->is->mr, T = gwr_tpool_size(tp);
+    if (npan < 4 * PAN_GRAIN * T && j->M >= 2 * mr && (int64_t)j->M * j->N * j->K >= UNITS_MIN_MACS) {
+        int want = 4 * T / npan + 1; /* row blocks: some four units a thread */
+        units_job u = {j, npan, cdiv(cdiv(j->M, want), mr) * mr};
+        int64_t n = (int64_t)cdiv(j->M, u.rb) * npan;
+        if (gwr_tpool_splits(tp, n, 1)) {
+            gwr_tpool_parallel(tp, n, 1, run_units, &u);
+            return;
+        }
+    }
     gwr_tpool_parallel(tp, npan, PAN_GRAIN, run_panels, j);
 }
 
@@ -237,7 +277,7 @@ int gwr_sgemm_pb(gwr_tpool *tp, int ta, int M, const float *A, int lda, const gw
     float *ap = NULL; /* A^T packed; A itself is read in place */
     if (ta && !(ap = gwr_malloc((size_t)cdiv(M, is->mr) * is->mr * pb->K * sizeof *ap))) return -1;
     if (ta) pack_at_into(is->mr, M, pb->K, A, lda, ap);
-    job j = {is, M, pb->N, pb->K, ta ? ap : A, ta ? 0 : lda, pb->p, NULL, 0, alpha, beta, C, ldc};
+    job j = {is, M, pb->N, pb->K, ta ? ap : A, ta ? 0 : lda, pb->p, NULL, 0, alpha, beta, C, ldc, 0};
     run_job(tp, &j);
     gwr_free(ap);
     return 0;
@@ -259,7 +299,7 @@ int gwr_sgemm(gwr_tpool *tp, int ta, int tb, int M, int N, int K, float alpha, c
     if (na + nb && !ap) return -1;
     if (ta) pack_at_into(is->mr, M, K, A, lda, ap);
     if (tb) pack_b_into(is->nr, 1, K, N, B, ldb, ap + na);
-    job j = {is, M, N, K, ta ? ap : A, ta ? 0 : lda, tb ? ap + na : NULL, B, ldb, alpha, beta, C, ldc};
+    job j = {is, M, N, K, ta ? ap : A, ta ? 0 : lda, tb ? ap + na : NULL, B, ldb, alpha, beta, C, ldc, 0};
     run_job(tp, &j);
     gwr_free(ap);
     return 0;

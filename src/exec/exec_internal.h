@@ -71,6 +71,12 @@ int gwr_tpool_splits(const gwr_tpool *p, int64_t n, int64_t grain);
  * the caller), for per-thread scratch allocated before the loop. A loop
  * nested in a body (run serially) sees its outer body's index. */
 int gwr_par_thread(void);
+/* The pool of the run on this thread (a session sets it for the length of
+ * a run; NULL outside one): for the few helpers that have no kctx, such as
+ * gwr_ku_sgemm's products of few rows, which it splits by columns.
+ * gwr_tpool_run_set returns the pool it replaces, to give back after. */
+gwr_tpool *gwr_tpool_run_set(gwr_tpool *p);
+gwr_tpool *gwr_tpool_current(void);
 
 /* Loops of less work than about this many elements stay on the caller:
  * handing a range to a worker costs a few microseconds. */

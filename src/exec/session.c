@@ -572,7 +572,9 @@ gwr_status gwr_session_run(gwr_session *s, int nin, const char *const *in_names,
     gwr_exec_pool_begin_run(s->pool);
     int cap_prev = gwr_blas_cap(s->tpool ? 1 : 0); /* the pool splits (blas.h) */
     int blas_prev = gwr_blas_run_begin(s->threads);
+    gwr_tpool *tp_prev = gwr_tpool_run_set(s->tpool);
     if (!rc) rc = run_plan(s, s->root, NULL, ins, outs);
+    gwr_tpool_run_set(tp_prev);
     gwr_blas_cap(cap_prev); /* first: the count given back is not capped */
     gwr_blas_run_end(blas_prev);
     gwr_exec_pool_stats(s->pool, &s->peak, &s->total);

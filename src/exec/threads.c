@@ -71,6 +71,7 @@ struct gwr_tpool {
 
 static _Thread_local int tp_inside; /* running a loop's chunk, or a worker */
 static _Thread_local int tp_index;  /* gwr_par_thread: 0 on callers */
+static _Thread_local gwr_tpool *tp_current; /* gwr_tpool_current: the run's pool */
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -259,3 +260,11 @@ int gwr_tpool_size(const gwr_tpool *p) { return p ? p->size : 1; }
 void gwr_k_parallel(const gwr_kctx *k, int64_t n, int64_t grain, gwr_par_fn fn, void *ctx) {
     gwr_tpool_parallel(k->tpool, n, grain, fn, ctx);
 }
+
+gwr_tpool *gwr_tpool_run_set(gwr_tpool *p) {
+    gwr_tpool *prev = tp_current;
+    tp_current = p;
+    return prev;
+}
+
+gwr_tpool *gwr_tpool_current(void) { return tp_current; }

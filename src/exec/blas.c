@@ -39,6 +39,16 @@ static void blas_open(void) {
     const char *only = getenv("GWR_OPENBLAS");
     const char *const one[] = {only, NULL};
     const char *const *list = only && *only ? one : names;
+    /* OpenBLAS's pthread build starts its workers when it loads, and a
+     * worker that ran a job spins on sched_yield for 2^28 cycles (its
+     * THREAD_TIMEOUT) before it sleeps. Sessions split their work over
+     * gwr's own workers and keep OpenBLAS at one thread inside runs, so
+     * those spinning workers only take cores from gwr's: the LSTM bench at
+     * two threads ran in 2.1 ms or 1.25 ms depending on whether one was
+     * still spinning. Unless the environment says otherwise, OpenBLAS is
+     * asked for its shortest timeout (read when it loads; an OpenBLAS the
+     * process had loaded already keeps its own). */
+    if (!getenv("OPENBLAS_THREAD_TIMEOUT")) setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
     void *h = NULL;
     const char *err = "not found";
     for (int i = 0; list[i] && !h; i++)

@@ -5,6 +5,7 @@
  * OpenBLAS calls) does not run two-thread GEMMs. The count is read through
  * the executor's own binding (openblas_get_num_threads). */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -236,7 +237,26 @@ static void kernels_on(int grain_one) {
 TEST(kernels_identical_on_threads) { kernels_on(0); }
 TEST(kernels_identical_on_split_loops) { kernels_on(1); }
 
+/* OPENBLAS_THREAD_TIMEOUT as the process started, before OpenBLAS loads */
+static const char *timeout_at_start;
+static int timeout_was_set;
+
+/* OpenBLAS's idle workers spin for its THREAD_TIMEOUT and take cores from
+ * gwr's pool: opening it asks for the shortest (4) unless the environment
+ * had set one, which it leaves alone. */
+TEST(openblas_timeout_shortest_unless_set) {
+    const char *why = NULL;
+    if (!CHECK(gwr_blas_load(&why) == 0)) return;
+    const char *now = getenv("OPENBLAS_THREAD_TIMEOUT");
+    if (!CHECK(now != NULL)) return;
+    CHECK(strcmp(now, timeout_was_set ? timeout_at_start : "4") == 0);
+}
+
 int main(void) {
+    const char *t = getenv("OPENBLAS_THREAD_TIMEOUT");
+    static char saved[64];
+    if (t) snprintf(saved, sizeof saved, "%s", t), timeout_at_start = saved, timeout_was_set = 1;
+    RUN(openblas_timeout_shortest_unless_set);
     RUN(threads_do_not_leak_between_sessions);
     RUN(split_loops_run_blas_on_one_thread);
     RUN(pool_runs_cap_blas_at_one);

@@ -388,28 +388,29 @@ static void dwc_chunks(void *ctx, int64_t b0, int64_t b1) {
     }
 }
 
-static gwr_status conv_depthwise_blocked(gwr_kctx *k, const cprob *p, const cepi *e, const float *x, const float *w, float *y) {
-    int64_t blocks = (p->N * p->M + 7) / 8, T = gwr_tpool_size(k->tpool), nb = T > 1 ? 4 * T : 1;
-    if (nb > blocks) nb = blocks;
-    dwjob j = {p, e, x, w, y, NULL, gwr_ku_dwc_scratch(&p->g), (blocks + nb - 1) / nb};
-    nb = (blocks + j.per - 1) / j.per;
-    if (!(j.pad = gwr_malloc((size_t)(nb * j.np) * sizeof *j.pad))) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the staged planes");
-    gwr_k_parallel(k, nb, 1, dwc_chunks, &j);
-    gwr_free(j.pad);
+/* The depthwise layer's items (planes, or blocks of eight planes) in about
+ * four chunks a thread, each chunk with a staging buffer of np floats. */
+static gwr_status dw_run(gwr_kctx *k, dwjob *j, int64_t items, gwr_par_fn chunks) {
+    int64_t T = gwr_tpool_size(k->tpool), nb = T > 1 ? 4 * T : 1;
+    if (nb > items) nb = items;
+    j->per = (items + nb - 1) / nb;
+    nb = (items + j->per - 1) / j->per;
+    if (!(j->pad = gwr_malloc((size_t)(nb * j->np) * sizeof *j->pad))) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the staged planes");
+    gwr_k_parallel(k, nb, 1, chunks, j);
+    gwr_free(j->pad);
     return GWR_OK;
 }
 
 static gwr_status conv_depthwise(gwr_kctx *k, const cprob *p, const cepi *e, const float *x, const float *w, float *y) {
-    int64_t planes = p->N * p->M, T = gwr_tpool_size(k->tpool), nb = T > 1 ? 4 * T : 1;
+    int64_t planes = p->N * p->M;
     if (!planes) return GWR_OK;
-    if (gwr_ku_dwc_wanted(&p->g)) return conv_depthwise_blocked(k, p, e, x, w, y);
-    if (nb > planes) nb = planes;
-    dwjob j = {p, e, x, w, y, NULL, gwr_ku_dw_scratch(&p->g), (planes + nb - 1) / nb};
-    nb = (planes + j.per - 1) / j.per;
-    if (!(j.pad = gwr_malloc((size_t)(nb * j.np) * sizeof *j.pad))) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for the padded plane");
-    gwr_k_parallel(k, nb, 1, dw_chunks, &j);
-    gwr_free(j.pad);
-    return GWR_OK;
+    dwjob j = {p, e, x, w, y, NULL, 0, 0};
+    if (gwr_ku_dwc_wanted(&p->g)) { /* blocks of eight planes */
+        j.np = gwr_ku_dwc_scratch(&p->g);
+        return dw_run(k, &j, (planes + 7) / 8, dwc_chunks);
+    }
+    j.np = gwr_ku_dw_scratch(&p->g);
+    return dw_run(k, &j, planes, dw_chunks);
 }
 
 /* Winograd F(2x2, 3x3), an image at a time, the epilogue over each

@@ -202,6 +202,10 @@ static const op_case cases[] = {
     {"ReduceSum", "", 1, 1, {2}, {{300, 64}}, 0, 0, -2},             /* first group reduced: serial */
     /* Winograd (3x3, C and M >= 32): tile blocks split, each thread its own
      * scratch; 2 blocks and 5 (the last ones partial), odd output sizes. */
+    /* products of few rows (OpenBLAS's sgemv): split over the pool, some
+     * elements had other bits */
+    {"MatMul", "", 2, 1, {2, 2}, {{1, 1024}, {1024, 1000}}, 0, 0, 0},
+    {"MatMul", "", 2, 1, {2, 2}, {{4, 1024}, {1024, 1000}}, 0, 0, 0},
     {"Conv", "", 3, 1, {4, 4, 1}, {{2, 32, 35, 35}, {32, 32, 3, 3}, {32}}, 0, 0, 0},
     {"Conv", "", 2, 1, {4, 4}, {{1, 32, 60, 61}, {40, 32, 3, 3}}, 0, 0, 0},
     /* im2col (5x5): its column blocks split, each thread its own buffer. */

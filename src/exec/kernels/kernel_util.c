@@ -269,34 +269,6 @@ static int own_sgemm(int ta, int tb, int M, int N, int K) {
     return !ta && !tb && M >= 16 && N >= 64 && K >= 64 && gwr_sgemm_enabled() && gwr_blas.get_num_threads() == 1;
 }
 
-/* The products of few rows, by sgemv over a range of B's columns: what a
- * share of the run's pool computes (gwr_tpool_current; OpenBLAS stays at
- * one thread inside a run that has one, blas.h). Each element of C is the
- * same sgemv dot product whichever range holds it. */
-#define ROWS_UNIT 64 /* columns: shares start where OpenBLAS's blocks of a whole row would */
-typedef struct rows_job {
-    int tb, M, N, K, lda, ldb, ldc;
-    float alpha, beta;
-    const float *A, *B;
-    float *C;
-} rows_job;
-
-static void rows_cols(void *ctx, int64_t u0, int64_t u1) {
-    const rows_job *r = ctx;
-    int64_t j0 = u0 * ROWS_UNIT, j1 = u1 * ROWS_UNIT < r->N ? u1 * ROWS_UNIT : r->N;
-    int n = (int)(j1 - j0);
-    for (int i = 0; i < r->M; i++) {
-        float *c = r->C + (size_t)i * r->ldc + j0;
-        const float *a = r->A + (size_t)i * r->lda;
-        if (r->beta == 0) memset(c, 0, (size_t)n * sizeof *c); /* uninitialized bytes may hold NaNs */
-        /* row i of C = alpha a_i op(B) + beta c: with B [K, N] that is B^T a_i */
-        if (r->tb)
-            gwr_blas.sgemv(CblasRowMajor, CblasNoTrans, n, r->K, r->alpha, r->B + (size_t)j0 * r->ldb, r->ldb, a, 1, r->beta, c, 1);
-        else
-            gwr_blas.sgemv(CblasRowMajor, CblasTrans, r->K, n, r->alpha, r->B + j0, r->ldb, a, 1, r->beta, c, 1);
-    }
-}
-
 void gwr_ku_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc) {
     if (!M || !N) return;
@@ -306,10 +278,17 @@ void gwr_ku_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float 
         return;
     }
     if (sgemm_by_rows(ta, M, N, K)) {
-        rows_job r = {tb, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C};
-        /* shares of ROWS_UNIT columns, some 64K multiply-adds or more */
-        int64_t grain = (int64_t)(1 << 16) / ((int64_t)K * M * ROWS_UNIT) + 1;
-        gwr_tpool_parallel(gwr_tpool_current(), (N + ROWS_UNIT - 1) / ROWS_UNIT, grain, rows_cols, &r);
+        /* Not split over the run's pool: in column ranges OpenBLAS's
+         * sgemv gave some elements other bits (1000 x 1024, transB or not:
+         * the first few of a range), and results must not depend on the
+         * thread count. */
+        for (int i = 0; i < M; i++) {
+            float *c = C + (size_t)i * ldc;
+            if (beta == 0) memset(c, 0, (size_t)N * sizeof *c); /* uninitialized bytes may hold NaNs */
+            /* row i of C = alpha a_i op(B) + beta c: with B [K, N] that is B^T a_i */
+            gwr_blas.sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? N : K, tb ? K : N, alpha, B, ldb,
+                           A + (size_t)i * lda, 1, beta, c, 1);
+        }
         return;
     }
     if (own_sgemm(ta, tb, M, N, K) && !gwr_sgemm(gwr_tpool_current(), 0, 0, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))

@@ -30,68 +30,59 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
-#define A_NONE GWR_KU_ACT_NONE
-#define A_RELU GWR_KU_ACT_RELU
-#define A_TANH GWR_KU_ACT_TANH
-#define A_SIGMOID GWR_KU_ACT_SIGMOID
-#define A_LEAKY GWR_KU_ACT_LEAKY
-#define A_CLIP GWR_KU_ACT_CLIP
-#define A_HSIG GWR_KU_ACT_HSIG
-#define A_HSWISH GWR_KU_ACT_HSWISH
-#define A_QGELU GWR_KU_ACT_QGELU
 
 /* The expressions of activation.c's and elementwise.c's rows (QuickGelu's
  * float row adds contrib.c's zero bias: -0 becomes +0 as there). HardSwish
  * takes its constants 1/6 and 1/2 in T itself, as its kernel does (a
  * float 1/6 widened would not give float64 the kernel's bits). */
-#define ACT_ROW(attr, fname, T, RELU, TANH, SIG, HSIG, HSWISH, QGELU)                           \
+#define ACT_ROW(attr, fname, T, RELU, TANH, SIG, HSIG, HSWISH, QGELU)                                               \
     attr static void fname##_rows(const gwr_ku_act *a, T *restrict y, const T *b, const T *restrict z, int64_t n) { \
-        const T A = (T)a->p[0], B = (T)a->p[1];                                          \
-        if (b && !z && (a->kind == A_HSWISH || a->kind == A_RELU)) { /* one pass, not two */ \
-            const T bv = *b;                                                             \
-            if (a->kind == A_HSWISH)                                                     \
-                for (int64_t i = 0; i < n; i++) y[i] = y[i] + bv, y[i] = HSWISH;         \
-            else                                                                         \
-                for (int64_t i = 0; i < n; i++) y[i] = y[i] + bv, y[i] = RELU;           \
-            return;                                                                      \
-        }                                                                                \
-        if (b) {                                                                         \
-            const T bv = *b;                                                             \
-            for (int64_t i = 0; i < n; i++) y[i] = y[i] + bv;                            \
-        }                                                                                \
-        if (z)                                                                           \
-            for (int64_t i = 0; i < n; i++) y[i] = y[i] + z[i];                          \
-        switch (a->kind) {                                                               \
-        case A_RELU:                                                                     \
-            for (int64_t i = 0; i < n; i++) y[i] = RELU;                                 \
-            break;                                                                       \
-        case A_TANH:                                                                     \
-            for (int64_t i = 0; i < n; i++) y[i] = TANH;                                 \
-            break;                                                                       \
-        case A_SIGMOID:                                                                  \
-            for (int64_t i = 0; i < n; i++) y[i] = SIG;                                  \
-            break;                                                                       \
-        case A_LEAKY:                                                                    \
-            for (int64_t i = 0; i < n; i++) y[i] = y[i] < 0 ? A * y[i] : y[i];           \
-            break;                                                                       \
-        case A_CLIP:                                                                     \
-            for (int64_t i = 0; i < n; i++) {                                            \
-                T v = y[i] < A ? A : y[i];                                               \
-                y[i] = v > B ? B : v;                                                    \
-            }                                                                            \
-            break;                                                                       \
-        case A_HSIG:                                                                     \
-            for (int64_t i = 0; i < n; i++) y[i] = HSIG;                                 \
-            break;                                                                       \
-        case A_HSWISH:                                                                   \
-            for (int64_t i = 0; i < n; i++) y[i] = HSWISH;                               \
-            break;                                                                       \
-        case A_QGELU:                                                                    \
-            for (int64_t i = 0; i < n; i++) y[i] = QGELU;                                \
-            break;                                                                       \
-        default: break;                                                                  \
-        }                                                                                \
-    }                                                                                    \
+        const T A = (T)a->p[0], B = (T)a->p[1];                                                                     \
+        if (b && !z && (a->kind == GWR_KU_ACT_HSWISH || a->kind == GWR_KU_ACT_RELU)) { /* one pass, not two */      \
+            const T bv = *b;                                                                                        \
+            if (a->kind == GWR_KU_ACT_HSWISH)                                                                       \
+                for (int64_t i = 0; i < n; i++) y[i] = y[i] + bv, y[i] = HSWISH;                                    \
+            else                                                                                                    \
+                for (int64_t i = 0; i < n; i++) y[i] = y[i] + bv, y[i] = RELU;                                      \
+            return;                                                                                                 \
+        }                                                                                                           \
+        if (b) {                                                                                                    \
+            const T bv = *b;                                                                                        \
+            for (int64_t i = 0; i < n; i++) y[i] = y[i] + bv;                                                       \
+        }                                                                                                           \
+        if (z)                                                                                                      \
+            for (int64_t i = 0; i < n; i++) y[i] = y[i] + z[i];                                                     \
+        switch (a->kind) {                                                                                          \
+        case GWR_KU_ACT_RELU:                                                                                       \
+            for (int64_t i = 0; i < n; i++) y[i] = RELU;                                                            \
+            break;                                                                                                  \
+        case GWR_KU_ACT_TANH:                                                                                       \
+            for (int64_t i = 0; i < n; i++) y[i] = TANH;                                                            \
+            break;                                                                                                  \
+        case GWR_KU_ACT_SIGMOID:                                                                                    \
+            for (int64_t i = 0; i < n; i++) y[i] = SIG;                                                             \
+            break;                                                                                                  \
+        case GWR_KU_ACT_LEAKY:                                                                                      \
+            for (int64_t i = 0; i < n; i++) y[i] = y[i] < 0 ? A * y[i] : y[i];                                      \
+            break;                                                                                                  \
+        case GWR_KU_ACT_CLIP:                                                                                       \
+            for (int64_t i = 0; i < n; i++) {                                                                       \
+                T v = y[i] < A ? A : y[i];                                                                          \
+                y[i] = v > B ? B : v;                                                                               \
+            }                                                                                                       \
+            break;                                                                                                  \
+        case GWR_KU_ACT_HSIG:                                                                                       \
+            for (int64_t i = 0; i < n; i++) y[i] = HSIG;                                                            \
+            break;                                                                                                  \
+        case GWR_KU_ACT_HSWISH:                                                                                     \
+            for (int64_t i = 0; i < n; i++) y[i] = HSWISH;                                                          \
+            break;                                                                                                  \
+        case GWR_KU_ACT_QGELU:                                                                                      \
+            for (int64_t i = 0; i < n; i++) y[i] = QGELU;                                                           \
+            break;                                                                                                  \
+        default: break;                                                                                             \
+        }                                                                                                           \
+    }                                                                                                               \
     void fname(const gwr_ku_act *a, T *y, const T *b, const T *z, int64_t n) { fname##_rows(a, y, b, z, n); }
 ACT_ROW(GWR_VEC_CLONES, gwr_ku_act_f32, float, y[i] < 0 ? 0.0f : y[i], fast_tanhf(y[i]), 1.0f / (1.0f + fast_expf(-y[i])),
         fast_clamp01f(A * y[i] + B), y[i] * fast_clamp01f((float)(1.0 / 6.0) * y[i] + 0.5f),

@@ -31,15 +31,6 @@
 
 #define CHUNK 256
 
-#define A_NONE GWR_KU_ACT_NONE
-#define A_RELU GWR_KU_ACT_RELU
-#define A_TANH GWR_KU_ACT_TANH
-#define A_SIGMOID GWR_KU_ACT_SIGMOID
-#define A_LEAKY GWR_KU_ACT_LEAKY
-#define A_CLIP GWR_KU_ACT_CLIP
-#define A_HSIG GWR_KU_ACT_HSIG
-#define A_HSWISH GWR_KU_ACT_HSWISH
-#define A_QGELU GWR_KU_ACT_QGELU
 typedef gwr_ku_act_kind act_kind;
 typedef gwr_ku_act act_spec;
 
@@ -51,14 +42,14 @@ typedef struct act_row {
 } act_row;
 
 static const act_row acts[] = {
-    {"Relu", A_RELU, 0, 1},      {"Tanh", A_TANH, 0, 1}, {"Sigmoid", A_SIGMOID, 0, 1},
-    {"LeakyRelu", A_LEAKY, 1, 1}, {"Clip", A_CLIP, 2, 0}, {"HardSigmoid", A_HSIG, 2, 1},
+    {"Relu", GWR_KU_ACT_RELU, 0, 1},      {"Tanh", GWR_KU_ACT_TANH, 0, 1}, {"Sigmoid", GWR_KU_ACT_SIGMOID, 0, 1},
+    {"LeakyRelu", GWR_KU_ACT_LEAKY, 1, 1}, {"Clip", GWR_KU_ACT_CLIP, 2, 0}, {"HardSigmoid", GWR_KU_ACT_HSIG, 2, 1},
     /* gwr's extension (onnxruntime refuses it): FusedConv only, no
      * parameter (act_rows.c applies the HardSwish kernel's 1/6 and 1/2) */
-    {"HardSwish", A_HSWISH, 0, 0},
+    {"HardSwish", GWR_KU_ACT_HSWISH, 0, 0},
     /* gwr's extension: com.microsoft's QuickGelu x * sigmoid(alpha x), the
      * SiLU at alpha 1 (fuse_silu's); activation_params [alpha] */
-    {"QuickGelu", A_QGELU, 1, 0},
+    {"QuickGelu", GWR_KU_ACT_QGELU, 1, 0},
 };
 
 /* The layer's activation into *a; GWR_OK, or the failure recorded. */
@@ -73,7 +64,7 @@ static gwr_status read_activation(gwr_kctx *k, int gemm, act_spec *a) {
     if (!r) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "activation '%.64s' is not supported", name);
     a->kind = r->kind;
     if (gemm) {
-        a->p[0] = gwr_k_float(k, "activation_alpha", r->kind == A_LEAKY ? 0.01f : 0.2f);
+        a->p[0] = gwr_k_float(k, "activation_alpha", r->kind == GWR_KU_ACT_LEAKY ? 0.01f : 0.2f);
         a->p[1] = gwr_k_float(k, "activation_beta", 0.5f);
         return GWR_OK;
     }
@@ -95,7 +86,7 @@ static gwr_status read_activation(gwr_kctx *k, int gemm, act_spec *a) {
 static void act_half(const act_spec *a, gwr_value *y, const gwr_value *z) {
     float yf[CHUNK], zf[CHUNK];
     uint16_t *yh = y->data;
-    act_spec none = {.kind = A_NONE};
+    act_spec none = {.kind = GWR_KU_ACT_NONE};
     for (int64_t off = 0; off < y->numel; off += CHUNK) {
         int64_t n = y->numel - off < CHUNK ? y->numel - off : CHUNK;
         gwr_ku_half_to_f32(y->dtype, yh + off, 1, yf, n);
@@ -121,7 +112,7 @@ static gwr_status finish(gwr_kctx *k, const act_spec *a, const gwr_value *z) {
         for (int i = 0; same && i < y->rank; i++) same = z->dims[i] == y->dims[i];
         if (!same) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "Z is not of the output's shape");
     }
-    if (!z && a->kind == A_NONE) return GWR_OK;
+    if (!z && a->kind == GWR_KU_ACT_NONE) return GWR_OK;
     if (y->dtype == GWR_FLOAT32) act_f32(a, y->data, NULL, z ? z->data : NULL, y->numel);
     else if (y->dtype == GWR_FLOAT64) act_f64(a, y->data, NULL, z ? z->data : NULL, y->numel);
     else if (gwr_ku_is_half(y->dtype)) act_half(a, y, z);

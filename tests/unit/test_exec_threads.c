@@ -42,16 +42,23 @@ static gwr_status run_matmul(int threads) {
     return rc;
 }
 
-TEST(threads_do_not_leak_between_sessions) {
+/* OpenBLAS loaded and set to two threads: 1, or 0 (the test is skipped,
+ * or failed when OpenBLAS cannot load). A serial OpenBLAS
+ * (GWR_OPENBLAS=...-serial) has one thread whatever is asked: nothing
+ * these tests check can happen with it. */
+static int blas_at_two(void) {
     const char *why = NULL;
-    if (!CHECK(gwr_blas_load(&why) == 0)) return;
-    /* A serial OpenBLAS (GWR_OPENBLAS=...-serial) has one thread whatever
-     * is asked: nothing can leak. */
+    if (!CHECK(gwr_blas_load(&why) == 0)) return 0;
     gwr_blas.set_num_threads(2);
     if (gwr_blas.get_num_threads() != 2) {
         printf("skipped: this OpenBLAS runs one thread only\n");
-        return;
+        return 0;
     }
+    return 1;
+}
+
+TEST(threads_do_not_leak_between_sessions) {
+    if (!blas_at_two()) return;
     gwr_blas.set_num_threads(1); /* the application's own count */
     CHECK_EQ_INT(run_matmul(2), GWR_OK);
     CHECK_EQ_INT(gwr_blas.get_num_threads(), 1); /* was 2 before the fix */
@@ -69,13 +76,7 @@ TEST(threads_do_not_leak_between_sessions) {
  * gwr_blas_cap): the kernels' gwr_blas_threads(threads) is capped on this
  * thread only while the cap is set, and the session gives the cap back. */
 TEST(pool_runs_cap_blas_at_one) {
-    const char *why = NULL;
-    if (!CHECK(gwr_blas_load(&why) == 0)) return;
-    gwr_blas.set_num_threads(2);
-    if (gwr_blas.get_num_threads() != 2) {
-        printf("skipped: this OpenBLAS runs one thread only\n");
-        return;
-    }
+    if (!blas_at_two()) return;
     CHECK_EQ_INT(gwr_blas_cap(1), 0);
     gwr_blas_threads(2);
     CHECK_EQ_INT(gwr_blas.get_num_threads(), 1); /* capped */
@@ -100,13 +101,7 @@ static void note_blas(void *ctx, int64_t b, int64_t e) {
 }
 
 TEST(split_loops_run_blas_on_one_thread) {
-    const char *why = NULL;
-    if (!CHECK(gwr_blas_load(&why) == 0)) return;
-    gwr_blas.set_num_threads(2);
-    if (gwr_blas.get_num_threads() != 2) {
-        printf("skipped: this OpenBLAS runs one thread only\n");
-        return;
-    }
+    if (!blas_at_two()) return;
     gwr_tpool *p = gwr_tpool_new(2);
     if (!CHECK(p)) return;
     atomic_int most = 0;

@@ -58,6 +58,17 @@ static float want_neg(int i) { return -xval(i); }
 static float want_chain(int i) { return sigm(relu(-xval(i))); }
 static float want_relu_neg(int i) { return relu(-xval(i)); }
 static float want_sig_neg(int i) { return sigm(-xval(i)); }
+
+/* Runs net's two outputs, checks them against want0 and want1, frees net. */
+static void run_two(gwr_network *net, float (*want0)(int), float (*want1)(int)) {
+    gwr_value *y[2] = {0};
+    CHECK_EQ_INT(run(net, y, 2, NULL), GWR_OK);
+    CHECK(all_near(y[0], want0));
+    CHECK(all_near(y[1], want1));
+    gwr_value_release(y[0]), gwr_value_release(y[1]);
+    gwr_network_free(net);
+}
+
 static float want_relu(int i) { return relu(xval(i)); }
 
 static gwr_network *new_net(gwr_tensor **x) {
@@ -111,12 +122,7 @@ TEST(second_reader_keeps_its_input) {
     gwr_tensor *t = op1(net, "Neg", "n", x);
     gwr_network_mark_output(net, op1(net, "Relu", "r", t));
     gwr_network_mark_output(net, op1(net, "Sigmoid", "s", t));
-    gwr_value *y[2] = {0};
-    CHECK_EQ_INT(run(net, y, 2, NULL), GWR_OK);
-    CHECK(all_near(y[0], want_relu_neg));
-    CHECK(all_near(y[1], want_sig_neg));
-    gwr_value_release(y[0]), gwr_value_release(y[1]);
-    gwr_network_free(net);
+    run_two(net, want_relu_neg, want_sig_neg);
 }
 
 /* t = Neg(x) is a network output and Relu's input: the caller gets -x. */
@@ -126,12 +132,7 @@ TEST(network_output_is_not_written_over) {
     gwr_tensor *t = op1(net, "Neg", "n", x);
     gwr_network_mark_output(net, t);
     gwr_network_mark_output(net, op1(net, "Relu", "r", t));
-    gwr_value *y[2] = {0};
-    CHECK_EQ_INT(run(net, y, 2, NULL), GWR_OK);
-    CHECK(all_near(y[0], want_neg));
-    CHECK(all_near(y[1], want_relu_neg));
-    gwr_value_release(y[0]), gwr_value_release(y[1]);
-    gwr_network_free(net);
+    run_two(net, want_neg, want_relu_neg);
 }
 
 /* v = Flatten(t) shares t's bytes (a view, another value); Relu, t's
@@ -144,12 +145,7 @@ TEST(views_keep_their_bytes) {
     gwr_layer_set_int(fl, "axis", 1);
     gwr_network_mark_output(net, gwr_layer_output(fl, 0));
     gwr_network_mark_output(net, op1(net, "Relu", "r", t)); /* runs after Flatten: stable order */
-    gwr_value *y[2] = {0};
-    CHECK_EQ_INT(run(net, y, 2, NULL), GWR_OK);
-    CHECK(all_near(y[0], want_neg));
-    CHECK(all_near(y[1], want_relu_neg));
-    gwr_value_release(y[0]), gwr_value_release(y[1]);
-    gwr_network_free(net);
+    run_two(net, want_neg, want_relu_neg);
 }
 
 /* u = Identity(t) is t's very value under another name: Relu, t's last
@@ -160,12 +156,7 @@ TEST(shared_values_are_not_written_over) {
     gwr_tensor *t = op1(net, "Neg", "n", x);
     gwr_network_mark_output(net, op1(net, "Identity", "i", t));
     gwr_network_mark_output(net, op1(net, "Relu", "r", t));
-    gwr_value *y[2] = {0};
-    CHECK_EQ_INT(run(net, y, 2, NULL), GWR_OK);
-    CHECK(all_near(y[0], want_neg));
-    CHECK(all_near(y[1], want_relu_neg));
-    gwr_value_release(y[0]), gwr_value_release(y[1]);
-    gwr_network_free(net);
+    run_two(net, want_neg, want_relu_neg);
 }
 
 /* Relu of the network input and of a CONSTANT: the caller's value (run

@@ -41,6 +41,13 @@ static inline void conv_case_set_activation(gwr_layer *l, const char *act, const
     if (np) gwr_layer_set_floats(l, "activation_params", ap, np);
 }
 
+/* A value in [-1, 1) from the linear congruential generator state *rng
+ * (each test file seeds its own). */
+static inline double conv_case_urand(unsigned *rng) {
+    *rng = *rng * 1103515245u + 12345u;
+    return (double)((*rng >> 8) & 0xffff) / 32768.0 - 1.0;
+}
+
 /* The activation from its ONNX definition (NULL: none); NaN stays NaN. */
 static inline double conv_case_act(const char *act, const float ap[2], double v) {
     if (!act) return v;

@@ -62,10 +62,7 @@ static gwr_status run_layer(const char *op, const char *domain, int nin, gwr_val
 }
 
 static unsigned rng = 4242;
-static double urand(void) {
-    rng = rng * 1103515245u + 12345u;
-    return (double)((rng >> 8) & 0xffff) / 32768.0 - 1.0;
-}
+static double urand(void) { return conv_case_urand(&rng); }
 
 
 /* The activation from its ONNX definition. */

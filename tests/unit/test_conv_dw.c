@@ -30,10 +30,7 @@ typedef struct dconf {
 
 static char msg[1024];
 static unsigned rng = 777;
-static double urand(void) {
-    rng = rng * 1103515245u + 12345u;
-    return (double)((rng >> 8) & 0xffff) / 32768.0 - 1.0;
-}
+static double urand(void) { return conv_case_urand(&rng); }
 
 static int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe) {
     return (in + pb + pe - ((k - 1) * d + 1)) / s + 1;

@@ -63,10 +63,7 @@ static gwr_status run_layer(const wconf *c, gwr_value *x, gwr_value *w, gwr_valu
 }
 
 static unsigned rng = 777;
-static double urand(void) {
-    rng = rng * 1103515245u + 12345u;
-    return (double)((rng >> 8) & 0xffff) / 32768.0 - 1.0;
-}
+static double urand(void) { return conv_case_urand(&rng); }
 
 
 static double act_ref(const wconf *c, double v) { return conv_case_act(c->act, c->ap, v); }

@@ -119,20 +119,35 @@ static void pad_plane(const float *x, int64_t H, int64_t W, int64_t pt, int64_t 
 
 /* One input tile's 16 values of V = B^T d B, d's columns j of its four
  * rows given as c[i][j] (T: float, or v4f for four tiles at once). */
-#define INPUT_TRANSFORM(T, c, v, t, ld, STORE)                                                           \
-    do {                                                                                                \
-        T u[4][4]; /* B^T d */                                                                          \
-        for (int j = 0; j < 4; j++)                                                                     \
-            u[0][j] = c[0][j] - c[2][j], u[1][j] = c[1][j] + c[2][j], u[2][j] = c[2][j] - c[1][j],      \
-            u[3][j] = c[1][j] - c[3][j];                                                                \
-        for (int i = 0; i < 4; i++) {                                                                   \
-            STORE(v + (4 * i + 0) * ld + t, u[i][0] - u[i][2]);                                         \
-            STORE(v + (4 * i + 1) * ld + t, u[i][1] + u[i][2]);                                         \
-            STORE(v + (4 * i + 2) * ld + t, u[i][2] - u[i][1]);                                         \
-            STORE(v + (4 * i + 3) * ld + t, u[i][1] - u[i][3]);                                        \
-        }                                                                                               \
+#define INPUT_TRANSFORM(T, c, v, t, ld, STORE)                                                     \
+    do {                                                                                           \
+        T u[4][4]; /* B^T d */                                                                     \
+        for (int j = 0; j < 4; j++)                                                                \
+            u[0][j] = c[0][j] - c[2][j], u[1][j] = c[1][j] + c[2][j], u[2][j] = c[2][j] - c[1][j], \
+            u[3][j] = c[1][j] - c[3][j];                                                           \
+        for (int i = 0; i < 4; i++) {                                                              \
+            STORE(v + (4 * i + 0) * ld + t, u[i][0] - u[i][2]);                                    \
+            STORE(v + (4 * i + 1) * ld + t, u[i][1] + u[i][2]);                                    \
+            STORE(v + (4 * i + 2) * ld + t, u[i][2] - u[i][1]);                                    \
+            STORE(v + (4 * i + 3) * ld + t, u[i][1] - u[i][3]);                                    \
+        }                                                                                          \
     } while (0)
 #define STORE1(p, x) (*(p) = (x))
+#define LOAD1(p) (*(p))
+
+/* A^T m A of one tile (or of a vector of tiles, T v4f / v8f: element xi
+ * at q[xi * ld]): the 2x2 outputs (e0 d0 / e1 d1), rows of output first. */
+#define OUTPUT_TRANSFORM(T, q, ld, LOAD, e0, d0, e1, d1)                                                   \
+    do {                                                                                                   \
+        T a_[4], b_[4];                                                                                    \
+        for (int j = 0; j < 4; j++) {                                                                      \
+            T p0 = LOAD((q) + j * (ld)), p1 = LOAD((q) + (4 + j) * (ld)), p2 = LOAD((q) + (8 + j) * (ld)), \
+              p3 = LOAD((q) + (12 + j) * (ld));                                                            \
+            a_[j] = p0 + p1 + p2, b_[j] = p1 - p2 - p3;                                                    \
+        }                                                                                                  \
+        e0 = a_[0] + a_[1] + a_[2], d0 = a_[1] - a_[2] - a_[3];                                            \
+        e1 = b_[0] + b_[1] + b_[2], d1 = b_[1] - b_[2] - b_[3];                                            \
+    } while (0)
 
 /* V = B^T d B of tiles tx in [x0, x1) of tile row ty (V's column
  * tx - x0, ld apart between V's 16 matrices) from the padded plane xp
@@ -165,25 +180,13 @@ static void input_row(const float *xp, int64_t Wp, int64_t ty, int64_t x0, int64
 static void output_row(const float *m, int64_t ld, int64_t x0, int64_t x1, float *o0, float *o1) {
     int64_t tx = x0;
     for (; tx + 4 <= x1; tx += 4) {
-        const float *q = m + (tx - x0);
-        v4f a[4], b[4];
-        for (int j = 0; j < 4; j++) {
-            v4f p0 = ld4(q + j * ld), p1 = ld4(q + (4 + j) * ld), p2 = ld4(q + (8 + j) * ld), p3 = ld4(q + (12 + j) * ld);
-            a[j] = p0 + p1 + p2, b[j] = p1 - p2 - p3;
-        }
-        v4f e0 = a[0] + a[1] + a[2], d0 = a[1] - a[2] - a[3], e1 = b[0] + b[1] + b[2], d1 = b[1] - b[2] - b[3];
+        v4f e0, d0, e1, d1;
+        OUTPUT_TRANSFORM(v4f, m + (tx - x0), ld, ld4, e0, d0, e1, d1);
         st4(o0 + 2 * tx, SHUF(e0, d0, 0, 4, 1, 5)), st4(o0 + 2 * tx + 4, SHUF(e0, d0, 2, 6, 3, 7));
         st4(o1 + 2 * tx, SHUF(e1, d1, 0, 4, 1, 5)), st4(o1 + 2 * tx + 4, SHUF(e1, d1, 2, 6, 3, 7));
     }
     for (; tx < x1; tx++) {
-        const float *q = m + (tx - x0);
-        float a[4], b[4];
-        for (int j = 0; j < 4; j++) {
-            float p0 = q[j * ld], p1 = q[(4 + j) * ld], p2 = q[(8 + j) * ld], p3 = q[(12 + j) * ld];
-            a[j] = p0 + p1 + p2, b[j] = p1 - p2 - p3;
-        }
-        o0[2 * tx] = a[0] + a[1] + a[2], o0[2 * tx + 1] = a[1] - a[2] - a[3];
-        o1[2 * tx] = b[0] + b[1] + b[2], o1[2 * tx + 1] = b[1] - b[2] - b[3];
+        OUTPUT_TRANSFORM(float, m + (tx - x0), ld, LOAD1, o0[2 * tx], o0[2 * tx + 1], o1[2 * tx], o1[2 * tx + 1]);
     }
 }
 
@@ -220,13 +223,8 @@ V8_INLINE void output_row8_body(const float *m, int64_t ld, int64_t x0, int64_t 
     }
     for (int64_t t8 = x0; t8 < x1; t8 += 8) {
         int64_t tx = t8 + 8 <= x1 ? t8 : x1 - 8;
-        const float *q = m + (tx - x0);
-        v8f a[4], b[4];
-        for (int j = 0; j < 4; j++) {
-            v8f p0 = ld8(q + j * ld), p1 = ld8(q + (4 + j) * ld), p2 = ld8(q + (8 + j) * ld), p3 = ld8(q + (12 + j) * ld);
-            a[j] = p0 + p1 + p2, b[j] = p1 - p2 - p3;
-        }
-        v8f e0 = a[0] + a[1] + a[2], d0 = a[1] - a[2] - a[3], e1 = b[0] + b[1] + b[2], d1 = b[1] - b[2] - b[3];
+        v8f e0, d0, e1, d1;
+        OUTPUT_TRANSFORM(v8f, m + (tx - x0), ld, ld8, e0, d0, e1, d1);
         st8(o0 + 2 * tx, zip_lo8(e0, d0)), st8(o0 + 2 * tx + 8, zip_hi8(e0, d0));
         st8(o1 + 2 * tx, zip_lo8(e1, d1)), st8(o1 + 2 * tx + 8, zip_hi8(e1, d1));
     }

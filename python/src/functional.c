@@ -464,6 +464,12 @@ static PyObject *f_constant(PyObject *self, PyObject *args) {
     return r;
 }
 
+static PyObject *f_dtype(PyObject *self, PyObject *o) {
+    (void)self;
+    gwr_dtype t;
+    return pg_dtype_from_py(o, &t) ? NULL : pg_dtype_to_py(t);
+}
+
 /* ---- op and call ------------------------------------------------------------ */
 
 static PyObject *f_op(PyObject *self, PyObject *args) {
@@ -898,6 +904,7 @@ static PyMethodDef functional_methods[] = {
     {"_f_reduce", f_reduce, METH_VARARGS, "_f_reduce(name, x, axes|None, keepdims)."},
     {"_f_conv", f_conv, METH_VARARGS, "_f_conv(x, w, b, strides, pads, dilations, group, auto_pad)."},
     {"_f_constant", f_constant, METH_VARARGS, "_f_constant(buffer|strs, dtype, shape, network|None)."},
+    {"_f_dtype", f_dtype, METH_O, "_f_dtype(o) -> DataType: any dtype spelling gwr accepts."},
     {"_f_op", f_op, METH_VARARGS, "_f_op(op, inputs, attrs, domain, noutputs) -> list (gwr_op_call)."},
     {"_call", f_call, METH_VARARGS, "_call(kind, args: dict) -> tuple | Tensor: gwr_call of a registered functional."},
     {"_register_functional", f_register, METH_VARARGS,

@@ -6,7 +6,9 @@
 #define PYGWR_NP_H
 
 #define PY_ARRAY_UNIQUE_SYMBOL pg_ARRAY_API
+#ifndef NPY_NO_DEPRECATED_API
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#endif
 #include <numpy/arrayobject.h>
 
 #endif

@@ -79,7 +79,8 @@ def constant(value, dtype=None, network=None):
         if int(dtype) not in _NP:
             raise _gwr.UnsupportedError(f"constant: dtype {dtype.name.lower()} cannot be built from numpy data")
         arr = np.asarray(value, dtype=_NP[int(dtype)])
-    arr = np.ascontiguousarray(arr)
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
     return _gwr._f_constant(arr, dtype, arr.shape, network)
 
 

@@ -15,7 +15,29 @@
 
 static gwr_network *builder_net(PyObject *args, PyObject *kwargs) {
     PyObject *n = pg_network_for(args, kwargs);
-    return n ? pg_network_get(n) : NULL;
+    if (n) return pg_network_get(n);
+    if (!PyErr_ExceptionMatches(pg_error_class(GWR_ERR_STATE)) || !args) return NULL;
+    /* No network: a dead Tensor (LifetimeError) or a wrong object (TypeError)
+     * among the arguments says more than "no network". */
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
+        PyObject *o = PyTuple_GET_ITEM(args, i);
+        if (pg_is_tensor(o)) {
+            PyErr_Clear();
+            if (!pg_tensor_get(o)) return NULL; /* LifetimeError */
+            pg_raise(GWR_ERR_STATE, "no network for this builder");
+            return NULL;
+        }
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
+        PyObject *o = PyTuple_GET_ITEM(args, i);
+        if (o == Py_None || PyUnicode_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyList_Check(o) ||
+            PyTuple_Check(o) || PyDict_Check(o) || pg_is_layer(o))
+            continue;
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "expected a gwr.Tensor, got %.100s", Py_TYPE(o)->tp_name);
+        return NULL;
+    }
+    return NULL;
 }
 
 /* The handle of Tensor o of net (None allowed when optional). */
@@ -413,7 +435,9 @@ static PyObject *f_constant(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *data, *dt, *shape, *netobj;
     if (!PyArg_ParseTuple(args, "OOOO:constant", &data, &dt, &shape, &netobj)) return NULL;
-    gwr_network *net = netobj != Py_None ? pg_network_get(netobj) : builder_net(args, NULL);
+    if (netobj == Py_None && !(netobj = pg_current_network()))
+        return pg_raise(GWR_ERR_STATE, "constant: no network: pass network= or use `with gwr.net_guard(net):`");
+    gwr_network *net = pg_network_get(netobj);
     gwr_dtype dtype;
     int64_t dims[GWR_MAX_RANK];
     int rank;

@@ -33,6 +33,7 @@ _FROM_NP = {np.dtype(v): k for k, v in _NP.items()}
 
 
 def _is_scalar(x):
+    """True for a Python or numpy number (what becomes a rank-0 constant)."""
     return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, _gwr.Tensor)
 
 
@@ -45,6 +46,7 @@ def _scalar_like(x, like):
 
 
 def _pair(a, b, name):
+    """The two operands of a binary builder as Tensors (a number takes the other's dtype)."""
     if isinstance(a, _gwr.Tensor) and _is_scalar(b):
         b = _scalar_like(b, a)
     elif isinstance(b, _gwr.Tensor) and _is_scalar(a):
@@ -85,6 +87,7 @@ def constant(value, dtype=None, network=None):
 
 
 def _all_str(value):
+    """True for a str or non-empty nested lists of str."""
     if isinstance(value, str):
         return True
     if isinstance(value, (list, tuple)) and value:
@@ -93,6 +96,7 @@ def _all_str(value):
 
 
 def _binary(name):
+    """A two-operand builder calling gwr's of that name."""
     def f(a, b):
         a, b = _pair(a, b, name)
         return _gwr._f_binary(name, a, b)
@@ -102,6 +106,7 @@ def _binary(name):
 
 
 def _unary(name, doc):
+    """A one-Tensor builder calling gwr's of that name."""
     def f(x):
         return _gwr._f_unary(name, x)
     f.__name__ = f.__qualname__ = name
@@ -210,6 +215,7 @@ def expand(x, shape):
 
 
 def _axes(axes):
+    """None, an int or a sequence of ints as None or a list."""
     if axes is None:
         return None
     if isinstance(axes, numbers.Integral):
@@ -256,6 +262,7 @@ def conv(x, weight, bias=None, strides=None, pads=None, dilations=None, group=1,
 
 
 def _reduce(name):
+    """A reduction builder calling gwr's of that name."""
     def f(x, axes=None, keepdims=True):
         return _gwr._f_reduce(name, x, _axes(axes), bool(keepdims))
     f.__name__ = f.__qualname__ = name

@@ -151,6 +151,20 @@ def test_output_that_is_a_reshaped_constant_is_read_only():
         np.testing.assert_array_equal(out2, np.arange(6).reshape(2, 3))
 
 
+def test_an_output_fed_back_as_an_input():
+    net, p = mlp()
+    with gwr.Network() as net2:
+        y = net2.add_input("y", gwr.float32, ("batch", 3))
+        z = F.mul(y, 2.0)
+        net2.mark_output(z)
+        xv = np.ones((2, 4), np.float32)
+        first = gwr.Session(net).run({"x": xv})["y"]  # read-only, the executor's memory
+        second = gwr.Session(net2, optimize="raw").run({"y": first})[z.name]
+        np.testing.assert_allclose(second, 2 * mlp_ref(xv, p), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(first, mlp_ref(xv, p), rtol=1e-5, atol=1e-5)
+    net.close()
+
+
 def test_output_is_the_input():
     with gwr.Network() as net:
         x = net.add_input("x", gwr.float32, (3,))

@@ -925,7 +925,7 @@ static PyObject *weights_to_numpy(const gwr_weights *w) {
     }
     if (!flat) goto out;
     if (gwr_dtype_bits(w->dtype) >= 8)
-        arr = PyObject_CallMethod(flat, "reshape", "O", dims);
+        arr = PyObject_CallMethod(flat, "reshape", "(O)", dims);
     else
         arr = Py_NewRef(flat); /* 4-bit types: the packed bytes */
 out:
@@ -1082,7 +1082,7 @@ static PyObject *Layer_get_attr(pg_layer_obj *self, PyObject *args) {
 static gwr_status set_tensor_attr(gwr_layer *l, const char *name, PyObject *v) {
     PyObject *np = PyImport_ImportModule("numpy");
     if (!np) return GWR_ERR_INVALID_ARG;
-    PyObject *arr = PyObject_CallMethod(np, "ascontiguousarray", "O", v);
+    PyObject *arr = PyObject_CallMethod(np, "ascontiguousarray", "(O)", v);
     Py_DECREF(np);
     if (!arr) return GWR_ERR_INVALID_ARG;
     gwr_status st = GWR_ERR_INVALID_ARG;

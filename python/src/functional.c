@@ -99,9 +99,18 @@ static int get_ints(PyObject *o, int64_t *buf, int max, int *n, int allow_none, 
     return 0;
 }
 
+/* A builder's failure. Builders return NULL without a status: their
+ * message says whether the dtypes (DtypeError) or the shapes and
+ * arguments (ShapeError) did not fit. */
+static PyObject *builder_error(gwr_network *net) {
+    const char *m = gwr_network_errmsg(net);
+    int dtype = strstr(m, "dtype") || strstr(m, "must be bool");
+    return pg_raise_net(dtype ? GWR_ERR_TYPE : GWR_ERR_SHAPE, net);
+}
+
 /* The Tensor object of a builder's result, or the network's message. */
 static PyObject *result(gwr_tensor *t, gwr_network *net) {
-    return t ? pg_tensor_wrap(t) : pg_raise_net(GWR_ERR_SHAPE, net);
+    return t ? pg_tensor_wrap(t) : builder_error(net);
 }
 
 static PyObject *tensor_list(gwr_tensor *const *ts, int n, int as_tuple) {
@@ -298,6 +307,7 @@ static PyObject *f_concat(PyObject *self, PyObject *args) {
     PyObject *xs;
     long long axis;
     if (!PyArg_ParseTuple(args, "OL:concat", &xs, &axis)) return NULL;
+    if (PySequence_Check(xs) && PySequence_Size(xs) == 0) return PyErr_Format(PyExc_ValueError, "concat: no tensors");
     gwr_network *net = builder_net(args, NULL);
     if (!net) return NULL;
     PyObject *seq = PySequence_Fast(xs, "concat: expected a sequence of Tensors");
@@ -336,7 +346,7 @@ static PyObject *f_split(PyObject *self, PyObject *args) {
     if (ns >= 0) n = ns;
     if (n < 1 || n > MAX_OUTS) return PyErr_Format(PyExc_ValueError, "split: between 1 and %d parts", MAX_OUTS);
     gwr_tensor *outs[MAX_OUTS];
-    if (!gwr_split(net, tx, axis, n, ns >= 0 ? sz : NULL, outs)) return pg_raise_net(GWR_ERR_SHAPE, net);
+    if (!gwr_split(net, tx, axis, n, ns >= 0 ? sz : NULL, outs)) return builder_error(net);
     return tensor_list(outs, n, 0);
 }
 
@@ -530,7 +540,7 @@ static PyObject *f_op(PyObject *self, PyObject *args) {
     if (!(a = pg_args_from_dict(attrs))) goto done;
     gwr_tensor *outs[MAX_OUTS];
     if (!gwr_op_call(net, domain, op, (int)n, ts, a, nout, outs)) {
-        pg_raise_net(GWR_ERR_SHAPE, net);
+        builder_error(net);
         goto done;
     }
     r = tensor_list(outs, nout, 0);

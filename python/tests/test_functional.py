@@ -248,12 +248,20 @@ def test_no_network_is_a_state_error():
         F.constant([1.0, 2.0])
 
 
-def test_wrong_dtype_is_reported():
+def test_wrong_dtype_is_a_dtype_error():
     with gwr.Network() as net:
         a = net.add_input("a", gwr.float32, (2,))
         b = net.add_input("b", gwr.int64, (2,))
-        with pytest.raises(gwr.Error):
+        with pytest.raises(gwr.DtypeError, match="float32.*int64"):
             F.add(a, b)
+        with pytest.raises(gwr.DtypeError, match="bool"):
+            F.where(a, a, a)
+        with pytest.raises(ValueError):
+            F.cast(a, "nope")
+        with pytest.raises(ValueError):
+            F.concat([], 0)
+        with pytest.raises(gwr.ShapeError, match="approximate"):
+            F.gelu(a, "bad")
 
 
 def test_tensor_of_a_closed_network():

@@ -415,10 +415,17 @@ static PyObject *session_run(Session *self, PyObject *args, PyObject *kwargs) {
     }
     self->running = 1;
     gwr_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = gwr_session_run(s, (int)nin, in_names, in_values, (int)nout, outputs == Py_None ? NULL : out_names,
-                         out_values);
-    Py_END_ALLOW_THREADS
+    const char *const *on = outputs == Py_None ? NULL : out_names;
+    if (self->on_user_net) {
+        /* The plan reads the caller's network, which another Python thread
+         * could change or close while it runs: keep the GIL. */
+        st = gwr_session_run(s, (int)nin, in_names, in_values, (int)nout, on, out_values);
+    } else {
+        /* A private copy: other threads may go on meanwhile. */
+        Py_BEGIN_ALLOW_THREADS
+        st = gwr_session_run(s, (int)nin, in_names, in_values, (int)nout, on, out_values);
+        Py_END_ALLOW_THREADS
+    }
     self->running = 0;
     if (st) {
         pg_raise(st, gwr_session_errmsg(s));
@@ -504,8 +511,9 @@ static PyMethodDef session_methods[] = {
      "the result dict's order. Each output is a READ-ONLY numpy array over the executor's memory\n"
      "(its bytes may be shared with the network's constants or another output; .copy() to write),\n"
      "kept alive by its base after the session is gone. bfloat16/float8 outputs come as float32\n"
-     "copies, strings as object arrays. The GIL is released while the network runs; one thread at\n"
-     "a time may use a session (StateError otherwise)."},
+     "copies, strings as object arrays. An optimized session runs its private copy with the GIL\n"
+     "released; one planned on the network as written keeps the GIL (the network must not change\n"
+     "under it). One thread at a time may use a session (StateError otherwise)."},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject Session_Type = {

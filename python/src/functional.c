@@ -13,30 +13,33 @@
 
 /* ---- helpers ---------------------------------------------------------------- */
 
+/* After "no network": a dead Tensor among the arguments is a LifetimeError,
+ * another object where a Tensor could be a TypeError; both say more. */
+static int explain_no_network(PyObject *o) {
+    if (pg_is_tensor(o)) {
+        PyErr_Clear();
+        if (!pg_tensor_get(o)) return 1; /* LifetimeError set */
+        pg_raise(GWR_ERR_STATE, "no network for this builder");
+        return 1;
+    }
+    if (o == Py_None || PyUnicode_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyList_Check(o) ||
+        PyTuple_Check(o) || PyDict_Check(o) || pg_is_layer(o))
+        return 0;
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError, "expected a gwr.Tensor, got %.100s", Py_TYPE(o)->tp_name);
+    return 1;
+}
+
 static gwr_network *builder_net(PyObject *args, PyObject *kwargs) {
     PyObject *n = pg_network_for(args, kwargs);
     if (n) return pg_network_get(n);
-    if (!PyErr_ExceptionMatches(pg_error_class(GWR_ERR_STATE)) || !args) return NULL;
-    /* No network: a dead Tensor (LifetimeError) or a wrong object (TypeError)
-     * among the arguments says more than "no network". */
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
-        PyObject *o = PyTuple_GET_ITEM(args, i);
-        if (pg_is_tensor(o)) {
-            PyErr_Clear();
-            if (!pg_tensor_get(o)) return NULL; /* LifetimeError */
-            pg_raise(GWR_ERR_STATE, "no network for this builder");
-            return NULL;
-        }
-    }
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
-        PyObject *o = PyTuple_GET_ITEM(args, i);
-        if (o == Py_None || PyUnicode_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyList_Check(o) ||
-            PyTuple_Check(o) || PyDict_Check(o) || pg_is_layer(o))
-            continue;
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "expected a gwr.Tensor, got %.100s", Py_TYPE(o)->tp_name);
-        return NULL;
-    }
+    if (!PyErr_ExceptionMatches(pg_error_class(GWR_ERR_STATE))) return NULL;
+    for (Py_ssize_t i = 0; args && i < PyTuple_GET_SIZE(args); i++)
+        if (explain_no_network(PyTuple_GET_ITEM(args, i))) return NULL;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (kwargs && PyDict_Next(kwargs, &pos, &k, &v))
+        if (explain_no_network(v)) return NULL;
     return NULL;
 }
 

@@ -284,6 +284,8 @@ def test_record_signature_errors():
             scaled_act(x, bogus=1)
         with pytest.raises(gwr.StateError):
             scaled_act(1.0)  # no Tensor, no net_guard
+    with pytest.raises(gwr.LifetimeError):
+        scaled_act(x)  # the network is closed
 
 
 def test_record_signature_registration_rules():

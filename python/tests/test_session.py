@@ -170,8 +170,15 @@ def test_output_is_the_input():
         x = net.add_input("x", gwr.float32, (3,))
         net.mark_output(x)
         xv = np.array([1, 2, 3], np.float32)
-        out = gwr.Session(net, optimize="raw").run({"x": xv})["x"]
-        del xv
+        s = gwr.Session(net, optimize="raw")
+        out = s.run({"x": xv})["x"]
+        # the output is the input's value: zero-copy both ways, so it is the caller's memory
+        assert np.shares_memory(out, xv) and not out.flags.writeable
+        big = np.arange(6, dtype=np.float32)
+        strided = s.run({"x": big[::2]})["x"]  # converted: a copy
+        assert not np.shares_memory(strided, big)
+        np.testing.assert_array_equal(strided, [0, 2, 4])
+        del xv, s
         gc.collect()
         np.testing.assert_array_equal(out, [1, 2, 3])
 

@@ -60,7 +60,7 @@ static PyObject *run_reraise(pg_run *r) {
     return NULL;
 }
 
-static PyObject *s_match, *s_rewrite, *s_match_and_rewrite, *s_analyze;
+static PyObject *s_match, *s_rewrite, *s_match_and_rewrite, *s_analyze, *s_write;
 static PyObject *s_layer_added, *s_layer_removed, *s_tensor_replaced, *s_pattern_applied, *s_match_failed;
 
 /* ---- PatternRewriter / PatternAnalyzer ------------------------------------ */
@@ -871,7 +871,7 @@ static int write_text(PyObject *file, const char *buf, size_t len) {
     }
     PyObject *s = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "replace");
     if (!s) return -1;
-    PyObject *r = PyObject_CallMethod(f, "write", "O", s);
+    PyObject *r = PyObject_CallMethodObjArgs(f, s_write, s, NULL);
     Py_DECREF(s);
     Py_XDECREF(r);
     return r ? 0 : -1;
@@ -1599,6 +1599,7 @@ int pg_init_patterns(PyObject *m) {
                  {&s_rewrite, "rewrite"},
                  {&s_match_and_rewrite, "match_and_rewrite"},
                  {&s_analyze, "analyze"},
+                 {&s_write, "write"},
                  {&s_layer_added, "layer_added"},
                  {&s_layer_removed, "layer_removed"},
                  {&s_tensor_replaced, "tensor_replaced"},

@@ -9,7 +9,9 @@
  * strong reference. A Python exception raised inside a callback is kept on
  * the running call's pg_run and the callback fails, which stops the C
  * manager; rewrite()/analyze() then re-raise that very exception object. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* open_memstream */
+#endif
 #include "pygwr.h"
 
 #include <stdio.h>

@@ -1217,12 +1217,22 @@ static PyObject *manager_run(pg_manager *m, PyObject *netobj, PyObject *args, Py
 }
 
 static PyObject *rm_rewrite(PyObject *o, PyObject *args, PyObject *kw) {
-    PyObject *net, *a = Py_None;
-    if (!PyArg_ParseTuple(args, "O|O:rewrite", &net, &a)) return NULL;
-    /* `args` may also come by keyword; the rest of kw are options. */
+    PyObject *net = NULL, *a = Py_None;
+    if (!PyArg_ParseTuple(args, "|OO:rewrite", &net, &a)) return NULL;
+    /* `net` and `args` may also come by keyword; the rest of kw are options. */
     PyObject *opts = NULL;
     if (kw) {
         if (!(opts = PyDict_Copy(kw))) return NULL;
+        PyObject *kn = PyDict_GetItemString(opts, "net");
+        if (kn) {
+            if (net) {
+                Py_DECREF(opts);
+                PyErr_SetString(PyExc_TypeError, "rewrite: net given twice");
+                return NULL;
+            }
+            net = kn; /* kept alive by kw */
+            PyDict_DelItemString(opts, "net");
+        }
         PyObject *ka = PyDict_GetItemString(opts, "args");
         if (ka) {
             if (PyTuple_GET_SIZE(args) > 1) {
@@ -1238,6 +1248,12 @@ static PyObject *rm_rewrite(PyObject *o, PyObject *args, PyObject *kw) {
         }
     } else {
         Py_INCREF(a);
+    }
+    if (!net) {
+        Py_DECREF(a);
+        Py_XDECREF(opts);
+        PyErr_SetString(PyExc_TypeError, "rewrite() missing the network (rewrite(net, args=None, **options))");
+        return NULL;
     }
     PyObject *r = manager_run((pg_manager *)o, net, a, opts, "rewrite");
     Py_DECREF(a);

@@ -262,10 +262,16 @@ def test_self_args_seen_during_run_and_reset_after():
     assert p.args is None
 
 
-def test_args_given_twice():
+def test_args_given_twice_and_keywords():
     m = RewritePatternManager()
+    m.add("sub", NaivePatternRewriter_ReplaceAddWithSub())
     with pytest.raises(TypeError):
         m.rewrite(add_net(1), {}, args={})
+    with pytest.raises(TypeError):
+        m.rewrite(add_net(1), net=add_net(1))
+    with pytest.raises(TypeError, match="missing"):
+        m.rewrite()
+    assert m.rewrite(net=add_net(2), args={"a": 1}, single_pass=True)["rewrites"] == 2
 
 
 def test_unknown_option():

@@ -121,6 +121,11 @@ def test_replace_add_with_sub_seed_example():
     assert summary["layers_before"] == 3 and summary["layers_after"] == 3
     assert summary["pruned"] == 3
     assert summary["seconds"] >= 0.0
+    # numbers: x + x + x + x became ((x - x) - x) - x; checked against numpy
+    import numpy as np
+    xv = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+    got = gwr.Session(net).run({"x": xv})["out"]
+    np.testing.assert_array_equal(got, ((xv - xv) - xv) - xv)
     assert m.summary() == {**summary, "seconds": m.summary()["seconds"]}
 
 
@@ -709,6 +714,22 @@ def test_trace_to_stdout_and_bad_arguments(capsys):
         m.trace(out=5)
 
 
+def test_trace_out_whose_write_fails():
+    class Broken:
+        def write(self, text):
+            raise Boom("disk full")
+
+    net = add_net(2)
+    m = RewritePatternManager()
+    m.add("sub", NaivePatternRewriter_ReplaceAddWithSub())
+    m.trace(Broken())
+    with pytest.raises(Boom, match="disk full"):
+        m.rewrite(net)
+    # the rewrite itself completed before the trace was written
+    assert ops(net) == ["Sub", "Sub"]
+    net.verify()
+
+
 # ---- listeners ---------------------------------------------------------------------------
 
 
@@ -850,6 +871,7 @@ def test_builtin_pass_object_in_a_manager():
 
 
 def erf_gelu_net():
+    import gwr.functional  # helper F's builders: Erf has no operator
     net = gwr.Network("gelu")
     x = net.add_input("x", gwr.float32, (2, 8))
     h = -x  # something before the GELU that must stay
@@ -871,6 +893,15 @@ def test_builtin_fuse_gelu_fires_on_erf_gelu():
     gelu = [l for l in live(net) if l.op == "Gelu"][0]
     assert gelu.get_inputs(0)[0].get_parent().op == "Neg"
     net.verify()
+    # the fused network computes GELU(-x), checked against numpy and math.erf
+    import math
+    import numpy as np
+    x = np.random.default_rng(15).standard_normal((2, 8)).astype(np.float32)
+    h = -x.astype(np.float64)
+    want = 0.5 * h * (1.0 + np.vectorize(math.erf)(h / math.sqrt(2.0)))
+    got = gwr.Session(net).run({"x": x})["y"]
+    assert got.shape == (2, 8)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 def test_optimize_report():

@@ -29,7 +29,26 @@ typedef struct pg_run {
     PyObject *exc; /* the first Python exception raised in a callback, with its traceback */
 } pg_run;
 
-static pg_run *g_run;
+/* Per thread: another Python thread may run its own manager while one of
+ * ours is inside a Python callback (the GIL switches between them). */
+static _Thread_local pg_run *g_run;
+
+/* The callbacks running in this thread, innermost first: no_match and
+ * add_to_match find the ctx of their pattern here (a pattern object may
+ * be in several managers, running in several threads). */
+typedef struct pg_cur {
+    struct pg_cur *prev;
+    PyObject *pattern;
+    gwr_rewrite_ctx *ctx;
+} pg_cur;
+
+static _Thread_local pg_cur *g_cur;
+
+static gwr_rewrite_ctx *current_ctx(PyObject *pattern) {
+    for (pg_cur *c = g_cur; c; c = c->prev)
+        if (c->pattern == pattern) return c->ctx;
+    return NULL;
+}
 
 /* Moves the pending Python exception onto the running call. The first one
  * wins: it is what stopped the run; a later one (a listener's, say) is
@@ -76,7 +95,6 @@ typedef struct {
     uint64_t root_classes;
     char **root_ops;       /* NULL-terminated copies, or NULL */
     int separate;
-    gwr_rewrite_ctx *ctx;  /* the callback running on this pattern, for no_match/add_to_match */
 } pg_pattern;
 
 static PyTypeObject pg_PatternRewriter_Type, pg_PatternAnalyzer_Type, pg_BuiltinPattern_Type;
@@ -95,7 +113,7 @@ static int parse_root_layer(PyObject *o, uint64_t *classes, char ***ops) {
     *ops = NULL;
     if (o == Py_None) return 0;
     PyObject *seq;
-    if (PyUnicode_Check(o) || PyLong_Check(o)) {
+    if (PyUnicode_Check(o) || (PyLong_Check(o) && !PyBool_Check(o))) {
         seq = PyTuple_Pack(1, o);
     } else if (PyAnySet_Check(o) || PyList_Check(o) || PyTuple_Check(o)) {
         seq = PySequence_Tuple(o);
@@ -128,7 +146,7 @@ static int parse_root_layer(PyObject *o, uint64_t *classes, char ***ops) {
                 goto fail;
             }
             nops++;
-        } else if (PyLong_Check(it)) {
+        } else if (PyLong_Check(it) && !PyBool_Check(it)) {
             gwr_layer_type t;
             if (pg_layer_type_from_py(it, &t) < 0) goto fail;
             if ((unsigned)t >= 64) {
@@ -269,7 +287,6 @@ static PyObject *base_analyze(PyObject *o, PyObject *layers) {
 }
 
 static PyObject *pattern_no_match(PyObject *o, PyObject *reason) {
-    pg_pattern *p = (pg_pattern *)o;
     PyObject *s = PyObject_Str(reason);
     if (!s) return NULL;
     const char *c = PyUnicode_AsUTF8(s);
@@ -278,17 +295,18 @@ static PyObject *pattern_no_match(PyObject *o, PyObject *reason) {
         return NULL;
     }
     /* Outside a running callback there is nothing to record it on. */
-    if (p->ctx) gwr_rewrite_no_match(p->ctx, "%s", c);
+    gwr_rewrite_ctx *ctx = current_ctx(o);
+    if (ctx) gwr_rewrite_no_match(ctx, "%s", c);
     Py_DECREF(s);
     Py_RETURN_FALSE;
 }
 
 static PyObject *analyzer_add_to_match(PyObject *o, PyObject *layer) {
-    pg_pattern *p = (pg_pattern *)o;
     gwr_layer *l = pg_layer_get(layer);
     if (!l) return NULL;
-    if (!p->ctx) return pg_raise(GWR_ERR_STATE, "add_to_match() is only valid inside match() of a running analysis");
-    gwr_status s = gwr_rewrite_ctx_add_match(p->ctx, l);
+    gwr_rewrite_ctx *ctx = current_ctx(o);
+    if (!ctx) return pg_raise(GWR_ERR_STATE, "add_to_match() is only valid inside match() of a running analysis");
+    gwr_status s = gwr_rewrite_ctx_add_match(ctx, l);
     if (s) return pg_raise(s, "add_to_match failed");
     Py_RETURN_NONE;
 }
@@ -415,10 +433,10 @@ static int tramp_fail(gwr_rewrite_ctx *c, const char *what) {
 static int tramp_call(gwr_rewrite_ctx *c, PyObject *meth, PyObject *arg, int want_bool) {
     pg_pattern *p = (pg_pattern *)gwr_rewrite_ctx_user(c);
     Py_INCREF(p);
-    gwr_rewrite_ctx *saved = p->ctx;
-    p->ctx = c;
+    pg_cur cur = {g_cur, (PyObject *)p, c};
+    g_cur = &cur;
     PyObject *r = PyObject_CallMethodOneArg((PyObject *)p, meth, arg);
-    p->ctx = saved;
+    g_cur = cur.prev;
     int t = 0;
     if (!r) t = -1;
     else if (want_bool) t = PyObject_IsTrue(r);
@@ -660,7 +678,9 @@ static int manager_check(pg_manager *m, const char *what) {
         return -1;
     }
     if (what && m->running) {
-        pg_raisef(GWR_ERR_STATE, "%s.%s: called from inside one of the manager's own patterns (it is running)",
+        pg_raisef(GWR_ERR_STATE,
+                  "%s.%s: the manager is running (called from inside one of its own patterns, or from another "
+                  "thread)",
                   Py_TYPE(m)->tp_name, what);
         return -1;
     }

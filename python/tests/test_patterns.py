@@ -220,7 +220,8 @@ def test_root_layer_single_op_name_and_tuple():
 
 
 @pytest.mark.parametrize("bad,exc", [(3.5, TypeError), ([1.5], TypeError), ({"": 0}, TypeError),
-                                     ({""}, ValueError), ([object()], TypeError), ({"Add": 1}, TypeError)])
+                                     ({""}, ValueError), ([object()], TypeError), ({"Add": 1}, TypeError),
+                                     (True, TypeError), ([False], TypeError), ([999], ValueError)])
 def test_bad_root_layer(bad, exc):
     with pytest.raises(exc):
         PatternRewriter("p", root_layer=bad)
@@ -617,11 +618,53 @@ def test_rewrite_reentrancy_is_refused():
     m.add("p", p)
     m.rewrite(net)
     assert len(errors) == 4
-    assert "inside one of the manager's own patterns" in errors[0]
+    assert "inside one of its own patterns" in errors[0]
     assert "rewrite" in errors[0]
     assert "already being rewritten" in errors[1]
     assert m.labels == ["p"]
     net.verify()
+
+
+def test_one_pattern_in_two_threads():
+    """A pattern object shared by two managers running at once in two threads:
+    each run's no_match reasons land in its own trace."""
+    import threading
+    import time
+
+    class Picky(PatternRewriter):
+        def match(self, layer):
+            time.sleep(0.0005)  # lets the other thread run meanwhile
+            return self.no_match("on " + layer.network.name)
+
+    p = Picky("picky")
+    outs, errors = {}, []
+
+    def run(name):
+        try:
+            net = gwr.Network(name)
+            x = net.add_input("x", gwr.float32, (2,))
+            y = x
+            for _ in range(40):
+                y = -y
+            net.mark_output(y)
+            m = RewritePatternManager()
+            m.add("picky", p)
+            outs[name] = io.StringIO()
+            m.trace(outs[name], failures=True)
+            m.rewrite(net)
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=run, args=(n,)) for n in ("left", "right")]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert errors == []
+    for name, other in (("left", "right"), ("right", "left")):
+        text = outs[name].getvalue()
+        assert text.count("on " + name) == 40
+        assert ("on " + other) not in text
 
 
 def test_nested_run_on_another_network_is_allowed():

@@ -1077,7 +1077,11 @@ static PyObject *patterns_set_args(pg_manager *m, PyObject *args) {
         PyObject *prev = Py_None;
         if (PyObject_TypeCheck(v, &pg_PatternRewriter_Type) || PyObject_TypeCheck(v, &pg_PatternAnalyzer_Type)) {
             pg_pattern *p = (pg_pattern *)v;
-            prev = p->args ? p->args : Py_None;
+            prev = p->args;
+            if (!prev) { /* cleared by the collector: nothing owned to move */
+                prev = Py_None;
+                Py_INCREF(prev);
+            }
             Py_INCREF(args);
             p->args = args; /* the reference to prev moves into `saved` below */
         } else {

@@ -1346,8 +1346,10 @@ static PyMethodDef rm_methods[] = {
     {"add_listener", manager_add_listener, METH_O,
      "add_listener(obj)\n\nCalls obj's methods, those it has of: layer_added(label, layer), "
      "layer_removed(label, layer), tensor_replaced(label, old, new), pattern_applied(event) (a dict: seq, label, "
-     "pattern, root, added, removed, replaced, modified), match_failed(label, layer, reason). An exception "
-     "raised in one stops the run at the next pattern call and is re-raised by rewrite()."},
+     "pattern, root, added, removed, replaced, modified), match_failed(label, layer, reason). Layers given to "
+     "a callback are alive during it; the removed ones are pruned when the run ends (keep their names, not the "
+     "Layer objects). An exception raised in a listener cannot undo the change it reports: it stops the run at "
+     "the next pattern call and is re-raised by rewrite()."},
     {NULL, NULL, 0, NULL}};
 
 static PyMethodDef am_methods[] = {

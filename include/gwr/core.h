@@ -53,6 +53,14 @@ GWR_API const char *gwr_status_name(gwr_status s);
  * it (constructors, NULL handles). Never NULL; "" when none. */
 GWR_API const char *gwr_last_errmsg(void);
 
+/* The status that went with the last failure message gwr wrote on this
+ * thread, whichever object holds the message (gwr_last_errmsg's, a
+ * network's, a session's, a manager's): what a caller of a function that
+ * returns NULL rather than a status (the builders, gwr_onnx_load) reads
+ * to tell a shape error from a dtype error, or a missing file from a
+ * malformed one. GWR_OK before any failure. */
+GWR_API gwr_status gwr_last_status(void);
+
 /* ---- element types ----------------------------------------------------- */
 
 /* Numbered exactly as ONNX's TensorProto.DataType, so values can cross the

@@ -102,13 +102,11 @@ static int get_ints(PyObject *o, int64_t *buf, int max, int *n, int allow_none, 
     return 0;
 }
 
-/* A builder's failure. Builders return NULL without a status: their
- * message says whether the dtypes (DtypeError) or the shapes and
- * arguments (ShapeError) did not fit. */
+/* A builder's failure. Builders return NULL; gwr_last_status() is the
+ * status that went with the message they left on the network. */
 static PyObject *builder_error(gwr_network *net) {
-    const char *m = gwr_network_errmsg(net);
-    int dtype = strstr(m, "dtype") || strstr(m, "must be bool");
-    return pg_raise_net(dtype ? GWR_ERR_TYPE : GWR_ERR_SHAPE, net);
+    gwr_status s = gwr_last_status();
+    return pg_raise_net(s != GWR_OK ? s : GWR_ERR_SHAPE, net);
 }
 
 /* The Tensor object of a builder's result, or the network's message. */

@@ -536,16 +536,12 @@ static PyTypeObject Session_Type = {
 
 /* ---- onnx ------------------------------------------------------------------------ */
 
-/* The loader reports no status, only its one-line message: the I/O ones
- * say what they could not do. */
+/* The loader returns NULL; gwr_last_status() is the status of its
+ * one-line message (GWR_ERR_IO for a file it cannot read, GWR_ERR_PARSE
+ * for one that is not a model). */
 static PyObject *raise_load_error(void) {
-    const char *m = gwr_last_errmsg();
-    gwr_status s = GWR_ERR_PARSE;
-    if (strstr(m, ": cannot ") || strstr(m, "is a directory") || strstr(m, "not a regular file"))
-        s = GWR_ERR_IO;
-    else if (strstr(m, "out of memory"))
-        s = GWR_ERR_NOMEM;
-    return pg_raise(s, m);
+    gwr_status s = gwr_last_status();
+    return pg_raise(s != GWR_OK ? s : GWR_ERR_PARSE, gwr_last_errmsg());
 }
 
 static PyObject *onnx_load(PyObject *self, PyObject *args, PyObject *kwargs) {

@@ -11,10 +11,17 @@
 
 static _Thread_local char last_errmsg[GWR_ERRMSG_MAX];
 
+/* The status of the last message written on this thread, whatever object
+ * it went to: builders and loaders return NULL, not a status. */
+static _Thread_local gwr_status last_status;
+
 const char *gwr_last_errmsg(void) { return last_errmsg; }
+
+gwr_status gwr_last_status(void) { return last_status; }
 
 gwr_status gwr_vfmt_error(char *buf, gwr_status s, const char *fmt, va_list ap) {
     vsnprintf(buf, GWR_ERRMSG_MAX, fmt, ap);
+    if (s != GWR_OK) last_status = s;
     return s;
 }
 

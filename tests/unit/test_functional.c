@@ -267,6 +267,22 @@ TEST(elementwise_dtypes) {
     CHECK_STR(op_of(gwr_pow(net, f, f)), "Pow");
 }
 
+TEST(last_status_names_the_failure) {
+    /* Builders return NULL; gwr_last_status tells what kind of failure
+     * the message on the network is (the Python binding raises by it). */
+    gwr_tensor *a = IN(GWR_FLOAT32, 3), *b = IN(GWR_FLOAT32, 4), *i = IN(GWR_INT64, 3);
+    CHECK(gwr_add(net, a, b) == NULL);
+    CHECK_EQ_INT(gwr_last_status(), GWR_ERR_SHAPE);
+    CHECK(gwr_add(net, a, i) == NULL);
+    CHECK_EQ_INT(gwr_last_status(), GWR_ERR_TYPE);
+    CHECK_CONTAINS(gwr_network_errmsg(net), "dtypes differ");
+    /* a success does not reset it: it is the last failure's */
+    CHECK(gwr_add(net, a, a) != NULL);
+    CHECK_EQ_INT(gwr_last_status(), GWR_ERR_TYPE);
+    CHECK(gwr_constant(net, GWR_FLOAT32, -1, NULL, NULL) == NULL);
+    CHECK_EQ_INT(gwr_last_status(), GWR_ERR_SHAPE);
+}
+
 TEST(elementwise_null_args) {
     gwr_tensor *a = IN(GWR_FLOAT32, 3);
     CHECK_FAILS(gwr_add(net, a, NULL), "Add");
@@ -1772,6 +1788,7 @@ int main(void) {
     RUN_NET(broadcast_errors);
     RUN_NET(elementwise_dtypes);
     RUN_NET(elementwise_null_args);
+    RUN_NET(last_status_names_the_failure);
     RUN_NET(elementwise_ops_and_mod);
     RUN_NET(elementwise_generic);
     RUN_NET(unary_builders);

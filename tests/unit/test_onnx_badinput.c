@@ -256,6 +256,23 @@ TEST(handmade_bytes) {
     gwr_network_free(net);
 }
 
+/* gwr_last_status tells a file that cannot be read from one that is not
+ * a model (the loader returns NULL, not a status). */
+TEST(load_status) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/no_such_model.onnx", CORPUS);
+    CHECK(gwr_onnx_load(path, NULL) == NULL);
+    CHECK_EQ_INT(gwr_last_status(), GWR_ERR_IO);
+    CHECK(gwr_onnx_load(CORPUS, NULL) == NULL); /* a directory */
+    CHECK_EQ_INT(gwr_last_status(), GWR_ERR_IO);
+    size_t size;
+    unsigned char *d = seed("td_node_add.onnx", &size);
+    if (!d) return;
+    CHECK(gwr_onnx_load_memory(d, size / 2, NULL, "half.onnx", NULL) == NULL);
+    CHECK_EQ_INT(gwr_last_status(), GWR_ERR_PARSE);
+    free(d);
+}
+
 int main(void) {
     RUN(corpus_files);
     RUN(crash_files);
@@ -264,5 +281,6 @@ int main(void) {
     RUN(byte_flips);
     RUN(wire_types);
     RUN(handmade_bytes);
+    RUN(load_status);
     return check_report();
 }

@@ -1656,8 +1656,18 @@ PyTypeObject pg_Tensor_Type = {
 
 /* ---- the current network and net_guard ------------------------------------------- */
 
-static PyObject **net_stack;
-static Py_ssize_t net_depth, net_cap;
+/* One stack per thread: a guard in one thread is not the current network
+ * of another. Freed whenever it empties, so a thread leaves nothing. */
+static _Thread_local PyObject **net_stack;
+static _Thread_local Py_ssize_t net_depth, net_cap;
+
+static void net_stack_trim(void) {
+    if (net_depth == 0 && net_stack) {
+        PyMem_Free(net_stack);
+        net_stack = NULL;
+        net_cap = 0;
+    }
+}
 
 int pg_push_network(PyObject *net) {
     if (network_check(net) < 0) return -1;
@@ -1676,7 +1686,11 @@ int pg_push_network(PyObject *net) {
 }
 
 void pg_pop_network(void) {
-    if (net_depth > 0) Py_DECREF(net_stack[--net_depth]);
+    if (net_depth > 0) {
+        PyObject *o = net_stack[--net_depth];
+        net_stack_trim();
+        Py_DECREF(o);
+    }
 }
 
 PyObject *pg_current_network(void) {
@@ -1751,6 +1765,7 @@ static PyObject *Guard_exit(pg_guard *g, PyObject *args) {
                 PyObject *o = net_stack[i];
                 memmove(net_stack + i, net_stack + i + 1, (size_t)(net_depth - i - 1) * sizeof *net_stack);
                 net_depth--;
+                net_stack_trim();
                 Py_DECREF(o);
                 break;
             }
@@ -1773,8 +1788,8 @@ static PyTypeObject pg_Guard_Type = {
     .tp_doc = "net_guard(network)\n\n"
               "`with gwr.net_guard(net):` makes net the current network: the one gwr.Tensor(...),\n"
               "builders without Tensor arguments (constants) and FLayerInfoMemo.instance().get(name)\n"
-              "use. Nestable. A running pattern manager makes its network current too. The\n"
-              "current network is process-wide (not per thread), like the seed's.",
+              "use. Nestable. A running pattern manager makes its network current too. Each\n"
+              "thread has its own current network.",
     .tp_methods = Guard_methods,
     .tp_new = Guard_new,
 };

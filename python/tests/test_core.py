@@ -357,3 +357,27 @@ def test_many_objects_stress_the_table():
     assert all(a is b for a, b in zip(again[1::2], layers))
     outs = [l.get_outputs(0)[0] for l in again]
     assert outs[-1] is t
+
+
+def test_net_guard_is_per_thread():
+    import threading
+
+    a, b = gwr.Network("a"), gwr.Network("b")
+    seen = {}
+    entered, release = threading.Event(), threading.Event()
+
+    def worker():
+        with gwr.net_guard(b):
+            entered.set()
+            release.wait(5)
+            seen["worker"] = gwr.current_network()
+
+    th = threading.Thread(target=worker)
+    with gwr.net_guard(a):
+        th.start()
+        entered.wait(5)
+        seen["main"] = gwr.current_network()  # the worker's guard is not ours
+        release.set()
+        th.join()
+    assert seen == {"main": a, "worker": b}
+    assert gwr.current_network() is None

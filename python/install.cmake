@@ -1,0 +1,62 @@
+# python/install.cmake - where `make install` (cmake --install) puts the gwr
+# Python package: the extension gwr._gwr (target gwr_python) and the pure
+# Python modules of python/gwr/, under the site directory of /usr/bin/python3
+# for the install prefix. Included by the top CMakeLists.txt after the
+# gwr_python target is defined.
+#
+# The directory is relative to the prefix, so `cmake --install build --prefix
+# /elsewhere` moves it along (then PYTHONPATH=/elsewhere/<dir> finds it).
+# What Debian's python3 reads:
+#   prefix /usr/local -> lib/python3.X/dist-packages  (scheme posix_local,
+#                        on sys.path out of the box: `import gwr` just works)
+#   prefix /usr       -> lib/python3/dist-packages    (scheme deb_system)
+# Elsewhere (a non-Debian Python) the standard posix_prefix scheme:
+#   lib/python3.X/site-packages.
+# -DGWR_PYTHON_INSTALL_DIR=... overrides (relative to the prefix, or absolute).
+
+set(GWR_PYTHON_EXECUTABLE /usr/bin/python3 CACHE FILEPATH "The Python the gwr package is built and installed for")
+
+if(NOT GWR_PYTHON_INSTALL_DIR)
+  # The scheme's platlib with a stand-in prefix, made relative to it.
+  execute_process(
+    COMMAND ${GWR_PYTHON_EXECUTABLE} -c [=[
+import sys, sysconfig
+prefix = sys.argv[1].rstrip("/") or "/"
+names = sysconfig.get_scheme_names()
+v = {"base": "/P", "platbase": "/P", "installed_base": "/P", "installed_platbase": "/P"}
+if "deb_system" in names and prefix == "/usr":
+    p = sysconfig.get_path("platlib", "deb_system", vars=v)
+elif "posix_local" in names:
+    # posix_local puts "local" under the base (it expects base=/usr).
+    p = sysconfig.get_path("platlib", "posix_local", vars=v).replace("/P/local/", "/P/", 1)
+else:
+    p = sysconfig.get_path("platlib", "posix_prefix", vars=v)
+print(p[len("/P/"):] if p.startswith("/P/") else p, end="")
+]=] ${CMAKE_INSTALL_PREFIX}
+    OUTPUT_VARIABLE GWR_PYTHON_SITE_REL
+    RESULT_VARIABLE GWR_PYTHON_SITE_RC
+    ERROR_VARIABLE GWR_PYTHON_SITE_ERR)
+  if(NOT GWR_PYTHON_SITE_RC EQUAL 0 OR GWR_PYTHON_SITE_REL STREQUAL "")
+    message(FATAL_ERROR "python/install.cmake: cannot ask ${GWR_PYTHON_EXECUTABLE} for its site directory: "
+                        "${GWR_PYTHON_SITE_ERR}; set -DGWR_PYTHON_INSTALL_DIR=...")
+  endif()
+  set(GWR_PYTHON_INSTALL_DIR ${GWR_PYTHON_SITE_REL} CACHE STRING
+      "Where `make install` puts the gwr Python package (relative to the install prefix, or absolute)")
+endif()
+message(STATUS "gwr Python package installs into <prefix>/${GWR_PYTHON_INSTALL_DIR}/gwr")
+
+# The extension. It links libgwr statically (no RPATH needed); were it to
+# link libgwr.so, $ORIGIN-relative RPATH finds the installed library.
+if(IS_ABSOLUTE "${GWR_PYTHON_INSTALL_DIR}")
+  set(_gwr_py_abs "${GWR_PYTHON_INSTALL_DIR}/gwr")
+else()
+  set(_gwr_py_abs "${CMAKE_INSTALL_PREFIX}/${GWR_PYTHON_INSTALL_DIR}/gwr")
+endif()
+file(RELATIVE_PATH _gwr_py_to_lib "${_gwr_py_abs}" "${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}")
+set_target_properties(gwr_python PROPERTIES INSTALL_RPATH "$ORIGIN/${_gwr_py_to_lib}")
+install(TARGETS gwr_python
+  LIBRARY DESTINATION ${GWR_PYTHON_INSTALL_DIR}/gwr
+  RUNTIME DESTINATION ${GWR_PYTHON_INSTALL_DIR}/gwr)
+# The pure Python modules, from the source tree (the build tree holds copies).
+file(GLOB GWR_PYTHON_MODULES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/python/gwr/*.py)
+install(FILES ${GWR_PYTHON_MODULES} DESTINATION ${GWR_PYTHON_INSTALL_DIR}/gwr)

@@ -46,7 +46,6 @@ class CMakeBuild(build_ext):
         args = [
             "cmake", "-S", HERE, "-B", build_dir,
             "-DCMAKE_BUILD_TYPE=" + config,
-            "-DGWR_PYTHON_EXECUTABLE=" + sys.executable,
             "-DPython3_EXECUTABLE=" + sys.executable,
         ]
         args += shlex.split(os.environ.get("GWR_CMAKE_ARGS", ""))

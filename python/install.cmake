@@ -1,7 +1,7 @@
 # python/install.cmake - where `make install` (cmake --install) puts the gwr
 # Python package: the extension gwr._gwr (target gwr_python) and the pure
 # Python modules of python/gwr/, under the site directory of /usr/bin/python3
-# for the install prefix. Included by the top CMakeLists.txt after the
+# for the install prefix. Included by python/CMakeLists.txt after the
 # gwr_python target is defined.
 #
 # The directory is relative to the prefix, so `cmake --install build --prefix
@@ -14,7 +14,12 @@
 #   lib/python3.X/site-packages.
 # -DGWR_PYTHON_INSTALL_DIR=... overrides (relative to the prefix, or absolute).
 
-set(GWR_PYTHON_EXECUTABLE /usr/bin/python3 CACHE FILEPATH "The Python the gwr package is built and installed for")
+# The interpreter python/CMakeLists.txt built the extension for.
+if(Python3_EXECUTABLE)
+  set(GWR_PYTHON_EXECUTABLE ${Python3_EXECUTABLE})
+else()
+  set(GWR_PYTHON_EXECUTABLE /usr/bin/python3)
+endif()
 
 if(NOT GWR_PYTHON_INSTALL_DIR)
   # The scheme's platlib with a stand-in prefix, made relative to it.
@@ -45,15 +50,18 @@ print(p[len("/P/"):] if p.startswith("/P/") else p, end="")
 endif()
 message(STATUS "gwr Python package installs into <prefix>/${GWR_PYTHON_INSTALL_DIR}/gwr")
 
-# The extension. It links libgwr statically (no RPATH needed); were it to
-# link libgwr.so, $ORIGIN-relative RPATH finds the installed library.
-if(IS_ABSOLUTE "${GWR_PYTHON_INSTALL_DIR}")
-  set(_gwr_py_abs "${GWR_PYTHON_INSTALL_DIR}/gwr")
-else()
-  set(_gwr_py_abs "${CMAKE_INSTALL_PREFIX}/${GWR_PYTHON_INSTALL_DIR}/gwr")
+# The extension. It links libgwr statically today; were it to link
+# libgwr.so, an $ORIGIN-relative RPATH finds the installed library.
+get_target_property(_gwr_py_libs gwr_python LINK_LIBRARIES)
+if("gwr_shared" IN_LIST _gwr_py_libs)
+  if(IS_ABSOLUTE "${GWR_PYTHON_INSTALL_DIR}")
+    set(_gwr_py_abs "${GWR_PYTHON_INSTALL_DIR}/gwr")
+  else()
+    set(_gwr_py_abs "${CMAKE_INSTALL_PREFIX}/${GWR_PYTHON_INSTALL_DIR}/gwr")
+  endif()
+  file(RELATIVE_PATH _gwr_py_to_lib "${_gwr_py_abs}" "${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}")
+  set_target_properties(gwr_python PROPERTIES INSTALL_RPATH "$ORIGIN/${_gwr_py_to_lib}")
 endif()
-file(RELATIVE_PATH _gwr_py_to_lib "${_gwr_py_abs}" "${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}")
-set_target_properties(gwr_python PROPERTIES INSTALL_RPATH "$ORIGIN/${_gwr_py_to_lib}")
 install(TARGETS gwr_python
   LIBRARY DESTINATION ${GWR_PYTHON_INSTALL_DIR}/gwr
   RUNTIME DESTINATION ${GWR_PYTHON_INSTALL_DIR}/gwr)

@@ -62,9 +62,11 @@ class CMakeBuild(build_ext):
         shutil.copymode(built, dest)
 
 
+# Not setuptools' default "build/": that is the CMake build of `make`; the
+# egg-info goes there too rather than into the source tree.
+os.makedirs(os.path.join(HERE, "build-pip"), exist_ok=True)
 setup(
-    # Not setuptools' default "build/": that is the CMake build of `make`.
-    options={"build": {"build_base": "build-pip"}},
+    options={"build": {"build_base": "build-pip"}, "egg_info": {"egg_base": "build-pip"}},
     ext_modules=[CMakeExtension("gwr._gwr", target="gwr_python")],
     cmdclass={"build_ext": CMakeBuild},
 )

@@ -8,8 +8,8 @@ packed input of shape (1, batch_size * in_len, hidden_size) and
 remove_padding set. The shapes come from the manager's args (self.args).
 GPTAttentionPluginRemovePaddingRewritePass follows the documentation's class
 line by line; what gwr needs beyond it is marked "gwr:" (the plugin is
-gwr::GPTAttention instead of TensorRT's PLUGIN_V2 'tensorrt_llm' plugin;
-float32 so that gwr's executor checks the numbers; the packed plugin is told
+gwr::GPTAttention, namespace 'gwr', instead of TensorRT's PLUGIN_V2
+'tensorrt_llm' plugin; float32 so that gwr's executor checks the numbers; the packed plugin is told
 where each sequence starts; its context is reshaped back for the layers
 that read the padded one).
 
@@ -40,8 +40,8 @@ class GPTAttentionPluginRemovePaddingRewritePass(PatternRewriter):
 
     def match_and_rewrite(self, layer: Layer) -> bool:
         if layer.as_layer().type != LayerType.PLUGIN or \
-                layer.as_layer().domain != 'gwr' or \
-                layer.as_layer().op != 'GPTAttention':
+                layer.as_layer().plugin.plugin_namespace != 'gwr' or \
+                layer.as_layer().plugin.plugin_type != 'GPTAttention':
             return False
 
         # Retrieve the FLayerInfo

@@ -238,7 +238,7 @@ int pg_dtype_from_py(PyObject *o, gwr_dtype *out) {
     } else {
         /* numpy.dtype(o).name: np.float32, np.dtype("f4"), an array's dtype. */
         if (!numpy_mod && !(numpy_mod = PyImport_ImportModule("numpy"))) return -1;
-        PyObject *dt = PyObject_CallMethod(numpy_mod, "dtype", "O", o);
+        PyObject *dt = PyObject_CallMethod(numpy_mod, "dtype", "(O)", o);
         if (!dt) {
             PyErr_Clear();
             PyErr_Format(PyExc_TypeError, "expected a dtype (gwr.DataType, str or numpy dtype), got %R", o);

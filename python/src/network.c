@@ -925,7 +925,7 @@ static PyObject *weights_to_numpy(const gwr_weights *w) {
     }
     if (!flat) goto out;
     if (gwr_dtype_bits(w->dtype) >= 8)
-        arr = PyObject_CallMethod(flat, "reshape", "O", dims);
+        arr = PyObject_CallMethod(flat, "reshape", "(O)", dims);
     else
         arr = Py_NewRef(flat); /* 4-bit types: the packed bytes */
 out:
@@ -1082,7 +1082,7 @@ static PyObject *Layer_get_attr(pg_layer_obj *self, PyObject *args) {
 static gwr_status set_tensor_attr(gwr_layer *l, const char *name, PyObject *v) {
     PyObject *np = PyImport_ImportModule("numpy");
     if (!np) return GWR_ERR_INVALID_ARG;
-    PyObject *arr = PyObject_CallMethod(np, "ascontiguousarray", "O", v);
+    PyObject *arr = PyObject_CallMethod(np, "ascontiguousarray", "(O)", v);
     Py_DECREF(np);
     if (!arr) return GWR_ERR_INVALID_ARG;
     gwr_status st = GWR_ERR_INVALID_ARG;
@@ -1196,6 +1196,31 @@ static PyObject *Layer_remove_attr(pg_layer_obj *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* The seed's `layer.as_layer().plugin.plugin_namespace / plugin_type`:
+ * for PLUGIN-class layers a namespace object with the domain, the op and
+ * the fields (attributes); None for other layers. */
+static PyObject *Layer_get_plugin(pg_layer_obj *self, void *c) {
+    LAYER_OR_NULL(self);
+    if (gwr_layer_type_of(l) != GWR_LAYER_PLUGIN) Py_RETURN_NONE;
+    PyObject *types = PyImport_ImportModule("types");
+    if (!types) return NULL;
+    PyObject *fields = Layer_get_attrs(self, c);
+    PyObject *r = NULL;
+    if (fields) {
+        PyObject *kw = Py_BuildValue("{s:s,s:s,s:O}", "plugin_namespace", gwr_layer_domain(l), "plugin_type",
+                                     gwr_layer_op(l), "fields", fields);
+        PyObject *ns = kw ? PyObject_GetAttrString(types, "SimpleNamespace") : NULL;
+        PyObject *noargs = ns ? PyTuple_New(0) : NULL;
+        if (noargs) r = PyObject_Call(ns, noargs, kw);
+        Py_XDECREF(noargs);
+        Py_XDECREF(ns);
+        Py_XDECREF(kw);
+        Py_DECREF(fields);
+    }
+    Py_DECREF(types);
+    return r;
+}
+
 static PyMethodDef Layer_methods[] = {
     {"get_inputs", Layer_get_inputs, METH_VARARGS,
      "get_inputs(*idx) -> list of Tensor\n\nThe inputs at the given indices (negative ones count from the end), or\n"
@@ -1236,6 +1261,10 @@ static PyGetSetDef Layer_getset[] = {
     {"is_alive", (getter)Layer_get_is_alive, NULL,
      "False once the layer was pruned or its network closed; never raises.", NULL},
     {"doc", (getter)Layer_get_doc, NULL, "The layer's doc string (\"\" when none).", NULL},
+    {"plugin", (getter)Layer_get_plugin, NULL,
+     "For PLUGIN-class layers, an object with plugin_namespace (the domain, \"gwr\" for gwr's),\n"
+     "plugin_type (the op, \"GPTAttention\") and fields (the attributes); None for other layers.",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

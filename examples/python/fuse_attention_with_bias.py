@@ -32,15 +32,18 @@ HIDDEN = NUM_HEADS * HEAD_SIZE
 
 
 def is_constant(tensor):
+    """True when tensor is the output of a Constant layer."""
     parent = tensor.get_parent()
     return parent is not None and parent.type == LayerType.CONSTANT
 
 
 def is_gpt_attention(layer):
+    """True for gwr's GPTAttention plugin."""
     return layer.type == LayerType.PLUGIN and layer.domain == 'gwr' and layer.op == 'GPTAttention'
 
 
 class FuseAttentionWithBiasPass(PatternRewriter):
+    """The documentation's real example: a constant bias Add before GPTAttention moves into qkv_bias."""
 
     def __init__(self):
         super().__init__('fuse_attention_with_bias',
@@ -48,6 +51,7 @@ class FuseAttentionWithBiasPass(PatternRewriter):
                          separate_match_rewrite=False)
 
     def match_and_rewrite(self, layer: Layer) -> bool:
+        """Folds the Add rooted at layer into the plugin reading it; True when it did."""
         if layer.as_layer().ew_op != ElementWiseOperation.SUM or layer.num_inputs != 2:
             return self.no_match('not a two-input SUM')
         o = layer.get_outputs(0)[0]
@@ -106,16 +110,19 @@ FAILURES = []
 
 
 def check(ok, what):
+    """Prints one check's outcome and remembers a failure."""
     print(('ok:    ' if ok else 'WRONG: ') + what)
     if not ok:
         FAILURES.append(what)
 
 
 def live_plugins(net):
+    """The GPTAttention layers of net not marked as removed."""
     return [l for l in net.layers if l.is_alive and not l.is_removed and is_gpt_attention(l)]
 
 
 def main():
+    """Builds, rewrites and checks; returns the exit status."""
     rng = np.random.default_rng(15)
     w1, w2 = (rng.standard_normal((MODEL, 3 * HIDDEN)).astype(np.float32) * 0.5 for _ in range(2))
     b1, b2 = (rng.standard_normal(3 * HIDDEN).astype(np.float32) for _ in range(2))

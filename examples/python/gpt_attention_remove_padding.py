@@ -33,12 +33,14 @@ HIDDEN = NUM_HEADS * HEAD_SIZE
 
 
 class GPTAttentionPluginRemovePaddingRewritePass(PatternRewriter):
+    """The documentation's second pattern: a GPTAttention plugin re-created in remove-padding mode."""
 
     def __init__(self):
         super().__init__('gpt_attention_plugin_remove_padding',
                          root_layer={LayerType.PLUGIN})
 
     def match_and_rewrite(self, layer: Layer) -> bool:
+        """Re-creates a padded GPTAttention plugin over a packed qkv; True when it did."""
         if layer.as_layer().type != LayerType.PLUGIN or \
                 layer.as_layer().plugin.plugin_namespace != 'gwr' or \
                 layer.as_layer().plugin.plugin_type != 'GPTAttention':
@@ -93,12 +95,14 @@ FAILURES = []
 
 
 def check(ok, what):
+    """Prints one check's outcome and remembers a failure."""
     print(('ok:    ' if ok else 'WRONG: ') + what)
     if not ok:
         FAILURES.append(what)
 
 
 def main():
+    """Builds, rewrites and checks; returns the exit status."""
     net = gwr.Network('gpt_attention')
     with net_guard(net):
         qkv = Tensor(name='qkv', dtype=gwr.float32, shape=(BATCH, IN_LEN, 3 * HIDDEN))

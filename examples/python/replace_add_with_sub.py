@@ -23,6 +23,7 @@ from gwr import (AnalysisPatternManager, ElementWiseOperation, Layer, LayerType,
 
 
 class NaivePatternRewriter_ReplaceAddWithSub(PatternRewriter):
+    """The documentation's first pattern: every elementwise SUM becomes a SUB of the same inputs."""
 
     def __init__(self):
         super().__init__('replace_add_with_sub',
@@ -30,11 +31,13 @@ class NaivePatternRewriter_ReplaceAddWithSub(PatternRewriter):
                          separate_match_rewrite=True)
 
     def match(self, layer: Layer):
+        """True for an elementwise SUM."""
         # The rewriter will stop at the first matched layer, and then the Rewriter will enter the rewrite() to do the rewriting.
         # (gwr: layer.op is the ONNX op name, "Add"; the elementwise operation is layer.ew_op.)
         return layer.as_layer().ew_op == ElementWiseOperation.SUM
 
     def rewrite(self, layer: Layer) -> None:
+        """Replaces the SUM by a SUB in the four stages of every rewrite."""
         # The layer here should be an Elementwise_SUM layer.
         with net_guard(layer.network):
             # Stage 1: Get the input tensors and output tensors of the subgraph to replace.
@@ -63,12 +66,14 @@ class CountElementWise(PatternAnalyzer):
         self.counts = {}
 
     def analyze(self, subgraph):
+        """Counts each matched layer under its operation's name."""
         for layer in subgraph:
             op = layer.ew_op.name if layer.ew_op is not None else layer.op
             self.counts[op] = self.counts.get(op, 0) + 1
 
 
 def count_elementwise(net):
+    """{operation name: number of layers} of net's elementwise layers, by an AnalysisPatternManager."""
     counter = CountElementWise()
     am = AnalysisPatternManager()
     am.add('count', counter)
@@ -80,12 +85,14 @@ FAILURES = []
 
 
 def check(ok, what):
+    """Prints one check's outcome and remembers a failure."""
     print(('ok:    ' if ok else 'WRONG: ') + what)
     if not ok:
         FAILURES.append(what)
 
 
 def main():
+    """Builds, rewrites and checks; returns the exit status."""
     # x, y -> a = x + y -> b = a * y -> out = b + x
     net = gwr.Network('add_to_sub')
     x = net.add_input('x', gwr.float32, (2, 3))

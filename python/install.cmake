@@ -21,8 +21,13 @@ else()
   set(GWR_PYTHON_EXECUTABLE /usr/bin/python3)
 endif()
 
-if(NOT GWR_PYTHON_INSTALL_DIR)
-  # The scheme's platlib with a stand-in prefix, made relative to it.
+set(GWR_PYTHON_INSTALL_DIR "" CACHE STRING
+    "Where `make install` puts the gwr Python package (relative to the install prefix, or absolute); empty: ask Python")
+if(GWR_PYTHON_INSTALL_DIR)
+  set(_gwr_py_site ${GWR_PYTHON_INSTALL_DIR})
+else()
+  # The scheme's platlib with a stand-in prefix, made relative to it; asked
+  # at every configure, so that a new CMAKE_INSTALL_PREFIX is followed.
   execute_process(
     COMMAND ${GWR_PYTHON_EXECUTABLE} -c [=[
 import sys, sysconfig
@@ -38,33 +43,31 @@ else:
     p = sysconfig.get_path("platlib", "posix_prefix", vars=v)
 print(p[len("/P/"):] if p.startswith("/P/") else p, end="")
 ]=] ${CMAKE_INSTALL_PREFIX}
-    OUTPUT_VARIABLE GWR_PYTHON_SITE_REL
-    RESULT_VARIABLE GWR_PYTHON_SITE_RC
-    ERROR_VARIABLE GWR_PYTHON_SITE_ERR)
-  if(NOT GWR_PYTHON_SITE_RC EQUAL 0 OR GWR_PYTHON_SITE_REL STREQUAL "")
+    OUTPUT_VARIABLE _gwr_py_site
+    RESULT_VARIABLE _gwr_py_rc
+    ERROR_VARIABLE _gwr_py_err)
+  if(NOT _gwr_py_rc EQUAL 0 OR _gwr_py_site STREQUAL "")
     message(FATAL_ERROR "python/install.cmake: cannot ask ${GWR_PYTHON_EXECUTABLE} for its site directory: "
-                        "${GWR_PYTHON_SITE_ERR}; set -DGWR_PYTHON_INSTALL_DIR=...")
+                        "${_gwr_py_err}; set -DGWR_PYTHON_INSTALL_DIR=...")
   endif()
-  set(GWR_PYTHON_INSTALL_DIR ${GWR_PYTHON_SITE_REL} CACHE STRING
-      "Where `make install` puts the gwr Python package (relative to the install prefix, or absolute)")
 endif()
-message(STATUS "gwr Python package installs into <prefix>/${GWR_PYTHON_INSTALL_DIR}/gwr")
+message(STATUS "gwr Python package installs into ${_gwr_py_site}/gwr (relative: under the install prefix)")
 
 # The extension. It links libgwr statically today; were it to link
 # libgwr.so, an $ORIGIN-relative RPATH finds the installed library.
 get_target_property(_gwr_py_libs gwr_python LINK_LIBRARIES)
 if("gwr_shared" IN_LIST _gwr_py_libs)
-  if(IS_ABSOLUTE "${GWR_PYTHON_INSTALL_DIR}")
-    set(_gwr_py_abs "${GWR_PYTHON_INSTALL_DIR}/gwr")
+  if(IS_ABSOLUTE "${_gwr_py_site}")
+    set(_gwr_py_abs "${_gwr_py_site}/gwr")
   else()
-    set(_gwr_py_abs "${CMAKE_INSTALL_PREFIX}/${GWR_PYTHON_INSTALL_DIR}/gwr")
+    set(_gwr_py_abs "${CMAKE_INSTALL_PREFIX}/${_gwr_py_site}/gwr")
   endif()
   file(RELATIVE_PATH _gwr_py_to_lib "${_gwr_py_abs}" "${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}")
   set_target_properties(gwr_python PROPERTIES INSTALL_RPATH "$ORIGIN/${_gwr_py_to_lib}")
 endif()
 install(TARGETS gwr_python
-  LIBRARY DESTINATION ${GWR_PYTHON_INSTALL_DIR}/gwr
-  RUNTIME DESTINATION ${GWR_PYTHON_INSTALL_DIR}/gwr)
+  LIBRARY DESTINATION ${_gwr_py_site}/gwr
+  RUNTIME DESTINATION ${_gwr_py_site}/gwr)
 # The pure Python modules, from the source tree (the build tree holds copies).
 file(GLOB GWR_PYTHON_MODULES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/python/gwr/*.py)
-install(FILES ${GWR_PYTHON_MODULES} DESTINATION ${GWR_PYTHON_INSTALL_DIR}/gwr)
+install(FILES ${GWR_PYTHON_MODULES} DESTINATION ${_gwr_py_site}/gwr)

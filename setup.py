@@ -7,8 +7,11 @@ setuptools' build_temp, builds that target only, and copies the module to
 where setuptools expects it. The extension links libgwr statically, so the
 installed package needs nothing else of gwr's.
 
-Environment: GWR_CMAKE_ARGS (extra -D options, split on blanks), and
-GWR_BUILD_JOBS (parallel build jobs; default: the CPU count).
+Environment: GWR_CMAKE_ARGS (extra -D options, split on blanks),
+GWR_BUILD_JOBS (parallel build jobs; default: the CPU count), and
+GWR_CMAKE_BUILD_DIR (an already configured build folder to build the target
+in instead of a private one, e.g. `make`'s build/: the test of this route
+uses it so as not to compile the library twice).
 """
 import os
 import shlex
@@ -39,17 +42,23 @@ class CMakeBuild(build_ext):
             return super().build_extension(ext)
         if shutil.which("cmake") is None:
             raise RuntimeError("building gwr needs cmake (Debian: apt-get install cmake; see scripts/setup.sh)")
-        build_dir = os.path.abspath(os.path.join(self.build_temp, "cmake"))
-        os.makedirs(build_dir, exist_ok=True)
-        config = "Debug" if self.debug else "RelWithDebInfo"
-        # The extension must match the interpreter running this build.
-        args = [
-            "cmake", "-S", HERE, "-B", build_dir,
-            "-DCMAKE_BUILD_TYPE=" + config,
-            "-DPython3_EXECUTABLE=" + sys.executable,
-        ]
-        args += shlex.split(os.environ.get("GWR_CMAKE_ARGS", ""))
-        subprocess.check_call(args)
+        build_dir = os.environ.get("GWR_CMAKE_BUILD_DIR")
+        if build_dir:
+            build_dir = os.path.abspath(build_dir)
+            if not os.path.isfile(os.path.join(build_dir, "CMakeCache.txt")):
+                raise RuntimeError("GWR_CMAKE_BUILD_DIR=%s is not a configured CMake build" % build_dir)
+        else:
+            build_dir = os.path.abspath(os.path.join(self.build_temp, "cmake"))
+            os.makedirs(build_dir, exist_ok=True)
+            config = "Debug" if self.debug else "RelWithDebInfo"
+            # The extension must match the interpreter running this build.
+            args = [
+                "cmake", "-S", HERE, "-B", build_dir,
+                "-DCMAKE_BUILD_TYPE=" + config,
+                "-DPython3_EXECUTABLE=" + sys.executable,
+            ]
+            args += shlex.split(os.environ.get("GWR_CMAKE_ARGS", ""))
+            subprocess.check_call(args)
         jobs = os.environ.get("GWR_BUILD_JOBS") or str(os.cpu_count() or 2)
         subprocess.check_call(["cmake", "--build", build_dir, "--target", ext.target, "-j", jobs])
         suffix = sysconfig.get_config_var("EXT_SUFFIX")

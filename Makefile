@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX     ?= /usr/local
 CMAKE_ARGS ?=
 
-.PHONY: all setup build test test-fast test-san demo install clean
+.PHONY: all setup build test test-fast test-python test-san demo install clean
 
 all: build
 
@@ -29,6 +29,11 @@ test: setup
 test-fast: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
+# The Python package alone: pytest, the examples of examples/python/ and the
+# installed package (ctest label "python").
+test-python: build
+	ctest --test-dir $(BUILD) --output-on-failure -L python
+
 test-san:
 	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DGWR_SANITIZE=ON
 	cmake --build $(BUILD_SAN) -j $(JOBS)
@@ -40,6 +45,9 @@ demo: setup
 	./$(BUILD)/gwr --version
 	./$(BUILD)/gwr demo
 
+# Also installs the Python package gwr under PREFIX's site directory of
+# /usr/bin/python3 (python/install.cmake: /usr/local/lib/python3.X/dist-packages
+# for /usr/local, which Debian's python3 reads: `import gwr` works anywhere).
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 

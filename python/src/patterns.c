@@ -198,11 +198,32 @@ static int pattern_setup(pg_pattern *self, PyObject *name, PyObject *root_layer,
     return 0;
 }
 
+/* 1 when the class of o defines `method` itself, not PatternRewriter's. */
+static int overrides(PyObject *o, const char *method) {
+    PyObject *mine = PyObject_GetAttrString((PyObject *)Py_TYPE(o), method);
+    PyObject *base = mine ? PyObject_GetAttrString((PyObject *)&pg_PatternRewriter_Type, method) : NULL;
+    int r = mine && base ? mine != base : -1;
+    Py_XDECREF(mine);
+    Py_XDECREF(base);
+    return r;
+}
+
 static int rewriter_init(PyObject *o, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"name", "root_layer", "separate_match_rewrite", NULL};
-    PyObject *name, *root = Py_None;
-    int separate = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Op:PatternRewriter", kwlist, &name, &root, &separate)) return -1;
+    PyObject *name, *root = Py_None, *sep = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:PatternRewriter", kwlist, &name, &root, &sep)) return -1;
+    int separate;
+    if (sep == Py_None) {
+        /* Not given: a class that defines match_and_rewrite and no match is
+         * a combined pattern (the seed's GPTAttention pass passes nothing,
+         * TensorRT-LLM's default being False); any other, separate. */
+        int mr = overrides(o, "match_and_rewrite"), m = mr < 0 ? -1 : overrides(o, "match");
+        if (mr < 0 || m < 0) return -1;
+        separate = !(mr && !m);
+    } else {
+        separate = PyObject_IsTrue(sep);
+        if (separate < 0) return -1;
+    }
     return pattern_setup((pg_pattern *)o, name, root, separate);
 }
 
@@ -384,9 +405,11 @@ static PyTypeObject pg_PatternRewriter_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gwr.PatternRewriter",
     .tp_basicsize = sizeof(pg_pattern),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "PatternRewriter(name, root_layer=None, separate_match_rewrite=True)\n\n"
+    .tp_doc = "PatternRewriter(name, root_layer=None, separate_match_rewrite=None)\n\n"
               "Base class of rewrite patterns written in Python. Subclass it and define match(layer) -> bool and\n"
-              "rewrite(layer), or, with separate_match_rewrite=False, match_and_rewrite(layer) -> bool. The\n"
+              "rewrite(layer), or, with separate_match_rewrite=False, match_and_rewrite(layer) -> bool. Left\n"
+              "out (None), the flag follows the class: False when it defines match_and_rewrite and no match\n"
+              "(the seed's GPTAttention pass passes nothing), else True. The\n"
               "pattern is offered the live layers whose type or op is in root_layer (a set/list of\n"
               "gwr.LayerType and/or op names such as 'Add' or 'gwr::GPTAttention'; None = every layer).\n"
               "Add it to a RewritePatternManager to run it. self.args holds the manager call's args.",

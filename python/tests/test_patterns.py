@@ -1055,3 +1055,33 @@ def test_network_closed_after_a_run_and_run_on_closed_network():
     net.close()
     with pytest.raises(gwr.LifetimeError):
         m.rewrite(net)
+
+
+def test_separate_match_rewrite_left_out_follows_the_class():
+    class Combined(gwr.PatternRewriter):
+        def __init__(self):
+            super().__init__("combined", root_layer={gwr.LayerType.ELEMENTWISE})
+
+        def match_and_rewrite(self, layer):
+            return False
+
+    class Separate(gwr.PatternRewriter):
+        def __init__(self):
+            super().__init__("separate")
+
+        def match(self, layer):
+            return False
+
+        def rewrite(self, layer):
+            pass
+
+    class Both(Separate):
+        def match_and_rewrite(self, layer):
+            return False
+
+    assert Combined().separate_match_rewrite is False
+    assert Separate().separate_match_rewrite is True
+    assert Both().separate_match_rewrite is True  # it defines match: separate
+    assert gwr.PatternRewriter("plain").separate_match_rewrite is True
+    explicit = gwr.PatternRewriter("x", separate_match_rewrite=False)
+    assert explicit.separate_match_rewrite is False

@@ -39,6 +39,10 @@ typedef struct gwr_optimize_options {
      * Dropout's ratio become inputs);
      * lowering is refused (GWR_ERR_INVALID_ARG). */
     int64_t opset;
+    /* Passed to the rewrite manager (gwr_rewrite_options.interrupt): a
+     * nonzero return stops the passes with GWR_ERR_STATE. */
+    int (*interrupt)(void *ctx);
+    void *interrupt_ctx;
 } gwr_optimize_options;
 
 /* What a run did: per pass of the table, whether it ran (or why not) and

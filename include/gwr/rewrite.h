@@ -160,6 +160,12 @@ typedef struct gwr_rewrite_options {
     /* The reference's driver, for comparison only: after every rewrite,
      * scan the whole network again from its first layer. */
     int full_rescan;
+    /* Asked every 1024 layers visited (never when NULL): a nonzero return
+     * stops the run with GWR_ERR_STATE ("interrupted"), the network
+     * holding the rewrites made so far, as after any failure. Ctrl-C in a
+     * binding, or a time budget. */
+    int (*interrupt)(void *ctx);
+    void *interrupt_ctx;
 } gwr_rewrite_options;
 
 /* Counters of one pattern over the last run. */

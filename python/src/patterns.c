@@ -1176,11 +1176,24 @@ static int parse_options(PyObject *kw, gwr_rewrite_options *o) {
     return 0;
 }
 
+/* The manager's interrupt hook (every 1024 layers): Ctrl-C stops a run
+ * of built-in patterns too, and so does an exception a listener kept. */
+static int run_interrupt(void *ctx) {
+    (void)ctx;
+    if (run_failed()) return 1;
+    if (PyErr_CheckSignals() < 0) {
+        run_keep_error();
+        return 1;
+    }
+    return 0;
+}
+
 /* The shared body of rewrite() and analyze(). */
 static PyObject *manager_run(pg_manager *m, PyObject *netobj, PyObject *args, PyObject *kw, const char *what) {
     if (manager_check(m, what) < 0) return NULL;
     gwr_rewrite_options opt;
     if (parse_options(kw, &opt) < 0) return NULL;
+    opt.interrupt = run_interrupt;
     gwr_network *net = pg_network_get(netobj);
     if (!net) return NULL;
     /* Built-in patterns read the C args; a dict with values C cannot hold
@@ -1559,6 +1572,16 @@ static PyObject *report_dict(const gwr_optimize_report *r) {
     return d;
 }
 
+/* Ctrl-C during optimize(): the signal's exception stays set and the
+ * passes stop (GWR_ERR_STATE), leaving a network that verifies. */
+static int optimize_interrupt(void *ctx) {
+    if (PyErr_CheckSignals() < 0) {
+        *(int *)ctx = 1;
+        return 1;
+    }
+    return 0;
+}
+
 static PyObject *py_optimize(PyObject *mod, PyObject *args, PyObject *kw) {
     (void)mod;
     static char *kwlist[] = {"net", "level", "target", "only", "disable", "opset", "bind", "debug", NULL};
@@ -1632,11 +1655,19 @@ static PyObject *py_optimize(PyObject *mod, PyObject *args, PyObject *kw) {
         o.bind = b;
     }
     gwr_optimize_report *rep = NULL;
+    int interrupted = 0;
+    o.interrupt = optimize_interrupt;
+    o.interrupt_ctx = &interrupted;
     Py_INCREF(bind); /* keeps the key strings alive across the call */
     gwr_status s = gwr_optimize(net, &o, &rep);
     Py_DECREF(bind);
-    if (s) pg_raise_net(s, net);
-    else result = rep ? report_dict(rep) : PyDict_New();
+    if (interrupted) {
+        /* KeyboardInterrupt (or the signal handler's exception) is set */
+    } else if (s) {
+        pg_raise_net(s, net);
+    } else {
+        result = rep ? report_dict(rep) : PyDict_New();
+    }
     gwr_optimize_report_free(rep);
 done:
     PyMem_Free(only_s);

@@ -1085,3 +1085,89 @@ def test_separate_match_rewrite_left_out_follows_the_class():
     assert gwr.PatternRewriter("plain").separate_match_rewrite is True
     explicit = gwr.PatternRewriter("x", separate_match_rewrite=False)
     assert explicit.separate_match_rewrite is False
+
+
+def _add_chain(n):
+    """t = t + x, n times: replace_add_with_sub rewrites each Add."""
+    net = gwr.Network()
+    x = net.add_input("x", gwr.float32, (4,))
+    t = x
+    for _ in range(n):
+        t = t + x
+    net.mark_output(t)
+    return net
+
+
+def _count(net, op):
+    return sum(1 for l in net.layers if l.op == op and not l.is_removed)
+
+
+def test_keyboard_interrupt_stops_a_run_of_builtin_patterns():
+    """No Python pattern runs: the manager's interrupt hook (every 1024
+    layers) sees the pending signal. A listener trips it on the 2,000th
+    rewrite, as a Ctrl-C arriving then would."""
+    import _thread
+
+    net = _add_chain(20000)
+    m = gwr.RewritePatternManager()
+    m.add_builtin("replace_add_with_sub")
+
+    class Trip:
+        n = 0
+
+        def pattern_applied(self, event):
+            Trip.n += 1
+            if Trip.n == 2000:
+                _thread.interrupt_main()
+
+    m.add_listener(Trip())
+    with pytest.raises(KeyboardInterrupt):
+        m.rewrite(net)
+    net.verify()
+    left = _count(net, "Add")
+    assert 0 < left < 20000 - 1990  # stopped early, after the trip
+    assert Trip.n < 20000
+
+
+def test_keyboard_interrupt_from_a_real_signal_stops_builtins():
+    """SIGINT delivered by the OS during a long C-only run (a timer fires
+    10 ms in; the run takes far longer)."""
+    import signal
+
+    net = _add_chain(200000)
+    m = gwr.RewritePatternManager()
+    m.add_builtin("replace_add_with_sub")
+
+    def on_alarm(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.01)
+        with pytest.raises(KeyboardInterrupt):
+            m.rewrite(net)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    net.verify()
+    assert _count(net, "Add") > 0
+
+
+def test_keyboard_interrupt_stops_optimize():
+    import signal
+
+    net = _add_chain(200000)
+
+    def on_alarm(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.01)
+        with pytest.raises(KeyboardInterrupt):
+            gwr.optimize(net, target="gwr", only="replace_add_with_sub")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    net.verify()
+    assert _count(net, "Add") > 0

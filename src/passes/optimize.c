@@ -143,7 +143,7 @@ static gwr_status plan(gwr_network *net, const gwr_optimize_options *o, gwr_opti
         if (!r->passes[i].skipped && (s = gwr_rewrite_manager_add(m, p->label, p->pattern, p->benefit)))
             return gwr_ir_error(net, s, "gwr_optimize: %s", gwr_rewrite_manager_errmsg(m));
     }
-    gwr_rewrite_options ro = {.debug = o->debug};
+    gwr_rewrite_options ro = {.debug = o->debug, .interrupt = o->interrupt, .interrupt_ctx = o->interrupt_ctx};
     return gwr_rewrite_manager_set_options(m, &ro);
 }
 

@@ -462,6 +462,14 @@ static int visit(rw_run *r, gwr_layer *l) {
     return offer(r, l, cands);
 }
 
+/* Every 1024 visits, the options' interrupt hook. */
+static int interrupted(rw_run *r) {
+    const gwr_rewrite_options *o = &r->m->opts;
+    if (!o->interrupt || (r->m->summary.visited & 1023) || !o->interrupt(o->interrupt_ctx)) return 0;
+    return -(int)gwr_fmt_error(r->m->errmsg, GWR_ERR_STATE, "interrupted after %lld layers visited and %lld rewrites",
+                               (long long)r->m->summary.visited, (long long)r->rewrites);
+}
+
 static int run_worklist(rw_run *r) {
     gwr_network *net = r->net;
     int64_t n = net->nlayers;
@@ -479,7 +487,8 @@ static int run_worklist(rw_run *r) {
         gwr_layer *l = pop(r);
         if (l->flags & LF_REMOVED) continue;
         r->m->summary.visited++;
-        int ret = visit(r, l);
+        int ret = interrupted(r);
+        if (!ret) ret = visit(r, l);
         if (ret < 0) return ret;
     }
     return 0;
@@ -493,7 +502,8 @@ static int run_rescan(rw_run *r) {
         gwr_layer *l = r->net->layers[i++];
         if (l->flags & LF_REMOVED) continue;
         r->m->summary.visited++;
-        int ret = visit(r, l);
+        int ret = interrupted(r);
+        if (!ret) ret = visit(r, l);
         if (ret < 0) return ret;
         if (ret > 0) i = 0;
     }

@@ -314,6 +314,39 @@ TEST(not_converged) {
     gwr_network_free(net);
 }
 
+static int stop_on_third(void *ctx) { return ++*(int *)ctx == 3; }
+
+/* The interrupt hook stops a run that would never end, every 1024 visits
+ * asked, leaving a network that verifies. */
+TEST(interrupt_hook) {
+    gwr_network *net = small_net();
+    gwr_rewrite_manager *m = gwr_rewrite_manager_new();
+    if (!CHECK(net && m)) return;
+    gwr_pattern_rewriter a = swapper("add_to_sub", ADD, "Sub"), b = swapper("sub_to_add", SUB, "Add");
+    CHECK_OK(gwr_rewrite_manager_add(m, "ping", &a, 1));
+    CHECK_OK(gwr_rewrite_manager_add(m, "pong", &b, 1));
+    int asked = 0;
+    gwr_rewrite_options o = {.max_rewrites = -1, .interrupt = stop_on_third, .interrupt_ctx = &asked};
+    CHECK_OK(gwr_rewrite_manager_set_options(m, &o));
+    CHECK_EQ_INT(gwr_rewrite_manager_rewrite(m, net, NULL), GWR_ERR_STATE);
+    CHECK_EQ_INT(asked, 3);
+    CHECK_CONTAINS(gwr_rewrite_manager_errmsg(m), "interrupted after 3072 layers visited");
+    gwr_rewrite_summary s;
+    gwr_rewrite_manager_summary(m, &s);
+    CHECK_EQ_INT(s.visited, 3072);
+    CHECK(!s.converged);
+    CHECK_OK(gwr_network_verify(net));
+    /* a hook that never says stop changes nothing: a converging run */
+    gwr_rewrite_manager_free(m);
+    m = gwr_rewrite_manager_new();
+    CHECK_OK(gwr_rewrite_manager_add(m, "ping", &a, 1));
+    asked = -1000000;
+    CHECK_OK(gwr_rewrite_manager_set_options(m, &o));
+    CHECK_OK(gwr_rewrite_manager_rewrite(m, net, NULL));
+    gwr_rewrite_manager_free(m);
+    gwr_network_free(net);
+}
+
 static int fail_in_match(gwr_rewrite_ctx *c, gwr_layer *l) {
     (void)l;
     return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "the shapes are %s", "wrong");
@@ -760,6 +793,7 @@ int main(void) {
     RUN(fixpoint_visits_new_layers);
     RUN(fixpoint_revisits_users);
     RUN(not_converged);
+    RUN(interrupt_hook);
     RUN(callback_failures);
     RUN(debug_mode);
     RUN(random_order);

@@ -25,7 +25,7 @@ import gwr
 from gwr import ElementWiseOperation, FLayerInfoMemo, Layer, LayerType, PatternRewriter, RewritePatternManager, net_guard
 from gwr.functional import constant, gpt_attention, matmul
 
-from attention_reference import gpt_attention_reference
+from example_support import Checks, gpt_attention_reference
 
 SEQ, MODEL, NUM_HEADS, HEAD_SIZE = 5, 8, 2, 4
 HIDDEN = NUM_HEADS * HEAD_SIZE
@@ -106,14 +106,7 @@ def attention_block(x, w, b):
     return context, qkv
 
 
-FAILURES = []
-
-
-def check(ok, what):
-    """Prints one check's outcome and remembers a failure."""
-    print(('ok:    ' if ok else 'WRONG: ') + what)
-    if not ok:
-        FAILURES.append(what)
+check = Checks()
 
 
 def live_plugins(net):
@@ -173,8 +166,7 @@ def main():
                                                                                   atol=1e-4),
           'after: both contexts still match numpy')
     net.close()
-    print('as expected' if not FAILURES else 'WRONG: %d check(s) failed' % len(FAILURES))
-    return 1 if FAILURES else 0
+    return check.status()
 
 
 if __name__ == '__main__':

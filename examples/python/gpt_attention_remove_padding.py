@@ -26,7 +26,7 @@ import gwr
 from gwr import FLayerInfoMemo, Layer, LayerType, PatternRewriter, RewritePatternManager, Tensor, net_guard
 from gwr.functional import constant, gpt_attention, reshape
 
-from attention_reference import gpt_attention_reference
+from example_support import Checks, gpt_attention_reference
 
 BATCH, IN_LEN, NUM_HEADS, HEAD_SIZE = 3, 5, 2, 4
 HIDDEN = NUM_HEADS * HEAD_SIZE
@@ -91,14 +91,7 @@ class GPTAttentionPluginRemovePaddingRewritePass(PatternRewriter):
         return True
 
 
-FAILURES = []
-
-
-def check(ok, what):
-    """Prints one check's outcome and remembers a failure."""
-    print(('ok:    ' if ok else 'WRONG: ') + what)
-    if not ok:
-        FAILURES.append(what)
+check = Checks()
 
 
 def main():
@@ -152,8 +145,7 @@ def main():
     manager.rewrite(net, args={'batch_size': BATCH, 'in_len': IN_LEN, 'hidden_size': 3 * HIDDEN})
     check(net.num_layers == nlayers, 'a second run changes nothing')
     net.close()
-    print('as expected' if not FAILURES else 'WRONG: %d check(s) failed' % len(FAILURES))
-    return 1 if FAILURES else 0
+    return check.status()
 
 
 if __name__ == '__main__':

@@ -21,6 +21,8 @@ import gwr
 from gwr import (AnalysisPatternManager, ElementWiseOperation, Layer, LayerType, PatternAnalyzer, PatternRewriter,
                  RewritePatternManager, net_guard)
 
+from example_support import Checks
+
 
 class NaivePatternRewriter_ReplaceAddWithSub(PatternRewriter):
     """The documentation's first pattern: every elementwise SUM becomes a SUB of the same inputs."""
@@ -81,14 +83,7 @@ def count_elementwise(net):
     return counter.counts
 
 
-FAILURES = []
-
-
-def check(ok, what):
-    """Prints one check's outcome and remembers a failure."""
-    print(('ok:    ' if ok else 'WRONG: ') + what)
-    if not ok:
-        FAILURES.append(what)
+check = Checks()
 
 
 def main():
@@ -137,8 +132,7 @@ def main():
     manager.rewrite(net)
     check(net.num_layers == nlayers and count_elementwise(net) == counts, 'a second run changes nothing')
     net.close()
-    print('as expected' if not FAILURES else 'WRONG: %d check(s) failed' % len(FAILURES))
-    return 1 if FAILURES else 0
+    return check.status()
 
 
 if __name__ == '__main__':

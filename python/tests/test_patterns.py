@@ -5,7 +5,9 @@ import _thread
 import gc
 import io
 import json
+import os
 import signal
+import sys
 import weakref
 
 import pytest
@@ -49,24 +51,10 @@ def neg_chain(n):
     return net
 
 
-# The seed's example, as written in the reference text (with gwr's names).
-class NaivePatternRewriter_ReplaceAddWithSub(PatternRewriter):
-
-    def __init__(self):
-        super().__init__('replace_add_with_sub',
-                         root_layer={gwr.LayerType.ELEMENTWISE},
-                         separate_match_rewrite=True)
-
-    def match(self, layer):
-        return layer.as_layer().ew_op == gwr.ElementWiseOperation.SUM
-
-    def rewrite(self, layer):
-        with net_guard(layer.network):
-            a, b = layer.get_inputs(0, 1)
-            o = layer.get_outputs(0)[0]
-            c = a - b
-            o.replace_all_uses_with(c)
-            layer.mark_as_removed()
+# The seed's example, as examples/python/replace_add_with_sub.py writes it
+# from the reference text (with gwr's names).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "python"))
+from replace_add_with_sub import NaivePatternRewriter_ReplaceAddWithSub  # noqa: E402
 
 
 class AddToSubOneStep(PatternRewriter):
@@ -1087,17 +1075,6 @@ def test_separate_match_rewrite_left_out_follows_the_class():
     assert explicit.separate_match_rewrite is False
 
 
-def _add_chain(n):
-    """t = t + x, n times: replace_add_with_sub rewrites each Add."""
-    net = gwr.Network()
-    x = net.add_input("x", gwr.float32, (4,))
-    t = x
-    for _ in range(n):
-        t = t + x
-    net.mark_output(t)
-    return net
-
-
 def _count(net, op):
     return sum(1 for l in net.layers if l.op == op and not l.is_removed)
 
@@ -1108,7 +1085,7 @@ def test_keyboard_interrupt_stops_a_run_of_builtin_patterns():
     rewrite, as a Ctrl-C arriving then would."""
     import _thread
 
-    net = _add_chain(20000)
+    net = add_net(20000)
     m = gwr.RewritePatternManager()
     m.add_builtin("replace_add_with_sub")
 
@@ -1134,7 +1111,7 @@ def test_keyboard_interrupt_from_a_real_signal_stops_builtins():
     10 ms in; the run takes far longer)."""
     import signal
 
-    net = _add_chain(200000)
+    net = add_net(200000)
     m = gwr.RewritePatternManager()
     m.add_builtin("replace_add_with_sub")
 
@@ -1156,7 +1133,7 @@ def test_keyboard_interrupt_from_a_real_signal_stops_builtins():
 def test_keyboard_interrupt_stops_optimize():
     import signal
 
-    net = _add_chain(200000)
+    net = add_net(200000)
 
     def on_alarm(signum, frame):
         raise KeyboardInterrupt

@@ -1,6 +1,7 @@
-"""numpy's GPT attention, for the examples to check gwr's GPTAttention against.
+"""What the three seed examples share: their checks, and numpy's GPT
+attention to check gwr's GPTAttention against.
 
-Written from the plugin's definition (src/exec/kernels/plugins.c), not from
+The attention is written from the plugin's definition (src/exec/kernels/plugins.c), not from
 gwr's code: per sequence and head, softmax(q k^T / sqrt(head_size) + causal
 mask) v, heads concatenated."""
 import numpy as np
@@ -22,3 +23,21 @@ def gpt_attention_reference(qkv, num_heads, head_size, qkv_bias=None):
     p = np.exp(scores)
     p /= p.sum(axis=-1, keepdims=True)
     return (p @ v).transpose(0, 2, 1, 3).reshape(batch, seq, hidden)
+
+
+class Checks:
+    """Prints each check's outcome and remembers the failures."""
+
+    def __init__(self):
+        self.failures = []
+
+    def __call__(self, ok, what):
+        """Prints one check's outcome ('ok:' or 'WRONG:') and remembers a failure."""
+        print(('ok:    ' if ok else 'WRONG: ') + what)
+        if not ok:
+            self.failures.append(what)
+
+    def status(self):
+        """Prints the summary; returns the exit status (0 when every check held)."""
+        print('as expected' if not self.failures else 'WRONG: %d check(s) failed' % len(self.failures))
+        return 1 if self.failures else 0

@@ -5,10 +5,11 @@ set -eu
 
 PKGS="build-essential cmake clang libclang-rt-14-dev pkg-config graphviz python3 python3-onnx
       libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata libopenblas-dev
-      python3-dev python3-numpy python3-pytest python3-setuptools python3-pip python3-wheel"
+      python3-dev python3-numpy python3-pytest python3-setuptools python3-pip python3-wheel python3-venv"
 # The Python package (python/): python3-dev (headers) and numpy's C API build
 # it, pytest runs its tests; setuptools, wheel and pip are what
-# `pip install --no-build-isolation .` uses (pyproject.toml, setup.py).
+# `pip install --no-build-isolation .` uses (pyproject.toml, setup.py), and venv
+# is where Debian lets pip install it (PEP 668 keeps pip out of /usr).
 # Node.js runs onnxruntime (npm onnxruntime-node) as an independent checker;
 # Debian's is used only when the machine has none.
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"

@@ -41,3 +41,27 @@ got = gwr.Session(net).run({"x": np.array([-1, 0.5, 2], np.float32)})
 np.testing.assert_allclose(list(got.values())[0], [0, 1, 4])
 print("the wheel's gwr: imported from", os.path.dirname(gwr.__file__), "and working")
 PY
+[ $? -eq 0 ] || exit 1
+
+# The command of the issue, `pip install --no-build-isolation .`, where
+# Debian lets pip install (PEP 668 keeps it out of /usr's Python): a venv
+# that sees Debian's site packages (numpy, setuptools).
+/usr/bin/python3 -m venv --system-site-packages "$tmp/venv" >"$tmp/log" 2>&1 || {
+    echo "FAIL: python3 -m venv (package python3-venv)"; tail -5 "$tmp/log"; exit 1; }
+cd "$src" || exit 1
+if ! GWR_CMAKE_BUILD_DIR="$build" "$tmp/venv/bin/pip" install --no-build-isolation . >"$tmp/log" 2>&1; then
+    echo "FAIL: pip install --no-build-isolation . in a venv"; tail -30 "$tmp/log"; exit 1
+fi
+cd "$tmp/elsewhere" || exit 1
+"$tmp/venv/bin/python" - "$tmp/venv" <<'PY'
+import os, sys
+import numpy as np
+import gwr
+
+assert os.path.realpath(gwr.__file__).startswith(os.path.realpath(sys.argv[1]) + os.sep), gwr.__file__
+net = gwr.Network("venv")
+x = net.add_input("x", gwr.float32, (2,))
+net.mark_output(x * 3.0)
+np.testing.assert_allclose(list(gwr.Session(net).run({"x": np.array([1, -2], np.float32)}).values())[0], [3, -6])
+print("pip install --no-build-isolation . in a venv: gwr imported from", os.path.dirname(gwr.__file__))
+PY

@@ -336,10 +336,15 @@ def test_one_object_per_handle_and_no_leak_of_handles():
 
 
 def test_subgraph_attrs_are_described_not_walked():
-    # If with two subgraphs is built by the ONNX loader in other tests; here:
-    # the attrs of an ordinary layer have no subgraph entries.
-    net, x, s, y = small_net()
-    assert all(not isinstance(v, dict) for v in s.get_parent().attrs.values())
+    net = gwr.onnx.load("/usr/share/libonnx-testdata/data/node/test_if/model.onnx")
+    (if_layer,) = [l for l in net.layers if l.op == "If"]
+    attrs = if_layer.attrs
+    assert attrs["then_branch"] == {"subgraph": "then_body", "num_layers": 1}
+    assert attrs["else_branch"]["subgraph"] == "else_body"
+    # the If's outer inputs list only the root network's readers
+    cond = if_layer.get_inputs(0)[0]
+    assert if_layer in cond.get_users()
+    net.verify()
 
 
 def test_many_objects_stress_the_table():

@@ -177,6 +177,7 @@ static gwr_status replace_uses(gwr_tensor *old, gwr_tensor *nw, const gwr_layer 
         old->output_index = -1;
         gwr_ir_tensor_swap_names(old, carrier);
     }
+    net->last_moved = total - keep;
     GWR_IR_NOTIFY(net, tensor_replaced, old, nw);
     return GWR_OK;
 }
@@ -194,8 +195,7 @@ gwr_status gwr_tensor_replace_all_uses_except(gwr_tensor *old_t, gwr_tensor *new
 static void drop_layer_edges(gwr_layer *l) {
     gwr_network *net = l->net;
     gwr_ir_attrs_free(l); /* subgraphs detach their reads of outer tensors */
-    for (int s = 0; s < l->ninputs; s++)
-        if (l->inputs[s]) gwr_ir_use_del(l->inputs[s], l, s);
+    /* Its own reads left the use lists in sweep_dropped_uses. */
     /* Output 0 usually shares the layer's name (and so its hash). */
     uint32_t h = l->flags & LF_GEN_NAME ? 0 : gwr_ir_name_hash(l->name);
     for (int o = 0; o < l->noutputs; o++) {
@@ -206,6 +206,31 @@ static void drop_layer_edges(gwr_layer *l) {
     gwr_ir_props_drop(net, l);
     for (int o = 0; o < l->noutputs; o++) gwr_ir_props_drop(net, &gwr_ir_outputs(l)[o]);
     if (net->last_added == l) net->last_added = NULL;
+}
+
+/* Takes every dropped reader off the use lists of the dropped layers'
+ * inputs, one pass per tensor: a search per edge cost O(n^2) for a tensor
+ * that n dropped layers read (a chain that a rewrite collapsed onto one
+ * tensor keeps its removed readers listed until prune). */
+static void sweep_dropped_uses(gwr_layer *const *drop, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        for (int s = 0; s < drop[i]->ninputs; s++) {
+            gwr_tensor *t = drop[i]->inputs[s];
+            if (!t || (t->flags & TF_SWEPT)) continue;
+            t->flags |= TF_SWEPT;
+            gwr_use *u = gwr_ir_uses_of(t);
+            int32_t k = 0;
+            for (int32_t j = 0; j < t->nuses; j++) {
+                if (u[j].layer->flags & LF_DROPPED)
+                    gwr_ir_count_foreign(t, u[j].layer, -1);
+                else
+                    u[k++] = u[j];
+            }
+            t->nuses = k;
+        }
+    for (int64_t i = 0; i < n; i++)
+        for (int s = 0; s < drop[i]->ninputs; s++)
+            if (drop[i]->inputs[s]) drop[i]->inputs[s]->flags &= (uint8_t)~TF_SWEPT;
 }
 
 /* Marks with `live` every layer of net that a network output depends on
@@ -399,6 +424,7 @@ static gwr_status prune_net(gwr_network *net, int64_t *count) {
         return s;
     }
     for (int64_t i = 0; i < drop.n; i++) GWR_IR_NOTIFY(net, layer_dropped, drop.v[i]);
+    sweep_dropped_uses(drop.v, drop.n);
     /* Every edge first (subgraphs may read outputs of other dropped
      * layers), then the layers; their slots are cleared by index. */
     for (int64_t i = 0; i < drop.n; i++) {

@@ -31,7 +31,9 @@ typedef struct gwr_ishape {
 
 /* TF_GEN_NAME: the tensor's name was made from its generated layer's and
  * is found through net->gen, not tensor_names (see gwr_network.gen). */
-enum { TF_INPUT = 1, TF_OWN_NAME = 2, TF_GEN_NAME = 8 };
+/* TF_SWEPT: prune has taken the dropped readers off this tensor's use list
+ * (set and cleared within one prune). */
+enum { TF_INPUT = 1, TF_OWN_NAME = 2, TF_GEN_NAME = 8, TF_SWEPT = 16 };
 
 /* Owned by its producer layer's block (layer outputs) or by the network
  * (graph inputs). `name` is first: the name maps read it as the key. */
@@ -196,6 +198,10 @@ struct gwr_network {
      * tensor's use list names all its readers and they are all layers of
      * this network (prune counts on it). */
     int64_t nforeign_uses;
+    /* The uses the last replace_all_uses moved: during the tensor_replaced
+     * event they are the last entries of the new tensor's use list, so a
+     * listener can visit them alone. */
+    int32_t last_moved;
     /* root only */
     gwr_arena arena;              /* interned strings and shapes */
     gwr_strmap strings;           /* interned strings */

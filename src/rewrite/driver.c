@@ -176,8 +176,13 @@ static void on_replaced(void *ctx, gwr_tensor *old_t, gwr_tensor *new_t) {
     r->nevents++;
     r->nreplaced++;
     if (r->revisit) {
+        /* The readers that moved to new_t, the last entries of its use
+         * list: their input changed. new_t's other readers did not; walking
+         * them all (removed ones stay listed until prune) made a chain that
+         * collapses onto one tensor quadratic. */
         const gwr_use *u = new_t->cap <= 1 ? &new_t->uses.one : new_t->uses.many;
-        for (int32_t i = 0; i < new_t->nuses; i++) push(r, u[i].layer);
+        int32_t moved = r->net->last_moved;
+        for (int32_t i = moved < new_t->nuses ? new_t->nuses - moved : 0; i < new_t->nuses; i++) push(r, u[i].layer);
         push(r, new_t->producer);
         push(r, old_t->producer);
     }

@@ -1483,6 +1483,35 @@ done:
     gwr_network_free(net);
 }
 
+/* A tensor read by many dropped layers (twice by some) and a few live
+ * ones: prune takes the dropped readers off its use list in one pass and
+ * keeps the live ones, slots intact. */
+TEST(test_prune_sweeps_shared_inputs) {
+    gwr_network *net = gwr_network_new("sweep");
+    gwr_tensor *x = in_f32(net, "x");
+    gwr_layer *keep[3] = {0};
+    int ok = x != NULL;
+    for (int i = 0; ok && i < 300; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "l%d", i);
+        gwr_layer *l = i % 3 ? lay1n(net, "Relu", name, x, NULL) : lay2(net, "Add", name, x, x);
+        ok = l != NULL;
+        if (ok && i % 100 == 50) keep[i / 100] = l;
+        else if (ok && i % 2) ok = gwr_layer_mark_as_removed(l) == GWR_OK; /* removed; the rest dead */
+    }
+    if (!CHECK(ok)) goto done;
+    for (int k = 0; k < 3; k++) CHECK_OK(gwr_network_mark_output(net, out0(keep[k])));
+    int64_t n = -1;
+    CHECK_OK(gwr_network_prune(net, &n));
+    CHECK_EQ_INT(n, 297);
+    /* l50 and l250 read x once (Relu), l150 twice (Add): 4 uses */
+    CHECK_EQ_INT(gwr_tensor_num_users(x), 4);
+    CHECK(uses_consistent(x));
+    CHECK_OK(gwr_network_verify(net));
+done:
+    gwr_network_free(net);
+}
+
 TEST(test_prune_refuses_used_removed) {
     /* removed layer feeding a live layer */
     gwr_network *net = gwr_network_new("prune2");
@@ -2850,6 +2879,7 @@ int main(void) {
     RUN(test_costs_flat);
     RUN(test_mark_removed);
     RUN(test_prune);
+    RUN(test_prune_sweeps_shared_inputs);
     RUN(test_prune_refuses_used_removed);
     RUN(test_generated_names_vs_explicit);
     RUN(test_names_under_churn);

@@ -658,6 +658,9 @@ static PyObject *manager_run(pg_manager *m, PyObject *netobj, PyObject *args, Py
         pg_run_reraise(&run);
     } else if (werr) {
         /* the trace's file failed: its exception is set */
+    } else if (PyErr_Occurred()) {
+        /* set outside any pattern callback: a Python functional that a C
+         * pattern ran through gwr_call failed; it is what stopped the run */
     } else if (s) {
         pg_raise(s, manager_errmsg(m));
     } else if (m->rm) {

@@ -386,3 +386,19 @@ def test_net_guard_is_per_thread():
         th.join()
     assert seen == {"main": a, "worker": b}
     assert gwr.current_network() is None
+
+
+def test_plugin_property_of_plugin_layers():
+    net = gwr.Network()
+    qkv = net.add_input("qkv", gwr.float32, (2, 4, 24))
+    ctx, present = gwr.functional.gpt_attention(qkv, num_heads=2, head_size=4)
+    layer = ctx.get_parent()
+    assert layer.type == gwr.LayerType.PLUGIN
+    p = layer.as_layer().plugin
+    assert p.plugin_namespace == "gwr" and p.plugin_type == "GPTAttention"
+    assert p.fields == layer.attrs and p.fields["num_heads"] == 2
+    assert (qkv + qkv).get_parent().plugin is None
+    # a custom op of another domain is a plugin too
+    (out,) = gwr.functional.op("MyOp", [qkv], attrs={"k": 3}, domain="my.domain")
+    q = out.get_parent().plugin
+    assert (q.plugin_namespace, q.plugin_type, q.fields) == ("my.domain", "MyOp", {"k": 3})

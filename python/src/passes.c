@@ -90,15 +90,22 @@ static const struct {
     const char *name;
 } target_names[] = {{GWR_TARGET_ONNX, "onnx"}, {GWR_TARGET_ORT, "ort"}, {GWR_TARGET_GWR, "gwr"}};
 
-static PyObject *passes_info(PyObject *mod, PyObject *label) {
-    (void)mod;
+/* The pass of a label (a str); NULL with TypeError or NotFoundError. */
+static const gwr_pass_info *pass_of(PyObject *label) {
     const char *s = PyUnicode_Check(label) ? PyUnicode_AsUTF8(label) : NULL;
     if (!s) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "label must be a str");
         return NULL;
     }
     const gwr_pass_info *pi = pg_find_pass_info(s);
-    if (!pi) return pg_raise_no_pass(s);
+    if (!pi) pg_raise_no_pass(s);
+    return pi;
+}
+
+static PyObject *passes_info(PyObject *mod, PyObject *label) {
+    (void)mod;
+    const gwr_pass_info *pi = pass_of(label);
+    if (!pi) return NULL;
     static const char *numerics[] = {"exact", "approx", "changes"};
     PyObject *targets = PyList_New(0);
     if (!targets) return NULL;
@@ -129,13 +136,8 @@ static PyObject *passes_info(PyObject *mod, PyObject *label) {
 
 static PyObject *passes_get(PyObject *mod, PyObject *label) {
     (void)mod;
-    const char *s = PyUnicode_Check(label) ? PyUnicode_AsUTF8(label) : NULL;
-    if (!s) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "label must be a str");
-        return NULL;
-    }
-    const gwr_pass_info *pi = pg_find_pass_info(s);
-    if (!pi) return pg_raise_no_pass(s);
+    const gwr_pass_info *pi = pass_of(label);
+    if (!pi) return NULL;
     return pg_builtin_new(pi);
 }
 

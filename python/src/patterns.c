@@ -260,29 +260,25 @@ static PyObject *pattern_repr(PyObject *o) {
     return PyUnicode_FromFormat("<%s %R>", Py_TYPE(o)->tp_name, p->name);
 }
 
+/* The base classes' methods: NotImplementedError naming the subclass, the
+ * method and what a subclass of that kind defines. */
+static const char SEPARATE[] = "a PatternRewriter with separate_match_rewrite=True defines match(layer) -> bool "
+                               "and rewrite(layer)";
+static PyObject *not_defined(PyObject *o, const char *method, const char *what) {
+    return PyErr_Format(PyExc_NotImplementedError, "%s.%s is not defined: %s", Py_TYPE(o)->tp_name, method, what);
+}
 static PyObject *base_match(PyObject *o, PyObject *layer) {
     (void)layer;
-    PyErr_Format(PyExc_NotImplementedError,
-                 "%s.match(layer) is not defined: a PatternRewriter with separate_match_rewrite=True "
-                 "defines match(layer) -> bool and rewrite(layer)",
-                 Py_TYPE(o)->tp_name);
-    return NULL;
+    return not_defined(o, "match(layer)", SEPARATE);
 }
 static PyObject *base_rewrite(PyObject *o, PyObject *layer) {
     (void)layer;
-    PyErr_Format(PyExc_NotImplementedError,
-                 "%s.rewrite(layer) is not defined: a PatternRewriter with separate_match_rewrite=True "
-                 "defines match(layer) -> bool and rewrite(layer)",
-                 Py_TYPE(o)->tp_name);
-    return NULL;
+    return not_defined(o, "rewrite(layer)", SEPARATE);
 }
 static PyObject *base_match_and_rewrite(PyObject *o, PyObject *layer) {
     (void)layer;
-    PyErr_Format(PyExc_NotImplementedError,
-                 "%s.match_and_rewrite(layer) is not defined: a PatternRewriter with "
-                 "separate_match_rewrite=False defines match_and_rewrite(layer) -> bool",
-                 Py_TYPE(o)->tp_name);
-    return NULL;
+    return not_defined(o, "match_and_rewrite(layer)",
+                       "a PatternRewriter with separate_match_rewrite=False defines match_and_rewrite(layer) -> bool");
 }
 static PyObject *base_analyzer_match(PyObject *o, PyObject *layer) {
     (void)o;
@@ -291,9 +287,7 @@ static PyObject *base_analyzer_match(PyObject *o, PyObject *layer) {
 }
 static PyObject *base_analyze(PyObject *o, PyObject *layers) {
     (void)layers;
-    PyErr_Format(PyExc_NotImplementedError, "%s.analyze(subgraph) is not defined: a PatternAnalyzer defines it",
-                 Py_TYPE(o)->tp_name);
-    return NULL;
+    return not_defined(o, "analyze(subgraph)", "a PatternAnalyzer defines it");
 }
 
 static PyObject *pattern_no_match(PyObject *o, PyObject *reason) {

@@ -62,6 +62,8 @@ _export([
     # patterns.c
     "PatternRewriter", "PatternAnalyzer", "RewritePatternManager", "AnalysisPatternManager",
     "BuiltinPattern", "optimize",
+    # analysis.c
+    "analyze",
     # functional.c / session.c
     "FLayerInfo", "Session",
 ])

@@ -309,12 +309,6 @@ static int init_enums(PyObject *m) {
 
 /* ---- the module -------------------------------------------------------------- */
 
-/* The parts written in other files. Declared weak so that the module links
- * while a part is missing from a build (it is then simply absent). */
-int pg_init_patterns(PyObject *m) __attribute__((weak));
-int pg_init_functional(PyObject *m) __attribute__((weak));
-int pg_init_session(PyObject *m) __attribute__((weak));
-
 static PyObject *py_version(PyObject *self, PyObject *noargs) {
     (void)self;
     (void)noargs;
@@ -337,9 +331,9 @@ PyMODINIT_FUNC PyInit__gwr(void); /* the one symbol the module exports */
 PyMODINIT_FUNC PyInit__gwr(void) {
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
-    if (pg_init_errors(m) < 0 || init_enums(m) < 0 || pg_init_core(m) < 0 ||
-        (pg_init_patterns && pg_init_patterns(m) < 0) || (pg_init_functional && pg_init_functional(m) < 0) ||
-        (pg_init_session && pg_init_session(m) < 0)) {
+    /* Each part adds its types and functions (pygwr.h lists them). */
+    if (pg_init_errors(m) < 0 || init_enums(m) < 0 || pg_init_core(m) < 0 || pg_init_patterns(m) < 0 ||
+        pg_init_functional(m) < 0 || pg_init_session(m) < 0 || pg_init_analysis(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

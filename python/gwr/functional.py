@@ -297,3 +297,16 @@ def gpt_attention(qkv, qkv_bias=None, attention_mask=None, num_heads=None, head_
     args = dict(qkv=qkv, qkv_bias=qkv_bias, attention_mask=attention_mask, num_heads=int(num_heads),
                 head_size=int(head_size), remove_padding=int(remove_padding))
     return tuple(_gwr._call("gpt_attention", args))
+
+
+def build_gpt(network, blocks, hidden=64, heads=4, ffn=0, use_plugin=True, share_weights=False, seed=0):
+    """build_gpt(network, blocks, hidden=64, heads=4, ffn=0, use_plugin=True, share_weights=False, seed=0) -> Tensor.
+
+    A GPT-style decoder of `blocks` pre-LayerNorm transformer blocks built into `network` (which should
+    be empty), over an input "x" of float32[batch, seq, hidden] ("batch" and "seq" symbolic), output
+    "y" (returned). Attention is the GPTAttention plugin through the recorded gpt_attention functional
+    when use_plugin, else plain ONNX ops (so the network exports and runs anywhere). ffn 0 means
+    4*hidden; weights are deterministic pseudo-random values from seed, shared between blocks with
+    share_weights. The model generator of gwr's demo and benchmarks (gwr_build_gpt)."""
+    return _gwr._build_gpt(network, int(blocks), int(hidden), int(heads), int(ffn), bool(use_plugin),
+                           bool(share_weights), int(seed))

@@ -920,6 +920,29 @@ static PyObject *f_memo_size(PyObject *self, PyObject *args) {
 
 /* ---- module ------------------------------------------------------------------ */
 
+/* _build_gpt(net, blocks, hidden, heads, ffn, use_plugin, share_weights, seed) -> Tensor */
+static PyObject *f_build_gpt(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *netobj;
+    gwr_gpt_config c = {0};
+    int plugin, share;
+    unsigned long long seed;
+    if (!PyArg_ParseTuple(args, "OiiiippK:_build_gpt", &netobj, &c.blocks, &c.hidden, &c.heads, &c.ffn, &plugin,
+                          &share, &seed))
+        return NULL;
+    gwr_network *net = pg_network_get(netobj);
+    if (!net) return NULL;
+    c.use_plugin = plugin;
+    c.share_weights = share;
+    c.seed = seed;
+    gwr_tensor *y = gwr_build_gpt(net, &c);
+    if (!y) {
+        gwr_status st = gwr_last_status();
+        return pg_raise_net(st != GWR_OK ? st : GWR_ERR_INVALID_ARG, net);
+    }
+    return pg_tensor_wrap(y);
+}
+
 static PyMethodDef functional_methods[] = {
     {"_f_binary", f_binary, METH_VARARGS, "_f_binary(name, a, b): a two-Tensor builder (gwr.functional wraps it)."},
     {"_f_unary", f_unary, METH_VARARGS, "_f_unary(name, x): a one-Tensor builder (gwr.functional wraps it)."},
@@ -941,6 +964,7 @@ static PyMethodDef functional_methods[] = {
     {"_f_constant", f_constant, METH_VARARGS, "_f_constant(buffer|strs, dtype, shape, network|None)."},
     {"_f_dtype", f_dtype, METH_O, "_f_dtype(o) -> DataType: any dtype spelling gwr accepts."},
     {"_f_op", f_op, METH_VARARGS, "_f_op(op, inputs, attrs, domain, noutputs) -> list (gwr_op_call)."},
+    {"_build_gpt", f_build_gpt, METH_VARARGS, "_build_gpt(net, blocks, hidden, heads, ffn, use_plugin, share_weights, seed) -> Tensor."},
     {"_call", f_call, METH_VARARGS, "_call(kind, args: dict) -> tuple | Tensor: gwr_call of a registered functional."},
     {"_register_functional", f_register, METH_VARARGS,
      "_register_functional(kind, fn, params): registers a Python functional with gwr (record_signature)."},

@@ -270,3 +270,25 @@ def test_tensor_of_a_closed_network():
     net.close()
     with pytest.raises(gwr.LifetimeError):
         F.relu(a)
+
+
+def test_build_gpt_two_ways_agree():
+    """The decoder generator: 26 layers a block + 3, symbolic batch and seq; the
+    plugin form and the plain-ONNX form compute the same on random tokens."""
+    a, b = gwr.Network("plugin"), gwr.Network("onnx")
+    ya = F.build_gpt(a, 2, hidden=32, heads=4, seed=7)
+    F.build_gpt(b, 2, hidden=32, heads=4, use_plugin=False, seed=7)
+    assert len(a) == 2 * 26 + 3 and ya.name == "y" and a.outputs == [ya]
+    assert ya.shape == ("batch", "seq", 32) and a.inputs[0].shape == ("batch", "seq", 32)
+    assert sum(l.op == "GPTAttention" for l in a.layers) == 2
+    assert not any(l.op == "GPTAttention" for l in b.layers)
+    x = np.random.default_rng(0).standard_normal((2, 5, 32)).astype(np.float32)
+    ra = gwr.Session(a, optimize="raw").run({"x": x})["y"]
+    rb = gwr.Session(b, optimize="raw").run({"x": x})["y"]
+    assert np.isfinite(ra).all() and ra.shape == (2, 5, 32)
+    np.testing.assert_allclose(ra, rb, rtol=1e-4, atol=1e-5)
+    a.verify()
+    with pytest.raises(gwr.InvalidArgumentError, match="multiple of heads"):
+        F.build_gpt(gwr.Network(), 1, hidden=30, heads=4)
+    with pytest.raises(gwr.LifetimeError):
+        F.build_gpt(a.close() or a, 1)

@@ -321,7 +321,8 @@ static int session_init(Session *self, PyObject *args, PyObject *kwargs) {
     if (!net) return -1;
     gwr_session *s = gwr_session_new(net, &opt);
     if (!s) {
-        pg_raise(GWR_ERR_INVALID_ARG, gwr_last_errmsg());
+        gwr_status st = gwr_last_status(); /* an op without a kernel, no memory, ... */
+        pg_raise(st != GWR_OK ? st : GWR_ERR_INVALID_ARG, gwr_last_errmsg());
         return -1;
     }
     gwr_network *pn = gwr_session_network(s);

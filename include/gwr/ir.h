@@ -95,6 +95,16 @@ GWR_API void gwr_network_free(gwr_network *net);
 /* The message of the last failing call on this network (or any of its
  * layers and tensors); "" when none. Never NULL. */
 GWR_API const char *gwr_network_errmsg(const gwr_network *net);
+/* Leaves a failure message on net, as gwr's own calls do, and returns s
+ * (the status gwr_last_status() then gives). For code that reports
+ * through the network rather than returning a message: a plugin's infer
+ * function (gwr_plugin_infer_fn), a registered functional. A NULL net
+ * writes gwr_last_errmsg() instead. */
+GWR_API gwr_status gwr_network_error(gwr_network *net, gwr_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 GWR_API const char *gwr_network_name(const gwr_network *net);
 GWR_API gwr_status gwr_network_set_name(gwr_network *net, const char *name);
 /* The enclosing network of a subgraph, or NULL. */

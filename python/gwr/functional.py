@@ -310,3 +310,27 @@ def build_gpt(network, blocks, hidden=64, heads=4, ffn=0, use_plugin=True, share
     share_weights. The model generator of gwr's demo and benchmarks (gwr_build_gpt)."""
     return _gwr._build_gpt(network, int(blocks), int(hidden), int(heads), int(ffn), bool(use_plugin),
                            bool(share_weights), int(seed))
+
+
+def register_plugin(domain, type, noutputs, infer):
+    """register_plugin(domain, type, noutputs, infer)
+
+    Registers a plugin kind, process-wide (TensorRT's plugin registry): layers of op `type` in
+    `domain` get their output types from `infer(inputs, fields)`, called with a list of
+    (gwr.DataType, shape) per input slot (None for an absent one; shapes as Tensor.shape gives
+    them) and the layer's attributes, and returning one (dtype, shape) pair per output. It is
+    called wherever gwr infers types: plugin() below, gwr.functional.op, gwr.onnx.load with
+    infer_shapes, the passes. An exception raised by it is reported as the layer's failure
+    (the status of a gwr.Error, else InvalidArgumentError), with its text. A kind cannot be
+    registered twice (DuplicateError) and stays registered for the process's life. gwr's
+    executor has no kernel for such plugins: a Session refuses the network, naming the layer."""
+    _gwr._register_plugin(domain, type, int(noutputs), infer)
+
+
+def plugin(domain, type, inputs, fields=None, name=None):
+    """plugin(domain, type, inputs, fields=None, name=None) -> tuple of Tensors
+
+    A layer of a registered plugin kind (register_plugin, or gwr's own "gwr" plugins) reading
+    `inputs` (Tensors, None for an absent slot), with `fields` (a dict) as its attributes. The
+    outputs are typed by the kind's infer function; NotFoundError for a kind not registered."""
+    return _gwr._plugin(domain, type, list(inputs), fields, name)

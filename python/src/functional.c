@@ -920,6 +920,184 @@ static PyObject *f_memo_size(PyObject *self, PyObject *args) {
 
 /* ---- module ------------------------------------------------------------------ */
 
+/* ---- plugins registered from Python --------------------------------------------- */
+
+/* A plugin kind whose shape function is Python; kept for the process's life,
+ * as gwr's registry keeps the kind. */
+typedef struct {
+    char *name;       /* "domain::type", for messages */
+    PyObject *infer;  /* infer(inputs, fields) -> [(dtype, shape), ...] */
+    int noutputs;
+} pyplugin;
+
+/* The status an exception stands for: a gwr.Error's own, else INVALID_ARG. */
+static gwr_status status_of_exception(PyObject *v) {
+    if (v && PyObject_IsInstance(v, pg_Error) == 1) {
+        PyObject *st = PyObject_GetAttrString(v, "status");
+        const char *name = st && PyUnicode_Check(st) ? PyUnicode_AsUTF8(st) : NULL;
+        for (int s = GWR_ERR_INVALID_ARG; name && s <= GWR_ERR_STATE; s++)
+            if (!strcmp(name, gwr_status_name((gwr_status)s))) {
+                Py_DECREF(st);
+                return (gwr_status)s;
+            }
+        Py_XDECREF(st);
+    }
+    PyErr_Clear();
+    return GWR_ERR_INVALID_ARG;
+}
+
+/* Sets output i from one (dtype, shape) pair the Python function gave. */
+static int set_output_type(gwr_layer *l, int i, PyObject *item, const char *kind) {
+    gwr_network *net = gwr_layer_network(l);
+    PyObject *pair = PySequence_Check(item) ? PySequence_Tuple(item) : NULL;
+    if (!pair || PyTuple_GET_SIZE(pair) != 2) {
+        Py_XDECREF(pair);
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "plugin %s: infer must give a (dtype, shape) pair per output; output %d is %R",
+                     kind, i, item);
+        return -1;
+    }
+    gwr_dtype dt;
+    gwr_dim dims[GWR_MAX_RANK];
+    int rank;
+    int r = pg_dtype_from_py(PyTuple_GET_ITEM(pair, 0), &dt) < 0 || pg_dims_from_py(net, PyTuple_GET_ITEM(pair, 1), &rank, dims) < 0;
+    Py_DECREF(pair);
+    if (r) return -1;
+    gwr_status st = gwr_tensor_set_type(gwr_layer_output(l, i), dt, rank, rank >= 0 ? dims : NULL);
+    if (st) return pg_raise_net(st, net), -1;
+    return 0;
+}
+
+/* gwr_plugin_infer_fn of a Python kind: infer(inputs, fields) with inputs a
+ * list of (DataType, shape) or None per slot and fields the attributes. It
+ * may run anywhere gwr infers types (a builder, ONNX load with
+ * infer_shapes while the GIL is released, a pass): the GIL is taken, and a
+ * Python exception becomes the network's message (with the status of a
+ * gwr.Error), so that every caller reports it as it reports gwr's own. */
+static gwr_status py_plugin_infer(gwr_layer *l, void *user) {
+    pyplugin *pp = user;
+    PyGILState_STATE g = PyGILState_Ensure();
+    gwr_network *net = gwr_layer_network(l);
+    int n = gwr_layer_num_inputs(l);
+    PyObject *ins = PyList_New(n), *fields = NULL, *res = NULL, *seq = NULL;
+    gwr_status st = GWR_OK;
+    for (int i = 0; ins && i < n; i++) {
+        gwr_tensor *t = gwr_layer_input(l, i);
+        PyObject *e = t ? Py_BuildValue("(NN)", pg_dtype_to_py(gwr_tensor_dtype(t)), pg_tensor_shape(t))
+                        : Py_NewRef(Py_None);
+        if (!e) {
+            Py_CLEAR(ins);
+            break;
+        }
+        PyList_SET_ITEM(ins, i, e);
+    }
+    if (!ins || !(fields = pg_layer_attrs(l)) || !(res = PyObject_CallFunctionObjArgs(pp->infer, ins, fields, NULL)))
+        goto fail;
+    if (!(seq = PySequence_Fast(res, "")) || PySequence_Fast_GET_SIZE(seq) != pp->noutputs) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "plugin %s: infer must return a list of %d (dtype, shape) pairs, got %R",
+                     pp->name, pp->noutputs, res);
+        goto fail;
+    }
+    for (int i = 0; i < pp->noutputs; i++)
+        if (set_output_type(l, i, PySequence_Fast_GET_ITEM(seq, i), pp->name) < 0) goto fail;
+    goto done;
+fail: {
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyErr_NormalizeException(&t, &v, &tb);
+    PyObject *text = v ? PyObject_Str(v) : NULL;
+    const char *msg = text ? PyUnicode_AsUTF8(text) : NULL;
+    st = status_of_exception(v);
+    gwr_network_error(net, st, "plugin %s '%s': infer raised %s: %s", pp->name, gwr_layer_name(l),
+                      t ? ((PyTypeObject *)t)->tp_name : "an error", msg ? msg : "?");
+    PyErr_Clear();
+    Py_XDECREF(text);
+    Py_XDECREF(t);
+    Py_XDECREF(v);
+    Py_XDECREF(tb);
+}
+done:
+    Py_XDECREF(seq);
+    Py_XDECREF(res);
+    Py_XDECREF(fields);
+    Py_XDECREF(ins);
+    PyGILState_Release(g);
+    return st;
+}
+
+/* _register_plugin(domain, type, noutputs, infer) */
+static PyObject *f_register_plugin(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *domain, *type;
+    int nout;
+    PyObject *infer;
+    if (!PyArg_ParseTuple(args, "ssiO:register_plugin", &domain, &type, &nout, &infer)) return NULL;
+    if (!PyCallable_Check(infer)) return PyErr_Format(PyExc_TypeError, "register_plugin: infer must be callable, not %R", infer);
+    if (nout < 0 || nout > MAX_OUTS) return PyErr_Format(PyExc_ValueError, "register_plugin: noutputs must be 0..%d", MAX_OUTS);
+    if (!*domain) return pg_raise(GWR_ERR_INVALID_ARG, "register_plugin: a plugin lives in a domain of its own (not \"\", ONNX's)");
+    pyplugin *pp = PyMem_RawCalloc(1, sizeof *pp);
+    size_t len = strlen(domain) + strlen(type) + 3;
+    if (!pp || !(pp->name = PyMem_RawMalloc(len))) {
+        PyMem_RawFree(pp);
+        return PyErr_NoMemory();
+    }
+    snprintf(pp->name, len, "%s::%s", domain, type);
+    pp->noutputs = nout;
+    pp->infer = Py_NewRef(infer);
+    gwr_status st = gwr_plugin_register(domain, type, nout, py_plugin_infer, pp);
+    if (st) {
+        Py_DECREF(pp->infer);
+        PyMem_RawFree(pp->name);
+        PyMem_RawFree(pp);
+        return pg_raise(st, gwr_last_errmsg());
+    }
+    Py_RETURN_NONE; /* pp stays: gwr's registry points at it */
+}
+
+/* _plugin(domain, type, inputs, fields, name) -> tuple of Tensors */
+static PyObject *f_plugin(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *domain, *type, *name = NULL;
+    PyObject *inputs, *fields;
+    if (!PyArg_ParseTuple(args, "ssOOz:plugin", &domain, &type, &inputs, &fields, &name)) return NULL;
+    PyObject *seq = PySequence_Fast(inputs, "plugin: inputs must be a sequence of Tensors (or None)");
+    if (!seq) return NULL;
+    PyObject *targs = PyTuple_Pack(1, seq);
+    gwr_network *net = targs ? builder_net(targs, NULL) : NULL;
+    Py_XDECREF(targs);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    gwr_tensor **ts = PyMem_Calloc(n ? (size_t)n : 1, sizeof *ts);
+    gwr_args *a = NULL;
+    PyObject *r = NULL;
+    if (!net) goto done;
+    if (!ts) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (get_tensor(PySequence_Fast_GET_ITEM(seq, i), net, 1, type, &ts[i])) goto done;
+    if (fields != Py_None && !PyDict_Check(fields)) {
+        PyErr_SetString(PyExc_TypeError, "plugin: fields must be a dict or None");
+        goto done;
+    }
+    if (!(a = pg_args_from_dict(fields))) goto done;
+    gwr_layer *l = gwr_plugin_create(net, domain, type, name, (int)n, ts, a);
+    if (!l) {
+        builder_error(net);
+        goto done;
+    }
+    gwr_tensor *outs[MAX_OUTS];
+    int k = gwr_layer_num_outputs(l);
+    for (int i = 0; i < k && i < MAX_OUTS; i++) outs[i] = gwr_layer_output(l, i);
+    r = tensor_list(outs, k < MAX_OUTS ? k : MAX_OUTS, 1);
+done:
+    gwr_args_free(a);
+    PyMem_Free(ts);
+    Py_DECREF(seq);
+    return r;
+}
+
 /* _build_gpt(net, blocks, hidden, heads, ffn, use_plugin, share_weights, seed) -> Tensor */
 static PyObject *f_build_gpt(PyObject *self, PyObject *args) {
     (void)self;
@@ -964,6 +1142,8 @@ static PyMethodDef functional_methods[] = {
     {"_f_constant", f_constant, METH_VARARGS, "_f_constant(buffer|strs, dtype, shape, network|None)."},
     {"_f_dtype", f_dtype, METH_O, "_f_dtype(o) -> DataType: any dtype spelling gwr accepts."},
     {"_f_op", f_op, METH_VARARGS, "_f_op(op, inputs, attrs, domain, noutputs) -> list (gwr_op_call)."},
+    {"_register_plugin", f_register_plugin, METH_VARARGS, "_register_plugin(domain, type, noutputs, infer)."},
+    {"_plugin", f_plugin, METH_VARARGS, "_plugin(domain, type, inputs, fields, name) -> tuple of Tensors."},
     {"_build_gpt", f_build_gpt, METH_VARARGS, "_build_gpt(net, blocks, hidden, heads, ffn, use_plugin, share_weights, seed) -> Tensor."},
     {"_call", f_call, METH_VARARGS, "_call(kind, args: dict) -> tuple | Tensor: gwr_call of a registered functional."},
     {"_register_functional", f_register, METH_VARARGS,

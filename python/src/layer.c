@@ -317,6 +317,10 @@ static PyObject *attr_value(gwr_layer *l, int i) {
 static PyObject *Layer_get_attrs(pg_layer_obj *self, void *c) {
     (void)c;
     LAYER_OR_NULL(self);
+    return pg_layer_attrs(l);
+}
+
+PyObject *pg_layer_attrs(gwr_layer *l) {
     PyObject *d = PyDict_New();
     if (!d) return NULL;
     for (int i = 0, n = gwr_layer_num_attrs(l); i < n; i++) {

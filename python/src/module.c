@@ -114,6 +114,14 @@ int pg_init_errors(PyObject *m) {
         PyObject *cls = PyErr_NewExceptionWithDoc(qual, error_table[i].doc, bases, NULL);
         Py_DECREF(bases);
         if (!cls || PyModule_AddObjectRef(m, error_table[i].name, cls) < 0) return -1;
+        /* The class carries its status too, so `raise gwr.ShapeError(...)`
+         * from Python code (a plugin's infer) says which failure it is. */
+        PyObject *st = PyUnicode_FromString(gwr_status_name(error_table[i].status));
+        if (!st || PyObject_SetAttrString(cls, "status", st) < 0) {
+            Py_XDECREF(st);
+            return -1;
+        }
+        Py_DECREF(st);
         status_class[error_table[i].status] = cls;
     }
     PyObject *bases = PyTuple_Pack(2, pg_Error, PyExc_ReferenceError);

@@ -274,7 +274,7 @@ static PyObject *Network_exit(pg_network *self, PyObject *args) {
 
 /* A shape tuple/list as dims: int >= 0, None or -1 (unknown), str
  * (symbolic). */
-static int dims_from_py(gwr_network *net, PyObject *shape, int *rank, gwr_dim *dims) {
+int pg_dims_from_py(gwr_network *net, PyObject *shape, int *rank, gwr_dim *dims) {
     if (shape == Py_None) {
         *rank = -1;
         return 0;
@@ -329,7 +329,7 @@ static PyObject *Network_add_input(pg_network *self, PyObject *args, PyObject *k
     if (pg_dtype_from_py(dt, &dtype) < 0) return NULL;
     gwr_dim dims[GWR_MAX_RANK];
     int rank;
-    if (dims_from_py(net, shape, &rank, dims) < 0) return NULL;
+    if (pg_dims_from_py(net, shape, &rank, dims) < 0) return NULL;
     gwr_tensor *t = gwr_network_add_input(net, name, dtype, rank, rank >= 0 ? dims : NULL);
     if (!t) return pg_raise_net(GWR_ERR_INVALID_ARG, net);
     return pg_tensor_wrap(t);

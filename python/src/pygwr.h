@@ -94,6 +94,17 @@ int pg_is_tensor(PyObject *o);
  * or LifetimeError (its network closed, its layer pruned). */
 gwr_layer *pg_layer_get(PyObject *o);
 gwr_tensor *pg_tensor_get(PyObject *o);
+/* A tensor's shape as Tensor.shape gives it: a tuple of ints, names of
+ * symbolic dims and None for unknown ones; None for an unknown rank. */
+PyObject *pg_tensor_shape(gwr_tensor *t);
+/* The reverse, for shapes given by Python: ints >= 0, None or -1
+ * (unknown), str (a symbolic dim, interned in net); None is an unknown
+ * rank (*rank = -1). dims has room for GWR_MAX_RANK. 0, or -1 with an
+ * exception. */
+int pg_dims_from_py(gwr_network *net, PyObject *shape, int *rank, gwr_dim *dims);
+/* A layer's attributes as Layer.attrs gives them (a new dict); works on
+ * layers of networks without a Python object too (a plugin's infer). */
+PyObject *pg_layer_attrs(gwr_layer *l);
 /* The Network object of a live Layer / Tensor (borrowed). */
 PyObject *pg_layer_network_obj(PyObject *layer);
 PyObject *pg_tensor_network_obj(PyObject *tensor);

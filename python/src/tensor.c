@@ -69,6 +69,10 @@ static PyObject *Tensor_get_dtype(pg_tensor_obj *self, void *c) {
 static PyObject *Tensor_get_shape(pg_tensor_obj *self, void *c) {
     (void)c;
     TENSOR_OR_NULL(self);
+    return pg_tensor_shape(t);
+}
+
+PyObject *pg_tensor_shape(gwr_tensor *t) {
     int r = gwr_tensor_rank(t);
     if (r < 0) Py_RETURN_NONE;
     PyObject *tu = PyTuple_New(r);

@@ -19,6 +19,15 @@ gwr_status gwr_ir_error(gwr_network *net, gwr_status s, const char *fmt, ...) {
     return s;
 }
 
+gwr_status gwr_network_error(gwr_network *net, gwr_status s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (net) gwr_vfmt_error(net->errmsg, s, fmt ? fmt : "", ap);
+    else gwr_vfmt_error((char *)gwr_last_errmsg(), s, fmt ? fmt : "", ap);
+    va_end(ap);
+    return s;
+}
+
 const char *gwr_network_errmsg(const gwr_network *net) {
     return net ? net->errmsg : gwr_last_errmsg();
 }

@@ -1582,6 +1582,29 @@ TEST(op_call_registered_plugin) {
     }
 }
 
+/* An external plugin reports a refusal through gwr_network_error: the
+ * message and status reach the caller of gwr_plugin_create. */
+static gwr_status picky_infer(gwr_layer *l, void *user) {
+    (void)user;
+    if (gwr_tensor_rank(gwr_layer_input(l, 0)) != 2)
+        return gwr_network_error(gwr_layer_network(l), GWR_ERR_SHAPE, "Picky '%s': wants a matrix", gwr_layer_name(l));
+    return gwr_tensor_set_type(gwr_layer_output(l, 0), GWR_FLOAT32, 0, NULL);
+}
+
+TEST(plugin_reports_through_the_network) {
+    if (!gwr_plugin_is_registered("test.functional", "Picky"))
+        CHECK_OK(gwr_plugin_register("test.functional", "Picky", 1, picky_infer, NULL));
+    gwr_tensor *v = IN(GWR_FLOAT32, 3), *m = IN(GWR_FLOAT32, 2, 2);
+    CHECK(gwr_plugin_create(net, "test.functional", "Picky", "p1", 1, &v, NULL) == NULL);
+    CHECK_CONTAINS(gwr_network_errmsg(net), "Picky 'p1': wants a matrix");
+    CHECK_EQ_INT(gwr_last_status(), GWR_ERR_SHAPE);
+    CHECK(gwr_network_find_layer(net, "p1") == NULL); /* the refused layer is gone */
+    gwr_layer *ok = gwr_plugin_create(net, "test.functional", "Picky", "p2", 1, &m, NULL);
+    if (CHECK(ok)) CHECK_TYPE(gwr_layer_output(ok, 0), "f32[]");
+    CHECK_EQ_INT(gwr_network_error(NULL, GWR_ERR_IO, "no network: %d", 7), GWR_ERR_IO);
+    CHECK_STR(gwr_last_errmsg(), "no network: 7");
+}
+
 TEST(arity_messages) {
     gwr_tensor *x = IN(GWR_FLOAT32, 3), *out;
     CHECK_FAILS(gwr_op_call(net, "", "Concat", 0, NULL, NULL, 1, &out), "1 or more");
@@ -1834,6 +1857,7 @@ int main(void) {
     RUN_NET(depth_space_rnn_misc);
     RUN_NET(robust_against_bad_constants);
     RUN_NET(op_call_registered_plugin);
+    RUN_NET(plugin_reports_through_the_network);
     RUN_NET(arity_messages);
     RUN_NET(more_rules);
     RUN_NET(constant_forms_and_integer_dtypes);

@@ -507,6 +507,53 @@ static PyObject *f_dtype(PyObject *self, PyObject *o) {
 
 /* ---- op and call ------------------------------------------------------------ */
 
+/* The inputs (a sequence of Tensors, None for an absent slot) and the
+ * attributes (a dict or None) of a layer to make, as C sees them: the
+ * network (of the tensors, or the current one), the handles, the
+ * attributes as gwr_args. 0, or -1 with an exception; layer_inputs_free
+ * either way. */
+typedef struct {
+    gwr_network *net;
+    gwr_tensor **ts;
+    Py_ssize_t n;
+    gwr_args *attrs;
+} layer_inputs;
+
+static int layer_inputs_get(layer_inputs *li, PyObject *inputs, PyObject *attrs, const char *what) {
+    memset(li, 0, sizeof *li);
+    PyObject *seq = PySequence_Fast(inputs, "inputs must be a sequence of Tensors (or None)");
+    if (!seq) return -1;
+    PyObject *targs = PyTuple_Pack(1, seq);
+    li->net = targs ? builder_net(targs, NULL) : NULL;
+    Py_XDECREF(targs);
+    li->n = PySequence_Fast_GET_SIZE(seq);
+    int r = -1;
+    if (!li->net) goto done;
+    if (li->n > 1 << 20) {
+        PyErr_Format(PyExc_ValueError, "%s: too many inputs", what);
+        goto done;
+    }
+    if (!(li->ts = PyMem_Calloc(li->n ? (size_t)li->n : 1, sizeof *li->ts))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < li->n; i++)
+        if (get_tensor(PySequence_Fast_GET_ITEM(seq, i), li->net, 1, what, &li->ts[i])) goto done;
+    if (attrs != Py_None && !PyDict_Check(attrs)) {
+        PyErr_Format(PyExc_TypeError, "%s: attributes must be a dict or None", what);
+        goto done;
+    }
+    if ((li->attrs = pg_args_from_dict(attrs))) r = 0;
+done:
+    Py_DECREF(seq);
+    return r;
+}
+
+static void layer_inputs_free(layer_inputs *li) {
+    gwr_args_free(li->attrs);
+    PyMem_Free(li->ts);
+}
+
 static PyObject *f_op(PyObject *self, PyObject *args) {
     (void)self;
     const char *op, *domain;
@@ -514,41 +561,16 @@ static PyObject *f_op(PyObject *self, PyObject *args) {
     int nout;
     if (!PyArg_ParseTuple(args, "sOOsi:op", &op, &inputs, &attrs, &domain, &nout)) return NULL;
     if (nout < 0 || nout > MAX_OUTS) return PyErr_Format(PyExc_ValueError, "op: noutputs must be 0..%d", MAX_OUTS);
-    PyObject *seq = PySequence_Fast(inputs, "op: inputs must be a sequence of Tensors (or None)");
-    if (!seq) return NULL;
-    PyObject *targs = PyTuple_Pack(1, seq);
-    gwr_network *net = targs ? builder_net(targs, NULL) : NULL;
-    Py_XDECREF(targs);
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    gwr_tensor **ts = PyMem_Calloc(n ? (size_t)n : 1, sizeof *ts);
-    gwr_args *a = NULL;
+    layer_inputs li;
     PyObject *r = NULL;
-    if (!net) goto done;
-    if (!ts) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (n > 1 << 20) {
-        PyErr_SetString(PyExc_ValueError, "op: too many inputs");
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (get_tensor(PySequence_Fast_GET_ITEM(seq, i), net, 1, op, &ts[i])) goto done;
-    if (attrs != Py_None && !PyDict_Check(attrs)) {
-        PyErr_SetString(PyExc_TypeError, "op: attrs must be a dict or None");
-        goto done;
-    }
-    if (!(a = pg_args_from_dict(attrs))) goto done;
     gwr_tensor *outs[MAX_OUTS];
-    if (!gwr_op_call(net, domain, op, (int)n, ts, a, nout, outs)) {
-        builder_error(net);
-        goto done;
+    if (layer_inputs_get(&li, inputs, attrs, op) == 0) {
+        if (gwr_op_call(li.net, domain, op, (int)li.n, li.ts, li.attrs, nout, outs))
+            r = tensor_list(outs, nout, 0);
+        else
+            builder_error(li.net);
     }
-    r = tensor_list(outs, nout, 0);
-done:
-    gwr_args_free(a);
-    PyMem_Free(ts);
-    Py_DECREF(seq);
+    layer_inputs_free(&li);
     return r;
 }
 
@@ -1061,40 +1083,20 @@ static PyObject *f_plugin(PyObject *self, PyObject *args) {
     const char *domain, *type, *name = NULL;
     PyObject *inputs, *fields;
     if (!PyArg_ParseTuple(args, "ssOOz:plugin", &domain, &type, &inputs, &fields, &name)) return NULL;
-    PyObject *seq = PySequence_Fast(inputs, "plugin: inputs must be a sequence of Tensors (or None)");
-    if (!seq) return NULL;
-    PyObject *targs = PyTuple_Pack(1, seq);
-    gwr_network *net = targs ? builder_net(targs, NULL) : NULL;
-    Py_XDECREF(targs);
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    gwr_tensor **ts = PyMem_Calloc(n ? (size_t)n : 1, sizeof *ts);
-    gwr_args *a = NULL;
+    layer_inputs li;
     PyObject *r = NULL;
-    if (!net) goto done;
-    if (!ts) {
-        PyErr_NoMemory();
-        goto done;
+    if (layer_inputs_get(&li, inputs, fields, type) == 0) {
+        gwr_layer *l = gwr_plugin_create(li.net, domain, type, name, (int)li.n, li.ts, li.attrs);
+        if (l) {
+            gwr_tensor *outs[MAX_OUTS];
+            int k = gwr_layer_num_outputs(l) < MAX_OUTS ? gwr_layer_num_outputs(l) : MAX_OUTS;
+            for (int i = 0; i < k; i++) outs[i] = gwr_layer_output(l, i);
+            r = tensor_list(outs, k, 1);
+        } else {
+            builder_error(li.net);
+        }
     }
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (get_tensor(PySequence_Fast_GET_ITEM(seq, i), net, 1, type, &ts[i])) goto done;
-    if (fields != Py_None && !PyDict_Check(fields)) {
-        PyErr_SetString(PyExc_TypeError, "plugin: fields must be a dict or None");
-        goto done;
-    }
-    if (!(a = pg_args_from_dict(fields))) goto done;
-    gwr_layer *l = gwr_plugin_create(net, domain, type, name, (int)n, ts, a);
-    if (!l) {
-        builder_error(net);
-        goto done;
-    }
-    gwr_tensor *outs[MAX_OUTS];
-    int k = gwr_layer_num_outputs(l);
-    for (int i = 0; i < k && i < MAX_OUTS; i++) outs[i] = gwr_layer_output(l, i);
-    r = tensor_list(outs, k < MAX_OUTS ? k : MAX_OUTS, 1);
-done:
-    gwr_args_free(a);
-    PyMem_Free(ts);
-    Py_DECREF(seq);
+    layer_inputs_free(&li);
     return r;
 }
 

@@ -183,79 +183,62 @@ static PyObject *Tensor_replace_all_uses_except(pg_tensor_obj *self, PyObject *a
     Py_RETURN_NONE;
 }
 
-/* IEEE half and bfloat16 from a float, rounded to nearest even. */
-static uint16_t f32_to_f16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u, e = (x >> 23) & 0xffu, m = x & 0x7fffffu;
-    if (e == 0xff) return (uint16_t)(sign | 0x7c00u | (m ? 0x200u : 0));
-    int ex = (int)e - 127 + 15;
-    if (ex >= 31) return (uint16_t)(sign | 0x7c00u);
-    if (ex <= 0) {
-        if (ex < -10) return (uint16_t)sign;
-        m |= 0x800000u;
-        unsigned shift = (unsigned)(14 - ex);
-        uint32_t h = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1))) h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)ex << 10) | (m >> 13), rem = m & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
-    return (uint16_t)(sign | h);
-}
-static uint16_t f32_to_bf16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
-    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
 /* A Python number as a rank-0 constant of dtype (the other operand's). */
 static gwr_tensor *scalar_constant(gwr_network *net, gwr_dtype dtype, PyObject *v) {
-    union {
-        float f;
-        double d;
-        int64_t i64;
-        int32_t i32;
-        int16_t i16;
-        int8_t i8;
-        uint8_t u8;
-        uint16_t u16;
-        uint32_t u32;
-        uint64_t u64;
-    } u;
     int is_int = PyLong_Check(v) || PyBool_Check(v);
     double d = PyFloat_AsDouble(v);
     if (d == -1.0 && PyErr_Occurred()) return NULL;
-    long long i = 0;
-    if (is_int) {
-        i = PyLong_AsLongLong(v);
-        if (i == -1 && PyErr_Occurred()) return NULL;
-    } else if (gwr_dtype_is_int(dtype) || dtype == GWR_BOOL) {
-        if (d != floor(d) || !isfinite(d)) {
-            pg_raisef(GWR_ERR_TYPE, "the scalar %g is not an integer; the other operand is %s", d, gwr_dtype_name(dtype));
+    gwr_tensor *c = NULL;
+    if (dtype == GWR_FLOAT32 || dtype == GWR_FLOAT64 || dtype == GWR_FLOAT16 || dtype == GWR_BFLOAT16) {
+        /* The executor's conversion (float16 and bfloat16 rounded to nearest
+         * even), through a rank-0 value. */
+        gwr_value *x = gwr_value_new(dtype, 0, NULL);
+        if (!x) return (gwr_tensor *)pg_raise(GWR_ERR_NOMEM, gwr_last_errmsg());
+        gwr_value_set_f64(x, 0, d);
+        c = gwr_constant(net, dtype, 0, NULL, gwr_value_cdata(x));
+        gwr_value_release(x);
+    } else {
+        /* Integers exactly (an int64 past 2^53 would not survive a double),
+         * wrapping as C's conversions do. */
+        long long i;
+        if (is_int) {
+            i = PyLong_AsLongLong(v);
+            if (i == -1 && PyErr_Occurred()) return NULL;
+        } else if (d != floor(d) || !isfinite(d)) {
+            if (gwr_dtype_is_int(dtype) || dtype == GWR_BOOL)
+                pg_raisef(GWR_ERR_TYPE, "the scalar %g is not an integer; the other operand is %s", d,
+                          gwr_dtype_name(dtype));
+            else
+                pg_raisef(GWR_ERR_TYPE, "a Python number cannot be combined with a %s tensor", gwr_dtype_name(dtype));
+            return NULL;
+        } else {
+            i = (long long)d;
+        }
+        union {
+            int64_t i64;
+            int32_t i32;
+            int16_t i16;
+            int8_t i8;
+            uint8_t u8;
+            uint16_t u16;
+            uint32_t u32;
+            uint64_t u64;
+        } u;
+        switch (dtype) {
+        case GWR_INT64: u.i64 = i; break;
+        case GWR_INT32: u.i32 = (int32_t)i; break;
+        case GWR_INT16: u.i16 = (int16_t)i; break;
+        case GWR_INT8: u.i8 = (int8_t)i; break;
+        case GWR_UINT8: u.u8 = (uint8_t)i; break;
+        case GWR_UINT16: u.u16 = (uint16_t)i; break;
+        case GWR_UINT32: u.u32 = (uint32_t)i; break;
+        case GWR_UINT64: u.u64 = (uint64_t)i; break;
+        default:
+            pg_raisef(GWR_ERR_TYPE, "a Python number cannot be combined with a %s tensor", gwr_dtype_name(dtype));
             return NULL;
         }
-        i = (long long)d;
+        c = gwr_constant(net, dtype, 0, NULL, &u);
     }
-    switch (dtype) {
-    case GWR_FLOAT32: u.f = (float)d; break;
-    case GWR_FLOAT64: u.d = d; break;
-    case GWR_FLOAT16: u.u16 = f32_to_f16((float)d); break;
-    case GWR_BFLOAT16: u.u16 = f32_to_bf16((float)d); break;
-    case GWR_INT64: u.i64 = i; break;
-    case GWR_INT32: u.i32 = (int32_t)i; break;
-    case GWR_INT16: u.i16 = (int16_t)i; break;
-    case GWR_INT8: u.i8 = (int8_t)i; break;
-    case GWR_UINT8: u.u8 = (uint8_t)i; break;
-    case GWR_UINT16: u.u16 = (uint16_t)i; break;
-    case GWR_UINT32: u.u32 = (uint32_t)i; break;
-    case GWR_UINT64: u.u64 = (uint64_t)i; break;
-    default:
-        pg_raisef(GWR_ERR_TYPE, "a Python number cannot be combined with a %s tensor", gwr_dtype_name(dtype));
-        return NULL;
-    }
-    gwr_tensor *c = gwr_constant(net, dtype, 0, NULL, &u);
     if (!c) pg_raise_net(GWR_ERR_INVALID_ARG, net);
     return c;
 }

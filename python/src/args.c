@@ -120,16 +120,7 @@ PyObject *pg_args_to_dict(const gwr_args *a) {
         case GWR_ARG_TENSORS: {
             gwr_tensor *const *t;
             int m;
-            if (gwr_args_get_tensors(a, k, &t, &m)) break;
-            v = PyList_New(m);
-            for (int j = 0; v && j < m; j++) {
-                PyObject *x = pg_tensor_wrap(t[j]);
-                if (!x) {
-                    Py_CLEAR(v);
-                    break;
-                }
-                PyList_SET_ITEM(v, j, x);
-            }
+            if (!gwr_args_get_tensors(a, k, &t, &m)) v = pg_tensor_list(t, m);
             break;
         }
         case GWR_ARG_INT: {

@@ -115,20 +115,11 @@ static PyObject *result(gwr_tensor *t, gwr_network *net) {
 }
 
 static PyObject *tensor_list(gwr_tensor *const *ts, int n, int as_tuple) {
-    PyObject *r = as_tuple ? PyTuple_New(n) : PyList_New(n);
-    if (!r) return NULL;
-    for (int i = 0; i < n; i++) {
-        PyObject *w = pg_tensor_wrap(ts[i]);
-        if (!w) {
-            Py_DECREF(r);
-            return NULL;
-        }
-        if (as_tuple)
-            PyTuple_SET_ITEM(r, i, w);
-        else
-            PyList_SET_ITEM(r, i, w);
-    }
-    return r;
+    PyObject *l = pg_tensor_list(ts, n);
+    if (!l || !as_tuple) return l;
+    PyObject *t = PyList_AsTuple(l);
+    Py_DECREF(l);
+    return t;
 }
 
 /* ---- element-wise and unary builders ------------------------------------- */

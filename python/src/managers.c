@@ -414,19 +414,6 @@ static void on_match_failed(void *ctx, const char *label, gwr_layer *root, const
     listen_call(ctx, s_match_failed, s, l, r);
 }
 
-static PyObject *layer_list(gwr_layer *const *ls, int64_t n) {
-    PyObject *l = PyList_New((Py_ssize_t)n);
-    if (!l) return NULL;
-    for (int64_t i = 0; i < n; i++) {
-        PyObject *w = pg_layer_wrap(ls[i]);
-        if (!w) {
-            Py_DECREF(l);
-            return NULL;
-        }
-        PyList_SET_ITEM(l, (Py_ssize_t)i, w);
-    }
-    return l;
-}
 
 static void on_pattern_applied(void *ctx, const gwr_rewrite_event *e) {
     PyObject *d = PyDict_New();
@@ -434,8 +421,8 @@ static void on_pattern_applied(void *ctx, const gwr_rewrite_event *e) {
         pg_dict_set_steal(d, "label", PyUnicode_FromString(e->label)) < 0 ||
         pg_dict_set_steal(d, "pattern", PyUnicode_FromString(e->pattern)) < 0 ||
         pg_dict_set_steal(d, "root", pg_layer_wrap(e->root)) < 0 ||
-        pg_dict_set_steal(d, "added", layer_list(e->added, e->nadded)) < 0 ||
-        pg_dict_set_steal(d, "removed", layer_list(e->removed, e->nremoved)) < 0 ||
+        pg_dict_set_steal(d, "added", pg_layer_list(e->added, (Py_ssize_t)e->nadded)) < 0 ||
+        pg_dict_set_steal(d, "removed", pg_layer_list(e->removed, (Py_ssize_t)e->nremoved)) < 0 ||
         pg_dict_set_steal(d, "replaced", PyLong_FromLongLong(e->nreplaced)) < 0 ||
         pg_dict_set_steal(d, "modified", PyLong_FromLongLong(e->nmodified)) < 0) {
         Py_CLEAR(d);

@@ -658,6 +658,25 @@ PyObject *pg_tensor_wrap(gwr_tensor *t) {
     return (PyObject *)to;
 }
 
+/* One list builder for both handle kinds. */
+static PyObject *handle_list(void *const *h, Py_ssize_t n, PyObject *(*wrap)(void *)) {
+    PyObject *l = PyList_New(n);
+    for (Py_ssize_t i = 0; l && i < n; i++) {
+        PyObject *o = wrap(h[i]);
+        if (!o) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, i, o);
+    }
+    return l;
+}
+static PyObject *wrap_tensor(void *t) { return pg_tensor_wrap(t); }
+static PyObject *wrap_layer(void *l) { return pg_layer_wrap(l); }
+
+PyObject *pg_tensor_list(gwr_tensor *const *ts, Py_ssize_t n) { return handle_list((void *const *)ts, n, wrap_tensor); }
+PyObject *pg_layer_list(gwr_layer *const *ls, Py_ssize_t n) { return handle_list((void *const *)ls, n, wrap_layer); }
+
 int pg_is_layer(PyObject *o) { return PyObject_TypeCheck(o, &pg_Layer_Type); }
 int pg_is_tensor(PyObject *o) { return PyObject_TypeCheck(o, &pg_Tensor_Type); }
 

@@ -498,19 +498,10 @@ static gwr_status tramp_rewrite(gwr_rewrite_ctx *c, gwr_layer *l) {
 static gwr_status tramp_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, int n) {
     int e = tramp_enter(c);
     if (e < 0) return (gwr_status)-e;
-    PyObject *list = PyList_New(n);
+    PyObject *list = pg_layer_list(layers, n);
     if (!list) {
         pg_run_keep_error();
-        return (gwr_status)-tramp_fail(c, "analyze");
-    }
-    for (int i = 0; i < n; i++) {
-        PyObject *w = pg_layer_wrap(layers[i]);
-        if (!w) {
-            Py_DECREF(list);
-            pg_run_keep_error();
-            return (gwr_status)-tramp_fail(c, "wrapping the layers");
-        }
-        PyList_SET_ITEM(list, i, w);
+        return (gwr_status)-tramp_fail(c, "wrapping the layers");
     }
     int t = tramp_call(c, s_analyze, list, 0);
     Py_DECREF(list);

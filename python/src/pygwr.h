@@ -88,6 +88,9 @@ void pg_network_busy(PyObject *o, int delta);
  * NULL. Its network must be wrapped (pg_network_find). */
 PyObject *pg_layer_wrap(gwr_layer *l);
 PyObject *pg_tensor_wrap(gwr_tensor *t);
+/* A new list of the objects of n handles (None for NULL entries). */
+PyObject *pg_tensor_list(gwr_tensor *const *ts, Py_ssize_t n);
+PyObject *pg_layer_list(gwr_layer *const *ls, Py_ssize_t n);
 int pg_is_layer(PyObject *o);
 int pg_is_tensor(PyObject *o);
 /* The handle of a Layer / Tensor object; NULL with TypeError (wrong type)

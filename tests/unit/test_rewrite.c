@@ -280,13 +280,19 @@ TEST(fixpoint_revisits_users) {
     gwr_network_free(net);
 }
 
+/* Two patterns that undo each other (Add -> Sub -> Add ...): a run that
+ * never ends on its own. */
+static void add_ping_pong(gwr_rewrite_manager *m) {
+    gwr_pattern_rewriter a = swapper("add_to_sub", ADD, "Sub"), b = swapper("sub_to_add", SUB, "Add");
+    CHECK_OK(gwr_rewrite_manager_add(m, "ping", &a, 1));
+    CHECK_OK(gwr_rewrite_manager_add(m, "pong", &b, 1));
+}
+
 TEST(not_converged) {
     gwr_network *net = small_net();
     gwr_rewrite_manager *m = gwr_rewrite_manager_new();
     if (!CHECK(net && m)) return;
-    gwr_pattern_rewriter a = swapper("add_to_sub", ADD, "Sub"), b = swapper("sub_to_add", SUB, "Add");
-    CHECK_OK(gwr_rewrite_manager_add(m, "ping", &a, 1));
-    CHECK_OK(gwr_rewrite_manager_add(m, "pong", &b, 1));
+    add_ping_pong(m);
     CHECK_EQ_INT(gwr_rewrite_manager_rewrite(m, net, NULL), GWR_ERR_NOT_CONVERGED);
     const char *msg = gwr_rewrite_manager_errmsg(m);
     CHECK_CONTAINS(msg, "'ping'");
@@ -322,9 +328,7 @@ TEST(interrupt_hook) {
     gwr_network *net = small_net();
     gwr_rewrite_manager *m = gwr_rewrite_manager_new();
     if (!CHECK(net && m)) return;
-    gwr_pattern_rewriter a = swapper("add_to_sub", ADD, "Sub"), b = swapper("sub_to_add", SUB, "Add");
-    CHECK_OK(gwr_rewrite_manager_add(m, "ping", &a, 1));
-    CHECK_OK(gwr_rewrite_manager_add(m, "pong", &b, 1));
+    add_ping_pong(m);
     int asked = 0;
     gwr_rewrite_options o = {.max_rewrites = -1, .interrupt = stop_on_third, .interrupt_ctx = &asked};
     CHECK_OK(gwr_rewrite_manager_set_options(m, &o));
@@ -339,6 +343,7 @@ TEST(interrupt_hook) {
     /* a hook that never says stop changes nothing: a converging run */
     gwr_rewrite_manager_free(m);
     m = gwr_rewrite_manager_new();
+    gwr_pattern_rewriter a = swapper("add_to_sub", ADD, "Sub");
     CHECK_OK(gwr_rewrite_manager_add(m, "ping", &a, 1));
     asked = -1000000;
     CHECK_OK(gwr_rewrite_manager_set_options(m, &o));

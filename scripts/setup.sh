@@ -30,9 +30,24 @@ if [ -n "$missing" ]; then
     apt-get install -y -q $missing
 fi
 
+# PyPI packages (scripts/requirements.txt, every version pinned) into the
+# project's virtual environment .venv, made with Debian's python3: onnx's
+# checker and onnxruntime as the independent references, and the peers the
+# benchmarks compare with. Reinstalled only when the list is newer than the
+# environment's stamp, so a second run does nothing and works offline.
+cd "$(dirname "$0")/.."
+if [ ! -x .venv/bin/python ]; then
+    echo "setup: python3 -m venv .venv"
+    /usr/bin/python3 -m venv .venv
+fi
+if [ ! -f .venv/.gwr-requirements ] || [ scripts/requirements.txt -nt .venv/.gwr-requirements ]; then
+    echo "setup: pip install -r scripts/requirements.txt (into .venv)"
+    .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
+    cp scripts/requirements.txt .venv/.gwr-requirements
+fi
+
 # npm packages (package.json / package-lock.json): onnxruntime-node ships its
 # CPU library inside the package, so no install script is needed.
-cd "$(dirname "$0")/.."
 if [ ! -f node_modules/onnxruntime-node/package.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
     echo "setup: npm install --ignore-scripts"
     npm install --ignore-scripts --no-audit --no-fund

@@ -82,8 +82,10 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_pad_into_conv;
 
 /* fuse_hard_swish (activation.c): x * Clip(x + 3, 0, 6) / 6 (Div by 6 or
  * Mul by 1/6, either operand order, Clip bounds as inputs or attributes)
- * and x * HardSigmoid(x) with alpha 1/6 and beta 0.5 become HardSwish(x),
- * when the network's default opset is 14 or more (or not set);
+ * and x * HardSigmoid(x) with alpha 1/6 and beta 0.5 become HardSwish(x)
+ * when the network's default opset is 14 or more (or not set) or the
+ * manager arg "target" is GWR_TARGET_GWR; at an older opset (from 11, Clip's
+ * bounds as inputs) the first form becomes x * HardSigmoid(x; 1/6, 0.5);
  * Clip(x + 3, 0, 6) / 6 alone becomes HardSigmoid(x; 1/6, 0.5). Roots: Mul
  * and Div. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_hard_swish;

@@ -10,10 +10,12 @@
  * network importing an older opset; HardSigmoid only then). 1/6 is compared
  * within 1e-6 relative: PyTorch's other HardSigmoid, alpha 0.2, is not
  * one. x * (Clip(x + 3, 0, 6) / 6) fuses in two steps, HardSigmoid first.
- * HardSwish exists from opset 14: a network importing an older default
- * opset keeps its chains (the pass cannot tell the target, so it refuses
- * for every target rather than emit an op the model's opset lacks); one
- * with no opset import (built by the API) gets it. The replacement must
+ * HardSwish exists from opset 14. Below it (targets onnx and ort: both
+ * load only the ops of the model's opset) the HardSwish forms become
+ * x * HardSigmoid(x), HardSigmoid being opset 6, which still saves three
+ * layers and lets a Conv before it take the HardSigmoid as its activation;
+ * target gwr gets HardSwish at any opset (its executor runs it at every
+ * opset); a network with no opset import (built by the API) gets it too. The replacement must
  * have the root's type: a splat constant that broadcasts x to a larger
  * shape refuses, and x must be a float tensor. */
 #include <math.h>
@@ -21,6 +23,7 @@
 
 #include "gwr/match.h"
 #include "gwr/passes.h"
+#include "passes/pass_util.h"
 #include "util/util.h"
 
 enum { X, K3, LO, HI, K6, NCAP };
@@ -74,12 +77,19 @@ static const gwr_match_pattern tables[] = {
 };
 #define NTABLES ((int)(sizeof tables / sizeof tables[0]))
 
-/* Table k applies at this default-domain opset (-1: none imported): no
- * HardSwish before 14; Clip's min and max are attributes only before 11
- * (from 11 on, and with no opset, the executor reads Clip's inputs). */
-static int applies(int k, int64_t opset) {
-    if (k < NSWISH) return opset < 0 || opset >= 14;
+/* Table k applies at this default-domain opset (-1: none imported): Clip's
+ * min and max are attributes only before 11 (from 11 on, and with no
+ * opset, the executor reads Clip's inputs). x * HardSigmoid(x) is already
+ * as fused as it gets where HardSwish is not available. */
+static int applies(int k, int64_t opset, int hard_swish) {
+    if (k == NSWISH - 1) return hard_swish;
+    if (k < NSWISH) return opset < 0 || opset >= 11;
     return k < FIRST_ATTR || (opset >= 0 && opset < 11);
+}
+
+/* May the pass write HardSwish: target gwr, or an opset that has it. */
+static int hard_swish_ok(gwr_rewrite_ctx *c, int64_t opset) {
+    return (gwr_ps_target(c) & GWR_TARGET_GWR) || opset < 0 || opset >= 14;
 }
 
 /* x a float tensor of known rank with the root output's shape. */
@@ -104,19 +114,21 @@ static int fuse(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
     if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX Mul or Div");
     int64_t opset = gwr_network_opset(net, "");
+    int hswish = hard_swish_ok(c, opset);
     gwr_match m;
     int k = 0, rc = 0;
     for (; k < NTABLES && !rc; k++)
-        if (applies(k, opset) && (rc = gwr_match_layer(&tables[k], l, &m)) < 0)
+        if (applies(k, opset, hswish) && (rc = gwr_match_layer(&tables[k], l, &m)) < 0)
             return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
-    if (!rc)
-        return gwr_rewrite_no_match(c, "no HardSwish or HardSigmoid form%s",
-                                    applies(0, opset) ? "" : " (HardSwish needs opset 14)");
+    if (!rc) return gwr_rewrite_no_match(c, "no HardSwish or HardSigmoid form");
     k--;
     gwr_tensor *x = m.captures[X], *out = gwr_layer_output(l, 0);
     if (!same_type(x, out))
         return gwr_rewrite_no_match(c, "'%s' is not a float tensor of the result's shape", gwr_tensor_name(x));
-    gwr_tensor *y = k < NSWISH ? gwr_hard_swish(net, x) : hard_sigmoid(net, x);
+    gwr_tensor *y;
+    if (k >= NSWISH) y = hard_sigmoid(net, x);
+    else if (hswish) y = gwr_hard_swish(net, x);
+    else y = (y = hard_sigmoid(net, x)) ? gwr_mul(net, x, y) : NULL; /* HardSwish's own definition */
     if (!y) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "%s", gwr_network_errmsg(net));
     gwr_status s = gwr_match_replace(&m, 1, &y);
     return s ? gwr_rewrite_fail(c, s, "%s", gwr_last_errmsg()) : 1;

@@ -47,7 +47,7 @@ static const gwr_pass_info builtins[] = {
      1e-5, "fold a zero Pad of the spatial axes into the pads of the Conv or AveragePool (count_include_pad 1) reading it"},
     /* end of scale and Pad folding */
     {"fuse_hard_swish", &gwr_pattern_fuse_hard_swish, 40, GWR_LEVEL_EXTENDED, GWR_TARGET_ANY, GWR_NUMERICS_APPROX,
-     1e-5, "turn x*Clip(x+3,0,6)/6 and x*HardSigmoid(x) into HardSwish (opset >= 14), Clip(x+3,0,6)/6 into HardSigmoid"},
+     1e-5, "turn x*Clip(x+3,0,6)/6 and x*HardSigmoid(x) into HardSwish (opset >= 14 or target gwr; else x*HardSigmoid(x)), Clip(x+3,0,6)/6 into HardSigmoid"},
     {"fuse_layer_norm", &gwr_pattern_fuse_layer_norm, 45, GWR_LEVEL_EXTENDED, GWR_TARGET_ANY, GWR_NUMERICS_APPROX,
      1e-5, "turn the exporters' ReduceMean/Sub/Pow/Sqrt/Div chain (and constant gamma, beta) into LayerNormalization "
      "(opset >= 17)"},

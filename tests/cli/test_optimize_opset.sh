@@ -97,6 +97,10 @@ expect 0 "optimize without --opset" -- "$GWR" optimize "$tmp/m.onnx" -o "$tmp/o1
 opset_and_ops "$tmp/o11.onnx" >"$tmp/ops"
 has ops "^opset 11$" "without --opset the opset stays 11"
 lacks ops "HardSwish" "no HardSwish at opset 11"
+has ops "^ops HardSigmoid Mul ReduceMean Split$" "at opset 11 the HardSwish chain became x * HardSigmoid(x)"
+has ops "^constant nodes 0$" "constants_to_initializers: no Constant node left"
+expect 0 "optimize without fuse_hard_swish" -- "$GWR" optimize "$tmp/m.onnx" -o "$tmp/o11k.onnx" --disable fuse_hard_swish
+opset_and_ops "$tmp/o11k.onnx" >"$tmp/ops"
 has ops "^constant nodes 0$" "constants_to_initializers: no Constant node left"
 has ops "^initializers k0 k3 k6$" "the Constant nodes became initializers of the same names"
 

@@ -263,6 +263,42 @@ TEST(fuse_hard_sigmoid) {
     fprintf(stderr, "fuse_hard_swish (HardSigmoid): worst difference %g\n", worst);
 }
 
+/* Below opset 14 (PaddleOCR's exports are opset 11 and 12): targets onnx and
+ * ort get HardSwish's own definition, x * HardSigmoid(x; 1/6, 0.5), which
+ * the opset has; target gwr gets HardSwish, which its executor runs at any
+ * opset. */
+TEST(fuse_hard_swish_old_opset) {
+    double worst = 0;
+    static const unsigned targets[] = {GWR_TARGET_ONNX, GWR_TARGET_ORT};
+    for (int form = HS_DIV; form <= HS_MUL; form++)
+        for (int t = 0; t < 2; t++) {
+            hs_case c = {.form = form, .swap = t, .opset = t ? 11 : 13};
+            gwr_network *net = hs_model(&c), *keep = gwr_network_clone(net), *own = gwr_network_clone(net);
+            worst = fmax(worst, expect(net, "fuse_hard_swish", targets[t], 1, 8));
+            CHECK_EQ_INT(run_pass(keep, "fuse_hard_swish", targets[t]), 1);
+            CHECK_EQ_INT(count_op(keep, "HardSigmoid"), 1);
+            CHECK_EQ_INT(count_op(keep, "Mul"), 1);
+            CHECK_EQ_INT(count_op(keep, "HardSwish") + count_op(keep, "Clip") + count_op(keep, "Div") +
+                             count_op(keep, "Add"),
+                         0);
+            /* a second run finds nothing: x * HardSigmoid(x) is as far as it goes */
+            CHECK_EQ_INT(run_pass(keep, "fuse_hard_swish", targets[t]), 0);
+            CHECK_EQ_INT(run_pass(own, "fuse_hard_swish", GWR_TARGET_GWR), 1);
+            CHECK_EQ_INT(count_op(own, "HardSwish"), 1);
+            CHECK_EQ_INT(count_op(own, "HardSigmoid") + count_op(own, "Mul"), 0);
+            gwr_network_free(keep);
+            gwr_network_free(own);
+        }
+    /* opset 13's x * HardSigmoid(x): HardSwish for gwr only */
+    hs_case c = {.form = HS_HSIG, .opset = 13};
+    gwr_network *net = hs_model(&c);
+    CHECK_EQ_INT(run_pass(net, "fuse_hard_swish", GWR_TARGET_ORT), 0);
+    CHECK_EQ_INT(run_pass(net, "fuse_hard_swish", GWR_TARGET_GWR), 1);
+    CHECK_EQ_INT(count_op(net, "HardSwish"), 1);
+    gwr_network_free(net);
+    fprintf(stderr, "fuse_hard_swish below opset 14: worst difference %g\n", worst);
+}
+
 TEST(fuse_hard_swish_refuses) {
     const hs_case cases[] = {
         {.form = HS_HSIG, .alpha = 0.2},          /* PyTorch's other HardSigmoid */
@@ -274,9 +310,7 @@ TEST(fuse_hard_swish_refuses) {
         {.form = HS_DIV, .k3 = 2},                /* x + 2 */
         {.form = HS_DIV, .other_x = 1},           /* y * Clip(x+3,0,6) / 6 */
         {.form = HS_HSIG, .other_x = 1},          /* y * HardSigmoid(x) */
-        {.form = HS_DIV, .opset = 13},            /* no HardSwish before opset 14 */
-        {.form = HS_MUL, .opset = 13},
-        {.form = HS_HSIG, .opset = 13},
+        {.form = HS_HSIG, .opset = 13},           /* no HardSwish before opset 14: already x * HardSigmoid(x) */
         {.form = HS_MUL, .sixth = 0.17},          /* not 1/6 */
         {.form = HS_MUL, .sixth = 1.0 / 6 * (1 + 3e-6)},
     };
@@ -314,6 +348,7 @@ int main(void) {
     RUN(fold_batchnorm_gemm_matmul);
     RUN(fuse_hard_swish_fires);
     RUN(fuse_hard_sigmoid);
+    RUN(fuse_hard_swish_old_opset);
     RUN(fuse_hard_swish_refuses);
     return check_report();
 }

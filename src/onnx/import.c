@@ -183,7 +183,9 @@ static gwr_status shape_conv(gwr_oi_ctx *c, gwr_network *net, const Onnx__Tensor
             /* A negative dim_value is an unknown dim (some exporters write -1). */
             if (d->dim_value >= 0) v = d->dim_value;
         } else if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param &&
-                   *d->dim_param) {
+                   *d->dim_param && strcmp(d->dim_param, "?")) {
+            /* "?" is Paddle2ONNX's (and others') spelling of an unknown dim,
+             * not a name: two of them need not be equal. */
             v = gwr_network_dim_sym(net, d->dim_param);
             if (v == GWR_DIM_UNKNOWN) return ir_fail(c, GWR_ERR_NOMEM, net, "%s: dim '%s'", what, d->dim_param);
         }

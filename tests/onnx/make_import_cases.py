@@ -254,6 +254,14 @@ def infer():
                              [vi("r", 0, None), vi("r2", 0, None)], [f32("W", [4, 5]), f32("V", [3, 3])]))
 
 
+def question_dims():
+    # Paddle2ONNX writes dim_param "?" for every dynamic dim: an unknown
+    # dim, not one symbol shared by all of them (x is [1, 3, 48, 192] at run time)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["?", 3, "?", "?"])
+    save("question_dims.onnx", model([helper.make_node("Relu", ["x"], ["y"])], [x],
+                                     [vi("y", TensorProto.FLOAT, ["?", 3, "?", "?"])]))
+
+
 def merged_graph_fields():
     # ModelProto.graph written twice: protobuf merges the two (repeated fields concatenate).
     g1 = helper.make_graph([helper.make_node("Add", ["x", "W1"], ["y"])], "merged", [vi("x", TensorProto.FLOAT, [2])],
@@ -467,6 +475,7 @@ def main():
     subgraphs()
     types()
     infer()
+    question_dims()
     merged_graph_fields()
     wire_forms()
     external()

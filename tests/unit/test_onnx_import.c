@@ -613,6 +613,17 @@ TEST(infer) {
     gwr_network_free(n);
 }
 
+/* dim_param "?" (Paddle2ONNX's spelling of a dynamic dim) is an unknown
+ * dim: two of them need not be equal, and no symbol "?" is made. */
+TEST(question_dims) {
+    gwr_network *n = load(cs("question_dims.onnx"));
+    if (!CHECK(n)) return;
+    gwr_tensor *x = gwr_network_find_tensor(n, "x");
+    CHECK(type_is(x, "float32[?,3,?,?]"));
+    CHECK(gwr_tensor_rank(x) == 4 && gwr_tensor_dims(x)[0] == GWR_DIM_UNKNOWN && gwr_tensor_dims(x)[2] == GWR_DIM_UNKNOWN);
+    gwr_network_free(n);
+}
+
 TEST(merged_graph_fields) {
     gwr_network *n = load(cs("merged.onnx"));
     if (!CHECK(n)) return;
@@ -981,6 +992,7 @@ int main(void) {
         RUN(subgraphs);
         RUN(types);
         RUN(infer);
+        RUN(question_dims);
         RUN(merged_graph_fields);
     RUN(initializer_wire_forms);
         RUN(strings_with_nul);

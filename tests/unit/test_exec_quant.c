@@ -443,6 +443,17 @@ TEST(qlinear_matmul_per_row_and_column) {
     expect_i(run1("QLinearMatMul", 8, in, NULL), GWR_UINT8, 4, want);
 }
 
+TEST(qlinear_matmul_float16_scales) {
+    /* opset 21: float16 scales (bits 0x3c00 = 1, 0x4000 = 2, 0x3800 = 0.5):
+     * [3 5] * 1 * 0.5 / 2 = .75 1.25 -> 1 1, + 10 */
+    static const uint8_t a[2] = {3, 5}, b = 1, z = 0, yz = 10;
+    static const uint16_t one = 0x3c00, two = 0x4000, half = 0x3800;
+    static const int64_t want[2] = {11, 11};
+    arg in[8] = {{GWR_UINT8, 2, {2, 1}, a}, SCALAR(GWR_FLOAT16, &one), SCALAR(GWR_UINT8, &z), {GWR_UINT8, 2, {1, 1}, &b},
+                 SCALAR(GWR_FLOAT16, &half), SCALAR(GWR_UINT8, &z), SCALAR(GWR_FLOAT16, &two), SCALAR(GWR_UINT8, &yz)};
+    expect_i(run1("QLinearMatMul", 8, in, NULL), GWR_UINT8, 2, want);
+}
+
 /* ---- QLinearConv ------------------------------------------------------------ */
 
 TEST(qlinear_conv) {
@@ -519,6 +530,7 @@ int main(void) {
     RUN(conv_integer);
     RUN(qlinear_matmul);
     RUN(qlinear_matmul_per_row_and_column);
+    RUN(qlinear_matmul_float16_scales);
     RUN(qlinear_conv);
     RUN(qlinear_conv_saturation_and_zero_scale);
     return check_report();

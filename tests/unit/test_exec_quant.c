@@ -117,6 +117,13 @@ TEST(quantize_16bit_and_float32_division) {
     in[2] = (arg)SCALAR(GWR_UINT16, &zu16);
     static const int64_t wu16[4] = {40000, 0, 2, 0};
     expect_i(run1("QuantizeLinear", 3, in, NULL), GWR_UINT16, 4, wu16);
+    /* int32 x (opset 21): 7 / 2 = 3.5 -> 4, -7 / 2 -> -4 + 0 -> 0 (uint8),
+     * 100000 / 2 -> 255 */
+    static const int32_t xi[3] = {7, -7, 100000};
+    static const float two = 2;
+    static const int64_t wi[3] = {4, 0, 255};
+    arg ini[2] = {{GWR_INT32, 1, {3}, xi}, SCALAR(GWR_FLOAT32, &two)};
+    expect_i(run1("QuantizeLinear", 2, ini, NULL), GWR_UINT8, 3, wi);
     /* the division is float32's: 1.05f / 0.7f is exactly 1.5 in float32
      * (1.49999996 in float64), a tie, to even 2; 3.85f / 0.7f is 5.5 in
      * float32 (5.49999996 in float64), to 6 */

@@ -41,13 +41,17 @@ static inline double gwr_ku_q8(const gwr_value *v, int64_t i) {
  * int32); 0 for any other dtype. */
 int gwr_ku_qrange(gwr_dtype t, double *lo, double *hi);
 
-/* saturate(round(q) + zp) into [lo, hi], q rounded half to even (the
- * default rounding mode). ±inf and out-of-range values saturate; NaN gives
- * lo, as onnxruntime's quantizers do. Every float-to-integer step of the
- * quantizing kernels goes through here, so no NaN, infinity or
- * out-of-range value reaches a C conversion. */
+/* saturate(round(q) + zp) into [lo, hi], q rounded half to even. ±inf
+ * and out-of-range values saturate; NaN gives lo, as onnxruntime's
+ * quantizers do. Every float-to-integer step of the quantizing kernels goes
+ * through here, so no NaN, infinity or out-of-range value reaches a C
+ * conversion. The rounding adds and subtracts 1.5 * 2^52 (the default
+ * rounding mode rounds the sum to an integer, ties to even) instead of
+ * calling nearbyint, which saves and restores the floating-point
+ * environment per element; |q| >= 2^51 saturates whatever its rounding. */
 static inline double gwr_ku_qround(double q, double zp, double lo, double hi) {
-    double v = nearbyint(q) + zp;
+    double r = fabs(q) < 0x1p51 ? (q + 0x1.8p52) - 0x1.8p52 : q;
+    double v = r + zp;
     return v >= lo ? (v <= hi ? v : hi) : lo;
 }
 

@@ -62,6 +62,25 @@ static gwr_status qparams(gwr_kctx *k, const gwr_value *x, const gwr_value *scal
     return GWR_OK;
 }
 
+/* n float32 elements of x quantized with one scale and zero point into y
+ * (ot: 8 or 16-bit), the division in float32. */
+static void quant_run_f32(const float *x, int64_t n, float s, double z, double lo, double hi, gwr_dtype ot, void *y) {
+    switch (ot) {
+    case GWR_UINT8:
+        for (int64_t i = 0; i < n; i++) ((uint8_t *)y)[i] = (uint8_t)gwr_ku_qround(x[i] / s, z, lo, hi);
+        break;
+    case GWR_INT8:
+        for (int64_t i = 0; i < n; i++) ((int8_t *)y)[i] = (int8_t)gwr_ku_qround(x[i] / s, z, lo, hi);
+        break;
+    case GWR_UINT16:
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)y)[i] = (uint16_t)gwr_ku_qround(x[i] / s, z, lo, hi);
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++) ((int16_t *)y)[i] = (int16_t)gwr_ku_qround(x[i] / s, z, lo, hi);
+        break;
+    }
+}
+
 static gwr_status k_quantize(gwr_kctx *k) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL, *scale = k->nin > 1 ? k->in[1] : NULL,
                     *zp = k->nin > 2 ? k->in[2] : NULL;
@@ -84,6 +103,16 @@ static gwr_status k_quantize(gwr_kctx *k) {
      * x or the scale is float64), rounded half to even, plus the zero point,
      * saturated. */
     int wide = x->dtype == GWR_FLOAT64 || scale->dtype == GWR_FLOAT64;
+    if (x->dtype == GWR_FLOAT32 && scale->dtype == GWR_FLOAT32 && m.kind != 2) {
+        /* runs of elements sharing a scale: all of x, or `inner` per axis index */
+        int64_t run = m.kind == 0 ? x->numel : m.inner, esz = gwr_dtype_bits(ot) / 8;
+        for (int64_t i = 0; i < x->numel; i += run) {
+            int64_t q = qindex(&m, i);
+            quant_run_f32((const float *)x->data + i, run, ((const float *)scale->data)[q], zp ? (double)gwr_v_get_i64(zp, q) : 0, lo,
+                          hi, ot, (char *)y->data + i * esz);
+        }
+        return GWR_OK;
+    }
     for (int64_t i = 0; i < x->numel; i++) {
         int64_t q = qindex(&m, i);
         double s = gwr_ku_get(scale, q), z = zp ? (double)gwr_v_get_i64(zp, q) : 0;
@@ -91,6 +120,25 @@ static gwr_status k_quantize(gwr_kctx *k) {
         gwr_v_set_f64(y, i, gwr_ku_qround(r, z, lo, hi));
     }
     return GWR_OK;
+}
+
+/* n elements of an 8 / 16-bit x from element off, minus z, times s in
+ * float32, into y. */
+static void dequant_run_f32(const gwr_value *x, int64_t off, int64_t n, double z, float s, float *y) {
+    switch (x->dtype) {
+    case GWR_UINT8:
+        for (int64_t i = 0; i < n; i++) y[i] = (float)(((const uint8_t *)x->data)[off + i] - z) * s;
+        break;
+    case GWR_INT8:
+        for (int64_t i = 0; i < n; i++) y[i] = (float)(((const int8_t *)x->data)[off + i] - z) * s;
+        break;
+    case GWR_UINT16:
+        for (int64_t i = 0; i < n; i++) y[i] = (float)(((const uint16_t *)x->data)[off + i] - z) * s;
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++) y[i] = (float)(((const int16_t *)x->data)[off + i] - z) * s;
+        break;
+    }
 }
 
 static gwr_status k_dequantize(gwr_kctx *k) {
@@ -109,6 +157,14 @@ static gwr_status k_dequantize(gwr_kctx *k) {
     /* (x - x_zero_point) exactly (an int32 zero point does not wrap), then
      * times the scale in the output's precision: float32 for float32 (and
      * float16 / bfloat16, rounded once more: exact for 8 and 16-bit x). */
+    if (scale->dtype == GWR_FLOAT32 && x->dtype != GWR_INT32 && m.kind != 2) {
+        int64_t run = m.kind == 0 ? x->numel : m.inner;
+        for (int64_t i = 0; i < x->numel; i += run) {
+            int64_t q = qindex(&m, i);
+            dequant_run_f32(x, i, run, zp ? (double)gwr_v_get_i64(zp, q) : 0, ((const float *)scale->data)[q], (float *)y->data + i);
+        }
+        return GWR_OK;
+    }
     for (int64_t i = 0; i < x->numel; i++) {
         int64_t q = qindex(&m, i);
         double d = (double)gwr_v_get_i64(x, i) - (zp ? (double)gwr_v_get_i64(zp, q) : 0);

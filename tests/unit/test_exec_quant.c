@@ -346,6 +346,18 @@ TEST(matmul_integer) {
     expect_i(run1("MatMulInteger", 2, in3, NULL), GWR_INT32, 1, &w3);
 }
 
+TEST(matmul_integer_past_float32) {
+    /* sums exact past float32's integers: 255 * 255 * 258 = 16776450 < 2^24,
+     * 255 * 255 * 259 = 16841475 > 2^24 and odd, not a float32 */
+    static uint8_t a[259];
+    memset(a, 255, sizeof a);
+    static const int64_t w258 = 16776450, w259 = 16841475;
+    arg in[2] = {{GWR_UINT8, 2, {1, 258}, a}, {GWR_UINT8, 2, {258, 1}, a}};
+    expect_i(run1("MatMulInteger", 2, in, NULL), GWR_INT32, 1, &w258);
+    in[0].d[1] = in[1].d[0] = 259;
+    expect_i(run1("MatMulInteger", 2, in, NULL), GWR_INT32, 1, &w259);
+}
+
 enum { BIG_K = 40000 };
 
 TEST(integer_sums_wrap_in_32_bits) {
@@ -533,6 +545,7 @@ int main(void) {
     RUN(dynamic_quantize_open_cases);
     RUN(dynamic_quantize_huge_range);
     RUN(matmul_integer);
+    RUN(matmul_integer_past_float32);
     RUN(integer_sums_wrap_in_32_bits);
     RUN(conv_integer);
     RUN(qlinear_matmul);

@@ -681,7 +681,7 @@ static gwr_status k_conv_integer(gwr_kctx *k) {
     }
     if (!(st = conv_run(k, &OPS_F64, &p, xd, wd, NULL, yd, NULL, NULL))) {
         int32_t *yo = y->data;
-        for (int64_t i = 0; i < y->numel; i++) yo[i] = (int32_t)(int64_t)yd[i]; /* exact integers */
+        for (int64_t i = 0; i < y->numel; i++) yo[i] = gwr_ku_wrap_i32(yd[i]); /* exact sums, wrapped as int32 */
     }
     gwr_free(xd), gwr_free(wd), gwr_free(yd);
     return st;
@@ -716,15 +716,18 @@ static gwr_status k_qlinear_conv(gwr_kctx *k) {
         return st;
     }
     if (!(st = conv_run(k, &OPS_F64, &p, xd, wd, NULL, yd, NULL, NULL))) {
+        /* the int32 accumulator (sum plus bias) times x_scale * w_scale /
+         * y_scale, in float32; a zero y_scale saturates (NaN: 0 / 0 gives the
+         * low end) */
         float xsc = ((const float *)xs->data)[0], ysc = ((const float *)ys->data)[0];
-        double zy = gwr_ku_q8(yzp, 0), lo = yzp->dtype == GWR_INT8 ? -128 : 0, hi = yzp->dtype == GWR_INT8 ? 127 : 255;
+        double zy = gwr_ku_q8(yzp, 0), lo, hi;
+        gwr_ku_qrange(yzp->dtype, &lo, &hi);
         int64_t plane = p.YS;
         for (int64_t i = 0; i < y->numel; i++) {
             int64_t m = p.M ? (i / plane) % p.M : 0;
             float scale = xsc * ((const float *)ws->data)[ws->numel == 1 ? 0 : m] / ysc;
             double acc = yd[i] + (b ? (double)((const int32_t *)b->data)[m] : 0.0);
-            double q = nearbyint((double)((float)acc * scale)) + zy;
-            q = q < lo ? lo : q > hi ? hi : q;
+            double q = gwr_ku_requant(gwr_ku_wrap_i32(acc), scale, zy, lo, hi);
             if (y->dtype == GWR_INT8) ((int8_t *)y->data)[i] = (int8_t)q;
             else ((uint8_t *)y->data)[i] = (uint8_t)q;
         }

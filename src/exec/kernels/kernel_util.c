@@ -50,6 +50,17 @@ float *gwr_ku_widen(const gwr_value *v) {
     return f;
 }
 
+int gwr_ku_qrange(gwr_dtype t, double *lo, double *hi) {
+    switch (t) {
+    case GWR_UINT8: *lo = 0, *hi = 255; return 1;
+    case GWR_INT8: *lo = -128, *hi = 127; return 1;
+    case GWR_UINT16: *lo = 0, *hi = 65535; return 1;
+    case GWR_INT16: *lo = -32768, *hi = 32767; return 1;
+    case GWR_INT32: *lo = -2147483648.0, *hi = 2147483647.0; return 1;
+    default: return 0;
+    }
+}
+
 void gwr_ku_narrow(const float *f, gwr_value *v) {
     int64_t n = v->numel;
     switch (v->dtype) {

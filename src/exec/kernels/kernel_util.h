@@ -9,6 +9,7 @@
 #define GWR_EXEC_KERNEL_UTIL_H
 
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -32,6 +33,42 @@ static inline int gwr_ku_is_q8(gwr_dtype t) { return t == GWR_INT8 || t == GWR_U
 /* Element i of an int8 / uint8 value. */
 static inline double gwr_ku_q8(const gwr_value *v, int64_t i) {
     return v->dtype == GWR_INT8 ? (double)((const int8_t *)v->data)[i] : (double)((const uint8_t *)v->data)[i];
+}
+
+/* ---- quantization (docs/conformance.md, "Quantized ops") ----------------- */
+
+/* [lo, hi] of a quantized integer dtype (uint8 / int8 / uint16 / int16 /
+ * int32); 0 for any other dtype. */
+int gwr_ku_qrange(gwr_dtype t, double *lo, double *hi);
+
+/* saturate(round(q) + zp) into [lo, hi], q rounded half to even. ±inf
+ * and out-of-range values saturate; NaN gives lo, as onnxruntime's
+ * quantizers do. Every float-to-integer step of the quantizing kernels goes
+ * through here, so no NaN, infinity or out-of-range value reaches a C
+ * conversion. The rounding adds and subtracts 1.5 * 2^52 (the default
+ * rounding mode rounds the sum to an integer, ties to even) instead of
+ * calling nearbyint, which saves and restores the floating-point
+ * environment per element; |q| >= 2^51 saturates whatever its rounding. */
+static inline double gwr_ku_qround(double q, double zp, double lo, double hi) {
+    double r = fabs(q) < 0x1p51 ? (q + 0x1.8p52) - 0x1.8p52 : q;
+    double v = r + zp;
+    return v >= lo ? (v <= hi ? v : hi) : lo;
+}
+
+/* An exact integer sum (|v| < 2^63) wrapped to int32 the way 32-bit
+ * two's-complement accumulation wraps: the spec's MatMulInteger /
+ * ConvInteger / QLinear* accumulators ("may overflow if and only if in 32
+ * bits"). */
+static inline int32_t gwr_ku_wrap_i32(double v) {
+    uint32_t u = (uint32_t)(uint64_t)(int64_t)v;
+    return u <= INT32_MAX ? (int32_t)u : (int32_t)(u - 0x80000000u) - INT32_MAX - 1;
+}
+
+/* QLinearConv's / QLinearMatMul's output element: the int32 accumulator
+ * times the float32 multiplier a_scale * b_scale / y_scale, in float32 (the
+ * scales' type, as onnxruntime computes it), then gwr_ku_qround. */
+static inline double gwr_ku_requant(int32_t acc, float mult, double zp, double lo, double hi) {
+    return gwr_ku_qround((double)((float)acc * mult), zp, lo, hi);
 }
 
 /* Element i as double / set from a double, float32 without a call (any

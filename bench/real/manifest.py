@@ -4,6 +4,7 @@ Shared by fetch.py (downloads), run.py (the benchmark) and
 tests/real/test_real_models.py (make test's subset). Only the standard
 library and numpy: fetch.py must run before anything else is known to work.
 """
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -15,6 +16,14 @@ MANIFEST = os.path.join(HERE, "models.txt")
 def cache_dir():
     """The cache: $GWR_REAL_CACHE, or bench/real/cache/ (gitignored)."""
     return os.environ.get("GWR_REAL_CACHE") or os.path.join(HERE, "cache")
+
+
+def sha256_of(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 @dataclass

@@ -203,13 +203,14 @@ def gwr_optimize(gwr, src, dst, level, target, timeout):
     return None
 
 
-def gwr_run(gwr, src, feeds, workdir, repeat, timeout):
-    """Runs src on gwr's executor with feeds: (outputs, median ms, error)."""
+def gwr_run(gwr, src, feeds, workdir, repeat, timeout, optimize=True):
+    """Runs src on gwr's executor with feeds (optimize=False: as written,
+    --no-optimize): (outputs {name: ndarray}, median ms, error line)."""
     import onnx
     from onnx import numpy_helper
     os.makedirs(workdir, exist_ok=True)
     cmd = [gwr, "run", src, "--threads", "1", "--repeat", str(max(1, repeat)),
-           "-o", os.path.join(workdir, "out")]
+           "-o", os.path.join(workdir, "out")] + ([] if optimize else ["--no-optimize"])
     for i, (name, a) in enumerate(feeds.items()):
         p = os.path.join(workdir, f"in_{i}.pb")
         with open(p, "wb") as f:

@@ -281,7 +281,7 @@ def measure(model, args, work):
         ref = None
         row["errors"]["reference"] = str(e).splitlines()[0][:300]
 
-    for peer in PEERS:
+    for peer in [] if args.no_peers else PEERS:
         if peer == "ort-transformers" and not model.transformer_type:
             continue
         dst = os.path.join(work, f"{peer}.onnx")
@@ -489,6 +489,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--peer-timeout", type=int, default=300)
     ap.add_argument("--no-latency", action="store_true")
+    ap.add_argument("--no-peers", action="store_true", help="gwr only (the peers' cells: -)")
     ap.add_argument("--all-levels", action="store_true",
                     help="every gwr level (basic, extended, all) and target (onnx, ort, gwr)")
     ap.add_argument("--json", help="write every number to this file")

@@ -10,8 +10,8 @@ at every level (basic, extended, all) and target (onnx, ort, gwr):
 
   write:LEVEL:TARGET     `gwr optimize` writes the file
   valid:LEVEL:TARGET     onnx.checker.check_model(full_check=True) passes and
-                         onnxruntime loads it (targets onnx and ort; a file for
-                         target gwr may hold gwr's own ops, docs/optimize.md)
+                         onnxruntime loads it (a file for target gwr may hold
+                         gwr's own ops, docs/optimize.md: the checker only)
   numerics:LEVEL:TARGET  its outputs match onnxruntime's on the original
                          (targets onnx and ort: run in onnxruntime; target gwr:
                          `gwr run --no-optimize`), on the manifest's seeded inputs
@@ -99,6 +99,9 @@ def check_model(model, gwr, work, fail):
             elif bench.count_nodes(again) != nodes:
                 fail(f"second:{tag}", f"{nodes} nodes, then {bench.count_nodes(again)}")
             if target == "gwr":
+                problem = bench.check_file(dst, load=False)
+                if problem:
+                    fail(f"valid:{tag}", problem)
                 outs, _, err = bench.gwr_run(gwr, dst, feeds, os.path.join(work, f"run-{tag}"),
                                              1, 300, optimize=False)
                 if err:

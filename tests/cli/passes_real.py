@@ -60,7 +60,10 @@ def optimize(gwr, src, dst, *args):
 
 
 def check_output(src, dst, feeds, what, tol=1e-4):
-    """dst passes the full checker and runs in onnxruntime like src."""
+    """dst passes the full checker and runs in onnxruntime like src (feeds:
+    one dict of inputs, or a list of them)."""
+    if isinstance(feeds, list):
+        return all(check_output(src, dst, f, what, tol) for f in feeds)
     try:
         onnx.checker.check_model(onnx.load(dst), full_check=True)
     except Exception as e:  # noqa: BLE001 - the checker's message is the report
@@ -117,6 +120,34 @@ def case_shape_tail(gwr, work):
     if ort_run(src, feeds)[0].shape != (2, 3, 4):
         fail("onnxruntime's own run is not (2, 3, 4)")
     every(gwr, src, feeds, work)
+
+
+# ---- 2. If-branch outputs the file left untyped
+
+def untyped(name):
+    v = onnx.ValueInfoProto()
+    v.name = name
+    return v
+
+
+def case_if_untyped(gwr, work):
+    """y1 = If(c) of Relu/Neg(x), left untyped; y = If(c) of Reshape(y1, [6])
+    (then Sigmoid): the second If's branch outputs have a known rank and,
+    without y1's dtype, no element type, which must not be written as 0."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    c = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [6])
+    t1 = helper.make_graph([helper.make_node("Relu", ["x"], ["a"])], "t1", [], [untyped("a")])
+    e1 = helper.make_graph([helper.make_node("Neg", ["x"], ["b"])], "e1", [], [untyped("b")])
+    t2 = helper.make_graph([const("k6", [6]), helper.make_node("Reshape", ["y1", "k6"], ["r"])], "t2", [],
+                           [untyped("r")])
+    e2 = helper.make_graph([const("k6e", [6]), helper.make_node("Reshape", ["y1", "k6e"], ["r2"]),
+                            helper.make_node("Sigmoid", ["r2"], ["s"])], "e2", [], [untyped("s")])
+    nodes = [helper.make_node("If", ["c"], ["y1"], then_branch=t1, else_branch=e1),
+             helper.make_node("If", ["c"], ["y"], then_branch=t2, else_branch=e2)]
+    src = save(model(nodes, [x, c], [y]), os.path.join(work, "if_untyped.onnx"))
+    xv = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    every(gwr, src, [{"x": xv, "c": np.array(True)}, {"x": xv, "c": np.array(False)}], work)
 
 
 def main():

@@ -731,7 +731,8 @@ TEST(every_property_maps_to_its_field) {
         "node||MatMul||x,W|mm|\n",
         "node|relu|Abs||mm|abs_out|\nnode|relu|Relu||mm|r|relu doc\n",
         "node|neg|Neg|ai.onnx|r|n|\n",
-        "node|drop|Dropout||n,,Constant_1|dropped,|\n",
+        "node|drop|Dropout||n,,Constant_", /* a generated name: its number is the tree's counter */
+        "|dropped,|\n",
         "node|call|MyFn|custom.fn|dropped|fn_out|\n",
         "attr|Keeper|alpha|1|alpha doc|\n",
         "attr|Keeper|beta|2||outer_beta\n",

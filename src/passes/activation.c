@@ -10,10 +10,11 @@
  * network importing an older opset; HardSigmoid only then). 1/6 is compared
  * within 1e-6 relative: PyTorch's other HardSigmoid, alpha 0.2, is not
  * one. x * (Clip(x + 3, 0, 6) / 6) fuses in two steps, HardSigmoid first.
- * HardSwish exists from opset 14: a network importing an older default
- * opset keeps its chains (the pass cannot tell the target, so it refuses
- * for every target rather than emit an op the model's opset lacks); one
- * with no opset import (built by the API) gets it. The replacement must
+ * HardSwish exists from opset 14: for targets onnx and ort (onnxruntime
+ * has no HardSwish of its own before 14) a network importing an older
+ * default opset keeps its chains; target gwr fuses at any opset (gwr's
+ * kernel runs it at every opset); a network with no opset import (built by
+ * the API) gets it. The replacement must
  * have the root's type: a splat constant that broadcasts x to a larger
  * shape refuses, and x must be a float tensor. */
 #include <math.h>
@@ -21,6 +22,7 @@
 
 #include "gwr/match.h"
 #include "gwr/passes.h"
+#include "passes/pass_util.h"
 #include "util/util.h"
 
 enum { X, K3, LO, HI, K6, NCAP };
@@ -74,11 +76,12 @@ static const gwr_match_pattern tables[] = {
 };
 #define NTABLES ((int)(sizeof tables / sizeof tables[0]))
 
-/* Table k applies at this default-domain opset (-1: none imported): no
- * HardSwish before 14; Clip's min and max are attributes only before 11
- * (from 11 on, and with no opset, the executor reads Clip's inputs). */
-static int applies(int k, int64_t opset) {
-    if (k < NSWISH) return opset < 0 || opset >= 14;
+/* Table k applies at this default-domain opset (-1: none imported) for
+ * this target: no HardSwish before 14 but for target gwr; Clip's min and
+ * max are attributes only before 11 (from 11 on, and with no opset, the
+ * executor reads Clip's inputs). */
+static int applies(int k, int64_t opset, int64_t target) {
+    if (k < NSWISH) return opset < 0 || opset >= 14 || target == GWR_TARGET_GWR;
     return k < FIRST_ATTR || (opset >= 0 && opset < 11);
 }
 
@@ -103,15 +106,15 @@ static gwr_tensor *hard_sigmoid(gwr_network *net, gwr_tensor *x) {
 static int fuse(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
     if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX Mul or Div");
-    int64_t opset = gwr_network_opset(net, "");
+    int64_t opset = gwr_network_opset(net, ""), target = gwr_ps_target(c);
     gwr_match m;
     int k = 0, rc = 0;
     for (; k < NTABLES && !rc; k++)
-        if (applies(k, opset) && (rc = gwr_match_layer(&tables[k], l, &m)) < 0)
+        if (applies(k, opset, target) && (rc = gwr_match_layer(&tables[k], l, &m)) < 0)
             return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
     if (!rc)
         return gwr_rewrite_no_match(c, "no HardSwish or HardSigmoid form%s",
-                                    applies(0, opset) ? "" : " (HardSwish needs opset 14)");
+                                    applies(0, opset, target) ? "" : " (HardSwish needs opset 14 but for target gwr)");
     k--;
     gwr_tensor *x = m.captures[X], *out = gwr_layer_output(l, 0);
     if (!same_type(x, out))
@@ -215,18 +218,10 @@ static const gwr_match_pattern gelu_tables[] = {
 };
 #define NGELU ((int)(sizeof gelu_tables / sizeof gelu_tables[0]))
 
-/* The optimizer's target (manager arg "target"); GWR_TARGET_ONNX without one. */
-static int64_t target_of(gwr_rewrite_ctx *c) {
-    const gwr_args *a = gwr_rewrite_ctx_args(c);
-    int64_t t = GWR_TARGET_ONNX;
-    if (!a || gwr_args_get_int(a, "target", &t)) t = GWR_TARGET_ONNX;
-    return t;
-}
-
 static int fuse_gelu(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
     if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX Mul");
-    int64_t opset = gwr_network_opset(net, ""), target = target_of(c);
+    int64_t opset = gwr_network_opset(net, ""), target = gwr_ps_target(c);
     if (target == GWR_TARGET_ONNX && opset >= 0 && opset < 20)
         return gwr_rewrite_no_match(c, "Gelu needs opset 20 (the network imports %lld) for target onnx",
                                     (long long)opset);

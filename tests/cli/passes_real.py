@@ -284,6 +284,91 @@ def case_opset13_fusions(gwr, work):
             fail("--target onnx at opset 13: LayerNormalization fused, which the opset lacks: %s" % ops)
 
 
+# ---- 5. one optimize reaches the fixpoint
+
+def count_nodes(path):
+    """Nodes of the graph and of every body in it."""
+    def walk(g):
+        return sum(1 + sum(walk(a.g) for a in n.attribute if a.type == onnx.AttributeProto.GRAPH) +
+                   sum(walk(b) for a in n.attribute if a.type == onnx.AttributeProto.GRAPHS for b in a.graphs)
+                   for n in g.node)
+    return walk(onnx.load(path).graph)
+
+
+def second_optimize_same(gwr, src, work, args, what):
+    """Optimizing gwr's own output of src again with the same options leaves
+    as many nodes."""
+    one, two = os.path.join(work, "once.onnx"), os.path.join(work, "twice.onnx")
+    if not optimize(gwr, src, one, *args) or not optimize(gwr, one, two, *args):
+        return False
+    a, b = count_nodes(one), count_nodes(two)
+    if a != b:
+        fail("%s %s: a second optimize of the output goes from %d to %d nodes" % (what, " ".join(args), a, b))
+        return False
+    return True
+
+
+def case_pad_fixpoint(gwr, work):
+    """PyTorch's F.pad: the pads computed (Concat with ConstantOfShape,
+    Reshape, a reversing Slice, Transpose, Reshape, Cast), a reflect Pad, a
+    Conv, and x.view(-1, *x.shape[1:]) of its output. Import cannot infer
+    the Pad's output dims; they become known when fold_constants folds the
+    pads, after which fold_shape_dims must fold the view in the same run."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, 8, 8])
+    i64 = np.int64
+    nodes = [
+        const("pk", np.array([1, 1, 1, 1], i64)), const("zs", np.array([4], i64)),
+        helper.make_node("ConstantOfShape", ["zs"], ["zeros"], value=numpy_helper.from_array(np.array([0], i64))),
+        helper.make_node("Concat", ["pk", "zeros"], ["p8"], axis=0),
+        const("r2", np.array([-1, 2], i64)), helper.make_node("Reshape", ["p8", "r2"], ["p42"]),
+        const("st", np.array([-1], i64)), const("en", np.array([np.iinfo(i64).min], i64)),
+        const("ax", np.array([0], i64)), const("sp", np.array([-1], i64)),
+        helper.make_node("Slice", ["p42", "st", "en", "ax", "sp"], ["rev"]),
+        helper.make_node("Transpose", ["rev"], ["tr"], perm=[1, 0]),
+        const("m1", np.array([-1], i64)), helper.make_node("Reshape", ["tr", "m1"], ["flat"]),
+        helper.make_node("Cast", ["flat"], ["pads"], to=TensorProto.INT64),
+        helper.make_node("Pad", ["x", "pads"], ["xp"], mode="reflect"),
+        helper.make_node("Conv", ["xp", "w"], ["c"], kernel_shape=[3, 3]),
+        helper.make_node("Shape", ["c"], ["s"]), const("i123", np.array([1, 2, 3], i64)),
+        helper.make_node("Gather", ["s", "i123"], ["tail"], axis=0),
+        helper.make_node("Concat", ["m1", "tail"], ["sh"], axis=0),
+        helper.make_node("Reshape", ["c", "sh"], ["y"]),
+    ]
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    g = helper.make_graph(nodes, "g", [x], [y], [w])
+    src = save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8),
+               os.path.join(work, "pad_fixpoint.onnx"))
+    feeds = [{"x": np.random.default_rng(1).standard_normal((n, 3, 8, 8)).astype(np.float32)} for n in (1, 3)]
+    outs = every(gwr, src, feeds, work)
+    for (t, lv), dst in outs.items():
+        if lv != "basic" and any(op in ("Shape", "Reshape") for op in op_types(dst)):
+            fail("--target %s --level %s: the view is left: %s" % (t, lv, op_types(dst)))
+        second_optimize_same(gwr, src, work, ("--target", t, "--level", lv), "pad_fixpoint")
+
+
+def case_second_optimize(gwr, work):
+    """Every model of the other optimize tests' generators (make_nlp_models.py,
+    make_attention_models.py; bench/make_opt_models.py's are checked by
+    test_optimize_models.sh): a second optimize of the output at the same
+    level and target leaves as many nodes."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    models = []
+    for gen in ("make_nlp_models.py", "make_attention_models.py"):
+        d = os.path.join(work, gen[:-3])
+        os.makedirs(d, exist_ok=True)
+        r = subprocess.run([sys.executable, os.path.join(here, gen), d], capture_output=True, text=True)
+        if r.returncode:
+            fail("%s: %s" % (gen, r.stderr.strip()[-300:]))
+        models += sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".onnx"))
+    if len(models) < 10:
+        fail("only %d models generated" % len(models))
+    for m in models:
+        for t in TARGETS:
+            for lv in LEVELS:
+                second_optimize_same(gwr, m, work, ("--target", t, "--level", lv), os.path.basename(m))
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__)

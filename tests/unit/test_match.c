@@ -422,7 +422,8 @@ TEST(constants_exact_ints) {
     CHECK_EQ_INT(gwr_match_const_ints(gwr_constant(net, GWR_INT8, 1, d2, i8), v, 4), 2);
     CHECK(v[0] == -128 && v[1] == 127);
     CHECK_EQ_INT(gwr_match_const_ints(gwr_constant(net, GWR_FLOAT32, 1, d2, f), v, 4), -1);
-    CHECK_EQ_INT(gwr_match_const_ints(gwr_constant(net, GWR_INT64, 2, d22, ends), v, 4), -1);
+    int64_t four[4] = {1, 2, 3, 4};
+    CHECK_EQ_INT(gwr_match_const_ints(gwr_constant(net, GWR_INT64, 2, d22, four), v, 4), -1);
     CHECK_EQ_INT(gwr_match_const_ints(gwr_constant(net, GWR_INT64, 1, d3, ends), v, 2), -1);
     CHECK_EQ_INT(gwr_match_const_ints(NULL, v, 4), -1);
     gwr_match_const c;

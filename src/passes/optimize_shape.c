@@ -9,6 +9,7 @@
 #include "gwr/optimize.h"
 #include "ir/ir_api.h"
 #include "optimize_internal.h"
+#include "util/util.h"
 
 /* ---- binding ------------------------------------------------------------------ */
 
@@ -129,11 +130,25 @@ static int refines(const saved_type *old, const gwr_tensor *now) {
     return more;
 }
 
+/* Can inference tell l more than it did: an input whose type is complete
+ * (a constant a rewrite made, a layer a rewrite built) or refined in this
+ * pass? A layer reading only incomplete types it had already seen cannot
+ * learn anything: skipping it keeps the pass cheap on models whose types
+ * stay unknown. */
+static int worth_inferring(const gwr_layer *l, const gwr_ptrmap *refined) {
+    for (int i = 0; i < gwr_layer_num_inputs(l); i++) {
+        const gwr_tensor *t = gwr_layer_input(l, i);
+        if (t && (!incomplete(t) || gwr_ptrmap_get(refined, t))) return 1;
+    }
+    return 0;
+}
+
 /* Infers again the layers of g (in topological order) with an output whose
- * type is incomplete; keeps what fills unknowns without changing anything
- * known, gives the rest back. The count of outputs refined, or -1 when out
- * of memory. */
-static int64_t refine_net(gwr_network *g, int depth) {
+ * type is incomplete and an input that may tell more; keeps what fills
+ * unknowns without changing anything known, gives the rest back (refined
+ * gets the tensors that changed). The count of outputs refined, or -1 when
+ * out of memory. */
+static int64_t refine_net(gwr_network *g, gwr_ptrmap *done, int depth) {
     int64_t n = gwr_network_num_layers(g), refined = 0;
     gwr_layer **order = gwr_malloc((size_t)(n ? n : 1) * sizeof *order);
     if (!order || depth > 64) {
@@ -154,7 +169,7 @@ static int64_t refine_net(gwr_network *g, int depth) {
             if (t == GWR_ATTR_GRAPH && !gwr_layer_get_graph(l, gwr_layer_attr_name(l, a), &one)) gs = &one, k = 1;
             else if (t == GWR_ATTR_GRAPHS) gwr_layer_get_graphs(l, gwr_layer_attr_name(l, a), &gs, &k);
             for (int64_t j = 0; j < k && refined >= 0; j++) {
-                int64_t r = refine_net(gs[j], depth + 1);
+                int64_t r = refine_net(gs[j], done, depth + 1);
                 refined = r < 0 ? -1 : refined + r;
             }
         }
@@ -164,16 +179,25 @@ static int64_t refine_net(gwr_network *g, int depth) {
             want |= incomplete(t);
             sv[o] = (saved_type){gwr_tensor_dtype(t), gwr_tensor_rank(t), gwr_tensor_dims(t)};
         }
-        if (!want) continue;
+        if (!want || !worth_inferring(l, done)) continue;
         int failed = gwr_layer_infer(l) != GWR_OK;
         for (int o = 0; o < nout; o++) {
             gwr_tensor *t = gwr_layer_output(l, o);
-            if (!failed && refines(&sv[o], t)) refined++;
-            else (void)gwr_tensor_set_type(t, sv[o].dt, sv[o].rank, sv[o].dims);
+            if (!failed && refines(&sv[o], t)) {
+                refined++;
+                if (gwr_ptrmap_put(done, t, t)) refined = -1;
+            } else {
+                (void)gwr_tensor_set_type(t, sv[o].dt, sv[o].rank, sv[o].dims);
+            }
         }
     }
     gwr_free(order);
     return refined;
 }
 
-int64_t gwr_opt_refine_types(gwr_network *net) { return refine_net(net, 0); }
+int64_t gwr_opt_refine_types(gwr_network *net) {
+    gwr_ptrmap done = {0};
+    int64_t n = refine_net(net, &done, 0);
+    gwr_ptrmap_free(&done);
+    return n;
+}

@@ -233,6 +233,16 @@ typedef struct gwr_match_const {
 GWR_API int gwr_match_const_get(const gwr_tensor *t, gwr_match_const *out);
 /* Element i widened to double; NaN for a bad index. */
 GWR_API double gwr_match_const_at(const gwr_match_const *c, int64_t i);
+/* Element i of an integer constant exactly, into *v: 1, or 0 when c's
+ * dtype is not an integer one, i is out of range, or the value (a uint64
+ * above INT64_MAX) is not an int64. Read integer constants (axes, shapes,
+ * slice bounds) with this, never through the double of
+ * gwr_match_const_at: INT64_MAX has no double. */
+GWR_API int gwr_match_const_int_at(const gwr_match_const *c, int64_t i, int64_t *v);
+/* The values of a constant integer tensor of rank <= 1, exactly, into v
+ * (cap entries): the count, or -1 when t is not such a constant, has more
+ * than cap entries or holds a value that is not an int64. */
+GWR_API int gwr_match_const_ints(const gwr_tensor *t, int64_t *v, int cap);
 /* All of t's elements widened to double into out (cap entries); *n gets
  * the count, *rank and dims (may be NULL; GWR_MAX_RANK entries) the shape.
  * GWR_ERR_TYPE when t is not a readable constant, GWR_ERR_SHAPE when cap

@@ -215,7 +215,11 @@ static int copy_network(clone_ctx *c, const clone_scope *sc) {
     }
     for (int64_t k = 0; k < s->nlayers; k++)
         if (s->layers[k]->flags & LF_REMOVED) gwr_layer_mark_as_removed(d->layers[k]);
-    if (d->name_counter < s->name_counter) d->name_counter = s->name_counter;
+    /* The tree's counter and floor (the outermost networks'): the copy goes
+     * on naming past what the source had made. */
+    gwr_network *dr = gwr_ir_name_root(d), *sr = gwr_ir_name_root((gwr_network *)s);
+    if (dr->name_counter < sr->name_counter) dr->name_counter = sr->name_counter;
+    if (dr->name_floor < sr->name_floor) dr->name_floor = sr->name_floor;
     return 1;
 }
 

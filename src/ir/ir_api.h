@@ -159,8 +159,11 @@ struct gwr_network {
     int64_t nlisteners, listeners_cap;
     int next_listener_id;
     uint32_t epoch;
+    /* The generated names' counter and floor: only the outermost network's
+     * are used, for its whole tree (every If/Loop/Scan body in it), so
+     * that generated names are unique across the model (gwr_ir_name_root). */
     uint64_t name_counter;
-    /* Every name put in this network's maps other than a generated
+    /* Every name put in this network's maps (or a body's) other than a generated
      * "<base>_<n>" (or "<base>_<n>:<i>") whose last '_' is followed by
      * digits has that number below name_floor: a name generated with a
      * counter value >= name_floor cannot be taken, and add_layer skips

@@ -48,8 +48,9 @@ void gwr_ir_namemap_del(gwr_namemap *m, void *obj);
 void gwr_ir_namemap_prefetch(const gwr_namemap *m, uint32_t h);
 /* h: gwr_ir_name_hash of obj's name, when the caller has it. */
 void gwr_ir_namemap_del_h(gwr_namemap *m, void *obj, uint32_t h);
-/* Puts obj (named name, hash h) in map m of net, keeping net->name_floor
- * above the number its name ends with; -1 on allocation failure. */
+/* Puts obj (named name, hash h) in map m of net, keeping the tree's
+ * name_floor (the outermost network's) above the number its name ends
+ * with; -1 on allocation failure. */
 int gwr_ir_name_put(gwr_network *net, gwr_namemap *m, void *obj, uint32_t h);
 /* Name lookups in a network: its maps, then its generated names. */
 gwr_layer *gwr_ir_find_layer(const gwr_network *net, const char *name);
@@ -58,10 +59,14 @@ gwr_layer *gwr_ir_find_layer_h(const gwr_network *net, const char *name, uint32_
 gwr_tensor *gwr_ir_find_tensor_h(const gwr_network *net, const char *name, uint32_t h);
 /* Generated names "<op>_<n>" with n below this live in net->gen. */
 #define GWR_GEN_MAX (INT64_C(1) << 31)
-/* "<base>_<n>" with the network's next counter value, into buf (160
- * bytes); *hash gets its hash, *fresh (may be NULL) whether it is known
- * to be free without looking. */
-const char *gwr_ir_next_name(gwr_network *net, const char *base, char *buf, uint32_t *hash, int *fresh);
+/* "<base>_<n>" with the next value of the counter of net's whole tree
+ * (the outermost network's), into buf (160 bytes); *hash gets its hash,
+ * *fresh (may be NULL) whether it is known to be free in every network of
+ * the tree without looking, *num (may be NULL) n. */
+const char *gwr_ir_next_name(gwr_network *net, const char *base, char *buf, uint32_t *hash, int *fresh,
+                             uint64_t *num);
+/* The outermost network of net's tree, which names for all of it. */
+gwr_network *gwr_ir_name_root(gwr_network *net);
 /* gwr_ir_next_name until the name is free among net's tensors. */
 const char *gwr_ir_unique_tensor_name(gwr_network *net, const char *base, char *buf, uint32_t *hash);
 /* 0 (message on net) for an empty name; `what` names the object. */

@@ -104,6 +104,7 @@ static int add_check_captures(gwr_network *net, const char *op, int ninputs, gwr
  * be free unless nm->fresh). A fresh counter name gets a slot in net->gen;
  * any other starts loading the name maps' slots it will be looked up in. */
 static int add_pick_name(gwr_network *net, const char *op, const char *name, add_name *nm) {
+    uint64_t n = 0;
     nm->generated = !name;
     nm->fresh = 0;
     if (name) {
@@ -111,10 +112,12 @@ static int add_pick_name(gwr_network *net, const char *op, const char *name, add
         nm->name = name;
         nm->hash = gwr_ir_name_hash(name);
     } else {
-        nm->name = gwr_ir_next_name(net, op, nm->buf, &nm->hash, &nm->fresh);
+        nm->name = gwr_ir_next_name(net, op, nm->buf, &nm->hash, &nm->fresh, &n);
     }
-    uint64_t n = net->name_counter - 1;
-    nm->gen_n = nm->generated && nm->fresh && n < (uint64_t)GWR_GEN_MAX ? (int64_t)n : -1;
+    /* The counter is the whole tree's: a body's numbers are sparse, and its
+     * names go to its maps rather than into a gen array as long as the
+     * outermost network's. */
+    nm->gen_n = nm->generated && nm->fresh && !net->parent && n < (uint64_t)GWR_GEN_MAX ? (int64_t)n : -1;
     if (nm->gen_n < 0) {
         gwr_ir_namemap_prefetch(&net->layer_names, nm->hash);
         gwr_ir_namemap_prefetch(&net->tensor_names, nm->hash); /* output 0 is usually named after the layer */
@@ -137,7 +140,7 @@ static int add_claim_name(gwr_network *net, const char *op, add_name *nm) {
         return 0;
     }
     while (!nm->fresh && gwr_ir_find_layer_h(net, nm->name, nm->hash))
-        nm->name = gwr_ir_next_name(net, op, nm->buf, &nm->hash, &nm->fresh);
+        nm->name = gwr_ir_next_name(net, op, nm->buf, &nm->hash, &nm->fresh, NULL);
     return 1;
 }
 

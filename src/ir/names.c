@@ -120,11 +120,22 @@ void gwr_ir_namemap_del(gwr_namemap *m, void *obj) {
     gwr_ir_namemap_del_h(m, obj, gwr_ir_name_hash(obj_name(obj)));
 }
 
-/* Keeps net->name_floor above the number a name ends with when it looks
- * generated (its last '_' followed by digits; see gwr_ir_next_name). */
+/* The outermost network of net's tree: it holds the name counter and
+ * floor of the whole tree (a model and every If/Loop/Scan body in it), so
+ * that a generated name is unique across all of them, as ONNX wants names
+ * to be. The walk is as long as the nesting (a few levels). */
+gwr_network *gwr_ir_name_root(gwr_network *net) {
+    while (net->parent) net = net->parent;
+    return net;
+}
+
+/* Keeps the tree's name_floor above the number a name put in net ends with
+ * when it looks generated (its last '_' followed by digits; see
+ * gwr_ir_next_name). */
 static void note_name(gwr_network *net, const char *name) {
     const char *u = strrchr(name, '_');
     if (!u || u[1] < '0' || u[1] > '9') return;
+    net = gwr_ir_name_root(net);
     uint64_t v = 0;
     for (const char *p = u + 1; *p >= '0' && *p <= '9'; p++) {
         if (v > (UINT64_MAX - 9) / 10) {
@@ -239,21 +250,31 @@ void gwr_ir_unname_tensor(gwr_network *net, gwr_tensor *t, uint32_t h) {
 
 /* ---- names ---- */
 
-/* Writes "<base>_<n>" with the network's next counter value into buf (at
- * least 160 bytes; base is cut at 120) and its hash into *hash. *fresh (may
- * be NULL) is set when the name is known to be free in both maps without
- * looking: n >= name_floor. (Names generated before have smaller numbers;
- * any other name equal to this one would end in "_<n>" too and have raised
- * the floor past n when it was put; so would one equal to "<this>:<i>".) */
-const char *gwr_ir_next_name(gwr_network *net, const char *base, char *buf, uint32_t *hash, int *fresh) {
+/* Writes "<base>_<n>" with the tree's next counter value into buf (at
+ * least 160 bytes; base is cut at 120) and its hash into *hash; *n (may be
+ * NULL) gets n. The counter and the floor are the outermost network's
+ * (gwr_ir_name_root), and the counter skips up to the floor, so the name is
+ * free in every map of every network of the tree: n >= name_floor, and
+ * *fresh (may be NULL) says so. (Names generated before have smaller
+ * numbers; any other name equal to this one would end in "_<n>" too and
+ * have raised the floor past n when it was put, in whichever network; so
+ * would one equal to "<this>:<i>".) Only a floor at UINT64_MAX, which no
+ * counter reaches, leaves names that are not fresh: add_layer then looks
+ * them up in its own maps. */
+const char *gwr_ir_next_name(gwr_network *net, const char *base, char *buf, uint32_t *hash, int *fresh,
+                             uint64_t *num) {
     size_t n = strlen(base);
     if (n > 120) n = 120;
     memmove(buf, base, n);
     buf[n++] = '_';
     char digits[24];
     int k = 0;
-    uint64_t v = net->name_counter++;
-    if (fresh) *fresh = v >= net->name_floor;
+    gwr_network *root = gwr_ir_name_root(net);
+    uint64_t v = root->name_counter;
+    if (v < root->name_floor && root->name_floor != UINT64_MAX) v = root->name_floor;
+    root->name_counter = v + 1;
+    if (fresh) *fresh = v >= root->name_floor;
+    if (num) *num = v;
     do digits[k++] = (char)('0' + v % 10);
     while ((v /= 10) != 0);
     for (int i = 0; i < k; i++) buf[n + (size_t)i] = digits[k - 1 - i];
@@ -269,7 +290,7 @@ const char *gwr_ir_unique_tensor_name(gwr_network *net, const char *base, char *
     if (bl > 120) bl = 120;
     memcpy(tmp, base, bl);
     tmp[bl] = 0;
-    do gwr_ir_next_name(net, tmp, buf, hash, NULL);
+    do gwr_ir_next_name(net, tmp, buf, hash, NULL, NULL);
     while (gwr_ir_find_tensor_h(net, buf, *hash));
     return buf;
 }

@@ -67,13 +67,11 @@ static double bf16_to_f64(uint16_t h) {
     return f;
 }
 
-double gwr_match_const_at(const gwr_match_const *c, int64_t i) {
-    if (!c || !c->data || i < 0 || i >= c->numel) return NAN;
+int gwr_match_const_int_at(const gwr_match_const *c, int64_t i, int64_t *v) {
+    if (!c || !c->data || i < 0 || i >= c->numel || !v) return 0;
     const char *p = (const char *)c->data + (size_t)i * gwr_dtype_size(c->dtype);
-#define RD(T) do { T v_; memcpy(&v_, p, sizeof v_); return (double)v_; } while (0)
+#define RD(T) do { T v_; memcpy(&v_, p, sizeof v_); *v = (int64_t)v_; return 1; } while (0)
     switch (c->dtype) {
-    case GWR_FLOAT32: RD(float);
-    case GWR_FLOAT64: RD(double);
     case GWR_INT8: RD(int8_t);
     case GWR_UINT8: RD(uint8_t);
     case GWR_INT16: RD(int16_t);
@@ -81,6 +79,27 @@ double gwr_match_const_at(const gwr_match_const *c, int64_t i) {
     case GWR_INT32: RD(int32_t);
     case GWR_UINT32: RD(uint32_t);
     case GWR_INT64: RD(int64_t);
+    case GWR_UINT64: {
+        uint64_t u;
+        memcpy(&u, p, sizeof u);
+        if (u > (uint64_t)INT64_MAX) return 0; /* not an int64: refused, never wrapped */
+        *v = (int64_t)u;
+        return 1;
+    }
+    default: return 0;
+    }
+#undef RD
+}
+
+double gwr_match_const_at(const gwr_match_const *c, int64_t i) {
+    if (!c || !c->data || i < 0 || i >= c->numel) return NAN;
+    const char *p = (const char *)c->data + (size_t)i * gwr_dtype_size(c->dtype);
+    int64_t k;
+    if (c->dtype != GWR_UINT64 && gwr_match_const_int_at(c, i, &k)) return (double)k;
+#define RD(T) do { T v_; memcpy(&v_, p, sizeof v_); return (double)v_; } while (0)
+    switch (c->dtype) {
+    case GWR_FLOAT32: RD(float);
+    case GWR_FLOAT64: RD(double);
     case GWR_UINT64: RD(uint64_t);
     case GWR_BOOL: return *p ? 1.0 : 0.0;
     case GWR_FLOAT16: { uint16_t h; memcpy(&h, p, 2); return half_to_f64(h); }
@@ -88,6 +107,14 @@ double gwr_match_const_at(const gwr_match_const *c, int64_t i) {
     default: return NAN;
     }
 #undef RD
+}
+
+int gwr_match_const_ints(const gwr_tensor *t, int64_t *v, int cap) {
+    gwr_match_const k;
+    if (!t || !gwr_match_const_get(t, &k) || !gwr_dtype_is_int(k.dtype) || k.rank > 1 || k.numel > cap) return -1;
+    for (int64_t i = 0; i < k.numel; i++)
+        if (!gwr_match_const_int_at(&k, i, &v[i])) return -1;
+    return (int)k.numel;
 }
 
 gwr_status gwr_match_const_f64(const gwr_tensor *t, double *out, int64_t cap, int64_t *n, int *rank, int64_t *dims) {

@@ -311,8 +311,26 @@ static Onnx__TypeProto *ox_type(gwr_ox_ctx *c, const gwr_network *net, const gwr
     return NULL;
 }
 
-/* A ValueInfoProto for t: name, type (none when the tensor's is entirely
- * unknown), doc string. */
+/* Is every element type in ty known? A TypeProto with a tensor type but no
+ * elem_type reads as elem_type 0, which onnxruntime refuses ("Invalid
+ * tensor data type 0"): such a type is not written at all, as a file that
+ * left it empty did. */
+static int type_known(const gwr_type *ty, int depth) {
+    if (depth > 64) return 0;
+    switch (ty->kind) {
+    case GWR_VALUE_TENSOR:
+    case GWR_VALUE_SPARSE_TENSOR: return ty->dtype != GWR_UNDEFINED;
+    case GWR_VALUE_MAP:
+        if (ty->dtype == GWR_UNDEFINED) return 0;
+        /* fall through */
+    case GWR_VALUE_SEQUENCE:
+    case GWR_VALUE_OPTIONAL: return ty->elem && type_known(ty->elem, depth + 1);
+    }
+    return 0;
+}
+
+/* A ValueInfoProto for t: name, type (none when an element type in it is
+ * not known), doc string. */
 static Onnx__ValueInfoProto *ox_value_info(gwr_ox_ctx *c, const gwr_tensor *t) {
     Onnx__ValueInfoProto *vi;
     OX_NEW(c, vi, Onnx__ValueInfoProto, ONNX__VALUE_INFO_PROTO__INIT);
@@ -322,7 +340,7 @@ static Onnx__ValueInfoProto *ox_value_info(gwr_ox_ctx *c, const gwr_tensor *t) {
     gwr_tensor_value_type(t, &ty);
     int props = gwr_tensor_num_props(t) > 0;
     const char *denotation = props ? gwr_tensor_prop(t, "onnx.denotation", NULL) : NULL;
-    if (ty.kind != GWR_VALUE_TENSOR || ty.dtype != GWR_UNDEFINED || ty.rank >= 0) {
+    if (type_known(&ty, 0)) {
         if (!(vi->type = ox_type(c, gwr_ir_tnet(t), &ty, t, 0))) return NULL;
     } else if (denotation) {
         /* No type to write, only its denotation. */

@@ -227,18 +227,10 @@ static const gwr_match_pattern gelu_tables[] = {
 };
 #define NGELU ((int)(sizeof gelu_tables / sizeof gelu_tables[0]))
 
-/* The optimizer's target (manager arg "target"); GWR_TARGET_ONNX without one. */
-static int64_t target_of(gwr_rewrite_ctx *c) {
-    const gwr_args *a = gwr_rewrite_ctx_args(c);
-    int64_t t = GWR_TARGET_ONNX;
-    if (!a || gwr_args_get_int(a, "target", &t)) t = GWR_TARGET_ONNX;
-    return t;
-}
-
 static int fuse_gelu(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
     if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX Mul");
-    int64_t opset = gwr_network_opset(net, ""), target = target_of(c);
+    int64_t opset = gwr_network_opset(net, ""), target = gwr_ps_target(c);
     if (target == GWR_TARGET_ONNX && opset >= 0 && opset < 20)
         return gwr_rewrite_no_match(c, "Gelu needs opset 20 (the network imports %lld) for target onnx",
                                     (long long)opset);

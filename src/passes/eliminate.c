@@ -78,16 +78,6 @@ static int replace_by(gwr_rewrite_ctx *c, gwr_layer *l, const gwr_match *m, gwr_
     return s ? gwr_rewrite_fail(c, s, "%s", gwr_last_errmsg()) : 1;
 }
 
-/* The values of a constant int tensor of rank <= 1, widened to double (so
- * that INT64_MAX stays a large number), into v (cap entries); the count,
- * or -1 when t is not such a constant. */
-static int const_ints(const gwr_tensor *t, double *v, int cap) {
-    gwr_match_const k;
-    if (!t || !gwr_match_const_get(t, &k) || !gwr_dtype_is_int(k.dtype) || k.rank > 1 || k.numel > cap) return -1;
-    for (int64_t i = 0; i < k.numel; i++) v[i] = gwr_match_const_at(&k, i);
-    return (int)k.numel;
-}
-
 /* The default-domain opset of l's outermost network (0 when none). */
 static int64_t opset_of(const gwr_layer *l) {
     const gwr_network *n = gwr_layer_network(l);
@@ -225,8 +215,8 @@ static gwr_tensor *noop_cast(gwr_layer *l, const char **why) {
  * positive (so the -1 can only be x's). */
 static gwr_tensor *noop_reshape_op(gwr_layer *l, const char **why) {
     gwr_tensor *x = gwr_layer_input(l, 0);
-    double v[GWR_MAX_RANK];
-    int r = gwr_tensor_rank(x), n = const_ints(gwr_layer_input(l, 1), v, GWR_MAX_RANK), minus = -1, positive = 1;
+    int64_t v[GWR_MAX_RANK];
+    int r = gwr_tensor_rank(x), n = gwr_match_const_ints(gwr_layer_input(l, 1), v, GWR_MAX_RANK), minus = -1, positive = 1;
     int64_t allowzero = 0;
     gwr_layer_attr_int(l, "allowzero", 0, &allowzero);
     if (r < 0 || n != r) return *why = "the shape is not a constant of x's rank", NULL;
@@ -236,7 +226,7 @@ static gwr_tensor *noop_reshape_op(gwr_layer *l, const char **why) {
             minus = i;
             continue;
         }
-        if (!(v[i] == 0 && !allowzero) && !(GWR_DIM_IS_KNOWN(xd) && v[i] == (double)xd))
+        if (!(v[i] == 0 && !allowzero) && !(GWR_DIM_IS_KNOWN(xd) && v[i] == xd))
             return *why = "the shape differs from x's known shape", NULL;
         positive &= GWR_DIM_IS_KNOWN(xd) && xd > 0;
     }
@@ -248,12 +238,12 @@ static gwr_tensor *noop_reshape_op(gwr_layer *l, const char **why) {
  * each entry 1 or x's known extent. */
 static gwr_tensor *noop_expand(gwr_layer *l, const char **why) {
     gwr_tensor *x = gwr_layer_input(l, 0);
-    double v[GWR_MAX_RANK];
-    int r = gwr_tensor_rank(x), n = const_ints(gwr_layer_input(l, 1), v, GWR_MAX_RANK);
+    int64_t v[GWR_MAX_RANK];
+    int r = gwr_tensor_rank(x), n = gwr_match_const_ints(gwr_layer_input(l, 1), v, GWR_MAX_RANK);
     if (r < 0 || n < 0 || n > r) return *why = "the shape is not a constant within x's rank", NULL;
     for (int i = 0; i < n; i++) {
         gwr_dim xd = gwr_tensor_dim(x, r - n + i);
-        if (v[i] != 1 && !(GWR_DIM_IS_KNOWN(xd) && v[i] == (double)xd)) return *why = "the expansion grows x", NULL;
+        if (v[i] != 1 && !(GWR_DIM_IS_KNOWN(xd) && v[i] == xd)) return *why = "the expansion grows x", NULL;
     }
     return x;
 }
@@ -276,7 +266,7 @@ static gwr_tensor *noop_transpose(gwr_layer *l, const char **why) {
  * inputs or opset 1's attributes. */
 static gwr_tensor *noop_slice(gwr_layer *l, const char **why) {
     gwr_tensor *x = gwr_layer_input(l, 0);
-    double st[GWR_MAX_RANK], en[GWR_MAX_RANK], ax[GWR_MAX_RANK], sp[GWR_MAX_RANK];
+    int64_t st[GWR_MAX_RANK], en[GWR_MAX_RANK], ax[GWR_MAX_RANK], sp[GWR_MAX_RANK];
     int r = gwr_tensor_rank(x), nin = gwr_layer_num_inputs(l), n, na = -1, ns = -1;
     if (nin == 1) {
         const int64_t *a[3];
@@ -284,41 +274,41 @@ static gwr_tensor *noop_slice(gwr_layer *l, const char **why) {
         if (gwr_layer_get_ints(l, "starts", &a[0], &k[0]) || gwr_layer_get_ints(l, "ends", &a[1], &k[1]) ||
             k[0] != k[1] || k[0] > GWR_MAX_RANK || (!gwr_layer_get_ints(l, "axes", &a[2], &k[2]) && k[2] != k[0]))
             return *why = "malformed attributes", NULL;
-        for (int64_t i = 0; i < k[0]; i++) st[i] = (double)a[0][i], en[i] = (double)a[1][i];
-        for (int64_t i = 0; i < k[2]; i++) ax[i] = (double)a[2][i];
+        for (int64_t i = 0; i < k[0]; i++) st[i] = a[0][i], en[i] = a[1][i];
+        for (int64_t i = 0; i < k[2]; i++) ax[i] = a[2][i];
         n = (int)k[0], na = (int)k[2];
     } else {
-        n = const_ints(gwr_layer_input(l, 1), st, GWR_MAX_RANK);
-        if (n < 0 || const_ints(nin > 2 ? gwr_layer_input(l, 2) : NULL, en, GWR_MAX_RANK) != n)
+        n = gwr_match_const_ints(gwr_layer_input(l, 1), st, GWR_MAX_RANK);
+        if (n < 0 || gwr_match_const_ints(nin > 2 ? gwr_layer_input(l, 2) : NULL, en, GWR_MAX_RANK) != n)
             return *why = "starts and ends are not constants", NULL;
-        if (nin > 3 && gwr_layer_input(l, 3) && (na = const_ints(gwr_layer_input(l, 3), ax, GWR_MAX_RANK)) != n)
+        if (nin > 3 && gwr_layer_input(l, 3) && (na = gwr_match_const_ints(gwr_layer_input(l, 3), ax, GWR_MAX_RANK)) != n)
             return *why = "the axes are not a constant", NULL;
-        if (nin > 4 && gwr_layer_input(l, 4) && (ns = const_ints(gwr_layer_input(l, 4), sp, GWR_MAX_RANK)) != n)
+        if (nin > 4 && gwr_layer_input(l, 4) && (ns = gwr_match_const_ints(gwr_layer_input(l, 4), sp, GWR_MAX_RANK)) != n)
             return *why = "the steps are not a constant", NULL;
     }
     if (r < 0) return *why = "x's rank is unknown", NULL;
     for (int i = 0; i < n; i++) {
-        double a = na >= 0 ? ax[i] : i;
+        int64_t a = na >= 0 ? ax[i] : i;
         if (a < 0) a += r;
         if (a < 0 || a >= r) return *why = "an axis out of range", NULL;
         gwr_dim d = gwr_tensor_dim(x, (int)a);
         if (st[i] != 0 || (ns >= 0 && sp[i] != 1)) return *why = "a start other than 0 or a step other than 1", NULL;
-        if (GWR_DIM_IS_KNOWN(d) ? en[i] < (double)d : en[i] < 0x1p62) return *why = "an end before the extent", NULL;
+        if (GWR_DIM_IS_KNOWN(d) ? en[i] < d : en[i] < ((int64_t)1 << 62)) return *why = "an end before the extent", NULL;
     }
     return x;
 }
 
 /* Pad by zeros in every mode (nothing is added, whatever the mode). */
 static gwr_tensor *noop_pad(gwr_layer *l, const char **why) {
-    double v[2 * GWR_MAX_RANK];
+    int64_t v[2 * GWR_MAX_RANK];
     const int64_t *p;
     int64_t np;
     int n = -1;
     if (gwr_layer_num_inputs(l) == 1) {
         if (!gwr_layer_get_ints(l, "pads", &p, &np) && np <= 2 * GWR_MAX_RANK)
-            for (n = 0; n < np; n++) v[n] = (double)p[n];
+            for (n = 0; n < np; n++) v[n] = p[n];
     } else {
-        n = const_ints(gwr_layer_input(l, 1), v, 2 * GWR_MAX_RANK);
+        n = gwr_match_const_ints(gwr_layer_input(l, 1), v, 2 * GWR_MAX_RANK);
     }
     if (n < 0) return *why = "the pads are not a constant", NULL;
     for (int i = 0; i < n; i++)
@@ -327,8 +317,8 @@ static gwr_tensor *noop_pad(gwr_layer *l, const char **why) {
 }
 
 static gwr_tensor *noop_tile(gwr_layer *l, const char **why) {
-    double v[GWR_MAX_RANK];
-    int n = const_ints(gwr_layer_input(l, 1), v, GWR_MAX_RANK);
+    int64_t v[GWR_MAX_RANK];
+    int n = gwr_match_const_ints(gwr_layer_input(l, 1), v, GWR_MAX_RANK);
     if (n < 0) return *why = "the repeats are not a constant", NULL;
     for (int i = 0; i < n; i++)
         if (v[i] != 1) return *why = "a repeat other than 1", NULL;

@@ -35,14 +35,6 @@ static int64_t opset_of(const gwr_layer *l) {
     return v < 0 ? 0 : v;
 }
 
-/* The values of a constant int tensor of rank <= 1 into v (cap entries);
- * the count, or -1. */
-static int const_ints(const gwr_tensor *t, int64_t *v, int cap) {
-    gwr_match_const k;
-    if (!t || !gwr_match_const_get(t, &k) || !gwr_dtype_is_int(k.dtype) || k.rank > 1 || k.numel > cap) return -1;
-    for (int64_t i = 0; i < k.numel; i++) v[i] = (int64_t)gwr_match_const_at(&k, i);
-    return (int)k.numel;
-}
 
 /* Is t read only by `reader` (once or more) and not a network output? */
 static int only_read_by(const gwr_tensor *t, const gwr_layer *reader) {
@@ -101,7 +93,7 @@ static int axes_of(const gwr_layer *l, int r, int64_t *ax) {
     if (!gwr_layer_get_ints(l, "axes", &p, &n)) {
         if (n > MAXR) return -1;
         for (k = 0; k < n; k++) ax[k] = p[k];
-    } else if (gwr_layer_num_inputs(l) < 2 || (k = const_ints(gwr_layer_input(l, 1), ax, MAXR)) < 0) {
+    } else if (gwr_layer_num_inputs(l) < 2 || (k = gwr_match_const_ints(gwr_layer_input(l, 1), ax, MAXR)) < 0) {
         return -1;
     }
     if (r < 0 || !k) return -1;
@@ -179,7 +171,7 @@ static int squeeze_pair(gwr_rewrite_ctx *c, gwr_layer *l, gwr_layer *in) {
 static int copies_dim(const gwr_layer *l, int i) {
     int64_t v[MAXR], az = 0;
     if (!l || gwr_layer_op_id(l) != GWR_OP_Reshape || gwr_layer_num_inputs(l) < 2) return 0;
-    int n = const_ints(gwr_layer_input(l, 1), v, MAXR);
+    int n = gwr_match_const_ints(gwr_layer_input(l, 1), v, MAXR);
     gwr_layer_attr_int(l, "allowzero", 0, &az);
     return !az && i < n && v[i] == 0;
 }
@@ -196,7 +188,7 @@ static int target_of(const gwr_layer *l, int64_t *v, int *allowzero) {
     *allowzero = 0;
     if (gwr_layer_op_id(l) == GWR_OP_Reshape) {
         int64_t az = 0;
-        int n = gwr_layer_num_inputs(l) > 1 ? const_ints(gwr_layer_input(l, 1), v, MAXR) : -1;
+        int n = gwr_layer_num_inputs(l) > 1 ? gwr_match_const_ints(gwr_layer_input(l, 1), v, MAXR) : -1;
         gwr_layer_attr_int(l, "allowzero", 0, &az);
         for (int i = 0; i < n; i++) {
             if (v[i] || az) continue;
@@ -213,7 +205,8 @@ static int target_of(const gwr_layer *l, int64_t *v, int *allowzero) {
         gwr_dim d = gwr_tensor_dim(out, i);
         if (d == 0) return -1; /* a 0 in a Reshape target copies a dim */
         if (GWR_DIM_IS_KNOWN(d)) {
-            v[i] = d, prod *= d;
+            v[i] = d;
+            if (__builtin_mul_overflow(prod, d, &prod)) return -1; /* no such tensor: refuse */
         } else {
             if (unknown >= 0) return -1;
             unknown = i, v[i] = -1;
@@ -234,7 +227,9 @@ static int flatten_target(const gwr_layer *l, int64_t *v) {
     for (int i = 0; i < r; i++) {
         gwr_dim d = gwr_tensor_dim(x, i);
         int s = i >= axis;
-        if (GWR_DIM_IS_KNOWN(d)) p[s] *= d;
+        if (GWR_DIM_IS_KNOWN(d)) {
+            if (__builtin_mul_overflow(p[s], d, &p[s])) return -1; /* past int64: refuse */
+        }
         else known[s] = 0;
     }
     if ((known[0] && !p[0] && axis != 1) || (known[1] && !p[1])) return -1; /* a 0 would copy a dim of x */
@@ -321,7 +316,7 @@ static int vals_shape(const gwr_layer *l, shape_vals *s) {
 static int vals_gather(const gwr_layer *l, shape_vals *s, int depth) {
     shape_vals d;
     int64_t idx[VCAP], axis = 0;
-    int n = gwr_layer_num_inputs(l) == 2 ? const_ints(gwr_layer_input(l, 1), idx, VCAP) : -1;
+    int n = gwr_layer_num_inputs(l) == 2 ? gwr_match_const_ints(gwr_layer_input(l, 1), idx, VCAP) : -1;
     gwr_layer_attr_int(l, "axis", 0, &axis);
     if (n < 0 || (axis != 0 && axis != -1) || gwr_tensor_rank(gwr_layer_input(l, 0)) != 1 ||
         vals_of(gwr_layer_input(l, 0), &d, depth + 1))
@@ -340,13 +335,13 @@ static int vals_slice(const gwr_layer *l, shape_vals *s, int depth) {
     shape_vals d;
     int64_t st, en, ax = 0, sp = 1, k[1];
     int nin = gwr_layer_num_inputs(l);
-    if (nin < 3 || const_ints(gwr_layer_input(l, 1), k, 1) != 1) return -1;
+    if (nin < 3 || gwr_match_const_ints(gwr_layer_input(l, 1), k, 1) != 1) return -1;
     st = k[0];
-    if (const_ints(gwr_layer_input(l, 2), k, 1) != 1) return -1;
+    if (gwr_match_const_ints(gwr_layer_input(l, 2), k, 1) != 1) return -1;
     en = k[0];
-    if (nin > 3 && gwr_layer_input(l, 3) && (const_ints(gwr_layer_input(l, 3), k, 1) != 1 || ((ax = k[0]) && ax != -1)))
+    if (nin > 3 && gwr_layer_input(l, 3) && (gwr_match_const_ints(gwr_layer_input(l, 3), k, 1) != 1 || ((ax = k[0]) && ax != -1)))
         return -1;
-    if (nin > 4 && gwr_layer_input(l, 4) && (const_ints(gwr_layer_input(l, 4), k, 1) != 1 || !(sp = k[0])))
+    if (nin > 4 && gwr_layer_input(l, 4) && (gwr_match_const_ints(gwr_layer_input(l, 4), k, 1) != 1 || !(sp = k[0])))
         return -1;
     if (gwr_tensor_rank(gwr_layer_input(l, 0)) != 1 || vals_of(gwr_layer_input(l, 0), &d, depth + 1)) return -1;
     int64_t n = d.n;
@@ -363,6 +358,7 @@ static int vals_slice(const gwr_layer *l, shape_vals *s, int depth) {
     for (int64_t i = st; sp > 0 ? i < en : i > en; i += sp) {
         s->v[s->n] = d.v[i], s->known[s->n] = d.known[i];
         s->n++;
+        if (sp > 0 ? sp >= en - i : sp <= en - i) break; /* the next i is past en (i + sp may not fit) */
     }
     return 0;
 }
@@ -390,7 +386,7 @@ static int vals_of(const gwr_tensor *t, shape_vals *s, int depth) {
     int n;
     gwr_dtype dt = gwr_tensor_dtype(t);
     if (depth > 16 || (dt != GWR_INT64 && dt != GWR_INT32)) return -1;
-    if ((n = const_ints(t, s->v, VCAP)) >= 0) {
+    if ((n = gwr_match_const_ints(t, s->v, VCAP)) >= 0) {
         s->n = n, s->dynamic = 0;
         memset(s->known, 1, (size_t)n);
         return 0;

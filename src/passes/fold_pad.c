@@ -42,13 +42,6 @@ static const gwr_match_node pad_pool[] = {
 static const gwr_match_pattern pad_conv_p = {"fold_pad.conv", GWR_M_NODES(pad_conv), NULL, NULL};
 static const gwr_match_pattern pad_pool_p = {"fold_pad.pool", GWR_M_NODES(pad_pool), NULL, NULL};
 
-/* A constant integer list (rank <= 1) into v; its length, or -1. */
-static int const_ints(const gwr_tensor *t, int64_t *v, int cap) {
-    gwr_match_const k;
-    if (!t || !gwr_match_const_get(t, &k) || !gwr_dtype_is_int(k.dtype) || k.rank > 1 || k.numel > cap) return -1;
-    for (int64_t i = 0; i < k.numel; i++) v[i] = (int64_t)gwr_match_const_at(&k, i);
-    return (int)k.numel;
-}
 
 static gwr_tensor *opt_input(const gwr_layer *l, int i) {
     return i < gwr_layer_num_inputs(l) ? gwr_layer_input(l, i) : NULL;
@@ -73,14 +66,14 @@ static const char *read_pad(const gwr_layer *pad, int r, int64_t *lo, int64_t *h
         gwr_layer_attr_float(pad, "value", 0.0f, &value);
         if (value != 0) return "a Pad value other than 0";
     } else {
-        np = const_ints(gwr_layer_input(pad, 1), p, 2 * GWR_MAX_RANK);
+        np = gwr_match_const_ints(gwr_layer_input(pad, 1), p, 2 * GWR_MAX_RANK);
         if (np < 0) return "the pads are not a constant";
         gwr_tensor *cv = opt_input(pad, 2);
         double v = 0;
         if (cv && !gwr_match_const_scalar(cv, &v)) return "the Pad value is not a constant scalar";
         if (v != 0) return "a Pad value other than 0";
         gwr_tensor *at = opt_input(pad, 3);
-        if (at && (nax = const_ints(at, axes, GWR_MAX_RANK)) < 0) return "the axes are not a constant";
+        if (at && (nax = gwr_match_const_ints(at, axes, GWR_MAX_RANK)) < 0) return "the axes are not a constant";
     }
     if (np != 2 * nax) return "the pads do not match the axes";
     for (int a = 0; a < r; a++) lo[a] = hi[a] = 0;
@@ -88,7 +81,8 @@ static const char *read_pad(const gwr_layer *pad, int r, int64_t *lo, int64_t *h
         int64_t a = opt_input(pad, 3) ? axes[j] : j;
         if (a < 0) a += r;
         if (a < 0 || a >= r) return "an axis out of range";
-        lo[a] += p[j], hi[a] += p[j + nax];
+        if (__builtin_add_overflow(lo[a], p[j], &lo[a]) || __builtin_add_overflow(hi[a], p[j + nax], &hi[a]))
+            return "pads past int64";
     }
     for (int a = 0; a < r; a++) {
         if (lo[a] < 0 || hi[a] < 0) return "a negative pad (a crop)";
@@ -116,8 +110,9 @@ static const char *new_pads(const gwr_layer *rd, int is_pool, int ns, const int6
         if (nk != ns) return "the kernel_shape does not match the spatial rank";
     }
     for (int i = 0; i < ns; i++) {
-        np[i] = (nold > 0 ? old[i] : 0) + lo[i + 2];
-        np[i + ns] = (nold > 0 ? old[i + ns] : 0) + hi[i + 2];
+        if (__builtin_add_overflow(nold > 0 ? old[i] : 0, lo[i + 2], &np[i]) ||
+            __builtin_add_overflow(nold > 0 ? old[i + ns] : 0, hi[i + 2], &np[i + ns]))
+            return "pads past int64";
         if (is_pool && (np[i] >= kern[i] || np[i + ns] >= kern[i])) return "a pool pad would reach its kernel";
     }
     return NULL;

@@ -125,14 +125,11 @@ static gwr_tensor *strip_scale(att *a, gwr_tensor *t, int *bad) {
 
 /* Reshape l's constant shape, read as 4 or 3 ints into v; the count. */
 static int shape_of(const gwr_layer *l, int64_t *v, int cap) {
-    double d[4];
-    int64_t n = 0;
     gwr_tensor *s = gwr_layer_num_inputs(l) == 2 ? gwr_layer_input(l, 1) : NULL;
     int64_t az = 0;
     gwr_layer_attr_int(l, "allowzero", 0, &az);
-    if (!s || az || gwr_tensor_dtype(s) != GWR_INT64 || gwr_match_const_f64(s, d, 4, &n, NULL, NULL) || n > cap) return -1;
-    for (int64_t i = 0; i < n; i++) v[i] = (int64_t)d[i];
-    return (int)n;
+    if (!s || az || gwr_tensor_dtype(s) != GWR_INT64) return -1;
+    return gwr_match_const_ints(s, v, cap);
 }
 
 /* A leading dim of a Reshape shape: 0 (copy), -1 (the rest: `rest_ok`), or

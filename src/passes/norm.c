@@ -15,12 +15,14 @@
  * must not be a network output) and read a 1-D constant of x's dtype and
  * x's last dim. An axis is the last one when it is -1 or rank - 1 (rank
  * known); x must be a float tensor whose last dim is known and the core's
- * result must have x's type. LayerNormalization exists from opset 17 (and
- * gwr's kernel only from 17): a network importing an older default opset
- * keeps its chain, for every target (onnxruntime has an opset-1
- * LayerNormalization of its own, but a network that needs it is left for
- * the target to say; not done). Casts around the chain (an fp16 model
- * normalizing in float) are not looked through. */
+ * result must have x's type. LayerNormalization is in the ONNX standard
+ * from opset 17: for target onnx a network importing an older default
+ * opset keeps its chain. Targets ort and gwr fuse at any opset: onnxruntime
+ * registers its own LayerNormalization in the ONNX domain from opset 1 (a
+ * contrib kernel; it fuses opset-13 models so), and gwr's kernel runs it at
+ * every opset. Such a file is refused by onnx.checker (the op is not in the
+ * standard's opset 13) but loads in onnxruntime and gwr. Casts around the
+ * chain (an fp16 model normalizing in float) are not looked through. */
 #include <math.h>
 #include <string.h>
 
@@ -123,7 +125,9 @@ static int fuse(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
     if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX Div or Mul");
     int64_t opset = gwr_network_opset(net, "");
-    if (!has_layer_norm(opset)) return gwr_rewrite_no_match(c, "LayerNormalization needs opset 17");
+    if (gwr_ps_target(c) == GWR_TARGET_ONNX && !has_layer_norm(opset))
+        return gwr_rewrite_no_match(c, "LayerNormalization needs opset 17 for target onnx (the network imports %lld)",
+                                    (long long)opset);
     gwr_match m;
     int rc = 0;
     for (int k = 0; k < NTABLES && !rc; k++)

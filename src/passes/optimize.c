@@ -1,7 +1,8 @@
 /* optimize.c - gwr_optimize: the passes of the table (registry.c) that the
  * level, the target and the --only/--disable lists select, in one rewrite
  * manager run to a fixpoint over the network, then over every If/Loop/Scan
- * body in it, body by body. */
+ * body in it, body by body; again while the rewrites make types known that
+ * were not (run_to_fixpoint). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +115,36 @@ static gwr_status run_on(gwr_rewrite_manager *m, gwr_network *root, gwr_network 
     return GWR_OK;
 }
 
+static int64_t total_rewrites(const gwr_optimize_report *r) {
+    int64_t n = 0;
+    for (int i = 0; i < r->n; i++) n += r->passes[i].rewrites;
+    return n;
+}
+
+/* The manager's run over net and its bodies, again while a round's rewrites
+ * made types known that inference could not see before (a Pad whose pads
+ * were computed, folded into a constant: the dims below it), so that the
+ * passes that need known dims (fold_shape_dims, compose_reshapes) fire in
+ * this run rather than in a second optimize of the output. Bounded: each
+ * round must rewrite something and refine some type. */
+#define MAX_ROUNDS 8
+static gwr_status run_to_fixpoint(gwr_rewrite_manager *m, gwr_network *net, const gwr_args *args,
+                                  gwr_optimize_report *r) {
+    int64_t networks = 0;
+    for (int round = 0; round < MAX_ROUNDS; round++) {
+        int64_t before = total_rewrites(r);
+        gwr_status s = run_on(m, net, net, args, r, 0);
+        if (!round) networks = r->networks;
+        r->networks = networks; /* the networks, not the visits */
+        if (s) return s;
+        if (round && total_rewrites(r) == before) break;
+        int64_t refined = gwr_opt_refine_types(net);
+        if (refined < 0) return gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_optimize: out of memory");
+        if (!refined) break;
+    }
+    return GWR_OK;
+}
+
 static gwr_status check_options(gwr_network *net, const gwr_optimize_options *o) {
     if ((unsigned)o->level > GWR_LEVEL_ALL)
         return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "gwr_optimize: level %d is not basic, extended or all", (int)o->level);
@@ -176,7 +207,7 @@ gwr_status gwr_optimize(gwr_network *net, const gwr_optimize_options *opt, gwr_o
         gwr_opt_guard *guard = gwr_opt_guard_take(net);
         r->before = gwr_network_num_live_layers(net);
         if (!guard) s = gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_optimize: out of memory");
-        else if (!(s = run_on(m, net, net, args, r, 0))) s = gwr_opt_guard_check(guard, net);
+        else if (!(s = run_to_fixpoint(m, net, args, r))) s = gwr_opt_guard_check(guard, net);
         r->after = gwr_network_num_live_layers(net);
         note_shapes(r, net);
         gwr_opt_guard_free(guard);

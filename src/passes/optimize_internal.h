@@ -15,6 +15,13 @@ gwr_status gwr_opt_bind_dims(gwr_network *net, const gwr_dim_binding *b, int nb)
  * shape computed at run time net keeps, and the dims that would fold them
  * if bound; "" when none. */
 void gwr_opt_dynamic_note(gwr_network *net, char *note, size_t size);
+/* Infers again, in net and its bodies, the layers with an output whose
+ * dtype, rank or a dim is not known (optimize_shape.c), keeping only what
+ * fills those without changing anything known: a rewrite that made an input
+ * constant (a Pad's pads folded) makes dims known below it, which passes
+ * like fold_shape_dims need. The count of outputs refined (0: nothing new),
+ * or -1 when out of memory. */
+int64_t gwr_opt_refine_types(gwr_network *net);
 /* Raises net's default-domain opset to `opset` (optimize_opset.c): checks
  * every op of net and its bodies against the schema table, converts the
  * ones it knows how to, and refuses (nothing changed) with a message

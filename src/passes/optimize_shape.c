@@ -9,6 +9,7 @@
 #include "gwr/optimize.h"
 #include "ir/ir_api.h"
 #include "optimize_internal.h"
+#include "util/util.h"
 
 /* ---- binding ------------------------------------------------------------------ */
 
@@ -93,4 +94,110 @@ void gwr_opt_dynamic_note(gwr_network *net, char *note, size_t size) {
         snprintf(note, size, "%lld Shape and %lld Reshape layer%s left computing shapes at run time (first '%s')%s%s%s",
                  (long long)nshape, (long long)nreshape, nshape + nreshape == 1 ? "" : "s", gwr_layer_name(first),
                  *dims ? ": dims not known: " : "", dims, *dims ? " (bind with --shape)" : "");
+}
+
+/* ---- types made known by the rewrites ------------------------------------------ */
+
+/* Does t hold less than inference may know: an unknown dtype, rank or dim? */
+static int incomplete(const gwr_tensor *t) {
+    if (gwr_tensor_kind(t) != GWR_VALUE_TENSOR) return 0;
+    if (gwr_tensor_dtype(t) == GWR_UNDEFINED || gwr_tensor_rank(t) < 0) return 1;
+    for (int i = 0; i < gwr_tensor_rank(t); i++)
+        if (gwr_tensor_dim(t, i) == GWR_DIM_UNKNOWN) return 1;
+    return 0;
+}
+
+typedef struct saved_type {
+    gwr_dtype dt;
+    int rank;
+    const gwr_dim *dims; /* interned: valid as long as the network */
+} saved_type;
+
+/* Is `now` (what inference gives) old with unknowns filled and nothing else
+ * changed, and does it fill at least one? */
+static int refines(const saved_type *old, const gwr_tensor *now) {
+    gwr_dtype dt = gwr_tensor_dtype(now);
+    int r = gwr_tensor_rank(now), more = 0;
+    if (old->dt != GWR_UNDEFINED && dt != old->dt) return 0;
+    more |= old->dt == GWR_UNDEFINED && dt != GWR_UNDEFINED;
+    if (old->rank >= 0 && r != old->rank) return 0;
+    if (old->rank < 0) return more | (r >= 0);
+    for (int i = 0; i < r; i++) {
+        gwr_dim a = old->dims[i], b = gwr_tensor_dim(now, i);
+        if (a == GWR_DIM_UNKNOWN) more |= b != GWR_DIM_UNKNOWN;
+        else if (b != a) return 0;
+    }
+    return more;
+}
+
+/* Can inference tell l more than it did: an input whose type is complete
+ * (a constant a rewrite made, a layer a rewrite built) or refined in this
+ * pass? A layer reading only incomplete types it had already seen cannot
+ * learn anything: skipping it keeps the pass cheap on models whose types
+ * stay unknown. */
+static int worth_inferring(const gwr_layer *l, const gwr_ptrmap *refined) {
+    for (int i = 0; i < gwr_layer_num_inputs(l); i++) {
+        const gwr_tensor *t = gwr_layer_input(l, i);
+        if (t && (!incomplete(t) || gwr_ptrmap_get(refined, t))) return 1;
+    }
+    return 0;
+}
+
+/* Infers again the layers of g (in topological order) with an output whose
+ * type is incomplete and an input that may tell more; keeps what fills
+ * unknowns without changing anything known, gives the rest back (refined
+ * gets the tensors that changed). The count of outputs refined, or -1 when
+ * out of memory. */
+static int64_t refine_net(gwr_network *g, gwr_ptrmap *done, int depth) {
+    int64_t n = gwr_network_num_layers(g), refined = 0;
+    gwr_layer **order = gwr_malloc((size_t)(n ? n : 1) * sizeof *order);
+    if (!order || depth > 64) {
+        gwr_free(order);
+        return -1;
+    }
+    if (gwr_network_topo_order(g, order))
+        for (int64_t i = 0; i < n; i++) order[i] = gwr_network_layer(g, i);
+    saved_type sv[64];
+    for (int64_t i = 0; i < n && refined >= 0; i++) {
+        gwr_layer *l = order[i];
+        int nout = gwr_layer_num_outputs(l), want = 0;
+        if (gwr_layer_is_removed(l) || gwr_layer_type(l) == GWR_LAYER_CONSTANT) continue;
+        for (int a = 0; a < gwr_layer_num_attrs(l) && refined >= 0; a++) {
+            gwr_attr_type t = gwr_layer_attr_type(l, a);
+            gwr_network *one = NULL, *const *gs = NULL;
+            int64_t k = 0;
+            if (t == GWR_ATTR_GRAPH && !gwr_layer_get_graph(l, gwr_layer_attr_name(l, a), &one)) gs = &one, k = 1;
+            else if (t == GWR_ATTR_GRAPHS) gwr_layer_get_graphs(l, gwr_layer_attr_name(l, a), &gs, &k);
+            for (int64_t j = 0; j < k && refined >= 0; j++) {
+                int64_t r = refine_net(gs[j], done, depth + 1);
+                refined = r < 0 ? -1 : refined + r;
+            }
+        }
+        if (refined < 0 || nout > 64) continue;
+        for (int o = 0; o < nout; o++) {
+            gwr_tensor *t = gwr_layer_output(l, o);
+            want |= incomplete(t);
+            sv[o] = (saved_type){gwr_tensor_dtype(t), gwr_tensor_rank(t), gwr_tensor_dims(t)};
+        }
+        if (!want || !worth_inferring(l, done)) continue;
+        int failed = gwr_layer_infer(l) != GWR_OK;
+        for (int o = 0; o < nout; o++) {
+            gwr_tensor *t = gwr_layer_output(l, o);
+            if (!failed && refines(&sv[o], t)) {
+                refined++;
+                if (gwr_ptrmap_put(done, t, t)) refined = -1;
+            } else {
+                (void)gwr_tensor_set_type(t, sv[o].dt, sv[o].rank, sv[o].dims);
+            }
+        }
+    }
+    gwr_free(order);
+    return refined;
+}
+
+int64_t gwr_opt_refine_types(gwr_network *net) {
+    gwr_ptrmap done = {0};
+    int64_t n = refine_net(net, &done, 0);
+    gwr_ptrmap_free(&done);
+    return n;
 }

@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "gwr/gwr.h"
+#include "gwr/match.h"
 #include "net_count.h"
 #include "pass_case.h"
 
@@ -248,6 +249,32 @@ static const int64_t known_idx[2] = {2, 1}, batch_idx[2] = {0, 1};
 static gwr_network *gather_known(void) { return gather_dims(known_idx); }
 static gwr_network *gather_batch(void) { return gather_dims(batch_idx); }
 
+/* Expand(k [1], Slice(Shape(x [4,3,2]), st, en, [0], sp)): the bounds at the
+ * ends of int64 (PyTorch's x.shape[1:] ends at INT64_MAX), which a copy
+ * through double or an unchecked i += step would get wrong. Expected
+ * (the ONNX spec's clamping, by hand): [3,2], [4,3,2], [2,3,4], [2], [3]. */
+typedef struct slice_bounds { int64_t st, en, sp; } slice_bounds;
+static const slice_bounds bounds[] = {
+    {1, INT64_MAX, 1}, {INT64_MIN, INT64_MAX, 1}, {INT64_MAX, INT64_MIN, -1}, {-1, INT64_MIN, INT64_MIN},
+    {1, INT64_MAX, INT64_MAX},
+};
+static const int64_t bounds_len[] = {2, 3, 3, 1, 1};
+static gwr_network *slice_dims(const slice_bounds *b) {
+    gwr_network *net = new_net(13);
+    static const float k[1] = {0.5f};
+    static const int64_t d432[3] = {4, 3, 2}, ax[1] = {0};
+    int64_t one = 1;
+    gwr_tensor *x = xin(net, "x", 3, d432);
+    gwr_tensor *sl = gwr_slice(net, call(net, "Shape", 1, &x, NULL), 1, &b->st, &b->en, ax, &b->sp);
+    gwr_tensor *in[2] = {gwr_constant(net, GWR_FLOAT32, 1, &one, k), sl};
+    return finish(net, call(net, "Expand", 2, in, NULL));
+}
+static gwr_network *slice_tail(void) { return slice_dims(&bounds[0]); }
+static gwr_network *slice_all(void) { return slice_dims(&bounds[1]); }
+static gwr_network *slice_reversed(void) { return slice_dims(&bounds[2]); }
+static gwr_network *slice_step_min(void) { return slice_dims(&bounds[3]); }
+static gwr_network *slice_step_max(void) { return slice_dims(&bounds[4]); }
+
 /* ---- push_transpose_through_elementwise ---------------------------------------- */
 
 static gwr_tensor *tr(gwr_network *net, gwr_tensor *x, int n, const int64_t *perm) { return gwr_transpose(net, x, n, perm); }
@@ -346,6 +373,11 @@ static const shape_case cases[] = {
     {"dynamic beside a 0", shape_dynamic_beside_zero, "fold_shape_dims", 0, "Shape", 1},
     {"gather of known dims", gather_known, "fold_shape_dims", 1, "Shape", 0},
     {"gather of batch", gather_batch, "fold_shape_dims", 0, "Gather", 1},
+    {"slice 1..INT64_MAX", slice_tail, "fold_shape_dims", 1, "Shape", 0},
+    {"slice INT64_MIN..INT64_MAX", slice_all, "fold_shape_dims", 1, "Shape", 0},
+    {"slice INT64_MAX..INT64_MIN step -1", slice_reversed, "fold_shape_dims", 1, "Shape", 0},
+    {"slice step INT64_MIN", slice_step_min, "fold_shape_dims", 1, "Shape", 0},
+    {"slice step INT64_MAX", slice_step_max, "fold_shape_dims", 1, "Shape", 0},
     {"transposes cancel", push_cancel, "push_transpose_through_elementwise", 1, "Transpose", 0},
     {"transposes compose", push_compose, "push_transpose_through_elementwise", 1, "Transpose", 1},
     {"per-channel constant", push_per_channel, "push_transpose_through_elementwise", 1, "Transpose", 0},
@@ -378,6 +410,53 @@ TEST(shape_cases) {
         if (!CHECK(r.ok)) fprintf(stderr, "  case '%s' (%s): %s\n", sc->name, sc->label, r.why);
         int64_t n = count_after(sc);
         if (sc->op && !CHECK_EQ_INT(n, sc->count)) fprintf(stderr, "  case '%s': %s x%lld left\n", sc->name, sc->op, (long long)n);
+    }
+}
+
+/* The folded Slice bounds are the spec's dims (not only what the executor
+ * computes on them): the constant the Expand reads after the rewrite. */
+TEST(slice_bounds_exact) {
+    static const int64_t want[5][3] = {{3, 2}, {4, 3, 2}, {2, 3, 4}, {2}, {3}};
+    for (int i = 0; i < 5; i++) {
+        gwr_network *net = slice_dims(&bounds[i]);
+        gwr_rewrite_manager *m = gwr_rewrite_manager_new();
+        CHECK(net && m && !gwr_passes_add(m, "fold_shape_dims") && !gwr_rewrite_manager_rewrite(m, net, NULL));
+        gwr_layer *relu = net ? gwr_tensor_parent(gwr_network_output(net, 0)) : NULL;
+        gwr_layer *ex = relu ? gwr_tensor_parent(gwr_layer_input(relu, 0)) : NULL;
+        int64_t got[GWR_MAX_RANK];
+        int n = ex ? gwr_match_const_ints(gwr_layer_input(ex, 1), got, GWR_MAX_RANK) : -1;
+        if (CHECK_EQ_INT(n, bounds_len[i]))
+            for (int d = 0; d < n; d++) CHECK_EQ_INT(got[d], want[i][d]);
+        gwr_rewrite_manager_free(m);
+        gwr_network_free(net);
+    }
+}
+
+/* Dims whose products pass int64 (2^32 x 2^32): compose_reshapes and
+ * fold_shape_dims refuse instead of computing an overflowed target (UBSan
+ * in the sanitizer build), and leave the network valid. */
+TEST(huge_dims) {
+    static const int64_t big[3] = {(int64_t)1 << 32, (int64_t)1 << 32, 4}, m1[1] = {-1}, i01[2] = {0, 1};
+    /* Reshape(Flatten(x, 2), [-1]): the Flatten's lead would be 2^64 */
+    gwr_network *net = new_net(13);
+    gwr_tensor *x = xin(net, "x", 3, big);
+    gwr_tensor *f = net && x ? flatten(net, x, 2) : NULL;
+    gwr_network *n1 = f ? finish(net, reshape(net, f, 1, m1)) : NULL;
+    if (!n1) gwr_network_free(net);
+    /* Reshape(x, Concat(Gather(Shape(x), [0, 1]), [-1])) */
+    gwr_network *n2 = new_net(13);
+    gwr_tensor *x2 = xin(n2, "x", 3, big);
+    gwr_tensor *parts[2] = {dims_of(n2, x2, 2, i01), gwr_constant_i64s(n2, 1, m1)};
+    gwr_tensor *in[2] = {x2, gwr_concat(n2, 2, parts, 0)};
+    n2 = finish(n2, call(n2, "Reshape", 2, in, NULL));
+    gwr_network *nets[2] = {n1, n2};
+    for (int i = 0; i < 2; i++) {
+        gwr_rewrite_manager *m = gwr_rewrite_manager_new();
+        CHECK(nets[i] && m && !gwr_passes_add(m, "compose_reshapes") && !gwr_passes_add(m, "fold_shape_dims"));
+        CHECK(nets[i] && m && !gwr_rewrite_manager_rewrite(m, nets[i], NULL));
+        CHECK(nets[i] && !gwr_network_verify(nets[i]));
+        gwr_rewrite_manager_free(m);
+        gwr_network_free(nets[i]);
     }
 }
 
@@ -454,6 +533,8 @@ TEST(opset_raise) {
 
 int main(void) {
     RUN(shape_cases);
+    RUN(slice_bounds_exact);
+    RUN(huge_dims);
     RUN(report_and_bind);
     RUN(opset_raise);
     return check_report();

@@ -2857,6 +2857,42 @@ done:
     gwr_network_free(net);
 }
 
+/* Generated names are unique across a network and all its bodies (ONNX
+ * wants one name space for a model, subgraphs included): layers and
+ * outputs made unnamed in the main graph, in two bodies and in a body of
+ * a body never share a name, nor take a name given in any of them that
+ * looks generated ("Relu_7" given in a body, "Relu_9:1" in another). */
+TEST(test_generated_names_across_bodies) {
+    enum { PER = 50 };
+    gwr_network *net = gwr_network_new("root");
+    gwr_network *b1 = gwr_network_new_subgraph(net, "b1"), *b2 = gwr_network_new_subgraph(net, "b2");
+    gwr_network *b11 = gwr_network_new_subgraph(b1, "b11");
+    gwr_network *nets[4] = {net, b1, b2, b11};
+    gwr_tensor *x = in_f32(net, "x");
+    CHECK(lay1(b1, "Relu", "Relu_7", x) != NULL);
+    CHECK(lay1n(b2, "Relu", "Relu_9", x, "Relu_9:1") != NULL);
+    char *names[4 * PER * 2];
+    int nn = 0;
+    for (int i = 0; i < PER; i++)
+        for (int k = 0; k < 4; k++) {
+            gwr_layer *l = lay1(nets[k], "Relu", NULL, x);
+            if (!CHECK(l != NULL)) goto done;
+            names[nn++] = gwr_strdup(gwr_layer_name(l));
+            names[nn++] = gwr_strdup(gwr_tensor_name(out0(l)));
+            CHECK(strcmp(gwr_layer_name(l), "Relu_7") && strcmp(gwr_layer_name(l), "Relu_9"));
+        }
+    /* a layer and its own output 0 share a name; nothing else does */
+    for (int i = 0; i < nn; i += 2) {
+        CHECK_STR(names[i], names[i + 1]);
+        for (int j = i + 2; j < nn; j += 2)
+            if (!CHECK(strcmp(names[i], names[j]))) fprintf(stderr, "  '%s' made twice\n", names[i]);
+    }
+    for (int k = 0; k < 4; k++) CHECK_OK(gwr_network_verify(nets[k]));
+done:
+    for (int i = 0; i < nn; i++) gwr_free(names[i]);
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(test_errmsg_initially_empty);
     RUN(test_rank_insertion_is_local);
@@ -2895,5 +2931,6 @@ int main(void) {
     RUN(test_listeners);
     RUN(test_write_dot);
     RUN(test_null_handles);
+    RUN(test_generated_names_across_bodies);
     return check_report();
 }

@@ -401,6 +401,40 @@ TEST(constants_widened) {
     gwr_network_free(net);
 }
 
+/* Integer constants read exactly: the ends of int64 (no double has
+ * INT64_MAX), every int width, a uint64 above INT64_MAX refused, floats
+ * and ranks above 1 refused, cap respected. */
+TEST(constants_exact_ints) {
+    gwr_network *net = gwr_network_new("n");
+    int64_t d3[1] = {3}, d2[1] = {2}, d22[2] = {2, 2}, v[4];
+    int64_t ends[3] = {INT64_MAX, INT64_MIN, INT64_MAX - 1};
+    uint64_t u[2] = {UINT64_C(1) << 63, 7}, ufit[2] = {(uint64_t)INT64_MAX, 0};
+    uint32_t u32[2] = {UINT32_MAX, 0};
+    int8_t i8[2] = {-128, 127};
+    float f[2] = {1, 2};
+    CHECK_EQ_INT(gwr_match_const_ints(gwr_constant(net, GWR_INT64, 1, d3, ends), v, 4), 3);
+    CHECK(v[0] == INT64_MAX && v[1] == INT64_MIN && v[2] == INT64_MAX - 1);
+    CHECK_EQ_INT(gwr_match_const_ints(gwr_constant(net, GWR_UINT64, 1, d2, u), v, 4), -1);
+    CHECK_EQ_INT(gwr_match_const_ints(gwr_constant(net, GWR_UINT64, 1, d2, ufit), v, 4), 2);
+    CHECK(v[0] == INT64_MAX && v[1] == 0);
+    CHECK_EQ_INT(gwr_match_const_ints(gwr_constant(net, GWR_UINT32, 1, d2, u32), v, 4), 2);
+    CHECK(v[0] == (int64_t)UINT32_MAX && v[1] == 0);
+    CHECK_EQ_INT(gwr_match_const_ints(gwr_constant(net, GWR_INT8, 1, d2, i8), v, 4), 2);
+    CHECK(v[0] == -128 && v[1] == 127);
+    CHECK_EQ_INT(gwr_match_const_ints(gwr_constant(net, GWR_FLOAT32, 1, d2, f), v, 4), -1);
+    int64_t four[4] = {1, 2, 3, 4};
+    CHECK_EQ_INT(gwr_match_const_ints(gwr_constant(net, GWR_INT64, 2, d22, four), v, 4), -1);
+    CHECK_EQ_INT(gwr_match_const_ints(gwr_constant(net, GWR_INT64, 1, d3, ends), v, 2), -1);
+    CHECK_EQ_INT(gwr_match_const_ints(NULL, v, 4), -1);
+    gwr_match_const c;
+    int64_t one;
+    CHECK(gwr_match_const_get(gwr_constant(net, GWR_INT64, 1, d3, ends), &c));
+    CHECK(gwr_match_const_int_at(&c, 1, &one) && one == INT64_MIN);
+    CHECK(!gwr_match_const_int_at(&c, 3, &one) && !gwr_match_const_int_at(&c, -1, &one));
+    CHECK(gwr_match_const_get(gwr_constant(net, GWR_FLOAT32, 1, d2, f), &c) && !gwr_match_const_int_at(&c, 0, &one));
+    gwr_network_free(net);
+}
+
 TEST(clone_keeps_attributes) {
     gwr_network *net = gwr_network_new("n");
     gwr_dim d[1] = {3};
@@ -525,6 +559,7 @@ int main(void) {
     RUN(malformed_tables);
     RUN(rewrite_through_manager);
     RUN(constants_widened);
+    RUN(constants_exact_ints);
     RUN(clone_keeps_attributes);
     RUN(replace_and_remove);
     return check_report();

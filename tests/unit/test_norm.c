@@ -118,9 +118,15 @@ TEST(fuse_layer_norm_refuses) {
         CHECK_EQ_INT(count_op(net, "LayerNormalization"), 0);
         gwr_network_free(net);
     }
-    /* opset 16 has no LayerNormalization, for any target */
+    /* ONNX's opset 16 has no LayerNormalization: target onnx keeps the
+     * chain; ort (onnxruntime registers its own from opset 1) and gwr fuse,
+     * and the result runs on gwr's executor (expect compares it) */
     for (unsigned t = GWR_TARGET_ONNX; t <= GWR_TARGET_GWR; t <<= 1) {
         gwr_network *net = ln_model(LN_AFFINE, 16);
+        if (t != GWR_TARGET_ONNX) { /* expect frees net */
+            expect(net, "fuse_layer_norm", t, 1, 4);
+            continue;
+        }
         CHECK_EQ_INT(run_pass(net, "fuse_layer_norm", t), 0);
         gwr_network_free(net);
     }

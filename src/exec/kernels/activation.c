@@ -445,7 +445,9 @@ const gwr_kernel_entry gwr_kernels_activation[] = {
     GWR_KERNEL(PRelu, k_prelu),
     GWR_KERNEL(Sigmoid, k_sigmoid),
     GWR_KERNEL(HardSigmoid, k_hard_sigmoid),
-    GWR_KERNEL(HardSwish, k_hard_swish),
+    /* ONNX's since opset 14; the optimizer's target gwr fuses it into
+     * models of any opset: any opset. */
+    GWR_KERNEL(HardSwish, k_hard_swish, .first_opset = 1),
     GWR_KERNEL(Softplus, k_softplus),
     GWR_KERNEL(Softsign, k_softsign),
     /* Gelu is opset 20, but gwr's builders and tests write it into models

@@ -693,7 +693,10 @@ static gwr_status k_lrn(gwr_kctx *k) {
 const gwr_kernel_entry gwr_kernels_norm[] = {
     GWR_KERNEL(BatchNormalization, k_batch_norm),
     GWR_KERNEL(InstanceNormalization, k_instance_norm),
-    GWR_KERNEL(LayerNormalization, k_layer_norm),
+    /* ONNX's since opset 17; onnxruntime's own since opset 1 (a contrib
+     * kernel in the ONNX domain), which the optimizer's targets ort and gwr
+     * fuse into models of any opset: any opset. */
+    GWR_KERNEL(LayerNormalization, k_layer_norm, .first_opset = 1),
     /* opset 18, not in ops.def yet */
     GWR_KERNEL_CUSTOM("", "GroupNormalization", k_group_norm),
     GWR_KERNEL(MeanVarianceNormalization, k_mvn),

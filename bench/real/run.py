@@ -32,6 +32,7 @@ Prints a Markdown table (for docs/benchmarks.md), the geometric means and the
 figures of issue 22, and the gaps; --json FILE writes every number.
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -130,13 +131,16 @@ def count_nodes(model_or_path):
     return walk(m.graph)
 
 
-def check_file(path, load=True):
+def check_file(path, load=True, target="onnx"):
     """None when path passes the checker (full) and (load) loads in
-    onnxruntime, else the first problem in one line."""
+    onnxruntime, else the first problem in one line. A file of target ort or
+    gwr is checked with onnxruntime's default-domain ops added to ONNX's
+    registry (ort_schemas.py), as onnxruntime's own optimized files need."""
     import onnx
-    import onnxruntime as ort
+    from ort_schemas import ort_registry
     try:
-        onnx.checker.check_model(onnx.load(path), full_check=True)
+        with (ort_registry() if target in ("ort", "gwr") else contextlib.nullcontext()):
+            onnx.checker.check_model(onnx.load(path), full_check=True)
     except Exception as e:  # noqa: BLE001 - any checker complaint is the answer
         return "checker: " + str(e).strip().splitlines()[0][:200]
     if not load:
@@ -313,7 +317,7 @@ def measure(model, args, work):
             row["second"][key] = ("err: " + err) if err else count_nodes(dst2) - row["nodes"][key]
             if target == "gwr":
                 continue  # gwr's own ops: onnxruntime need not load it
-            problem = check_file(dst)
+            problem = check_file(dst, target=target)
             row["valid"][key] = problem or "ok"
             if problem is None and ref is not None:
                 try:

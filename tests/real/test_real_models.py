@@ -99,7 +99,7 @@ def check_model(model, gwr, work, fail):
             elif bench.count_nodes(again) != nodes:
                 fail(f"second:{tag}", f"{nodes} nodes, then {bench.count_nodes(again)}")
             if target == "gwr":
-                problem = bench.check_file(dst, load=False)
+                problem = bench.check_file(dst, load=False, target=target)
                 if problem:
                     fail(f"valid:{tag}", problem)
                 outs, _, err = bench.gwr_run(gwr, dst, feeds, os.path.join(work, f"run-{tag}"),
@@ -109,7 +109,7 @@ def check_model(model, gwr, work, fail):
                 else:
                     numerics(f"numerics:{tag}", outs)
                 continue
-            problem = bench.check_file(dst)
+            problem = bench.check_file(dst, target=target)
             if problem:
                 fail(f"valid:{tag}", problem)
                 continue

@@ -424,7 +424,13 @@ GWR_API int gwr_tensor_is_input(const gwr_tensor *t);
 /* Position among the network outputs, or -1. */
 GWR_API int gwr_tensor_output_index(const gwr_tensor *t);
 /* Uses: each is (layer, input slot). A layer reading t twice is listed
- * twice. Layers of nested networks reading t are listed too. */
+ * twice. Layers of nested networks reading t are listed too. Layers marked
+ * removed may stay listed until prune; a list of 16 or more uses that must
+ * grow drops them first (their input slot then reads nothing: NULL), so a
+ * list stays within about twice its live readers and walking it costs
+ * O(live readers) amortized. Adding a reader to t may so shift the
+ * indices of t's list (the order stays): a walk over t's users that adds
+ * readers to t collects them first. */
 GWR_API int64_t gwr_tensor_num_users(const gwr_tensor *t);
 GWR_API gwr_layer *gwr_tensor_user(const gwr_tensor *t, int64_t i, int *slot);
 /* Uses by layers not marked as removed: what a rewrite pattern should

@@ -20,8 +20,43 @@
 
 /* ---- use lists ---- */
 
+/* Lists shorter than this keep their removed readers until prune. */
+#define COMPACT_MIN 16
+
+/* Takes the readers marked removed off t's use list, in order, and
+ * detaches them from t (their slot reads nothing, as after prune), so
+ * the list again names only live readers and what a removed layer reads
+ * is on the lists. Without it a tensor that a run keeps giving new readers
+ * while removing the old (a chain collapsing onto one tensor) listed every
+ * reader it ever had, and every pass that looked through its readers
+ * walked them all: quadratic in the chain. Returns how many went. */
+static int32_t uses_compact(gwr_tensor *t) {
+    gwr_use *u = gwr_ir_uses_of(t);
+    int32_t k = 0;
+    for (int32_t j = 0; j < t->nuses; j++) {
+        gwr_layer *l = u[j].layer;
+        if (!(l->flags & LF_REMOVED)) {
+            u[k++] = u[j];
+            continue;
+        }
+        if (l->inputs[u[j].slot] == t) l->inputs[u[j].slot] = NULL;
+        gwr_ir_count_foreign(t, l, -1);
+    }
+    int32_t gone = t->nuses - k;
+    t->nuses = k;
+    return gone;
+}
+
 int gwr_ir_uses_reserve(gwr_tensor *t, int64_t need) {
     if (need <= (t->cap <= 1 ? 1 : t->cap)) return 0;
+    /* Full: the removed readers go first when there are enough of them to
+     * leave half the room free; otherwise the list grows as well, so a
+     * compaction (O(list)) comes at most once per cap/2 uses added. */
+    if (t->nuses >= COMPACT_MIN) {
+        need -= uses_compact(t);
+        if (need <= t->cap / 2) return 0;
+        if (need <= t->cap) need = (int64_t)t->cap + 1;
+    }
     if (need > INT32_MAX) return -1;
     int64_t ncap = t->cap <= 1 ? 4 : t->cap;
     while (ncap < need) ncap *= 2;

@@ -227,9 +227,28 @@ static const gwr_match_pattern gelu_tables[] = {
 };
 #define NGELU ((int)(sizeof gelu_tables / sizeof gelu_tables[0]))
 
+/* Does an Erf or Tanh make an input of l, or of a Mul or Add up to `depth`
+ * producers above through Muls and Adds? Every form of the tables has one
+ * within 3 (the root, the Mul by 0.5 or x or the Add of 1, the Add of 1,
+ * then Erf or Tanh): the tables' twelve matches cost ~100 us a Mul, and a
+ * model's Muls are mostly not GELUs (a Mul/Add chain of 10^5 layers spent
+ * 20 s in them). */
+static int erf_or_tanh_near(const gwr_layer *l, int depth) {
+    for (int i = 0; i < gwr_layer_num_inputs(l); i++) {
+        const gwr_tensor *t = gwr_layer_input(l, i);
+        const gwr_layer *p = t ? gwr_tensor_parent(t) : NULL;
+        if (!p) continue;
+        if (gwr_layer_op_id(p) == GWR_OP_Erf || gwr_layer_op_id(p) == GWR_OP_Tanh) return 1;
+        int op = gwr_layer_op_id(p);
+        if (depth > 1 && (op == GWR_OP_Mul || op == GWR_OP_Add) && erf_or_tanh_near(p, depth - 1)) return 1;
+    }
+    return 0;
+}
+
 static int fuse_gelu(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
     if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX Mul");
+    if (!erf_or_tanh_near(l, 3)) return gwr_rewrite_no_match(c, "no Erf or Tanh within 3 producers");
     int64_t opset = gwr_network_opset(net, ""), target = gwr_ps_target(c);
     if (target == GWR_TARGET_ONNX && opset >= 0 && opset < 20)
         return gwr_rewrite_no_match(c, "Gelu needs opset 20 (the network imports %lld) for target onnx",

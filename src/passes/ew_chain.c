@@ -100,8 +100,6 @@ static int is_link_op(const gwr_layer *p) {
     return 0;
 }
 
-static gwr_layer *sole_reader(const gwr_tensor *t);
-
 /* Which input of binary l is the chain: one of the output's shape; of two,
  * input 0 unless only input 1 comes from a link read by l alone (x *
  * Sigmoid(x)). -1: none. */
@@ -111,7 +109,7 @@ static int chain_slot(gwr_layer *l, int orank, const int64_t *od) {
     for (int i = 0; i < 2; i++) {
         gwr_tensor *t = gwr_layer_input(l, i);
         ok[i] = t && known_f32(t, d, &r) && same_dims(r, d, orank, od);
-        linked[i] = ok[i] && sole_reader(t) == l && is_link_op(gwr_tensor_parent(t));
+        linked[i] = ok[i] && gwr_ps_sole_reader(t) == l && is_link_op(gwr_tensor_parent(t));
     }
     if (ok[0] && ok[1]) return !linked[0] && linked[1];
     return ok[0] ? 0 : ok[1] ? 1 : -1;
@@ -142,15 +140,6 @@ static int as_link(gwr_layer *l, ewc_link *k) {
             return 1;
         }
     return 0;
-}
-
-/* The only live reader of t when t has exactly one and is not a network
- * output; else NULL. */
-static gwr_layer *sole_reader(const gwr_tensor *t) {
-    if (!t || gwr_tensor_output_index(t) >= 0 || gwr_tensor_num_live_users(t) != 1) return NULL;
-    for (int64_t i = 0; i < gwr_tensor_num_users(t); i++)
-        if (!gwr_layer_is_removed(gwr_tensor_user(t, i, NULL))) return gwr_tensor_user(t, i, NULL);
-    return NULL;
 }
 
 /* Why the chain ending in `tail` (output y) is left for another fusion, or
@@ -204,13 +193,13 @@ static int fuse_ew_chain(gwr_rewrite_ctx *c, gwr_layer *l) {
     ewc_link links[GWR_EWC_MAX_LINKS], k;
     if (!as_link(l, &links[GWR_EWC_MAX_LINKS - 1])) return gwr_rewrite_no_match(c, "not a float32 link of known shape");
     gwr_tensor *y = gwr_layer_output(l, 0);
-    gwr_layer *r = sole_reader(y);
+    gwr_layer *r = gwr_ps_sole_reader(y);
     if (r && as_link(r, &k) && gwr_layer_input(r, k.slot) == y) return gwr_rewrite_no_match(c, "not the chain's last link");
     int first = GWR_EWC_MAX_LINKS - 1;
     while (first > 0) {
         gwr_tensor *t = gwr_layer_input(links[first].l, links[first].slot);
         gwr_layer *p = gwr_tensor_parent(t);
-        if (sole_reader(t) != links[first].l || !as_link(p, &links[first - 1])) break;
+        if (gwr_ps_sole_reader(t) != links[first].l || !as_link(p, &links[first - 1])) break;
         first--;
     }
     int n = GWR_EWC_MAX_LINKS - first;

@@ -32,15 +32,6 @@
 
 /* ---- shared ------------------------------------------------------------------ */
 
-/* The only live reader of t when t has exactly one and is not a network
- * output; else NULL. */
-static gwr_layer *sole_reader(const gwr_tensor *t) {
-    if (!t || gwr_tensor_output_index(t) >= 0 || gwr_tensor_num_live_users(t) != 1) return NULL;
-    for (int64_t i = 0; i < gwr_tensor_num_users(t); i++)
-        if (!gwr_layer_is_removed(gwr_tensor_user(t, i, NULL))) return gwr_tensor_user(t, i, NULL);
-    return NULL;
-}
-
 /* t's producer when it is a live default-domain `op` with one output. */
 static gwr_layer *producer(const gwr_tensor *t, const char *op) {
     gwr_layer *p = t ? gwr_tensor_parent(t) : NULL;
@@ -113,7 +104,7 @@ static void find_sum(gwr_layer *add, gwr_dim h, int with_bias, skip_ln *s) {
     for (int k = 0; with_bias && k < 2; k++) { /* the bias outermost, then innermost, on either side */
         gwr_tensor *p = k ? v : u, *q = k ? u : v;
         gwr_layer *in = producer(p, "Add");
-        if (vec_const(q, dt, h) && in && sole_reader(p) == add && gwr_layer_num_inputs(in) == 2) {
+        if (vec_const(q, dt, h) && in && gwr_ps_sole_reader(p) == add && gwr_layer_num_inputs(in) == 2) {
             s->a = gwr_layer_input(in, 0), s->b = gwr_layer_input(in, 1), s->bias = q, s->adds[1] = in;
             return;
         }
@@ -121,7 +112,7 @@ static void find_sum(gwr_layer *add, gwr_dim h, int with_bias, skip_ln *s) {
     for (int k = 0; with_bias && k < 2; k++) {
         gwr_tensor *p = k ? v : u, *q = k ? u : v;
         gwr_layer *in = producer(p, "Add");
-        if (!in || sole_reader(p) != add || gwr_layer_num_inputs(in) != 2) continue;
+        if (!in || gwr_ps_sole_reader(p) != add || gwr_layer_num_inputs(in) != 2) continue;
         gwr_tensor *x = gwr_layer_input(in, 0), *bi = gwr_layer_input(in, 1);
         if (vec_const(x, dt, h)) x = bi, bi = gwr_layer_input(in, 0);
         if (vec_const(bi, dt, h) && !vec_const(x, dt, h)) {
@@ -174,7 +165,7 @@ static int fuse_skip_ln(gwr_rewrite_ctx *c, gwr_layer *l) {
     }
     if (!skip_fits(s.a, s.b) || !same_shape(s.a, x))
         return gwr_rewrite_no_match(c, "the summands are not [B,S,H] / [S,H] of X's shape");
-    int shared = sole_reader(s.sum) != l;
+    int shared = gwr_ps_sole_reader(s.sum) != l;
     gwr_args *a = gwr_args_new();
     gwr_tensor *in[5] = {s.a, s.b, gamma, beta, s.bias}, *outs[4] = {0};
     int nin = simple ? 3 : s.bias ? 5 : beta ? 4 : 3;
@@ -294,7 +285,7 @@ const gwr_pattern_rewriter gwr_pattern_fuse_silu = {
  * x, else NULL. */
 static gwr_tensor *swap_last2(const gwr_tensor *t, const gwr_layer *reader) {
     gwr_layer *p = producer(t, "Transpose");
-    if (!p || sole_reader(t) != reader) return NULL;
+    if (!p || gwr_ps_sole_reader(t) != reader) return NULL;
     gwr_tensor *x = gwr_layer_input(p, 0);
     const int64_t *perm;
     int64_t n;
@@ -343,7 +334,7 @@ static void fold_operand(mm_fold *f, gwr_layer *l, int i) {
     gwr_tensor *t = gwr_layer_input(l, i), *x;
     double s;
     gwr_layer *p = t ? gwr_tensor_parent(t) : NULL, *reader = l;
-    if (p && !gwr_layer_is_removed(p) && sole_reader(t) == l && (x = scaled(p, &s)) && !is_const(x)) {
+    if (p && !gwr_layer_is_removed(p) && gwr_ps_sole_reader(t) == l && (x = scaled(p, &s)) && !is_const(x)) {
         f->alpha *= s, f->dead[f->ndead++] = p, f->n++;
         t = x, reader = p;
     }
@@ -374,7 +365,7 @@ static int fuse_matmul_scale(gwr_rewrite_ctx *c, gwr_layer *l) {
         return gwr_rewrite_no_match(c, "a FusedMatMul with transBatch flags or bad attributes");
     f.alpha = a0, f.trans[0] = ta != 0, f.trans[1] = tb != 0;
     for (int i = 0; i < 2; i++) fold_operand(&f, l, i);
-    gwr_layer *after = sole_reader(y);
+    gwr_layer *after = gwr_ps_sole_reader(y);
     double s;
     if (after && scaled(after, &s) == y) f.alpha *= s, f.dead[f.ndead++] = l, f.root = after, f.n++;
     if (!f.n) return gwr_rewrite_no_match(c, "no Transpose of the last two axes or constant scale around it");
@@ -496,7 +487,7 @@ static int fuse_rms_norm(gwr_rewrite_ctx *c, gwr_layer *l) {
     if (!gwr_match_const_scalar(m.captures[REPS], &eps) || !isfinite(eps) || eps < 0)
         return gwr_rewrite_no_match(c, "epsilon is not one finite non-negative constant");
     int64_t h = gwr_tensor_dim(x, -1);
-    gwr_layer *mul = sole_reader(tail), *last = l;
+    gwr_layer *mul = gwr_ps_sole_reader(tail), *last = l;
     gwr_tensor *gamma = NULL;
     if (mul && !*gwr_layer_domain(mul) && !strcmp(gwr_layer_op(mul), "Mul") && gwr_layer_num_inputs(mul) == 2) {
         gwr_tensor *a = gwr_layer_input(mul, 0), *b = gwr_layer_input(mul, 1), *g = a == tail ? b : a;

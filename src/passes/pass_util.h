@@ -17,6 +17,12 @@ gwr_tensor *gwr_ps_const_new(gwr_network *net, gwr_dtype dt, int rank, const int
  * GWR_TARGET_*); GWR_TARGET_ONNX without one (a plain manager run). */
 int64_t gwr_ps_target(gwr_rewrite_ctx *c);
 
+/* The only live reader of t when t has exactly one and is not a network
+ * output; else NULL. Stops at the second live reader: counting them all
+ * (gwr_tensor_num_live_users) made a pass asking this of each link of a
+ * chain whose links all read one tensor quadratic in the chain. */
+gwr_layer *gwr_ps_sole_reader(const gwr_tensor *t);
+
 /* The perm of Transpose l over an input of rank r (absent: the reverse,
  * which needs r >= 0) into p (GWR_MAX_RANK entries); the count, or -1 when
  * it is not a permutation of r axes. */

@@ -56,6 +56,11 @@ GWR_API int64_t gwr_value_get_i64(const gwr_value *v, int64_t i);
 GWR_API void gwr_value_set_f64(gwr_value *v, int64_t i, double x);
 /* "float32[2,3]" into buf; returns what snprintf returns. */
 GWR_API int gwr_value_type_str(const gwr_value *v, char *buf, size_t size);
+/* Does v fit tensor t's declared type: its dtype (when known), its rank
+ * (when known) and every known dim? 1 if so; else 0 with why ("dtype
+ * float64, expected float32", "rank 2, expected 4", "dim 0 is 3, expected
+ * 2") in why (may be NULL). What gwr_session_run checks of its inputs. */
+GWR_API int gwr_value_fits(const gwr_tensor *t, const gwr_value *v, char *why, size_t size);
 
 /* ---- sessions ------------------------------------------------------------ */
 
@@ -72,8 +77,13 @@ typedef enum gwr_session_optimize {
     GWR_SESSION_BASIC  /* eliminations and folding only (level basic), on a copy */
 } gwr_session_optimize;
 
+/* The most intra-op threads a session starts. More is refused (not
+ * clamped): a session of 100,000 threads would start them all, each with
+ * its stack, on a machine with a few cores. */
+#define GWR_SESSION_MAX_THREADS 256
+
 typedef struct gwr_session_options {
-    int threads; /* intra-op threads for the kernels that use them; 0 means 1 */
+    int threads; /* intra-op threads for the kernels that use them; 0 means 1; at most GWR_SESSION_MAX_THREADS */
     gwr_session_optimize optimize; /* 0: GWR_SESSION_OPTIMIZE */
 } gwr_session_options;
 

@@ -306,3 +306,12 @@ def test_onnx_errors(tmp_path):
     net.close()
     with pytest.raises(gwr.LifetimeError):
         gwr.onnx.save_bytes(net)
+
+
+def test_threads_past_the_limit_refused():
+    """More threads than GWR_SESSION_MAX_THREADS (256) is refused, not started (issue 22)."""
+    net, _ = mlp()
+    with pytest.raises(gwr.Error, match="at most 256"):
+        gwr.Session(net, threads=257, optimize="raw")
+    s = gwr.Session(net, threads=2)
+    assert s.run({"x": np.ones((1, 4), np.float32)})["y"].shape == (1, 3)

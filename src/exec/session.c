@@ -325,6 +325,11 @@ gwr_session *gwr_session_new_raw(gwr_network *net, const gwr_session_options *op
         gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_session_new: NULL network");
         return NULL;
     }
+    if (opt && opt->threads > GWR_SESSION_MAX_THREADS) {
+        gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_session_new: %d threads: at most %d (GWR_SESSION_MAX_THREADS)",
+                           opt->threads, GWR_SESSION_MAX_THREADS);
+        return NULL;
+    }
     gwr_session *s = gwr_calloc(1, sizeof *s);
     if (!s || !(s->pool = gwr_exec_pool_new())) {
         gwr_free(s);
@@ -397,8 +402,13 @@ static gwr_value *find_outer(gwr_frame *f, const gwr_tensor *t) {
     return NULL;
 }
 
-/* Does v fit tensor t's declared type (dtype, rank, known dims)? */
-static int fits(const gwr_tensor *t, const gwr_value *v, char *why, size_t size) {
+int gwr_value_fits(const gwr_tensor *t, const gwr_value *v, char *why, size_t size) {
+    char none[1];
+    if (!why) why = none, size = sizeof none;
+    if (!t || !v) {
+        snprintf(why, size, "NULL tensor or value");
+        return 0;
+    }
     gwr_dtype dt = gwr_tensor_dtype(t);
     if (dt != GWR_UNDEFINED && dt != v->dtype) {
         snprintf(why, size, "dtype %s, expected %s", gwr_dtype_name(v->dtype), gwr_dtype_name(dt));
@@ -498,7 +508,7 @@ static gwr_status run_plan(gwr_session *s, gplan *p, gwr_frame *parent, gwr_valu
             rc = sess_error(s, GWR_ERR_NOMEM, "out of memory");
         char why[160];
         if (!rc && !v) rc = sess_error(s, GWR_ERR_INVALID_ARG, "input '%s' is missing", gwr_tensor_name(t));
-        else if (!rc && !fits(t, v, why, sizeof why))
+        else if (!rc && !gwr_value_fits(t, v, why, sizeof why))
             rc = sess_error(s, GWR_ERR_INVALID_ARG, "input '%s': %s", gwr_tensor_name(t), why);
         f.vals[p->input_slot[i]] = v;
     }

@@ -3,6 +3,7 @@
 #define GWR_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "gwr/gwr.h"
@@ -65,6 +66,11 @@ void cli_free_at_exit(gwr_network *net);
  * Graphviz's `dot` (an error when it is not installed). Atomic (temporary
  * file renamed); on failure prints one line naming the file and returns -1. */
 int cli_draw(gwr_network *net, const char *file);
+
+/* Parses s, all of it, as a decimal integer in [0, INT64_MAX] into *out:
+ * 0, or -1 with *why saying what is wrong ("negative", "not an integer",
+ * "past int64 (...)"): a value past int64 is refused, never clamped. */
+int cli_parse_int(const char *s, int64_t *out, const char **why);
 
 /* "<path>.tmp.<pid>" in a malloc'd string, for writing a file atomically;
  * NULL when out of memory. */

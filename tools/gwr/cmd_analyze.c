@@ -37,11 +37,9 @@ static int add_shape(gwr_args *dims, const char *arg) {
     if (!eq || eq == arg)
         return cli_usage("analyze", "--shape '%s': expected NAME=N, e.g. --shape batch=4", arg);
     const char *num = eq + 1;
-    char *end;
-    errno = 0;
-    long long v = strtoll(num, &end, 10);
-    if (!*num || *end || errno || v < 0 || num[0] == '-' || num[0] == '+' || num[0] == ' ')
-        return cli_usage("analyze", "--shape '%s': N must be an integer >= 0", arg);
+    int64_t v;
+    const char *why;
+    if (cli_parse_int(num, &v, &why)) return cli_usage("analyze", "--shape '%s': N is %s; an integer >= 0", arg, why);
     size_t len = (size_t)(eq - arg);
     char *name = malloc(len + 1);
     if (!name) {

@@ -91,12 +91,12 @@ static int verify(gwr_network *before, gwr_network *after, const char *in, const
     return rc;
 }
 
-static int parse_bind(const char *v, gwr_dim_binding *b, char *name, size_t size) {
+static int parse_bind(const char *v, gwr_dim_binding *b, char *name, size_t size, const char **why) {
     const char *eq = v ? strchr(v, '=') : NULL;
-    char *end;
+    *why = "expected SYMBOL=N";
     if (!eq || eq == v || (size_t)(eq - v) >= size || !eq[1]) return -1;
-    long long n = strtoll(eq + 1, &end, 10);
-    if (*end || n < 0) return -1;
+    int64_t n;
+    if (cli_parse_int(eq + 1, &n, why)) return -1;
     memcpy(name, v, (size_t)(eq - v));
     name[eq - v] = 0;
     b->name = name;
@@ -139,8 +139,9 @@ static int run(int argc, char **argv) {
             check = 1;
         } else if (!strcmp(a, "--shape")) {
             if (nbind == MAX_BIND) return cli_usage("optimize", "at most %d --shape bindings", MAX_BIND);
-            if (parse_bind(v, &bind[nbind], bind_names[nbind], sizeof bind_names[nbind]))
-                return cli_usage("optimize", "--shape needs SYMBOL=N (N >= 0), not '%s'", v ? v : "");
+            const char *why;
+            if (parse_bind(v, &bind[nbind], bind_names[nbind], sizeof bind_names[nbind], &why))
+                return cli_usage("optimize", "--shape '%s': %s; expected SYMBOL=N (N >= 0)", v ? v : "", why);
             nbind++, i++;
         } else if (!strcmp(a, "--opset")) {
             char *end;

@@ -46,17 +46,20 @@ static named *find_named(named *v, int n, const char *name) {
     return NULL;
 }
 
-/* "D0,D1,..." (each an integer >= 0; "" for a scalar is "scalar"). */
-static int parse_dims(const char *s, int64_t *dims, int *rank) {
+/* "D0,D1,..." (each an integer >= 0; "scalar" for rank 0); -1 with *why. */
+static int parse_dims(const char *s, int64_t *dims, int *rank, const char **why) {
     *rank = 0;
     if (!strcmp(s, "scalar")) return 0;
+    char num[32];
     while (*s) {
-        char *end;
-        errno = 0;
-        long long v = strtoll(s, &end, 10);
-        if (end == s || errno || v < 0 || *rank == GWR_MAX_RANK || (*end && *end != ',')) return -1;
-        dims[(*rank)++] = v;
-        s = *end ? end + 1 : end;
+        const char *c = strchr(s, ',');
+        size_t n = c ? (size_t)(c - s) : strlen(s);
+        if (*rank == GWR_MAX_RANK) return *why = "more dims than gwr's rank limit", -1;
+        if (n >= sizeof num) return *why = "a dim past int64 (at most 9223372036854775807)", -1;
+        memcpy(num, s, n), num[n] = 0;
+        if (cli_parse_int(num, &dims[(*rank)++], why)) return -1;
+        s += n;
+        if (*s == ',' && !*++s) return *why = "not an integer", -1;
     }
     return 0;
 }
@@ -105,8 +108,9 @@ static int make_inputs(const char *cmd, gwr_network *net, input_spec *spec, inpu
             cli_error(cmd, "out of memory");
             return CLI_FAIL;
         }
-        if (parse_dims(sh->rest, out->shape_dims[i], &out->shapes[i].rank))
-            return cli_usage(cmd, "--shape '%s': expected NAME=D0,D1,... (integers >= 0) or NAME=scalar", sh->arg);
+        const char *why;
+        if (parse_dims(sh->rest, out->shape_dims[i], &out->shapes[i].rank, &why))
+            return cli_usage(cmd, "--shape '%s': %s; expected NAME=D0,D1,... (integers >= 0) or NAME=scalar", sh->arg, why);
         out->shapes[i].name = out->shape_names[i];
         out->shapes[i].dims = out->shape_dims[i];
     }
@@ -134,6 +138,14 @@ static int make_inputs(const char *cmd, gwr_network *net, input_spec *spec, inpu
             return CLI_FAIL;
         }
         out->files[f - spec->files] = v;
+        /* A file of another dtype or shape than the input is bad usage,
+         * named here rather than by the session at run time. */
+        char why[160], have[256], want[256];
+        if (!gwr_value_fits(gwr_network_input(net, k), v, why, sizeof why)) {
+            gwr_value_type_str(v, have, sizeof have);
+            gwr_tensor_type_str(gwr_network_input(net, k), want, sizeof want);
+            return cli_usage(cmd, "--input '%s': the file holds %s, input '%s' is %s: %s", f->arg, have, name, want, why);
+        }
     }
     gwr_input_options io = {.seed = spec->seed, .ngiven = spec->nfiles, .given_names = (const char *const *)out->file_names,
                             .given_values = out->files, .nshapes = spec->nshapes, .shapes = out->shapes};
@@ -268,9 +280,14 @@ static int run_cmd(int argc, char **argv) {
         if (!strcmp(a, "-o") && i + 1 < argc) odir = argv[++i];
         else if (!strcmp(a, "--no-optimize")) raw = 1;
         else if ((!strcmp(a, "--threads") || !strcmp(a, "--repeat")) && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > 1000000) rc = cli_usage("run", "%s needs an integer >= 1, not '%s'", a, argv[i]);
+            int64_t v = 0;
+            const char *why = "below 1";
+            int64_t most = a[2] == 't' ? GWR_SESSION_MAX_THREADS : 1000000;
+            if (cli_parse_int(argv[++i], &v, &why) || v < 1)
+                rc = cli_usage("run", "%s '%s': %s; an integer >= 1", a, argv[i], why);
+            else if (v > most)
+                rc = cli_usage("run", "%s '%s': at most %lld%s", a, argv[i], (long long)most,
+                               a[2] == 't' ? " threads (GWR_SESSION_MAX_THREADS)" : " runs");
             else if (a[2] == 't') threads = (int)v;
             else repeat = (int)v;
         } else if (a[0] == '-' && a[1]) rc = cli_usage("run", "unknown option or missing value: '%s'", a);

@@ -60,5 +60,75 @@ expect 2 "verify: an input file of the wrong dtype" -- "$G" verify "$M" "$M" --i
 errline "f64.pb" "verify: wrong dtype"
 expect 0 "run: the right file" -- "$G" run "$M" --input "x=$tmp/good.pb"
 
+# ---- one --shape for every command: INPUT=D0,D1,... or SYM=N, decided by the model ----
+"$PY" - "$tmp" <<'PYEOF' || { echo "FAIL: python3-onnx could not make the models"; exit 1; }
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+d = sys.argv[1]
+op = [helper.make_opsetid("", 17)]
+# x [1, 1, ?] (an unknown, unnamed dim) -> Conv with a kernel of 512
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, None])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+W = numpy_helper.from_array(np.full((1, 1, 512), 0.5, np.float32), "W")
+g = helper.make_graph([helper.make_node("Conv", ["x", "W"], ["y"])], "conv", [x], [y], [W])
+onnx.save(helper.make_model(g, opset_imports=op), d + "/unk.onnx")
+# an input named like a symbolic dim
+b = helper.make_tensor_value_info("batch", TensorProto.FLOAT, ["batch", 2])
+yb = helper.make_tensor_value_info("yb", TensorProto.FLOAT, ["batch", 2])
+g = helper.make_graph([helper.make_node("Relu", ["batch"], ["yb"])], "both", [b], [yb])
+onnx.save(helper.make_model(g, opset_imports=op), d + "/both.onnx")
+PYEOF
+U=$tmp/unk.onnx
+expect 2 "run: an unknown unnamed dim and no --shape" -- "$G" run "$U"
+errline "input 'x' dim 2 is unknown (unnamed): give --shape x=1,1,D2" "run: names the input and the dim"
+expect 2 "verify: an unknown unnamed dim and no --shape" -- "$G" verify "$U" "$U"
+errline "input 'x' dim 2 is unknown" "verify: names the input and the dim"
+expect 2 "optimize --verify: an unknown unnamed dim and no --shape" -- "$G" optimize "$U" -o "$tmp/u.onnx" --verify
+errline "input 'x' dim 2 is unknown" "optimize --verify: names the input and the dim"
+absent "$tmp/u.onnx" "optimize --verify: nothing written"
+expect 0 "optimize without --verify needs no dim" -- "$G" optimize "$U" -o "$tmp/u0.onnx"
+expect 0 "run --shape x=1,1,1024" -- "$G" run "$U" --shape x=1,1,1024
+hasf out "y: float32[1,1,513]" "run: the whole shape gives y of 1024 - 512 + 1"
+expect 0 "verify --shape x=1,1,1024" -- "$G" verify "$U" "$U" --shape x=1,1,1024
+expect 0 "optimize --verify --shape x=1,1,1024" -- "$G" optimize "$U" -o "$tmp/u.onnx" --verify --shape x=1,1,1024
+ok "optimize: the whole shape is the written input's" -- "$PY" -c "
+import onnx
+m = onnx.load('$tmp/u.onnx')
+assert [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim] == [1, 1, 1024], m.graph.input[0]"
+expect 0 "analyze --shape x=1,1,1024" -- "$G" analyze "$U" --shape x=1,1,1024
+# Conv: 2 * 513 outputs * 512 terms (docs/api.md: a multiply-add is 2 FLOPs)
+has out "^FLOPs: *525312 " "analyze: FLOPs of the whole shape"
+hasf out "unknown dims:   0 tensors" "analyze: no unknown dim left"
+
+# the same meaning in every command: x=4,3 binds batch=4, as batch=4 does
+for form in "x=4,3" "batch=4"; do
+    expect 0 "run --shape $form" -- "$G" run "$M" --shape "$form"
+    hasf out "y: float32[4,3]" "run --shape $form"
+    expect 0 "verify --shape $form" -- "$G" verify "$M" "$M" --shape "$form"
+    hasf out "y: float32[4,3]" "verify --shape $form"
+    expect 0 "optimize --shape $form" -- "$G" optimize "$M" -o "$tmp/b.onnx" --shape "$form" --verify
+    ok "optimize --shape $form: x is [4, 3]" -- "$PY" -c "
+import onnx
+m = onnx.load('$tmp/b.onnx')
+assert [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim] == [4, 3], m.graph.input[0]"
+    expect 0 "analyze --shape $form" -- "$G" analyze "$M" --shape "$form"
+    has out "^FLOPs: *12$" "analyze --shape $form: Relu of 4 x 3"
+    hasf out "bound dims:     batch=4" "analyze --shape $form: batch bound"
+done
+expect 2 "a name both an input and a dim" -- "$G" run "$tmp/both.onnx" --shape batch=2
+errline "'batch' is both an input and a symbolic dim" "both: refused"
+expect 2 "a name neither" -- "$G" optimize "$M" -o "$tmp/n.onnx" --shape nope=2
+errline "the model has no input and no symbolic dim 'nope'" "neither: refused"
+expect 2 "two extents for a symbol" -- "$G" run "$M" --shape batch=2,3
+errline "'batch' is a symbolic dim: give one extent" "a symbol: one extent"
+expect 2 "a whole shape disagreeing with a binding" -- "$G" analyze "$M" --shape batch=2 --shape x=4,3
+errline "makes dim 'batch' 4, but --shape 'batch=2' makes it 2" "disagreeing: both named"
+expect 2 "a whole shape of the wrong rank" -- "$G" optimize "$M" -o "$tmp/n.onnx" --shape x=4
+errline "input 'x' has rank 2, not 1" "wrong rank: refused"
+expect 2 "a whole shape contradicting a known dim" -- "$G" analyze "$M" --shape x=4,5
+errline "dim 1 of input 'x' is 3, not 5" "known dim: refused"
+expect 2 "--shape and --input of one input" -- "$G" run "$M" --shape x=2,3 --input "x=$tmp/good.pb"
+errline "comes from --input" "--shape and --input: refused"
+
 echo "test_options.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

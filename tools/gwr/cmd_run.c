@@ -27,8 +27,9 @@ typedef struct named {
 } named;
 
 typedef struct input_spec {
-    named *files, *shapes;
-    int nfiles, nshapes;
+    named *files;
+    int nfiles;
+    cli_shapes shapes;
     uint64_t seed;
 } input_spec;
 
@@ -46,39 +47,17 @@ static named *find_named(named *v, int n, const char *name) {
     return NULL;
 }
 
-/* "D0,D1,..." (each an integer >= 0; "scalar" for rank 0); -1 with *why. */
-static int parse_dims(const char *s, int64_t *dims, int *rank, const char **why) {
-    *rank = 0;
-    if (!strcmp(s, "scalar")) return 0;
-    char num[32];
-    while (*s) {
-        const char *c = strchr(s, ',');
-        size_t n = c ? (size_t)(c - s) : strlen(s);
-        if (*rank == GWR_MAX_RANK) return *why = "more dims than gwr's rank limit", -1;
-        if (n >= sizeof num) return *why = "a dim past int64 (at most 9223372036854775807)", -1;
-        memcpy(num, s, n), num[n] = 0;
-        if (cli_parse_int(num, &dims[(*rank)++], why)) return -1;
-        s += n;
-        if (*s == ',' && !*++s) return *why = "not an integer", -1;
-    }
-    return 0;
-}
-
 typedef struct inputs {
     gwr_inputs in;                /* the library's: names and values */
     gwr_value **files;            /* the values read from --input files (NULL: names no input) */
     char **file_names;
-    gwr_input_shape *shapes;
-    int64_t (*shape_dims)[GWR_MAX_RANK];
-    char **shape_names;
-    int nfiles, nshapes;
+    int nfiles;
 } inputs;
 
 static void inputs_free(inputs *in) {
     gwr_inputs_free(&in->in);
     for (int i = 0; i < in->nfiles; i++) gwr_value_release(in->files[i]), free(in->file_names[i]);
-    for (int i = 0; i < in->nshapes; i++) free(in->shape_names[i]);
-    free(in->files), free(in->file_names), free(in->shapes), free(in->shape_dims), free(in->shape_names);
+    free(in->files), free(in->file_names);
     memset(in, 0, sizeof *in);
 }
 
@@ -89,38 +68,34 @@ static char *name_of(const named *nm) {
 }
 
 /* Values for every input of net without a default (and those given), made
- * by gwr_exec_make_inputs: from --input files, else random with --shape or
- * the declared dims (unknown and symbolic ones 1). One line on error. */
+ * by gwr_exec_make_inputs: from --input files, else random of the --shape
+ * given (whole shapes, symbolic dims bound) or the declared dims (unbound
+ * symbols 1; an unknown unnamed dim is refused, naming the input and the
+ * dim). One line on error. */
 static int make_inputs(const char *cmd, gwr_network *net, input_spec *spec, inputs *out) {
-    out->nfiles = spec->nfiles, out->nshapes = spec->nshapes;
+    out->nfiles = spec->nfiles;
     out->files = calloc((size_t)spec->nfiles + 1, sizeof *out->files);
     out->file_names = calloc((size_t)spec->nfiles + 1, sizeof *out->file_names);
-    out->shapes = calloc((size_t)spec->nshapes + 1, sizeof *out->shapes);
-    out->shape_dims = calloc((size_t)spec->nshapes + 1, sizeof *out->shape_dims);
-    out->shape_names = calloc((size_t)spec->nshapes + 1, sizeof *out->shape_names);
-    if (!out->files || !out->file_names || !out->shapes || !out->shape_dims || !out->shape_names) {
+    if (!out->files || !out->file_names) {
         cli_error(cmd, "out of memory");
         return CLI_FAIL;
     }
-    for (int i = 0; i < spec->nshapes; i++) {
-        named *sh = &spec->shapes[i];
-        if (!(out->shape_names[i] = name_of(sh))) {
-            cli_error(cmd, "out of memory");
-            return CLI_FAIL;
-        }
-        const char *why;
-        if (parse_dims(sh->rest, out->shape_dims[i], &out->shapes[i].rank, &why))
-            return cli_usage(cmd, "--shape '%s': %s; expected NAME=D0,D1,... (integers >= 0) or NAME=scalar", sh->arg, why);
-        out->shapes[i].name = out->shape_names[i];
-        out->shapes[i].dims = out->shape_dims[i];
-    }
+    cli_shapes *sh = &spec->shapes;
+    int rc = cli_shapes_resolve(sh, cmd, net, NULL);
+    if (rc) return rc;
     /* The files of inputs the model has, in the model's input order; the
      * library reports the others. */
-    for (int i = 0; i < spec->nfiles; i++)
+    for (int i = 0; i < spec->nfiles; i++) {
         if (!(out->file_names[i] = name_of(&spec->files[i]))) {
             cli_error(cmd, "out of memory");
             return CLI_FAIL;
         }
+        const gwr_input_shape *whole = cli_shapes_input(sh, out->file_names[i]);
+        if (whole)
+            return cli_usage(cmd, "--shape '%s': input '%s' comes from --input '%s'", sh->input_arg[whole - sh->inputs],
+                             whole->name, spec->files[i].arg);
+    }
+    if ((rc = cli_shapes_need_known(sh, cmd, net, (const char *const *)out->file_names, spec->nfiles))) return rc;
     for (int k = 0; k < gwr_network_num_inputs(net); k++) {
         const char *name = gwr_tensor_name(gwr_network_input(net, k));
         named *f = find_named(spec->files, spec->nfiles, name);
@@ -148,11 +123,12 @@ static int make_inputs(const char *cmd, gwr_network *net, input_spec *spec, inpu
         }
     }
     gwr_input_options io = {.seed = spec->seed, .ngiven = spec->nfiles, .given_names = (const char *const *)out->file_names,
-                            .given_values = out->files, .nshapes = spec->nshapes, .shapes = out->shapes};
+                            .given_values = out->files, .nshapes = sh->ninputs, .shapes = sh->inputs,
+                            .nbind = sh->nbind, .bind = sh->bind};
     gwr_status st = gwr_exec_make_inputs(net, &io, &out->in);
     if (!st) return CLI_OK;
     if (out->in.bad_given >= 0) return cli_usage(cmd, "--input '%s': %s", spec->files[out->in.bad_given].arg, gwr_last_errmsg());
-    if (out->in.bad_shape >= 0) return cli_usage(cmd, "--shape '%s': %s", spec->shapes[out->in.bad_shape].arg, gwr_last_errmsg());
+    if (out->in.bad_shape >= 0) return cli_usage(cmd, "--shape '%s': %s", sh->input_arg[out->in.bad_shape], gwr_last_errmsg());
     if (st == GWR_ERR_TYPE && out->in.bad_input) {
         fprintf(stderr, "gwr: %s: input '%s' has no tensor type: give its data with --input %s=FILE.pb\n", cmd,
                 out->in.bad_input, out->in.bad_input);
@@ -166,27 +142,29 @@ static int make_inputs(const char *cmd, gwr_network *net, input_spec *spec, inpu
 static int input_option(const char *cmd, int argc, char **argv, int *i, input_spec *spec, int *rc) {
     const char *a = argv[*i];
     int more = *i + 1 < argc;
-    if ((!strcmp(a, "--input") || !strcmp(a, "--shape")) && more) {
+    if (!strcmp(a, "--shape") && more) {
+        *rc = cli_shapes_add(&spec->shapes, cmd, argv[++*i]);
+        return 1;
+    }
+    if (!strcmp(a, "--input") && more) {
         named nm;
         if (split_named(argv[++*i], &nm)) {
-            *rc = cli_usage(cmd, "%s '%s': expected NAME=%s", a, argv[*i], a[2] == 'i' ? "FILE.pb" : "D0,D1,...");
+            *rc = cli_usage(cmd, "--input '%s': expected NAME=FILE.pb", argv[*i]);
             return 1;
         }
-        named **v = a[2] == 'i' ? &spec->files : &spec->shapes;
-        int *n = a[2] == 'i' ? &spec->nfiles : &spec->nshapes;
-        for (int k = 0; k < *n; k++)
-            if ((*v)[k].namelen == nm.namelen && !strncmp((*v)[k].arg, nm.arg, nm.namelen)) {
-                *rc = cli_usage(cmd, "%s '%s': input given twice", a, nm.arg);
+        for (int k = 0; k < spec->nfiles; k++)
+            if (spec->files[k].namelen == nm.namelen && !strncmp(spec->files[k].arg, nm.arg, nm.namelen)) {
+                *rc = cli_usage(cmd, "--input '%s': input given twice", nm.arg);
                 return 1;
             }
-        named *nv = realloc(*v, (size_t)(*n + 1) * sizeof *nv);
+        named *nv = realloc(spec->files, (size_t)(spec->nfiles + 1) * sizeof *nv);
         if (!nv) {
             cli_error(cmd, "out of memory");
             *rc = CLI_FAIL;
             return 1;
         }
-        *v = nv;
-        nv[(*n)++] = nm;
+        spec->files = nv;
+        nv[spec->nfiles++] = nm;
         return 1;
     }
     if ((!strcmp(a, "--random") || !strcmp(a, "--seed")) && more) {
@@ -224,20 +202,23 @@ static void print_values(const gwr_value *v, FILE *out) {
 
 static void run_help(FILE *out) {
     fprintf(out,
-            "usage: gwr run MODEL [--input NAME=FILE.pb ...] [--random SEED] [--shape NAME=D0,D1,...]\n"
+            "usage: gwr run MODEL [--input NAME=FILE.pb ...] [--random SEED] [--shape INPUT=D0,D1,... | SYM=N]\n"
             "               [-o DIR] [--threads N] [--repeat N] [--no-optimize]\n"
             "\n"
             "Runs an ONNX model on gwr's CPU executor. Inputs come from TensorProto files\n"
             "(--input); the others get seeded random data (floats in [-1, 1), integers in\n"
-            "[0, 3]) of the shape given with --shape, or of the declared shape with unknown\n"
-            "dims taken as 1. Prints each output's name, type and first values, the time of\n"
+            "[0, 3]) of the shape given with --shape, or of the declared shape with\n"
+            "symbolic dims 1 unless bound (an unknown unnamed dim must be given). Prints each output's name, type and first values, the time of\n"
             "the run and the memory plan's peak against the sum of all tensor sizes.\n"
             "The session optimizes a private copy of the model first (the passes that make\n"
             "gwr's executor faster); the planning time printed includes that.\n"
             "\n"
             "  --input NAME=FILE.pb  input NAME from a serialized TensorProto\n"
             "  --random SEED         seed of the random inputs (default 0)\n"
-            "  --shape NAME=DIMS     the shape of random input NAME, e.g. x=1,128,256\n"
+            "  --shape INPUT=DIMS    the whole shape of random input INPUT, e.g. x=1,128,256\n"
+            "                        (x=scalar for rank 0); its symbolic dims are bound too\n"
+            "  --shape SYM=N         the extent of symbolic dim SYM in every input, e.g. batch=4\n"
+            "                        (the name decides: an input's or a symbolic dim's)\n"
             "  -o DIR                write DIR/input_0.pb, ..., output_0.pb, ... (TensorProto,\n"
             "                        named): ONNX's test-case layout\n"
             "  --threads N           intra-op threads (default 1)\n"
@@ -374,7 +355,7 @@ done:
     inputs_free(&in);
     gwr_session_free(s);
     gwr_network_free(net);
-    free(spec.files), free(spec.shapes);
+    free(spec.files), cli_shapes_free(&spec.shapes);
     return rc;
 }
 
@@ -382,7 +363,7 @@ done:
 
 static void verify_help(FILE *out) {
     fprintf(out,
-            "usage: gwr verify A B [--input NAME=FILE.pb ...] [--random SEED] [--shape NAME=D0,D1,...]\n"
+            "usage: gwr verify A B [--input NAME=FILE.pb ...] [--random SEED] [--shape INPUT=D0,D1,... | SYM=N]\n"
             "                  [--rtol R] [--atol A] [--no-optimize]\n"
             "\n"
             "Runs two ONNX models (a model and its rewrite, say) on the same inputs (as gwr run\n"
@@ -462,7 +443,7 @@ done:
     gwr_compare_report_free(&rep);
     inputs_free(&in);
     gwr_network_free(na), gwr_network_free(nb);
-    free(spec.files), free(spec.shapes);
+    free(spec.files), cli_shapes_free(&spec.shapes);
     return rc;
 }
 

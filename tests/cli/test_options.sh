@@ -130,5 +130,71 @@ errline "dim 1 of input 'x' is 3, not 5" "known dim: refused"
 expect 2 "--shape and --input of one input" -- "$G" run "$M" --shape x=2,3 --input "x=$tmp/good.pb"
 errline "comes from --input" "--shape and --input: refused"
 
+# ---- gwr run --profile FILE.json: a Chrome trace and the top of it ----
+"$PY" - "$tmp" <<'PYEOF' || { echo "FAIL: python3-onnx could not make the models"; exit 1; }
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+d = sys.argv[1]
+op = [helper.make_opsetid("", 17)]
+# c (bool) ? (x @ W -> Relu -> Add b) : Neg(x); then Sigmoid. Named nodes.
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+c = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+t = helper.make_tensor_value_info("t", TensorProto.FLOAT, [2, 4])
+e = helper.make_tensor_value_info("e", TensorProto.FLOAT, [2, 4])
+W = numpy_helper.from_array(np.eye(4, dtype=np.float32), "W")
+B = numpy_helper.from_array(np.ones(4, np.float32), "b")
+then = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["m"], name="mm"),
+                          helper.make_node("Relu", ["m"], ["r"], name="relu"),
+                          helper.make_node("Add", ["r", "b"], ["t"], name="add")], "then", [], [t])
+other = helper.make_graph([helper.make_node("Neg", ["x"], ["e"], name="neg")], "else", [], [e])
+g = helper.make_graph([helper.make_node("If", ["c"], ["i"], name="if", then_branch=then, else_branch=other),
+                       helper.make_node("Sigmoid", ["i"], ["y"], name="sig")], "prof", [x, c], [y], [W, B])
+onnx.save(helper.make_model(g, opset_imports=op), d + "/prof.onnx")
+onnx.save_tensor(numpy_helper.from_array(np.array(True), "c"), d + "/true.pb")
+PYEOF
+P=$tmp/prof.onnx
+cat >"$tmp/check_profile.py" <<'PYEOF'
+import json, sys
+path, repeat, optimized = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+doc = json.load(open(path))
+ev = doc["traceEvents"]
+for e in ev:
+    assert e["ph"] == "X" and e["dur"] >= 0 and e["ts"] >= 0, e
+    assert set(e) >= {"name", "cat", "ph", "ts", "dur", "pid", "tid", "args"}, e
+phases = [e["name"] for e in ev if e["cat"] == "phase"]
+assert sorted(phases) == sorted(["load", "plan"] + (["optimize"] if optimized else [])), phases
+runs = [e for e in ev if e["cat"] == "run"]
+assert len(runs) == repeat, runs
+layers = [e for e in ev if e["cat"] == "layer"]
+top = [e["name"] for e in layers if e["args"]["depth"] == 0]
+body = [e["name"] for e in layers if e["args"]["depth"] == 1]
+if not optimized:
+    # as written: the two initializers (Constant layers), If, Sigmoid each run;
+    # the then-branch's three layers inside the If, once per run
+    assert sorted(top) == sorted(["W", "b", "if", "sig"] * repeat), top
+    assert sorted(body) == sorted(["mm", "relu", "add"] * repeat), body
+    mm = [e for e in layers if e["name"] == "mm"][0]
+    assert mm["args"]["op"] == "MatMul" and mm["args"]["shapes"] == "float32[2,4], float32[4,4] -> float32[2,4]", mm
+else:
+    assert len(top) % repeat == 0 and len(top) > 0 and len(body) % repeat == 0, (top, body)
+# the layers of a run lie within it
+for r in runs:
+    inside = [e for e in layers if r["ts"] - 0.001 <= e["ts"] and e["ts"] + e["dur"] <= r["ts"] + r["dur"] + 0.002]
+    assert len(inside) == len(layers) // repeat, (r, len(inside), len(layers))
+PYEOF
+expect 0 "run --profile, as written" -- "$G" run "$P" --input "c=$tmp/true.pb" --no-optimize --repeat 3 --profile "$tmp/p.json"
+ok "the profile is a Chrome trace with one event per executed layer" -- "$PY" "$tmp/check_profile.py" "$tmp/p.json" 3 0
+has out "^profile: 3 runs, [0-9.]* ms in the network's layers" "the table's head"
+has out "^  If  *[0-9.]*  *[0-9.]*  *3  *1$" "by op: If, 3 calls, 1 layer"
+has out "^  MatMul  *[0-9.]*  *[0-9.]*  *3  *1$" "by op: the body's MatMul counted"
+has out "^  mm  *MatMul  *[0-9.]*  *[0-9.]*  *3$" "by layer: mm, 3 calls"
+hasf out "wrote the profile to $tmp/p.json" "says where"
+expect 0 "run --profile, optimized" -- "$G" run "$P" --input "c=$tmp/true.pb" --profile "$tmp/p2.json"
+ok "the optimized profile has the optimize phase" -- "$PY" "$tmp/check_profile.py" "$tmp/p2.json" 1 1
+expect 1 "run --profile into a missing directory" -- "$G" run "$P" --input "c=$tmp/true.pb" --profile "$tmp/no/p.json"
+errline "$tmp/no/p.json" "an unwritable profile is named"
+absent "$tmp/no/p.json" "no profile left"
+
 echo "test_options.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

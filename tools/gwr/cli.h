@@ -117,6 +117,17 @@ int cli_shapes_need_known(const cli_shapes *sh, const char *cmd, gwr_network *ne
 int cli_shapes_apply(const cli_shapes *sh, const char *cmd, const char *path, gwr_network *net);
 void cli_shapes_free(cli_shapes *sh);
 
+/* ---- gwr run --profile (profile.c) ---- */
+
+/* Turns s's profile on and adds the phases the command timed: "load"
+ * (load_start..load_end) and, for an optimized session, "optimize" (from
+ * new_start, when gwr_session_new was called, to the start of planning).
+ * Times are gwr_clock_ns(). A CLI_* code (printed). */
+int cli_profile_start(gwr_session *s, const char *model, int64_t load_start, int64_t load_end, int64_t new_start);
+/* Writes the profile to file as a Chrome trace (atomically) and prints the
+ * top `top` op types and layers by time on stdout. A CLI_* code. */
+int cli_profile_finish(gwr_session *s, const char *file, int top);
+
 /* "<path>.tmp.<pid>" in a malloc'd string, for writing a file atomically;
  * NULL when out of memory. */
 char *cli_temp_name(const char *path);

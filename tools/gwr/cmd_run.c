@@ -203,7 +203,7 @@ static void print_values(const gwr_value *v, FILE *out) {
 static void run_help(FILE *out) {
     fprintf(out,
             "usage: gwr run MODEL [--input NAME=FILE.pb ...] [--random SEED] [--shape INPUT=D0,D1,... | SYM=N]\n"
-            "               [-o DIR] [--threads N] [--repeat N] [--no-optimize]\n"
+            "               [-o DIR] [--threads N] [--repeat N] [--no-optimize] [--profile FILE.json]\n"
             "\n"
             "Runs an ONNX model on gwr's CPU executor. Inputs come from TensorProto files\n"
             "(--input); the others get seeded random data (floats in [-1, 1), integers in\n"
@@ -224,6 +224,11 @@ static void run_help(FILE *out) {
             "  --threads N           intra-op threads (default 1)\n"
             "  --repeat N            run N times, report the best and the median time\n"
             "  --no-optimize         run the model as written\n"
+            "  --profile FILE.json   time every layer of every run and the phases (load,\n"
+            "                        optimize, plan): FILE.json in Chrome's trace format\n"
+            "                        (chrome://tracing, Perfetto); the 10 costliest op types\n"
+            "                        and layers on stdout (total ms, %% of the layers' time,\n"
+            "                        calls)\n"
             "\n"
             "Exit status: 0 success, 1 the model cannot be read or run, 2 bad usage.\n");
 }
@@ -252,13 +257,14 @@ static int run_cmd(int argc, char **argv) {
         run_help(stdout);
         return CLI_OK;
     }
-    const char *model = NULL, *odir = NULL;
+    const char *model = NULL, *odir = NULL, *profile = NULL;
     input_spec spec = {0};
     int threads = 1, repeat = 1, rc = CLI_OK, raw = 0;
     for (int i = 1; i < argc && rc == CLI_OK; i++) {
         const char *a = argv[i];
         if (input_option("run", argc, argv, &i, &spec, &rc)) continue;
         if (!strcmp(a, "-o") && i + 1 < argc) odir = argv[++i];
+        else if (!strcmp(a, "--profile") && i + 1 < argc) profile = argv[++i];
         else if (!strcmp(a, "--no-optimize")) raw = 1;
         else if ((!strcmp(a, "--threads") || !strcmp(a, "--repeat")) && i + 1 < argc) {
             int64_t v = 0;
@@ -284,14 +290,19 @@ static int run_cmd(int argc, char **argv) {
     if (rc) goto done;
     rc = CLI_FAIL;
     gwr_onnx_load_options lo = {.infer_shapes = 1};
+    int64_t load_start = gwr_clock_ns();
     if (!(net = cli_load(model, &lo))) goto done;
+    int64_t load_end = gwr_clock_ns();
     double t0 = now_s();
+    int64_t new_start = gwr_clock_ns();
     gwr_session_options so = {.threads = threads, .optimize = raw ? GWR_SESSION_RAW : GWR_SESSION_OPTIMIZE};
     if (!(s = gwr_session_new(net, &so))) {
         cli_error(model, gwr_last_errmsg());
         goto done;
     }
     double plan_s = now_s() - t0;
+    if (profile && cli_profile_start(s, model, load_start, load_end, new_start))
+        goto done;
     if (!raw && !gwr_session_optimized(s))
         fprintf(stderr, "gwr: %s: running the model as written: %s\n", model, gwr_session_optimize_msg(s));
     if ((rc = make_inputs("run", net, &spec, &in))) goto done;
@@ -324,6 +335,7 @@ static int run_cmd(int argc, char **argv) {
                 threads > 1 ? "s" : "");
     printf("memory: peak %lld bytes of intermediate values; %lld bytes if none were reused\n",
            (long long)gwr_session_peak_bytes(s), (long long)gwr_session_total_bytes(s));
+    if (profile && cli_profile_finish(s, profile, 10)) goto done;
     if (odir) {
         if (mkdir_p(odir)) {
             char m[300];

@@ -98,6 +98,10 @@ typedef struct gwr_layer_cost {
     int64_t bytes_read;
     int64_t bytes_written;
     int known; /* 1 when every dim it read was known or bound */
+    /* Executions counted: 1 in the network; in an If/Loop/Scan body, the
+     * product of the enclosing Loops' constant trip counts and Scans'
+     * lengths (1 where not constant: gwr_cost_totals.loops_counted_once). */
+    int64_t times;
 } gwr_layer_cost;
 
 typedef struct gwr_cost_totals {
@@ -106,7 +110,22 @@ typedef struct gwr_cost_totals {
     int64_t flops;
     int64_t bytes_read;
     int64_t bytes_written;
+    /* Layers of If/Loop/Scan bodies (at any depth; not in `layers`). Their
+     * FLOPs and bytes, each times its `times`, are in the totals above:
+     * both branches of an If (the model's work, not one execution's), a
+     * Loop body times its trip count when that is a constant, a Scan body
+     * times its scan length. */
+    int64_t body_layers;
+    int64_t body_flops;
+    /* Loops without a constant trip count (and Scans of an unknown
+     * length): their body counted once. */
+    int64_t loops_counted_once;
 } gwr_cost_totals;
+
+/* Live layers of the If/Loop/Scan bodies (depth first), and the cost of
+ * body layer i (its `times` set); NULL out of range. */
+GWR_API int64_t gwr_analysis_num_body_layers(const gwr_analysis *a);
+GWR_API const gwr_layer_cost *gwr_analysis_body_layer_cost(const gwr_analysis *a, int64_t i);
 
 /* Live layers, in network order. */
 GWR_API int64_t gwr_analysis_num_layers(const gwr_analysis *a);

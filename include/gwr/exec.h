@@ -56,6 +56,11 @@ GWR_API int64_t gwr_value_get_i64(const gwr_value *v, int64_t i);
 GWR_API void gwr_value_set_f64(gwr_value *v, int64_t i, double x);
 /* "float32[2,3]" into buf; returns what snprintf returns. */
 GWR_API int gwr_value_type_str(const gwr_value *v, char *buf, size_t size);
+/* Does v fit tensor t's declared type: its dtype (when known), its rank
+ * (when known) and every known dim? 1 if so; else 0 with why ("dtype
+ * float64, expected float32", "rank 2, expected 4", "dim 0 is 3, expected
+ * 2") in why (may be NULL). What gwr_session_run checks of its inputs. */
+GWR_API int gwr_value_fits(const gwr_tensor *t, const gwr_value *v, char *why, size_t size);
 
 /* ---- sessions ------------------------------------------------------------ */
 
@@ -72,8 +77,13 @@ typedef enum gwr_session_optimize {
     GWR_SESSION_BASIC  /* eliminations and folding only (level basic), on a copy */
 } gwr_session_optimize;
 
+/* The most intra-op threads a session starts. More is refused (not
+ * clamped): a session of 100,000 threads would start them all, each with
+ * its stack, on a machine with a few cores. */
+#define GWR_SESSION_MAX_THREADS 256
+
 typedef struct gwr_session_options {
-    int threads; /* intra-op threads for the kernels that use them; 0 means 1 */
+    int threads; /* intra-op threads for the kernels that use them; 0 means 1; at most GWR_SESSION_MAX_THREADS */
     gwr_session_optimize optimize; /* 0: GWR_SESSION_OPTIMIZE */
 } gwr_session_options;
 
@@ -122,6 +132,46 @@ GWR_API int64_t gwr_session_total_bytes(const gwr_session *s);
  * session planned them (a GEMM's B widened or laid out once), over the
  * network and the subgraphs planned so far. */
 GWR_API int64_t gwr_session_prepared_layers(const gwr_session *s);
+
+/* ---- profiling ---------------------------------------------------------- */
+
+/* One timed interval of a session's profile. Times are CLOCK_MONOTONIC
+ * nanoseconds (gwr_clock_ns). */
+typedef struct gwr_profile_event {
+    const char *name;   /* the layer's name, "run", or the phase: "plan", or one the caller added */
+    const char *op;     /* the layer's op; "" for runs and phases */
+    const char *cat;    /* "layer", "run" or "phase" */
+    int64_t start_ns, dur_ns; /* dur_ns >= 0 */
+    int depth;          /* layers: 0 in the network, 1 + the If/Loop/Scan bodies around them */
+    const char *shapes; /* layers: "float32[1,3,8,8], float32[4,3,3,3] -> float32[1,4,6,6]" (inputs,
+                         * absent ones "-", then outputs) as they ran; else NULL */
+} gwr_profile_event;
+
+/* CLOCK_MONOTONIC now, in nanoseconds: the clock of profile events. */
+GWR_API int64_t gwr_clock_ns(void);
+/* on 1: clears the profile and records from now on: the "plan" phase (the
+ * session's planning, always timed), then one "run" event per successful
+ * gwr_session_run and one "layer" event per layer executed (a layer of a
+ * Loop body once per iteration), with what it read and wrote. on 0: stops
+ * recording (the events stay). Off, a run costs one test of a flag per
+ * layer. */
+GWR_API gwr_status gwr_session_profile(gwr_session *s, int on);
+/* Adds a phase the caller timed ("load" before gwr_session_new, say). */
+GWR_API gwr_status gwr_session_profile_phase(gwr_session *s, const char *name, int64_t start_ns, int64_t dur_ns);
+/* Adds the "optimize" phase of an optimized session: from new_start_ns
+ * (gwr_clock_ns() when the caller called gwr_session_new: the clone and
+ * gwr_optimize) to the start of planning. Nothing for a session planned as
+ * written. */
+GWR_API gwr_status gwr_session_profile_optimize(gwr_session *s, int64_t new_start_ns);
+/* The events recorded, in the order they ended (phases first as added). */
+GWR_API int64_t gwr_session_profile_count(const gwr_session *s);
+GWR_API const gwr_profile_event *gwr_session_profile_event(const gwr_session *s, int64_t i);
+/* Writes the events as a Chrome trace (chrome://tracing, Perfetto):
+ * {"traceEvents":[{"name":..,"cat":..,"ph":"X","ts":..,"dur":..,"pid":1,
+ * "tid":..,"args":{"op":..,"shapes":..,"depth":..}}, ...]}; ts and dur in
+ * microseconds from the earliest event; phases on tid 0, runs and layers
+ * on tid 1. */
+GWR_API gwr_status gwr_session_profile_write(const gwr_session *s, FILE *out);
 
 /* Runs one layer's kernel on input values (inputs[i] NULL for an absent
  * optional input), outside any session: what constant folding needs.

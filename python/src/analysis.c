@@ -95,7 +95,10 @@ static PyObject *report_dict(const gwr_analysis *a) {
           put(t, "known_layers", PyLong_FromLongLong(ct.known_layers)) < 0 ||
           put(t, "flops", PyLong_FromLongLong(ct.flops)) < 0 ||
           put(t, "bytes_read", PyLong_FromLongLong(ct.bytes_read)) < 0 ||
-          put(t, "bytes_written", PyLong_FromLongLong(ct.bytes_written)) < 0;
+          put(t, "bytes_written", PyLong_FromLongLong(ct.bytes_written)) < 0 ||
+          put(t, "body_layers", PyLong_FromLongLong(ct.body_layers)) < 0 ||
+          put(t, "body_flops", PyLong_FromLongLong(ct.body_flops)) < 0 ||
+          put(t, "loops_counted_once", PyLong_FromLongLong(ct.loops_counted_once)) < 0;
     bad = bad || put(m, "peak_bytes", PyLong_FromLongLong(ms.peak_bytes)) < 0 ||
           put(m, "peak_index", PyLong_FromLongLong(ms.peak_index)) < 0 ||
           put(m, "peak_layer", pg_layer_wrap(ms.peak_layer)) < 0 ||
@@ -142,7 +145,8 @@ static PyMethodDef analysis_functions[] = {
      "analyze(net, dims=None) -> dict\n\n"
      "The built-in analyses of the network's live layers (what `gwr analyze` prints): 'ops' (op -> count,\n"
      "'domain::op' outside ONNX's domain), 'params' (tensors, elements, bytes, shared_tensors,\n"
-     "shared_bytes), 'totals' (layers, known_layers, flops, bytes_read, bytes_written), 'layers' (per live\n"
+     "shared_bytes), 'totals' (layers, known_layers, flops, bytes_read, bytes_written, and body_layers,\n"
+     "body_flops, loops_counted_once for If/Loop/Scan bodies, whose FLOPs are in flops), 'layers' (per live\n"
      "layer in network order: layer, flops, bytes_read, bytes_written, known), 'memory' (peak_bytes,\n"
      "peak_index, peak_layer, network_order, weight_bytes), 'lifetimes' (tensor, first, last, bytes),\n"
      "'assumed' (symbolic dims counted as 1), 'unknown_tensors', 'unused' (dims no tensor read).\n"

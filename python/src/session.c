@@ -293,11 +293,11 @@ static PyObject *tensor_names(gwr_network *net, int outputs) {
 }
 
 static int session_init(Session *self, PyObject *args, PyObject *kwargs) {
-    static char *kw[] = {"network", "threads", "optimize", NULL};
+    static char *kw[] = {"network", "threads", "optimize", "profile", NULL};
     PyObject *netobj;
-    int threads = 1;
+    int threads = 1, profile = 0;
     const char *mode = "default";
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|is:Session", kw, &netobj, &threads, &mode)) return -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|isp:Session", kw, &netobj, &threads, &mode, &profile)) return -1;
     if (self->s) {
         PyErr_SetString(PyExc_RuntimeError, "Session.__init__: already initialized");
         return -1;
@@ -319,10 +319,18 @@ static int session_init(Session *self, PyObject *args, PyObject *kwargs) {
     }
     gwr_network *net = pg_network_get(netobj);
     if (!net) return -1;
+    int64_t asked = gwr_clock_ns();
     gwr_session *s = gwr_session_new(net, &opt);
     if (!s) {
         gwr_status st = gwr_last_status(); /* an op without a kernel, no memory, ... */
         pg_raise(st != GWR_OK ? st : GWR_ERR_INVALID_ARG, gwr_last_errmsg());
+        return -1;
+    }
+    gwr_status pst = profile ? gwr_session_profile(s, 1) : GWR_OK;
+    if (!pst && profile) pst = gwr_session_profile_optimize(s, asked);
+    if (pst) {
+        pg_raise(pst, gwr_session_errmsg(s));
+        gwr_session_free(s);
         return -1;
     }
     gwr_network *pn = gwr_session_network(s);
@@ -474,6 +482,43 @@ static PyObject *session_peak(Session *self, void *c) {
     return s ? PyLong_FromLongLong(gwr_session_peak_bytes(s)) : NULL;
 }
 
+/* One profile event as a dict. */
+static PyObject *event_dict(const gwr_profile_event *e) {
+    return Py_BuildValue("{s:s,s:s,s:s,s:L,s:L,s:i,s:z}", "name", e->name, "cat", e->cat, "op", e->op, "start_ns",
+                         (long long)e->start_ns, "dur_ns", (long long)e->dur_ns, "depth", e->depth, "shapes", e->shapes);
+}
+
+static PyObject *session_profile(Session *self, PyObject *noargs) {
+    (void)noargs;
+    gwr_session *s = session_get(self);
+    if (!s) return NULL;
+    int64_t n = gwr_session_profile_count(s);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (int64_t i = 0; list && i < n; i++) {
+        PyObject *d = event_dict(gwr_session_profile_event(s, i));
+        if (!d) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, d);
+    }
+    return list;
+}
+
+static PyObject *session_write_profile(Session *self, PyObject *arg) {
+    gwr_session *s = session_get(self);
+    PyObject *path = NULL;
+    if (!s || !PyUnicode_FSConverter(arg, &path)) return NULL;
+    FILE *f = fopen(PyBytes_AS_STRING(path), "w");
+    if (!f) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, arg);
+        Py_DECREF(path);
+        return NULL;
+    }
+    gwr_status st = gwr_session_profile_write(s, f);
+    if (fclose(f) && !st) st = GWR_ERR_IO;
+    Py_DECREF(path);
+    if (st) return pg_raise(st, gwr_last_errmsg());
+    Py_RETURN_NONE;
+}
+
 static PyObject *session_names(Session *self, void *c) {
     if (!session_get(self)) return NULL;
     return PySequence_List(c ? self->output_names : self->input_names);
@@ -504,6 +549,16 @@ static PyGetSetDef session_getset[] = {
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyMethodDef session_methods[] = {
+    {"profile", (PyCFunction)session_profile, METH_NOARGS,
+     "profile() -> list of dict\n\n"
+     "The events of a Session(..., profile=True), in the order they ended: the phases ('optimize' for an\n"
+     "optimized session, 'plan'; cat 'phase'), then one 'run' (cat 'run') per run and one event per layer\n"
+     "executed (cat 'layer'; a layer of a Loop body once per iteration). Keys: name, cat, op (layers),\n"
+     "start_ns and dur_ns (CLOCK_MONOTONIC nanoseconds), depth (0 in the network, 1 + the bodies around a\n"
+     "layer), shapes ('float32[2,3] -> float32[2,3]' for layers, else None). [] when not profiling."},
+    {"write_profile", (PyCFunction)session_write_profile, METH_O,
+     "write_profile(path)\n\nWrites profile() as a Chrome trace (chrome://tracing, Perfetto): {\"traceEvents\": [...]},\n"
+     "the file `gwr run --profile` writes."},
     {"run", (PyCFunction)(void (*)(void))session_run, METH_VARARGS | METH_KEYWORDS,
      "run(feeds, outputs=None) -> dict\n\n"
      "Runs the network. feeds maps input names to array-likes: a C-contiguous numpy array of the\n"
@@ -523,12 +578,13 @@ static PyTypeObject Session_Type = {
     .tp_dealloc = (destructor)session_dealloc,
     .tp_repr = (reprfunc)session_repr,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Session(network, threads=1, optimize=\"default\")\n\n"
+    .tp_doc = "Session(network, threads=1, optimize=\"default\", profile=False)\n\n"
               "Runs a network on gwr's reference CPU executor. optimize: \"default\" (the executor's passes\n"
               "on a private copy), \"basic\" (eliminations and folding, on a copy) or \"raw\" (the network as\n"
               "written). A session that planned the network as written (raw, or when optimizing failed:\n"
               "see optimize_msg) refuses to run after the network changed (StateError); any session\n"
-              "refuses once the network is closed (LifetimeError).",
+              "refuses once the network is closed (LifetimeError). threads: at most 256. profile=True records the\n"
+              "time of every layer of every run (profile(), write_profile()).",
     .tp_methods = session_methods,
     .tp_getset = session_getset,
     .tp_init = (initproc)session_init,

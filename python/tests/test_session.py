@@ -306,3 +306,41 @@ def test_onnx_errors(tmp_path):
     net.close()
     with pytest.raises(gwr.LifetimeError):
         gwr.onnx.save_bytes(net)
+
+
+def test_threads_past_the_limit_refused():
+    """More threads than GWR_SESSION_MAX_THREADS (256) is refused, not started (issue 22)."""
+    net, _ = mlp()
+    with pytest.raises(gwr.Error, match="at most 256"):
+        gwr.Session(net, threads=257, optimize="raw")
+    s = gwr.Session(net, threads=2)
+    assert s.run({"x": np.ones((1, 4), np.float32)})["y"].shape == (1, 3)
+
+
+def test_profile(tmp_path):
+    """Session(..., profile=True): one event per layer executed, the phases, a Chrome trace (issue 22)."""
+    import json
+
+    net, p = mlp()
+    s = gwr.Session(net, optimize="raw", profile=True)
+    assert [e["name"] for e in s.profile()] == ["plan"]
+    x = np.ones((2, 4), np.float32)
+    for _ in range(2):
+        s.run({"x": x})
+    ev = s.profile()
+    assert all(e["dur_ns"] >= 0 for e in ev)
+    layers = [e for e in ev if e["cat"] == "layer"]
+    live = [l for l in net.layers]  # as written: every live layer runs once per run
+    assert len(layers) == 2 * len(live)
+    assert sorted(e["name"] for e in layers) == sorted(l.name for l in live for _ in range(2))
+    assert [e["name"] for e in ev if e["cat"] == "run"] == ["run", "run"]
+    mm = [e for e in layers if e["op"] == "MatMul"]
+    assert mm and mm[0]["shapes"].endswith("-> float32[2,8]") and mm[0]["depth"] == 0
+    path = tmp_path / "p.json"
+    s.write_profile(str(path))
+    doc = json.loads(path.read_text())
+    assert len(doc["traceEvents"]) == len(ev)
+    assert {e["ph"] for e in doc["traceEvents"]} == {"X"}
+    opt = gwr.Session(net, profile=True)
+    assert [e["name"] for e in opt.profile()] == ["plan", "optimize"]
+    assert gwr.Session(net).profile() == []

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "exec/blas.h"
 #include "exec/exec_api.h"
@@ -72,7 +73,128 @@ struct gwr_session {
     int64_t peak, total;
     char errmsg[GWR_ERRMSG_MAX];
     gwr_kmsg kmsg;      /* the running kernel's gwr_k_fail: what it reports */
+    /* Profiling (gwr_session_profile): off, the run loop tests one flag. */
+    int profiling;
+    int64_t plan_start_ns, plan_dur_ns; /* always timed: two clock reads per session */
+    gwr_profile_event *events;
+    int64_t nevents, events_cap;
 };
+
+/* ---- profiling ----------------------------------------------------------- */
+
+static gwr_status sess_error(gwr_session *s, gwr_status st, const char *fmt, ...) GWR_PRINTF(3, 4);
+
+int64_t gwr_clock_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void events_clear(gwr_session *s) {
+    for (int64_t i = 0; i < s->nevents; i++) gwr_free((char *)s->events[i].shapes), gwr_free((char *)s->events[i].name);
+    s->nevents = 0;
+}
+
+/* A new event (name and shapes copied; shapes may be NULL), or NULL when
+ * out of memory (the profile then lacks it, the run goes on). */
+static gwr_profile_event *event_add(gwr_session *s, const char *name, const char *op, const char *cat, int64_t start,
+                                    int64_t dur, int depth, char *shapes) {
+    char *nm = gwr_strdup(name ? name : "");
+    if (!nm || gwr_grow((void **)&s->events, sizeof *s->events, &s->events_cap, s->nevents + 1)) {
+        gwr_free(nm), gwr_free(shapes);
+        return NULL;
+    }
+    gwr_profile_event *e = &s->events[s->nevents++];
+    *e = (gwr_profile_event){nm, op ? op : "", cat, start, dur < 0 ? 0 : dur, depth, shapes ? shapes : NULL};
+    return e;
+}
+
+/* "float32[1,3,8,8], float32[4,3,3,3] -> float32[1,4,6,6]": what a layer
+ * read and wrote (absent inputs as "-"); malloc'd, NULL when out of memory. */
+static char *step_shapes(int nin, gwr_value *const *in, int nout, gwr_value *const *out) {
+    size_t cap = 64, n = 0;
+    char *b = gwr_malloc(cap);
+    for (int k = 0; b && k < nin + nout; k++) {
+        const gwr_value *v = k < nin ? in[k] : out[k - nin];
+        char ty[160] = "-";
+        if (v) gwr_value_type_str(v, ty, sizeof ty);
+        const char *sep = k == 0 ? "" : k == nin ? " -> " : ", ";
+        if (k == nin && nin == 0) sep = "-> ";
+        size_t need = n + strlen(sep) + strlen(ty) + 1;
+        if (need > cap) {
+            char *nb = gwr_realloc(b, cap = need * 2);
+            if (!nb) return gwr_free(b), NULL;
+            b = nb;
+        }
+        n += (size_t)snprintf(b + n, cap - n, "%s%s", sep, ty);
+    }
+    return b;
+}
+
+gwr_status gwr_session_profile(gwr_session *s, int on) {
+    if (!s) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_session_profile: NULL session");
+    if (!on) {
+        s->profiling = 0;
+        return GWR_OK;
+    }
+    events_clear(s);
+    if (!event_add(s, "plan", "", "phase", s->plan_start_ns, s->plan_dur_ns, 0, NULL))
+        return sess_error(s, GWR_ERR_NOMEM, "gwr_session_profile: out of memory");
+    s->profiling = 1;
+    return GWR_OK;
+}
+
+gwr_status gwr_session_profile_phase(gwr_session *s, const char *name, int64_t start_ns, int64_t dur_ns) {
+    if (!s || !name || !*name) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_session_profile_phase: NULL argument");
+    if (dur_ns < 0) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_session_profile_phase: negative duration");
+    if (!event_add(s, name, "", "phase", start_ns, dur_ns, 0, NULL))
+        return sess_error(s, GWR_ERR_NOMEM, "gwr_session_profile_phase: out of memory");
+    return GWR_OK;
+}
+
+gwr_status gwr_session_profile_optimize(gwr_session *s, int64_t new_start_ns) {
+    if (!s) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_session_profile_optimize: NULL session");
+    if (!s->owned || new_start_ns > s->plan_start_ns) return GWR_OK; /* as written: no optimize phase */
+    return gwr_session_profile_phase(s, "optimize", new_start_ns, s->plan_start_ns - new_start_ns);
+}
+
+int64_t gwr_session_profile_count(const gwr_session *s) { return s ? s->nevents : 0; }
+
+const gwr_profile_event *gwr_session_profile_event(const gwr_session *s, int64_t i) {
+    return s && i >= 0 && i < s->nevents ? &s->events[i] : NULL;
+}
+
+static void json_cstr(FILE *f, const char *str) { gwr_json_str(f, str, strlen(str)); }
+
+gwr_status gwr_session_profile_write(const gwr_session *s, FILE *f) {
+    if (!s || !f) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_session_profile_write: NULL argument");
+    /* Times in microseconds from the earliest event (Chrome's trace format:
+     * complete events, "ph":"X"); phases on thread 0, the runs and their
+     * layers on thread 1, so that a viewer nests layers under runs. */
+    int64_t t0 = INT64_MAX;
+    for (int64_t i = 0; i < s->nevents; i++)
+        if (s->events[i].start_ns < t0) t0 = s->events[i].start_ns;
+    fputs("{\"traceEvents\":[", f);
+    for (int64_t i = 0; i < s->nevents; i++) {
+        const gwr_profile_event *e = &s->events[i];
+        fputs(i ? ",\n{\"name\":" : "\n{\"name\":", f);
+        json_cstr(f, e->name);
+        fputs(",\"cat\":", f);
+        json_cstr(f, e->cat);
+        fprintf(f, ",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":1,\"tid\":%d,\"args\":{",
+                (double)(e->start_ns - t0) / 1e3, (double)e->dur_ns / 1e3, strcmp(e->cat, "phase") ? 1 : 0);
+        if (!strcmp(e->cat, "layer")) {
+            fputs("\"op\":", f);
+            json_cstr(f, e->op);
+            fputs(",\"shapes\":", f);
+            json_cstr(f, e->shapes ? e->shapes : "");
+            fprintf(f, ",\"depth\":%d", e->depth);
+        }
+        fputs("}}", f);
+    }
+    fputs("\n],\"displayTimeUnit\":\"ms\"}\n", f);
+    return ferror(f) ? gwr_set_last_error(GWR_ERR_IO, "gwr_session_profile_write: cannot write") : GWR_OK;
+}
 
 static gwr_status sess_error(gwr_session *s, gwr_status st, const char *fmt, ...) GWR_PRINTF(3, 4);
 static gwr_status sess_error(gwr_session *s, gwr_status st, const char *fmt, ...) {
@@ -325,6 +447,11 @@ gwr_session *gwr_session_new_raw(gwr_network *net, const gwr_session_options *op
         gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_session_new: NULL network");
         return NULL;
     }
+    if (opt && opt->threads > GWR_SESSION_MAX_THREADS) {
+        gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_session_new: %d threads: at most %d (GWR_SESSION_MAX_THREADS)",
+                           opt->threads, GWR_SESSION_MAX_THREADS);
+        return NULL;
+    }
     gwr_session *s = gwr_calloc(1, sizeof *s);
     if (!s || !(s->pool = gwr_exec_pool_new())) {
         gwr_free(s);
@@ -334,8 +461,11 @@ gwr_session *gwr_session_new_raw(gwr_network *net, const gwr_session_options *op
     s->net = net;
     snprintf(s->optimize_msg, sizeof s->optimize_msg, "planned as written");
     s->threads = opt && opt->threads > 0 ? opt->threads : 1;
+    s->plan_start_ns = gwr_clock_ns();
     s->tpool = gwr_tpool_new(s->threads); /* NULL (loops run serially) when it cannot start */
-    if (!(s->root = plan_new(s, net))) {
+    s->root = plan_new(s, net);
+    s->plan_dur_ns = gwr_clock_ns() - s->plan_start_ns;
+    if (!s->root) {
         gwr_set_last_error(GWR_ERR_INVALID_ARG, "%s", s->errmsg);
         gwr_session_free(s);
         return NULL;
@@ -352,6 +482,8 @@ void gwr_session_free(gwr_session *s) {
     gwr_exec_pool_close(s->pool);
     gwr_tpool_free(s->tpool);
     gwr_network_free(s->owned);
+    events_clear(s);
+    gwr_free(s->events);
     gwr_free(s);
 }
 
@@ -397,8 +529,13 @@ static gwr_value *find_outer(gwr_frame *f, const gwr_tensor *t) {
     return NULL;
 }
 
-/* Does v fit tensor t's declared type (dtype, rank, known dims)? */
-static int fits(const gwr_tensor *t, const gwr_value *v, char *why, size_t size) {
+int gwr_value_fits(const gwr_tensor *t, const gwr_value *v, char *why, size_t size) {
+    char none[1];
+    if (!why) why = none, size = sizeof none;
+    if (!t || !v) {
+        snprintf(why, size, "NULL tensor or value");
+        return 0;
+    }
     gwr_dtype dt = gwr_tensor_dtype(t);
     if (dt != GWR_UNDEFINED && dt != v->dtype) {
         snprintf(why, size, "dtype %s, expected %s", gwr_dtype_name(v->dtype), gwr_dtype_name(dt));
@@ -455,7 +592,17 @@ static gwr_status run_steps(gwr_session *s, gwr_frame *f) {
                            .run_graph = run_subgraph, .run_ctx = f, .prep = st->prep, .tpool = s->tpool};
             s->kmsg.text[0] = 0;
             s->kmsg.status = GWR_OK;
-            rc = st->fn(&kc);
+            if (s->profiling) {
+                int64_t t = gwr_clock_ns();
+                rc = st->fn(&kc);
+                int64_t d = gwr_clock_ns() - t, depth = 0;
+                for (gwr_frame *q = f->parent; q; q = q->parent) depth++;
+                if (!rc)
+                    event_add(s, gwr_layer_name(st->l), gwr_layer_op(st->l), "layer", t, d, (int)depth,
+                              step_shapes(st->nin, in, st->nout, out));
+            } else {
+                rc = st->fn(&kc);
+            }
             /* The status gwr_k_fail recorded wins: a kernel that returns
              * NOMEM after gwr_k_out refused a bad shape reports the shape. */
             if (rc && s->kmsg.status) rc = s->kmsg.status;
@@ -498,7 +645,7 @@ static gwr_status run_plan(gwr_session *s, gplan *p, gwr_frame *parent, gwr_valu
             rc = sess_error(s, GWR_ERR_NOMEM, "out of memory");
         char why[160];
         if (!rc && !v) rc = sess_error(s, GWR_ERR_INVALID_ARG, "input '%s' is missing", gwr_tensor_name(t));
-        else if (!rc && !fits(t, v, why, sizeof why))
+        else if (!rc && !gwr_value_fits(t, v, why, sizeof why))
             rc = sess_error(s, GWR_ERR_INVALID_ARG, "input '%s': %s", gwr_tensor_name(t), why);
         f.vals[p->input_slot[i]] = v;
     }
@@ -573,7 +720,9 @@ gwr_status gwr_session_run(gwr_session *s, int nin, const char *const *in_names,
     int cap_prev = gwr_blas_cap(s->tpool ? 1 : 0); /* the pool splits (blas.h) */
     int blas_prev = gwr_blas_run_begin(s->threads);
     gwr_tpool *tp_prev = gwr_tpool_run_set(s->tpool);
+    int64_t run_t = s->profiling ? gwr_clock_ns() : 0;
     if (!rc) rc = run_plan(s, s->root, NULL, ins, outs);
+    if (s->profiling && !rc) event_add(s, "run", "", "run", run_t, gwr_clock_ns() - run_t, 0, NULL);
     gwr_tpool_run_set(tp_prev);
     gwr_blas_cap(cap_prev); /* first: the count given back is not capped */
     gwr_blas_run_end(blas_prev);

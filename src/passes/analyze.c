@@ -176,15 +176,36 @@ typedef struct an_state {
     int64_t total_bytes;
     gwr_layer_cost *cost;
     int64_t ncost, cost_cap;
+    /* The graph being analyzed (the network or a body) and how many times
+     * its layers count; the body records while in a body. */
+    gwr_network *cur;
+    int64_t times;
+    gwr_layer_cost *other;
+    int64_t nother, other_cap;
 } an_state;
 
 static an_state *state(gwr_rewrite_ctx *c) { return gwr_rewrite_ctx_user(c); }
 
+/* Swaps the cost records with the bodies' (the analyzers append to
+ * st->cost). */
+static void swap_records(an_state *st) {
+    gwr_layer_cost *p = st->cost;
+    int64_t n = st->ncost, cap = st->cost_cap;
+    st->cost = st->other, st->ncost = st->nother, st->cost_cap = st->other_cap;
+    st->other = p, st->nother = n, st->other_cap = cap;
+}
+
 static int nomem(gwr_rewrite_ctx *c) { return gwr_rewrite_fail(c, GWR_ERR_NOMEM, "out of memory"); }
 
-/* Histogram and costs are of the network itself, not of If/Loop bodies. */
-static int top_only(gwr_rewrite_ctx *c, gwr_layer *l) {
+/* The histogram is of the network itself. */
+static int main_only(gwr_rewrite_ctx *c, gwr_layer *l) {
     if (gwr_layer_network(l) != state(c)->net) return gwr_rewrite_no_match(c, "a layer of a subgraph");
+    return 1;
+}
+
+/* Costs: of the graph being analyzed (the network, then each body). */
+static int top_only(gwr_rewrite_ctx *c, gwr_layer *l) {
+    if (gwr_layer_network(l) != state(c)->cur) return gwr_rewrite_no_match(c, "a layer of another graph");
     return 1;
 }
 
@@ -270,7 +291,7 @@ static gwr_status bytes_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, in
     (void)n;
     if (gwr_grow((void **)&st->cost, sizeof *st->cost, &st->cost_cap, st->ncost + 1)) return (gwr_status)-nomem(c);
     gwr_layer_cost *r = &st->cost[st->ncost++];
-    *r = (gwr_layer_cost){l, 0, 0, 0, 1};
+    *r = (gwr_layer_cost){l, 0, 0, 0, 1, st->times};
     if (gwr_layer_type(l) == GWR_LAYER_CONSTANT) return GWR_OK;
     int nin = gwr_layer_num_inputs(l);
     for (int i = 0; i < nin; i++) {
@@ -637,8 +658,49 @@ static gwr_layer *in_net(gwr_network *net, gwr_layer *u) {
     return u;
 }
 
+static gwr_status live_order(gwr_network *net, gwr_layer ***order, int64_t *n, int *network_order, char *errbuf);
+
+/* The bodies (If branches, a Loop's or Scan's body) of layer l into *gs
+ * (at most max); their count. */
+static int layer_bodies(gwr_layer *l, gwr_network **gs, int max) {
+    int k = 0;
+    for (int a = 0; a < gwr_layer_num_attrs(l); a++) {
+        const char *name = gwr_layer_attr_name(l, a);
+        gwr_network *g, *const *many = NULL;
+        int64_t ng = 0;
+        if (gwr_layer_attr_type(l, a) == GWR_ATTR_GRAPH && gwr_layer_get_graph(l, name, &g) == GWR_OK) many = &g, ng = 1;
+        else if (gwr_layer_attr_type(l, a) == GWR_ATTR_GRAPHS) gwr_layer_get_graphs(l, name, &many, &ng);
+        for (int64_t j = 0; j < ng && k < max; j++) gs[k++] = many[j];
+    }
+    return k;
+}
+
+/* The most bytes a layer's bodies hold at once while it runs: the worst
+ * body's own peak (its inputs and intermediates; what the enclosing graph
+ * holds is counted there). 0 for a layer without bodies. */
+static int64_t body_peak(gwr_layer *l, an_dims *D, char *errbuf, gwr_status *s, int depth) {
+    gwr_network *gs[16];
+    int ng = depth < 32 ? layer_bodies(l, gs, 16) : 0;
+    int64_t worst = 0;
+    for (int k = 0; k < ng && !*s; k++) {
+        gwr_layer **order = NULL;
+        int64_t n = 0, peak = 0, at;
+        int netorder;
+        if (!(*s = live_order(gs[k], &order, &n, &netorder, errbuf)))
+            *s = an_lifetimes_at(gs[k], order, n, D, errbuf, NULL, NULL, &peak, &at, depth + 1);
+        gwr_free(order);
+        if (peak > worst) worst = peak;
+    }
+    return worst;
+}
+
 gwr_status an_lifetimes(gwr_network *net, gwr_layer *const *order, int64_t n, an_dims *D, char *errbuf,
                         gwr_tensor_lifetime **out, int64_t *nout, int64_t *peak, int64_t *at) {
+    return an_lifetimes_at(net, order, n, D, errbuf, out, nout, peak, at, 0);
+}
+
+gwr_status an_lifetimes_at(gwr_network *net, gwr_layer *const *order, int64_t n, an_dims *D, char *errbuf,
+                           gwr_tensor_lifetime **out, int64_t *nout, int64_t *peak, int64_t *at, int depth) {
     int64_t nl = gwr_network_num_layers(net), live = gwr_network_num_live_layers(net);
     if (n != live)
         return gwr_fmt_error(errbuf, GWR_ERR_INVALID_ARG, "the order has %lld layers; the network has %lld live ones",
@@ -736,10 +798,13 @@ gwr_status an_lifetimes(gwr_network *net, gwr_layer *const *order, int64_t n, an
         }
         int64_t run = 0;
         best = -1;
-        for (int64_t i = 0; i < n; i++) {
+        for (int64_t i = 0; i < n && !s; i++) {
             run += diff[i];
-            if (run > best) best = run, best_at = i;
+            /* a layer with bodies: its worst body's own peak on top */
+            int64_t here = an_add(run, body_peak(order[i], D, errbuf, &s, depth));
+            if (here > best) best = here, best_at = i;
         }
+        if (s) goto done;
     } else {
         /* Past int64: the same in long double, the result saturated. */
         long double run = 0, lbest = -1;
@@ -752,11 +817,13 @@ gwr_status an_lifetimes(gwr_network *net, gwr_layer *const *order, int64_t n, an
             ld[life[i].first] += (long double)life[i].bytes;
             ld[life[i].last + 1] -= (long double)life[i].bytes;
         }
-        for (int64_t i = 0; i < n; i++) {
+        for (int64_t i = 0; i < n && !s; i++) {
             run += ld[i];
-            if (run > lbest) lbest = run, best_at = i;
+            long double here = run + (long double)body_peak(order[i], D, errbuf, &s, depth);
+            if (here > lbest) lbest = here, best_at = i;
         }
         gwr_free(ld);
+        if (s) goto done;
         best = lbest >= (long double)INT64_MAX ? INT64_MAX : (int64_t)lbest;
     }
     if (D->nomem) s = gwr_fmt_error(errbuf, GWR_ERR_NOMEM, "out of memory");
@@ -833,7 +900,7 @@ gwr_status gwr_peak_memory(gwr_network *net, gwr_layer *const *order, int64_t n,
 static const gwr_pattern_analyzer builtin[] = {
     /* name, root classes, root ops, match, analyze, user */
     {"cost.bytes", GWR_ROOT_ANY, NULL, top_only, bytes_analyze, NULL},
-    {"ops", GWR_ROOT_ANY, NULL, top_only, ops_analyze, NULL},
+    {"ops", GWR_ROOT_ANY, NULL, main_only, ops_analyze, NULL},
     {"params", GWR_ROOT_CLASS(GWR_LAYER_CONSTANT), NULL, NULL, params_analyze, NULL},
     {"cost.matmul", GWR_ROOT_CLASS(GWR_LAYER_MATRIX_MULTIPLY), NULL, top_only, matmul_analyze, NULL},
     {"cost.conv", GWR_ROOT_CLASS(GWR_LAYER_CONVOLUTION) | GWR_ROOT_CLASS(GWR_LAYER_DECONVOLUTION), NULL, top_only,
@@ -879,21 +946,57 @@ int an_op_has_cost_rule(gwr_op_id id) {
     return 0;
 }
 
-/* Pushes the If/Loop/Scan bodies of net's live layers onto *stack. */
-static int push_bodies(gwr_network *net, gwr_network ***stack, int64_t *n, int64_t *cap) {
-    for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
-        gwr_layer *l = gwr_network_layer(net, i);
+typedef struct an_graph {
+    gwr_network *g;
+    int64_t times;
+} an_graph;
+
+/* How many times one run executes the body of l: a Loop's trip count when
+ * a constant gives it, a Scan's length (scan axis of its first scan
+ * input); else 1 with *once set. An If runs a branch once. */
+static int64_t body_times(an_dims *D, gwr_layer *l, int *once) {
+    int nin = gwr_layer_num_inputs(l);
+    if (gwr_layer_op_id(l) == GWR_OP_Loop) {
+        gwr_tensor *m = nin > 0 ? gwr_layer_input(l, 0) : NULL;
+        gwr_layer *c = m ? gwr_tensor_parent(m) : NULL;
+        const gwr_weights *w;
+        if (c && !gwr_layer_is_removed(c) && gwr_layer_op_id(c) == GWR_OP_Constant &&
+            gwr_layer_get_tensor(c, "value", &w) == GWR_OK && w->dtype == GWR_INT64 && w->nbytes == 8 && w->data) {
+            int64_t v;
+            memcpy(&v, w->data, sizeof v);
+            return v < 0 ? 0 : v;
+        }
+        *once = 1;
+        return 1;
+    }
+    if (gwr_layer_op_id(l) == GWR_OP_Scan) {
+        int64_t ns = attr_int(l, "num_scan_inputs", 0);
+        const int64_t *axes;
+        int64_t nax, axis = 0;
+        if (gwr_layer_get_ints(l, "scan_input_axes", &axes, &nax) == GWR_OK && nax > 0) axis = axes[0];
+        gwr_tensor *x = ns > 0 && ns <= nin ? gwr_layer_input(l, nin - (int)ns) : NULL;
+        int known = 1, r = x ? gwr_tensor_rank(x) : -1;
+        if (axis < 0) axis += r;
+        int64_t len = x && r > 0 && axis >= 0 && axis < r ? an_dim(D, x, (int)axis, &known) : (known = 0, 1);
+        if (!known) *once = 1;
+        return len;
+    }
+    return 1;
+}
+
+/* Pushes the If/Loop/Scan bodies of net's live layers onto *stack, each
+ * with the times its layers count. */
+static int push_bodies(an_dims *D, const an_graph *at, an_graph **stack, int64_t *n, int64_t *cap, int64_t *once) {
+    for (int64_t i = 0; i < gwr_network_num_layers(at->g); i++) {
+        gwr_layer *l = gwr_network_layer(at->g, i);
         if (gwr_layer_is_removed(l)) continue;
-        for (int a = 0; a < gwr_layer_num_attrs(l); a++) {
-            const char *name = gwr_layer_attr_name(l, a);
-            gwr_network *g, *const *gs = NULL;
-            int64_t ng = 0;
-            if (gwr_layer_attr_type(l, a) == GWR_ATTR_GRAPH && gwr_layer_get_graph(l, name, &g) == GWR_OK) gs = &g, ng = 1;
-            else if (gwr_layer_attr_type(l, a) == GWR_ATTR_GRAPHS) gwr_layer_get_graphs(l, name, &gs, &ng);
-            for (int64_t k = 0; k < ng; k++) {
-                if (gwr_grow((void **)stack, sizeof **stack, cap, *n + 1)) return -1;
-                (*stack)[(*n)++] = gs[k];
-            }
+        gwr_network *gs[16];
+        int ng = layer_bodies(l, gs, 16), o = 0;
+        int64_t times = ng ? an_mul(at->times, body_times(D, l, &o)) : 0;
+        *once += o;
+        for (int k = 0; k < ng; k++) {
+            if (gwr_grow((void **)stack, sizeof **stack, cap, *n + 1)) return -1;
+            (*stack)[(*n)++] = (an_graph){gs[k], times};
         }
     }
     return 0;
@@ -914,7 +1017,7 @@ gwr_analysis *gwr_analyze_network(gwr_network *net, const gwr_args *dims) {
     an_dims *D = &a->dims;
     an_state st = {.net = net, .dims = D};
     gwr_analysis_manager *m = NULL;
-    gwr_network **stack = NULL;
+    an_graph *stack = NULL;
     int64_t nstack = 0, stack_cap = 0;
     gwr_layer **order = NULL;
     int64_t norder = 0;
@@ -936,14 +1039,22 @@ gwr_analysis *gwr_analyze_network(gwr_network *net, const gwr_args *dims) {
         s = gwr_fmt_error(err, GWR_ERR_NOMEM, "out of memory");
         goto fail;
     }
-    stack[nstack++] = net;
+    stack[nstack++] = (an_graph){net, 1};
+    int64_t once = 0;
     while (nstack) {
-        gwr_network *g = stack[--nstack];
-        if ((s = gwr_analysis_manager_analyze(m, g, dims))) {
+        an_graph at = stack[--nstack];
+        /* A body's records go to the other array: the network's stay in
+         * network order. */
+        int body = at.g != net;
+        st.cur = at.g, st.times = at.times;
+        if (body) swap_records(&st);
+        s = gwr_analysis_manager_analyze(m, at.g, dims);
+        if (body) swap_records(&st);
+        if (s) {
             gwr_fmt_error(err, s, "%s", gwr_analysis_manager_errmsg(m));
             goto fail;
         }
-        if (push_bodies(g, &stack, &nstack, &stack_cap)) {
+        if (push_bodies(D, &at, &stack, &nstack, &stack_cap, &once)) {
             s = gwr_fmt_error(err, GWR_ERR_NOMEM, "out of memory");
             goto fail;
         }
@@ -962,6 +1073,7 @@ gwr_analysis *gwr_analyze_network(gwr_network *net, const gwr_args *dims) {
     params_finish(&st);
     a->ops = st.ops, a->nops = st.nops, st.ops = NULL;
     a->cost = st.cost, a->ncost = st.ncost, st.cost = NULL;
+    a->body_cost = st.other, a->nbody = st.nother, st.other = NULL;
     a->params = st.params;
     a->totals.layers = a->ncost;
     for (int64_t i = 0; i < a->ncost; i++) {
@@ -970,6 +1082,16 @@ gwr_analysis *gwr_analyze_network(gwr_network *net, const gwr_args *dims) {
         a->totals.flops = an_add(a->totals.flops, r->flops);
         a->totals.bytes_read = an_add(a->totals.bytes_read, r->bytes_read);
         a->totals.bytes_written = an_add(a->totals.bytes_written, r->bytes_written);
+    }
+    a->totals.body_layers = a->nbody;
+    a->totals.loops_counted_once = once;
+    for (int64_t i = 0; i < a->nbody; i++) {
+        const gwr_layer_cost *r = &a->body_cost[i];
+        int64_t f = an_mul(r->flops, r->times);
+        a->totals.body_flops = an_add(a->totals.body_flops, f);
+        a->totals.flops = an_add(a->totals.flops, f);
+        a->totals.bytes_read = an_add(a->totals.bytes_read, an_mul(r->bytes_read, r->times));
+        a->totals.bytes_written = an_add(a->totals.bytes_written, an_mul(r->bytes_written, r->times));
     }
     if ((s = live_order(net, &order, &norder, &a->mem.network_order, err))) goto fail;
     if ((s = an_lifetimes(net, order, norder, D, err, &a->life, &a->nlife, &a->mem.peak_bytes, &a->mem.peak_index)))
@@ -992,6 +1114,7 @@ fail:
     gwr_free(stack);
     gwr_free(st.ops);
     gwr_free(st.cost);
+    gwr_free(st.other);
     gwr_free(st.spans);
     gwr_analysis_manager_free(m);
     gwr_analysis_free(a);
@@ -1004,6 +1127,7 @@ void gwr_analysis_free(gwr_analysis *a) {
     if (!a) return;
     gwr_free(a->ops);
     gwr_free(a->cost);
+    gwr_free(a->body_cost);
     gwr_free(a->life);
     an_dims_free(&a->dims);
     gwr_free(a);
@@ -1028,6 +1152,10 @@ gwr_status gwr_analysis_params(const gwr_analysis *a, gwr_param_stats *out) {
 }
 
 int64_t gwr_analysis_num_layers(const gwr_analysis *a) { return a ? a->ncost : -1; }
+int64_t gwr_analysis_num_body_layers(const gwr_analysis *a) { return a ? a->nbody : -1; }
+const gwr_layer_cost *gwr_analysis_body_layer_cost(const gwr_analysis *a, int64_t i) {
+    return a && i >= 0 && i < a->nbody ? &a->body_cost[i] : NULL;
+}
 const gwr_layer_cost *gwr_analysis_layer_cost(const gwr_analysis *a, int64_t i) {
     return a && i >= 0 && i < a->ncost ? &a->cost[i] : NULL;
 }

@@ -35,6 +35,8 @@ struct gwr_analysis {
     gwr_param_stats params;
     gwr_layer_cost *cost;
     int64_t ncost;
+    gwr_layer_cost *body_cost; /* layers of If/Loop/Scan bodies */
+    int64_t nbody;
     gwr_cost_totals totals;
     gwr_tensor_lifetime *life;
     int64_t nlife;
@@ -65,5 +67,9 @@ int64_t an_bytes(an_dims *D, const gwr_tensor *t, int *known);
  * errbuf. */
 gwr_status an_lifetimes(gwr_network *net, gwr_layer *const *order, int64_t n, an_dims *D, char *errbuf,
                         gwr_tensor_lifetime **out, int64_t *nout, int64_t *peak, int64_t *at);
+/* The same inside `depth` bodies. The peak counts, at a layer with If/
+ * Loop/Scan bodies, the worst body's own peak on top of what is live. */
+gwr_status an_lifetimes_at(gwr_network *net, gwr_layer *const *order, int64_t n, an_dims *D, char *errbuf,
+                           gwr_tensor_lifetime **out, int64_t *nout, int64_t *peak, int64_t *at, int depth);
 
 #endif

@@ -108,6 +108,16 @@ static void write_text(const gwr_analysis *a, FILE *out, const int64_t *idx, int
     fputs(", written ", out);
     human_bytes(out, t->bytes_written);
     fputc('\n', out);
+    if (t->body_layers) {
+        fprintf(out, "subgraphs:      %lld layer%s in If/Loop/Scan bodies, ", (long long)t->body_layers,
+                t->body_layers == 1 ? "" : "s");
+        human_flops(out, t->body_flops);
+        fputs(" FLOPs of them in the totals (both If branches, Loop bodies times a constant trip count)", out);
+        if (t->loops_counted_once)
+            fprintf(out, "; %lld loop%s without a constant trip count counted once", (long long)t->loops_counted_once,
+                    t->loops_counted_once == 1 ? "" : "s");
+        fputc('\n', out);
+    }
     if (ntop > 0) {
         fprintf(out, "top %lld layer%s by FLOPs:\n", (long long)ntop, ntop == 1 ? "" : "s");
         fprintf(out, "  %6s  %-28s %-20s %16s %14s %14s  %s\n", "#", "layer", "op", "FLOPs", "bytes read",
@@ -178,8 +188,10 @@ static void write_json(const gwr_analysis *a, FILE *out, const int64_t *idx, int
             "\"shared_tensors\": %lld, \"shared_bytes\": %lld},\n",
             a->nops ? "\n  " : "", (long long)p->tensors, (long long)p->elements, (long long)p->bytes,
             (long long)p->shared_tensors, (long long)p->shared_bytes);
-    fprintf(out, "  \"flops\": %lld,\n  \"bytes_read\": %lld,\n  \"bytes_written\": %lld,\n  \"top_layers\": [",
-            (long long)t->flops, (long long)t->bytes_read, (long long)t->bytes_written);
+    fprintf(out, "  \"flops\": %lld,\n  \"bytes_read\": %lld,\n  \"bytes_written\": %lld,\n", (long long)t->flops,
+            (long long)t->bytes_read, (long long)t->bytes_written);
+    fprintf(out, "  \"subgraphs\": {\"layers\": %lld, \"flops\": %lld, \"loops_counted_once\": %lld},\n  \"top_layers\": [",
+            (long long)t->body_layers, (long long)t->body_flops, (long long)t->loops_counted_once);
     for (int64_t i = 0; i < ntop; i++) {
         const gwr_layer_cost *r = &a->cost[idx[i]];
         fprintf(out, "%s{\"index\": %lld, \"name\": ", i ? ",\n    " : "\n    ", (long long)idx[i]);

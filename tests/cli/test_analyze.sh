@@ -126,8 +126,8 @@ hasf out "bound dims:     batch=2" "text: bound dims"
 hasf out "layers:         3 (3 with every dim known or bound)" "text: all known"
 expect 0 "analyze --top 0" -- "$GWR" analyze --top 0 "$MM"
 lacks out "by FLOPs" "--top 0: no table"
-expect 0 "analyze --shape with an unused name" -- "$GWR" analyze "$MM" --shape=batch=2 --shape seq=7
-hasf out "unused dims:    seq" "unused binding reported"
+expect 2 "analyze --shape naming no input and no dim" -- "$GWR" analyze "$MM" --shape=batch=2 --shape seq=7
+errline "the model has no input and no symbolic dim 'seq'" "analyze --shape naming no input and no dim"
 
 # ---- JSON ----
 expect 0 "analyze --json mm" -- "$GWR" analyze --json "$MM"

@@ -3,6 +3,7 @@
 #define GWR_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "gwr/gwr.h"
@@ -65,6 +66,67 @@ void cli_free_at_exit(gwr_network *net);
  * Graphviz's `dot` (an error when it is not installed). Atomic (temporary
  * file renamed); on failure prints one line naming the file and returns -1. */
 int cli_draw(gwr_network *net, const char *file);
+
+/* Parses s, all of it, as a decimal integer in [0, INT64_MAX] into *out:
+ * 0, or -1 with *why saying what is wrong ("negative", "not an integer",
+ * "past int64 (...)"): a value past int64 is refused, never clamped. */
+int cli_parse_int(const char *s, int64_t *out, const char **why);
+
+/* ---- --shape, one meaning in every command (shapes.c) ---- */
+
+/* The --shape arguments of a command, and what they mean for one model:
+ * INPUT=D0,D1,... (or INPUT=scalar) the whole shape of an input, SYM=N a
+ * symbolic dim. */
+typedef struct cli_shapes {
+    const char **args; /* as given, "NAME=..." */
+    int nargs;
+    /* After cli_shapes_resolve: */
+    gwr_input_shape *inputs; /* whole shapes, by input name (names point into the network) */
+    int64_t (*dims)[GWR_MAX_RANK];
+    const char **input_arg;  /* the argument of each */
+    int ninputs;
+    gwr_dim_binding *bind;   /* symbolic dims: given, and those the whole shapes fix */
+    const char **bind_arg;
+    int nbind;
+} cli_shapes;
+
+/* "D0,D1,..." (integers >= 0) or "scalar" into dims (*rank); -1 with
+ * *why. */
+int cli_parse_dims(const char *s, int64_t *dims, int *rank, const char **why);
+/* Takes one --shape argument (kept, not copied): the form and the numbers
+ * checked, a name given twice refused. A CLI_* code (usage printed). */
+int cli_shapes_add(cli_shapes *sh, const char *cmd, const char *arg);
+/* Decides by the model what each argument is: an input's whole shape
+ * (rank and known dims checked; its symbolic dims bound to the given
+ * extents) or a symbolic dim (one extent). A name that is both or
+ * neither, or two extents for one symbol, is bad usage (printed). `also`
+ * (may be NULL) is a name taken as a symbol even where the model has none
+ * (analyze's "seq" of GPTAttention plugins). */
+int cli_shapes_resolve(cli_shapes *sh, const char *cmd, gwr_network *net, const char *also);
+/* The whole shape given to input `name`, or NULL. */
+const gwr_input_shape *cli_shapes_input(const cli_shapes *sh, const char *name);
+/* Every input that gets random data (not in given[], no default, no whole
+ * shape) must have a known rank and no unknown unnamed dim: else bad usage
+ * naming the input and the dim ("input 'x' dim 2 is unknown (unnamed):
+ * give --shape x=1,3,D2"). */
+int cli_shapes_need_known(const cli_shapes *sh, const char *cmd, gwr_network *net, const char *const *given,
+                          int ngiven);
+/* Writes the whole shapes' unknown dims into the network's inputs (their
+ * symbols stay, for the bindings) and infers the layers' types again
+ * (never losing a rank or a dtype the model had). */
+int cli_shapes_apply(const cli_shapes *sh, const char *cmd, const char *path, gwr_network *net);
+void cli_shapes_free(cli_shapes *sh);
+
+/* ---- gwr run --profile (profile.c) ---- */
+
+/* Turns s's profile on and adds the phases the command timed: "load"
+ * (load_start..load_end) and, for an optimized session, "optimize" (from
+ * new_start, when gwr_session_new was called, to the start of planning).
+ * Times are gwr_clock_ns(). A CLI_* code (printed). */
+int cli_profile_start(gwr_session *s, const char *model, int64_t load_start, int64_t load_end, int64_t new_start);
+/* Writes the profile to file as a Chrome trace (atomically) and prints the
+ * top `top` op types and layers by time on stdout. A CLI_* code. */
+int cli_profile_finish(gwr_session *s, const char *file, int top);
 
 /* "<path>.tmp.<pid>" in a malloc'd string, for writing a file atomically;
  * NULL when out of memory. */

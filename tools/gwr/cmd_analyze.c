@@ -11,7 +11,7 @@
 
 static void help(FILE *out) {
     fprintf(out,
-            "usage: gwr analyze MODEL [--json] [--shape NAME=N ...] [--top N]\n"
+            "usage: gwr analyze MODEL [--json] [--shape INPUT=D0,D1,... | SYMBOL=N ...] [--top N]\n"
             "\n"
             "Analyzes an ONNX model (shapes the file leaves out are inferred first): the op\n"
             "histogram, the parameters (weights tensors, elements, bytes of distinct data), the\n"
@@ -21,9 +21,11 @@ static void help(FILE *out) {
             "assumed and the layers whose cost rests on such an assumption.\n"
             "\n"
             "  --json           print one JSON object instead of text\n"
-            "  --shape NAME=N   bind the symbolic dimension NAME to N (an integer >= 0);\n"
+            "  --shape SYM=N    bind the symbolic dimension SYM to N (an integer >= 0);\n"
             "                   may be repeated; 'seq' also splits the tokens of a\n"
             "                   GPTAttention plugin in remove_padding mode into sequences\n"
+            "  --shape INPUT=D0,D1,...  the whole shape of input INPUT (its symbolic dims\n"
+            "                   bound, its unknown dims set); the name decides which form\n"
             "  --top N          list the N costliest layers by FLOPs (default 10; 'all')\n"
             "\n"
             "FLOPs follow the conventions of docs/api.md: a multiply-add is 2 FLOPs.\n"
@@ -31,34 +33,26 @@ static void help(FILE *out) {
             "Exit status: 0 success, 1 the model cannot be read or analyzed, 2 bad usage.\n");
 }
 
-/* "NAME=N" into dims; a usage error names the argument. */
-static int add_shape(gwr_args *dims, const char *arg) {
-    const char *eq = strchr(arg, '=');
-    if (!eq || eq == arg)
-        return cli_usage("analyze", "--shape '%s': expected NAME=N, e.g. --shape batch=4", arg);
-    const char *num = eq + 1;
-    char *end;
-    errno = 0;
-    long long v = strtoll(num, &end, 10);
-    if (!*num || *end || errno || v < 0 || num[0] == '-' || num[0] == '+' || num[0] == ' ')
-        return cli_usage("analyze", "--shape '%s': N must be an integer >= 0", arg);
-    size_t len = (size_t)(eq - arg);
-    char *name = malloc(len + 1);
-    if (!name) {
-        cli_error("analyze", "out of memory");
-        return CLI_FAIL;
+/* Does net have a gwr::GPTAttention layer (whose analysis reads "seq")? */
+static int has_gpt_attention(gwr_network *net) {
+    for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
+        gwr_layer *l = gwr_network_layer(net, i);
+        if (!gwr_layer_is_removed(l) && !strcmp(gwr_layer_domain(l), "gwr") && !strcmp(gwr_layer_op(l), "GPTAttention"))
+            return 1;
     }
-    memcpy(name, arg, len);
-    name[len] = 0;
-    int dup = gwr_args_find(dims, name) >= 0;
-    gwr_status s = dup ? GWR_OK : gwr_args_set_int(dims, name, (int64_t)v);
-    free(name);
-    if (dup) return cli_usage("analyze", "--shape '%s': the dimension is bound twice", arg);
-    if (s) {
-        cli_error("analyze", gwr_args_errmsg(dims));
-        return CLI_FAIL;
-    }
-    return CLI_OK;
+    return 0;
+}
+
+/* The --shape arguments resolved against net into dims (symbol -> N). */
+static int shapes_to_dims(cli_shapes *sh, const char *path, gwr_network *net, gwr_args *dims) {
+    int rc = cli_shapes_resolve(sh, "analyze", net, has_gpt_attention(net) ? "seq" : NULL);
+    if (!rc) rc = cli_shapes_apply(sh, "analyze", path, net);
+    for (int i = 0; !rc && i < sh->nbind; i++)
+        if (gwr_args_set_int(dims, sh->bind[i].name, sh->bind[i].value)) {
+            cli_error("analyze", gwr_args_errmsg(dims));
+            rc = CLI_FAIL;
+        }
+    return rc;
 }
 
 static int parse_top(const char *arg, int64_t *top) {
@@ -79,6 +73,7 @@ static int run(int argc, char **argv) {
     const char *path = NULL;
     int json = 0, opts = 1, rc = CLI_OK;
     int64_t top = 10;
+    cli_shapes shapes = {0};
     gwr_args *dims = gwr_args_new();
     if (!dims) {
         cli_error("analyze", "out of memory");
@@ -90,10 +85,10 @@ static int run(int argc, char **argv) {
             json = 1;
         } else if (opts && (!strcmp(a, "--shape") || !strcmp(a, "--top"))) {
             if (i + 1 >= argc) rc = cli_usage("analyze", "%s needs a value", a);
-            else if (a[2] == 's') rc = add_shape(dims, argv[++i]);
+            else if (a[2] == 's') rc = cli_shapes_add(&shapes, "analyze", argv[++i]);
             else rc = parse_top(argv[++i], &top);
         } else if (opts && !strncmp(a, "--shape=", 8)) {
-            rc = add_shape(dims, a + 8);
+            rc = cli_shapes_add(&shapes, "analyze", a + 8);
         } else if (opts && !strncmp(a, "--top=", 6)) {
             rc = parse_top(a + 6, &top);
         } else if (opts && !strcmp(a, "--")) {
@@ -107,15 +102,15 @@ static int run(int argc, char **argv) {
         }
     }
     if (rc == CLI_OK && !path) rc = cli_usage("analyze", "missing MODEL");
+    gwr_onnx_load_options lo = {.infer_shapes = 1};
+    gwr_network *net = rc == CLI_OK ? cli_load(path, &lo) : NULL;
+    if (rc == CLI_OK && !net) rc = CLI_FAIL;
+    if (rc == CLI_OK) rc = shapes_to_dims(&shapes, path, net, dims);
     if (rc != CLI_OK) {
+        cli_shapes_free(&shapes);
+        gwr_network_free(net);
         gwr_args_free(dims);
         return rc;
-    }
-    gwr_onnx_load_options lo = {.infer_shapes = 1};
-    gwr_network *net = cli_load(path, &lo);
-    if (!net) {
-        gwr_args_free(dims);
-        return CLI_FAIL;
     }
     gwr_analysis *an = gwr_analyze_network(net, dims);
     if (!an) {
@@ -136,6 +131,7 @@ static int run(int argc, char **argv) {
     gwr_analysis_free(an);
     gwr_network_free(net);
     gwr_args_free(dims);
+    cli_shapes_free(&shapes);
     return rc;
 }
 

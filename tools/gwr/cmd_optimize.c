@@ -10,7 +10,7 @@ static void help(FILE *out) {
     fprintf(out,
             "usage: gwr optimize MODEL -o OUT [--level basic|extended|all] [--target onnx|ort|gwr]\n"
             "                    [--only PASS,...] [--disable PASS,...] [--report] [--debug]\n"
-            "                    [--shape SYMBOL=N ...] [--opset N] [--verify [--seed N]]\n"
+            "                    [--shape INPUT=D0,D1,... | SYMBOL=N ...] [--opset N] [--verify [--seed N]]\n"
             "       gwr optimize --list\n"
             "\n"
             "Loads the ONNX model MODEL, runs the optimizer's passes that the level and the\n"
@@ -31,6 +31,10 @@ static void help(FILE *out) {
             "  --shape SYM=N    bind symbolic dim SYM to N before optimizing, so that shape\n"
             "                   computations on it fold (OUT then takes inputs of that extent\n"
             "                   only); --verify's inputs use it too (other symbols: 1)\n"
+            "  --shape INPUT=D0,D1,...  the whole shape of input INPUT: its symbolic dims\n"
+            "                   bound, its unknown dims set, before optimizing. The name\n"
+            "                   decides: an input's or a symbolic dim's (as in run, verify,\n"
+            "                   analyze); --verify needs every unknown unnamed input dim given\n"
             "  --opset N        raise the default-domain opset to N first (never lowers), so\n"
             "                   that passes needing newer ops can fire; refused (exit 2) when\n"
             "                   an op of the model changed between the two versions in a way\n"
@@ -57,8 +61,6 @@ static int parse_target(const char *v, unsigned *out) {
     return 0;
 }
 
-#define MAX_BIND 32
-
 /* --verify: the copy taken before against the optimized network. 0 when
  * every output agrees, 1 when one differs or a run fails (printed). */
 static int verify(gwr_network *before, gwr_network *after, const char *in, const gwr_dim_binding *bind, int nbind,
@@ -80,9 +82,19 @@ static int verify(gwr_network *before, gwr_network *after, const char *in, const
         if (rep.worst_name) printf(" (worst '%s')", rep.worst_name);
         printf("\n");
         if (!rep.pass) {
-            char msg[700];
-            snprintf(msg, sizeof msg, "%s: --verify: output '%s' differs after optimizing (max abs %g)", in,
-                     rep.worst_name ? rep.worst_name : "?", rep.max_abs);
+            char msg[1400];
+            const gwr_compare_output *w = rep.worst >= 0 ? &rep.outputs[rep.worst] : NULL;
+            if (w && !w->same_type) {
+                /* Not a numeric difference: the shapes (or dtypes) differ. */
+                char ta[256], tb[256];
+                gwr_value_type_str(w->a, ta, sizeof ta);
+                gwr_value_type_str(w->b, tb, sizeof tb);
+                snprintf(msg, sizeof msg, "%s: --verify: output '%s' is %s after optimizing, %s before", in, w->name,
+                         tb, ta);
+            } else {
+                snprintf(msg, sizeof msg, "%s: --verify: output '%s' differs after optimizing (max abs %g)", in,
+                         rep.worst_name ? rep.worst_name : "?", rep.max_abs);
+            }
             cli_error(in, msg);
         }
         rc = !rep.pass;
@@ -91,45 +103,32 @@ static int verify(gwr_network *before, gwr_network *after, const char *in, const
     return rc;
 }
 
-static int parse_bind(const char *v, gwr_dim_binding *b, char *name, size_t size) {
-    const char *eq = v ? strchr(v, '=') : NULL;
-    char *end;
-    if (!eq || eq == v || (size_t)(eq - v) >= size || !eq[1]) return -1;
-    long long n = strtoll(eq + 1, &end, 10);
-    if (*end || n < 0) return -1;
-    memcpy(name, v, (size_t)(eq - v));
-    name[eq - v] = 0;
-    b->name = name;
-    b->value = n;
-    return 0;
-}
-
 static int run(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     gwr_optimize_options o = {0};
-    int report = 0, check = 0, nbind = 0;
-    gwr_dim_binding bind[MAX_BIND];
-    char bind_names[MAX_BIND][128];
+    int report = 0, check = 0;
+    cli_shapes shapes = {0};
     uint64_t seed = 0;
+    int rc = CLI_OK;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--list")) {
             gwr_passes_print(stdout, 0);
-            return CLI_OK;
+            return cli_shapes_free(&shapes), CLI_OK;
         } else if (!strcmp(a, "--level")) {
-            if (!v || parse_level(v, &o.level)) return cli_usage("optimize", "--level needs basic, extended or all");
+            if (!v || parse_level(v, &o.level)) return cli_shapes_free(&shapes), cli_usage("optimize", "--level needs basic, extended or all");
             i++;
         } else if (!strcmp(a, "--target")) {
-            if (!v || parse_target(v, &o.target)) return cli_usage("optimize", "--target needs onnx, ort or gwr");
+            if (!v || parse_target(v, &o.target)) return cli_shapes_free(&shapes), cli_usage("optimize", "--target needs onnx, ort or gwr");
             i++;
         } else if (!strcmp(a, "--only") || !strcmp(a, "--disable")) {
-            if (!v || !*v) return cli_usage("optimize", "%s needs a comma-separated list of passes", a);
+            if (!v || !*v) return cli_shapes_free(&shapes), cli_usage("optimize", "%s needs a comma-separated list of passes", a);
             if (a[2] == 'o') o.only = v;
             else o.disable = v;
             i++;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (!v) return cli_usage("optimize", "%s needs a file name", a);
+            if (!v) return cli_shapes_free(&shapes), cli_usage("optimize", "%s needs a file name", a);
             out = argv[++i];
         } else if (!strcmp(a, "--report")) {
             report = 1;
@@ -138,45 +137,57 @@ static int run(int argc, char **argv) {
         } else if (!strcmp(a, "--verify")) {
             check = 1;
         } else if (!strcmp(a, "--shape")) {
-            if (nbind == MAX_BIND) return cli_usage("optimize", "at most %d --shape bindings", MAX_BIND);
-            if (parse_bind(v, &bind[nbind], bind_names[nbind], sizeof bind_names[nbind]))
-                return cli_usage("optimize", "--shape needs SYMBOL=N (N >= 0), not '%s'", v ? v : "");
-            nbind++, i++;
+            if (!v) return cli_shapes_free(&shapes), cli_usage("optimize", "--shape needs INPUT=D0,D1,... or SYMBOL=N");
+            if ((rc = cli_shapes_add(&shapes, "optimize", v))) return cli_shapes_free(&shapes), rc;
+            i++;
         } else if (!strcmp(a, "--opset")) {
-            char *end;
-            long long n = v ? strtoll(v, &end, 10) : 0;
-            if (!v || !*v || *end || n < 1) return cli_usage("optimize", "--opset needs a positive integer");
+            int64_t n = 0;
+            const char *why = "below 1";
+            if (!v || cli_parse_int(v, &n, &why) || n < 1)
+                return cli_shapes_free(&shapes), cli_usage("optimize", "--opset '%s': %s; a positive integer", v ? v : "", v ? why : "missing");
             o.opset = n, i++;
         } else if (!strcmp(a, "--seed")) {
-            char *end;
-            unsigned long long n = v ? strtoull(v, &end, 10) : 0;
-            if (!v || !*v || *end || *v == '-') return cli_usage("optimize", "--seed needs a non-negative integer");
-            seed = n, i++;
+            int64_t n = 0;
+            const char *why = "missing";
+            if (!v || cli_parse_int(v, &n, &why))
+                return cli_shapes_free(&shapes), cli_usage("optimize", "--seed '%s': %s; a non-negative integer", v ? v : "", why);
+            seed = (uint64_t)n, i++;
         } else if (a[0] == '-' && a[1]) {
-            return cli_usage("optimize", "unknown option '%s'", a);
+            return cli_shapes_free(&shapes), cli_usage("optimize", "unknown option '%s'", a);
         } else if (!in) {
             in = a;
         } else {
-            return cli_usage("optimize", "unexpected argument '%s': one MODEL only", a);
+            return cli_shapes_free(&shapes), cli_usage("optimize", "unexpected argument '%s': one MODEL only", a);
         }
     }
-    if (!in) return cli_usage("optimize", "missing MODEL");
-    if (!out) return cli_usage("optimize", "missing -o OUT");
+    if (!in || !out) {
+        cli_shapes_free(&shapes);
+        return cli_usage("optimize", "missing %s", !in ? "MODEL" : "-o OUT");
+    }
     /* External data is copied: OUT may overwrite the file it lives in.
      * Shapes are inferred: passes check them. */
     gwr_onnx_load_options lo = {.copy_external_data = 1, .infer_shapes = 1};
     gwr_network *net = cli_load(in, &lo);
-    if (!net) return CLI_FAIL;
+    if (!net) return cli_shapes_free(&shapes), CLI_FAIL;
+    /* --shape by the model: whole input shapes written into the inputs,
+     * symbolic dims bound by the optimizer (gwr_optimize_options.bind). */
+    if ((rc = cli_shapes_resolve(&shapes, "optimize", net, NULL)) || (rc = cli_shapes_apply(&shapes, "optimize", in, net)) ||
+        (check && (rc = cli_shapes_need_known(&shapes, "optimize", net, NULL, 0)))) {
+        cli_shapes_free(&shapes);
+        cli_free_at_exit(net);
+        return rc;
+    }
     gwr_network *before = NULL;
     if (check && !(before = gwr_network_clone(net))) {
         cli_error(in, gwr_last_errmsg());
+        cli_shapes_free(&shapes);
         cli_free_at_exit(net);
         return CLI_FAIL;
     }
     gwr_optimize_report *r = NULL;
-    o.nbind = nbind, o.bind = bind;
+    o.nbind = shapes.nbind, o.bind = shapes.bind;
     gwr_status s = gwr_optimize(net, &o, &r);
-    int rc = CLI_FAIL;
+    rc = CLI_FAIL;
     if (s == GWR_ERR_NOT_FOUND || ((s == GWR_ERR_INVALID_ARG || s == GWR_ERR_UNSUPPORTED) && !r)) {
         rc = cli_usage("optimize", "%s", gwr_network_errmsg(net));
     } else if (s) {
@@ -186,7 +197,7 @@ static int run(int argc, char **argv) {
         if (report) gwr_optimize_report_print(r, stdout);
         int64_t nb, na;
         gwr_optimize_report_layers(r, &nb, &na, NULL);
-        if (check && verify(before, net, in, bind, nbind, seed)) {
+        if (check && verify(before, net, in, shapes.bind, shapes.nbind, seed)) {
             /* an output differs: no file is written */
         } else if (gwr_onnx_save(net, out, NULL)) {
             cli_error(out, gwr_network_errmsg(net));
@@ -196,6 +207,7 @@ static int run(int argc, char **argv) {
         }
     }
     gwr_optimize_report_free(r);
+    cli_shapes_free(&shapes);
     cli_free_at_exit(before);
     cli_free_at_exit(net);
     return rc;

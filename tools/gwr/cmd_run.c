@@ -27,8 +27,9 @@ typedef struct named {
 } named;
 
 typedef struct input_spec {
-    named *files, *shapes;
-    int nfiles, nshapes;
+    named *files;
+    int nfiles;
+    cli_shapes shapes;
     uint64_t seed;
 } input_spec;
 
@@ -46,36 +47,17 @@ static named *find_named(named *v, int n, const char *name) {
     return NULL;
 }
 
-/* "D0,D1,..." (each an integer >= 0; "" for a scalar is "scalar"). */
-static int parse_dims(const char *s, int64_t *dims, int *rank) {
-    *rank = 0;
-    if (!strcmp(s, "scalar")) return 0;
-    while (*s) {
-        char *end;
-        errno = 0;
-        long long v = strtoll(s, &end, 10);
-        if (end == s || errno || v < 0 || *rank == GWR_MAX_RANK || (*end && *end != ',')) return -1;
-        dims[(*rank)++] = v;
-        s = *end ? end + 1 : end;
-    }
-    return 0;
-}
-
 typedef struct inputs {
     gwr_inputs in;                /* the library's: names and values */
     gwr_value **files;            /* the values read from --input files (NULL: names no input) */
     char **file_names;
-    gwr_input_shape *shapes;
-    int64_t (*shape_dims)[GWR_MAX_RANK];
-    char **shape_names;
-    int nfiles, nshapes;
+    int nfiles;
 } inputs;
 
 static void inputs_free(inputs *in) {
     gwr_inputs_free(&in->in);
     for (int i = 0; i < in->nfiles; i++) gwr_value_release(in->files[i]), free(in->file_names[i]);
-    for (int i = 0; i < in->nshapes; i++) free(in->shape_names[i]);
-    free(in->files), free(in->file_names), free(in->shapes), free(in->shape_dims), free(in->shape_names);
+    free(in->files), free(in->file_names);
     memset(in, 0, sizeof *in);
 }
 
@@ -86,37 +68,34 @@ static char *name_of(const named *nm) {
 }
 
 /* Values for every input of net without a default (and those given), made
- * by gwr_exec_make_inputs: from --input files, else random with --shape or
- * the declared dims (unknown and symbolic ones 1). One line on error. */
+ * by gwr_exec_make_inputs: from --input files, else random of the --shape
+ * given (whole shapes, symbolic dims bound) or the declared dims (unbound
+ * symbols 1; an unknown unnamed dim is refused, naming the input and the
+ * dim). One line on error. */
 static int make_inputs(const char *cmd, gwr_network *net, input_spec *spec, inputs *out) {
-    out->nfiles = spec->nfiles, out->nshapes = spec->nshapes;
+    out->nfiles = spec->nfiles;
     out->files = calloc((size_t)spec->nfiles + 1, sizeof *out->files);
     out->file_names = calloc((size_t)spec->nfiles + 1, sizeof *out->file_names);
-    out->shapes = calloc((size_t)spec->nshapes + 1, sizeof *out->shapes);
-    out->shape_dims = calloc((size_t)spec->nshapes + 1, sizeof *out->shape_dims);
-    out->shape_names = calloc((size_t)spec->nshapes + 1, sizeof *out->shape_names);
-    if (!out->files || !out->file_names || !out->shapes || !out->shape_dims || !out->shape_names) {
+    if (!out->files || !out->file_names) {
         cli_error(cmd, "out of memory");
         return CLI_FAIL;
     }
-    for (int i = 0; i < spec->nshapes; i++) {
-        named *sh = &spec->shapes[i];
-        if (!(out->shape_names[i] = name_of(sh))) {
-            cli_error(cmd, "out of memory");
-            return CLI_FAIL;
-        }
-        if (parse_dims(sh->rest, out->shape_dims[i], &out->shapes[i].rank))
-            return cli_usage(cmd, "--shape '%s': expected NAME=D0,D1,... (integers >= 0) or NAME=scalar", sh->arg);
-        out->shapes[i].name = out->shape_names[i];
-        out->shapes[i].dims = out->shape_dims[i];
-    }
+    cli_shapes *sh = &spec->shapes;
+    int rc = cli_shapes_resolve(sh, cmd, net, NULL);
+    if (rc) return rc;
     /* The files of inputs the model has, in the model's input order; the
      * library reports the others. */
-    for (int i = 0; i < spec->nfiles; i++)
+    for (int i = 0; i < spec->nfiles; i++) {
         if (!(out->file_names[i] = name_of(&spec->files[i]))) {
             cli_error(cmd, "out of memory");
             return CLI_FAIL;
         }
+        const gwr_input_shape *whole = cli_shapes_input(sh, out->file_names[i]);
+        if (whole)
+            return cli_usage(cmd, "--shape '%s': input '%s' comes from --input '%s'", sh->input_arg[whole - sh->inputs],
+                             whole->name, spec->files[i].arg);
+    }
+    if ((rc = cli_shapes_need_known(sh, cmd, net, (const char *const *)out->file_names, spec->nfiles))) return rc;
     for (int k = 0; k < gwr_network_num_inputs(net); k++) {
         const char *name = gwr_tensor_name(gwr_network_input(net, k));
         named *f = find_named(spec->files, spec->nfiles, name);
@@ -134,13 +113,22 @@ static int make_inputs(const char *cmd, gwr_network *net, input_spec *spec, inpu
             return CLI_FAIL;
         }
         out->files[f - spec->files] = v;
+        /* A file of another dtype or shape than the input is bad usage,
+         * named here rather than by the session at run time. */
+        char why[160], have[256], want[256];
+        if (!gwr_value_fits(gwr_network_input(net, k), v, why, sizeof why)) {
+            gwr_value_type_str(v, have, sizeof have);
+            gwr_tensor_type_str(gwr_network_input(net, k), want, sizeof want);
+            return cli_usage(cmd, "--input '%s': the file holds %s, input '%s' is %s: %s", f->arg, have, name, want, why);
+        }
     }
     gwr_input_options io = {.seed = spec->seed, .ngiven = spec->nfiles, .given_names = (const char *const *)out->file_names,
-                            .given_values = out->files, .nshapes = spec->nshapes, .shapes = out->shapes};
+                            .given_values = out->files, .nshapes = sh->ninputs, .shapes = sh->inputs,
+                            .nbind = sh->nbind, .bind = sh->bind};
     gwr_status st = gwr_exec_make_inputs(net, &io, &out->in);
     if (!st) return CLI_OK;
     if (out->in.bad_given >= 0) return cli_usage(cmd, "--input '%s': %s", spec->files[out->in.bad_given].arg, gwr_last_errmsg());
-    if (out->in.bad_shape >= 0) return cli_usage(cmd, "--shape '%s': %s", spec->shapes[out->in.bad_shape].arg, gwr_last_errmsg());
+    if (out->in.bad_shape >= 0) return cli_usage(cmd, "--shape '%s': %s", sh->input_arg[out->in.bad_shape], gwr_last_errmsg());
     if (st == GWR_ERR_TYPE && out->in.bad_input) {
         fprintf(stderr, "gwr: %s: input '%s' has no tensor type: give its data with --input %s=FILE.pb\n", cmd,
                 out->in.bad_input, out->in.bad_input);
@@ -154,27 +142,29 @@ static int make_inputs(const char *cmd, gwr_network *net, input_spec *spec, inpu
 static int input_option(const char *cmd, int argc, char **argv, int *i, input_spec *spec, int *rc) {
     const char *a = argv[*i];
     int more = *i + 1 < argc;
-    if ((!strcmp(a, "--input") || !strcmp(a, "--shape")) && more) {
+    if (!strcmp(a, "--shape") && more) {
+        *rc = cli_shapes_add(&spec->shapes, cmd, argv[++*i]);
+        return 1;
+    }
+    if (!strcmp(a, "--input") && more) {
         named nm;
         if (split_named(argv[++*i], &nm)) {
-            *rc = cli_usage(cmd, "%s '%s': expected NAME=%s", a, argv[*i], a[2] == 'i' ? "FILE.pb" : "D0,D1,...");
+            *rc = cli_usage(cmd, "--input '%s': expected NAME=FILE.pb", argv[*i]);
             return 1;
         }
-        named **v = a[2] == 'i' ? &spec->files : &spec->shapes;
-        int *n = a[2] == 'i' ? &spec->nfiles : &spec->nshapes;
-        for (int k = 0; k < *n; k++)
-            if ((*v)[k].namelen == nm.namelen && !strncmp((*v)[k].arg, nm.arg, nm.namelen)) {
-                *rc = cli_usage(cmd, "%s '%s': input given twice", a, nm.arg);
+        for (int k = 0; k < spec->nfiles; k++)
+            if (spec->files[k].namelen == nm.namelen && !strncmp(spec->files[k].arg, nm.arg, nm.namelen)) {
+                *rc = cli_usage(cmd, "--input '%s': input given twice", nm.arg);
                 return 1;
             }
-        named *nv = realloc(*v, (size_t)(*n + 1) * sizeof *nv);
+        named *nv = realloc(spec->files, (size_t)(spec->nfiles + 1) * sizeof *nv);
         if (!nv) {
             cli_error(cmd, "out of memory");
             *rc = CLI_FAIL;
             return 1;
         }
-        *v = nv;
-        nv[(*n)++] = nm;
+        spec->files = nv;
+        nv[spec->nfiles++] = nm;
         return 1;
     }
     if ((!strcmp(a, "--random") || !strcmp(a, "--seed")) && more) {
@@ -212,25 +202,33 @@ static void print_values(const gwr_value *v, FILE *out) {
 
 static void run_help(FILE *out) {
     fprintf(out,
-            "usage: gwr run MODEL [--input NAME=FILE.pb ...] [--random SEED] [--shape NAME=D0,D1,...]\n"
-            "               [-o DIR] [--threads N] [--repeat N] [--no-optimize]\n"
+            "usage: gwr run MODEL [--input NAME=FILE.pb ...] [--random SEED] [--shape INPUT=D0,D1,... | SYM=N]\n"
+            "               [-o DIR] [--threads N] [--repeat N] [--no-optimize] [--profile FILE.json]\n"
             "\n"
             "Runs an ONNX model on gwr's CPU executor. Inputs come from TensorProto files\n"
             "(--input); the others get seeded random data (floats in [-1, 1), integers in\n"
-            "[0, 3]) of the shape given with --shape, or of the declared shape with unknown\n"
-            "dims taken as 1. Prints each output's name, type and first values, the time of\n"
+            "[0, 3]) of the shape given with --shape, or of the declared shape with\n"
+            "symbolic dims 1 unless bound (an unknown unnamed dim must be given). Prints each output's name, type and first values, the time of\n"
             "the run and the memory plan's peak against the sum of all tensor sizes.\n"
             "The session optimizes a private copy of the model first (the passes that make\n"
             "gwr's executor faster); the planning time printed includes that.\n"
             "\n"
             "  --input NAME=FILE.pb  input NAME from a serialized TensorProto\n"
             "  --random SEED         seed of the random inputs (default 0)\n"
-            "  --shape NAME=DIMS     the shape of random input NAME, e.g. x=1,128,256\n"
+            "  --shape INPUT=DIMS    the whole shape of random input INPUT, e.g. x=1,128,256\n"
+            "                        (x=scalar for rank 0); its symbolic dims are bound too\n"
+            "  --shape SYM=N         the extent of symbolic dim SYM in every input, e.g. batch=4\n"
+            "                        (the name decides: an input's or a symbolic dim's)\n"
             "  -o DIR                write DIR/input_0.pb, ..., output_0.pb, ... (TensorProto,\n"
             "                        named): ONNX's test-case layout\n"
             "  --threads N           intra-op threads (default 1)\n"
             "  --repeat N            run N times, report the best and the median time\n"
             "  --no-optimize         run the model as written\n"
+            "  --profile FILE.json   time every layer of every run and the phases (load,\n"
+            "                        optimize, plan): FILE.json in Chrome's trace format\n"
+            "                        (chrome://tracing, Perfetto); the 10 costliest op types\n"
+            "                        and layers on stdout (total ms, %% of the layers' time,\n"
+            "                        calls)\n"
             "\n"
             "Exit status: 0 success, 1 the model cannot be read or run, 2 bad usage.\n");
 }
@@ -259,18 +257,24 @@ static int run_cmd(int argc, char **argv) {
         run_help(stdout);
         return CLI_OK;
     }
-    const char *model = NULL, *odir = NULL;
+    const char *model = NULL, *odir = NULL, *profile = NULL;
     input_spec spec = {0};
     int threads = 1, repeat = 1, rc = CLI_OK, raw = 0;
     for (int i = 1; i < argc && rc == CLI_OK; i++) {
         const char *a = argv[i];
         if (input_option("run", argc, argv, &i, &spec, &rc)) continue;
         if (!strcmp(a, "-o") && i + 1 < argc) odir = argv[++i];
+        else if (!strcmp(a, "--profile") && i + 1 < argc) profile = argv[++i];
         else if (!strcmp(a, "--no-optimize")) raw = 1;
         else if ((!strcmp(a, "--threads") || !strcmp(a, "--repeat")) && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > 1000000) rc = cli_usage("run", "%s needs an integer >= 1, not '%s'", a, argv[i]);
+            int64_t v = 0;
+            const char *why = "below 1";
+            int64_t most = a[2] == 't' ? GWR_SESSION_MAX_THREADS : 1000000;
+            if (cli_parse_int(argv[++i], &v, &why) || v < 1)
+                rc = cli_usage("run", "%s '%s': %s; an integer >= 1", a, argv[i], why);
+            else if (v > most)
+                rc = cli_usage("run", "%s '%s': at most %lld%s", a, argv[i], (long long)most,
+                               a[2] == 't' ? " threads (GWR_SESSION_MAX_THREADS)" : " runs");
             else if (a[2] == 't') threads = (int)v;
             else repeat = (int)v;
         } else if (a[0] == '-' && a[1]) rc = cli_usage("run", "unknown option or missing value: '%s'", a);
@@ -286,14 +290,19 @@ static int run_cmd(int argc, char **argv) {
     if (rc) goto done;
     rc = CLI_FAIL;
     gwr_onnx_load_options lo = {.infer_shapes = 1};
+    int64_t load_start = gwr_clock_ns();
     if (!(net = cli_load(model, &lo))) goto done;
+    int64_t load_end = gwr_clock_ns();
     double t0 = now_s();
+    int64_t new_start = gwr_clock_ns();
     gwr_session_options so = {.threads = threads, .optimize = raw ? GWR_SESSION_RAW : GWR_SESSION_OPTIMIZE};
     if (!(s = gwr_session_new(net, &so))) {
         cli_error(model, gwr_last_errmsg());
         goto done;
     }
     double plan_s = now_s() - t0;
+    if (profile && cli_profile_start(s, model, load_start, load_end, new_start))
+        goto done;
     if (!raw && !gwr_session_optimized(s))
         fprintf(stderr, "gwr: %s: running the model as written: %s\n", model, gwr_session_optimize_msg(s));
     if ((rc = make_inputs("run", net, &spec, &in))) goto done;
@@ -326,6 +335,7 @@ static int run_cmd(int argc, char **argv) {
                 threads > 1 ? "s" : "");
     printf("memory: peak %lld bytes of intermediate values; %lld bytes if none were reused\n",
            (long long)gwr_session_peak_bytes(s), (long long)gwr_session_total_bytes(s));
+    if (profile && cli_profile_finish(s, profile, 10)) goto done;
     if (odir) {
         if (mkdir_p(odir)) {
             char m[300];
@@ -357,7 +367,7 @@ done:
     inputs_free(&in);
     gwr_session_free(s);
     gwr_network_free(net);
-    free(spec.files), free(spec.shapes);
+    free(spec.files), cli_shapes_free(&spec.shapes);
     return rc;
 }
 
@@ -365,7 +375,7 @@ done:
 
 static void verify_help(FILE *out) {
     fprintf(out,
-            "usage: gwr verify A B [--input NAME=FILE.pb ...] [--random SEED] [--shape NAME=D0,D1,...]\n"
+            "usage: gwr verify A B [--input NAME=FILE.pb ...] [--random SEED] [--shape INPUT=D0,D1,... | SYM=N]\n"
             "                  [--rtol R] [--atol A] [--no-optimize]\n"
             "\n"
             "Runs two ONNX models (a model and its rewrite, say) on the same inputs (as gwr run\n"
@@ -445,7 +455,7 @@ done:
     gwr_compare_report_free(&rep);
     inputs_free(&in);
     gwr_network_free(na), gwr_network_free(nb);
-    free(spec.files), free(spec.shapes);
+    free(spec.files), cli_shapes_free(&spec.shapes);
     return rc;
 }
 

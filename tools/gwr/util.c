@@ -1,6 +1,7 @@
 /* util.c - helpers the subcommands share: errors, loading, JSON strings,
  * temporary file names. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,21 @@ gwr_network *cli_load(const char *path, const gwr_onnx_load_options *opt) {
     return net;
 }
 
+
+int cli_parse_int(const char *s, int64_t *out, const char **why) {
+    const char *p = s;
+    if (*p == '-' && p[1] >= '0' && p[1] <= '9') return *why = "negative", -1;
+    if (*p < '0' || *p > '9') return *why = "not an integer", -1;
+    uint64_t v = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        /* past int64: refused, never clamped */
+        if (v > ((uint64_t)INT64_MAX - (uint64_t)(*p - '0')) / 10) return *why = "past int64 (at most 9223372036854775807)", -1;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (*p) return *why = "not an integer", -1;
+    *out = (int64_t)v;
+    return 0;
+}
 
 char *cli_temp_name(const char *path) {
     size_t n = strlen(path) + 32;

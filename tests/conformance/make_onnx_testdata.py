@@ -7,7 +7,8 @@ outputs) and writes DIR/node/<test>/model.onnx and test_data_set_N/{input,
 output}_K.pb; the shipped suites are linked into DIR. numpy's global seed is
 fixed first, so the random inputs are the same on every run.
 
-usage: make_onnx_testdata.py DIR   (run with the project venv's python)
+usage: make_onnx_testdata.py DIR   (run with the project venv's python; does
+nothing when DIR/VERSION names this onnx already)
 """
 import os
 import shutil
@@ -53,6 +54,13 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     out = sys.argv[1]
+    stamp = os.path.join(out, "VERSION")
+    if os.path.exists(stamp) and open(stamp).read() == f"onnx {onnx.__version__}\n":
+        print(f"{out}: current (onnx {onnx.__version__})")
+        return
+    if os.path.exists(out) and not os.path.exists(stamp):
+        sys.exit(f"make_onnx_testdata.py: {out} exists and was not written by this script "
+                 "(no VERSION): refusing to replace it")
     tmp = out + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(os.path.join(tmp, "node"))

@@ -46,6 +46,24 @@ def one_line(e):
     return re.sub(r"\s+", " ", str(e)).strip()[:400]
 
 
+def ort_message(e):
+    """onnxruntime's exception text without its error-code prefix, the model
+    path and the C++ source location and signature, on one line."""
+    s = re.sub(r"\s+", " ", str(e).split("\x1b")[0]).strip()
+    s = re.sub(r"\[ONNXRuntimeError\] : \d+ : \w+ : ", "", s)
+    s = re.sub(r"Load model from \S+ failed:", "", s)
+    m = re.search(r"/onnxruntime_src/\S+:\d+ ", s)
+    if m:  # skip the signature: up to the ')' that closes its first '('
+        j, depth = m.end(), 0
+        while j < len(s):
+            depth += {"(": 1, ")": -1}.get(s[j], 0)
+            j += 1
+            if s[j - 1] == ")" and depth == 0:
+                break
+        s = s[:m.start()] + re.sub(r"^ const\b", "", s[j:]).strip()
+    return s.strip()[:300]
+
+
 # ---------------------------------------------------------------------------
 # Worker: runs one case at a time for the parent (JSON lines on a private fd).
 
@@ -148,7 +166,7 @@ def worker_main():
         try:
             sess = ort.InferenceSession(file, opts, providers=["CPUExecutionProvider"])
         except Exception as e:  # noqa: BLE001 - every refusal is a result
-            return None, f"onnxruntime cannot load it: {one_line(e)}"
+            return None, f"onnxruntime cannot load it: {ort_message(e)}"
         names = [i.name for i in sess.get_inputs()]
         results = []
         for set_name, ins, _ in sets:
@@ -162,7 +180,7 @@ def worker_main():
             try:
                 out = sess.run([o.name for o in outputs], feeds)
             except Exception as e:  # noqa: BLE001
-                return None, f"{set_name}: onnxruntime run failed: {one_line(e)}"
+                return None, f"{set_name}: onnxruntime run failed: {ort_message(e)}"
             results.append({o.name: v for o, v in zip(outputs, out)})
         return results, None
 

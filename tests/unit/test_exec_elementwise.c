@@ -239,6 +239,23 @@ TEST(bit_ops) {
         CHECK(o[0] == 0 && o[1] == 0 && o[2] == 0x40);
     }
     gwr_value_release(out);
+    {   /* signed (opset 28): left wraps, right fills with the sign; a negative
+         * shift or one by the width or more gives the sign fill alone */
+        int64_t five = 5;
+        int8_t sx[5] = {-128, -3, 5, -1, 64}, sy[5] = {1, 1, 9, -1, 1};
+        gwr_value *vx = mk(GWR_INT8, 1, &five, sx), *vy = mk(GWR_INT8, 1, &five, sy);
+        if (CHECK_OK(run2("BitShift", left, vx, vy, &out))) {
+            const int8_t *o = gwr_value_cdata(out);
+            CHECK(o[0] == 0 && o[1] == -6 && o[2] == 0 && o[3] == 0 && o[4] == -128);
+        }
+        gwr_value_release(out);
+        if (CHECK_OK(run2("BitShift", right, vx, vy, &out))) {
+            const int8_t *o = gwr_value_cdata(out);
+            CHECK(o[0] == -64 && o[1] == -2 && o[2] == 0 && o[3] == -1 && o[4] == 32);
+        }
+        gwr_value_release(out);
+        gwr_value_release(vx), gwr_value_release(vy);
+    }
     CHECK_EQ_INT(run2("BitShift", bad, va, vb, &out), GWR_ERR_INVALID_ARG);
     CHECK_CONTAINS(msg, "direction must be LEFT or RIGHT");
     CHECK_EQ_INT(run2("BitShift", NULL, va, vb, &out), GWR_ERR_INVALID_ARG);

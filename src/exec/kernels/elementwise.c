@@ -270,9 +270,17 @@ R2_SI(bor, elem_t, x | y)
 R2_UI(bor, elem_t, x | y)
 R2_SI(bxor, elem_t, x ^ y)
 R2_UI(bxor, elem_t, x ^ y)
-/* BitShift on unsigned: shifting by the width or more gives 0 */
+/* BitShift on unsigned: shifting by the width or more gives 0. On signed
+ * (opset 28): a left shift wraps in the unsigned type, a right shift fills
+ * with the sign (written without shifting a negative value); a negative
+ * shift or one by the width or more gives what the sign fill alone gives,
+ * -1 for a right shift of a negative x, else 0. */
 R2_UI(shl, elem_t, y >= sizeof(elem_t) * 8 ? 0 : (elem_t)((uelem_t)x << y))
 R2_UI(shr, elem_t, y >= sizeof(elem_t) * 8 ? 0 : (elem_t)(x >> y))
+#define SHIFT_OUT(y) ((y) < 0 || (y) >= (elem_t)(sizeof(elem_t) * 8))
+R2_SI(shl, elem_t, SHIFT_OUT(y) ? 0 : (elem_t)((uelem_t)x << y))
+R2_SI(shr, elem_t, SHIFT_OUT(y) ? (elem_t)(x < 0 ? -1 : 0) : (elem_t)(x < 0 ? ~(~x >> y) : x >> y))
+#undef SHIFT_OUT
 
 /* float32 Pow with the exponents a model uses most done exactly */
 static void pow_f32(const void *pa, int64_t sa, const void *pb, int64_t sb, void *po, int64_t n) {
@@ -320,8 +328,8 @@ static const row2_fn tab_xor[NDT] = {T_B(xor)};
 static const row2_fn tab_band[NDT] = {T_SI(band), T_UI(band)};
 static const row2_fn tab_bor[NDT] = {T_SI(bor), T_UI(bor)};
 static const row2_fn tab_bxor[NDT] = {T_SI(bxor), T_UI(bxor)};
-static const row2_fn tab_shl[NDT] = {T_UI(shl)};
-static const row2_fn tab_shr[NDT] = {T_UI(shr)};
+static const row2_fn tab_shl[NDT] = {T_SI(shl), T_UI(shl)};
+static const row2_fn tab_shr[NDT] = {T_SI(shr), T_UI(shr)};
 
 /* A half-precision row through the float32 row f, in chunks. */
 static void half_row2(row2_fn f, gwr_dtype t, int obool, const uint16_t *a, int64_t sa, const uint16_t *b, int64_t sb,

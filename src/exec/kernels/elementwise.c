@@ -242,6 +242,20 @@ R2_SI(fmod, elem_t, y == -1 ? 0 : x % y)
 R2_UI(fmod, elem_t, x % y)
 R2_SI(pmod, elem_t, y == -1 ? 0 : (x % y != 0 && ((x % y < 0) != (y < 0))) ? x % y + y : x % y)
 R2_UI(pmod, elem_t, x % y)
+/* fmod=0 on floats (opset 28): x - floor(x / y) * y, the sign of y; C's fmod
+ * moved by y where the signs differ, a zero result signed as y. This also
+ * gives the spec's special cases: NaN for an infinite x or a zero y, and for
+ * an infinite y, x where the signs agree and y where they do not. */
+#define PMOD_FLOAT(T, FMOD, COPYSIGN)                                                                                \
+    static inline T pmod_##T(T x, T y) {                                                                             \
+        T r = FMOD(x, y);                                                                                            \
+        return r == 0 ? COPYSIGN((T)0, y) : (r < 0) != (y < 0) ? r + y : r;                                          \
+    }
+PMOD_FLOAT(float, fmodf, copysignf)
+PMOD_FLOAT(double, fmod, copysign)
+#undef PMOD_FLOAT
+ROW2(pmod_f32, float, uint32_t, float, pmod_float(x, y))
+ROW2(pmod_f64, double, uint64_t, double, pmod_double(x, y))
 /* comparisons */
 R2_F(eq, uint8_t, x == y)
 R2_SI(eq, uint8_t, x == y)
@@ -316,7 +330,7 @@ static const row2_fn tab_div[NDT] = {T_F(div), T_SI(div), T_UI(div)};
 static const row2_fn tab_max[NDT] = {T_F(max), T_SI(max), T_UI(max)};
 static const row2_fn tab_min[NDT] = {T_F(min), T_SI(min), T_UI(min)};
 static const row2_fn tab_fmod[NDT] = {T_F(fmod), T_SI(fmod), T_UI(fmod)};
-static const row2_fn tab_pmod[NDT] = {T_SI(pmod), T_UI(pmod)};
+static const row2_fn tab_pmod[NDT] = {T_F(pmod), T_SI(pmod), T_UI(pmod)};
 static const row2_fn tab_eq[NDT] = {T_F(eq), T_SI(eq), T_UI(eq), T_B(eq)};
 static const row2_fn tab_lt[NDT] = {T_F(lt), T_SI(lt), T_UI(lt)};
 static const row2_fn tab_gt[NDT] = {T_F(gt), T_SI(gt), T_UI(gt)};
@@ -490,8 +504,6 @@ static gwr_status k_mod(gwr_kctx *k) {
     if (fm != 0 && fm != 1) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "fmod must be 0 or 1, not %lld", (long long)fm);
     if (k->nin == 2 && k->in[0] && k->in[1] && k->in[0]->dtype == k->in[1]->dtype) {
         gwr_dtype t = k->in[0]->dtype;
-        if (gwr_ku_is_float(t) && !fm)
-            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "fmod must be 1 for floating-point inputs (%s)", dname(t));
         if (gwr_ku_is_int(t) && has_zero(k->in[1])) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "division by zero");
     }
     return binary(k, fm ? tab_fmod : tab_pmod, 0);

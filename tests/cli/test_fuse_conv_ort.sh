@@ -79,7 +79,7 @@ lacks ops ":Add:" "no Add left"
 lacks ops ":BatchNormalization:" "no BatchNormalization left"
 expect 0 "seeded inputs" -- "$GWR" run "$tmp/m.onnx" --random 7 --shape x=1,4,6,6 --shape zz=1,2,3,3 -o "$tmp/io"
 expect 0 "onnxruntime: the same outputs" -- "$PY" "$HERE/ort_check.py" same "$tmp/m.onnx" "$tmp/io" 1e-4 "$tmp/ort.onnx"
-has out "ort.onnx: same, max abs difference" "ort_same ran"
+has out "ort.onnx: same, max abs difference" "ort_check.py same ran"
 
 # the cost rule: the fused layers cost what the layers they replace did
 expect 0 "only the CNN fusions" -- "$GWR" optimize "$tmp/m.onnx" -o "$tmp/fused.onnx" --target ort \

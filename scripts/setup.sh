@@ -10,8 +10,13 @@ PKGS="build-essential cmake clang libclang-rt-14-dev pkg-config graphviz python3
 # it, pytest runs its tests; setuptools, wheel and pip are what
 # `pip install --no-build-isolation .` uses (pyproject.toml, setup.py), and venv
 # is where Debian lets pip install it (PEP 668 keeps pip out of /usr).
-# Node.js runs onnxruntime (npm onnxruntime-node) as an independent checker;
-# Debian's is used only when the machine has none.
+# Debian's python3-onnx (1.12) and libonnx-testdata stay for what still
+# reads them: the op-table schema checks, the importer's and the fuzzer's
+# generated cases, and the unit and CLI tests that name single 1.12 test
+# models; the conformance tests and the onnx/onnxruntime checks of what gwr
+# writes use the venv's onnx 1.23 and onnxruntime 1.31 instead.
+# Node.js (npm onnxruntime-node) is now used only by the benchmark scripts
+# (bench/*.js); Debian's is used only when the machine has none.
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 
 missing=""

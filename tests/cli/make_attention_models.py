@@ -79,7 +79,7 @@ def model(path, form, blocks, full_row):
     g.nodes.append(helper.make_node("Identity", [x], ["y"]))
     graph = helper.make_graph(g.nodes, form, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, S, H])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, S, H])], g.inits)
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m = helper.make_model_gen_version(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(m)
     onnx.save(m, path)
 

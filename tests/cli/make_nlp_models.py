@@ -24,7 +24,7 @@ def model(nodes, inputs, outputs, inits, opset=17):
     """The outputs' shapes from onnx's shape inference, as exporters write them."""
     def make(outs):
         g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, F, s) for n, s in inputs], outs, inits)
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+        m = helper.make_model_gen_version(g, opset_imports=[helper.make_opsetid("", opset)])
         m.ir_version = 8
         return m
     known = {v.name: v for v in shape_inference.infer_shapes(make([])).graph.value_info}

@@ -214,7 +214,7 @@ def graph_summary(g):
 def check_same_nodes(a_path, b_path):
     b_model = onnx.load(b_path)
     try:
-        onnx.checker.check_model(b_model)
+        onnx.checker.check_model(b_model, full_check=True)
     except Exception as e:  # noqa: BLE001 - any checker complaint is the failure
         fail("onnx.checker rejects %s: %s" % (b_path, str(e).splitlines()[0]))
     a, b = graph_summary(onnx.load(a_path).graph), graph_summary(b_model.graph)
@@ -236,7 +236,7 @@ def check_external(a_path, b_path):
         if not os.path.isfile(os.path.join(os.path.dirname(b_path), loc)):
             fail("side file %s is missing" % loc)
     try:
-        onnx.checker.check_model(b_path)
+        onnx.checker.check_model(b_path, full_check=True)
     except Exception as e:  # noqa: BLE001
         fail("onnx.checker rejects %s: %s" % (b_path, str(e).splitlines()[0]))
     a = onnx.load(a_path)

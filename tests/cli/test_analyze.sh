@@ -5,8 +5,8 @@
 # shapes, then compared with what gwr prints; JSON validity; bad input.
 # usage: test_analyze.sh path/to/gwr
 GWR=$1
-PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
+PY=${GWR_VENV_PY:-$HERE/../../.venv/bin/python}  # onnx 1.23, onnxruntime 1.31 (scripts/setup.sh)
 . "$HERE/lib.sh"
 
 if ! $PY -c 'import onnx' 2>/dev/null; then
@@ -28,7 +28,7 @@ from onnx import TensorProto, helper, numpy_helper
 out = sys.argv[1]
 
 def save(graph, name):
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m = helper.make_model_gen_version(graph, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     onnx.checker.check_model(m)
     onnx.save(m, f"{out}/{name}.onnx")

@@ -5,13 +5,13 @@
 # see no key) and gen-gpt's GPT-12 (one q/k/v MatMul + Split, a computed
 # causal mask) optimized with `gwr optimize --level all --target ort` must
 # hold MultiHeadAttention (or, for one q/k/v MatMul + Split, Attention)
-# layers, load in onnxruntime-node and give the
+# layers, pass onnx's full checker, load in onnxruntime (tests/cli/ort_check.py) and give the
 # original's outputs there (NaN rows matching), and optimizing again must
 # change nothing.
 GWR=$1
 BENCH_EXEC=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
-PY=/usr/bin/python3
+PY=${GWR_VENV_PY:-$HERE/../../.venv/bin/python}  # onnx 1.23, onnxruntime 1.31 (scripts/setup.sh)
 . "$HERE/lib.sh"
 cd "$HERE/../.."
 
@@ -27,7 +27,7 @@ check() {
     n=$(count_mha "$tmp/${m}_ort.onnx")
     if [ "$n" = "$want" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $m: $n MultiHeadAttention, expected $want"; fi
     expect 0 "$m: run" -- "$GWR" run "$tmp/$m.onnx" --random 5 -o "$tmp/in_$m" "$@"
-    expect 0 "$m: onnxruntime gives the original's outputs" -- node tests/cli/ort_same.js "$tmp/$m.onnx" "$tmp/in_$m" 1e-4 "$tmp/${m}_ort.onnx"
+    expect 0 "$m: onnxruntime gives the original's outputs" -- "$PY" tests/cli/ort_check.py same "$tmp/$m.onnx" "$tmp/in_$m" 1e-4 "$tmp/${m}_ort.onnx"
     cp "$tmp/out" "$tmp/ort_$m"
     expect 0 "$m: optimize again" -- "$GWR" optimize "$tmp/${m}_ort.onnx" -o "$tmp/${m}_again.onnx" --level all --target ort $EXTRA
     ok "$m: a second run changes nothing" -- cmp "$tmp/${m}_ort.onnx" "$tmp/${m}_again.onnx"
@@ -59,7 +59,7 @@ for n in m.graph.node:
         del n.input[3:]
 onnx.save(m, sys.argv[2])
 PYEOF
-expect 1 "a fused model without its mask differs in onnxruntime" -- node tests/cli/ort_same.js "$tmp/sep.onnx" "$tmp/in_sep" 1e-4 "$tmp/nomask.onnx"
+expect 1 "a fused model without its mask differs in onnxruntime" -- "$PY" tests/cli/ort_check.py same "$tmp/sep.onnx" "$tmp/in_sep" 1e-4 "$tmp/nomask.onnx"
 
 if [ -x "$BENCH_EXEC" ]; then
     ok "gen-gpt" -- "$BENCH_EXEC" gen-gpt "$tmp/gpt12.onnx"

@@ -5,7 +5,7 @@
 # usage: test_cli.sh path/to/gwr
 GWR=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
-PY=/usr/bin/python3
+PY=${GWR_VENV_PY:-$HERE/../../.venv/bin/python}  # onnx 1.23, onnxruntime 1.31 (scripts/setup.sh)
 DATA=/usr/share/libonnx-testdata/data
 . "$HERE/lib.sh"
 

@@ -4,7 +4,7 @@
 # the original (`gwr verify`), onnx.checker on the output, and bad usage.
 GWR=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
-PY=/usr/bin/python3
+PY=${GWR_VENV_PY:-$HERE/../../.venv/bin/python}  # onnx 1.23, onnxruntime 1.31 (scripts/setup.sh)
 . "$HERE/lib.sh"
 
 # x -> If(cond): then = x + (c1 + c2), else = x * (c1 * c2), with c1, c2
@@ -24,7 +24,7 @@ g = helper.make_graph(
     [helper.make_node("If", ["cond"], ["y"], then_branch=branch("t", "Add", "Add"), else_branch=branch("e", "Mul", "Mul"))],
     "opt", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]), helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
-m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+m = helper.make_model_gen_version(g, opset_imports=[helper.make_opsetid("", 17)])
 onnx.checker.check_model(m)
 onnx.save(m, sys.argv[1])
 PYEOF

@@ -8,7 +8,7 @@
 # outputs an elimination must keep by name.
 GWR=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
-PY=/usr/bin/python3
+PY=${GWR_VENV_PY:-$HERE/../../.venv/bin/python}  # onnx 1.23, onnxruntime 1.31 (scripts/setup.sh)
 . "$HERE/lib.sh"
 
 # m.onnx: y = Identity(x) + 0 -> z, with y a graph output too (x [2, 3]).
@@ -22,7 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 d = sys.argv[1]
 def save(nodes, ins, outs, inits, path, opset=17):
     g = helper.make_graph(nodes, "t", ins, outs, inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m = helper.make_model_gen_version(g, opset_imports=[helper.make_opsetid("", opset)])
     onnx.checker.check_model(m)
     onnx.save(m, path)
 f = lambda n, s: helper.make_tensor_value_info(n, TensorProto.FLOAT, s)

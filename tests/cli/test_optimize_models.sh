@@ -16,7 +16,7 @@
 #    counted by python3-onnx (tests/cli/check_opt_models.py), with
 #    onnx.checker on every --target onnx output, and no level or target
 #    leaving more nodes than a lower level or the onnx target;
-#  - onnxruntime-node (one process for all, tests/cli/ort_models.js) loads
+#  - onnx's full checker and onnxruntime (one process for all, tests/cli/ort_check.py models) load
 #    every onnx and ort output and gives the original's outputs: bit for bit
 #    where only exact passes fired, else within 1e-5 + 1e-4|b| (the
 #    --verify tolerance) where an approximate pass (--list: "within") or
@@ -30,7 +30,7 @@
 GWR=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-PY=/usr/bin/python3
+PY=${GWR_VENV_PY:-$HERE/../../.venv/bin/python}  # onnx 1.23, onnxruntime 1.31 (scripts/setup.sh)
 . "$HERE/lib.sh"
 MODELS="gpt_decoder gpt_decoder_where resnet_bn deconv_bn lstm cnn_bn mbv3_op13 mbv3_op14 mbv3_forms xformer"
 M=${OPT_MODELS_DIR:-$tmp/models}
@@ -78,7 +78,7 @@ done
 expect 0 "node counts and op facts (check_opt_models.py)" -- "$PY" "$HERE/check_opt_models.py" "$HERE/optimize_models_expected.txt" "$M"
 cat "$tmp/out"
 if [ -z "${GWR_SKIP_ORT:-}" ]; then
-    expect 0 "onnxruntime gives the original's outputs (ort_models.js)" -- node "$HERE/ort_models.js" "$tmp/ortlist"
+    expect 0 "onnxruntime gives the original's outputs (ort_check.py models)" -- "$PY" "$HERE/ort_check.py" models "$tmp/ortlist"
     tail -n 1 "$tmp/out"
     grep -v '^ok ' "$tmp/out" | grep -v 'passed,' || :
 fi

@@ -3,15 +3,14 @@
 # make_nlp_models.py (exporters' spellings of a pre-LN residual, bias +
 # GELU, SiLU, scaled q @ k^T, Transpose into Gemm) through `gwr optimize
 # --target ort --debug --verify` must hold the contrib op it names, fewer
-# layers, and give onnxruntime-node (optimizations disabled, so that each
+# layers, pass onnx's full checker and give onnxruntime (optimizations disabled, so that each
 # graph runs as written) the original's outputs within 1e-4; a second run
 # rewrites nothing; `--target onnx` emits no com.microsoft op.
-# usage: test_optimize_ort.sh path/to/gwr path/to/node   (run from the source root)
+# usage: test_optimize_ort.sh path/to/gwr   (run from the source root)
 GWR=$1
-NODE=${2:-node}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-PY=/usr/bin/python3
+PY=${GWR_VENV_PY:-$HERE/../../.venv/bin/python}  # onnx 1.23, onnxruntime 1.31 (scripts/setup.sh)
 . "$HERE/lib.sh"
 
 # ops MODEL: "domain::op" (or "op") of every node but Constant, one a line
@@ -33,7 +32,7 @@ while read -r name want; do
     ok "$name: fewer layers" -- test "$(wc -l <"$tmp/after")" -lt "$(wc -l <"$tmp/before")"
     expect 0 "run $name" -- "$GWR" run "$m" -o "$tmp/m/$name.d"
     expect 0 "onnxruntime loads and runs $name optimized" -- \
-        sh -c "cd '$ROOT' && '$NODE' bench/ort_compare.js '$m' '$tmp/m/$name.d' '$o'"
+        "$PY" "$HERE/ort_check.py" compare "$m" "$tmp/m/$name.d" "$o"
     err=$(sed -n 's/.*max abs difference from the original \([^ ]*\).*/\1/p' "$tmp/out")
     ok "$name: onnxruntime's outputs within 1e-4 (got ${err:-none})" -- \
         awk -v e="${err:-x}" 'BEGIN { exit !(e != "x" && e + 0 <= 1e-4) }'

@@ -3,7 +3,8 @@
 # (Debian's /usr/bin/python3) and ONNX's own test data. Usage: test_run.sh GWR
 G=$1
 . "$(dirname "$0")/lib.sh"
-PY=/usr/bin/python3
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=${GWR_VENV_PY:-$HERE/../../.venv/bin/python}  # onnx 1.23, onnxruntime 1.31 (scripts/setup.sh)
 TD=/usr/share/libonnx-testdata/data/node
 ID=$TD/test_identity
 
@@ -17,17 +18,17 @@ y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
 g1 = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "same", [x], [y])
 c = numpy_helper.from_array(np.full((2, 3), 0.5, np.float32), "c")
 g2 = helper.make_graph([helper.make_node("Identity", ["c"], ["y"])], "other", [x], [y], [c])
-onnx.save(helper.make_model(g1, opset_imports=[helper.make_opsetid("", 17)]), d + "/same.onnx")
-onnx.save(helper.make_model(g2, opset_imports=[helper.make_opsetid("", 17)]), d + "/other.onnx")
+onnx.save(helper.make_model_gen_version(g1, opset_imports=[helper.make_opsetid("", 17)]), d + "/same.onnx")
+onnx.save(helper.make_model_gen_version(g2, opset_imports=[helper.make_opsetid("", 17)]), d + "/other.onnx")
 z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])
 g3 = helper.make_graph([helper.make_node("Identity", ["z"], ["y"])], "zed", [z], [y])
-onnx.save(helper.make_model(g3, opset_imports=[helper.make_opsetid("", 17)]), d + "/zed.onnx")
+onnx.save(helper.make_model_gen_version(g3, opset_imports=[helper.make_opsetid("", 17)]), d + "/zed.onnx")
 onnx.save_tensor(numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "x"), d + "/x.pb")
 # A conformance case whose expected output is wrong, for test-onnx.
 import os
 case = d + "/suite/test_wrong/test_data_set_0"
 os.makedirs(case)
-onnx.save(helper.make_model(g1, opset_imports=[helper.make_opsetid("", 17)]), d + "/suite/test_wrong/model.onnx")
+onnx.save(helper.make_model_gen_version(g1, opset_imports=[helper.make_opsetid("", 17)]), d + "/suite/test_wrong/model.onnx")
 onnx.save_tensor(numpy_helper.from_array(np.ones((2, 3), np.float32), "x"), case + "/input_0.pb")
 onnx.save_tensor(numpy_helper.from_array(np.full((2, 3), 2, np.float32), "y"), case + "/output_0.pb")
 # Conv + Relu (a FusedConv for gwr's sessions) and its expected output by
@@ -41,7 +42,7 @@ cy = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 5, 5])
 gc = helper.make_graph([helper.make_node("Conv", ["x", "W", "B"], ["c"], pads=[1, 1, 1, 1]),
                         helper.make_node("Relu", ["c"], ["y"])], "convrelu", [cx], [cy],
                        [numpy_helper.from_array(W, "W"), numpy_helper.from_array(B, "B")])
-onnx.save(helper.make_model(gc, opset_imports=[helper.make_opsetid("", 17)]), d + "/convrelu.onnx")
+onnx.save(helper.make_model_gen_version(gc, opset_imports=[helper.make_opsetid("", 17)]), d + "/convrelu.onnx")
 onnx.save_tensor(numpy_helper.from_array(X, "x"), d + "/cx.pb")
 P = np.pad(X[0], ((0, 0), (1, 1), (1, 1)))
 Y = np.array([[[(P[:, i:i + 3, j:j + 3] * W[o]).sum() + B[o] for j in range(5)] for i in range(5)] for o in range(3)])
@@ -49,7 +50,7 @@ np.save(d + "/cy.npy", np.maximum(Y, 0)[None].astype(np.float32))
 ly = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 2])
 gl = helper.make_graph([helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Identity", ["h"], ["y"])],
                        "lie", [x], [ly])
-onnx.save(helper.make_model(gl, opset_imports=[helper.make_opsetid("", 17)]), d + "/lie.onnx")
+onnx.save(helper.make_model_gen_version(gl, opset_imports=[helper.make_opsetid("", 17)]), d + "/lie.onnx")
 PYEOF
 
 # ---- gwr run ----

@@ -20,7 +20,7 @@
  *   save(b, OUTDIR/<level>-<target>/<suite>/<name>/model.onnx)
  * A model the executor cannot run even alone (unsupported op, ...) is only
  * counted: its optimized form must still load, optimize and save. The onnx
- * and ort files under OUTDIR are for ort_compare.js (onnxruntime on the
+ * and ort files under OUTDIR are for ort_compare.py (onnxruntime on the
  * same models); the gwr ones may hold ops only gwr runs.
  *
  * Usage: optimize_all [-o OUTDIR] [-x EXPECTED_FAILURES] [--every N]

@@ -14,7 +14,7 @@
  *   save a with external data (tensors >= 16 bytes) to
  *   OUTDIR/<suite>/<name>/external/model.onnx, reload: equal to a
  * <suite> is the name of the case directory's parent. The exported models
- * stay under OUTDIR for check_exported.py and ort_compare.js.
+ * stay under OUTDIR for check_exported.py and ort_compare.py.
  *
  * Usage: roundtrip [-o OUTDIR] [-x EXPECTED_FAILURES] [-v] PATH...
  * Prints `FAIL suite/name: reason` per failing case, the counts, and last a

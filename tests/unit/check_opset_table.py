@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Check src/passes/opset_table.inc against the ONNX schema registry.
 
-Usage: /usr/bin/python3 tests/unit/check_opset_table.py src/passes/opset_table.inc
-       /usr/bin/python3 tests/unit/check_opset_table.py --generate   (prints the table)
+Usage: .venv/bin/python tests/unit/check_opset_table.py src/passes/opset_table.inc
+       .venv/bin/python tests/unit/check_opset_table.py --generate   (prints the table)
 
 The table lists, per default-domain op, every version its schema changed
 (since_version), each marked 't' when that version only adds types: the
 same inputs, outputs (names, optional/variadic), arities and attributes
 (names, types, required, defaults) as the version before. `gwr optimize
 --opset` raises a model's opset only across such versions (or the ones it
-converts). For versions up to OPSET (onnx 1.12's last) both the versions and
+converts). For versions up to OPSET (onnx 1.12's last; the venv's onnx 1.23
+says the same there) both the versions and
 the marks must match what onnx says, with get_schema(op,
 max_inclusive_version=v).since_version for every v; later versions are
 listed by hand (NEWER below, from the ONNX changelog) and only printed.
@@ -21,7 +22,7 @@ import sys
 try:
     import onnx.defs
 except ImportError as e:
-    print("check_opset_table: cannot import onnx (%s); run it with /usr/bin/python3" % e)
+    print("check_opset_table: cannot import onnx (%s); run it with the project venv's python" % e)
     print("0 passed, 1 failed")
     sys.exit(1)
 

@@ -214,8 +214,20 @@ TEST(mod_signs) {
     gwr_value *vfa = f32v(1, &one, fa), *vfb = f32v(1, &one, fb);
     if (CHECK_OK(run2("Mod", fm1, vfa, vfb, &out))) CHECK(F(out)[0] == -1.5f);
     gwr_value_release(out);
-    CHECK_EQ_INT(run2("Mod", NULL, vfa, vfb, &out), GWR_ERR_INVALID_ARG);
-    CHECK_CONTAINS(msg, "fmod must be 1");
+    {   /* fmod=0 on floats (opset 28): x - floor(x / y) * y and the spec's special cases */
+        float px[8] = {-7.5f, 7.5f, 0.0f, -0.0f, INFINITY, 3, 3, -3}, py[8] = {2, -2, -2, 2, 2, 0, INFINITY, INFINITY};
+        int64_t eight = 8;
+        gwr_value *vpx = f32v(1, &eight, px), *vpy = f32v(1, &eight, py);
+        if (CHECK_OK(run2("Mod", NULL, vpx, vpy, &out))) {
+            const float *o = F(out);
+            CHECK(o[0] == 0.5f && o[1] == -0.5f);
+            CHECK(o[2] == 0 && signbit(o[2]) && o[3] == 0 && !signbit(o[3])); /* zero signed as y */
+            CHECK(isnan(o[4]) && isnan(o[5]));                                  /* infinite x, zero y */
+            CHECK(o[6] == 3 && o[7] == INFINITY);                               /* infinite y */
+        }
+        gwr_value_release(out);
+        gwr_value_release(vpx), gwr_value_release(vpy);
+    }
     attr fm2[] = {{"fmod", 'i', 2, 0, NULL}, {NULL, 0, 0, 0, NULL}};
     CHECK_EQ_INT(run2("Mod", fm2, va, vb, &out), GWR_ERR_INVALID_ARG);
     CHECK_CONTAINS(msg, "fmod must be 0 or 1");
@@ -239,6 +251,23 @@ TEST(bit_ops) {
         CHECK(o[0] == 0 && o[1] == 0 && o[2] == 0x40);
     }
     gwr_value_release(out);
+    {   /* signed (opset 28): left wraps, right fills with the sign; a negative
+         * shift or one by the width or more gives the sign fill alone */
+        int64_t five = 5;
+        int8_t sx[5] = {-128, -3, 5, -1, 64}, sy[5] = {1, 1, 9, -1, 1};
+        gwr_value *vx = mk(GWR_INT8, 1, &five, sx), *vy = mk(GWR_INT8, 1, &five, sy);
+        if (CHECK_OK(run2("BitShift", left, vx, vy, &out))) {
+            const int8_t *o = gwr_value_cdata(out);
+            CHECK(o[0] == 0 && o[1] == -6 && o[2] == 0 && o[3] == 0 && o[4] == -128);
+        }
+        gwr_value_release(out);
+        if (CHECK_OK(run2("BitShift", right, vx, vy, &out))) {
+            const int8_t *o = gwr_value_cdata(out);
+            CHECK(o[0] == -64 && o[1] == -2 && o[2] == 0 && o[3] == -1 && o[4] == 32);
+        }
+        gwr_value_release(out);
+        gwr_value_release(vx), gwr_value_release(vy);
+    }
     CHECK_EQ_INT(run2("BitShift", bad, va, vb, &out), GWR_ERR_INVALID_ARG);
     CHECK_CONTAINS(msg, "direction must be LEFT or RIGHT");
     CHECK_EQ_INT(run2("BitShift", NULL, va, vb, &out), GWR_ERR_INVALID_ARG);

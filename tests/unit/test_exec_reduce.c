@@ -590,6 +590,29 @@ TEST(other_norms) {
     layer("LRN", 1, &x, 1);
     CHECK_EQ_INT(run(13, 1, &x, 1, out), GWR_ERR_INVALID_ARG);
     CHECK_CONTAINS(t_err, "size");
+    {   /* LpNormalization: rows [3, 4] and [0, 0] by their L2 norm (5, and 0
+         * gives 0), [1, -3] by its L1 norm 4; p 3 refused */
+        int64_t d22[2] = {2, 2};
+        float lx[4] = {3, 4, 0, 0}, l1x[4] = {1, -3, 2, 2};
+        gwr_value *vl = vf(2, d22, lx), *vl1 = vf(2, d22, l1x);
+        layer("LpNormalization", 1, &vl, 1);
+        if (CHECK_OK(run(13, 1, &vl, 1, out)))
+            CHECK(near(at(out[0], 0), 0.6) && near(at(out[0], 1), 0.8) && at(out[0], 2) == 0 && at(out[0], 3) == 0);
+        rel(1, out);
+        l = layer("LpNormalization", 1, &vl1, 1);
+        gwr_layer_set_int(l, "p", 1);
+        if (CHECK_OK(run(13, 1, &vl1, 1, out))) CHECK(near(at(out[0], 0), 0.25) && near(at(out[0], 1), -0.75));
+        rel(1, out);
+        l = layer("LpNormalization", 1, &vl1, 1);
+        gwr_layer_set_int(l, "axis", 0);
+        if (CHECK_OK(run(13, 1, &vl1, 1, out))) CHECK(near(at(out[0], 1), -3 / sqrt(13)));
+        rel(1, out);
+        l = layer("LpNormalization", 1, &vl1, 1);
+        gwr_layer_set_int(l, "p", 3);
+        CHECK_EQ_INT(run(13, 1, &vl1, 1, out), GWR_ERR_INVALID_ARG);
+        CHECK_CONTAINS(t_err, "p must be 1 or 2");
+        gwr_value_release(vl), gwr_value_release(vl1);
+    }
     rel(2, in + 1);
     gwr_value_release(x);
 }

@@ -242,6 +242,20 @@ R2_SI(fmod, elem_t, y == -1 ? 0 : x % y)
 R2_UI(fmod, elem_t, x % y)
 R2_SI(pmod, elem_t, y == -1 ? 0 : (x % y != 0 && ((x % y < 0) != (y < 0))) ? x % y + y : x % y)
 R2_UI(pmod, elem_t, x % y)
+/* fmod=0 on floats (opset 28): x - floor(x / y) * y, the sign of y; C's fmod
+ * moved by y where the signs differ, a zero result signed as y. This also
+ * gives the spec's special cases: NaN for an infinite x or a zero y, and for
+ * an infinite y, x where the signs agree and y where they do not. */
+#define PMOD_FLOAT(T, FMOD, COPYSIGN)                                                                                \
+    static inline T pmod_##T(T x, T y) {                                                                             \
+        T r = FMOD(x, y);                                                                                            \
+        return r == 0 ? COPYSIGN((T)0, y) : (r < 0) != (y < 0) ? r + y : r;                                          \
+    }
+PMOD_FLOAT(float, fmodf, copysignf)
+PMOD_FLOAT(double, fmod, copysign)
+#undef PMOD_FLOAT
+ROW2(pmod_f32, float, uint32_t, float, pmod_float(x, y))
+ROW2(pmod_f64, double, uint64_t, double, pmod_double(x, y))
 /* comparisons */
 R2_F(eq, uint8_t, x == y)
 R2_SI(eq, uint8_t, x == y)
@@ -270,9 +284,17 @@ R2_SI(bor, elem_t, x | y)
 R2_UI(bor, elem_t, x | y)
 R2_SI(bxor, elem_t, x ^ y)
 R2_UI(bxor, elem_t, x ^ y)
-/* BitShift on unsigned: shifting by the width or more gives 0 */
+/* BitShift on unsigned: shifting by the width or more gives 0. On signed
+ * (opset 28): a left shift wraps in the unsigned type, a right shift fills
+ * with the sign (written without shifting a negative value); a negative
+ * shift or one by the width or more gives what the sign fill alone gives,
+ * -1 for a right shift of a negative x, else 0. */
 R2_UI(shl, elem_t, y >= sizeof(elem_t) * 8 ? 0 : (elem_t)((uelem_t)x << y))
 R2_UI(shr, elem_t, y >= sizeof(elem_t) * 8 ? 0 : (elem_t)(x >> y))
+#define SHIFT_OUT(y) ((y) < 0 || (y) >= (elem_t)(sizeof(elem_t) * 8))
+R2_SI(shl, elem_t, SHIFT_OUT(y) ? 0 : (elem_t)((uelem_t)x << y))
+R2_SI(shr, elem_t, SHIFT_OUT(y) ? (elem_t)(x < 0 ? -1 : 0) : (elem_t)(x < 0 ? ~(~x >> y) : x >> y))
+#undef SHIFT_OUT
 
 /* float32 Pow with the exponents a model uses most done exactly */
 static void pow_f32(const void *pa, int64_t sa, const void *pb, int64_t sb, void *po, int64_t n) {
@@ -308,7 +330,7 @@ static const row2_fn tab_div[NDT] = {T_F(div), T_SI(div), T_UI(div)};
 static const row2_fn tab_max[NDT] = {T_F(max), T_SI(max), T_UI(max)};
 static const row2_fn tab_min[NDT] = {T_F(min), T_SI(min), T_UI(min)};
 static const row2_fn tab_fmod[NDT] = {T_F(fmod), T_SI(fmod), T_UI(fmod)};
-static const row2_fn tab_pmod[NDT] = {T_SI(pmod), T_UI(pmod)};
+static const row2_fn tab_pmod[NDT] = {T_F(pmod), T_SI(pmod), T_UI(pmod)};
 static const row2_fn tab_eq[NDT] = {T_F(eq), T_SI(eq), T_UI(eq), T_B(eq)};
 static const row2_fn tab_lt[NDT] = {T_F(lt), T_SI(lt), T_UI(lt)};
 static const row2_fn tab_gt[NDT] = {T_F(gt), T_SI(gt), T_UI(gt)};
@@ -320,8 +342,8 @@ static const row2_fn tab_xor[NDT] = {T_B(xor)};
 static const row2_fn tab_band[NDT] = {T_SI(band), T_UI(band)};
 static const row2_fn tab_bor[NDT] = {T_SI(bor), T_UI(bor)};
 static const row2_fn tab_bxor[NDT] = {T_SI(bxor), T_UI(bxor)};
-static const row2_fn tab_shl[NDT] = {T_UI(shl)};
-static const row2_fn tab_shr[NDT] = {T_UI(shr)};
+static const row2_fn tab_shl[NDT] = {T_SI(shl), T_UI(shl)};
+static const row2_fn tab_shr[NDT] = {T_SI(shr), T_UI(shr)};
 
 /* A half-precision row through the float32 row f, in chunks. */
 static void half_row2(row2_fn f, gwr_dtype t, int obool, const uint16_t *a, int64_t sa, const uint16_t *b, int64_t sb,
@@ -482,8 +504,6 @@ static gwr_status k_mod(gwr_kctx *k) {
     if (fm != 0 && fm != 1) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "fmod must be 0 or 1, not %lld", (long long)fm);
     if (k->nin == 2 && k->in[0] && k->in[1] && k->in[0]->dtype == k->in[1]->dtype) {
         gwr_dtype t = k->in[0]->dtype;
-        if (gwr_ku_is_float(t) && !fm)
-            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "fmod must be 1 for floating-point inputs (%s)", dname(t));
         if (gwr_ku_is_int(t) && has_zero(k->in[1])) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "division by zero");
     }
     return binary(k, fm ? tab_fmod : tab_pmod, 0);

@@ -690,6 +690,38 @@ static gwr_status k_lrn(gwr_kctx *k) {
     return GWR_OK;
 }
 
+/* ---- LpNormalization --------------------------------------------------------- */
+
+/* y = x / (sum |x|^p along axis)^(1/p), p 1 or 2; where the norm is 0, y is 0
+ * (onnx's reference: 0 / 0 gives 0, not NaN). */
+static gwr_status k_lp_norm(gwr_kctx *k) {
+    const gwr_value *x = gwr_ku_need_float(k, 0, "input");
+    if (!x) return GWR_ERR_INVALID_ARG;
+    int r = x->rank;
+    int64_t axis = gwr_k_int(k, "axis", -1), p = gwr_k_int(k, "p", 2);
+    int a = gwr_axis(axis, r);
+    if (a < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis %lld is out of range for rank %d", (long long)axis, r);
+    if (p != 1 && p != 2) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "p must be 1 or 2, not %lld", (long long)p);
+    gwr_value *y = gwr_k_out(k, 0, x->dtype, r, x->dims);
+    if (!y) return GWR_ERR_NOMEM;
+    if (!x->numel) return GWR_OK;
+    int64_t outer = 1, n = x->dims[a], inner = 1;
+    for (int i = 0; i < r; i++)
+        if (i != a) *(i < a ? &outer : &inner) *= x->dims[i];
+    double *d = all_f64(k, x);
+    if (!d) return GWR_ERR_NOMEM;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < inner; j++) {
+            double *row = d + o * n * inner + j, sum = 0;
+            for (int64_t i = 0; i < n; i++) sum += p == 1 ? fabs(row[i * inner]) : row[i * inner] * row[i * inner];
+            double norm = p == 1 ? sum : sqrt(sum);
+            for (int64_t i = 0; i < n; i++) row[i * inner] = norm == 0 ? 0 : row[i * inner] / norm;
+        }
+    gwr_ku_store_f64(y, 0, x->numel, d);
+    gwr_free(d);
+    return GWR_OK;
+}
+
 const gwr_kernel_entry gwr_kernels_norm[] = {
     GWR_KERNEL(BatchNormalization, k_batch_norm),
     GWR_KERNEL(InstanceNormalization, k_instance_norm),
@@ -701,6 +733,7 @@ const gwr_kernel_entry gwr_kernels_norm[] = {
     GWR_KERNEL_CUSTOM("", "GroupNormalization", k_group_norm),
     GWR_KERNEL(MeanVarianceNormalization, k_mvn),
     GWR_KERNEL(LRN, k_lrn),
+    GWR_KERNEL(LpNormalization, k_lp_norm),
     GWR_KERNEL(Softmax, k_softmax),
     GWR_KERNEL(LogSoftmax, k_log_softmax),
     GWR_KERNEL(Hardmax, k_hardmax),

@@ -46,11 +46,10 @@ static gwr_status infer_elementwise(ictx *c) {
         gwr_tensor *t = gwr_fi_need(c, i, "operand");
         if (!t) return c->st;
         if (is_logic(c->id) && !gwr_fi_want_dtype(c, t, GWR_BOOL, "operand")) return c->st;
-        if (c->id == GWR_OP_BitShift && dt_of(t) != GWR_UNDEFINED &&
-            !(gwr_dtype_is_int(dt_of(t)) && dt_of(t) != GWR_INT8 && dt_of(t) != GWR_INT16 && dt_of(t) != GWR_INT32 &&
-              dt_of(t) != GWR_INT64)) {
+        /* unsigned integers; signed ones too since opset 28 */
+        if (c->id == GWR_OP_BitShift && dt_of(t) != GWR_UNDEFINED && !gwr_dtype_is_int(dt_of(t))) {
             sbuf x;
-            return gwr_fi_fail(c, GWR_ERR_TYPE, "operands must be unsigned integers, got %s", gwr_fi_tstr(t, &x));
+            return gwr_fi_fail(c, GWR_ERR_TYPE, "operands must be integers, got %s", gwr_fi_tstr(t, &x));
         }
         /* Pow's exponent may have another dtype than its base. */
         if (c->id == GWR_OP_Pow && i > 0) continue;

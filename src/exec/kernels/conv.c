@@ -78,6 +78,10 @@ static void im2col(const char *x, const geom *g, int64_t C, size_t esz, int64_t 
                 for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
                     int64_t st2 = k2 * g->d[2] - g->pb[2], lo2, hi2;
                     gwr_ku_valid_range(O2, s2, st2, I2, &lo2, &hi2);
+                    /* whole input rows read in order: consecutive output
+                     * rows of one o0 read consecutive, adjacent input rows
+                     * (a k x 1 kernel over an [H, 1] or [H, W] plane) */
+                    int whole = s2 == 1 && st2 == 0 && lo2 == 0 && hi2 == O2 && O2 == I2 && g->s[1] == 1;
                     for (int64_t r = r0; r < r1; r++, dst += (size_t)O2 * esz) {
                         int64_t o0 = r / O1, o1 = r - o0 * O1;
                         int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0], i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
@@ -86,6 +90,14 @@ static void im2col(const char *x, const geom *g, int64_t C, size_t esz, int64_t 
                             continue;
                         }
                         const char *src = xc + (size_t)((i0 * I1 + i1) * I2) * esz;
+                        if (whole) { /* rows r .. r + n - 1 in one copy */
+                            int64_t n = r1 - r;
+                            if (O1 - o1 < n) n = O1 - o1;
+                            if (I1 - i1 < n) n = I1 - i1;
+                            memcpy(dst, src, (size_t)(n * O2) * esz);
+                            r += n - 1, dst += (size_t)((n - 1) * O2) * esz;
+                            continue;
+                        }
                         if (lo2) memset(dst, 0, (size_t)lo2 * esz);
                         if (s2 == 1) {
                             memcpy(dst + (size_t)lo2 * esz, src + (size_t)(lo2 + st2) * esz, (size_t)(hi2 - lo2) * esz);

@@ -78,10 +78,13 @@ static void im2col(const char *x, const geom *g, int64_t C, size_t esz, int64_t 
                 for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
                     int64_t st2 = k2 * g->d[2] - g->pb[2], lo2, hi2;
                     gwr_ku_valid_range(O2, s2, st2, I2, &lo2, &hi2);
-                    /* whole input rows read in order: consecutive output
-                     * rows of one o0 read consecutive, adjacent input rows
-                     * (a k x 1 kernel over an [H, 1] or [H, W] plane) */
-                    int whole = s2 == 1 && st2 == 0 && lo2 == 0 && hi2 == O2 && O2 == I2 && g->s[1] == 1;
+                    /* input rows read in order: with stride 1 and O2 == I2,
+                     * consecutive output rows of one o0 read consecutive,
+                     * adjacent input rows at the same offset st2 (a k x 1
+                     * kernel over an [H, 1] plane; a 1 x k one padded to
+                     * keep W), so a run of them is one copy, the padding
+                     * columns zeroed after it */
+                    int whole = s2 == 1 && lo2 < hi2 && O2 == I2 && g->s[1] == 1;
                     for (int64_t r = r0; r < r1; r++, dst += (size_t)O2 * esz) {
                         int64_t o0 = r / O1, o1 = r - o0 * O1;
                         int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0], i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
@@ -94,7 +97,13 @@ static void im2col(const char *x, const geom *g, int64_t C, size_t esz, int64_t 
                             int64_t n = r1 - r;
                             if (O1 - o1 < n) n = O1 - o1;
                             if (I1 - i1 < n) n = I1 - i1;
-                            memcpy(dst, src, (size_t)(n * O2) * esz);
+                            memcpy(dst + (size_t)lo2 * esz, src + (size_t)(lo2 + st2) * esz, (size_t)(n * O2 - lo2 - (O2 - hi2)) * esz);
+                            if (lo2 || hi2 < O2)
+                                for (int64_t j = 0; j < n; j++) {
+                                    char *row = dst + (size_t)(j * O2) * esz;
+                                    if (lo2) memset(row, 0, (size_t)lo2 * esz);
+                                    if (hi2 < O2) memset(row + (size_t)hi2 * esz, 0, (size_t)(O2 - hi2) * esz);
+                                }
                             r += n - 1, dst += (size_t)((n - 1) * O2) * esz;
                             continue;
                         }

@@ -459,9 +459,13 @@ static gwr_status conv_winograd(gwr_kctx *k, const cprob *p, const cepi *e, cons
 
 /* A forward GEMM, W [M, K] by B [K, N] (rows ldb apart): float32 on
  * sgemm.c, both read in place (the weights as fast as packed, see
- * sgemm.h), where N is wide enough for it; else o->gemm. */
+ * sgemm.h), where N is wide enough for it or the weights are many
+ * (OpenBLAS packs all of them on every call: openWakeWord's mel
+ * spectrogram, 257 x 512 weights by 5 columns, spent 34% of its time in
+ * sgemm_oncopy); else o->gemm. */
+#define FWD_PACK_MIN ((int64_t)1 << 14) /* weights OpenBLAS would pack */
 static void fwd_gemm(const gwr_kctx *k, const cops *o, int M, int N, int K, const void *w, const void *B, int ldb, void *C, int ldc) {
-    if (o->esz == sizeof(float) && N >= gwr_sgemm_min_n() && gwr_sgemm_for(k) &&
+    if (o->esz == sizeof(float) && (N >= gwr_sgemm_min_n() || (int64_t)M * K >= FWD_PACK_MIN) && gwr_sgemm_for(k) &&
         !gwr_sgemm(k->tpool, 0, 0, M, N, K, 1.0f, w, K, B, ldb, 0.0f, C, ldc))
         return;
     o->gemm(0, M, N, K, w, K, B, ldb, 0.0, C, ldc);

@@ -214,6 +214,10 @@ TEST(pointwise_and_im2col) {
     CHECK(run_case(&blk, GWR_FLOAT32, 1e-5, NULL, 0));
     cconf g3 = {.N = 2, .C = 6, .H = 9, .W = 8, .M = 4, .G = 2, .k = 3, .s = 2, .d = 2, .pads = {2, 0, 1, 2}, .bias = 1};
     CHECK(run_case(&g3, GWR_FLOAT32, 1e-5, NULL, 0));
+    /* 4 output columns (under a vector) by 32 x 576 weights: gwr's sgemm,
+     * its last panel narrower than the kernel's vectors */
+    cconf narrow = {.N = 1, .C = 64, .H = 4, .W = 4, .M = 32, .G = 1, .k = 3, .s = 1, .d = 1, .bias = 1};
+    CHECK(run_case(&narrow, GWR_FLOAT32, 1e-4, NULL, 0));
 }
 
 /* im2col's whole-row copies: a k x 1 window over an [H, 1] plane (a 1-D

@@ -2,7 +2,7 @@
  * QLinearMatMul) against sums written here in int64 and wrapped to int32
  * (the spec's int32 accumulation), on the AVX2 path where the CPU has it
  * and on the portable one (gwr_ku_cnn_force_portable): shapes off the
- * 4 x 16 tile and the 256-wide K blocks, odd K, uint8 and int8, zero
+ * 6 x 16 tile and the 256-wide K blocks, odd K, uint8 and int8, zero
  * points absent / scalar / per row or column, sums past int32. And
  * MatMulInteger in a session with a constant B and b_zero_point (B packed
  * once at planning) against the same sums. */

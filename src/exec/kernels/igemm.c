@@ -8,11 +8,11 @@
  * uint32 for the same bits). The result does not depend on the order of
  * the additions, so K is cut into blocks whose partial sums are added.
  *
- * Layouts: A [Mp, Kp] int16, Mp = M rounded up to 4, Kp = K rounded up to
+ * Layouts: A [Mp, Kp] int16, Mp = M rounded up to 6, Kp = K rounded up to
  * 2, padding zero. B in panels of 16 columns: panel p holds, for each pair
  * q of K, the 16 columns' (B[2q][j], B[2q+1][j]) interleaved (32 int16),
  * so one load gives vpmaddwd its 8 columns of one register. The
- * micro-kernel computes 4 rows x 16 columns (8 accumulators). */
+ * micro-kernel computes 6 rows x 16 columns (12 accumulators). */
 #include "exec/kernels/igemm.h"
 
 #include <string.h>
@@ -25,7 +25,7 @@
 #include <immintrin.h>
 #endif
 
-#define MR 4
+#define MR 6
 #define NR 16
 #define KCP 128 /* pairs of K per block: a B panel block is 8 KiB */
 
@@ -67,7 +67,7 @@ void gwr_ku_igemm_pack_b(const void *b, int sgn, int K, int N, const int32_t *zp
     }
 }
 
-/* c[4][16] (+)= a[4 rows, 2 * npair] b[npair pairs of the panel]; lda in int16. */
+/* c[MR][16] (+)= a[MR rows, 2 * npair] b[npair pairs of the panel]; lda in int16. */
 static void kern_c(int npair, const int16_t *a, int lda, const int16_t *b, uint32_t *c, int acc) {
     uint32_t s[MR][NR];
     memset(s, 0, sizeof s);
@@ -83,29 +83,26 @@ static void kern_c(int npair, const int16_t *a, int lda, const int16_t *b, uint3
 }
 
 #ifdef GWR_VEC8_X86
+#define IG_ROW(r)                                                                                       \
+    memcpy(&w, a + (size_t)(r) * lda + 2 * q, 4), x = _mm256_set1_epi32(w);                              \
+    c##r##0 = _mm256_add_epi32(c##r##0, _mm256_madd_epi16(x, b0)), c##r##1 = _mm256_add_epi32(c##r##1, _mm256_madd_epi16(x, b1));
 GWR_AVX2_FN static void kern_avx2(int npair, const int16_t *a, int lda, const int16_t *b, uint32_t *c, int acc) {
-    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-    const int16_t *a0 = a, *a1 = a + lda, *a2 = a + 2 * (size_t)lda, *a3 = a + 3 * (size_t)lda;
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00,
+            c41 = c00, c50 = c00, c51 = c00;
     for (int q = 0; q < npair; q++) {
         __m256i b0 = _mm256_loadu_si256((const __m256i *)(b + (size_t)q * 2 * NR));
         __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + (size_t)q * 2 * NR + 16));
         int32_t w;
         __m256i x;
-        memcpy(&w, a0 + 2 * q, 4), x = _mm256_set1_epi32(w);
-        c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(x, b0)), c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(x, b1));
-        memcpy(&w, a1 + 2 * q, 4), x = _mm256_set1_epi32(w);
-        c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(x, b0)), c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(x, b1));
-        memcpy(&w, a2 + 2 * q, 4), x = _mm256_set1_epi32(w);
-        c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(x, b0)), c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(x, b1));
-        memcpy(&w, a3 + 2 * q, 4), x = _mm256_set1_epi32(w);
-        c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(x, b0)), c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(x, b1));
+        IG_ROW(0) IG_ROW(1) IG_ROW(2) IG_ROW(3) IG_ROW(4) IG_ROW(5)
     }
-    __m256i r[8] = {c00, c01, c10, c11, c20, c21, c30, c31};
-    for (int i = 0; i < 8; i++) {
+    __m256i r[2 * MR] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
+    for (int i = 0; i < 2 * MR; i++) {
         __m256i *p = (__m256i *)(c + i * 8);
         _mm256_storeu_si256(p, acc ? _mm256_add_epi32(_mm256_loadu_si256(p), r[i]) : r[i]);
     }
 }
+#undef IG_ROW
 #endif
 
 int gwr_ku_igemm(int M, int N, int K, const int16_t *ap, const int16_t *bp, int32_t *y, int ldy) {

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* int16 elements of A packed by gwr_ku_igemm_pack_a (rows padded to 4, K
+/* int16 elements of A packed by gwr_ku_igemm_pack_a (rows padded to 6, K
  * to an even count) and of B packed by gwr_ku_igemm_pack_b (columns
  * padded to 16, K to an even count). */
 size_t gwr_ku_igemm_a_size(int M, int K);

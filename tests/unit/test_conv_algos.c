@@ -214,6 +214,30 @@ TEST(pointwise_and_im2col) {
     CHECK(run_case(&blk, GWR_FLOAT32, 1e-5, NULL, 0));
     cconf g3 = {.N = 2, .C = 6, .H = 9, .W = 8, .M = 4, .G = 2, .k = 3, .s = 2, .d = 2, .pads = {2, 0, 1, 2}, .bias = 1};
     CHECK(run_case(&g3, GWR_FLOAT32, 1e-5, NULL, 0));
+    /* 4 output columns (under a vector) by 32 x 576 weights: gwr's sgemm,
+     * its last panel narrower than the kernel's vectors */
+    cconf narrow = {.N = 1, .C = 64, .H = 4, .W = 4, .M = 32, .G = 1, .k = 3, .s = 1, .d = 1, .bias = 1};
+    CHECK(run_case(&narrow, GWR_FLOAT32, 1e-4, NULL, 0));
+}
+
+/* im2col's whole-row copies: a k x 1 window over an [H, 1] plane (a 1-D
+ * conv exported as 2-D, TensorFlow's way) reads consecutive input rows for
+ * consecutive output rows, copied in one run per tap; the runs stop at the
+ * padding and at the column blocks (300 rows: two blocks). The same with
+ * W padded to keep its size. */
+TEST(im2col_whole_rows) {
+    cconf c = {.N = 2, .C = 3, .H = 9, .W = 1, .M = 4, .G = 1, .k = 3, .s = 1, .d = 1, .pads = {1, 1, 1, 1}, .bias = 1};
+    CHECK(run_case(&c, GWR_FLOAT32, 1e-5, NULL, 0));
+    CHECK(run_case(&c, GWR_FLOAT64, 1e-12, NULL, 0));
+    cconf tall = {.N = 1, .C = 4, .H = 300, .W = 1, .M = 5, .G = 1, .k = 3, .s = 1, .d = 1, .pads = {3, 1, 0, 1}, .bias = 1};
+    CHECK(run_case(&tall, GWR_FLOAT32, 1e-5, NULL, 0));
+    /* a 3 x 3 window padded to keep W: the side taps' runs skip a column
+     * (zeroed after the copy), through the last input element */
+    cconf side = {.N = 2, .C = 3, .H = 6, .W = 5, .M = 4, .G = 1, .k = 3, .s = 1, .d = 1, .pads = {0, 1, 2, 1}, .bias = 1};
+    CHECK(run_case(&side, GWR_FLOAT32, 1e-5, NULL, 0));
+    CHECK(run_case(&side, GWR_FLOAT64, 1e-12, NULL, 0));
+    side.d = 2, side.pads[1] = side.pads[3] = 2;
+    CHECK(run_case(&side, GWR_FLOAT32, 1e-5, NULL, 0));
 }
 
 /* ---- the epilogue -------------------------------------------------------- */
@@ -353,6 +377,7 @@ int main(void) {
     RUN(depthwise_geometries);
     RUN(depthwise_fallbacks);
     RUN(pointwise_and_im2col);
+    RUN(im2col_whole_rows);
     RUN(fused_activations_every_path);
     RUN(fused_special_values);
     RUN(fused_equals_unfused_bits);

@@ -619,6 +619,46 @@ TEST(other_norms) {
 
 /* ---- Resize / Upsample -------------------------------------------------------------- */
 
+/* nearest upsampling of a float32 [1, 2, 2, 3] by 2 x 2 (asymmetric,
+ * floor): y[c, i, j] = x[c, i / 2, j / 2], every repeated row too; then
+ * tf_crop_and_resize to [1, 2, 3, 2] with the roi H [0, 2], W [0, 1]:
+ * source row i (row 2 past the input: the extrapolation value), column 2 j */
+TEST(resize_nearest_rows) {
+    int64_t xd[4] = {1, 2, 2, 3}, four = 4, zero = 0;
+    float d[12], sc[4] = {1, 1, 2, 2};
+    for (int i = 0; i < 12; i++) d[i] = (float)(i + 1);
+    gwr_value *in[4] = {vf(4, xd, d), vf(1, &zero, NULL), vf(1, &four, sc), NULL}, *out[1];
+    gwr_layer *l = layer("Resize", 3, in, 1);
+    gwr_layer_set_string(l, "coordinate_transformation_mode", "asymmetric");
+    gwr_layer_set_string(l, "nearest_mode", "floor");
+    if (CHECK_OK(run(13, 3, in, 1, out))) {
+        int64_t od[4] = {1, 2, 4, 6};
+        CHECK(dims_are(out[0], 4, od));
+        int bad = 0;
+        for (int c = 0; c < 2; c++)
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 6; j++) bad += at(out[0], (c * 4 + i) * 6 + j) != d[(c * 2 + i / 2) * 3 + j / 2];
+        CHECK_EQ_INT(bad, 0);
+    }
+    rel(1, out);
+    float roi[8] = {0, 0, 0, 0, 1, 1, 2, 1};
+    int64_t sz[4] = {1, 2, 3, 2};
+    gwr_value *cin[4] = {in[0], vf(1, (int64_t[]){8}, roi), NULL, vi(1, &four, sz)};
+    l = layer("Resize", 4, cin, 1);
+    gwr_layer_set_string(l, "coordinate_transformation_mode", "tf_crop_and_resize");
+    gwr_layer_set_float(l, "extrapolation_value", -7);
+    if (CHECK_OK(run(13, 4, cin, 1, out))) {
+        int bad = 0;
+        for (int c = 0; c < 2; c++)
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 2; j++) bad += at(out[0], (c * 3 + i) * 2 + j) != (i < 2 ? d[(c * 2 + i) * 3 + 2 * j] : -7);
+        CHECK_EQ_INT(bad, 0);
+    }
+    rel(1, out);
+    gwr_value_release(cin[1]), gwr_value_release(cin[3]);
+    for (int i = 0; i < 3; i++) gwr_value_release(in[i]);
+}
+
 TEST(resize) {
     int64_t xd[2] = {1, 2}, two = 2, zero = 0;
     float d[2] = {1, 3}, sc[2] = {1, 2};
@@ -739,5 +779,6 @@ int main(void) {
     RUN(batch_norm);
     RUN(other_norms);
     RUN(resize);
+    RUN(resize_nearest_rows);
     return check_report();
 }

@@ -78,6 +78,13 @@ static void im2col(const char *x, const geom *g, int64_t C, size_t esz, int64_t 
                 for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
                     int64_t st2 = k2 * g->d[2] - g->pb[2], lo2, hi2;
                     gwr_ku_valid_range(O2, s2, st2, I2, &lo2, &hi2);
+                    /* input rows read in order: with stride 1 and O2 == I2,
+                     * consecutive output rows of one o0 read consecutive,
+                     * adjacent input rows at the same offset st2 (a k x 1
+                     * kernel over an [H, 1] plane; a 1 x k one padded to
+                     * keep W), so a run of them is one copy, the padding
+                     * columns zeroed after it */
+                    int whole = s2 == 1 && lo2 < hi2 && O2 == I2 && g->s[1] == 1;
                     for (int64_t r = r0; r < r1; r++, dst += (size_t)O2 * esz) {
                         int64_t o0 = r / O1, o1 = r - o0 * O1;
                         int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0], i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
@@ -86,6 +93,20 @@ static void im2col(const char *x, const geom *g, int64_t C, size_t esz, int64_t 
                             continue;
                         }
                         const char *src = xc + (size_t)((i0 * I1 + i1) * I2) * esz;
+                        if (whole) { /* rows r .. r + n - 1 in one copy */
+                            int64_t n = r1 - r;
+                            if (O1 - o1 < n) n = O1 - o1;
+                            if (I1 - i1 < n) n = I1 - i1;
+                            memcpy(dst + (size_t)lo2 * esz, src + (size_t)(lo2 + st2) * esz, (size_t)(n * O2 - lo2 - (O2 - hi2)) * esz);
+                            if (lo2 || hi2 < O2)
+                                for (int64_t j = 0; j < n; j++) {
+                                    char *row = dst + (size_t)(j * O2) * esz;
+                                    if (lo2) memset(row, 0, (size_t)lo2 * esz);
+                                    if (hi2 < O2) memset(row + (size_t)hi2 * esz, 0, (size_t)(O2 - hi2) * esz);
+                                }
+                            r += n - 1, dst += (size_t)((n - 1) * O2) * esz;
+                            continue;
+                        }
                         if (lo2) memset(dst, 0, (size_t)lo2 * esz);
                         if (s2 == 1) {
                             memcpy(dst + (size_t)lo2 * esz, src + (size_t)(lo2 + st2) * esz, (size_t)(hi2 - lo2) * esz);
@@ -438,9 +459,13 @@ static gwr_status conv_winograd(gwr_kctx *k, const cprob *p, const cepi *e, cons
 
 /* A forward GEMM, W [M, K] by B [K, N] (rows ldb apart): float32 on
  * sgemm.c, both read in place (the weights as fast as packed, see
- * sgemm.h), where N is wide enough for it; else o->gemm. */
+ * sgemm.h), where N is wide enough for it or the weights are many
+ * (OpenBLAS packs all of them on every call: openWakeWord's mel
+ * spectrogram, 257 x 512 weights by 5 columns, spent 34% of its time in
+ * sgemm_oncopy); else o->gemm. */
+#define FWD_PACK_MIN ((int64_t)1 << 14) /* weights OpenBLAS would pack */
 static void fwd_gemm(const gwr_kctx *k, const cops *o, int M, int N, int K, const void *w, const void *B, int ldb, void *C, int ldc) {
-    if (o->esz == sizeof(float) && N >= gwr_sgemm_min_n() && gwr_sgemm_for(k) &&
+    if (o->esz == sizeof(float) && (N >= gwr_sgemm_min_n() || (int64_t)M * K >= FWD_PACK_MIN) && gwr_sgemm_for(k) &&
         !gwr_sgemm(k->tpool, 0, 0, M, N, K, 1.0f, w, K, B, ldb, 0.0f, C, ldc))
         return;
     o->gemm(0, M, N, K, w, K, B, ldb, 0.0, C, ldc);

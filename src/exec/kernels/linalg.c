@@ -5,8 +5,8 @@
  * float32 and float64 go to sgemm / dgemm, one call per batch matrix, or
  * one call for all when B is a single matrix (A's batch folds into M: the
  * decoder's activations-times-weights case). float16 and bfloat16 are
- * widened to float32; the 8-bit integer products run in float64 after the
- * zero points are subtracted (exact for any realistic K); int32 / int64 /
+ * widened to float32; the 8-bit integer products subtract the zero points
+ * into int16 and run igemm.c's exact wrapping int32 GEMM; int32 / int64 /
  * uint32 / uint64 are plain loops in wrapping unsigned arithmetic. Einsum
  * is one generic loop nest over the labels, with strides for repeated
  * labels (diagonals) and broadcast ellipsis dims. Det is LU with partial
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "exec/blas.h"
+#include "exec/kernels/igemm.h"
 #include "exec/kernels/kernel_util.h"
 
 #define MAXR 16 /* batch dims of a matrix product */
@@ -203,23 +204,84 @@ static int qparam(gwr_kctx *k, const gwr_value *v, const char *name, gwr_dtype w
     return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s must be a scalar or a 1-D tensor of %lld elements", name, (long long)per), -1;
 }
 
-/* (a - azp) (b - bzp) in float64 into *acc (y->numel values); azp per row
- * of A (M values) or scalar, bzp per column of B (N values) or scalar. */
+/* A zero point as int32 values: NULL when absent, else *n of them. */
+static int32_t *q_zp(const gwr_value *zp, int *n) {
+    *n = 0;
+    if (!zp) return NULL;
+    int32_t *z = gwr_malloc((size_t)zp->numel * sizeof *z);
+    if (z)
+        for (int64_t i = 0; i < zp->numel; i++) z[i] = (int32_t)gwr_ku_q8(zp, i);
+    *n = (int)zp->numel;
+    return z;
+}
+
+/* (a - azp) (b - bzp) into *acc (y->numel int32 sums, exact, wrapping as
+ * the spec's int32 accumulation: igemm.c); azp per row of A (M values) or
+ * scalar, bzp per column of B (N values) or scalar. */
 static gwr_status q_matmul(gwr_kctx *k, const gwr_value *a, const gwr_value *azp, const gwr_value *b, const gwr_value *bzp,
-                           mmshape *p, double **acc) {
-    int64_t M = p->M, N = p->N, K = p->K, ynum = p->batch * M * N;
-    double *ad = gwr_malloc((size_t)(a->numel ? a->numel : 1) * sizeof *ad), *bd = gwr_malloc((size_t)(b->numel ? b->numel : 1) * sizeof *bd);
+                           const int16_t *bprep, mmshape *p, int32_t **acc) {
+    int M = (int)p->M, N = (int)p->N, K = (int)p->K, nbatch = (int)(p->fold ? 1 : p->batch);
+    int Mf = p->fold ? (int)(p->batch * p->M) : M, naz, nbz;
+    int64_t ynum = p->batch * p->M * p->N;
+    int sa = a->dtype == GWR_INT8, sb = b->dtype == GWR_INT8;
+    int32_t *az = q_zp(azp, &naz), *bz = bprep ? NULL : q_zp(bzp, &nbz), *azf = NULL;
+    int16_t *ap = gwr_malloc(gwr_ku_igemm_a_size(Mf, K) * sizeof *ap), *bpk = bprep ? NULL : gwr_malloc(gwr_ku_igemm_b_size(K, N) * sizeof *bpk);
     *acc = gwr_malloc((size_t)(ynum ? ynum : 1) * sizeof **acc);
-    if (!ad || !bd || !*acc) {
-        gwr_free(ad), gwr_free(bd), gwr_free(*acc);
+    int bad = !ap || (!bprep && !bpk) || !*acc || (azp && !az) || (bzp && !bprep && !bz);
+    if (!bad && p->fold && naz > 1 && p->batch > 1) { /* a per-row zero point repeats over the folded batch */
+        if ((azf = gwr_malloc((size_t)Mf * sizeof *azf)))
+            for (int i = 0; i < Mf; i++) azf[i] = az[i % M];
+        bad = !azf;
+    }
+    const uint8_t *ad = a->data, *bd = b->data;
+    size_t esz = 1;
+    for (int64_t t = 0; !bad && t < nbatch; t++) {
+        int64_t ao = p->fold ? 0 : p->aoff[t], bo = p->fold ? 0 : p->boff[t];
+        if (!bprep && (t == 0 || p->boff[t] != p->boff[t - 1])) gwr_ku_igemm_pack_b(bd + bo * esz, sb, K, N, bz, nbz, bpk);
+        gwr_ku_igemm_pack_a(ad + ao * esz, sa, Mf, K, azf ? azf : az, azf ? Mf : naz, ap);
+        bad = gwr_ku_igemm(Mf, N, K, ap, bprep ? bprep : bpk, *acc + t * p->M * p->N, N) != 0;
+    }
+    gwr_free(az), gwr_free(bz), gwr_free(azf), gwr_free(ap), gwr_free(bpk);
+    if (bad) {
+        gwr_free(*acc);
         *acc = NULL;
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
-    for (int64_t i = 0; i < a->numel; i++) ad[i] = gwr_ku_q8(a, i) - (!azp ? 0 : azp->numel == 1 ? gwr_ku_q8(azp, 0) : gwr_ku_q8(azp, (i / (K ? K : 1)) % M));
-    for (int64_t i = 0; i < b->numel; i++) bd[i] = gwr_ku_q8(b, i) - (!bzp ? 0 : bzp->numel == 1 ? gwr_ku_q8(bzp, 0) : gwr_ku_q8(bzp, i % N));
-    gwr_blas_threads(k->threads);
-    mm_f64(p, ad, bd, *acc);
-    gwr_free(ad), gwr_free(bd);
+    return GWR_OK;
+}
+
+/* MatMulInteger's state from a constant 2-D B (and a constant or absent
+ * b_zero_point): B minus its zero point packed for igemm.c once. */
+typedef struct {
+    int64_t K, N;
+    int16_t *bp;
+} qmm_prep;
+
+static void qmm_prep_free(void *state) {
+    qmm_prep *q = state;
+    if (q) gwr_free(q->bp), gwr_free(q);
+}
+
+static gwr_status qmm_prepare(gwr_kctx *k, void **state) {
+    *state = NULL;
+    const gwr_value *b = k->nin > 1 ? k->in[1] : NULL, *bzp = k->nin > 3 ? k->in[3] : NULL;
+    int has_zp = k->nin > 3 && gwr_layer_input(k->layer, 3) != NULL;
+    if (!b || b->rank != 2 || !gwr_ku_is_q8(b->dtype) || (has_zp && !bzp)) return GWR_OK;
+    int64_t K = b->dims[0], N = b->dims[1];
+    if (!gwr_ku_fits_int(K) || !gwr_ku_fits_int(N) || !K || !N) return GWR_OK;
+    if (bzp && (bzp->dtype != b->dtype || !(bzp->numel == 1 || (bzp->rank == 1 && bzp->numel == N)))) return GWR_OK; /* the run reports it */
+    int nbz;
+    int32_t *bz = q_zp(bzp, &nbz);
+    qmm_prep *q = gwr_calloc(1, sizeof *q);
+    if (q) q->bp = gwr_malloc(gwr_ku_igemm_b_size((int)K, (int)N) * sizeof *q->bp);
+    if (!q || !q->bp || (bzp && !bz)) {
+        gwr_free(bz), qmm_prep_free(q);
+        return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory preparing B");
+    }
+    q->K = K, q->N = N;
+    gwr_ku_igemm_pack_b(b->data, b->dtype == GWR_INT8, (int)K, (int)N, bz, nbz, q->bp);
+    gwr_free(bz);
+    *state = q;
     return GWR_OK;
 }
 
@@ -232,12 +294,13 @@ static gwr_status k_matmul_integer(gwr_kctx *k) {
     mmshape p;
     gwr_status st = mm_setup(k, a, b, &p);
     if (st) return st;
-    double *acc = NULL;
+    int32_t *acc = NULL;
+    const qmm_prep *qp = k->prep;
     gwr_value *y;
     if (qparam(k, azp, "a_zero_point", a->dtype, p.M) < 0 || qparam(k, bzp, "b_zero_point", b->dtype, p.N) < 0) st = GWR_ERR_INVALID_ARG;
     else if (!(y = gwr_k_out(k, 0, GWR_INT32, p.orank, p.odims))) st = GWR_ERR_NOMEM;
-    else if (!(st = q_matmul(k, a, azp, b, bzp, &p, &acc)))
-        for (int64_t i = 0; i < y->numel; i++) ((int32_t *)y->data)[i] = gwr_ku_wrap_i32(acc[i]);
+    else if (!(st = q_matmul(k, a, azp, b, bzp, qp && b->rank == 2 && qp->K == p.K && qp->N == p.N ? qp->bp : NULL, &p, &acc)))
+        memcpy(y->data, acc, (size_t)y->numel * sizeof *acc);
     gwr_free(acc);
     mm_free(&p);
     return st;
@@ -255,7 +318,7 @@ static gwr_status k_qlinear_matmul(gwr_kctx *k) {
     mmshape p;
     gwr_status st = mm_setup(k, a, b, &p);
     if (st) return st;
-    double *acc = NULL;
+    int32_t *acc = NULL;
     gwr_value *y = NULL;
     int ras = 0, rbs = 0;
     /* the scales: float32, or (opset 21) all float16 / all bfloat16 */
@@ -265,7 +328,7 @@ static gwr_status k_qlinear_matmul(gwr_kctx *k) {
         qparam(k, ys, "y_scale", sdt, -1) < 0 || qparam(k, yzp, "y_zero_point", GWR_UNDEFINED, -1) < 0)
         st = GWR_ERR_INVALID_ARG;
     else if (!(y = gwr_k_out(k, 0, yzp->dtype, p.orank, p.odims))) st = GWR_ERR_NOMEM;
-    else if (!(st = q_matmul(k, a, azp, b, bzp, &p, &acc))) {
+    else if (!(st = q_matmul(k, a, azp, b, bzp, NULL, &p, &acc))) {
         /* the int32 accumulator times a_scale * b_scale / y_scale, in
          * float32; a zero y_scale saturates (NaN: 0 / 0 gives the low end) */
         float ysc = (float)gwr_ku_get(ys, 0); /* float16 / bfloat16 scales widened: exact */
@@ -274,7 +337,7 @@ static gwr_status k_qlinear_matmul(gwr_kctx *k) {
         for (int64_t i = 0; i < y->numel; i++) {
             int64_t col = i % p.N, row = (i / p.N) % p.M;
             float scale = (float)gwr_ku_get(as, ras == 2 ? row : 0) * (float)gwr_ku_get(bs, rbs == 2 ? col : 0) / ysc;
-            double q = gwr_ku_requant(gwr_ku_wrap_i32(acc[i]), scale, zy, lo, hi);
+            double q = gwr_ku_requant(acc[i], scale, zy, lo, hi);
             if (y->dtype == GWR_INT8) ((int8_t *)y->data)[i] = (int8_t)q;
             else ((uint8_t *)y->data)[i] = (uint8_t)q;
         }
@@ -671,7 +734,7 @@ const gwr_kernel_entry gwr_kernels_linalg[] = {
     GWR_KERNEL(MatMul, k_matmul, .flags = GWR_KF_BLAS, .prepare = gwr_ku_mm_prepare, .prep_free = gwr_ku_mm_prep_free),
     GWR_KERNEL(Gemm, gwr_ku_gemm_kernel, .flags = GWR_KF_BLAS, .prepare = gwr_ku_mm_prepare,
                .prep_free = gwr_ku_mm_prep_free),
-    GWR_KERNEL(MatMulInteger, k_matmul_integer, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(MatMulInteger, k_matmul_integer, .prepare = qmm_prepare, .prep_free = qmm_prep_free),
     GWR_KERNEL(QLinearMatMul, k_qlinear_matmul, .flags = GWR_KF_BLAS),
     GWR_KERNEL(Einsum, k_einsum),
     GWR_KERNEL(Det, k_det),

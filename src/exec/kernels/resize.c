@@ -170,6 +170,7 @@ static gwr_status run_nearest(gwr_kctx *k, const rsz *p, const gwr_value *x, gwr
     const char *xs = x->data;
     char *ys = y->data;
     int64_t last = r ? p->out[r - 1] : 1, rows = r ? y->numel / last : 1;
+    int64_t prev_base = -1, prev_ext = -1; /* the row before: an upsampled row repeats it */
     for (int64_t row = 0; row < rows; row++) {
         int64_t base = 0, ext = 0;
         for (int d = 0; d + 1 < r; d++) {
@@ -178,10 +179,21 @@ static gwr_status run_nearest(gwr_kctx *k, const rsz *p, const gwr_value *x, gwr
             else base += j * st[d];
         }
         char *dst = ys + (size_t)(row * last) * es;
-        for (int64_t i = 0; i < last; i++) {
-            int64_t j = r ? tab[r - 1].idx[i] : 0;
-            memcpy(dst + (size_t)i * es, ext || j < 0 ? (const char *)ev : xs + (size_t)(base + j) * es, es);
+        if (row && base == prev_base && ext == prev_ext) {
+            memcpy(dst, dst - (size_t)last * es, (size_t)last * es);
+        } else if (es == 4) { /* float32 / int32: copies of a constant size, inlined */
+            const char *src = xs + (size_t)base * 4;
+            for (int64_t i = 0; i < last; i++) {
+                int64_t j = r ? tab[r - 1].idx[i] : 0;
+                memcpy(dst + (size_t)i * 4, ext || j < 0 ? (const char *)ev : src + (size_t)j * 4, 4);
+            }
+        } else {
+            for (int64_t i = 0; i < last; i++) {
+                int64_t j = r ? tab[r - 1].idx[i] : 0;
+                memcpy(dst + (size_t)i * es, ext || j < 0 ? (const char *)ev : xs + (size_t)(base + j) * es, es);
+            }
         }
+        prev_base = base, prev_ext = ext;
         for (int d = r - 2; d >= 0; d--) {
             if (++idx[d] < p->out[d]) break;
             idx[d] = 0;

@@ -1,0 +1,29 @@
+/* igemm.h - exact 8-bit integer matrix products (igemm.c) for
+ * MatMulInteger and QLinearMatMul: Y = (A - a_zp) (B - b_zp) as int32,
+ * the sums wrapping modulo 2^32 as the spec's int32 accumulation does.
+ * Private to src/exec/kernels. */
+#ifndef GWR_EXEC_IGEMM_H
+#define GWR_EXEC_IGEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* int16 elements of A packed by gwr_ku_igemm_pack_a (rows padded to 6, K
+ * to an even count) and of B packed by gwr_ku_igemm_pack_b (columns
+ * padded to 16, K to an even count). */
+size_t gwr_ku_igemm_a_size(int M, int K);
+size_t gwr_ku_igemm_b_size(int K, int N);
+
+/* A [M, K] row-major of uint8 (sgn 0) or int8 (sgn 1) minus its zero
+ * point: zp NULL (0), one value (nzp 1) or one per row (nzp M). */
+void gwr_ku_igemm_pack_a(const void *a, int sgn, int M, int K, const int32_t *zp, int nzp, int16_t *out);
+/* B [K, N] row-major minus its zero point: NULL, one value (nzp 1) or one
+ * per column (nzp N). */
+void gwr_ku_igemm_pack_b(const void *b, int sgn, int K, int N, const int32_t *zp, int nzp, int16_t *out);
+
+/* Y[M, N] (row stride ldy) = packed A times packed B, every sum an exact
+ * int32 wrapping modulo 2^32. AVX2 where gwr_ku_cnn_avx2() says so (its
+ * force-portable switch covers this path too). -1 when out of memory. */
+int gwr_ku_igemm(int M, int N, int K, const int16_t *ap, const int16_t *bp, int32_t *y, int ldy);
+
+#endif

@@ -33,7 +33,9 @@
  * attention_bias). A constant read by more than NEIGHBOUR_MAX layers is
  * searched from the other end: each reader offered looks next to itself
  * for a twin of such an input (the same neighbours, so the same pairs
- * merge; each offer costs O(its inputs), not O(the constant's readers)).
+ * merge; each offer costs O(its inputs), not O(the constant's readers));
+ * every reader offered looks so for all its constant inputs, which finds
+ * the twins that became neighbours after they were offered.
  *
  * When an offered layer finds a twin among the readers of t, every later
  * twin of the survivor after it in t's use list goes in the same rewrite
@@ -252,15 +254,19 @@ static gwr_layer *find_input_less_twin(const gwr_layer *l, const char **why) {
 }
 
 /* u's side of find_input_less_twin: for an input of u made by a mergeable
- * input-less layer c with more than NEIGHBOUR_MAX readers, c's twin next
- * to u; merged. 1 merged, 0 none, < 0 failed. */
+ * input-less layer c, c's twin next to u; merged. 1 merged, 0 none, < 0
+ * failed. A constant read by more than NEIGHBOUR_MAX layers is found only
+ * so; any other is found here too when u is offered again because its
+ * inputs moved: Concat(a, b, c1) and Concat(a', b, c2) with a, a' equal
+ * constants and c1 == c2 become Concat(a, b, c1) and Concat(a, b, c2) when
+ * a and a' merge, and c1 and c2 were offered before that, with no shared
+ * neighbour yet (a second optimize of Silero VAD merged 8 such). */
 static int reader_side_twin(gwr_rewrite_ctx *c, gwr_layer *u) {
     for (int i = 0; i < gwr_layer_num_inputs(u); i++) {
         gwr_tensor *o = gwr_layer_input(u, i);
         gwr_layer *k = o ? gwr_tensor_parent(o) : NULL, *p;
         const char *why = NULL;
-        if (!k || gwr_layer_num_inputs(k) || gwr_tensor_num_users(o) <= NEIGHBOUR_MAX || unmergeable(k) ||
-            gwr_layer_output(k, 0) != o)
+        if (!k || gwr_layer_num_inputs(k) || unmergeable(k) || gwr_layer_output(k, 0) != o)
             continue;
         if ((p = twin_next_to(k, o, u, &why))) return merge(c, k, p);
     }

@@ -121,6 +121,33 @@ static gwr_network *const_twins(void) {
     return finish(net, gwr_sub(net, m1, m2));
 }
 
+/* Concat(a, b, c1) and Concat(a2, b, c2), a == a2 and c1 == c2 constants,
+ * b read by more than 64 layers (so not searched through), a and a2 merging
+ * through Mul(x, a) and Mul(x, a2) only after c1 and c2 were offered: the
+ * Concat whose input moved finds c2's twin next to itself. Four merges (a,
+ * the Mul, c, the Concat); Silero VAD's bodies have this form. */
+static gwr_network *late_const_twins(void) {
+    static const float va[3] = {1, 2, 3}, vc[3] = {-1, 0.5f, 4};
+    static const int64_t k13d[2] = {1, 3};
+    gwr_network *net = gwr_network_new("late");
+    gwr_tensor *x = input(net, "x", 2, d23), *b = input(net, "b", 2, d23);
+    gwr_tensor *c1 = gwr_constant(net, GWR_FLOAT32, 2, k13d, vc), *c2 = gwr_constant(net, GWR_FLOAT32, 2, k13d, vc);
+    gwr_tensor *a = gwr_constant(net, GWR_FLOAT32, 2, k13d, va), *a2 = gwr_constant(net, GWR_FLOAT32, 2, k13d, va);
+    gwr_tensor *sum = NULL;
+    for (int i = 0; i < 70; i++) { /* 70 other readers of b, all different */
+        gwr_tensor *t = gwr_add(net, b, gwr_constant_f32(net, (float)i));
+        sum = sum ? gwr_add(net, sum, t) : t;
+    }
+    gwr_tensor *p1[3] = {a, b, c1}, *p2[3] = {a2, b, c2};
+    gwr_tensor *cat1 = gwr_concat(net, 3, p1, 0), *cat2 = gwr_concat(net, 3, p2, 0);
+    gwr_tensor *m = gwr_sub(net, gwr_mul(net, x, a), gwr_mul(net, x, a2));
+    if (!sum || !m || gwr_network_mark_output(net, sum) || gwr_network_mark_output(net, m)) {
+        gwr_network_free(net);
+        return NULL;
+    }
+    return finish(net, gwr_sub(net, cat1, cat2));
+}
+
 /* y = Neg(Exp(Relu(x))) + Neg(Exp(Relu(x))): three merges */
 static gwr_network *chain_twins(void) {
     gwr_network *net = gwr_network_new("chain");
@@ -276,6 +303,7 @@ TEST(fires_bit_for_bit) {
     pass_case_check(conv_twins, CSE, 1, 0);
     pass_case_check(const_twins, CSE, 2, 0);
     pass_case_check(chain_twins, CSE, 3, 0);
+    pass_case_check(late_const_twins, CSE, 4, 0);
     pass_case_check(output_twin, CSE, 1, 0);
     pass_case_check(alpha_same, CSE, 1, 0);
     pass_case_check(const_same, CSE, 2, 0);

@@ -229,7 +229,8 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_matmul_scale;
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_silu;
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_transpose_into_gemm;
 /* fuse_rms_norm (fuse_transformer.c; targets ort and gwr): x / Sqrt(ReduceMean(Pow(x, 2) or x * x,
- * last axis) + eps), or x * Reciprocal(Sqrt(...)), times an optional 1-D constant gamma, becomes
+ * last axis) + eps), or x * Reciprocal(Sqrt(...)) or x * (1 / Sqrt(...)), times an optional 1-D
+ * constant gamma, becomes
  * onnxruntime's SimplifiedLayerNormalization (default domain). Root: the Div or Mul. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_rms_norm;
 /* fuse_elementwise_chain (ew_chain.c; target gwr, exact): a chain of two or

@@ -8,6 +8,7 @@
  *   fuse_matmul_scale         s * MatMul(Transpose(a), Transpose(b))  -> FusedMatMul(a, b; alpha, transA, transB)
  *   fuse_transpose_into_gemm  Gemm(Transpose(A), Transpose(B))        -> Gemm(A, B) with transA / transB flipped
  *   fuse_rms_norm             x / Sqrt(ReduceMean(x^2) + eps) * gamma -> SimplifiedLayerNormalization (default domain)
+ *                             (or x * Reciprocal(Sqrt(..)), x * (1 / Sqrt(..)))
  *   fuse_silu                 x * Sigmoid(x)                          -> QuickGelu(x; alpha 1)
  *
  * Every intermediate a fusion swallows must have no reader outside it and
@@ -426,14 +427,15 @@ const gwr_pattern_rewriter gwr_pattern_fuse_transpose_into_gemm = {
  *
  * The exporters' RMSNorm over the last axis,
  *
- *   x / Sqrt(ReduceMean(Pow(x, 2), axes=[-1]) + eps)          (or x * Reciprocal(Sqrt(...)); x * x for Pow)
+ *   x / Sqrt(ReduceMean(Pow(x, 2), axes=[-1]) + eps)          (or x * Reciprocal(Sqrt(...)), or
+ *                                                              x * (1 / Sqrt(...)); x * x for Pow)
  *   [* gamma]                                                  (a 1-D constant over the last axis)
  *
  * becomes onnxruntime's SimplifiedLayerNormalization(x, gamma or ones;
  * axis -1, epsilon eps), which it registers in the default domain (targets
  * ort and gwr). Casts around the chain are not looked through. */
 
-enum { RX, RP2, RAX, REPS, RNCAP };
+enum { RX, RP2, RAX, REPS, RONE, RNCAP };
 
 #define R_POW GWR_M_OP("Pow", GWR_M_CAP(RX), GWR_M_SPLAT(RP2, 2.0))
 #define R_SQUARE GWR_M_OP("Mul", GWR_M_CAP(RX), GWR_M_CAP(RX))
@@ -442,17 +444,24 @@ enum { RX, RP2, RAX, REPS, RNCAP };
 #define R_SQRT GWR_M_OP("Sqrt", GWR_M_NODE(2))
 #define R_DIV GWR_M_OP("Div", GWR_M_CAP(RX), GWR_M_NODE(3))
 #define R_RECIP GWR_M_OP("Reciprocal", GWR_M_NODE(3)), GWR_M_OP("Mul", GWR_M_CAP(RX), GWR_M_NODE(4))
+/* x * (1 / Sqrt(...)): PyTorch's torch.rsqrt as T5 and Llama exports write it */
+#define R_DIV1 GWR_M_OP("Div", GWR_M_SPLAT(RONE, 1.0), GWR_M_NODE(3)), GWR_M_OP("Mul", GWR_M_CAP(RX), GWR_M_NODE(4))
 
 static const gwr_match_node rms_pow_div[] = {R_POW, R_MEAN, R_ADD, R_SQRT, R_DIV};
 static const gwr_match_node rms_sq_div[] = {R_SQUARE, R_MEAN, R_ADD, R_SQRT, R_DIV};
 static const gwr_match_node rms_pow_recip[] = {R_POW, R_MEAN, R_ADD, R_SQRT, R_RECIP};
 static const gwr_match_node rms_sq_recip[] = {R_SQUARE, R_MEAN, R_ADD, R_SQRT, R_RECIP};
+static const gwr_match_node rms_pow_div1[] = {R_POW, R_MEAN, R_ADD, R_SQRT, R_DIV1};
+static const gwr_match_node rms_sq_div1[] = {R_SQUARE, R_MEAN, R_ADD, R_SQRT, R_DIV1};
 static const gwr_match_pattern rms_tables[] = {
     {"rms_norm.pow_div", GWR_M_NODES(rms_pow_div), NULL, NULL},
     {"rms_norm.square_div", GWR_M_NODES(rms_sq_div), NULL, NULL},
     {"rms_norm.pow_reciprocal", GWR_M_NODES(rms_pow_recip), NULL, NULL},
     {"rms_norm.square_reciprocal", GWR_M_NODES(rms_sq_recip), NULL, NULL},
+    {"rms_norm.pow_one_over", GWR_M_NODES(rms_pow_div1), NULL, NULL},
+    {"rms_norm.square_one_over", GWR_M_NODES(rms_sq_div1), NULL, NULL},
 };
+#define NRMS ((int)(sizeof rms_tables / sizeof rms_tables[0]))
 
 /* ReduceMean l reduces exactly the last axis of a rank-r input (its axes
  * attribute, or its constant axes input from opset 18). */
@@ -473,7 +482,7 @@ static int fuse_rms_norm(gwr_rewrite_ctx *c, gwr_layer *l) {
     if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX Div or Mul");
     gwr_match m;
     int rc = 0;
-    for (int k = 0; k < 4 && !rc; k++)
+    for (int k = 0; k < NRMS && !rc; k++)
         if ((rc = gwr_match_layer(&rms_tables[k], l, &m)) < 0)
             return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
     if (!rc) return gwr_rewrite_no_match(c, "no RMSNorm chain");
@@ -501,7 +510,15 @@ static int fuse_rms_norm(gwr_rewrite_ctx *c, gwr_layer *l) {
         f = gwr_op_call(net, "", "SimplifiedLayerNormalization", 2, in, a, 1, &out);
     gwr_args_free(a);
     if (!f) return built_fail(c, net);
-    gwr_status st = gwr_match_replace_layer(last, 1, &out);
+    /* The result is the value the chain's end computed: it keeps that
+     * tensor's type, whose symbols may be the model's interface names where
+     * x's are an exporter's (onnxruntime's quantization tool writes
+     * unk__N dims inside T5, and the graph output is [batch_size, ...]). */
+    const gwr_tensor *old = gwr_layer_output(last, 0);
+    int known = gwr_tensor_rank(old) == r && gwr_tensor_dtype(old) == dt;
+    for (int i = 0; known && i < r; i++) known = gwr_tensor_dim(old, i) != GWR_DIM_UNKNOWN; /* a value or a symbol */
+    gwr_status st = known ? gwr_tensor_set_type(out, dt, r, gwr_tensor_dims(old)) : GWR_OK;
+    if (!st) st = gwr_match_replace_layer(last, 1, &out);
     if (!st && last != l) st = gwr_layer_mark_as_removed(l);
     for (int i = 0; !st && i < m.nlayers - 1; i++) st = gwr_layer_mark_as_removed(m.layers[i]);
     return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;

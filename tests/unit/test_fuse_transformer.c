@@ -527,7 +527,7 @@ TEST(kernel_simplified_layer_norm) {
     gwr_network_free(net);
 }
 
-enum { RMS_RECIP, RMS_DIV_SQUARE, RMS_NO_GAMMA, RMS_AXIS0, RMS_SHARED, RMS_GAMMA_INPUT };
+enum { RMS_RECIP, RMS_DIV_SQUARE, RMS_NO_GAMMA, RMS_AXIS0, RMS_SHARED, RMS_GAMMA_INPUT, RMS_ONE_OVER, RMS_TWO_OVER };
 
 static gwr_network *rms(int form) {
     int64_t d[3] = {2, 4, 8};
@@ -548,6 +548,8 @@ static gwr_network *rms(int form) {
     gwr_op_call(net, "", "Sqrt", 1, &e, NULL, 1, &s);
     if (form == RMS_DIV_SQUARE) {
         n = gwr_div(net, x, s);
+    } else if (form == RMS_ONE_OVER || form == RMS_TWO_OVER) { /* T5's x * (1 / Sqrt(...)); 2 / ...: not one */
+        n = gwr_mul(net, x, gwr_div(net, gwr_constant_f32(net, form == RMS_ONE_OVER ? 1 : 2), s));
     } else {
         gwr_tensor *r = NULL;
         gwr_op_call(net, "", "Reciprocal", 1, &s, NULL, 1, &r);
@@ -561,7 +563,7 @@ static gwr_network *rms(int form) {
 
 TEST(rms_norm_cases) {
     static const struct { int form; int64_t muls; } fires[] = {
-        {RMS_RECIP, 0}, {RMS_DIV_SQUARE, 0}, {RMS_NO_GAMMA, 0}, {RMS_GAMMA_INPUT, 1}};
+        {RMS_RECIP, 0}, {RMS_DIV_SQUARE, 0}, {RMS_NO_GAMMA, 0}, {RMS_GAMMA_INPUT, 1}, {RMS_ONE_OVER, 0}};
     for (size_t i = 0; i < sizeof fires / sizeof *fires; i++) {
         expect(rms(fires[i].form), "fuse_rms_norm", GWR_TARGET_ORT, 1, 4);
         gwr_network *net = rms(fires[i].form);
@@ -574,6 +576,7 @@ TEST(rms_norm_cases) {
     }
     expect(rms(RMS_AXIS0), "fuse_rms_norm", GWR_TARGET_ORT, 0, 4);
     expect(rms(RMS_SHARED), "fuse_rms_norm", GWR_TARGET_ORT, 0, 4);
+    expect(rms(RMS_TWO_OVER), "fuse_rms_norm", GWR_TARGET_ORT, 0, 4);
     not_for_onnx(rms(RMS_RECIP), rms(RMS_RECIP), "fuse_rms_norm");
 }
 

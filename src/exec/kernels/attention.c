@@ -409,7 +409,8 @@ static gwr_status k_rotary_embedding(gwr_kctx *k) {
  * is added, softmax, times V. A row whose bias is -inf
  * everywhere gives zeros. qk_matmul_output: the scaled product (mode 0),
  * after the softcap (1), after the bias (2) or the probabilities (3). Naive
- * loops in double (softmax_precision is at least met). */
+ * loops in double (softmax_precision is at least met); bfloat16 rounds its
+ * intermediates as onnx's reference does (Y matches its test data). */
 typedef struct onnx_att {
     int64_t B, qh, kvh, S, L, P, T, Dh, Dv;
     int r3; /* 3-D Q, K, V */
@@ -467,6 +468,16 @@ static void att_present(const onnx_att *a, const gwr_value *past, const gwr_valu
             }
 }
 
+/* x rounded to the half type t (bfloat16, float16); other types: x. */
+static double att_rnd(gwr_dtype t, double x) {
+    if (!gwr_ku_is_half(t)) return x;
+    float f = (float)x;
+    uint16_t h;
+    gwr_ku_f32_to_half(t, &f, &h, 1);
+    gwr_ku_half_to_f32(t, &h, 1, &f, 1);
+    return f;
+}
+
 static gwr_status k_onnx_attention(gwr_kctx *k) {
     const gwr_value *in[7] = {0};
     for (int i = 0; i < 7; i++) in[i] = gwr_ku_opt(k, i);
@@ -520,6 +531,12 @@ static gwr_status k_onnx_attention(gwr_kctx *k) {
     if (pko) gwr_ku_store_f64(pko, 0, nk * a.Dh, K);
     if (pvo) gwr_ku_store_f64(pvo, 0, nk * a.Dv, V);
     int64_t grp = a.qh / a.kvh;
+    /* bfloat16: as onnx's reference (numpy with ml_dtypes), Q and K times sqrt(scale) rounded
+     * to bfloat16, and the scores, the biased scores, each softmax step and each partial sum
+     * (float16 passes in double: numpy sums it in float32) */
+    int half = dt == GWR_BFLOAT16;
+    double rs = att_rnd(dt, sqrt(scale));
+#define R(x) (half ? att_rnd(dt, (x)) : (x))
     for (int64_t b = 0; b < a.B; b++) {
         int64_t off = a.P, valid = a.T;
         if (nonpad) {
@@ -530,12 +547,18 @@ static gwr_status k_onnx_attention(gwr_kctx *k) {
             const double *Kh = K + (b * a.kvh + h / grp) * a.T * a.Dh, *Vh = V + (b * a.kvh + h / grp) * a.T * a.Dv;
             for (int64_t i = 0; i < a.S; i++) {
                 gwr_ku_load_f64(in[0], att_at(a.r3, a.qh, a.S, a.Dh, b, h, i, 0), a.Dh, qr);
+                for (int64_t d = 0; half && d < a.Dh; d++) qr[d] = R(qr[d] * rs);
                 double mx = -INFINITY, sum = 0;
                 int any = 0;
                 for (int64_t j = 0; j < a.T; j++) {
                     double sc = 0, bj = 0;
-                    for (int64_t d = 0; d < a.Dh; d++) sc += qr[d] * Kh[j * a.Dh + d];
-                    raw[j] = sc *= scale;
+                    if (half) {
+                        for (int64_t d = 0; d < a.Dh; d++) sc += qr[d] * R(Kh[j * a.Dh + d] * rs);
+                        raw[j] = sc = R(sc);
+                    } else {
+                        for (int64_t d = 0; d < a.Dh; d++) sc += qr[d] * Kh[j * a.Dh + d];
+                        raw[j] = sc *= scale;
+                    }
                     if (softcap > 0) sc = softcap * tanh(sc / softcap);
                     if (m) {
                         if (j >= Lm) bj = -INFINITY;
@@ -547,13 +570,13 @@ static gwr_status k_onnx_attention(gwr_kctx *k) {
                     int64_t dif = i + off - j; /* how far key j is before the query's position */
                     if ((causal && dif < 0) || j >= valid || (lw >= 0 && dif > lw) || (rw >= 0 && -dif > rw)) bj = -INFINITY;
                     any |= bj != -INFINITY;
-                    p[j] = sc + bj;
+                    p[j] = R(sc + bj);
                     if (qko && mode == 1) raw[j] = sc;
                     if (qko && mode == 2) raw[j] = p[j];
                     if (p[j] > mx) mx = p[j];
                 }
-                for (int64_t j = 0; j < a.T; j++) sum += p[j] = any && mx != -INFINITY ? exp(p[j] - mx) : 0;
-                for (int64_t j = 0; j < a.T; j++) p[j] = sum > 0 ? p[j] / sum : 0;
+                for (int64_t j = 0; j < a.T; j++) sum = R(sum + (p[j] = any && mx != -INFINITY ? R(exp(R(p[j] - mx))) : 0));
+                for (int64_t j = 0; j < a.T; j++) p[j] = sum > 0 ? R(p[j] / sum) : 0;
                 memset(acc, 0, (size_t)a.Dv * sizeof *acc);
                 for (int64_t j = 0; j < a.T; j++)
                     for (int64_t d = 0; d < a.Dv; d++) acc[d] += p[j] * Vh[j * a.Dv + d];
@@ -562,6 +585,7 @@ static gwr_status k_onnx_attention(gwr_kctx *k) {
             }
         }
     }
+#undef R
     gwr_free(buf);
     return GWR_OK;
 }

@@ -387,6 +387,28 @@ static int64_t ms_attention_flops(an_dims *D, gwr_layer *l, int *known) {
     return f;
 }
 
+/* ONNX Attention (opset 23), Q (B, qh, S, Dh) or (B, S, qh * Dh), K and V
+ * with L keys after a past of P: QK^T and PV (2*B*qh*S*T*(Dh + Dv), T = P +
+ * L) and the softmax (5 per score). Shapes not known: not known. */
+static int64_t onnx_attention_flops(an_dims *D, gwr_layer *l, int *known) {
+    int n = gwr_layer_num_inputs(l), r3;
+    gwr_tensor *q = n > 2 ? gwr_layer_input(l, 0) : NULL, *k = q ? gwr_layer_input(l, 1) : NULL;
+    gwr_tensor *v = q ? gwr_layer_input(l, 2) : NULL, *pk = n > 4 ? gwr_layer_input(l, 4) : NULL;
+    int64_t qnh = attr_int(l, "q_num_heads", 0), knh = attr_int(l, "kv_num_heads", 0);
+    r3 = q && gwr_tensor_rank(q) == 3;
+    if (!q || !k || !v || (gwr_tensor_rank(q) != 4 && !(r3 && qnh > 0 && knh > 0)) || gwr_tensor_rank(k) != gwr_tensor_rank(q) ||
+        gwr_tensor_rank(v) != gwr_tensor_rank(q) || (pk && gwr_tensor_rank(pk) != 4)) {
+        *known = 0;
+        return 0;
+    }
+    int64_t b = an_dim(D, q, 0, known), qh = r3 ? qnh : an_dim(D, q, 1, known), s = an_dim(D, q, r3 ? 1 : 2, known);
+    int64_t dh = r3 ? an_dim(D, q, 2, known) / qnh : an_dim(D, q, 3, known);
+    int64_t dv = r3 ? an_dim(D, v, 2, known) / knh : an_dim(D, v, 3, known);
+    int64_t t = an_add(an_dim(D, k, r3 ? 1 : 2, known), pk ? an_dim(D, pk, 2, known) : 0);
+    int64_t scores = an_mul(b, an_mul(qh, an_mul(s, t)));
+    return an_add(an_mul(2, an_mul(scores, an_add(dh, dv))), an_mul(GWR_FLOPS_PER_SOFTMAX_ELEMENT, scores));
+}
+
 static gwr_status matmul_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, int n) {
     gwr_layer *l = layers[0];
     an_dims *D = state(c)->dims;
@@ -429,6 +451,9 @@ static gwr_status matmul_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, i
         break;
     case GWR_OP_MS_Attention:
         r->flops = ms_attention_flops(D, l, &r->known);
+        break;
+    case GWR_OP_Attention:
+        r->flops = onnx_attention_flops(D, l, &r->known);
         break;
     default: /* Det: not counted */
         break;

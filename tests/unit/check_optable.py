@@ -23,6 +23,8 @@ PINNED = ("",)                   # other domains: latest version of each op
 PREFIX = {"": "", "ai.onnx.ml": "ML_", "ai.onnx.preview.training": "TRAIN_", "com.microsoft": "MS_"}
 # Ops newer than onnx 1.12, listed by hand: (domain, name) -> (since, arities).
 NEWER = {("", "Gelu"): (20, (1, 1, 1, 1))}   # Gelu: opset 20
+# Attention: opset 23's arity, with opset 24's 7th input (nonpad_kv_seqlen)
+NEWER[("", "Attention")] = (23, (3, 7, 1, 4))
 # onnxruntime's contrib ops (com.microsoft; not in the onnx package): by hand
 # from docs/ContribOperators.md.
 PREFIX["com.microsoft"] = "MS_"
@@ -60,7 +62,6 @@ NO_ROW_YET = {("", op): why for why, ops in (
                              "GroupNormalization Mish"),
     ("opset 19, no row yet", "DeformConv"),
     ("opset 20, no row yet", "AffineGrid ImageDecoder RegexFullMatch StringConcat StringSplit"),
-    ("opset 23, no row yet", "Attention RMSNormalization RotaryEmbedding"),
     ("opset 24, no row yet", "Swish TensorScatter"),
     ("opset 26, no row yet", "BitCast CumProd"),
     ("opset 27, no row yet", "CausalConvWithState LinearAttention"),

@@ -247,6 +247,44 @@ TEST(attention_cost) {
     gwr_network_free(net);
 }
 
+/* ONNX Attention (opset 23), 3-D: Q (2, 16, 4 heads * 16), K (2, 8, 2 heads
+ * * 16), V (2, 8, 2 heads * 24) after a past of 4: t = 12 keys, scores
+ * 2*4*16*12 = 1536; QK^T + PV = 2*1536*(16 + 24) = 122880; softmax 5*1536 =
+ * 7680. 4-D Q (1, 2, 3, 8), K and V (1, 2, 5, 8), no past: scores 30, 2*30*16
+ * + 5*30 = 1110. Shapes from the shape rule. */
+TEST(onnx_attention_cost) {
+    gwr_network *net = gwr_network_new("attn23");
+    gwr_dim dq[3] = {2, 16, 64}, dk[3] = {2, 8, 32}, dv[3] = {2, 8, 48}, dpk[4] = {2, 2, 4, 16}, dpv[4] = {2, 2, 4, 24};
+    gwr_dim q4[4] = {1, 2, 3, 8}, k4[4] = {1, 2, 5, 8};
+    gwr_tensor *in[6] = {input(net, "q", 3, dq), input(net, "k", 3, dk), input(net, "v", 3, dv), NULL,
+                         input(net, "pk", 4, dpk), input(net, "pv", 4, dpv)};
+    gwr_tensor *in4[3] = {input(net, "q4", 4, q4), input(net, "k4", 4, k4), input(net, "v4", 4, k4)};
+    gwr_layer *l = gwr_network_add_layer(net, "Attention", "", "A3", 6, in, 1, NULL);
+    gwr_layer *l4 = gwr_network_add_layer(net, "Attention", "", "A4", 3, in4, 1, NULL);
+    if (!CHECK(l && l4)) {
+        gwr_network_free(net);
+        return;
+    }
+    gwr_layer_set_int(l, "q_num_heads", 4);
+    gwr_layer_set_int(l, "kv_num_heads", 2);
+    /* the shape rule: Y (2, 16, 4 * 24) and (1, 2, 3, 8) */
+    CHECK_EQ_INT(gwr_layer_infer(l), GWR_OK);
+    CHECK_EQ_INT(gwr_layer_infer(l4), GWR_OK);
+    CHECK(gwr_tensor_rank(gwr_layer_output(l, 0)) == 3 && gwr_tensor_dims(gwr_layer_output(l, 0))[2] == 96);
+    CHECK(gwr_tensor_rank(gwr_layer_output(l4, 0)) == 4 && gwr_tensor_dims(gwr_layer_output(l4, 0))[3] == 8);
+    gwr_network_mark_output(net, gwr_layer_output(l, 0));
+    gwr_network_mark_output(net, gwr_layer_output(l4, 0));
+    gwr_analysis *an = gwr_analyze_network(net, NULL);
+    const gwr_layer_cost *c;
+    if (CHECK(an) && CHECK(c = cost_of(an, gwr_layer_output(l, 0)))) {
+        CHECK_EQ_INT(c->flops, 130560);
+        CHECK_EQ_INT(c->known, 1);
+    }
+    if (an && CHECK(c = cost_of(an, gwr_layer_output(l4, 0)))) CHECK_EQ_INT(c->flops, 1110);
+    gwr_analysis_free(an);
+    gwr_network_free(net);
+}
+
 /* ---- histogram and parameters --------------------------------------------- */
 
 TEST(op_histogram) {
@@ -952,6 +990,7 @@ int main(void) {
     RUN(conv_cost);
     RUN(elementwise_norm_softmax_reduce_pool);
     RUN(attention_cost);
+    RUN(onnx_attention_cost);
     RUN(op_histogram);
     RUN(parameters_shared_buffer);
     RUN(parameters_in_subgraphs);

@@ -617,6 +617,122 @@ TEST(other_norms) {
     gwr_value_release(x);
 }
 
+/* RMSNormalization (opset 23): rows [3, 4] and [1, 1] over their root mean
+ * square (sqrt(12.5) and 1) times scale [1, 2]; axis 0 over all four values
+ * (mean square 27 / 4) with a one-value scale broadcast; a scale of 3 values
+ * refused. */
+TEST(rms_norm) {
+    int64_t xd[2] = {2, 2}, two = 2, one = 1, three = 3;
+    float d[4] = {3, 4, 1, 1}, sc[3] = {1, 2, 2};
+    gwr_value *in[2] = {vf(2, xd, d), vf(1, &two, sc)}, *out[1];
+    gwr_layer *l = layer("RMSNormalization", 2, in, 1);
+    gwr_layer_set_float(l, "epsilon", 0);
+    if (CHECK_OK(run(23, 2, in, 1, out)))
+        CHECK(dims_are(out[0], 2, xd) && near(at(out[0], 0), 3 / sqrt(12.5)) && near(at(out[0], 1), 8 / sqrt(12.5)) &&
+              near(at(out[0], 2), 1) && near(at(out[0], 3), 2));
+    rel(1, out);
+    gwr_value_release(in[1]);
+    in[1] = vf(1, &one, sc + 1);
+    l = layer("RMSNormalization", 2, in, 1);
+    gwr_layer_set_int(l, "axis", 0);
+    gwr_layer_set_float(l, "epsilon", 0.25f);
+    if (CHECK_OK(run(23, 2, in, 1, out))) CHECK(near(at(out[0], 1), 2 * 4 / sqrt(27.0 / 4 + 0.25)));
+    rel(1, out);
+    gwr_value_release(in[1]);
+    in[1] = vf(1, &three, sc);
+    layer("RMSNormalization", 2, in, 1);
+    CHECK_EQ_INT(run(23, 2, in, 1, out), GWR_ERR_INVALID_ARG);
+    CHECK_CONTAINS(t_err, "scale");
+    rel(2, in);
+}
+
+/* RotaryEmbedding (opset 23): one head [1, 2, 3, 4] at position 1, whose
+ * cache row turns pair 0 by 90 degrees (cos 0, sin 1) and pair 1 by 0:
+ * halves pair (1, 3) and (2, 4), giving [-3, 2, 1, 4]; interleaved pairs (1,
+ * 2) and (3, 4), giving [-2, 1, 3, 4]; the 3-D form with num_heads 1 as the
+ * 4-D one; a position past the cache refused. */
+TEST(rotary_embedding) {
+    int64_t xd[4] = {1, 1, 1, 4}, x3[3] = {1, 1, 4}, cd[2] = {2, 2}, pd[2] = {1, 1}, p1 = 1, p5 = 5;
+    float x[4] = {1, 2, 3, 4}, c[4] = {1, 1, 0, 1}, sn[4] = {0, 0, 1, 0};
+    gwr_value *in[4] = {vf(4, xd, x), vf(2, cd, c), vf(2, cd, sn), vi(2, pd, &p1)}, *out[1];
+    layer("RotaryEmbedding", 4, in, 1);
+    if (CHECK_OK(run(23, 4, in, 1, out)))
+        CHECK(dims_are(out[0], 4, xd) && at(out[0], 0) == -3 && at(out[0], 1) == 2 && at(out[0], 2) == 1 && at(out[0], 3) == 4);
+    rel(1, out);
+    gwr_layer *l = layer("RotaryEmbedding", 4, in, 1);
+    gwr_layer_set_int(l, "interleaved", 1);
+    if (CHECK_OK(run(23, 4, in, 1, out)))
+        CHECK(at(out[0], 0) == -2 && at(out[0], 1) == 1 && at(out[0], 2) == 3 && at(out[0], 3) == 4);
+    rel(1, out);
+    gwr_value *in3[4] = {vf(3, x3, x), in[1], in[2], in[3]};
+    l = layer("RotaryEmbedding", 4, in3, 1);
+    gwr_layer_set_int(l, "num_heads", 1);
+    if (CHECK_OK(run(23, 4, in3, 1, out))) CHECK(dims_are(out[0], 3, x3) && at(out[0], 0) == -3 && at(out[0], 2) == 1);
+    rel(1, out);
+    gwr_value_release(in3[0]);
+    gwr_value_release(in[3]);
+    in[3] = vi(2, pd, &p5);
+    layer("RotaryEmbedding", 4, in, 1);
+    CHECK_EQ_INT(run(23, 4, in, 1, out), GWR_ERR_INVALID_ARG);
+    CHECK_CONTAINS(t_err, "position id 5");
+    rel(4, in);
+}
+
+/* Attention (opset 23), one head of size 1, scale 1: queries [1, 1] against
+ * keys [0, ln 3] weigh values [4, 8] by softmax [1/4, 3/4], giving 7; causal,
+ * query 0 sees key 0 alone (4); a bool mask [true, false] keeps key 0 for
+ * both; two query heads share the one kv head (GQA); a past key 0 and value
+ * 4 before key ln 3 and value 8 give 7 and the presents [0, ln 3], [4, 8]. */
+TEST(onnx_attention) {
+    int64_t qd[4] = {1, 1, 2, 1}, md = 2, gd[4] = {1, 2, 1, 1}, pd[4] = {1, 1, 1, 1};
+    float q[2] = {1, 1}, k[2] = {0, (float)log(3.0)}, v[2] = {4, 8};
+    gwr_value *in[6] = {vf(4, qd, q), vf(4, qd, k), vf(4, qd, v), NULL, NULL, NULL}, *out[4];
+    gwr_layer *l = layer("Attention", 3, in, 1);
+    gwr_layer_set_float(l, "scale", 1);
+    if (CHECK_OK(run(23, 3, in, 1, out))) CHECK(dims_are(out[0], 4, qd) && near(at(out[0], 0), 7) && near(at(out[0], 1), 7));
+    rel(1, out);
+    l = layer("Attention", 3, in, 4);
+    gwr_layer_set_float(l, "scale", 1);
+    gwr_layer_set_int(l, "is_causal", 1);
+    gwr_layer_set_int(l, "qk_matmul_output_mode", 3);
+    if (CHECK_OK(run(23, 3, in, 4, out))) {
+        CHECK(near(at(out[0], 0), 4) && near(at(out[0], 1), 7));
+        CHECK(near(at(out[3], 0), 1) && at(out[3], 1) == 0 && near(at(out[3], 2), 0.25) && near(at(out[3], 3), 0.75));
+    }
+    rel(4, out);
+    in[3] = gwr_value_new(GWR_BOOL, 1, &md);
+    ((uint8_t *)gwr_value_data(in[3]))[0] = 1, ((uint8_t *)gwr_value_data(in[3]))[1] = 0;
+    l = layer("Attention", 4, in, 1);
+    gwr_layer_set_float(l, "scale", 1);
+    if (CHECK_OK(run(23, 4, in, 1, out))) CHECK(near(at(out[0], 0), 4) && near(at(out[0], 1), 4));
+    rel(1, out);
+    gwr_value_release(in[3]), in[3] = NULL;
+    gwr_value *g[3] = {vf(4, gd, q), in[1], in[2]};
+    l = layer("Attention", 3, g, 1);
+    gwr_layer_set_float(l, "scale", 1);
+    if (CHECK_OK(run(23, 3, g, 1, out))) CHECK(dims_are(out[0], 4, gd) && near(at(out[0], 0), 7) && near(at(out[0], 1), 7));
+    rel(1, out);
+    gwr_value_release(g[0]);
+    gwr_value *p[6] = {vf(4, pd, q), vf(4, pd, k + 1), vf(4, pd, v + 1), NULL, vf(4, pd, k), vf(4, pd, v)};
+    l = layer("Attention", 6, p, 3);
+    gwr_layer_set_float(l, "scale", 1);
+    if (CHECK_OK(run(23, 6, p, 3, out))) {
+        int64_t kd[4] = {1, 1, 2, 1};
+        CHECK(near(at(out[0], 0), 7) && dims_are(out[1], 4, kd) && dims_are(out[2], 4, kd));
+        CHECK(at(out[1], 0) == 0 && near(at(out[1], 1), log(3.0)) && at(out[2], 0) == 4 && at(out[2], 1) == 8);
+    }
+    rel(3, out);
+    rel(6, p);
+    /* K with a head size other than Q's: refused */
+    int64_t kd2[4] = {1, 1, 1, 2};
+    gwr_value *bad[3] = {in[0], vf(4, kd2, k), in[2]};
+    layer("Attention", 3, bad, 1);
+    CHECK_EQ_INT(run(23, 3, bad, 1, out), GWR_ERR_INVALID_ARG);
+    CHECK_CONTAINS(t_err, "head");
+    gwr_value_release(bad[1]);
+    rel(3, in);
+}
+
 /* ---- Resize / Upsample -------------------------------------------------------------- */
 
 /* nearest upsampling of a float32 [1, 2, 2, 3] by 2 x 2 (asymmetric,
@@ -780,5 +896,8 @@ int main(void) {
     RUN(other_norms);
     RUN(resize);
     RUN(resize_nearest_rows);
+    RUN(rms_norm);
+    RUN(rotary_embedding);
+    RUN(onnx_attention);
     return check_report();
 }

@@ -327,9 +327,274 @@ static gwr_status k_attention(gwr_kctx *k) {
     return st;
 }
 
+/* ---- RotaryEmbedding (opset 23) ---------------------------------------------- */
+
+/* X (B, heads, S, D) or (B, S, heads * D) with num_heads; the first R =
+ * rotary_embedding_dim (0: D) values of each head turn by the angle whose
+ * cos and sin are row p of the caches, p = position_ids[b, s] (caches
+ * (max_pos, R/2)) or the caches (B, S, R/2) themselves. Pair i is (x[i],
+ * x[i + R/2]), or (x[2i], x[2i + 1]) when interleaved; the rest of the head
+ * is copied. In double. */
+static gwr_status k_rotary_embedding(gwr_kctx *k) {
+    const gwr_value *x = gwr_ku_need_float(k, 0, "input"), *cs = x ? gwr_ku_need_float(k, 1, "cos_cache") : NULL;
+    const gwr_value *sn = cs ? gwr_ku_need_float(k, 2, "sin_cache") : NULL, *pos = gwr_ku_opt(k, 3);
+    if (!sn) return GWR_ERR_INVALID_ARG;
+    int64_t nh = gwr_k_int(k, "num_heads", 0), R = gwr_k_int(k, "rotary_embedding_dim", 0);
+    int il = gwr_k_int(k, "interleaved", 0) != 0;
+    int64_t B, S, H, D;
+    if (x->rank == 4) {
+        B = x->dims[0], H = x->dims[1], S = x->dims[2], D = x->dims[3];
+    } else if (x->rank == 3) {
+        if (nh <= 0 || x->dims[2] % nh)
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "a 3-D input needs num_heads dividing its hidden size %lld",
+                              (long long)x->dims[2]);
+        B = x->dims[0], S = x->dims[1], H = nh, D = x->dims[2] / nh;
+    } else {
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input must be 3-D or 4-D, not %d-D", x->rank);
+    }
+    if (R == 0) R = D;
+    if (R < 0 || R > D || R % 2) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "rotary_embedding_dim %lld does not fit head size %lld",
+                                                   (long long)R, (long long)D);
+    int64_t half = R / 2, rows = pos ? 0 : B * S;
+    if (pos) {
+        if (!gwr_ku_is_int(pos->dtype) || pos->numel != B * S)
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "position_ids must be integers of shape (batch, sequence)");
+        rows = cs->rank == 2 ? cs->dims[0] : 0;
+    }
+    if (cs->rank < 2 || cs->dims[cs->rank - 1] != half || cs->numel != rows * half || sn->numel != cs->numel)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "cos_cache and sin_cache must be (%s, %lld)",
+                          pos ? "max_position, rotary_embedding_dim / 2" : "batch, sequence", (long long)half);
+    gwr_value *y = gwr_k_out(k, 0, x->dtype, x->rank, x->dims);
+    double *row = y ? gwr_ku_scratch(k, D + 1, sizeof *row) : NULL;
+    if (!row) return GWR_ERR_NOMEM;
+    gwr_status st = GWR_OK;
+    for (int64_t b = 0; !st && b < B; b++)
+        for (int64_t s = 0; !st && s < S; s++) {
+            int64_t p = b * S + s;
+            if (pos && ((p = gwr_v_get_i64(pos, p)) < 0 || p >= rows)) {
+                st = gwr_k_fail(k, GWR_ERR_INVALID_ARG, "position id %lld is outside the caches' %lld rows", (long long)p,
+                                (long long)rows);
+                break;
+            }
+            for (int64_t h = 0; h < H; h++) {
+                int64_t off = x->rank == 4 ? ((b * H + h) * S + s) * D : ((b * S + s) * H + h) * D;
+                gwr_ku_load_f64(x, off, D, row);
+                for (int64_t i = 0; i < half; i++) {
+                    int64_t i1 = il ? 2 * i : i, i2 = il ? 2 * i + 1 : i + half;
+                    double c = gwr_v_get_f64(cs, p * half + i), si = gwr_v_get_f64(sn, p * half + i);
+                    double x1 = row[i1], x2 = row[i2];
+                    row[i1] = c * x1 - si * x2;
+                    row[i2] = si * x1 + c * x2;
+                }
+                gwr_ku_store_f64(y, off, D, row);
+            }
+        }
+    gwr_free(row);
+    return st;
+}
+
+/* ---- Attention (ONNX opset 23 and 24) ----------------------------------------- */
+
+/* Q (B, qh, S, Dh), K (B, kvh, L, Dh), V (B, kvh, L, Dv), or the 3-D (B, S,
+ * qh * Dh) forms with q_num_heads and kv_num_heads; past_key and past_value
+ * (B, kvh, P, D*) go before K and V (T = P + L keys, written to present_key
+ * and present_value). Query head h reads key head h / (qh / kvh) (GQA). Per
+ * query row: s_j = scale * q.k_j (scale 1/sqrt(Dh) by default); softcap c >
+ * 0 makes it c * tanh(s_j / c); the bias (attn_mask, bool: false is -inf,
+ * float: added, right-aligned broadcast to (B, qh, S, T), keys past its
+ * last dim -inf; is_causal: -inf where j > i + offset, offset P, or
+ * nonpad_kv_seqlen[b] - S without a past; nonpad_kv_seqlen: -inf where j >=
+ * nonpad_kv_seqlen[b]; opset 25's left_window_size and right_window_size
+ * when >= 0: -inf where j < i + offset - left or j > i + offset + right)
+ * is added, softmax, times V. A row whose bias is -inf
+ * everywhere gives zeros. qk_matmul_output: the scaled product (mode 0),
+ * after the softcap (1), after the bias (2) or the probabilities (3). Naive
+ * loops in double (softmax_precision is at least met); bfloat16 rounds its
+ * intermediates as onnx's reference does (Y matches its test data). */
+typedef struct onnx_att {
+    int64_t B, qh, kvh, S, L, P, T, Dh, Dv;
+    int r3; /* 3-D Q, K, V */
+} onnx_att;
+
+/* Element (b, h, s, d) of a (B, H, N, D) tensor, or of its 3-D (B, N, H * D) form. */
+static int64_t att_at(int r3, int64_t H, int64_t N, int64_t D, int64_t b, int64_t h, int64_t s, int64_t d) {
+    return r3 ? ((b * N + s) * H + h) * D + d : ((b * H + h) * N + s) * D + d;
+}
+
+static gwr_status onnx_att_dims(gwr_kctx *k, const gwr_value *const *in, onnx_att *a) {
+    const gwr_value *q = in[0], *kk = in[1], *v = in[2], *pk = in[4], *pv = in[5];
+    int64_t qnh = gwr_k_int(k, "q_num_heads", 0), knh = gwr_k_int(k, "kv_num_heads", 0);
+    if (q->rank != kk->rank || q->rank != v->rank || (q->rank != 3 && q->rank != 4))
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "Q, K and V must all be 3-D or all 4-D");
+    a->r3 = q->rank == 3;
+    a->B = q->dims[0];
+    if (a->r3) {
+        if (qnh <= 0 || knh <= 0 || q->dims[2] % qnh || kk->dims[2] % knh || v->dims[2] % knh)
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "3-D Q, K and V need q_num_heads and kv_num_heads dividing their hidden sizes");
+        a->qh = qnh, a->kvh = knh, a->S = q->dims[1], a->L = kk->dims[1];
+        a->Dh = q->dims[2] / qnh, a->Dv = v->dims[2] / knh;
+        if (kk->dims[2] / knh != a->Dh) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "Q and K head sizes differ");
+    } else {
+        a->qh = q->dims[1], a->kvh = kk->dims[1], a->S = q->dims[2], a->L = kk->dims[2];
+        a->Dh = q->dims[3], a->Dv = v->dims[3];
+        if (kk->dims[3] != a->Dh || v->dims[1] != a->kvh)
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "Q, K and V head counts or sizes do not fit");
+    }
+    if (kk->dims[0] != a->B || v->dims[0] != a->B || v->dims[a->r3 ? 1 : 2] != a->L)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "K and V must share the batch and the sequence length");
+    if (a->kvh <= 0 || a->qh % a->kvh)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "q heads (%lld) must be a multiple of kv heads (%lld)", (long long)a->qh,
+                          (long long)a->kvh);
+    a->P = 0;
+    if (!pk != !pv) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "past_key and past_value go together");
+    if (pk) {
+        if (pk->rank != 4 || pv->rank != 4 || pk->dims[0] != a->B || pk->dims[1] != a->kvh || pk->dims[3] != a->Dh ||
+            pv->dims[0] != a->B || pv->dims[1] != a->kvh || pv->dims[2] != pk->dims[2] || pv->dims[3] != a->Dv)
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "past_key and past_value must be (batch, kv_heads, past, head_size)");
+        a->P = pk->dims[2];
+    }
+    a->T = a->P + a->L;
+    return GWR_OK;
+}
+
+/* The (B, kvh, T, D) present tensor of past (or none) and cur into dst. */
+static void att_present(const onnx_att *a, const gwr_value *past, const gwr_value *cur, int64_t D, double *dst) {
+    for (int64_t b = 0; b < a->B; b++)
+        for (int64_t h = 0; h < a->kvh; h++)
+            for (int64_t t = 0; t < a->T; t++) {
+                double *o = dst + ((b * a->kvh + h) * a->T + t) * D;
+                if (t < a->P) gwr_ku_load_f64(past, ((b * a->kvh + h) * a->P + t) * D, D, o);
+                else gwr_ku_load_f64(cur, att_at(a->r3, a->kvh, a->L, D, b, h, t - a->P, 0), D, o);
+            }
+}
+
+/* x rounded to the half type t (bfloat16, float16); other types: x. */
+static double att_rnd(gwr_dtype t, double x) {
+    if (!gwr_ku_is_half(t)) return x;
+    float f = (float)x;
+    uint16_t h;
+    gwr_ku_f32_to_half(t, &f, &h, 1);
+    gwr_ku_half_to_f32(t, &h, 1, &f, 1);
+    return f;
+}
+
+static gwr_status k_onnx_attention(gwr_kctx *k) {
+    const gwr_value *in[7] = {0};
+    for (int i = 0; i < 7; i++) in[i] = gwr_ku_opt(k, i);
+    static const char *const names[] = {"Q", "K", "V"};
+    for (int i = 0; i < 3; i++)
+        if (!gwr_ku_need_float(k, i, names[i])) return GWR_ERR_INVALID_ARG;
+    onnx_att a;
+    gwr_status st = onnx_att_dims(k, in, &a);
+    if (st) return st;
+    const gwr_value *m = in[3], *nonpad = in[6];
+    int64_t mdim[4] = {1, 1, 1, 1}, mst[4] = {0, 0, 0, 0}, Lm = 0;
+    if (m) {
+        if (m->rank < 1 || m->rank > 4 || (m->dtype != GWR_BOOL && m->dtype != in[0]->dtype))
+            return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "attn_mask must be bool or Q's dtype, of rank 1 to 4");
+        int64_t want[4] = {a.B, a.qh, a.S, a.T}, sd = 1;
+        for (int i = 3; i >= 0; i--) {
+            int j = i - (4 - m->rank);
+            mdim[i] = j >= 0 ? m->dims[j] : 1;
+            if (i < 3 && mdim[i] != 1 && mdim[i] != want[i])
+                return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "attn_mask does not broadcast to (batch, heads, q_seq, total_seq)");
+            mst[i] = mdim[i] == 1 && i < 3 ? 0 : sd;
+            sd *= mdim[i];
+        }
+        Lm = mdim[3];
+        if (Lm > a.T) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "attn_mask's last dim %lld exceeds total_seq %lld", (long long)Lm,
+                                        (long long)a.T);
+    }
+    if (nonpad && (a.P || !gwr_ku_is_int(nonpad->dtype) || nonpad->numel != a.B))
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "nonpad_kv_seqlen must be (batch,) integers, without past_key");
+    int causal = gwr_k_int(k, "is_causal", 0) != 0;
+    int64_t lw = gwr_k_int(k, "left_window_size", -1), rw = gwr_k_int(k, "right_window_size", -1);
+    int64_t mode = gwr_k_int(k, "qk_matmul_output_mode", 0);
+    double softcap = gwr_k_float(k, "softcap", 0.0f);
+    double scale = gwr_k_float(k, "scale", NAN);
+    if (isnan(scale)) scale = 1.0 / sqrt((double)a.Dh);
+    if (mode < 0 || mode > 3) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "qk_matmul_output_mode %lld is not 0 to 3", (long long)mode);
+    gwr_dtype dt = in[0]->dtype;
+    int64_t yd[4] = {a.B, a.qh, a.S, a.Dv}, y3[3] = {a.B, a.S, a.qh * a.Dv};
+    int64_t kd[4] = {a.B, a.kvh, a.T, a.Dh}, vd[4] = {a.B, a.kvh, a.T, a.Dv}, qd[4] = {a.B, a.qh, a.S, a.T};
+    gwr_value *y = gwr_k_out(k, 0, dt, a.r3 ? 3 : 4, a.r3 ? y3 : yd), *pko = NULL, *pvo = NULL, *qko = NULL;
+    if (!y) return GWR_ERR_NOMEM;
+    if (k->nout > 1 && gwr_k_out_used(k, 1) && !(pko = gwr_k_out(k, 1, dt, 4, kd))) return GWR_ERR_NOMEM;
+    if (k->nout > 2 && gwr_k_out_used(k, 2) && !(pvo = gwr_k_out(k, 2, dt, 4, vd))) return GWR_ERR_NOMEM;
+    if (k->nout > 3 && gwr_k_out_used(k, 3) && !(qko = gwr_k_out(k, 3, dt, 4, qd))) return GWR_ERR_NOMEM;
+    int64_t nk = a.B * a.kvh * a.T;
+    double *buf = gwr_ku_scratch(k, nk * (a.Dh + a.Dv) + a.Dh + a.Dv + 2 * a.T + 1, sizeof *buf);
+    if (!buf) return GWR_ERR_NOMEM;
+    double *K = buf, *V = K + nk * a.Dh, *qr = V + nk * a.Dv, *acc = qr + a.Dh, *raw = acc + a.Dv, *p = raw + a.T;
+    att_present(&a, in[4], in[1], a.Dh, K);
+    att_present(&a, in[5], in[2], a.Dv, V);
+    if (pko) gwr_ku_store_f64(pko, 0, nk * a.Dh, K);
+    if (pvo) gwr_ku_store_f64(pvo, 0, nk * a.Dv, V);
+    int64_t grp = a.qh / a.kvh;
+    /* bfloat16: as onnx's reference (numpy with ml_dtypes), Q and K times sqrt(scale) rounded
+     * to bfloat16, and the scores, the biased scores, each softmax step and each partial sum
+     * (float16 passes in double: numpy sums it in float32) */
+    int half = dt == GWR_BFLOAT16;
+    double rs = att_rnd(dt, sqrt(scale));
+#define R(x) (half ? att_rnd(dt, (x)) : (x))
+    for (int64_t b = 0; b < a.B; b++) {
+        int64_t off = a.P, valid = a.T;
+        if (nonpad) {
+            valid = gwr_v_get_i64(nonpad, b);
+            off = valid - a.S;
+        }
+        for (int64_t h = 0; h < a.qh; h++) {
+            const double *Kh = K + (b * a.kvh + h / grp) * a.T * a.Dh, *Vh = V + (b * a.kvh + h / grp) * a.T * a.Dv;
+            for (int64_t i = 0; i < a.S; i++) {
+                gwr_ku_load_f64(in[0], att_at(a.r3, a.qh, a.S, a.Dh, b, h, i, 0), a.Dh, qr);
+                for (int64_t d = 0; half && d < a.Dh; d++) qr[d] = R(qr[d] * rs);
+                double mx = -INFINITY, sum = 0;
+                int any = 0;
+                for (int64_t j = 0; j < a.T; j++) {
+                    double sc = 0, bj = 0;
+                    if (half) {
+                        for (int64_t d = 0; d < a.Dh; d++) sc += qr[d] * R(Kh[j * a.Dh + d] * rs);
+                        raw[j] = sc = R(sc);
+                    } else {
+                        for (int64_t d = 0; d < a.Dh; d++) sc += qr[d] * Kh[j * a.Dh + d];
+                        raw[j] = sc *= scale;
+                    }
+                    if (softcap > 0) sc = softcap * tanh(sc / softcap);
+                    if (m) {
+                        if (j >= Lm) bj = -INFINITY;
+                        else {
+                            int64_t mi = b * mst[0] + h * mst[1] + i * mst[2] + j * mst[3];
+                            bj = m->dtype == GWR_BOOL ? (((const uint8_t *)m->data)[mi] ? 0 : -INFINITY) : gwr_v_get_f64(m, mi);
+                        }
+                    }
+                    int64_t dif = i + off - j; /* how far key j is before the query's position */
+                    if ((causal && dif < 0) || j >= valid || (lw >= 0 && dif > lw) || (rw >= 0 && -dif > rw)) bj = -INFINITY;
+                    any |= bj != -INFINITY;
+                    p[j] = R(sc + bj);
+                    if (qko && mode == 1) raw[j] = sc;
+                    if (qko && mode == 2) raw[j] = p[j];
+                    if (p[j] > mx) mx = p[j];
+                }
+                for (int64_t j = 0; j < a.T; j++) sum = R(sum + (p[j] = any && mx != -INFINITY ? R(exp(R(p[j] - mx))) : 0));
+                for (int64_t j = 0; j < a.T; j++) p[j] = sum > 0 ? R(p[j] / sum) : 0;
+                memset(acc, 0, (size_t)a.Dv * sizeof *acc);
+                for (int64_t j = 0; j < a.T; j++)
+                    for (int64_t d = 0; d < a.Dv; d++) acc[d] += p[j] * Vh[j * a.Dv + d];
+                gwr_ku_store_f64(y, att_at(a.r3, a.qh, a.S, a.Dv, b, h, i, 0), a.Dv, acc);
+                if (qko) gwr_ku_store_f64(qko, ((b * a.qh + h) * a.S + i) * a.T, a.T, mode == 3 ? p : raw);
+            }
+        }
+    }
+#undef R
+    gwr_free(buf);
+    return GWR_OK;
+}
+
 const gwr_kernel_entry gwr_kernels_attention[] = {
     GWR_KERNEL(MS_MultiHeadAttention, k_multi_head_attention, .flags = GWR_KF_BLAS),
     GWR_KERNEL(MS_Attention, k_attention, .flags = GWR_KF_BLAS, .prepare = gwr_ku_mm_prepare,
                .prep_free = gwr_ku_mm_prep_free),
+    GWR_KERNEL(RotaryEmbedding, k_rotary_embedding),
+    GWR_KERNEL(Attention, k_onnx_attention),
     {.fn = NULL},
 };

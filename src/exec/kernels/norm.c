@@ -1,6 +1,6 @@
 /* norm.c - the norm kernel family: BatchNormalization,
- * InstanceNormalization, LayerNormalization, GroupNormalization,
- * MeanVarianceNormalization, LRN, Softmax, LogSoftmax and Hardmax.
+ * InstanceNormalization, LayerNormalization, RMSNormalization,
+ * GroupNormalization, MeanVarianceNormalization, LRN, Softmax, LogSoftmax and Hardmax.
  *
  * float32 has direct loops on the hot paths (Softmax and LayerNormalization
  * over the last axis, BatchNormalization); everything else loads rows as
@@ -506,6 +506,20 @@ static int bcast_param(gwr_kctx *k, int i, const char *what, int nd, const int64
     return 0;
 }
 
+/* LayerNormalization's and RMSNormalization's rows: the axis attribute of
+ * X (rank >= 1) as *a, the outer count and the row length; -1 after
+ * gwr_k_fail. */
+static int norm_rows(gwr_kctx *k, const gwr_value *x, int *a, int64_t *outer, int64_t *n) {
+    int r = x->rank;
+    if (r < 1) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "X must have rank 1 or more"), -1;
+    int64_t axis = gwr_k_int(k, "axis", -1);
+    *a = gwr_axis(axis, r);
+    if (*a < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis %lld is out of range for rank %d", (long long)axis, r), -1;
+    *outer = 1, *n = 1;
+    for (int i = 0; i < r; i++) *(i < *a ? outer : n) *= x->dims[i];
+    return 0;
+}
+
 static gwr_dtype declared_or(const gwr_kctx *k, int o, gwr_dtype def) {
     gwr_tensor *t = gwr_layer_output(k->layer, o);
     gwr_dtype d = t ? gwr_tensor_dtype(t) : GWR_UNDEFINED;
@@ -539,14 +553,10 @@ static gwr_status k_layer_norm(gwr_kctx *k) {
     const gwr_value *x = gwr_ku_need_float(k, 0, "X");
     if (!x) return GWR_ERR_INVALID_ARG;
     if (k->nin < 2 || !k->in[1]) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input 1 (Scale) is missing");
-    int r = x->rank;
-    if (r < 1) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "X must have rank 1 or more");
-    int64_t axis = gwr_k_int(k, "axis", -1);
-    int a = gwr_axis(axis, r);
-    if (a < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "axis %lld is out of range for rank %d", (long long)axis, r);
+    int r = x->rank, a;
+    int64_t outer, n;
+    if (norm_rows(k, x, &a, &outer, &n)) return GWR_ERR_INVALID_ARG;
     double eps = gwr_k_float(k, "epsilon", 1e-5f);
-    int64_t outer = 1, n = 1;
-    for (int i = 0; i < r; i++) *(i < a ? &outer : &n) *= x->dims[i];
     double *pm = gwr_malloc((size_t)(3 * n + 1) * sizeof *pm);
     if (!pm) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     double *sc = pm, *bi = pm + n, *row = pm + 2 * n;
@@ -598,6 +608,37 @@ static gwr_status k_layer_norm(gwr_kctx *k) {
     }
     gwr_free(pm);
     return GWR_OK;
+}
+
+/* ---- RMSNormalization (opset 23) --------------------------------------------- */
+
+/* Y = X / sqrt(mean(X^2 over the dims from axis on) + epsilon) * Scale, the
+ * Scale broadcast to those dims as LayerNormalization's; the mean and the
+ * scaling in double (at least stash_type's float32). */
+static gwr_status k_rms_norm(gwr_kctx *k) {
+    const gwr_value *x = gwr_ku_need_float(k, 0, "X");
+    if (!x) return GWR_ERR_INVALID_ARG;
+    int r = x->rank, a;
+    int64_t outer, n;
+    if (norm_rows(k, x, &a, &outer, &n)) return GWR_ERR_INVALID_ARG;
+    double eps = gwr_k_float(k, "epsilon", 1e-5f);
+    double *sc = gwr_malloc((size_t)(2 * n + 1) * sizeof *sc), *row = sc ? sc + n : NULL;
+    if (!sc) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    if (bcast_param(k, 1, "scale", r - a, x->dims + a, n, sc)) {
+        gwr_free(sc);
+        return GWR_ERR_INVALID_ARG;
+    }
+    gwr_value *y = gwr_k_out(k, 0, x->dtype, r, x->dims);
+    for (int64_t o = 0; y && o < outer; o++) {
+        double ss = 0;
+        gwr_ku_load_f64(x, o * n, n, row);
+        for (int64_t j = 0; j < n; j++) ss += row[j] * row[j];
+        double inv = 1.0 / sqrt(ss / (double)n + eps);
+        for (int64_t j = 0; j < n; j++) row[j] = row[j] * inv * sc[j];
+        gwr_ku_store_f64(y, o * n, n, row);
+    }
+    gwr_free(sc);
+    return y ? GWR_OK : GWR_ERR_NOMEM;
 }
 
 /* ---- MeanVarianceNormalization ------------------------------------------------ */
@@ -734,6 +775,7 @@ const gwr_kernel_entry gwr_kernels_norm[] = {
     GWR_KERNEL(MeanVarianceNormalization, k_mvn),
     GWR_KERNEL(LRN, k_lrn),
     GWR_KERNEL(LpNormalization, k_lp_norm),
+    GWR_KERNEL(RMSNormalization, k_rms_norm),
     GWR_KERNEL(Softmax, k_softmax),
     GWR_KERNEL(LogSoftmax, k_log_softmax),
     GWR_KERNEL(Hardmax, k_hardmax),

@@ -1,5 +1,6 @@
 /* attention.c - shape rules of the attention ops: com.microsoft
- * MultiHeadAttention and Attention (onnxruntime's contrib ops).
+ * MultiHeadAttention and Attention (onnxruntime's contrib ops), ONNX's
+ * Attention and RotaryEmbedding (opset 23).
  *
  * MultiHeadAttention: query (batch, seq, hidden) with key (batch, kv_seq,
  * hidden) and value (batch, kv_seq, v_hidden), or a packed qkv (batch,
@@ -109,8 +110,53 @@ static gwr_status infer_attention(ictx *c) {
     return gwr_fi_put(c, 0, dt, &out);
 }
 
+/* ONNX Attention (opset 23, 24): Q, K, V all (B, S, heads * D) with
+ * q_num_heads and kv_num_heads, or all (B, heads, S, D); past_key and
+ * past_value (B, kv_heads, P, D). Y: Q's layout with V's head size;
+ * present_key and present_value (B, kv_heads, P + L, D); qk_matmul_output
+ * (B, q_heads, S, P + L). Unknown dims stay unknown. */
+static gwr_dim known_div(gwr_dim a, int64_t b) { return GWR_DIM_IS_KNOWN(a) && b > 0 ? a / b : GWR_DIM_UNKNOWN; }
+
+static gwr_status infer_onnx_attention(ictx *c) {
+    gwr_tensor *q = gwr_fi_need(c, 0, "Q"), *k = gwr_fi_need(c, 1, "K"), *v = gwr_fi_need(c, 2, "V");
+    gwr_tensor *pk = inp(c, 4), *pv = inp(c, 5);
+    if (!q || !k || !v || !gwr_fi_same_dtype(c, q, k) || !gwr_fi_same_dtype(c, q, v) || !gwr_fi_same_dtype(c, q, pk) ||
+        !gwr_fi_same_dtype(c, q, pv))
+        return c->st;
+    int64_t qnh = gwr_fi_aint(c, "q_num_heads", 0), knh = gwr_fi_aint(c, "kv_num_heads", 0);
+    if (c->st) return c->st;
+    gwr_dtype dt = dt_of(q);
+    sbuf x;
+    if (!float_dtype(dt)) return gwr_fi_fail(c, GWR_ERR_TYPE, "Q must be float, float16 or bfloat16, got %s", gwr_fi_tstr(q, &x));
+    shp sq, sk, sv, sp, y, pks = {.rank = 4}, pvs = {.rank = 4}, qk = {.rank = 4};
+    gwr_fi_shp_get(q, &sq);
+    gwr_fi_shp_get(k, &sk);
+    gwr_fi_shp_get(v, &sv);
+    gwr_fi_shp_get(pk, &sp);
+    if (sq.rank < 0 || sk.rank < 0 || sv.rank < 0) return gwr_fi_put_all_unknown(c, dt);
+    if (sq.rank != sk.rank || sq.rank != sv.rank || (sq.rank != 3 && sq.rank != 4))
+        return gwr_fi_fail(c, GWR_ERR_SHAPE, "Q, K and V must all be 3-D or all 4-D, got %s", gwr_fi_tstr(q, &x));
+    gwr_dim B = sq.d[0], S, L, qh, kvh, Dh, Dv;
+    if (sq.rank == 3) {
+        if (qnh <= 0 || knh <= 0)
+            return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "3-D Q, K and V need q_num_heads and kv_num_heads");
+        qh = qnh, kvh = knh, S = sq.d[1], L = sk.d[1], Dh = known_div(sq.d[2], qnh), Dv = known_div(sv.d[2], knh);
+        y.rank = 3, y.d[0] = B, y.d[1] = S, y.d[2] = gwr_fi_dmul(qh, Dv);
+    } else {
+        qh = sq.d[1], kvh = sk.d[1], S = sq.d[2], L = sk.d[2], Dh = sq.d[3], Dv = sv.d[3];
+        y.rank = 4, y.d[0] = B, y.d[1] = qh, y.d[2] = S, y.d[3] = Dv;
+    }
+    gwr_dim T = pk ? (sp.rank == 4 ? gwr_fi_dadd(sp.d[2], L) : GWR_DIM_UNKNOWN) : L;
+    pks.d[0] = pvs.d[0] = qk.d[0] = B, pks.d[1] = pvs.d[1] = kvh, qk.d[1] = qh;
+    pks.d[2] = pvs.d[2] = qk.d[3] = T, qk.d[2] = S, pks.d[3] = Dh, pvs.d[3] = Dv;
+    if (gwr_fi_put(c, 0, dt, &y) || gwr_fi_put(c, 1, dt, &pks) || gwr_fi_put(c, 2, dt, &pvs)) return c->st;
+    return gwr_fi_put(c, 3, dt, &qk);
+}
+
 const gwr_fi_entry gwr_fi_rules_attention[] = {
     {GWR_OP_MS_MultiHeadAttention, infer_mha},
     {GWR_OP_MS_Attention, infer_attention},
+    {GWR_OP_RotaryEmbedding, gwr_fi_rule_same}, /* the input's type and shape */
+    {GWR_OP_Attention, infer_onnx_attention},
     {GWR_OP_CUSTOM, NULL},
 };

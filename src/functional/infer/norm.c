@@ -95,6 +95,7 @@ const gwr_fi_entry gwr_fi_rules_norm[] = {
     {GWR_OP_BatchNormalization, infer_batch_norm},
     {GWR_OP_InstanceNormalization, infer_instance_norm},
     {GWR_OP_LayerNormalization, infer_layer_norm},
+    {GWR_OP_RMSNormalization, infer_layer_norm}, /* LayerNormalization's with no B and no statistics outputs */
     {GWR_OP_LpNormalization, gwr_fi_rule_same},
     {GWR_OP_MeanVarianceNormalization, gwr_fi_rule_same},
     {GWR_OP_LRN, gwr_fi_rule_same},

@@ -182,7 +182,26 @@ out:
     gwr_network_free(n);
 }
 
+/* gwr_network_inline_subgraph refuses what it cannot inline, changing nothing. */
+TEST(inline_refuses) {
+    gwr_network *n = gwr_network_new("n");
+    gwr_tensor *outs[1] = {NULL};
+    if (!CHECK(n)) return;
+    CHECK_EQ_INT(gwr_network_inline_subgraph(n, outs), GWR_ERR_INVALID_ARG); /* not a subgraph */
+    CHECK_EQ_INT(gwr_network_inline_subgraph(NULL, outs), GWR_ERR_INVALID_ARG);
+    gwr_network *b = gwr_network_new_subgraph(n, "loop_body");
+    gwr_tensor *i = b ? gwr_network_add_input(b, "i", GWR_INT64, 0, NULL) : NULL;
+    if (CHECK(i)) {
+        gwr_network_mark_output(b, gwr_neg(b, i));
+        CHECK_EQ_INT(gwr_network_inline_subgraph(b, outs), GWR_ERR_INVALID_ARG); /* it has inputs */
+        CHECK_EQ_INT(gwr_network_num_layers(n), 0);
+    }
+    gwr_network_free(b);
+    gwr_network_free(n);
+}
+
 int main(void) {
+    RUN(inline_refuses);
     RUN(fires);
     RUN(refuses);
     RUN(structure);

@@ -241,6 +241,17 @@ GWR_API int gwr_network_equal(gwr_network *a, gwr_network *b, char *why, size_t 
  * is only read. NULL with gwr_last_errmsg() set when src is NULL or a
  * subgraph, or on allocation failure (nothing leaks). O(size of src). */
 GWR_API gwr_network *gwr_network_clone(const gwr_network *src);
+/* Copies the layers of subgraph `body` (a body with no inputs, as an If
+ * branch) into its enclosing network, with fresh generated names, in
+ * topological order: their reads of body tensors read the copies, their
+ * reads of enclosing tensors stay, nested subgraphs are copied along
+ * (gwr_network_clone's steps) and removed marks kept. outs (one entry per
+ * body output) gets the copy of each body output (an enclosing tensor
+ * when the body outputs one). body is only read; the caller rewires the
+ * owner's readers and removes it. GWR_ERR_INVALID_ARG when body is not a
+ * subgraph or has inputs; on failure the copies made are marked removed.
+ * O(size of body). */
+GWR_API gwr_status gwr_network_inline_subgraph(gwr_network *body, gwr_tensor **outs);
 
 /* Listeners: called after each change. Used by the FLayerInfo memo and by
  * the rewrite driver's trace and statistics. Returns an id >= 0 for

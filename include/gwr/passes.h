@@ -40,6 +40,12 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_attention_with_bias;
  * ops, layers with subgraphs, ops without a kernel, and outputs over the
  * manager arg fold_max_bytes (default 16 MiB). Root: any layer. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_constants;
+/* fold_constant_if (fold_if.c): an If whose condition is a constant
+ * single-element bool becomes the layers of the branch it takes, copied
+ * into its network with fresh names (gwr_network_inline_subgraph); its
+ * readers read the copied branch outputs, a network output keeping its
+ * name. Root: If. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_constant_if;
 
 /* fold_batchnorm (scale.c): an inference BatchNormalization (training_mode
  * 0, extra outputs unread) with constant scale, B, mean and var, reading

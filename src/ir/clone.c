@@ -30,6 +30,10 @@ typedef struct clone_scope {
     const gwr_network *src;
     gwr_network *dst;
     const struct clone_scope *up;
+    /* Inlining (gwr_network_inline_subgraph): the copy of src's layer k is
+     * lmap[k], a layer of dst; tensors outside src's scope chain are
+     * their own copies. NULL for a clone. */
+    gwr_layer **lmap;
 } clone_scope;
 
 typedef struct clone_ctx {
@@ -61,10 +65,12 @@ static int fail_msg(clone_ctx *c, gwr_status s, const char *msg, const char *nam
  * not made yet. */
 static gwr_tensor *map_tensor(const clone_scope *sc, const gwr_tensor *t) {
     const gwr_network *tn = gwr_ir_tnet(t);
-    while (sc && sc->src != tn) sc = sc->up;
+    for (; sc && sc->src != tn; sc = sc->up)
+        if (!sc->up && sc->lmap) return (gwr_tensor *)t; /* outside the inlined body: itself */
     if (!sc) return NULL;
-    if (!t->producer) return t->out_index < sc->dst->ninputs ? sc->dst->inputs[t->out_index] : NULL;
+    if (!t->producer) return !sc->lmap && t->out_index < sc->dst->ninputs ? sc->dst->inputs[t->out_index] : NULL;
     int64_t k = t->producer->index;
+    if (sc->lmap) return k < sc->src->nlayers && sc->lmap[k] ? &gwr_ir_outputs(sc->lmap[k])[t->out_index] : NULL;
     return k < sc->dst->nlayers ? &gwr_ir_outputs(sc->dst->layers[k])[t->out_index] : NULL;
 }
 
@@ -126,19 +132,20 @@ static int copy_inputs(clone_ctx *c, const gwr_network *s, gwr_network *d) {
     return 1;
 }
 
-static int add_layer_copy(clone_ctx *c, const clone_scope *sc, const gwr_layer *s) {
+/* The copy of s in sc->dst: named as s, or (fresh) with generated names. */
+static gwr_layer *add_layer_copy(clone_ctx *c, const clone_scope *sc, const gwr_layer *s, int fresh) {
     gwr_network *d = sc->dst;
     if (gwr_grow((void **)&c->in, sizeof *c->in, &c->incap, s->ninputs ? s->ninputs : 1) ||
         gwr_grow((void **)&c->names, sizeof *c->names, &c->namescap, s->noutputs ? s->noutputs : 1))
-        return fail_msg(c, GWR_ERR_NOMEM, "out of memory copying layer", s->name);
+        return fail_msg(c, GWR_ERR_NOMEM, "out of memory copying layer", s->name), NULL;
     for (int i = 0; i < s->ninputs; i++) c->in[i] = s->inputs[i] ? map_tensor(sc, s->inputs[i]) : NULL;
-    for (int o = 0; o < s->noutputs; o++) c->names[o] = gwr_ir_outputs(s)[o].name;
-    gwr_layer *l = gwr_network_add_layer(d, s->info->name, s->info->domain, s->name, s->ninputs, c->in,
+    for (int o = 0; o < s->noutputs; o++) c->names[o] = fresh ? NULL : gwr_ir_outputs(s)[o].name;
+    gwr_layer *l = gwr_network_add_layer(d, s->info->name, s->info->domain, fresh ? NULL : s->name, s->ninputs, c->in,
                                          s->noutputs, c->names);
-    if (!l) return fail(c, d, GWR_ERR_NOMEM);
+    if (!l) return fail(c, d, GWR_ERR_NOMEM), NULL;
     for (int o = 0; o < s->noutputs; o++)
-        if (!copy_tensor(c, &gwr_ir_outputs(s)[o], &gwr_ir_outputs(l)[o])) return 0;
-    return copy_layer_props(c, s, l);
+        if (!copy_tensor(c, &gwr_ir_outputs(s)[o], &gwr_ir_outputs(l)[o])) return NULL;
+    return copy_layer_props(c, s, l) ? l : NULL;
 }
 
 /* Step 3: the reads of tensors whose copies did not exist in step 2. */
@@ -202,7 +209,7 @@ static int copy_network(clone_ctx *c, const clone_scope *sc) {
     gwr_network *d = sc->dst;
     if (!copy_net_props(c, s, d) || !copy_inputs(c, s, d)) return 0;
     for (int64_t k = 0; k < s->nlayers; k++)
-        if (!add_layer_copy(c, sc, s->layers[k])) return 0;
+        if (!add_layer_copy(c, sc, s->layers[k], 0)) return 0;
     if (!wire_late_inputs(c, sc)) return 0;
     for (int64_t k = 0; k < s->nlayers; k++)
         for (int i = 0; i < s->layers[k]->nattrs; i++)
@@ -231,7 +238,7 @@ static gwr_network *clone_body(clone_ctx *c, const clone_scope *up, gwr_network 
         fail(c, NULL, GWR_ERR_NOMEM);
         return NULL;
     }
-    clone_scope sc = {s, d, up};
+    clone_scope sc = {s, d, up, NULL};
     if (copy_network(c, &sc)) return d;
     gwr_network_free(d);
     return NULL;
@@ -268,11 +275,48 @@ gwr_network *gwr_network_clone(const gwr_network *src) {
         return NULL;
     }
     clone_ctx c = {0};
-    clone_scope sc = {src, d, NULL};
+    clone_scope sc = {src, d, NULL, NULL};
     int ok = copy_root_tables(&c, src, d) && copy_network(&c, &sc);
     gwr_free(c.in), gwr_free(c.names);
     if (ok) return d;
     gwr_network_free(d);
     gwr_set_last_error(c.st, "gwr_network_clone: %s", c.msg);
     return NULL;
+}
+
+/* ---- inlining a body into its enclosing network ---- */
+
+/* Layers in topological order (a reader after what it reads), each copied
+ * with generated names, then their attributes (nested bodies by the steps
+ * above, their reads of the inlined body's tensors pointing at the copies),
+ * removed marks. On failure the copies made are marked removed. */
+gwr_status gwr_network_inline_subgraph(gwr_network *body, gwr_tensor **outs) {
+    if (!body || !outs || !body->parent)
+        return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_network_inline_subgraph: %s",
+                                  !body || !outs ? "NULL argument" : "not a subgraph");
+    if (body->ninputs)
+        return gwr_ir_error(body, GWR_ERR_INVALID_ARG, "gwr_network_inline_subgraph: '%s' has inputs", body->name);
+    gwr_network *d = body->parent;
+    int64_t n = body->nlayers;
+    gwr_layer **order = gwr_calloc((size_t)(n ? n : 1), sizeof *order);
+    gwr_layer **lmap = gwr_calloc((size_t)(n ? n : 1), sizeof *lmap);
+    clone_ctx c = {0};
+    clone_scope sc = {body, d, NULL, lmap};
+    if (!order || !lmap) fail_msg(&c, GWR_ERR_NOMEM, "out of memory inlining", body->name);
+    else {
+        gwr_status st = gwr_network_topo_order(body, order);
+        if (st) fail(&c, body, st);
+    }
+    for (int64_t k = 0; k < n && !c.st; k++) lmap[order[k]->index] = add_layer_copy(&c, &sc, order[k], 1);
+    for (int64_t k = 0; k < n && !c.st; k++)
+        for (int i = 0; i < body->layers[k]->nattrs && !c.st; i++)
+            copy_attr(&c, &sc, &body->layers[k]->attrs[i], lmap[k]);
+    for (int64_t i = 0; i < body->noutputs && !c.st; i++)
+        if (!(outs[i] = map_tensor(&sc, body->outputs[i])))
+            fail_msg(&c, GWR_ERR_INVALID_GRAPH, "an output out of scope:", body->outputs[i]->name);
+    for (int64_t k = 0; k < n && lmap; k++)
+        if (lmap[k] && (c.st || (body->layers[k]->flags & LF_REMOVED))) gwr_layer_mark_as_removed(lmap[k]);
+    gwr_free(order), gwr_free(lmap), gwr_free(c.in), gwr_free(c.names);
+    if (!c.st) return GWR_OK;
+    return gwr_ir_error(d, c.st, "gwr_network_inline_subgraph: %s", c.msg);
 }

@@ -31,6 +31,8 @@ static const gwr_pass_info builtins[] = {
      0, "remove x+0, x-0, x*1, x/1 (exact splat constant, x's dtype and shape kept)"},
     {"fold_constants", &gwr_pattern_fold_constants, 30, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
      "compute layers whose inputs are all constants into constants (arg fold_max_bytes, default 16 MiB)"},
+    {"fold_constant_if", &gwr_pattern_fold_constant_if, 62, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
+     "replace an If whose condition is a constant by the layers of the branch it takes"},
     {"fold_batchnorm", &gwr_pattern_fold_batchnorm, 50, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_APPROX, 1e-4,
      "fold an inference BatchNormalization into the constant weights of the Conv, ConvTranspose, Gemm or MatMul before it"},
     /* scale and Pad folding (fold_scale.c, fold_pad.c) */

@@ -198,6 +198,51 @@ def case_if_names(gwr, work):
     every(gwr, src, [{"x": xv, "c": np.array(True)}, {"x": xv, "c": np.array(False)}], work)
 
 
+def count_ops(path, op):
+    """Nodes of type op in the graph and every body in it."""
+    def walk(g):
+        return sum((n.op_type == op) + sum(walk(a.g) for a in n.attribute if a.type == onnx.AttributeProto.GRAPH)
+                   for n in g.node)
+    return walk(onnx.load(path).graph)
+
+
+def case_if_const(gwr, work):
+    """Silero VAD's idiom: If(Equal(sr, 16000)) on a constant sr. The
+    condition folds, the If is replaced by the branch it takes (with an If
+    nested in it on a real input, kept), and the If's output stays a
+    network output under its name; the other If, reading the first's output
+    inside its branch, is folded too (an outer-scope read of a copied
+    tensor)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    c = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4])
+    inner_t = helper.make_graph([helper.make_node("Sigmoid", ["t_r"], ["it_o"])], "it", [], [untyped("it_o")])
+    inner_e = helper.make_graph([helper.make_node("Neg", ["x"], ["ie_o"])], "ie", [], [untyped("ie_o")])
+    then_b = helper.make_graph([const("two", np.float32(2)), helper.make_node("Relu", ["x"], ["t_r"]),
+                                helper.make_node("Mul", ["t_r", "two"], ["t_m"]),
+                                helper.make_node("If", ["c"], ["t_in"], then_branch=inner_t, else_branch=inner_e),
+                                helper.make_node("Add", ["t_m", "t_in"], ["t_o"])], "then", [], [untyped("t_o")])
+    else_b = helper.make_graph([helper.make_node("Neg", ["x"], ["e_o"])], "else", [], [untyped("e_o")])
+    z_t = helper.make_graph([helper.make_node("Abs", ["x"], ["zt_o"])], "zt", [], [untyped("zt_o")])
+    z_e = helper.make_graph([helper.make_node("Sub", ["y", "x"], ["ze_o"])], "ze", [], [untyped("ze_o")])
+    nodes = [const("sr", np.int64(8000)), const("k", np.int64(16000)), helper.make_node("Equal", ["sr", "k"], ["is16"]),
+             helper.make_node("Not", ["is16"], ["is8"]),
+             helper.make_node("If", ["is8"], ["y"], then_branch=then_b, else_branch=else_b),
+             helper.make_node("If", ["is16"], ["z"], then_branch=z_t, else_branch=z_e)]
+    src = save(model(nodes, [x, c], [y, z]), os.path.join(work, "if_const.onnx"))
+    xv = np.linspace(-1, 1, 4, dtype=np.float32).reshape(1, 4)
+    outs = every(gwr, src, [{"x": xv, "c": np.array(True)}, {"x": xv, "c": np.array(False)}], work)
+    if len(outs) != len(TARGETS) * len(LEVELS):
+        fail("if_const: %d of %d optimizes checked" % (len(outs), len(TARGETS) * len(LEVELS)))
+    for (t, lv), dst in outs.items():
+        m = onnx.load(dst)
+        if [o.name for o in m.graph.output] != ["y", "z"]:
+            fail("if_const --target %s --level %s: outputs %s" % (t, lv, [o.name for o in m.graph.output]))
+        if count_ops(dst, "If") != 1:  # only the If on the real input c stays
+            fail("if_const --target %s --level %s: %d If left, want 1" % (t, lv, count_ops(dst, "If")))
+
+
 # ---- 4. fusions gated by the target, not the model's opset
 
 def layer_norm_chain(tag, x, d, gamma, beta):

@@ -37,6 +37,27 @@ static gwr_network *fold_fires(void) {
     return finish(net, gwr_mul(net, x, k));
 }
 
+/* y = If(c){Relu(x)}{Neg(x)} * x; c a constant true, or an input */
+static gwr_network *if_net(int constant) {
+    static const uint8_t t = 1;
+    gwr_dim dd = 3;
+    gwr_network *net = gwr_network_new("if");
+    gwr_tensor *x = input(net, "x", 1, &dd);
+    gwr_tensor *c = constant ? gwr_constant(net, GWR_BOOL, 0, NULL, &t) : gwr_network_add_input(net, "c", GWR_BOOL, 0, NULL);
+    gwr_layer *iff = gwr_network_add_layer(net, "If", "", NULL, 1, &c, 1, NULL);
+    gwr_network *th = gwr_network_new_subgraph(net, "then"), *el = gwr_network_new_subgraph(net, "else");
+    gwr_network_mark_output(th, gwr_relu(th, x));
+    gwr_network_mark_output(el, gwr_neg(el, x));
+    if (!iff || gwr_layer_set_graph(iff, "then_branch", th) || gwr_layer_set_graph(iff, "else_branch", el)) {
+        gwr_network_free(th), gwr_network_free(el);
+        return finish(net, NULL);
+    }
+    gwr_tensor_set_type(gwr_layer_output(iff, 0), GWR_FLOAT32, 1, &dd);
+    return finish(net, gwr_mul(net, gwr_layer_output(iff, 0), x));
+}
+static gwr_network *if_fires(void) { return if_net(1); }
+static gwr_network *if_idle(void) { return if_net(0); }
+
 /* y = (x + x) * x: nothing constant to fold */
 static gwr_network *no_constants(void) {
     gwr_dim dd = 3;
@@ -524,6 +545,7 @@ static const pass_cases cases[] = {
     {"fuse_attention_with_bias", gpt_plugin, gpt_onnx, 1, 0},
     {"gpt_attention_remove_padding", gpt_plugin, gpt_onnx, -1, 1},
     {"fold_constants", fold_fires, no_constants, 1, 0},
+    {"fold_constant_if", if_fires, if_idle, 1, 0},
     {"replace_add_with_sub", no_constants, no_add, 1, 0},
     {"fold_batchnorm", bn_fires, bn_idle, 1, 0},
     {"eliminate_identity", identity_fires, identity_idle, 1, 0},

@@ -184,8 +184,8 @@ TEST(idle_workers_sleep) {
      * may not be asleep yet.) */
     seen *s = seen_new(10);
     int whole = 0;
-    for (int tries = 0; tries < 5 && !whole; tries++) {
-        sleep_us(20000);
+    for (int tries = 0; tries < 40 && !whole; tries++) { /* up to 2 s on a loaded machine */
+        sleep_us(50000);
         check_loop(p, s, 39);
         whole = atomic_load(&s->nranges) == 1;
     }

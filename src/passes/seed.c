@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gwr/passes.h"
+#include "passes/pass_util.h"
 #include "util/util.h"
 
 /* ---- replace_add_with_sub ------------------------------------------------ */
@@ -48,18 +49,6 @@ static int is_gpt_attention(const gwr_layer *l) {
 static int is_constant(const gwr_tensor *t) {
     gwr_layer *p = gwr_tensor_parent(t);
     return p && gwr_layer_type(p) == GWR_LAYER_CONSTANT;
-}
-
-/* The one live reader of t, or NULL. */
-static gwr_layer *sole_reader(const gwr_tensor *t) {
-    gwr_layer *r = NULL;
-    for (int64_t i = 0; i < gwr_tensor_num_users(t); i++) {
-        gwr_layer *u = gwr_tensor_user(t, i, NULL);
-        if (gwr_layer_is_removed(u)) continue;
-        if (r) return NULL;
-        r = u;
-    }
-    return r;
 }
 
 /* Re-creates the recorded functional of f with `args`, redirects the old
@@ -226,7 +215,7 @@ static int fuse_bias(gwr_rewrite_ctx *c, gwr_layer *l) {
         return gwr_rewrite_no_match(c, "not a two-input SUM");
     gwr_tensor *o = gwr_layer_output(l, 0);
     if (gwr_tensor_output_index(o) >= 0) return gwr_rewrite_no_match(c, "'%s' is a network output", gwr_tensor_name(o));
-    gwr_layer *user = sole_reader(o);
+    gwr_layer *user = gwr_ps_sole_reader(o); /* o is not a network output (above) */
     if (!user) return gwr_rewrite_no_match(c, "'%s' has %lld readers", gwr_tensor_name(o), (long long)gwr_tensor_num_live_users(o));
     if (!is_gpt_attention(user)) return gwr_rewrite_no_match(c, "read by '%s', not a GPTAttention", gwr_layer_name(user));
     gwr_flayer *f = gwr_flayer_get(net, user);

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "gwr/gwr.h"
+#include "net_count.h"
 #include "pass_case.h"
 
 #define FOLD_IF "fold_constant_if"
@@ -113,15 +114,6 @@ static gwr_network *outputs(void) {
     gwr_tensor_set_type(z, GWR_FLOAT32, 2, d23);
     if (gwr_tensor_set_name(z, "z")) return gwr_network_free(net), NULL;
     return finish(net, z);
-}
-
-static int count_op(gwr_network *n, const char *op) {
-    int k = 0;
-    for (int64_t i = 0; i < gwr_network_num_layers(n); i++) {
-        gwr_layer *l = gwr_network_layer(n, i);
-        if (!gwr_layer_is_removed(l) && !strcmp(gwr_layer_op(l), op)) k++;
-    }
-    return k;
 }
 
 TEST(fires) {

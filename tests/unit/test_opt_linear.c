@@ -22,17 +22,9 @@
 
 #include "check.h"
 #include "gwr/gwr.h"
+#include "net_count.h"
 
 static const gwr_dim d23[2] = {2, 3};
-
-static int64_t count_op(gwr_network *net, const char *name) {
-    int64_t n = 0;
-    for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
-        gwr_layer *l = gwr_network_layer(net, i);
-        n += !gwr_layer_is_removed(l) && !strcmp(gwr_layer_op(l), name);
-    }
-    return n;
-}
 
 /* y = Relu(x) + Relu(x) + ... (n Relus, n - 1 Adds) */
 static gwr_network *relu_siblings(int n) {

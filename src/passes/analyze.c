@@ -409,6 +409,43 @@ static int64_t onnx_attention_flops(an_dims *D, gwr_layer *l, int *known) {
     return an_add(an_mul(2, an_mul(scores, an_add(dh, dv))), an_mul(GWR_FLOPS_PER_SOFTMAX_ELEMENT, scores));
 }
 
+/* LinearAttention (opset 27), query (B, T, qh * dk), value (B, T, kvh *
+ * dv): per token and kv head the state update k v^T (2*dk*dv), the decay
+ * (dk*dv) when gated and the delta read S^T k (2*dk*dv) when delta; per
+ * token and query head the read q^T S (2*dk*dv). Shapes not known: not
+ * known. */
+static int64_t linear_attention_flops(an_dims *D, gwr_layer *l, int *known) {
+    int n = gwr_layer_num_inputs(l);
+    gwr_tensor *q = n > 2 ? gwr_layer_input(l, 0) : NULL, *v = q ? gwr_layer_input(l, 2) : NULL;
+    int64_t qh = attr_int(l, "q_num_heads", 0), kvh = attr_int(l, "kv_num_heads", 0);
+    if (!q || !v || gwr_tensor_rank(q) != 3 || gwr_tensor_rank(v) != 3 || qh <= 0 || kvh <= 0) {
+        *known = 0;
+        return 0;
+    }
+    int gated = n > 4 && gwr_layer_input(l, 4), delta = n > 5 && gwr_layer_input(l, 5);
+    int64_t bt = an_mul(an_dim(D, q, 0, known), an_dim(D, q, 1, known));
+    int64_t st = an_mul(an_dim(D, q, 2, known) / qh, an_dim(D, v, 2, known) / kvh); /* dk * dv */
+    int64_t per_kv = an_mul(2 + gated + 2 * delta, st);
+    return an_mul(bt, an_add(an_mul(kvh, per_kv), an_mul(qh, an_mul(2, st))));
+}
+
+/* ai.onnx.preview FlexAttention, Q (B, Hq, L, E), V (B, Hkv, S, Ev): QK^T
+ * and PV (2*B*Hq*L*S*(E + Ev)) and the softmax (5 per score); the
+ * score_mod and prob_mod subgraphs are not counted. */
+static int64_t flex_attention_flops(an_dims *D, gwr_layer *l, int *known) {
+    int n = gwr_layer_num_inputs(l);
+    gwr_tensor *q = n > 2 ? gwr_layer_input(l, 0) : NULL, *k = q ? gwr_layer_input(l, 1) : NULL;
+    gwr_tensor *v = q ? gwr_layer_input(l, 2) : NULL;
+    if (!q || !k || !v || gwr_tensor_rank(q) != 4 || gwr_tensor_rank(k) != 4 || gwr_tensor_rank(v) != 4) {
+        *known = 0;
+        return 0;
+    }
+    int64_t scores = an_mul(an_mul(an_dim(D, q, 0, known), an_dim(D, q, 1, known)),
+                            an_mul(an_dim(D, q, 2, known), an_dim(D, k, 2, known)));
+    int64_t dd = an_add(an_dim(D, q, 3, known), an_dim(D, v, 3, known));
+    return an_add(an_mul(2, an_mul(scores, dd)), an_mul(GWR_FLOPS_PER_SOFTMAX_ELEMENT, scores));
+}
+
 static gwr_status matmul_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, int n) {
     gwr_layer *l = layers[0];
     an_dims *D = state(c)->dims;
@@ -455,6 +492,12 @@ static gwr_status matmul_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, i
     case GWR_OP_Attention:
         r->flops = onnx_attention_flops(D, l, &r->known);
         break;
+    case GWR_OP_LinearAttention:
+        r->flops = linear_attention_flops(D, l, &r->known);
+        break;
+    case GWR_OP_PREVIEW_FlexAttention:
+        r->flops = flex_attention_flops(D, l, &r->known);
+        break;
     default: /* Det: not counted */
         break;
     }
@@ -490,6 +533,10 @@ static gwr_status conv_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, int
     case GWR_OP_ConvInteger:
         w = gwr_layer_input(l, 1);
         break;
+    case GWR_OP_CausalConvWithState: /* weight (C, 1, k): 2k per output element, the bias, and SiLU's 4 */
+        w = gwr_layer_input(l, 1);
+        bias = nin > 2 ? gwr_layer_input(l, 2) : NULL;
+        break;
     case GWR_OP_QLinearConv:
         w = gwr_layer_input(l, 3);
         bias = nin > 8 ? gwr_layer_input(l, 8) : NULL;
@@ -506,6 +553,10 @@ static gwr_status conv_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, int
                                                                : an_numel(D, y, &r->known);
     r->flops = an_mul(2, an_mul(base, per));
     if (bias) r->flops = an_add(r->flops, an_numel(D, y, &r->known));
+    const char *act = NULL;
+    if (gwr_layer_op_id(l) == GWR_OP_CausalConvWithState && !gwr_layer_get_string(l, "activation", &act, NULL) && act &&
+        strcmp(act, "none"))
+        r->flops = an_add(r->flops, an_mul(4, an_numel(D, y, &r->known)));
     if (gwr_layer_op_id(l) == GWR_OP_MS_FusedConv) {
         int terms = (nin > 3 && gwr_layer_input(l, 3)) + gwr_layer_has_attr(l, "activation");
         r->flops = an_add(r->flops, an_mul(terms, an_numel(D, y, &r->known)));

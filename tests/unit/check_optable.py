@@ -20,7 +20,8 @@ except ImportError as e:
 
 OPSET = 17                       # the table's arities: the default domain's schemas up to here
 PINNED = ("",)                   # other domains: latest version of each op
-PREFIX = {"": "", "ai.onnx.ml": "ML_", "ai.onnx.preview.training": "TRAIN_", "com.microsoft": "MS_"}
+PREFIX = {"": "", "ai.onnx.ml": "ML_", "ai.onnx.preview.training": "TRAIN_", "com.microsoft": "MS_",
+          "ai.onnx.preview": "PREVIEW_"}
 # Ops newer than onnx 1.12, listed by hand: (domain, name) -> (since, arities).
 NEWER = {("", "Gelu"): (20, (1, 1, 1, 1))}   # Gelu: opset 20
 # Attention: opset 23's arity, with opset 24's 7th input (nonpad_kv_seqlen)
@@ -62,10 +63,7 @@ NO_ROW_YET = {("", op): why for why, ops in (
                              "GroupNormalization Mish"),
     ("opset 19, no row yet", "DeformConv"),
     ("opset 20, no row yet", "AffineGrid ImageDecoder RegexFullMatch StringConcat StringSplit"),
-    ("opset 24, no row yet", "Swish TensorScatter"),
     ("opset 26, no row yet", "BitCast CumProd"),
-    ("opset 27, no row yet", "CausalConvWithState LinearAttention"),
-    ("opset 28, no row yet", "SwiGLU"),
 ) for op in ops.split()}
 NO_ROW_YET[("ai.onnx.ml", "TreeEnsemble")] = "ai.onnx.ml opset 5 (the successor of TreeEnsembleClassifier/Regressor), no row yet"
 

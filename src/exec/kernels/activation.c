@@ -1,7 +1,7 @@
 /* activation.c - ONNX's activation functions: Relu and its relatives
  * (LeakyRelu Elu Selu Celu ThresholdedRelu PRelu), the smooth ones
- * (Sigmoid HardSigmoid HardSwish Softplus Softsign Gelu Mish), Shrink and
- * Dropout.
+ * (Sigmoid HardSigmoid HardSwish Softplus Softsign Gelu Mish Swish), SwiGLU,
+ * Shrink and Dropout.
  *
  * Each function is a row over float and double, generated from one
  * expression with its attributes (A, B, C) hoisted out of the loop;
@@ -82,6 +82,8 @@ ACT_FV(gelu_tanh, x / (1.0f + fast_expf(-1.5957691216057308f * (x + 0.044715f * 
       x / (1.0 + exp(-1.5957691216057307118 * (x + 0.044715 * x * x * x))))
 ACT_F(mish, x *tanhf(x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x))),
       x *tanh(x > 0 ? x + log1p(exp(-x)) : log1p(exp(x))))
+/* Swish (SwiGLU's gate): x sigmoid(A x), A alpha */
+ACT_FV(swish, x / (1.0f + fast_expf(-A * x)), x / (1.0 + exp(-A * x)))
 /* Shrink: A lambd, B bias */
 ACT_F(shrink, x < -A ? x + B : x > A ? x - B : 0.0f, x < -A ? x + B : x > A ? x - B : 0.0)
 
@@ -109,6 +111,7 @@ static const act a_gelu = {{A_F(gelu)}, 0};
 static const act a_gelu_tanh = {{A_F(gelu_tanh)}, 0};
 static const act a_mish = {{A_F(mish)}, 0};
 static const act a_shrink = {{A_F(shrink)}, 1};
+static const act a_swish = {{A_F(swish)}, 0};
 
 /* ---- running --------------------------------------------------------------- */
 
@@ -212,6 +215,49 @@ static gwr_status k_shrink(gwr_kctx *k) {
     float lambd = gwr_k_float(k, "lambd", 0.5f);
     if (lambd < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "lambd must not be negative (%g)", (double)lambd);
     return run_act(k, &a_shrink, lambd, gwr_k_float(k, "bias", 0.0f), 0);
+}
+
+static gwr_status k_swish(gwr_kctx *k) { return run_act(k, &a_swish, gwr_k_float(k, "alpha", 1.0f), 0, 0); }
+
+/* SwiGLU (opset 28): Y = Swish_alpha(A) * B, A and B of one dtype and one
+ * shape (no broadcasting). Float rows as Swish's, halves through float in
+ * chunks; the product rounds once to the output type. */
+static gwr_status k_swiglu(gwr_kctx *k) {
+    if (k->nin != 2 || !k->in[0] || !k->in[1]) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "takes inputs A and B");
+    const gwr_value *a = k->in[0], *b = k->in[1];
+    gwr_dtype t = a->dtype;
+    char ta[128], tb[128];
+    gwr_value_type_str(a, ta, sizeof ta), gwr_value_type_str(b, tb, sizeof tb);
+    if (t != GWR_FLOAT32 && t != GWR_FLOAT64 && !gwr_ku_is_half(t))
+        return gwr_k_fail(k, GWR_ERR_TYPE, "A must be float, double, float16 or bfloat16, got %s", ta);
+    if (b->dtype != t || b->rank != a->rank || memcmp(a->dims, b->dims, (size_t)a->rank * sizeof *a->dims))
+        return gwr_k_fail(k, GWR_ERR_SHAPE, "A %s and B %s must have one dtype and one shape (no broadcasting)", ta, tb);
+    double p[3] = {gwr_k_float(k, "alpha", 1.0f), 0, 0};
+    gwr_value *o = gwr_k_out(k, 0, t, a->rank, a->dims);
+    if (!o) return GWR_ERR_NOMEM;
+    if (t == GWR_FLOAT64) {
+        const double *pb = b->data;
+        double *po = o->data;
+        swish_f64(a->data, po, a->numel, p);
+        for (int64_t i = 0; i < a->numel; i++) po[i] *= pb[i];
+        return GWR_OK;
+    }
+    float fa[CHUNK], fb[CHUNK], fo[CHUNK];
+    for (int64_t s = 0; s < a->numel; s += CHUNK) {
+        int64_t m = a->numel - s < CHUNK ? a->numel - s : CHUNK;
+        const float *xa = fa, *xb = fb;
+        float *xo = t == GWR_FLOAT32 ? (float *)o->data + s : fo;
+        if (t == GWR_FLOAT32) {
+            xa = (const float *)a->data + s, xb = (const float *)b->data + s;
+        } else {
+            gwr_ku_half_to_f32(t, (const uint16_t *)a->data + s, 1, fa, m);
+            gwr_ku_half_to_f32(t, (const uint16_t *)b->data + s, 1, fb, m);
+        }
+        swish_f32(xa, xo, m, p);
+        for (int64_t i = 0; i < m; i++) xo[i] *= xb[i];
+        if (t != GWR_FLOAT32) gwr_ku_f32_to_half(t, fo, (uint16_t *)o->data + s, m);
+    }
+    return GWR_OK;
 }
 
 static gwr_status k_gelu(gwr_kctx *k) {
@@ -457,5 +503,7 @@ const gwr_kernel_entry gwr_kernels_activation[] = {
     GWR_KERNEL_CUSTOM("", "Mish", k_mish),
     GWR_KERNEL(Shrink, k_shrink),
     GWR_KERNEL(Dropout, k_dropout, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(Swish, k_swish),
+    GWR_KERNEL(SwiGLU, k_swiglu),
     {.fn = NULL},
 };

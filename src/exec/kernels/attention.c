@@ -469,14 +469,7 @@ static void att_present(const onnx_att *a, const gwr_value *past, const gwr_valu
 }
 
 /* x rounded to the half type t (bfloat16, float16); other types: x. */
-static double att_rnd(gwr_dtype t, double x) {
-    if (!gwr_ku_is_half(t)) return x;
-    float f = (float)x;
-    uint16_t h;
-    gwr_ku_f32_to_half(t, &f, &h, 1);
-    gwr_ku_half_to_f32(t, &h, 1, &f, 1);
-    return f;
-}
+static double att_rnd(gwr_dtype t, double x) { return gwr_ku_is_half(t) ? gwr_ku_round(t, x) : x; }
 
 static gwr_status k_onnx_attention(gwr_kctx *k) {
     const gwr_value *in[7] = {0};

@@ -61,6 +61,16 @@ int gwr_ku_qrange(gwr_dtype t, double *lo, double *hi) {
     }
 }
 
+double gwr_ku_round(gwr_dtype t, double x) {
+    if (t == GWR_FLOAT32) return (float)x;
+    if (!gwr_ku_is_half(t)) return x;
+    float f = (float)x;
+    uint16_t h;
+    gwr_ku_f32_to_half(t, &f, &h, 1);
+    gwr_ku_half_to_f32(t, &h, 1, &f, 1);
+    return f;
+}
+
 void gwr_ku_narrow(const float *f, gwr_value *v) {
     int64_t n = v->numel;
     switch (v->dtype) {

@@ -96,6 +96,9 @@ float *gwr_ku_widen(const gwr_value *v);
 /* f (v->numel values) into v: float16 / bfloat16 rounded to nearest even,
  * int8 / uint8 saturated (NaN: 0), float32 copied. */
 void gwr_ku_narrow(const float *f, gwr_value *v);
+/* x rounded to float32, float16 or bfloat16 (through float32) when t is one
+ * of them; other types: x. */
+double gwr_ku_round(gwr_dtype t, double x);
 /* n elements of v from element off as doubles, and back (any numeric
  * dtype; float32, float64, int32 and int64 without a call per element). */
 void gwr_ku_load_f64(const gwr_value *v, int64_t off, int64_t n, double *dst);

@@ -32,6 +32,26 @@ static gwr_status infer_gelu(ictx *c) {
     return gwr_fi_same_as_input(c, GWR_UNDEFINED);
 }
 
+/* SwiGLU (opset 28): A and B of one dtype and one shape, no broadcasting. */
+static gwr_status infer_swiglu(ictx *c) {
+    gwr_tensor *a = gwr_fi_need(c, 0, "A"), *b = gwr_fi_need(c, 1, "B");
+    shp as, bs;
+    sbuf x, y;
+    if (!a || !b || !gwr_fi_same_dtype(c, a, b)) return c->st;
+    gwr_fi_shp_get(a, &as);
+    gwr_fi_shp_get(b, &bs);
+    if (as.rank >= 0 && bs.rank >= 0) {
+        int ok = as.rank == bs.rank;
+        for (int i = 0; ok && i < as.rank; i++) ok = gwr_fi_dmerge(as.d[i], bs.d[i], &as.d[i]);
+        if (!ok)
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "A %s and B %s must have one shape (no broadcasting)", gwr_fi_tstr(a, &x),
+                               gwr_fi_tstr(b, &y));
+    } else if (as.rank < 0) {
+        as = bs;
+    }
+    return gwr_fi_put(c, 0, dt_of(a), &as);
+}
+
 const gwr_fi_entry gwr_fi_rules_activation[] = {
     {GWR_OP_Relu, gwr_fi_rule_same},
     {GWR_OP_LeakyRelu, gwr_fi_rule_same},
@@ -48,5 +68,7 @@ const gwr_fi_entry gwr_fi_rules_activation[] = {
     {GWR_OP_Shrink, gwr_fi_rule_same},
     {GWR_OP_PRelu, infer_prelu},
     {GWR_OP_Gelu, infer_gelu},
+    {GWR_OP_Swish, gwr_fi_rule_same},
+    {GWR_OP_SwiGLU, infer_swiglu},
     {GWR_OP_CUSTOM, NULL},
 };

@@ -285,6 +285,99 @@ TEST(onnx_attention_cost) {
     gwr_network_free(net);
 }
 
+/* The opset 24-28 ops (helper opsa), FLOPs counted by hand from
+ * docs/api.md's rules, shapes from their shape rules:
+ * LinearAttention gated_delta, query (2, 5, 4 heads * 3), key (2, 5, 2 * 3),
+ * value (2, 5, 2 * 2), decay and beta: dk*dv = 6, per token 2 kv heads *
+ * (2 + 1 + 2) * 6 + 4 query heads * 2 * 6 = 108, 10 tokens: 1080; output
+ * (2, 5, 8), present_state (2, 2, 3, 2).
+ * CausalConvWithState silu with a bias, x (2, 3, 5), weight (3, 1, 4): 2 *
+ * 30 * 4 + 30 + 4 * 30 = 390; present_state (2, 3, 3).
+ * FlexAttention Q (1, 4, 3, 5), K (1, 2, 6, 5), V (1, 2, 6, 7): 72 scores, 2
+ * * 72 * 12 + 5 * 72 = 2088; Y (1, 4, 3, 7).
+ * Swish (3, 5): 15; SwiGLU (2, 7): 14; TensorScatter: 0. */
+TEST(state_ops_cost) {
+    gwr_network *net = gwr_network_new("opsa");
+    gwr_dim dq[3] = {2, 5, 12}, dk[3] = {2, 5, 6}, dv[3] = {2, 5, 4}, dg[3] = {2, 5, 2};
+    gwr_dim dx[3] = {2, 3, 5}, dw[3] = {3, 1, 4}, db[1] = {3};
+    gwr_dim fq[4] = {1, 4, 3, 5}, fk[4] = {1, 2, 6, 5}, fv[4] = {1, 2, 6, 7};
+    gwr_dim ds[2] = {3, 5}, dsg[2] = {2, 7}, dc[4] = {2, 2, 6, 4}, du[4] = {2, 2, 1, 4};
+    gwr_tensor *la_in[6] = {input(net, "q", 3, dq), input(net, "k", 3, dk), input(net, "v", 3, dv), NULL,
+                            input(net, "g", 3, dg), input(net, "beta", 3, dg)};
+    gwr_tensor *cc_in[3] = {input(net, "x", 3, dx), input(net, "w", 3, dw), input(net, "b", 1, db)};
+    gwr_tensor *fa_in[3] = {input(net, "fq", 4, fq), input(net, "fk", 4, fk), input(net, "fv", 4, fv)};
+    gwr_tensor *sw_in[1] = {input(net, "s", 2, ds)}, *sg_in[2] = {input(net, "ga", 2, dsg), input(net, "gb", 2, dsg)};
+    gwr_tensor *ts_in[2] = {input(net, "cache", 4, dc), input(net, "upd", 4, du)};
+    gwr_layer *la = gwr_network_add_layer(net, "LinearAttention", "", "LA", 6, la_in, 2, NULL);
+    gwr_layer *cc = gwr_network_add_layer(net, "CausalConvWithState", "", "CC", 3, cc_in, 2, NULL);
+    gwr_layer *fa = gwr_network_add_layer(net, "FlexAttention", "ai.onnx.preview", "FA", 3, fa_in, 1, NULL);
+    gwr_layer *sw = gwr_network_add_layer(net, "Swish", "", "SW", 1, sw_in, 1, NULL);
+    gwr_layer *sg = gwr_network_add_layer(net, "SwiGLU", "", "SG", 2, sg_in, 1, NULL);
+    gwr_layer *ts = gwr_network_add_layer(net, "TensorScatter", "", "TS", 2, ts_in, 1, NULL);
+    if (!CHECK(la && cc && fa && sw && sg && ts)) {
+        gwr_network_free(net);
+        return;
+    }
+    gwr_layer_set_int(la, "q_num_heads", 4);
+    gwr_layer_set_int(la, "kv_num_heads", 2);
+    gwr_layer_set_string(cc, "activation", "silu");
+    gwr_layer *all[6] = {la, cc, fa, sw, sg, ts};
+    for (int i = 0; i < 6; i++) CHECK_EQ_INT(gwr_layer_infer(all[i]), GWR_OK);
+    const gwr_dim *d = gwr_tensor_dims(gwr_layer_output(la, 0));
+    CHECK(gwr_tensor_rank(gwr_layer_output(la, 0)) == 3 && d[0] == 2 && d[1] == 5 && d[2] == 8);
+    d = gwr_tensor_dims(gwr_layer_output(la, 1));
+    CHECK(gwr_tensor_rank(gwr_layer_output(la, 1)) == 4 && d[0] == 2 && d[1] == 2 && d[2] == 3 && d[3] == 2);
+    d = gwr_tensor_dims(gwr_layer_output(cc, 1));
+    CHECK(gwr_tensor_rank(gwr_layer_output(cc, 1)) == 3 && d[0] == 2 && d[1] == 3 && d[2] == 3);
+    d = gwr_tensor_dims(gwr_layer_output(fa, 0));
+    CHECK(gwr_tensor_rank(gwr_layer_output(fa, 0)) == 4 && d[1] == 4 && d[2] == 3 && d[3] == 7);
+    d = gwr_tensor_dims(gwr_layer_output(ts, 0));
+    CHECK(gwr_tensor_rank(gwr_layer_output(ts, 0)) == 4 && d[2] == 6);
+    for (int i = 0; i < 6; i++) gwr_network_mark_output(net, gwr_layer_output(all[i], 0));
+    gwr_network_mark_output(net, gwr_layer_output(la, 1));
+    gwr_network_mark_output(net, gwr_layer_output(cc, 1));
+    gwr_analysis *an = gwr_analyze_network(net, NULL);
+    static const int64_t want[6] = {1080, 390, 2088, 15, 14, 0};
+    const gwr_layer_cost *c;
+    for (int i = 0; an && i < 6; i++)
+        if (CHECK(c = cost_of(an, gwr_layer_output(all[i], 0)))) {
+            CHECK_EQ_INT(c->flops, want[i]);
+            CHECK_EQ_INT(c->known, 1);
+        }
+    CHECK(an != NULL);
+    gwr_analysis_free(an);
+    gwr_network_free(net);
+}
+
+/* A known contradiction is a shape-rule error, not a guess: SwiGLU's A and B
+ * of two shapes, LinearAttention's heads that do not divide, a
+ * CausalConvWithState weight of other channels, a TensorScatter update
+ * longer than the cache. */
+TEST(state_ops_shape_errors) {
+    gwr_network *net = gwr_network_new("opsa_bad");
+    gwr_dim a[2] = {2, 7}, b[2] = {1, 7}, q[3] = {1, 2, 12}, x[3] = {1, 3, 5}, w[3] = {4, 1, 2}, c[3] = {1, 6, 4},
+            u[3] = {1, 7, 4};
+    gwr_tensor *sg_in[2] = {input(net, "a", 2, a), input(net, "b", 2, b)};
+    gwr_tensor *la_in[3] = {input(net, "q", 3, q), input(net, "k", 3, q), input(net, "v", 3, q)};
+    gwr_tensor *cc_in[2] = {input(net, "x", 3, x), input(net, "w", 3, w)};
+    gwr_tensor *ts_in[2] = {input(net, "c", 3, c), input(net, "u", 3, u)};
+    gwr_layer *sg = gwr_network_add_layer(net, "SwiGLU", "", "SG", 2, sg_in, 1, NULL);
+    gwr_layer *la = gwr_network_add_layer(net, "LinearAttention", "", "LA", 3, la_in, 2, NULL);
+    gwr_layer *cc = gwr_network_add_layer(net, "CausalConvWithState", "", "CC", 2, cc_in, 2, NULL);
+    gwr_layer *ts = gwr_network_add_layer(net, "TensorScatter", "", "TS", 2, ts_in, 1, NULL);
+    if (!CHECK(sg && la && cc && ts)) {
+        gwr_network_free(net);
+        return;
+    }
+    gwr_layer_set_int(la, "q_num_heads", 3);
+    gwr_layer_set_int(la, "kv_num_heads", 2);
+    CHECK_EQ_INT(gwr_layer_infer(sg), GWR_ERR_SHAPE);
+    CHECK_EQ_INT(gwr_layer_infer(la), GWR_ERR_INVALID_ARG);
+    CHECK_EQ_INT(gwr_layer_infer(cc), GWR_ERR_SHAPE);
+    CHECK_EQ_INT(gwr_layer_infer(ts), GWR_ERR_SHAPE);
+    gwr_network_free(net);
+}
+
 /* ---- histogram and parameters --------------------------------------------- */
 
 TEST(op_histogram) {
@@ -991,6 +1084,8 @@ int main(void) {
     RUN(elementwise_norm_softmax_reduce_pool);
     RUN(attention_cost);
     RUN(onnx_attention_cost);
+    RUN(state_ops_cost);
+    RUN(state_ops_shape_errors);
     RUN(op_histogram);
     RUN(parameters_shared_buffer);
     RUN(parameters_in_subgraphs);

@@ -241,6 +241,9 @@ static gwr_status k_flex_attention(gwr_kctx *k) {
             }
         }
     gwr_status st = flex_mod(k, "score_mod", &p);
+    /* into a new value: score_mod's output may be bytes it shares (a constant of its graph) */
+    gwr_value *pr = st ? NULL : gwr_value_new(ct, 4, sd);
+    if (!st && !pr) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     for (int64_t r = 0; !st && r < B * Hq * L; r++) { /* softmax rows, each step in the softmax type */
         gwr_ku_load_f64(p, r * S, S, row);
         double mx = -INFINITY, sum = 0;
@@ -248,8 +251,10 @@ static gwr_status k_flex_attention(gwr_kctx *k) {
         for (int64_t j = 0; j < S; j++) sum += (row[j] = gwr_ku_round(ct, exp(gwr_ku_round(ct, row[j] - mx))));
         sum = gwr_ku_round(ct, sum);
         for (int64_t j = 0; j < S; j++) row[j] /= sum;
-        gwr_ku_store_f64(p, r * S, S, row);
+        gwr_ku_store_f64(pr, r * S, S, row);
     }
+    gwr_value_release(p);
+    p = pr;
     if (!st) st = flex_mod(k, "prob_mod", &p);
     for (int64_t b = 0; !st && b < B; b++)
         for (int64_t h = 0; h < Hq; h++) {

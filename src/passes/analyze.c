@@ -431,7 +431,7 @@ static int64_t linear_attention_flops(an_dims *D, gwr_layer *l, int *known) {
 
 /* ai.onnx.preview FlexAttention, Q (B, Hq, L, E), V (B, Hkv, S, Ev): QK^T
  * and PV (2*B*Hq*L*S*(E + Ev)) and the softmax (5 per score); the
- * score_mod and prob_mod subgraphs are not counted. */
+ * score_mod and prob_mod graphs count as subgraph bodies (once each). */
 static int64_t flex_attention_flops(an_dims *D, gwr_layer *l, int *known) {
     int n = gwr_layer_num_inputs(l);
     gwr_tensor *q = n > 2 ? gwr_layer_input(l, 0) : NULL, *k = q ? gwr_layer_input(l, 1) : NULL;

@@ -15,7 +15,8 @@
 #define FAMILIES(X)                                                                                                    \
     X(elementwise)                                                                                                     \
     X(activation) X(linalg) X(conv) X(pool) X(norm) X(reduce) X(loss) X(tensor) X(gather) X(basic) X(resize) X(rnn)    \
-        X(quant) X(image) X(text) X(control) X(signal) X(ml) X(fused_cnn) X(contrib) X(attention)
+        X(quant) X(image) X(text) X(control) X(signal) X(ml) X(fused_cnn) X(contrib) X(attention) \
+            X(training) X(geometry)
 
 #define DECLARE(f) extern const gwr_fi_entry gwr_fi_rules_##f[];
 FAMILIES(DECLARE)

@@ -719,7 +719,7 @@ TEST(gridsample_errors) {
     gwr_network *net = gwr_network_new("m");
     gwr_tensor *in[2] = {f32s(net, 6, d6, z), f32s(net, 6, dg6, z)};
     add(net, "GridSample", 2, in, 1);
-    CHECK_FAILS(net, 1, "only 4-D and 5-D X are supported, not rank 6");
+    CHECK_FAILS(net, 1, "only 3-D to 5-D X are supported, not rank 6");
 
     net = gwr_network_new("m");
     in[0] = f32s(net, 4, dx, z), in[1] = f32s(net, 4, dg, z);

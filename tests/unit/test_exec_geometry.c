@@ -290,7 +290,7 @@ TEST(affine_grid) {
     rel(1, &th);
 }
 
-/* ---- GridSample on 5-D input ------------------------------------------------------- */
+/* ---- GridSample on 5-D (and 3-D) input ------------------------------------------------------- */
 
 static gwr_status grid_sample(gwr_value *x, gwr_value *g, const char *mode, gwr_value **out) {
     gwr_value *in[2] = {x, g};
@@ -321,6 +321,11 @@ TEST(grid_sample_3d) {
     CHECK_EQ_INT(grid_sample(x, g2, "linear", out), GWR_ERR_SHAPE);
     CHECK_CONTAINS(t_err, "D_out, H_out, W_out, 3");
     rel(1, &g2);
+    /* 1-D: X [0, 10, 20], x = 0 and 0.5 (align_corners) read positions 1 and 1.5 */
+    gwr_value *x1 = vf(3, (int64_t[]){1, 1, 3}, (float[]){0, 10, 20}), *g1 = vf(3, (int64_t[]){1, 2, 1}, (float[]){0, 0.5f});
+    if (CHECK_OK(grid_sample(x1, g1, "linear", out))) CHECK(values_are(out[0], 2, (double[]){10, 15}));
+    rel(1, out);
+    rel(1, &x1), rel(1, &g1);
     gwr_value *x0 = vf(5, (int64_t[]){1, 1, 0, 2, 2}, NULL);
     CHECK_EQ_INT(grid_sample(x0, gn, "linear", out), GWR_ERR_SHAPE);
     CHECK_CONTAINS(t_err, "X has no pixels (D = 0, H = 2, W = 2)");

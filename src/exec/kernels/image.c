@@ -327,12 +327,13 @@ static gwr_status k_grid_sample(gwr_kctx *k) {
     if (!gwr_ku_is_float(x->dtype) || !gwr_ku_is_float(gr->dtype))
         return gwr_k_fail(k, GWR_ERR_TYPE, "X and grid must be float, not %s and %s", gwr_dtype_name(x->dtype), gwr_dtype_name(gr->dtype));
     if (x->rank < 3) return gwr_k_fail(k, GWR_ERR_SHAPE, "X must be [N, C, H, W] or [N, C, D, H, W], not rank %d", x->rank);
-    if (x->rank > 5) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "only 4-D and 5-D X are supported, not rank %d", x->rank);
-    /* nsp spatial dims (2 or 3); the grid's last dim lists x (the last
+    if (x->rank > 5) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "only 3-D to 5-D X are supported, not rank %d", x->rank);
+    /* nsp spatial dims (1 to 3); the grid's last dim lists x (the last
      * axis) first */
     int nsp = x->rank - 2;
     if (gr->rank != x->rank || gr->dims[0] != x->dims[0] || gr->dims[nsp + 1] != nsp)
-        return gwr_k_fail(k, GWR_ERR_SHAPE, "grid must be [N, %s, %d] with X's N (%lld)", nsp == 2 ? "H_out, W_out" : "D_out, H_out, W_out",
+        return gwr_k_fail(k, GWR_ERR_SHAPE, "grid must be [N, %s, %d] with X's N (%lld)",
+                          nsp == 1 ? "W_out" : nsp == 2 ? "H_out, W_out" : "D_out, H_out, W_out",
                           nsp, (long long)x->dims[0]);
     const char *ms = gwr_k_string(k, "mode", "bilinear"), *ps = gwr_k_string(k, "padding_mode", "zeros");
     gs_opts o;
@@ -358,11 +359,14 @@ static gwr_status k_grid_sample(gwr_kctx *k) {
     if (ny < 0 || ny > MAX_ELEMS || plane < 0 || pts < 0)
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "an output of %lld x %lld x %lld points is too large", (long long)n, (long long)ch,
                           (long long)pts);
-    if (ny && !plane)
-        return nsp == 2 ? gwr_k_fail(k, GWR_ERR_SHAPE, "X has no pixels (H = %lld, W = %lld) to sample", (long long)x->dims[2],
-                                     (long long)x->dims[3])
-                        : gwr_k_fail(k, GWR_ERR_SHAPE, "X has no pixels (D = %lld, H = %lld, W = %lld) to sample",
-                                     (long long)x->dims[2], (long long)x->dims[3], (long long)x->dims[4]);
+    if (ny && !plane) {
+        if (nsp == 1) return gwr_k_fail(k, GWR_ERR_SHAPE, "X has no pixels (W = 0) to sample");
+        if (nsp == 2)
+            return gwr_k_fail(k, GWR_ERR_SHAPE, "X has no pixels (H = %lld, W = %lld) to sample", (long long)x->dims[2],
+                              (long long)x->dims[3]);
+        return gwr_k_fail(k, GWR_ERR_SHAPE, "X has no pixels (D = %lld, H = %lld, W = %lld) to sample", (long long)x->dims[2],
+                          (long long)x->dims[3], (long long)x->dims[4]);
+    }
     gwr_value *y = gwr_k_out(k, 0, x->dtype, x->rank, od);
     if (!y) return GWR_ERR_NOMEM;
     for (int64_t b = 0; b < n; b++)
@@ -379,7 +383,7 @@ static gwr_status k_grid_sample(gwr_kctx *k) {
                 none |= !nt[a];
                 st[a] = s, s *= x->dims[2 + a];
             }
-            if (nsp == 2) nt[2] = 1, t[2][0] = 0, w[2][0] = 1, st[2] = 0;
+            for (int a = nsp; a < 3; a++) nt[a] = 1, t[a][0] = 0, w[a][0] = 1, st[a] = 0; /* unused axes: one tap */
             for (int64_t c = 0; c < ch; c++) {
                 int64_t base = (b * ch + c) * plane;
                 double acc = none ? NAN : 0;

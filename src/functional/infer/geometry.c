@@ -16,6 +16,10 @@ static gwr_status infer_center_crop_pad(ictx *c) {
     if (xs.rank == 0) return gwr_fi_fail(c, GWR_ERR_SHAPE, "input_data must have rank 1 or more, not a scalar");
     int have_axes = gwr_fi_iv_param(c, c->nin, "axes", &av), n = xs.rank;
     if (c->st) return c->st;
+    if (have_axes && !gwr_fi_iv_exact(&av)) {
+        gwr_fi_shp_unknown_dims(&out, xs.rank);
+        return gwr_fi_put(c, 0, dt_of(x), &out);
+    }
     if (have_axes) {
         if (!gwr_fi_norm_axes(c, &av, xs.rank, axes)) return c->st;
         n = av.n;

@@ -16,7 +16,7 @@
     X(elementwise)                                                                                                     \
     X(activation) X(linalg) X(conv) X(pool) X(norm) X(reduce) X(loss) X(tensor) X(gather) X(basic) X(resize) X(rnn)    \
         X(quant) X(image) X(text) X(control) X(signal) X(ml) X(fused_cnn) X(contrib) X(attention) \
-        X(state_ops)
+        X(state_ops) X(training) X(geometry)
 
 #define DECLARE(f) extern const gwr_fi_entry gwr_fi_rules_##f[];
 FAMILIES(DECLARE)

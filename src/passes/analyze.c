@@ -537,6 +537,10 @@ static gwr_status conv_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, int
         w = gwr_layer_input(l, 1);
         bias = nin > 2 ? gwr_layer_input(l, 2) : NULL;
         break;
+    case GWR_OP_DeformConv: /* X, W, offset, B?, mask? */
+        w = gwr_layer_input(l, 1);
+        bias = nin > 3 ? gwr_layer_input(l, 3) : NULL;
+        break;
     case GWR_OP_QLinearConv:
         w = gwr_layer_input(l, 3);
         bias = nin > 8 ? gwr_layer_input(l, 8) : NULL;
@@ -557,6 +561,14 @@ static gwr_status conv_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, int
     if (gwr_layer_op_id(l) == GWR_OP_CausalConvWithState && !gwr_layer_get_string(l, "activation", &act, NULL) && act &&
         strcmp(act, "none"))
         r->flops = an_add(r->flops, an_mul(4, an_numel(D, y, &r->known)));
+    if (gwr_layer_op_id(l) == GWR_OP_DeformConv) {
+        /* and a bilinear sample (4 corners, 2 flops each; a mask: one more
+         * product) per input channel, tap and output position: N * P *
+         * C * K, where C * K = per * group and N * P = numel(Y) / oC */
+        int64_t oc = an_dim(D, w, 0, &r->known), ny = an_numel(D, y, &r->known);
+        int64_t taps = an_mul(an_mul(oc > 0 ? ny / oc : 0, per), attr_int(l, "group", 1));
+        r->flops = an_add(r->flops, an_mul(8 + (nin > 4 && gwr_layer_input(l, 4) != NULL), taps));
+    }
     if (gwr_layer_op_id(l) == GWR_OP_MS_FusedConv) {
         int terms = (nin > 3 && gwr_layer_input(l, 3)) + gwr_layer_has_attr(l, "activation");
         r->flops = an_add(r->flops, an_mul(terms, an_numel(D, y, &r->known)));

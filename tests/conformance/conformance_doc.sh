@@ -51,10 +51,10 @@ done
     echo "\`.venv/bin/python tests/conformance/make_onnx_testdata.py build/onnx-testdata\`) writes the data; then"
     echo "\`build/gwr test-onnx --expected tests/conformance/expected_failures.txt build/onnx-testdata/node\`"
     echo "(and the other directories) gives these numbers. The node figure is far from issue 22's 97%: the"
-    echo "failures are mostly ops of opsets 23 to 28 without a kernel (BitCast, CumProd, ...), the"
-    echo "float8/4-bit/2-bit element types"
+    echo "failures are mostly ops of opsets 23 to 28 without a kernel (LinearAttention,"
+    echo "CausalConvWithState, FlexAttention, BitCast, ...), the float8/4-bit/2-bit element types"
     echo "(four of which the IR does not have),"
-    echo "and the sequence, optional, string, training and random ops; the header of"
+    echo "and the sequence, optional, string and random ops (and the training op Gradient); the header of"
     echo "\`$EXP\` groups them."
 } >>"$out"
 for d in node simple pytorch-converted pytorch-operator; do

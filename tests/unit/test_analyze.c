@@ -133,6 +133,42 @@ TEST(conv_cost) {
     gwr_network_free(net);
 }
 
+/* DeformConv (issue 22): x [1,4,8,8], w [6,2,3,3] group 2, offset
+ * [1,18,6,6], bias [6], mask [1,9,6,6]: y [1,6,6,6] = 216 elements. */
+TEST(deform_conv_cost) {
+    gwr_network *net = gwr_network_new("deform");
+    gwr_dim dx[4] = {1, 4, 8, 8}, dw[4] = {6, 2, 3, 3}, doff[4] = {1, 18, 6, 6}, db[1] = {6}, dm[4] = {1, 9, 6, 6};
+    gwr_tensor *in[5] = {input(net, "x", 4, dx), input(net, "w", 4, dw), input(net, "off", 4, doff), input(net, "b", 1, db),
+                         input(net, "m", 4, dm)},
+               *y = NULL, *y3 = NULL;
+    gwr_args *a = gwr_args_new();
+    gwr_args_set_int(a, "group", 2);
+    CHECK(gwr_op_call(net, "", "DeformConv", 5, in, a, 1, &y));
+    CHECK(gwr_op_call(net, "", "DeformConv", 3, in, a, 1, &y3));
+    gwr_args_free(a);
+    if (!CHECK(y && y3)) {
+        fprintf(stderr, "%s\n", gwr_network_errmsg(net));
+        gwr_network_free(net);
+        return;
+    }
+    gwr_network_mark_output(net, y);
+    gwr_network_mark_output(net, y3);
+    gwr_analysis *an = gwr_analyze_network(net, NULL);
+    if (!CHECK(an)) {
+        gwr_network_free(net);
+        return;
+    }
+    /* the conv: 2 * 216 * (2*3*3) = 7776, + bias 216; the samples: 36
+     * positions * (4 channels * 9 taps) = 1296, 9 flops each with the mask
+     * (11664), 8 without (10368) */
+    const gwr_layer_cost *c = cost_of(an, y);
+    if (CHECK(c)) CHECK_EQ_INT(c->flops, 7776 + 216 + 11664);
+    c = cost_of(an, y3);
+    if (CHECK(c)) CHECK_EQ_INT(c->flops, 7776 + 10368);
+    gwr_analysis_free(an);
+    gwr_network_free(net);
+}
+
 TEST(elementwise_norm_softmax_reduce_pool) {
     gwr_network *net = gwr_network_new("misc");
     gwr_dim d23[2] = {2, 3}, d3[1] = {3}, d25[2] = {2, 5}, d24[2] = {2, 4}, d4[1] = {4}, d34[2] = {3, 4};
@@ -1081,6 +1117,7 @@ int main(void) {
     RUN(matmul_cost);
     RUN(gemm_cost);
     RUN(conv_cost);
+    RUN(deform_conv_cost);
     RUN(elementwise_norm_softmax_reduce_pool);
     RUN(attention_cost);
     RUN(onnx_attention_cost);

@@ -714,12 +714,12 @@ TEST(gridsample_errors) {
     CHECK_CONTAINS(msg, "align_corners must be 0 or 1, not 2");
 
     static const float z[8] = {0};
-    static const int64_t d5[5] = {1, 1, 2, 2, 1}, dg5[5] = {1, 1, 1, 1, 3}, dx[4] = {1, 1, 2, 2}, dg[4] = {2, 1, 1, 2},
+    static const int64_t d6[6] = {1, 1, 2, 2, 1, 1}, dg6[6] = {1, 1, 1, 1, 1, 4}, dx[4] = {1, 1, 2, 2}, dg[4] = {2, 1, 1, 2},
                          dx0[4] = {1, 1, 0, 2}, dg1[4] = {1, 1, 1, 2};
     gwr_network *net = gwr_network_new("m");
-    gwr_tensor *in[2] = {f32s(net, 5, d5, z), f32s(net, 5, dg5, z)};
+    gwr_tensor *in[2] = {f32s(net, 6, d6, z), f32s(net, 6, dg6, z)};
     add(net, "GridSample", 2, in, 1);
-    CHECK_FAILS(net, 1, "only 4-D X is supported, not rank 5");
+    CHECK_FAILS(net, 1, "only 3-D to 5-D X are supported, not rank 6");
 
     net = gwr_network_new("m");
     in[0] = f32s(net, 4, dx, z), in[1] = f32s(net, 4, dg, z);

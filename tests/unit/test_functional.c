@@ -1802,6 +1802,57 @@ TEST(shape_value_arithmetic) {
                "f32[?,3]");
 }
 
+/* Issue 22 (helper opsb): the shape rules of CumProd, CenterCropPad,
+ * Col2Im, AffineGrid, DeformConv, 5-D GridSample and the optimizers. */
+TEST(opsb_geometry_and_training_rules) {
+    gwr_tensor *x = IN(GWR_FLOAT32, 5, 10), *outs[3];
+    gwr_args *a;
+    CHECK_TYPE(CALL("CumProd", NULL, x, gwr_constant_i64(net, -1)), "f32[5,10]");
+    CHECK_FAILS_CALL(CALL("CumProd", NULL, x, gwr_constant_i64(net, 2)), "CumProd");
+
+    /* CenterCropPad: the axes take the shape's values (unknown when not constant) */
+    gwr_tensor *img = IN(GWR_FLOAT32, 4, 5, 6);
+    a = args_ints("axes", 2, V(1, -1));
+    CHECK_TYPE(CALL("CenterCropPad", a, img, CI64S(2, 8)), "f32[4,2,8]");
+    CHECK_TYPE(CALL("CenterCropPad", a, img, IN(GWR_INT64, 2)), "f32[4,?,?]");
+    CHECK_FAILS_CALL(CALL("CenterCropPad", a, img, CI64S(2, -8)), "negative");
+    CHECK_FAILS_CALL(CALL("CenterCropPad", a, img, CI64S(2, 8, 1)), "3 values for 2 axes");
+    gwr_args_free(a);
+    CHECK_TYPE(CALL("CenterCropPad", NULL, img, CI64S(1, 2, 3)), "f32[1,2,3]");
+
+    /* Col2Im: [2, 12, 6] with 2 x 2 blocks of a 3 x 4 image: C = 3 */
+    gwr_tensor *cols = IN(GWR_FLOAT32, 2, 12, 6);
+    CHECK_TYPE(CALL("Col2Im", NULL, cols, CI64S(3, 4), CI64S(2, 2)), "f32[2,3,3,4]");
+    CHECK_FAILS_CALL(CALL("Col2Im", NULL, cols, CI64S(3, 4), CI64S(5, 1)), "multiple of prod(block_shape)");
+    CHECK_FAILS_CALL(CALL("Col2Im", NULL, IN(GWR_FLOAT32, 12, 6), CI64S(3, 4), CI64S(2, 2)), "Col2Im");
+
+    /* AffineGrid: (N, H, W, 2) and (N, D, H, W, 3) */
+    CHECK_TYPE(CALL("AffineGrid", NULL, IN(GWR_FLOAT32, 2, 2, 3), CI64S(2, 3, 4, 5)), "f32[2,4,5,2]");
+    CHECK_TYPE(CALL("AffineGrid", NULL, IN(GWR_FLOAT32, 2, 3, 4), CI64S(2, 3, 4, 5, 6)), "f32[2,4,5,6,3]");
+    CHECK_FAILS_CALL(CALL("AffineGrid", NULL, IN(GWR_FLOAT32, 2, 2, 3), CI64S(2, 3, 4)), "not 3 values");
+
+    /* DeformConv: (N, oC, offset's spatial dims); GridSample on 5-D input */
+    CHECK_TYPE(CALL("DeformConv", NULL, IN(GWR_FLOAT32, 1, 4, 8, 8), IN(GWR_FLOAT32, 6, 4, 3, 3), IN(GWR_FLOAT32, 1, 18, 6, 6)),
+               "f32[1,6,6,6]");
+    CHECK_FAILS_CALL(CALL("DeformConv", NULL, IN(GWR_FLOAT32, 1, 4, 8, 8), IN(GWR_FLOAT32, 6, 4, 3), IN(GWR_FLOAT32, 1, 18, 6, 6)),
+                     "DeformConv");
+    CHECK_TYPE(CALL("GridSample", NULL, IN(GWR_FLOAT32, 1, 2, 4, 4, 4), IN(GWR_FLOAT32, 1, 3, 5, 7, 3)), "f32[1,2,3,5,7]");
+
+    /* Adam: R, T, X, G, V, H -> X_new, V_new, H_new shaped like X; Momentum
+     * with 2 tensors: outputs X1, X2, V1, V2 */
+    gwr_tensor *r = SCALAR(GWR_FLOAT32), *t = SCALAR(GWR_INT64), *p = IN(GWR_FLOAT32, 3), *q = IN(GWR_FLOAT32, 2, 2);
+    if (CHECK(gwr_op_call(net, "ai.onnx.preview.training", "Adam", 6, TS(r, t, p, p, p, p), NULL, 3, outs))) {
+        CHECK_TYPE(outs[0], "f32[3]");
+        CHECK_TYPE(outs[2], "f32[3]");
+    }
+    gwr_tensor *mo[4];
+    if (CHECK(gwr_op_call(net, "ai.onnx.preview.training", "Momentum", 8, TS(r, t, p, q, p, q, p, q), NULL, 4, mo))) {
+        CHECK_TYPE(mo[1], "f32[2,2]");
+        CHECK_TYPE(mo[2], "f32[3]");
+    }
+    CHECK_FAILS(gwr_op_call(net, "ai.onnx.preview.training", "Adagrad", 4, TS(r, t, p, p), NULL, 1, outs), "groups");
+}
+
 int main(void) {
     RUN_NET(constants_scalar_and_vector);
     RUN_NET(constants_general);
@@ -1862,5 +1913,6 @@ int main(void) {
     RUN_NET(more_rules);
     RUN_NET(constant_forms_and_integer_dtypes);
     RUN_NET(shape_value_arithmetic);
+    RUN_NET(opsb_geometry_and_training_rules);
     return check_report();
 }

@@ -1,7 +1,7 @@
 /* image.c - the image ops of detection models: NonMaxSuppression (boxes
  * kept per batch and class), RoiAlign (average or max of bilinear samples
- * over each region) and GridSample (an image read at a grid of normalized
- * coordinates).
+ * over each region) and GridSample (a 2-D or 3-D image read at a grid of
+ * normalized coordinates).
  *
  * Semantics follow ONNX's operator specification and, where it is silent,
  * ONNX's reference implementation and ONNX Runtime: RoiAlign's max mode
@@ -326,10 +326,15 @@ static gwr_status k_grid_sample(gwr_kctx *k) {
     if (!x || !gr) return GWR_ERR_INVALID_ARG;
     if (!gwr_ku_is_float(x->dtype) || !gwr_ku_is_float(gr->dtype))
         return gwr_k_fail(k, GWR_ERR_TYPE, "X and grid must be float, not %s and %s", gwr_dtype_name(x->dtype), gwr_dtype_name(gr->dtype));
-    if (x->rank < 3) return gwr_k_fail(k, GWR_ERR_SHAPE, "X must be [N, C, H, W], not rank %d", x->rank);
-    if (x->rank != 4) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "only 4-D X is supported, not rank %d", x->rank);
-    if (gr->rank != 4 || gr->dims[0] != x->dims[0] || gr->dims[3] != 2)
-        return gwr_k_fail(k, GWR_ERR_SHAPE, "grid must be [N, H_out, W_out, 2] with X's N (%lld)", (long long)x->dims[0]);
+    if (x->rank < 3) return gwr_k_fail(k, GWR_ERR_SHAPE, "X must be [N, C, H, W] or [N, C, D, H, W], not rank %d", x->rank);
+    if (x->rank > 5) return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "only 3-D to 5-D X are supported, not rank %d", x->rank);
+    /* nsp spatial dims (1 to 3); the grid's last dim lists x (the last
+     * axis) first */
+    int nsp = x->rank - 2;
+    if (gr->rank != x->rank || gr->dims[0] != x->dims[0] || gr->dims[nsp + 1] != nsp)
+        return gwr_k_fail(k, GWR_ERR_SHAPE, "grid must be [N, %s, %d] with X's N (%lld)",
+                          nsp == 1 ? "W_out" : nsp == 2 ? "H_out, W_out" : "D_out, H_out, W_out",
+                          nsp, (long long)x->dims[0]);
     const char *ms = gwr_k_string(k, "mode", "bilinear"), *ps = gwr_k_string(k, "padding_mode", "zeros");
     gs_opts o;
     o.mode = !strcmp(ms, "bilinear") || !strcmp(ms, "linear")  ? GS_LINEAR
@@ -337,33 +342,57 @@ static gwr_status k_grid_sample(gwr_kctx *k) {
              : !strcmp(ms, "bicubic") || !strcmp(ms, "cubic") ? GS_CUBIC
                                                                : -1;
     if (o.mode < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "mode '%s' is not bilinear, nearest or bicubic", ms);
+    if (o.mode == GS_CUBIC && nsp != 2) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "mode '%s' takes a 4-D X only", ms);
     o.pad = !strcmp(ps, "zeros") ? PAD_ZEROS : !strcmp(ps, "border") ? PAD_BORDER : !strcmp(ps, "reflection") ? PAD_REFLECT : -1;
     if (o.pad < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "padding_mode '%s' is not zeros, border or reflection", ps);
     int64_t ac = gwr_k_int(k, "align_corners", 0);
     if (ac != 0 && ac != 1) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "align_corners must be 0 or 1, not %lld", (long long)ac);
     o.align = (int)ac;
-    int64_t n = x->dims[0], ch = x->dims[1], h = x->dims[2], wd = x->dims[3], ho = gr->dims[1], wo = gr->dims[2];
-    int64_t od[4] = {n, ch, ho, wo}, ny = gwr_shape_numel(4, od);
-    if (ny < 0 || ny > MAX_ELEMS)
-        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "an output of %lld x %lld x %lld x %lld is too large", (long long)n, (long long)ch,
-                          (long long)ho, (long long)wo);
-    if (ny && (!h || !wd))
-        return gwr_k_fail(k, GWR_ERR_SHAPE, "X has no pixels (H = %lld, W = %lld) to sample", (long long)h, (long long)wd);
-    gwr_value *y = gwr_k_out(k, 0, x->dtype, 4, od);
+    int64_t n = x->dims[0], ch = x->dims[1], od[5], plane = 1, pts = 1;
+    od[0] = n, od[1] = ch;
+    for (int i = 0; i < nsp; i++) {
+        od[2 + i] = gr->dims[1 + i];
+        plane = gwr_ku_mul_max(plane, x->dims[2 + i], MAX_ELEMS);
+        pts = gwr_ku_mul_max(pts, od[2 + i], MAX_ELEMS);
+    }
+    int64_t ny = gwr_shape_numel(x->rank, od);
+    if (ny < 0 || ny > MAX_ELEMS || plane < 0 || pts < 0)
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "an output of %lld x %lld x %lld points is too large", (long long)n, (long long)ch,
+                          (long long)pts);
+    if (ny && !plane) {
+        if (nsp == 1) return gwr_k_fail(k, GWR_ERR_SHAPE, "X has no pixels (W = 0) to sample");
+        if (nsp == 2)
+            return gwr_k_fail(k, GWR_ERR_SHAPE, "X has no pixels (H = %lld, W = %lld) to sample", (long long)x->dims[2],
+                              (long long)x->dims[3]);
+        return gwr_k_fail(k, GWR_ERR_SHAPE, "X has no pixels (D = %lld, H = %lld, W = %lld) to sample", (long long)x->dims[2],
+                          (long long)x->dims[3], (long long)x->dims[4]);
+    }
+    gwr_value *y = gwr_k_out(k, 0, x->dtype, x->rank, od);
     if (!y) return GWR_ERR_NOMEM;
     for (int64_t b = 0; b < n; b++)
-        for (int64_t p = 0; p < ho * wo; p++) {
-            int64_t tx[4], ty[4];
-            double wx[4], wy[4];
-            int64_t g = (b * ho * wo + p) * 2;
-            int nx = gs_taps(&o, gwr_v_get_f64(gr, g), wd, tx, wx), nyt = gs_taps(&o, gwr_v_get_f64(gr, g + 1), h, ty, wy);
+        for (int64_t p = 0; p < pts; p++) {
+            /* taps per spatial axis a (0 the outermost); axis a reads grid
+             * component nsp - 1 - a */
+            int64_t t[3][4], st[3];
+            double w[3][4];
+            int nt[3], none = 0;
+            int64_t g = (b * pts + p) * nsp;
+            int64_t s = 1;
+            for (int a = nsp - 1; a >= 0; a--) {
+                nt[a] = gs_taps(&o, gwr_v_get_f64(gr, g + nsp - 1 - a), x->dims[2 + a], t[a], w[a]);
+                none |= !nt[a];
+                st[a] = s, s *= x->dims[2 + a];
+            }
+            for (int a = nsp; a < 3; a++) nt[a] = 1, t[a][0] = 0, w[a][0] = 1, st[a] = 0; /* unused axes: one tap */
             for (int64_t c = 0; c < ch; c++) {
-                int64_t base = (b * ch + c) * h * wd;
-                double acc = nx && nyt ? 0 : NAN;
-                for (int i = 0; i < nyt; i++)
-                    for (int j = 0; j < nx; j++)
-                        if (ty[i] >= 0 && tx[j] >= 0) acc += wy[i] * wx[j] * gwr_v_get_f64(x, base + ty[i] * wd + tx[j]);
-                gwr_v_set_f64(y, (b * ch + c) * ho * wo + p, acc);
+                int64_t base = (b * ch + c) * plane;
+                double acc = none ? NAN : 0;
+                for (int i = 0; i < nt[0] && !none; i++)
+                    for (int j = 0; j < nt[1]; j++)
+                        for (int l = 0; l < nt[2]; l++)
+                            if (t[0][i] >= 0 && t[1][j] >= 0 && t[2][l] >= 0)
+                                acc += w[0][i] * w[1][j] * w[2][l] * gwr_v_get_f64(x, base + t[0][i] * st[0] + t[1][j] * st[1] + t[2][l] * st[2]);
+                gwr_v_set_f64(y, (b * ch + c) * pts + p, acc);
             }
         }
     return GWR_OK;

@@ -1,5 +1,5 @@
 /* reduce.c - the reduce kernel family: Reduce* over any set of axes,
- * ArgMax / ArgMin, TopK and CumSum.
+ * ArgMax / ArgMin, TopK, CumSum and CumProd.
  *
  * Reductions merge adjacent dims that are all reduced or all kept, so any
  * axes set becomes alternating groups; the input is walked once in memory
@@ -85,7 +85,7 @@ static int64_t int_highest(gwr_dtype t) {
 static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 static int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
 
-/* Reads a single axis from attribute-free input i of k (CumSum). */
+/* Reads a single axis from attribute-free input i of k (CumSum, CumProd). */
 static int read_axis(gwr_kctx *k, int i, int64_t *axis) {
     const gwr_value *v = k->in[i];
     if ((v->dtype != GWR_INT32 && v->dtype != GWR_INT64) || v->rank > 1 || v->numel != 1) {
@@ -581,14 +581,18 @@ static gwr_status k_topk(gwr_kctx *k) {
     return GWR_OK;
 }
 
-/* ---- CumSum -------------------------------------------------------------------- */
+/* ---- CumSum, CumProd ------------------------------------------------------------ */
 
-static gwr_status k_cumsum(gwr_kctx *k) {
+/* The running sum (prod 0) or product (prod 1) along the axis input;
+ * exclusive starts from the identity (0 or 1), reverse runs from the end.
+ * Integers wrap as two's complement. */
+static gwr_status cumulative(gwr_kctx *k, int prod) {
+    const char *op = prod ? "CumProd" : "CumSum";
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
     if (!x) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input 0 (x) is missing");
     if (k->nin < 2 || !k->in[1]) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input 1 (axis) is missing");
     int fl = gwr_ku_is_float(x->dtype);
-    if (!fl && !gwr_ku_is_int(x->dtype)) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "CumSum does not take %s", gwr_dtype_name(x->dtype));
+    if (!fl && !gwr_ku_is_int(x->dtype)) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s does not take %s", op, gwr_dtype_name(x->dtype));
     int64_t axis;
     if (read_axis(k, 1, &axis)) return GWR_ERR_INVALID_ARG;
     if (x->rank < 1) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "x must have rank 1 or more");
@@ -610,22 +614,26 @@ static gwr_status k_cumsum(gwr_kctx *k) {
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
     for (int64_t o = 0; o < outer; o++) {
-        if (fl) memset(fs, 0, sz);
-        else memset(is, 0, sz);
+        for (int64_t j = 0; j < inner; j++) {
+            if (fl) fs[j] = prod;
+            else is[j] = prod;
+        }
         for (int64_t q = 0; q < n; q++) {
             int64_t i = rev ? n - 1 - q : q, off = (o * n + i) * inner;
             if (fl) {
                 gwr_ku_load_f64(x, off, inner, fr);
                 for (int64_t j = 0; j < inner; j++) {
-                    if (excl) fo[j] = fs[j], fs[j] += fr[j];
-                    else fs[j] += fr[j], fo[j] = fs[j];
+                    if (excl) fo[j] = fs[j];
+                    fs[j] = prod ? fs[j] * fr[j] : fs[j] + fr[j];
+                    if (!excl) fo[j] = fs[j];
                 }
                 gwr_ku_store_f64(y, off, inner, fo);
             } else {
                 load_i64(x, off, inner, ir, 0);
                 for (int64_t j = 0; j < inner; j++) {
-                    if (excl) io[j] = is[j], is[j] = wrap_add(is[j], ir[j]);
-                    else is[j] = wrap_add(is[j], ir[j]), io[j] = is[j];
+                    if (excl) io[j] = is[j];
+                    is[j] = prod ? wrap_mul(is[j], ir[j]) : wrap_add(is[j], ir[j]);
+                    if (!excl) io[j] = is[j];
                 }
                 store_i64(y, off, inner, io, 0);
             }
@@ -634,6 +642,9 @@ static gwr_status k_cumsum(gwr_kctx *k) {
     gwr_free(fs), gwr_free(fr), gwr_free(fo), gwr_free(is), gwr_free(ir), gwr_free(io);
     return GWR_OK;
 }
+
+static gwr_status k_cumsum(gwr_kctx *k) { return cumulative(k, 0); }
+static gwr_status k_cumprod(gwr_kctx *k) { return cumulative(k, 1); }
 
 const gwr_kernel_entry gwr_kernels_reduce[] = {
     GWR_KERNEL(ReduceSum, k_reduce_sum, .flags = GWR_KF_ALIAS),
@@ -650,5 +661,6 @@ const gwr_kernel_entry gwr_kernels_reduce[] = {
     GWR_KERNEL(ArgMin, k_argmin),
     GWR_KERNEL(TopK, k_topk),
     GWR_KERNEL(CumSum, k_cumsum),
+    GWR_KERNEL(CumProd, k_cumprod),
     {.fn = NULL},
 };

@@ -321,13 +321,23 @@ static gwr_status space_depth(gwr_kctx *k, int to_space) {
         if (crd) st[1] = b * b * H * W, st[3] = b * H * W, st[5] = H * W;
         else st[1] = H * W, st[3] = b * c * H * W, st[5] = c * H * W;
     } else {
+        /* opset 28's mode: output channels ordered (row, column, depth) for
+         * DCR, (depth, row, column) for CRD */
+        const char *mode = gwr_k_string(k, "mode", "DCR");
+        int crd = !strcmp(mode, "CRD");
+        if (!crd && strcmp(mode, "DCR")) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "unknown mode '%s'", mode);
         if (H % b || W % b)
             return gwr_k_fail(k, GWR_ERR_SHAPE, "height %lld and width %lld must be multiples of blocksize %lld", (long long)H,
                               (long long)W, (long long)b);
         int64_t h = H / b, w = W / b;
         od[0] = N, od[1] = C * b * b, od[2] = h, od[3] = w;
-        vd[0] = N, vd[1] = b, vd[2] = b, vd[3] = C, vd[4] = h, vd[5] = w;
-        st[0] = C * H * W, st[1] = W, st[2] = 1, st[3] = H * W, st[4] = b * W, st[5] = b;
+        if (crd) {
+            vd[0] = N, vd[1] = C, vd[2] = b, vd[3] = b, vd[4] = h, vd[5] = w;
+            st[0] = C * H * W, st[1] = H * W, st[2] = W, st[3] = 1, st[4] = b * W, st[5] = b;
+        } else {
+            vd[0] = N, vd[1] = b, vd[2] = b, vd[3] = C, vd[4] = h, vd[5] = w;
+            st[0] = C * H * W, st[1] = W, st[2] = 1, st[3] = H * W, st[4] = b * W, st[5] = b;
+        }
     }
     gwr_value *o = gwr_k_out(k, 0, x->dtype, 4, od);
     if (!o) return GWR_ERR_NOMEM;

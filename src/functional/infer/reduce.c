@@ -1,6 +1,6 @@
 /* reduce.c - shape rules of the reductions: Reduce* over a set of axes
  * (from the axes input or, in older opsets, the attribute), ArgMax and
- * ArgMin, TopK and CumSum. As in exec/kernels/reduce.c. */
+ * ArgMin, TopK, CumSum and CumProd. As in exec/kernels/reduce.c. */
 
 #include <string.h>
 
@@ -129,5 +129,6 @@ const gwr_fi_entry gwr_fi_rules_reduce[] = {
     {GWR_OP_ArgMin, infer_argmax},
     {GWR_OP_TopK, infer_topk},
     {GWR_OP_CumSum, infer_cumsum},
+    {GWR_OP_CumProd, infer_cumsum},
     {GWR_OP_CUSTOM, NULL},
 };

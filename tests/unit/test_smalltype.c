@@ -459,6 +459,40 @@ TEST(onnx_bad_tensors) {
     remove(p);
 }
 
+/* A network built with gwr (IR 8 unless told) that holds a newer element
+ * type is written with the IR version that introduced it. */
+static const char *saved_ir(gwr_dtype dt) {
+    static char ir[32];
+    gwr_network *net = gwr_network_new("m");
+    const int64_t n = 4;
+    const uint8_t data[4] = {0};
+    gwr_tensor *c = gwr_constant(net, dt, 1, &n, data);
+    gwr_layer *l = gwr_network_add_layer(net, "Identity", "", "L", 1, &c, 1, NULL);
+    gwr_network_mark_output(net, gwr_layer_output(l, 0));
+    void *buf = NULL;
+    size_t size = 0;
+    snprintf(ir, sizeof ir, "?");
+    if (!gwr_onnx_save_memory(net, &buf, &size)) {
+        gwr_network *back = gwr_onnx_load_memory(buf, size, NULL, "m", NULL);
+        size_t len = 0;
+        const char *p = back ? gwr_network_prop(back, "onnx.ir_version", &len) : NULL;
+        if (p) snprintf(ir, sizeof ir, "%.*s", (int)len, p);
+        gwr_network_free(back);
+    }
+    free(buf);
+    gwr_network_free(net);
+    return ir;
+}
+
+TEST(export_ir_version) {
+    CHECK_STR(saved_ir(GWR_UINT8), "8");
+    CHECK_STR(saved_ir(GWR_FLOAT8E5M2), "9");
+    CHECK_STR(saved_ir(GWR_INT4), "10");
+    CHECK_STR(saved_ir(GWR_FLOAT4E2M1), "11");
+    CHECK_STR(saved_ir(GWR_FLOAT8E8M0), "12");
+    CHECK_STR(saved_ir(GWR_INT2), "13");
+}
+
 int main(void) {
     RUN(dtype_table);
     RUN(e4m3fn);
@@ -481,5 +515,6 @@ int main(void) {
     RUN(reduce_bool);
     RUN(onnx_packed_tensors);
     RUN(onnx_bad_tensors);
+    RUN(export_ir_version);
     return check_report();
 }

@@ -263,26 +263,27 @@ TEST(cast_sub_byte) {
     gwr_value_release(v);
 }
 
-TEST(cast_e8m0_round_mode) {
-    const float x[3] = {1.5f, 1.4f, 0};
-    const int64_t n = 3;
-    gwr_dtype dt[1] = {GWR_FLOAT32};
-    const void *d[1] = {x};
+/* Cast of float32 x[0..n) to float8e8m0 with a round_mode (saturate -1:
+ * the attribute left out). */
+static gwr_value *cast_e8m0(const float *x, int64_t n, int saturate, const char *round_mode) {
     gwr_network *net = gwr_network_new("m");
-    gwr_tensor *t = gwr_constant(net, dt[0], 1, &n, d[0]);
+    gwr_tensor *t = gwr_constant(net, GWR_FLOAT32, 1, &n, x);
     gwr_layer *l = gwr_network_add_layer(net, "Cast", "", "L", 1, &t, 1, NULL);
     gwr_layer_set_int(l, "to", GWR_FLOAT8E8M0);
-    gwr_layer_set_int(l, "saturate", 0);
-    gwr_layer_set_string(l, "round_mode", "nearest");
-    gwr_value *v = run_layer_output0(net, l, msg, sizeof msg);
+    if (saturate >= 0) gwr_layer_set_int(l, "saturate", saturate);
+    gwr_layer_set_string(l, "round_mode", round_mode);
+    return run_layer_output0(net, l, msg, sizeof msg);
+}
+
+TEST(cast_e8m0_round_mode) {
+    const float x[3] = {1.5f, 1.4f, 0};
+    gwr_value *v = cast_e8m0(x, 3, 0, "nearest");
     if (CHECK(v)) CHECK(bytes(v)[0] == 128 && bytes(v)[1] == 127 && bytes(v)[2] == 255);
     gwr_value_release(v);
-    net = gwr_network_new("m");
-    t = gwr_constant(net, dt[0], 1, &n, d[0]);
-    l = gwr_network_add_layer(net, "Cast", "", "L", 1, &t, 1, NULL);
-    gwr_layer_set_int(l, "to", GWR_FLOAT8E8M0);
-    gwr_layer_set_string(l, "round_mode", "sideways");
-    v = run_layer_output0(net, l, msg, sizeof msg);
+    v = cast_e8m0(x, 3, -1, "down");
+    if (CHECK(v)) CHECK(bytes(v)[0] == 127 && bytes(v)[1] == 127 && bytes(v)[2] == 0);
+    gwr_value_release(v);
+    v = cast_e8m0(x, 3, -1, "sideways");
     CHECK(!v);
     CHECK_CONTAINS(msg, "round_mode");
 }

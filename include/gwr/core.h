@@ -89,6 +89,10 @@ typedef enum gwr_dtype {
     GWR_FLOAT8E5M2FNUZ = 20,
     GWR_UINT4 = 21,
     GWR_INT4 = 22,
+    GWR_FLOAT4E2M1 = 23,
+    GWR_FLOAT8E8M0 = 24,
+    GWR_UINT2 = 25,
+    GWR_INT2 = 26,
     GWR_DTYPE_COUNT
 } gwr_dtype;
 
@@ -99,12 +103,14 @@ GWR_API const char *gwr_dtype_name(gwr_dtype t);
 /* Parses a name from gwr_dtype_name (also ONNX's "float", "double" and
  * "half"); GWR_UNDEFINED when unknown. */
 GWR_API gwr_dtype gwr_dtype_from_name(const char *name);
-/* Size of one element in bits (4 for the 4-bit types, 0 for STRING and
- * UNDEFINED). */
+/* Size of one element in bits (4 for the 4-bit types, 2 for the 2-bit
+ * ones, 0 for STRING and UNDEFINED). Sub-byte types are packed as ONNX
+ * packs them: the first element in the lowest bits of a byte. */
 GWR_API int gwr_dtype_bits(gwr_dtype t);
 /* Size of one element in bytes, rounded up; 0 for STRING and UNDEFINED. */
 GWR_API size_t gwr_dtype_size(gwr_dtype t);
-/* 1 for the floating-point types (incl. float8 and complex), else 0. */
+/* 1 for the floating-point types (incl. float8, float8e8m0, float4e2m1 and
+ * complex), else 0. */
 GWR_API int gwr_dtype_is_float(gwr_dtype t);
 /* 1 for signed and unsigned integers (not bool), else 0. */
 GWR_API int gwr_dtype_is_int(gwr_dtype t);

@@ -47,12 +47,15 @@ GWR_API gwr_status gwr_value_set_string(gwr_value *v, int64_t i, const void *dat
  * w->dims point into v, which must outlive w). STRING values are copied. */
 GWR_API gwr_status gwr_value_to_weights(const gwr_value *v, gwr_weights *w);
 /* Element i of a numeric (or bool) value as a double / an int64 (floats
- * truncated toward zero); NaN / 0 for other dtypes or a bad index. */
+ * truncated toward zero); NaN / 0 for other dtypes or a bad index. The
+ * float8 / float4 types and the packed 4 and 2-bit integers count as
+ * numeric (their exact values). */
 GWR_API double gwr_value_get_f64(const gwr_value *v, int64_t i);
 GWR_API int64_t gwr_value_get_i64(const gwr_value *v, int64_t i);
 /* Sets element i of a numeric (or bool) value from a double, as a C
- * conversion would (float16 / bfloat16 rounded to nearest even); ignored
- * for other dtypes or a bad index. */
+ * conversion would (float16 / bfloat16 rounded to nearest even; float8 /
+ * float4 as Cast with saturate; the 4 and 2-bit integers keep the low bits
+ * of the truncated value); ignored for other dtypes or a bad index. */
 GWR_API void gwr_value_set_f64(gwr_value *v, int64_t i, double x);
 /* "float32[2,3]" into buf; returns what snprintf returns. */
 GWR_API int gwr_value_type_str(const gwr_value *v, char *buf, size_t size);

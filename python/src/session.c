@@ -32,10 +32,12 @@ static int np_type_of(gwr_dtype t) {
     }
 }
 
-/* Types numpy has no dtype for, carried as float64 numbers both ways. */
+/* Types numpy has no dtype for, carried as float64 numbers both ways:
+ * bfloat16, the float8 / float4 types and the 4 and 2-bit integers. */
 static int via_float(gwr_dtype t) {
     return t == GWR_BFLOAT16 || t == GWR_FLOAT8E4M3FN || t == GWR_FLOAT8E4M3FNUZ || t == GWR_FLOAT8E5M2 ||
-           t == GWR_FLOAT8E5M2FNUZ;
+           t == GWR_FLOAT8E5M2FNUZ || t == GWR_UINT4 || t == GWR_INT4 || t == GWR_FLOAT4E2M1 || t == GWR_FLOAT8E8M0 ||
+           t == GWR_UINT2 || t == GWR_INT2;
 }
 
 /* ---- numpy -> gwr_value ------------------------------------------------------ */
@@ -566,8 +568,8 @@ static PyMethodDef session_methods[] = {
      "safely, a list within its kind), else DtypeError. outputs: names to return (None: all), and\n"
      "the result dict's order. Each output is a READ-ONLY numpy array over the executor's memory\n"
      "(its bytes may be shared with the network's constants or another output; .copy() to write),\n"
-     "kept alive by its base after the session is gone. bfloat16/float8 outputs come as float32\n"
-     "copies, strings as object arrays. An optimized session runs its private copy with the GIL\n"
+     "kept alive by its base after the session is gone. bfloat16, float8, float4 and 4/2-bit outputs\n"
+     "come as float32 copies, strings as object arrays. An optimized session runs its private copy with the GIL\n"
      "released; one planned on the network as written keeps the GIL (the network must not change\n"
      "under it). One thread at a time may use a session (StateError otherwise)."},
     {NULL, NULL, 0, NULL}};

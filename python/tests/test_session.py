@@ -211,6 +211,23 @@ def test_bfloat16_output_comes_as_float32():
         np.testing.assert_array_equal(out, [1.0, 0.5, 3.0])
 
 
+def test_small_types_come_as_float32():
+    # int4 keeps the low bits of the truncated value (-9 -> 7), float8e4m3fn
+    # saturates (500 -> 448, its largest value), float4e2m1 rounds half to
+    # even on its grid 0 0.5 1 1.5 2 3 4 6 (5 -> 4)
+    with gwr.Network() as net:
+        x = net.add_input("x", gwr.float32, (3,))
+        D = gwr.DataType
+        outs = [F.cast(x, t) for t in (D.INT4, D.FLOAT8E4M3FN, D.FLOAT4E2M1)]
+        for o in outs:
+            net.mark_output(o)
+        r = gwr.Session(net, optimize="raw").run({"x": np.array([-9.0, 500.0, 5.0], np.float32)})
+        assert all(r[o.name].dtype == np.float32 for o in outs)
+        np.testing.assert_array_equal(r[outs[0].name], [7, 4, 5])
+        np.testing.assert_array_equal(r[outs[1].name], [-9, 448, 5])
+        np.testing.assert_array_equal(r[outs[2].name], [-6, 6, 4])
+
+
 def test_raw_session_refuses_a_changed_network():
     net, _ = mlp()
     s = gwr.Session(net, optimize="raw")

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "exec/exec_internal.h"
+#include "util/smalltype.h"
 
 /* ---- values -------------------------------------------------------------- */
 
@@ -248,7 +249,8 @@ double gwr_v_get_f64(const gwr_value *v, int64_t j) {
     case GWR_INT64: return (double)((const int64_t *)p)[j];
     case GWR_UINT64: return (double)((const uint64_t *)p)[j];
     case GWR_BOOL: return ((const uint8_t *)p)[j] != 0;
-    default: return NAN;
+    default:
+        return gwr_small_is_small(v->dtype) ? gwr_small_decode(v->dtype, gwr_packed_get(p, gwr_dtype_bits(v->dtype), j)) : NAN;
     }
 }
 
@@ -280,6 +282,11 @@ void gwr_v_set_f64(gwr_value *v, int64_t j, double x) {
     case GWR_BFLOAT16: ((uint16_t *)p)[j] = gwr_f32_to_bf16((float)x); break;
     case GWR_BOOL: ((uint8_t *)p)[j] = x != 0; break;
     default: {
+        /* the small types: as Cast converts (float8 saturating) */
+        if (gwr_small_is_small(v->dtype)) {
+            gwr_packed_set(p, gwr_dtype_bits(v->dtype), j, gwr_small_encode(v->dtype, x, 1, GWR_E8M0_UP));
+            break;
+        }
         /* Integers: truncation toward zero, wrapping as the C conversion of
          * an int64 would (NaN and out-of-range values give 0 / the bounds). */
         int64_t i = x != x ? 0 : x >= 9.2e18 ? INT64_MAX : x <= -9.2e18 ? INT64_MIN : (int64_t)x;
@@ -338,7 +345,8 @@ int gwr_axis(int64_t axis, int rank) {
 
 static int numeric(const gwr_value *v, int64_t i) {
     return v && i >= 0 && i < v->numel && v->dtype != GWR_STRING && v->dtype != GWR_COMPLEX64 &&
-           v->dtype != GWR_COMPLEX128 && gwr_dtype_bits(v->dtype) >= 8 && v->dtype < GWR_FLOAT8E4M3FN;
+           v->dtype != GWR_COMPLEX128 && ((gwr_dtype_bits(v->dtype) >= 8 && v->dtype < GWR_FLOAT8E4M3FN) ||
+                                          gwr_small_is_small(v->dtype));
 }
 
 double gwr_value_get_f64(const gwr_value *v, int64_t i) { return numeric(v, i) ? gwr_v_get_f64(v, i) : NAN; }

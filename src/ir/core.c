@@ -34,7 +34,9 @@ static const struct {
     [GWR_BFLOAT16] = {"bfloat16", 16},   [GWR_FLOAT8E4M3FN] = {"float8e4m3fn", 8},
     [GWR_FLOAT8E4M3FNUZ] = {"float8e4m3fnuz", 8}, [GWR_FLOAT8E5M2] = {"float8e5m2", 8},
     [GWR_FLOAT8E5M2FNUZ] = {"float8e5m2fnuz", 8}, [GWR_UINT4] = {"uint4", 4},
-    [GWR_INT4] = {"int4", 4},
+    [GWR_INT4] = {"int4", 4},          [GWR_FLOAT4E2M1] = {"float4e2m1", 4},
+    [GWR_FLOAT8E8M0] = {"float8e8m0", 8}, [GWR_UINT2] = {"uint2", 2},
+    [GWR_INT2] = {"int2", 2},
 };
 
 int gwr_dtype_is_valid(gwr_dtype t) { return t > GWR_UNDEFINED && t < GWR_DTYPE_COUNT; }
@@ -61,7 +63,7 @@ int gwr_dtype_is_float(gwr_dtype t) {
     switch (t) {
     case GWR_FLOAT32: case GWR_FLOAT16: case GWR_FLOAT64: case GWR_BFLOAT16:
     case GWR_COMPLEX64: case GWR_COMPLEX128: case GWR_FLOAT8E4M3FN: case GWR_FLOAT8E4M3FNUZ:
-    case GWR_FLOAT8E5M2: case GWR_FLOAT8E5M2FNUZ:
+    case GWR_FLOAT8E5M2: case GWR_FLOAT8E5M2FNUZ: case GWR_FLOAT4E2M1: case GWR_FLOAT8E8M0:
         return 1;
     default:
         return 0;
@@ -72,6 +74,7 @@ int gwr_dtype_is_int(gwr_dtype t) {
     switch (t) {
     case GWR_UINT8: case GWR_INT8: case GWR_UINT16: case GWR_INT16: case GWR_INT32:
     case GWR_INT64: case GWR_UINT32: case GWR_UINT64: case GWR_UINT4: case GWR_INT4:
+    case GWR_UINT2: case GWR_INT2:
         return 1;
     default:
         return 0;

@@ -173,6 +173,19 @@ static void **unpack_props(gwr_ox_ctx *c, const gwr_network *net, const char *pr
 
 /* ---- tensors and types ---- */
 
+/* Notes element type dt as written: the IR version that introduced it
+ * (float8 9, 4-bit integers 10, float4e2m1 11, float8e8m0 12, 2-bit 13)
+ * is the least the model may declare. */
+static void ox_dtype_seen(gwr_ox_ctx *c, gwr_dtype dt) {
+    int64_t v = dt >= GWR_FLOAT8E4M3FN && dt <= GWR_FLOAT8E5M2FNUZ ? 9
+              : dt == GWR_UINT4 || dt == GWR_INT4                 ? 10
+              : dt == GWR_FLOAT4E2M1                               ? 11
+              : dt == GWR_FLOAT8E8M0                               ? 12
+              : dt == GWR_UINT2 || dt == GWR_INT2                  ? 13
+                                                                   : 0;
+    if (v > c->dtype_ir) c->dtype_ir = v;
+}
+
 /* A TensorProto of w named `name` (NULL or "": none): raw_data points at
  * w's bytes, string_data at its strings. */
 static Onnx__TensorProto *ox_tensor(gwr_ox_ctx *c, const gwr_weights *w, const char *name) {
@@ -183,6 +196,7 @@ static Onnx__TensorProto *ox_tensor(gwr_ox_ctx *c, const gwr_weights *w, const c
     tp->dims = (int64_t *)w->dims;
     tp->has_data_type = 1;
     tp->data_type = (int32_t)w->dtype;
+    ox_dtype_seen(c, w->dtype);
     tp->name = S_or_null(name);
     if (w->dtype == GWR_STRING) {
         size_t n = w->nbytes / sizeof(gwr_bytes);
@@ -260,6 +274,7 @@ static Onnx__TypeProto *ox_type(gwr_ox_ctx *c, const gwr_network *net, const gwr
             if (!tt) return NULL;
             tt->has_elem_type = ty->dtype != GWR_UNDEFINED;
             tt->elem_type = (int32_t)ty->dtype;
+            ox_dtype_seen(c, ty->dtype);
             tt->shape = sh;
             tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
             tp->tensor_type = tt;
@@ -269,6 +284,7 @@ static Onnx__TypeProto *ox_type(gwr_ox_ctx *c, const gwr_network *net, const gwr
             if (!st) return NULL;
             st->has_elem_type = ty->dtype != GWR_UNDEFINED;
             st->elem_type = (int32_t)ty->dtype;
+            ox_dtype_seen(c, ty->dtype);
             st->shape = sh;
             tp->value_case = ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE;
             tp->sparse_tensor_type = st;
@@ -827,6 +843,8 @@ gwr_status gwr_ox_build(gwr_ox_ctx *c, gwr_network *net, Onnx__ModelProto **out)
     m->n_training_info = n, m->training_info = (Onnx__TrainingInfoProto **)v;
 
     if (!(m->graph = ox_graph(c, net, 0)) || ox_opsets(c, net, m)) return c->st ? c->st : GWR_ERR_NOMEM;
+    /* a model built with gwr (IR 8 by default) that holds a newer element type */
+    if (m->ir_version < c->dtype_ir) m->ir_version = c->dtype_ir;
     *out = m;
     return GWR_OK;
 }

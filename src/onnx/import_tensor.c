@@ -291,7 +291,8 @@ static gwr_status typed_data(gwr_oi_ctx *c, Onnx__TensorProto *t, const char *wh
                                gwr_dtype_name(dt), typed_field_name(o));
     uint64_t want = (uint64_t)numel;
     if (dt == GWR_COMPLEX64 || dt == GWR_COMPLEX128) want *= 2;
-    if (dt == GWR_INT4 || dt == GWR_UINT4) want = (want + 1) / 2; /* two elements per entry */
+    if (dt != GWR_STRING && gwr_dtype_bits(dt) < 8) /* sub-byte types: one packed byte per entry (2 or 4 elements) */
+        want = (want * (uint64_t)gwr_dtype_bits(dt) + 7) / 8;
     size_t have = typed_count(t, k);
     if (have != want)
         return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: %zu values in %s, but its shape needs %llu", what, have,

@@ -47,6 +47,7 @@ typedef struct gwr_ox_ctx {
     gwr_ox_domain *domains;
     int64_t ndomains, domains_cap;
     gwr_status st;
+    int64_t dtype_ir;            /* the IR version the element types written need */
     char err[GWR_ERRMSG_MAX];    /* the problem, without the path */
 } gwr_ox_ctx;
 

@@ -165,6 +165,10 @@ TEST(test_dtypes) {
         {GWR_FLOAT8E5M2FNUZ, "float8e5m2fnuz", 8, 1, 1, 0},
         {GWR_UINT4, "uint4", 4, 1, 0, 1},
         {GWR_INT4, "int4", 4, 1, 0, 1},
+        {GWR_FLOAT4E2M1, "float4e2m1", 4, 1, 1, 0},
+        {GWR_FLOAT8E8M0, "float8e8m0", 8, 1, 1, 0},
+        {GWR_UINT2, "uint2", 2, 1, 0, 1},
+        {GWR_INT2, "int2", 2, 1, 0, 1},
     };
     CHECK_EQ_INT(sizeof dt / sizeof dt[0], GWR_DTYPE_COUNT);
     for (size_t i = 0; i < sizeof dt / sizeof dt[0]; i++) {

@@ -115,7 +115,7 @@ static int compare(const gwr_value *got, const gwr_value *want, double rtol, dou
             }
         return 0;
     }
-    if (dt == GWR_COMPLEX64 || dt == GWR_COMPLEX128 || gwr_dtype_bits(dt) < 8 || dt >= GWR_FLOAT8E4M3FN) {
+    if (dt == GWR_COMPLEX64 || dt == GWR_COMPLEX128) {
         if (memcmp(gwr_value_cdata(got), gwr_value_cdata(want), gwr_value_nbytes(got))) {
             snprintf(why, size, "%s bytes differ", gwr_dtype_name(dt));
             return 1;
@@ -123,7 +123,7 @@ static int compare(const gwr_value *got, const gwr_value *want, double rtol, dou
         return 0;
     }
     const gwr_value *g = got, *w = want;
-    if (!is_floatish(dt)) {
+    if (!is_floatish(dt) && !gwr_dtype_is_float(dt)) { /* the integers, the 4 and 2-bit ones too, and bool */
         for (int64_t i = 0; i < n; i++)
             if (gwr_value_get_i64(g, i) != gwr_value_get_i64(w, i)) {
                 snprintf(why, size, "element %lld is %lld, expected %lld", (long long)i, (long long)gwr_value_get_i64(g, i),

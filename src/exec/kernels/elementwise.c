@@ -27,6 +27,7 @@
 /* after the pragma: their inline functions take its options */
 #include "exec/kernels/fast_math.h"
 #include "exec/kernels/kernel_util.h"
+#include "util/smalltype.h"
 
 #define NDT 17 /* dtype codes handled here: up to GWR_BFLOAT16 */
 #define CHUNK 256
@@ -1170,13 +1171,29 @@ static gwr_status cast_to_string(gwr_kctx *k, const gwr_value *x, gwr_value *o) 
     for (int64_t i = 0; i < x->numel; i++) {
         gwr_dtype t = x->dtype;
         int n;
-        if (gwr_ku_is_float(t)) n = format_float(gwr_v_get_f64(x, i), t, buf, sizeof buf);
+        if (gwr_ku_is_float(t) || gwr_small_is_float(t)) n = format_float(gwr_v_get_f64(x, i), t, buf, sizeof buf);
         else if (t == GWR_BOOL) n = snprintf(buf, sizeof buf, "%s", ((const uint8_t *)x->data)[i] ? "True" : "False");
         else if (t == GWR_UINT64) n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)((const uint64_t *)x->data)[i]);
         else n = snprintf(buf, sizeof buf, "%lld", (long long)gwr_v_get_i64(x, i));
         if (gwr_value_set_string(o, i, buf, (size_t)(n < 0 ? 0 : n))) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
     return GWR_OK;
+}
+
+/* Element i of o (any dtype but string) from an integer / a double, as
+ * Cast converts (the small types saturating, float8e8m0 rounding up). */
+static void store_i64(gwr_value *o, int64_t i, int64_t v) {
+    if (gwr_small_is_small(o->dtype))
+        gwr_packed_set(o->data, gwr_dtype_bits(o->dtype), i, gwr_small_encode_int(o->dtype, v, 1, GWR_E8M0_UP));
+    else
+        cast_tab[o->dtype](GWR_INT64, &v, (char *)o->data + (size_t)i * elem_size(o->dtype), 1);
+}
+
+static void store_f64(gwr_value *o, int64_t i, double d) {
+    if (gwr_small_is_small(o->dtype))
+        gwr_packed_set(o->data, gwr_dtype_bits(o->dtype), i, gwr_small_encode(o->dtype, d, 1, GWR_E8M0_UP));
+    else
+        cast_tab[o->dtype](GWR_FLOAT64, &d, (char *)o->data + (size_t)i * elem_size(o->dtype), 1);
 }
 
 static gwr_status cast_from_string(gwr_kctx *k, const gwr_value *x, gwr_value *o) {
@@ -1205,8 +1222,7 @@ static gwr_status cast_from_string(gwr_kctx *k, const gwr_value *x, gwr_value *o
             } else {
                 long long v = strtoll(p, &end, 10);
                 if (end != p && !*end) {
-                    int64_t one = (int64_t)v;
-                    cast_tab[t](GWR_INT64, &one, (char *)o->data + (size_t)i * elem_size(t), 1);
+                    store_i64(o, i, (int64_t)v);
                     continue;
                 }
             }
@@ -1215,12 +1231,39 @@ static gwr_status cast_from_string(gwr_kctx *k, const gwr_value *x, gwr_value *o
         while (end && (*end == ' ' || *end == '\t')) end++;
         if (end == p || (end && *end) || len != s[i].len)
             return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "element %lld: '%.40s' is not a number", (long long)i, buf);
-        cast_tab[t](GWR_FLOAT64, &d, (char *)o->data + (size_t)i * elem_size(t), 1);
+        store_f64(o, i, d);
     }
     return GWR_OK;
 }
 
-static int castable(gwr_dtype t) { return t == GWR_STRING || (t > 0 && t < NDT && cast_tab[t]); }
+static int castable(gwr_dtype t) { return t == GWR_STRING || (t > 0 && t < NDT && cast_tab[t]) || gwr_small_is_small(t); }
+
+/* Casts from or to the small types (float8, float4e2m1, float8e8m0, the 4
+ * and 2-bit integers), one element at a time through smalltype.h: integer
+ * sources exactly (the small integers wrap), float sources through their
+ * double value (exact for every source but float64), with the saturate
+ * and round_mode attributes. */
+static gwr_status cast_small(gwr_kctx *k, const gwr_value *x, gwr_value *o) {
+    int sat = gwr_k_int(k, "saturate", 1) != 0;
+    const char *rm = gwr_k_string(k, "round_mode", "up");
+    int mode = !strcmp(rm, "up") ? GWR_E8M0_UP : !strcmp(rm, "down") ? GWR_E8M0_DOWN : !strcmp(rm, "nearest") ? GWR_E8M0_NEAREST : -1;
+    if (mode < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "attribute 'round_mode': '%.32s' is not up, down or nearest", rm);
+    int from_int = !gwr_ku_is_float(x->dtype) && !gwr_small_is_float(x->dtype);
+    if (gwr_small_is_small(o->dtype)) {
+        int bits = gwr_dtype_bits(o->dtype);
+        if (o->nbytes) memset(o->data, 0, o->nbytes); /* the padding bits of the last byte */
+        for (int64_t i = 0; i < x->numel; i++)
+            gwr_packed_set(o->data, bits, i,
+                           from_int ? gwr_small_encode_int(o->dtype, gwr_v_get_i64(x, i), sat, mode)
+                                    : gwr_small_encode(o->dtype, gwr_v_get_f64(x, i), sat, mode));
+        return GWR_OK;
+    }
+    for (int64_t i = 0; i < x->numel; i++) {
+        if (from_int) store_i64(o, i, gwr_v_get_i64(x, i));
+        else store_f64(o, i, gwr_v_get_f64(x, i));
+    }
+    return GWR_OK;
+}
 
 static gwr_status cast_to(gwr_kctx *k, gwr_dtype to) {
     const gwr_value *x = k->in[0];
@@ -1234,6 +1277,7 @@ static gwr_status cast_to(gwr_kctx *k, gwr_dtype to) {
     if (!o) return GWR_ERR_NOMEM;
     if (to == GWR_STRING) return cast_to_string(k, x, o);
     if (x->dtype == GWR_STRING) return cast_from_string(k, x, o);
+    if (gwr_small_is_small(x->dtype) || gwr_small_is_small(to)) return cast_small(k, x, o);
     cast_tab[to](x->dtype, x->data, o->data, x->numel);
     return GWR_OK;
 }
@@ -1261,6 +1305,26 @@ static gwr_status k_castlike(gwr_kctx *k) {
     gwr_status rc = check_io(k, 2, 2);
     if (rc) return rc;
     return cast_to(k, k->in[1]->dtype);
+}
+
+/* BitCast (opset 26): x's bytes as another type of the same width, shape
+ * kept; no string, no change of width. */
+static gwr_status k_bitcast(gwr_kctx *k) {
+    gwr_status rc = check_io(k, 1, 1);
+    if (rc) return rc;
+    const gwr_value *x = k->in[0];
+    int64_t to;
+    if (gwr_layer_get_int(k->layer, "to", &to)) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "attribute 'to' is missing");
+    if (to <= 0 || to >= GWR_DTYPE_COUNT || !gwr_dtype_is_valid((gwr_dtype)to))
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "attribute 'to': %lld is not a dtype", (long long)to);
+    if (x->dtype == GWR_STRING || to == GWR_STRING) return gwr_k_fail(k, GWR_ERR_TYPE, "strings cannot be bit-cast");
+    if (gwr_dtype_bits(x->dtype) != gwr_dtype_bits((gwr_dtype)to))
+        return gwr_k_fail(k, GWR_ERR_TYPE, "%s (%d bits) and %s (%d bits) differ in width", dname(x->dtype),
+                          gwr_dtype_bits(x->dtype), dname((gwr_dtype)to), gwr_dtype_bits((gwr_dtype)to));
+    gwr_value *o = gwr_k_out_over(k, 0, 0, (gwr_dtype)to, x->rank, x->dims);
+    if (!o) return GWR_ERR_NOMEM;
+    if (o->data != x->data && x->nbytes) memcpy(o->data, x->data, x->nbytes);
+    return GWR_OK;
 }
 
 /* ---- the table ------------------------------------------------------------- */
@@ -1320,5 +1384,6 @@ const gwr_kernel_entry gwr_kernels_elementwise[] = {
     GWR_KERNEL_CUSTOM("", "BitwiseNot", k_bitwise_not),
     GWR_KERNEL(Cast, k_cast, .flags = GWR_KF_ALIAS),
     GWR_KERNEL(CastLike, k_castlike, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL_CUSTOM("", "BitCast", k_bitcast), /* opset 26, not in ops.def */
     {.fn = NULL},
 };

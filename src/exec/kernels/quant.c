@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "exec/kernels/kernel_util.h"
+#include "util/smalltype.h"
 
 /* Which scale and zero point element applies to element i of x: per
  * tensor (kind 0), per axis (1: the index along the axis) or blocked (2:
@@ -36,7 +37,9 @@ static inline int64_t qindex(const qmap *m, int64_t i) {
  * dim ceil(D / block_size) (blocked). */
 static gwr_status qparams(gwr_kctx *k, const gwr_value *x, const gwr_value *scale, const gwr_value *zp, qmap *m) {
     memset(m, 0, sizeof *m);
-    if (zp && (zp->rank != scale->rank || memcmp(zp->dims, scale->dims, (size_t)scale->rank * sizeof *zp->dims)))
+    /* a scalar scale with a [1] zero point (onnx's own tests write them so) is one per-tensor pair */
+    int one = zp && scale->rank <= 1 && zp->rank <= 1 && scale->numel == 1 && zp->numel == 1;
+    if (zp && !one && (zp->rank != scale->rank || memcmp(zp->dims, scale->dims, (size_t)scale->rank * sizeof *zp->dims)))
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "scale and zero point must have the same shape");
     int64_t block = gwr_k_int(k, "block_size", 0);
     if (block < 0) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "block_size %lld is negative", (long long)block);
@@ -81,6 +84,39 @@ static void quant_run_f32(const float *x, int64_t n, float s, double z, double l
     }
 }
 
+/* The saturation range of the small integer types. */
+static int small_qrange(gwr_dtype t, double *lo, double *hi) {
+    switch (t) {
+    case GWR_UINT4: *lo = 0, *hi = 15; return 1;
+    case GWR_INT4: *lo = -8, *hi = 7; return 1;
+    case GWR_UINT2: *lo = 0, *hi = 3; return 1;
+    case GWR_INT2: *lo = -2, *hi = 1; return 1;
+    default: return 0;
+    }
+}
+
+/* A zero point's element q as a double (exact: the float8 / float4 ones
+ * by their value). */
+static double zp_at(const gwr_value *zp, int64_t q) {
+    if (!zp) return 0;
+    return gwr_small_is_float(zp->dtype) ? gwr_v_get_f64(zp, q) : (double)gwr_v_get_i64(zp, q);
+}
+
+/* QuantizeLinear into float8 / float4: x / y_scale (in the scale's
+ * precision) plus the zero point, cast as Cast casts (round to nearest
+ * even; `saturate` as the attribute says). */
+static gwr_status quantize_small_float(gwr_kctx *k, const gwr_value *x, const gwr_value *scale, const gwr_value *zp,
+                                       const qmap *m, int wide, gwr_value *y) {
+    int sat = gwr_k_int(k, "saturate", 1) != 0, bits = gwr_dtype_bits(y->dtype);
+    for (int64_t i = 0; i < x->numel; i++) {
+        int64_t q = qindex(m, i);
+        double s = gwr_ku_get(scale, q), z = zp_at(zp, q);
+        double r = wide ? gwr_ku_get(x, i) / s + z : (double)((float)gwr_ku_get(x, i) / (float)s + (float)z);
+        gwr_packed_set(y->data, bits, i, gwr_small_encode(y->dtype, r, sat, GWR_E8M0_UP));
+    }
+    return GWR_OK;
+}
+
 static gwr_status k_quantize(gwr_kctx *k) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL, *scale = k->nin > 1 ? k->in[1] : NULL,
                     *zp = k->nin > 2 ? k->in[2] : NULL;
@@ -92,18 +128,21 @@ static gwr_status k_quantize(gwr_kctx *k) {
     if (zp && odt && odt != zp->dtype)
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output_dtype %lld is not y_zero_point's %s", (long long)odt, gwr_dtype_name(zp->dtype));
     gwr_dtype ot = zp ? zp->dtype : odt ? (gwr_dtype)odt : GWR_UINT8;
-    double lo, hi;
-    if (!gwr_ku_qrange(ot, &lo, &hi) || ot == GWR_INT32)
+    double lo = 0, hi = 0;
+    int small_float = gwr_small_is_float(ot) && ot != GWR_FLOAT8E8M0;
+    if (!small_float && !small_qrange(ot, &lo, &hi) && (!gwr_ku_qrange(ot, &lo, &hi) || ot == GWR_INT32))
         return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "quantizing to %s is not supported", gwr_dtype_name(ot));
     qmap m;
     if (qparams(k, x, scale, zp, &m)) return GWR_ERR_INVALID_ARG;
     gwr_value *y = gwr_k_out(k, 0, ot, x->rank, x->dims);
     if (!y) return GWR_ERR_NOMEM;
+    if (gwr_small_is_small(ot) && y->nbytes) memset(y->data, 0, y->nbytes); /* packed: the padding bits */
     /* x / y_scale in float32 (the scales' type in the spec; float64 when
      * x or the scale is float64), rounded half to even, plus the zero point,
      * saturated. */
     int wide = x->dtype == GWR_FLOAT64 || scale->dtype == GWR_FLOAT64;
-    if (x->dtype == GWR_FLOAT32 && scale->dtype == GWR_FLOAT32 && m.kind != 2) {
+    if (small_float) return quantize_small_float(k, x, scale, zp, &m, wide, y);
+    if (x->dtype == GWR_FLOAT32 && scale->dtype == GWR_FLOAT32 && m.kind != 2 && !gwr_small_is_small(ot)) {
         /* runs of elements sharing a scale: all of x, or `inner` per axis index */
         int64_t run = m.kind == 0 ? x->numel : m.inner, esz = gwr_dtype_bits(ot) / 8;
         for (int64_t i = 0; i < x->numel; i += run) {
@@ -146,18 +185,23 @@ static gwr_status k_dequantize(gwr_kctx *k) {
                     *zp = k->nin > 2 ? k->in[2] : NULL;
     double lo, hi;
     if (!x || !scale) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "needs x and x_scale");
-    if (!gwr_ku_qrange(x->dtype, &lo, &hi))
-        return gwr_k_fail(k, GWR_ERR_TYPE, "x must be an 8, 16 or 32-bit integer, not %s", gwr_dtype_name(x->dtype));
+    int small = gwr_small_is_small(x->dtype) && x->dtype != GWR_FLOAT8E8M0;
+    if (!small && !gwr_ku_qrange(x->dtype, &lo, &hi))
+        return gwr_k_fail(k, GWR_ERR_TYPE, "x must be a 2, 4, 8, 16 or 32-bit integer, a float8 or float4e2m1, not %s",
+                          gwr_dtype_name(x->dtype));
     if (!gwr_ku_is_float(scale->dtype)) return gwr_k_fail(k, GWR_ERR_TYPE, "x_scale must be float");
     if (zp && zp->dtype != x->dtype) return gwr_k_fail(k, GWR_ERR_TYPE, "x_zero_point must have x's dtype");
+    int64_t odt = gwr_k_int(k, "output_dtype", 0);
+    if (odt && (odt < 0 || odt >= GWR_DTYPE_COUNT || !gwr_ku_is_float((gwr_dtype)odt)))
+        return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output_dtype %lld is not float32, float64, float16 or bfloat16", (long long)odt);
     qmap m;
     if (qparams(k, x, scale, zp, &m)) return GWR_ERR_INVALID_ARG;
-    gwr_value *y = gwr_k_out(k, 0, scale->dtype, x->rank, x->dims);
+    gwr_value *y = gwr_k_out(k, 0, odt ? (gwr_dtype)odt : scale->dtype, x->rank, x->dims);
     if (!y) return GWR_ERR_NOMEM;
     /* (x - x_zero_point) exactly (an int32 zero point does not wrap), then
      * times the scale in the output's precision: float32 for float32 (and
      * float16 / bfloat16, rounded once more: exact for 8 and 16-bit x). */
-    if (scale->dtype == GWR_FLOAT32 && x->dtype != GWR_INT32 && m.kind != 2) {
+    if (y->dtype == GWR_FLOAT32 && scale->dtype == GWR_FLOAT32 && x->dtype != GWR_INT32 && !small && m.kind != 2) {
         int64_t run = m.kind == 0 ? x->numel : m.inner;
         for (int64_t i = 0; i < x->numel; i += run) {
             int64_t q = qindex(&m, i);
@@ -167,7 +211,7 @@ static gwr_status k_dequantize(gwr_kctx *k) {
     }
     for (int64_t i = 0; i < x->numel; i++) {
         int64_t q = qindex(&m, i);
-        double d = (double)gwr_v_get_i64(x, i) - (zp ? (double)gwr_v_get_i64(zp, q) : 0);
+        double d = (gwr_small_is_float(x->dtype) ? gwr_v_get_f64(x, i) : (double)gwr_v_get_i64(x, i)) - zp_at(zp, q);
         double s = gwr_ku_get(scale, q);
         gwr_ku_set(y, i, y->dtype == GWR_FLOAT64 ? d * s : (double)((float)d * (float)s));
     }

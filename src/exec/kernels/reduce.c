@@ -52,6 +52,7 @@ static void store_i64(gwr_value *v, int64_t off, int64_t n, const int64_t *src, 
         case GWR_UINT32: ((uint32_t *)p)[off + j] = (uint32_t)x; break;
         case GWR_INT64: ((int64_t *)p)[off + j] = x; break;
         case GWR_UINT64: ((uint64_t *)p)[off + j] = (uint64_t)x ^ (order ? (uint64_t)1 << 63 : 0); break;
+        case GWR_BOOL: ((uint8_t *)p)[off + j] = x != 0; break;
         default: break;
         }
     }
@@ -78,6 +79,7 @@ static int64_t int_highest(gwr_dtype t) {
     case GWR_UINT16: return UINT16_MAX;
     case GWR_INT32: return INT32_MAX;
     case GWR_UINT32: return UINT32_MAX;
+    case GWR_BOOL: return 1; /* ReduceMin of no bools: true */
     default: return INT64_MAX; /* int64, and UINT64_MAX flipped */
     }
 }
@@ -295,7 +297,7 @@ static gwr_status reduce(gwr_kctx *k, rop op) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
     if (!x) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "input 0 (data) is missing");
     int fl = gwr_ku_is_float(x->dtype);
-    if (!fl && !gwr_ku_is_int(x->dtype))
+    if (!fl && !gwr_ku_is_int(x->dtype) && !(x->dtype == GWR_BOOL && (op == R_MAX || op == R_MIN))) /* bool: opset 20 */
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s does not take %s", rop_names[op], gwr_dtype_name(x->dtype));
     int r = x->rank;
     int64_t axes[GWR_MAX_RANK];

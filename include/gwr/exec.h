@@ -286,10 +286,11 @@ typedef struct gwr_compare_options {
 typedef struct gwr_compare_output {
     char *name;
     gwr_value *a, *b;         /* the outputs (references the report holds) */
-    int same_type;            /* dtype and dims equal; else nothing else is compared */
+    int same_type;            /* kind, dtype and dims equal (sequences and optionals: as many elements, each
+                               * of the same type); else nothing else is compared */
     double max_abs, max_rel;  /* worst |a - b| and |a - b| / |b| (infinity for NaN against a number) */
     double excess;            /* worst |a - b| / (atol + rtol * |b|): beyond tolerance when > 1 */
-    int64_t numel, nbad;      /* elements, and those beyond tolerance */
+    int64_t numel, nbad;      /* elements (of all the tensors of a sequence), and those beyond tolerance */
     int pass;                 /* same_type and nbad == 0 */
 } gwr_compare_output;
 

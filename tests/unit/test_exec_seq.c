@@ -5,6 +5,7 @@
  * a crash; ASan and LeakSanitizer check the references). Expected values
  * are worked out by hand from the ONNX spec. */
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "gwr/gwr.h"
@@ -309,7 +310,79 @@ TEST(sequence_map_lengths) {
     gwr_value_release(v[0]), gwr_value_release(v[1]);
 }
 
+/* ---- gwr_onnx_read_data: hand-written SequenceProto / OptionalProto bytes ---- */
+
+static const char *write_tmp(const char *name, const unsigned char *b, size_t n) {
+    static char path[256];
+    snprintf(path, sizeof path, "/tmp/gwr_test_seq_%ld_%s.pb", (long)getpid(), name);
+    FILE *f = fopen(path, "wb");
+    if (f) fwrite(b, 1, n, f), fclose(f);
+    return path;
+}
+
+TEST(read_data) {
+    /* TensorProto: dims [1] (field 1), data_type float (field 2), raw_data 1.0f (field 9) */
+#define TENSOR 0x08, 0x01, 0x10, 0x01, 0x4a, 0x04, 0x00, 0x00, 0x80, 0x3f
+    static const unsigned char seq[] = {0x0a, 0x01, 's', 0x10, 0x01, 0x1a, 0x0a, TENSOR, 0x1a, 0x0a, TENSOR};
+    gwr_onnx_data *d = NULL;
+    const char *p = write_tmp("seq", seq, sizeof seq);
+    if (CHECK_OK(gwr_onnx_read_data(p, GWR_VALUE_SEQUENCE, &d))) {
+        CHECK(d->kind == GWR_VALUE_SEQUENCE && d->count == 2 && d->name && !strcmp(d->name, "s"));
+        CHECK(d->w[1].dtype == GWR_FLOAT32 && d->w[1].rank == 1 && ((const float *)d->w[1].data)[0] == 1.0f);
+        gwr_onnx_data_free(d);
+    }
+    remove(p);
+    static const unsigned char none[] = {0x10, 0x01}; /* OptionalProto: elem_type only */
+    p = write_tmp("none", none, sizeof none);
+    if (CHECK_OK(gwr_onnx_read_data(p, GWR_VALUE_OPTIONAL, &d))) {
+        CHECK(!d->has_value && d->count == 0);
+        gwr_onnx_data_free(d);
+    }
+    remove(p);
+    static const unsigned char trunc[] = {0x1a, 0x0a, 0x08, 0x01}; /* a tensor of 10 bytes cut after 2 */
+    p = write_tmp("trunc", trunc, sizeof trunc);
+    CHECK(gwr_onnx_read_data(p, GWR_VALUE_SEQUENCE, &d) == GWR_ERR_PARSE && d == NULL);
+    CHECK_CONTAINS(gwr_last_errmsg(), "truncated");
+    remove(p);
+    static const unsigned char map[] = {0x32, 0x00}; /* map_values (field 6) */
+    p = write_tmp("map", map, sizeof map);
+    CHECK(gwr_onnx_read_data(p, GWR_VALUE_SEQUENCE, &d) == GWR_ERR_UNSUPPORTED);
+    CHECK_CONTAINS(gwr_last_errmsg(), "a SequenceProto of maps is not supported");
+    remove(p);
+#undef TENSOR
+}
+
+/* gwr_exec_compare looks inside sequences: Split(x) against Split(-x)
+ * differs in every element; against itself it passes, all 4 counted. */
+static gwr_network *split_net(int negate) {
+    gwr_network *net = gwr_network_new("m");
+    gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 1, (gwr_dim[]){4});
+    if (negate) x = gwr_layer_output(gwr_network_add_layer(net, "Neg", "", "neg", 1, &x, 1, NULL), 0);
+    gwr_layer *l = gwr_network_add_layer(net, "SplitToSequence", "", "L", 1, &x, 1, NULL);
+    gwr_tensor_set_name(gwr_layer_output(l, 0), "s");
+    gwr_network_mark_output(net, gwr_layer_output(l, 0));
+    return net;
+}
+
+TEST(compare_sequences) {
+    gwr_network *a = split_net(0), *b = split_net(1);
+    gwr_compare_report rep;
+    if (CHECK_OK(gwr_exec_compare(a, b, NULL, &rep))) {
+        CHECK(!rep.pass && rep.noutputs == 1 && rep.outputs[0].same_type);
+        CHECK_EQ_INT(rep.outputs[0].numel, 4);
+        CHECK(rep.outputs[0].nbad > 0);
+        gwr_compare_report_free(&rep);
+    }
+    if (CHECK_OK(gwr_exec_compare(a, a, NULL, &rep))) {
+        CHECK(rep.pass && rep.outputs[0].numel == 4);
+        gwr_compare_report_free(&rep);
+    }
+    gwr_network_free(a), gwr_network_free(b);
+}
+
 int main(void) {
+    RUN(read_data);
+    RUN(compare_sequences);
     RUN(value_api);
     RUN(sequence_at_out_of_range);
     RUN(sequence_at_negative);

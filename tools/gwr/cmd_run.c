@@ -100,16 +100,10 @@ static int make_inputs(const char *cmd, gwr_network *net, input_spec *spec, inpu
         const char *name = gwr_tensor_name(gwr_network_input(net, k));
         named *f = find_named(spec->files, spec->nfiles, name);
         if (!f) continue;
-        gwr_weights w;
-        int64_t dims[GWR_MAX_RANK];
-        if (gwr_onnx_read_tensor(f->rest, &w, dims, NULL)) {
-            cli_error(f->rest, gwr_last_errmsg());
-            return CLI_FAIL;
-        }
-        gwr_value *v = gwr_value_from_weights(&w);
-        gwr_buffer_release(w.buffer);
+        int read_failed;
+        gwr_value *v = cli_read_value(f->rest, NULL, gwr_network_input(net, k), NULL, &read_failed);
         if (!v) {
-            cli_error(cmd, gwr_last_errmsg());
+            cli_error(read_failed ? f->rest : cmd, gwr_last_errmsg());
             return CLI_FAIL;
         }
         out->files[f - spec->files] = v;

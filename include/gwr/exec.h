@@ -59,6 +59,25 @@ GWR_API int64_t gwr_value_get_i64(const gwr_value *v, int64_t i);
 GWR_API void gwr_value_set_f64(gwr_value *v, int64_t i, double x);
 /* "float32[2,3]" into buf; returns what snprintf returns. */
 GWR_API int gwr_value_type_str(const gwr_value *v, char *buf, size_t size);
+/* ---- sequences and optionals ---- */
+/* A value is a tensor, a SEQUENCE of tensors of one dtype, or an OPTIONAL
+ * holding nothing, a tensor or a sequence (ONNX's sequence and optional
+ * types). The calls above treat the latter two as empty: rank 0, no
+ * elements, no data; their dtype is their tensors' (GWR_UNDEFINED when not
+ * known). */
+GWR_API gwr_value_kind gwr_value_get_kind(const gwr_value *v);
+/* A sequence of n tensors (each retained), all of dtype (GWR_UNDEFINED:
+ * elems[0]'s, or not known for an empty one). NULL with gwr_last_errmsg when
+ * an element is not a tensor or of another dtype. */
+GWR_API gwr_value *gwr_value_new_sequence(gwr_dtype dtype, int64_t n, gwr_value *const *elems);
+/* An optional holding elem (retained; a tensor or a sequence) or nothing
+ * (elem NULL; dtype then says what it would hold, GWR_UNDEFINED: not known). */
+GWR_API gwr_value *gwr_value_new_optional(gwr_value *elem, gwr_dtype dtype);
+/* Elements of a sequence, 0 or 1 for an optional, -1 for a tensor. */
+GWR_API int64_t gwr_value_length(const gwr_value *v);
+/* Element i of a sequence or an optional (borrowed: valid while v is); NULL
+ * when out of range. */
+GWR_API gwr_value *gwr_value_element(const gwr_value *v, int64_t i);
 /* Does v fit tensor t's declared type: its dtype (when known), its rank
  * (when known) and every known dim? 1 if so; else 0 with why ("dtype
  * float64, expected float32", "rank 2, expected 4", "dim 0 is 3, expected
@@ -270,10 +289,11 @@ typedef struct gwr_compare_options {
 typedef struct gwr_compare_output {
     char *name;
     gwr_value *a, *b;         /* the outputs (references the report holds) */
-    int same_type;            /* dtype and dims equal; else nothing else is compared */
+    int same_type;            /* kind, dtype and dims equal (sequences and optionals: as many elements, each
+                               * of the same type); else nothing else is compared */
     double max_abs, max_rel;  /* worst |a - b| and |a - b| / |b| (infinity for NaN against a number) */
     double excess;            /* worst |a - b| / (atol + rtol * |b|): beyond tolerance when > 1 */
-    int64_t numel, nbad;      /* elements, and those beyond tolerance */
+    int64_t numel, nbad;      /* elements (of all the tensors of a sequence), and those beyond tolerance */
     int pass;                 /* same_type and nbad == 0 */
 } gwr_compare_output;
 

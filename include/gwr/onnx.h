@@ -60,6 +60,25 @@ GWR_API gwr_status gwr_onnx_save_memory(gwr_network *net, void **data, size_t *s
 GWR_API gwr_status gwr_onnx_read_tensor(const char *path, gwr_weights *w, int64_t *dims, char **name);
 GWR_API gwr_status gwr_onnx_write_tensor(const char *path, const char *name, const gwr_weights *w);
 
+/* One value of ONNX's test data that may not be a tensor: a TensorProto, a
+ * SequenceProto of tensors, or an OptionalProto holding nothing, a tensor
+ * or a sequence of tensors (onnx-data.proto). What the file holds is read
+ * as `kind` says (the kind the model declares for it: the files carry no
+ * type of their own). Sparse tensors, maps, and sequences or optionals
+ * nested any deeper are GWR_ERR_UNSUPPORTED. */
+typedef struct gwr_onnx_data {
+    gwr_value_kind kind;      /* TENSOR, SEQUENCE or OPTIONAL */
+    int has_value;            /* OPTIONAL: 0 when it holds nothing; else 1 */
+    gwr_value_kind elem_kind; /* OPTIONAL: what it holds, TENSOR or SEQUENCE; else TENSOR */
+    int64_t count;            /* tensors in w: 1 for a tensor, the length of a sequence */
+    gwr_weights *w;           /* the tensors (their buffers and dims owned by the data) */
+    char *name;               /* the proto's name; NULL when none */
+} gwr_onnx_data;
+/* Reads path as kind; *out gets data the caller frees with
+ * gwr_onnx_data_free. GWR_ERR_PARSE for a malformed file. */
+GWR_API gwr_status gwr_onnx_read_data(const char *path, gwr_value_kind kind, gwr_onnx_data **out);
+GWR_API void gwr_onnx_data_free(gwr_onnx_data *d);
+
 #ifdef __cplusplus
 }
 #endif

@@ -197,6 +197,28 @@ static void capsule_release(PyObject *cap) {
  * those bytes may be the network's constants (an output that is a
  * Reshape of a constant) or another output's, so writing is refused. */
 static PyObject *array_from_value(gwr_value *v, const char *name) {
+    if (gwr_value_get_kind(v) != GWR_VALUE_TENSOR) {
+        /* a sequence: a list of arrays; an optional: None or its element */
+        int64_t n = gwr_value_length(v);
+        PyObject *r;
+        if (gwr_value_get_kind(v) == GWR_VALUE_OPTIONAL) {
+            if (n) {
+                r = array_from_value(gwr_value_retain(gwr_value_element(v, 0)), name);
+            } else {
+                Py_INCREF(Py_None);
+                r = Py_None;
+            }
+        } else {
+            r = PyList_New((Py_ssize_t)n);
+            for (int64_t i = 0; r && i < n; i++) {
+                PyObject *a = array_from_value(gwr_value_retain(gwr_value_element(v, i)), name);
+                if (!a) Py_CLEAR(r);
+                else PyList_SET_ITEM(r, (Py_ssize_t)i, a);
+            }
+        }
+        gwr_value_release(v);
+        return r;
+    }
     gwr_dtype dt = gwr_value_dtype(v);
     int rank = gwr_value_rank(v);
     npy_intp dims[GWR_MAX_RANK];

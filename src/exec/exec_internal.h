@@ -29,7 +29,16 @@ struct gwr_value {
     size_t nbytes;
     void *data;               /* inside buf; for STRING, gwr_bytes[numel] owned by the value */
     gwr_buffer *buf;          /* NULL for STRING values */
+    /* Not a tensor (gwr_value_new_sequence / _optional): rank 0, numel 0,
+     * no data; dtype the elements' (GWR_UNDEFINED: not known). A SEQUENCE
+     * holds nelems tensors, an OPTIONAL none or one tensor or sequence; it
+     * owns a reference to each. */
+    gwr_value_kind kind;
+    int64_t nelems;
+    gwr_value **elems;
 };
+
+static inline int gwr_value_is_tensor(const gwr_value *v) { return v->kind == GWR_VALUE_TENSOR; }
 
 /* A value of numel elements over bytes of `buf` at `data` (retained), with
  * a copy of dims. */
@@ -157,6 +166,8 @@ typedef void (*gwr_kprep_free_fn)(void *state);
 
 #define GWR_KF_BLAS 1u  /* calls OpenBLAS: the caller loads it first (gwr_blas_load, exec/blas.h) */
 #define GWR_KF_ALIAS 2u /* an output may share an input's bytes (gwr_k_set_out of an input, gwr_k_alias) */
+#define GWR_KF_VALUES 4u /* takes sequences and optionals too; other kernels are given tensors only (the
+                          * session refuses the layer otherwise) */
 
 /* One kernel. Family files list theirs in a table gwr_kernels_<family>[],
  * ended by an entry with no fn, written with GWR_KERNEL (ops of ops.def) or
@@ -196,6 +207,9 @@ int gwr_kernel_supports(const gwr_kernel_entry *e, int64_t opset);
  * (INVALID_ARG); the kernel may return GWR_ERR_NOMEM either way: the
  * status gwr_k_fail recorded is the one reported. */
 gwr_value *gwr_k_out(gwr_kctx *k, int i, gwr_dtype dtype, int rank, const int64_t *dims);
+/* A tensor from the session's pool that is not (yet) an output: an element
+ * of a sequence a kernel builds. NULL after gwr_k_fail, as gwr_k_out. */
+gwr_value *gwr_k_value(gwr_kctx *k, gwr_dtype dtype, int rank, const int64_t *dims);
 /* As gwr_k_out, but output i takes input j's bytes when nothing reads
  * them after this layer (k->in_last, the value and its bytes held by the
  * frame alone, from the session's pool) and they are as many as the

@@ -18,11 +18,10 @@ gwr_status gwr_k_fail(gwr_kctx *k, gwr_status st, const char *fmt, ...) {
     return st;
 }
 
-gwr_value *gwr_k_out(gwr_kctx *k, int i, gwr_dtype dtype, int rank, const int64_t *dims) {
-    if (i < 0 || i >= k->nout) {
-        gwr_k_fail(k, GWR_ERR_INVALID_ARG, "internal: output %d of %d", i, k->nout);
-        return NULL;
-    }
+/* A value from the pool; `i` names output i in messages (-1: none). */
+static gwr_value *pool_value(gwr_kctx *k, int i, gwr_dtype dtype, int rank, const int64_t *dims) {
+    char what[32] = "a value";
+    if (i >= 0) snprintf(what, sizeof what, "output %d", i);
     gwr_value *v;
     if (dtype == GWR_STRING) {
         v = gwr_value_over(NULL, NULL, dtype, rank, dims);
@@ -30,17 +29,28 @@ gwr_value *gwr_k_out(gwr_kctx *k, int i, gwr_dtype dtype, int rank, const int64_
         int64_t n = gwr_shape_numel(rank, dims);
         int bits = gwr_dtype_bits(dtype);
         if (n < 0 || !bits || (uint64_t)n > ((uint64_t)1 << 56) / (uint64_t)bits) {
-            gwr_k_fail(k, GWR_ERR_INVALID_ARG, "output %d: bad shape or dtype", i);
+            gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s: bad shape or dtype", what);
             return NULL;
         }
         gwr_buffer *b = gwr_exec_pool_alloc(k->pool, (size_t)(((uint64_t)n * (uint64_t)bits + 7) / 8));
         v = b ? gwr_value_over(b, (void *)(uintptr_t)gwr_buffer_data(b), dtype, rank, dims) : NULL;
         gwr_buffer_release(b);
     }
-    if (!v) {
-        gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for output %d", i);
+    if (!v) gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for %s", what);
+    return v;
+}
+
+gwr_value *gwr_k_value(gwr_kctx *k, gwr_dtype dtype, int rank, const int64_t *dims) {
+    return pool_value(k, -1, dtype, rank, dims);
+}
+
+gwr_value *gwr_k_out(gwr_kctx *k, int i, gwr_dtype dtype, int rank, const int64_t *dims) {
+    if (i < 0 || i >= k->nout) {
+        gwr_k_fail(k, GWR_ERR_INVALID_ARG, "internal: output %d of %d", i, k->nout);
         return NULL;
     }
+    gwr_value *v = pool_value(k, i, dtype, rank, dims);
+    if (!v) return NULL;
     gwr_value_release(k->out[i]);
     k->out[i] = v;
     return v;

@@ -28,6 +28,7 @@ enum { IN_ABSENT = -1 };
 typedef struct step {
     gwr_layer *l;
     gwr_kernel_fn fn;
+    unsigned flags;    /* the kernel's GWR_KF_* */
     int64_t opset;
     int nin, nout;
     int64_t *in;       /* slot, IN_ABSENT, or -2 - k for outer[k] */
@@ -369,6 +370,7 @@ static gplan *plan_new(gwr_session *s, gwr_network *net) {
             goto fail;
         }
         st->fn = e->fn;
+        st->flags = e->flags;
         st->nin = gwr_layer_num_inputs(l), st->nout = gwr_layer_num_outputs(l);
         st->in = gwr_malloc((size_t)(st->nin ? st->nin : 1) * sizeof *st->in);
         st->out = gwr_malloc((size_t)(st->nout ? st->nout : 1) * sizeof *st->out);
@@ -517,6 +519,15 @@ int gwr_exec_has_kernel(const char *domain, const char *op) {
     return gwr_kernel_find(domain, op) != NULL;
 }
 
+/* A kernel without GWR_KF_VALUES is given tensors only: the index of its
+ * first input that is a sequence or an optional, else -1. */
+static int first_non_tensor(unsigned flags, int nin, gwr_value *const *in) {
+    if (flags & GWR_KF_VALUES) return -1;
+    for (int j = 0; j < nin; j++)
+        if (in[j] && !gwr_value_is_tensor(in[j])) return j;
+    return -1;
+}
+
 /* ---- running ------------------------------------------------------------- */
 
 static gwr_value *find_outer(gwr_frame *f, const gwr_tensor *t) {
@@ -536,6 +547,18 @@ int gwr_value_fits(const gwr_tensor *t, const gwr_value *v, char *why, size_t si
         snprintf(why, size, "NULL tensor or value");
         return 0;
     }
+    gwr_value_kind tk = gwr_tensor_kind(t);
+    if (tk != v->kind) {
+        /* An untyped tensor (no dtype, no rank) takes any value. */
+        if (tk == GWR_VALUE_TENSOR && gwr_tensor_dtype(t) == GWR_UNDEFINED && gwr_tensor_rank(t) < 0) return 1;
+        /* A tensor or a sequence where an optional is declared: a full
+         * optional (a Loop carrying optional(sequence) gets the sequence
+         * its body made; the Optional* ops take both forms). */
+        if (tk == GWR_VALUE_OPTIONAL && (v->kind == GWR_VALUE_TENSOR || v->kind == GWR_VALUE_SEQUENCE)) return 1;
+        snprintf(why, size, "a %s, expected a %s", gwr_value_kind_name(v->kind), gwr_value_kind_name(tk));
+        return 0;
+    }
+    if (tk != GWR_VALUE_TENSOR) return 1; /* element types are the kernels' to check */
     gwr_dtype dt = gwr_tensor_dtype(t);
     if (dt != GWR_UNDEFINED && dt != v->dtype) {
         snprintf(why, size, "dtype %s, expected %s", gwr_dtype_name(v->dtype), gwr_dtype_name(dt));
@@ -585,6 +608,11 @@ static gwr_status run_steps(gwr_session *s, gwr_frame *f) {
                 rc = sess_error(s, GWR_ERR_STATE, "layer '%s' (%s): input %d ('%s') has no value", gwr_layer_name(st->l),
                                 gwr_layer_op(st->l), j, gwr_tensor_name(gwr_layer_input(st->l, j)));
         }
+        int bad = rc ? -1 : first_non_tensor(st->flags, st->nin, in);
+        if (bad >= 0)
+            rc = sess_error(s, GWR_ERR_TYPE, "layer '%s' (%s): input %d ('%s') is a %s; the kernel takes tensors only",
+                            gwr_layer_name(st->l), gwr_layer_op(st->l), bad, gwr_tensor_name(gwr_layer_input(st->l, bad)),
+                            gwr_value_kind_name(in[bad]->kind));
         if (!rc) {
             gwr_kctx kc = {.layer = st->l, .opset = st->opset, .nin = st->nin, .nout = st->nout, .in = in, .out = out,
                            .threads = s->threads, .pool = s->pool, .msg = &s->kmsg, .out_used = st->out_used,
@@ -702,7 +730,7 @@ gwr_status gwr_session_run(gwr_session *s, int nin, const char *const *in_names,
     int nbound = 0;
     for (int i = 0; i < ni && !rc; i++) {
         gwr_tensor *t = gwr_network_input(net, i);
-        if (!ins[i] || gwr_tensor_rank(t) != ins[i]->rank) continue; /* run_plan reports it */
+        if (!ins[i] || !gwr_value_is_tensor(ins[i]) || gwr_tensor_rank(t) != ins[i]->rank) continue; /* run_plan reports it */
         for (int d = 0; d < ins[i]->rank && !rc; d++) {
             gwr_dim sym = gwr_tensor_dim(t, d);
             if (!GWR_DIM_IS_SYM(sym)) continue;
@@ -775,6 +803,10 @@ gwr_status gwr_exec_layer(gwr_layer *l, gwr_value *const *inputs, gwr_value **ou
     char msg[GWR_ERRMSG_MAX];
     const gwr_kernel_entry *e = layer_kernel(l, opset, msg, sizeof msg);
     if (!e) return gwr_set_last_error(GWR_ERR_UNSUPPORTED, "%s", msg);
+    int bad = first_non_tensor(e->flags, nin, inputs);
+    if (bad >= 0)
+        return gwr_set_last_error(GWR_ERR_TYPE, "layer '%s' (%s): input %d is a %s; the kernel takes tensors only", gwr_layer_name(l),
+                                  gwr_layer_op(l), bad, gwr_value_kind_name(inputs[bad]->kind));
     /* No session: a pool and a message of its own. */
     gwr_exec_pool *pool = gwr_exec_pool_new();
     if (!pool) return gwr_set_last_error(GWR_ERR_NOMEM, "gwr_exec_layer: out of memory");

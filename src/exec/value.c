@@ -108,6 +108,8 @@ gwr_value *gwr_value_retain(gwr_value *v) {
 
 void gwr_value_release(gwr_value *v) {
     if (!v || atomic_fetch_sub(&v->refs, 1) != 1) return;
+    for (int64_t i = 0; i < v->nelems; i++) gwr_value_release(v->elems[i]);
+    gwr_free(v->elems);
     if (v->dtype == GWR_STRING && v->data) {
         gwr_bytes *b = v->data;
         for (int64_t i = 0; i < v->numel; i++) gwr_free((void *)(uintptr_t)b[i].data);
@@ -116,6 +118,65 @@ void gwr_value_release(gwr_value *v) {
     gwr_buffer_release(v->buf);
     if (v->dims != v->dims_small) gwr_free(v->dims);
     gwr_free(v);
+}
+
+/* ---- sequences and optionals --------------------------------------------- */
+
+/* An empty value of kind with room for n elements; NULL after
+ * gwr_set_last_error. */
+static gwr_value *new_holder(gwr_value_kind kind, gwr_dtype dtype, int64_t n) {
+    gwr_value *v = gwr_calloc(1, sizeof *v);
+    if (v && n > 0 && !(v->elems = gwr_calloc((size_t)n, sizeof *v->elems))) gwr_free(v), v = NULL;
+    if (!v) {
+        gwr_set_last_error(GWR_ERR_NOMEM, "value: out of memory");
+        return NULL;
+    }
+    atomic_init(&v->refs, 1);
+    v->kind = kind, v->dtype = dtype, v->dims = v->dims_small;
+    return v;
+}
+
+gwr_value *gwr_value_new_sequence(gwr_dtype dtype, int64_t n, gwr_value *const *elems) {
+    if (n < 0 || (n && !elems) || (dtype != GWR_UNDEFINED && !gwr_dtype_is_valid(dtype))) {
+        gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_value_new_sequence: bad argument");
+        return NULL;
+    }
+    if (dtype == GWR_UNDEFINED && n) dtype = elems[0] ? elems[0]->dtype : GWR_UNDEFINED;
+    for (int64_t i = 0; i < n; i++) {
+        if (!elems[i] || !gwr_value_is_tensor(elems[i])) {
+            gwr_set_last_error(GWR_ERR_TYPE, "sequence element %lld is %s, not a tensor", (long long)i,
+                               elems[i] ? gwr_value_kind_name(elems[i]->kind) : "NULL");
+            return NULL;
+        }
+        if (elems[i]->dtype != dtype) {
+            gwr_set_last_error(GWR_ERR_TYPE, "sequence element %lld is %s in a sequence of %s", (long long)i,
+                               gwr_dtype_name(elems[i]->dtype), gwr_dtype_name(dtype));
+            return NULL;
+        }
+    }
+    gwr_value *v = new_holder(GWR_VALUE_SEQUENCE, dtype, n);
+    for (int64_t i = 0; v && i < n; i++) v->elems[v->nelems++] = gwr_value_retain(elems[i]);
+    return v;
+}
+
+gwr_value *gwr_value_new_optional(gwr_value *elem, gwr_dtype dtype) {
+    if (elem && elem->kind != GWR_VALUE_TENSOR && elem->kind != GWR_VALUE_SEQUENCE) {
+        gwr_set_last_error(GWR_ERR_TYPE, "an optional holds a tensor or a sequence, not %s", gwr_value_kind_name(elem->kind));
+        return NULL;
+    }
+    if (dtype != GWR_UNDEFINED && !gwr_dtype_is_valid(dtype)) {
+        gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_value_new_optional: bad dtype %d", (int)dtype);
+        return NULL;
+    }
+    gwr_value *v = new_holder(GWR_VALUE_OPTIONAL, elem ? elem->dtype : dtype, elem ? 1 : 0);
+    if (v && elem) v->elems[v->nelems++] = gwr_value_retain(elem);
+    return v;
+}
+
+gwr_value_kind gwr_value_get_kind(const gwr_value *v) { return v ? v->kind : GWR_VALUE_TENSOR; }
+int64_t gwr_value_length(const gwr_value *v) { return !v || gwr_value_is_tensor(v) ? -1 : v->nelems; }
+gwr_value *gwr_value_element(const gwr_value *v, int64_t i) {
+    return v && !gwr_value_is_tensor(v) && i >= 0 && i < v->nelems ? v->elems[i] : NULL;
 }
 
 gwr_dtype gwr_value_dtype(const gwr_value *v) { return v ? v->dtype : GWR_UNDEFINED; }
@@ -141,6 +202,8 @@ gwr_status gwr_value_set_string(gwr_value *v, int64_t i, const void *data, size_
 
 gwr_status gwr_value_to_weights(const gwr_value *v, gwr_weights *w) {
     if (!v || !w) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_value_to_weights: NULL argument");
+    if (!gwr_value_is_tensor(v))
+        return gwr_set_last_error(GWR_ERR_TYPE, "gwr_value_to_weights: a %s is not a tensor", gwr_value_kind_name(v->kind));
     memset(w, 0, sizeof *w);
     w->dtype = v->dtype, w->rank = v->rank, w->dims = v->dims;
     if (v->dtype != GWR_STRING) {
@@ -167,6 +230,14 @@ gwr_status gwr_value_to_weights(const gwr_value *v, gwr_weights *w) {
 
 int gwr_value_type_str(const gwr_value *v, char *buf, size_t size) {
     if (!v) return snprintf(buf, size, "(null)");
+    if (v->kind == GWR_VALUE_SEQUENCE)
+        return snprintf(buf, size, "sequence(%s)[%lld]", gwr_dtype_name(v->dtype), (long long)v->nelems);
+    if (v->kind == GWR_VALUE_OPTIONAL) {
+        if (!v->nelems) return snprintf(buf, size, "optional(none)");
+        char in[160];
+        gwr_value_type_str(v->elems[0], in, sizeof in);
+        return snprintf(buf, size, "optional(%s)", in);
+    }
     int n = snprintf(buf, size, "%s[", gwr_dtype_name(v->dtype));
     for (int i = 0; i < v->rank; i++)
         n += snprintf(buf + (n < (int)size ? n : (int)size), size > (size_t)n ? size - (size_t)n : 0, "%s%lld",

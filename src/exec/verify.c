@@ -84,17 +84,24 @@ static gwr_status run_one(gwr_network *net, const gwr_compare_options *o, const 
 
 /* ---- comparing ---- */
 
+/* Same kind, dtype and dims; sequences and optionals of as many
+ * elements, each of the same type. */
 static int same_type(const gwr_value *x, const gwr_value *y) {
+    if (gwr_value_get_kind(x) != gwr_value_get_kind(y) || gwr_value_length(x) != gwr_value_length(y)) return 0;
+    for (int64_t i = 0; i < gwr_value_length(x); i++)
+        if (!same_type(gwr_value_element(x, i), gwr_value_element(y, i))) return 0;
     if (gwr_value_dtype(x) != gwr_value_dtype(y) || gwr_value_rank(x) != gwr_value_rank(y)) return 0;
     int r = gwr_value_rank(x);
     return !r || !memcmp(gwr_value_dims(x), gwr_value_dims(y), (size_t)r * sizeof(int64_t));
 }
 
-/* The element-wise comparison of one output (values of the same type). */
-static void compare_values(gwr_compare_output *o, double atol, double rtol) {
-    const gwr_value *x = o->a, *y = o->b;
+/* The element-wise comparison of x and y (of the same type) into o's
+ * figures; the tensors of sequences and optionals one after the other. */
+static void compare_values(gwr_compare_output *o, const gwr_value *x, const gwr_value *y, double atol, double rtol) {
+    for (int64_t i = 0; i < gwr_value_length(x); i++)
+        compare_values(o, gwr_value_element(x, i), gwr_value_element(y, i), atol, rtol);
     int64_t n = gwr_value_numel(x);
-    o->numel = n;
+    o->numel += n;
     if (gwr_value_dtype(x) == GWR_STRING) {
         const gwr_bytes *bx = gwr_value_cdata(x), *by = gwr_value_cdata(y);
         for (int64_t e = 0; e < n; e++)
@@ -135,7 +142,7 @@ static void fill_report(gwr_compare_report *rep, double atol, double rtol) {
     for (int i = 0; i < rep->noutputs; i++) {
         gwr_compare_output *o = &rep->outputs[i];
         o->same_type = same_type(o->a, o->b);
-        if (o->same_type) compare_values(o, atol, rtol);
+        if (o->same_type) compare_values(o, o->a, o->b, atol, rtol);
         else o->excess = INFINITY;
         o->pass = o->same_type && !o->nbad;
         rep->pass &= o->pass;

@@ -93,6 +93,14 @@ trunc:
     return -1;
 }
 
+int gwr_oi_wire_field(gwr_oi_ctx *c, const uint8_t **p, const uint8_t *end, const char *msgname, uint32_t *number,
+                      unsigned *wt, const uint8_t **payload, size_t *len) {
+    wire_field f;
+    if (rd_field(c, p, end, msgname, &f)) return -1;
+    *number = f.number, *wt = f.wt, *payload = f.payload, *len = f.len;
+    return 0;
+}
+
 /* The wire type a scalar protobuf type is written with. */
 static unsigned scalar_wt(ProtobufCType t) {
     switch (t) {

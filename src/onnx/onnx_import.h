@@ -95,6 +95,14 @@ void gwr_oi_drop_consumed(gwr_oi_ctx *c, size_t upto);
  * depth, and NUL bytes in string fields (protobuf-c would silently cut such
  * a string at the NUL). */
 gwr_status gwr_oi_wire_check(gwr_oi_ctx *c);
+/* Reads the field at *p of a message (c->data its file's first byte, for
+ * messages): its number, wire type, and payload (after a length prefix for
+ * wire type 2; for the others the value's bytes). For messages protobuf-c
+ * was not generated for (onnx-data.proto's SequenceProto and
+ * OptionalProto). 0 on success, -1 malformed (c->err set). */
+int gwr_oi_wire_field(gwr_oi_ctx *c, const uint8_t **p, const uint8_t *end, const char *msgname, uint32_t *number,
+                      unsigned *wt, const uint8_t **payload, size_t *len);
+
 /* Splits a checked model into a skeleton (the model without the main
  * graph's initializers, malloc'd into *skel; NULL when there are none) and
  * the initializers' byte ranges in file order, so that they can be

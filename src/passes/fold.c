@@ -140,6 +140,8 @@ static int fold(gwr_rewrite_ctx *c, gwr_layer *l) {
         gwr_tensor *t = gwr_layer_output(l, o);
         int wanted = gwr_tensor_num_live_users(t) > 0 || gwr_tensor_output_index(t) >= 0;
         if (wanted && !out[o]) rc = gwr_rewrite_no_match(c, "the kernel gave no value for output %d", o);
+        else if (out[o] && gwr_value_get_kind(out[o]) != GWR_VALUE_TENSOR) /* a sequence or an optional: no constant holds it */
+            rc = gwr_rewrite_no_match(c, "output %d is a %s", o, gwr_value_kind_name(gwr_value_get_kind(out[o])));
         else if (out[o] && (int64_t)gwr_value_nbytes(out[o]) > limit)
             rc = gwr_rewrite_no_match(c, "output %d takes %zu bytes (limit %lld)", o, gwr_value_nbytes(out[o]), (long long)limit);
     }

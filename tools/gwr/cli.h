@@ -131,5 +131,14 @@ int cli_profile_finish(gwr_session *s, const char *file, int top);
 /* "<path>.tmp.<pid>" in a malloc'd string, for writing a file atomically;
  * NULL when out of memory. */
 char *cli_temp_name(const char *path);
+/* data.c: an ONNX test-data file (TensorProto, SequenceProto of tensors,
+ * OptionalProto) read as the kind of value decl declares (a tensor when
+ * decl is NULL; when net is given and the file names another tensor of
+ * it, that one's kind); bfloat16 data stored as uint16 is read as bfloat16 when declared
+ * so. *name (may be NULL) gets the file's tensor name (malloc'd) or NULL.
+ * NULL with gwr_last_errmsg on error; *read_failed 1 when the file could
+ * not be read as such (malformed, a map, ...). */
+gwr_value *cli_read_value(const char *path, gwr_network *net, gwr_tensor *decl, char **name, int *read_failed);
+
 
 #endif

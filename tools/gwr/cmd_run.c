@@ -100,16 +100,10 @@ static int make_inputs(const char *cmd, gwr_network *net, input_spec *spec, inpu
         const char *name = gwr_tensor_name(gwr_network_input(net, k));
         named *f = find_named(spec->files, spec->nfiles, name);
         if (!f) continue;
-        gwr_weights w;
-        int64_t dims[GWR_MAX_RANK];
-        if (gwr_onnx_read_tensor(f->rest, &w, dims, NULL)) {
-            cli_error(f->rest, gwr_last_errmsg());
-            return CLI_FAIL;
-        }
-        gwr_value *v = gwr_value_from_weights(&w);
-        gwr_buffer_release(w.buffer);
+        int read_failed;
+        gwr_value *v = cli_read_value(f->rest, NULL, gwr_network_input(net, k), NULL, &read_failed);
         if (!v) {
-            cli_error(cmd, gwr_last_errmsg());
+            cli_error(read_failed ? f->rest : cmd, gwr_last_errmsg());
             return CLI_FAIL;
         }
         out->files[f - spec->files] = v;
@@ -181,6 +175,17 @@ static int input_option(const char *cmd, int argc, char **argv, int *i, input_sp
 /* ---- printing ------------------------------------------------------------ */
 
 static void print_values(const gwr_value *v, FILE *out) {
+    if (gwr_value_get_kind(v) != GWR_VALUE_TENSOR) { /* a sequence or an optional: its tensors' types */
+        int64_t n = gwr_value_length(v), show = n < 8 ? n : 8;
+        fputs(" [", out);
+        for (int64_t i = 0; i < show; i++) {
+            char ty[160];
+            gwr_value_type_str(gwr_value_element(v, i), ty, sizeof ty);
+            fprintf(out, "%s%s", i ? ", " : "", ty);
+        }
+        fprintf(out, "%s]", n > show ? ", ..." : "");
+        return;
+    }
     int64_t n = gwr_value_numel(v), show = n < 8 ? n : 8;
     gwr_dtype dt = gwr_value_dtype(v);
     fputs(" [", out);
@@ -349,7 +354,10 @@ static int run_cmd(int argc, char **argv) {
             int io = i >= in.in.n;
             snprintf(path, sizeof path, "%s/%s_%d.pb", odir, io ? "output" : "input", io ? i - in.in.n : i);
             gwr_weights w;
-            if (gwr_value_to_weights(io ? outs[i - in.in.n] : in.in.values[i], &w)) goto done;
+            if (gwr_value_to_weights(io ? outs[i - in.in.n] : in.in.values[i], &w)) { /* a sequence or an optional */
+                cli_error(path, gwr_last_errmsg());
+                goto done;
+            }
             gwr_status st = gwr_onnx_write_tensor(
                 path, io ? gwr_tensor_name(gwr_network_output(net, i - in.in.n)) : in.in.names[i], &w);
             gwr_buffer_release(w.buffer);

@@ -94,9 +94,26 @@ static int is_floatish(gwr_dtype t) {
     return t == GWR_FLOAT32 || t == GWR_FLOAT64 || t == GWR_FLOAT16 || t == GWR_BFLOAT16;
 }
 
-/* 0 when got matches want within rtol/atol; else 1 and why. */
+/* 0 when got matches want within rtol/atol; else 1 and why. Sequences
+ * and optionals match element by element. */
 static int compare(const gwr_value *got, const gwr_value *want, double rtol, double atol, char *why, size_t size) {
     char a[200], b[200];
+    if (gwr_value_get_kind(got) != gwr_value_get_kind(want) || gwr_value_length(got) != gwr_value_length(want)) {
+        gwr_value_type_str(got, a, sizeof a);
+        gwr_value_type_str(want, b, sizeof b);
+        snprintf(why, size, "got %.150s, expected %.150s", a, b);
+        return 1;
+    }
+    if (gwr_value_get_kind(got) != GWR_VALUE_TENSOR) {
+        for (int64_t i = 0; i < gwr_value_length(got); i++) {
+            char w2[300];
+            if (compare(gwr_value_element(got, i), gwr_value_element(want, i), rtol, atol, w2, sizeof w2)) {
+                snprintf(why, size, "element %lld: %s", (long long)i, w2);
+                return 1;
+            }
+        }
+        return 0;
+    }
     if (gwr_value_dtype(got) != gwr_value_dtype(want) || gwr_value_rank(got) != gwr_value_rank(want) ||
         memcmp(gwr_value_dims(got), gwr_value_dims(want), (size_t)gwr_value_rank(got) * sizeof(int64_t))) {
         gwr_value_type_str(got, a, sizeof a);
@@ -158,29 +175,18 @@ static int test_threads = 1;
 
 enum { T_PASS, T_FAIL, T_SKIP };
 
-/* Reads a data file. `want` is the dtype the model declares for it: ONNX's
- * test data stores bfloat16 tensors as uint16 (numpy has no bfloat16), so
- * such a file is read as the bfloat16 bits it holds. */
+/* Reads a data file as the kind of value the model declares for it: the
+ * declared tensor by position (the file's name may point to another). */
 static gwr_value *read_value(const char *path, gwr_network *net, int is_input, int64_t idx, char **name,
                              int *not_tensor, char *why, size_t size) {
-    gwr_weights w;
-    int64_t dims[GWR_MAX_RANK];
-    char *nm = NULL;
-    if (gwr_onnx_read_tensor(path, &w, dims, &nm)) {
-        *not_tensor = 1;
-        snprintf(why, size, "%s", gwr_last_errmsg());
-        return NULL;
-    }
-    /* The declared tensor: by name, else by position. */
-    gwr_tensor *decl = nm && *nm ? gwr_network_find_tensor(net, nm) : NULL;
     int n = is_input ? gwr_network_num_inputs(net) : gwr_network_num_outputs(net);
-    if (!decl && idx < n) decl = is_input ? gwr_network_input(net, (int)idx) : gwr_network_output(net, (int)idx);
-    if (decl && gwr_tensor_dtype(decl) == GWR_BFLOAT16 && w.dtype == GWR_UINT16) w.dtype = GWR_BFLOAT16;
-    if (name) *name = nm;
-    else free(nm);
-    gwr_value *v = gwr_value_from_weights(&w);
-    gwr_buffer_release(w.buffer);
-    if (!v) snprintf(why, size, "%s: %s", path, gwr_last_errmsg());
+    gwr_tensor *decl = idx < n ? (is_input ? gwr_network_input(net, (int)idx) : gwr_network_output(net, (int)idx)) : NULL;
+    int read_failed = 0;
+    gwr_value *v = cli_read_value(path, net, decl, name, &read_failed);
+    if (!v) {
+        *not_tensor = read_failed;
+        snprintf(why, size, read_failed ? "%s" : "%s: %s", read_failed ? gwr_last_errmsg() : path, gwr_last_errmsg());
+    }
     return v;
 }
 

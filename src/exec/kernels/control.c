@@ -3,9 +3,10 @@
  * names of enclosing graphs through the frame) and releases every value
  * those runs return. Loop and Scan stack their per-iteration outputs once
  * the iterations are done, so an iteration's output may have any shape
- * as long as all of them agree. Sequence and optional values are not
- * supported by the executor: a layer or body that has them fails with a
- * clear message rather than running with the wrong meaning. */
+ * as long as all of them agree. If's branches and Loop's carried values
+ * may be sequences and optionals (the values pass through as they are);
+ * what Loop and Scan stack, and what Scan carries, are tensors only: a
+ * layer or body that has other kinds there fails with a clear message. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,6 +100,9 @@ static void stack_free(stack *s) {
 /* Appends v (a new reference taken); checks that it agrees with the first
  * one. */
 static gwr_status stack_push(gwr_kctx *k, stack *s, gwr_value *v, int which) {
+    if (!gwr_value_is_tensor(v))
+        return gwr_k_fail(k, GWR_ERR_UNSUPPORTED, "scan output %d is a %s: only tensors are stacked", which,
+                          gwr_value_kind_name(v->kind));
     if (s->n) {
         const gwr_value *f = s->v[0];
         int same = f->dtype == v->dtype && f->rank == v->rank;
@@ -178,7 +182,7 @@ static gwr_status k_if(gwr_kctx *k) {
     if (read_bool(k, k->in[0], "cond", &c)) return GWR_ERR_INVALID_ARG;
     gwr_network *g;
     gwr_status st = get_body(k, c ? "then_branch" : "else_branch", &g);
-    if (st || (st = check_plain(k, g))) return st;
+    if (st) return st;
     if (gwr_network_num_inputs(g))
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "%s branch '%s' takes %d inputs; If branches take none", c ? "then" : "else",
                           gwr_network_name(g), gwr_network_num_inputs(g));
@@ -201,7 +205,7 @@ static gwr_status k_if(gwr_kctx *k) {
 static gwr_status k_loop(gwr_kctx *k) {
     gwr_network *g;
     gwr_status st = get_body(k, "body", &g);
-    if (st || (st = check_plain(k, g))) return st;
+    if (st) return st;
     if (k->nin < 2) return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "Loop takes M, cond and the loop-carried values (%d inputs given)", k->nin);
     int N = k->nin - 2, bin = gwr_network_num_inputs(g), bout = gwr_network_num_outputs(g);
     if (bin != N + 2)
@@ -506,8 +510,8 @@ static gwr_status k_scan(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_control[] = {
-    GWR_KERNEL(If, k_if, .flags = GWR_KF_ALIAS),
-    GWR_KERNEL(Loop, k_loop, .flags = GWR_KF_ALIAS),
+    GWR_KERNEL(If, k_if, .flags = GWR_KF_ALIAS | GWR_KF_VALUES),
+    GWR_KERNEL(Loop, k_loop, .flags = GWR_KF_ALIAS | GWR_KF_VALUES),
     GWR_KERNEL(Scan, k_scan, .flags = GWR_KF_ALIAS),
     {.fn = NULL},
 };

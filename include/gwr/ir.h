@@ -117,6 +117,11 @@ GWR_API gwr_tensor *gwr_network_add_input(gwr_network *net, const char *name, gw
                                           int rank, const gwr_dim *dims);
 GWR_API int gwr_network_num_inputs(const gwr_network *net);
 GWR_API gwr_tensor *gwr_network_input(const gwr_network *net, int i);
+/* Removes graph input t, which nothing may read any more (no users, not
+ * even layers marked removed: replace its uses first) and which is no
+ * network output (GWR_ERR_STATE); its default value and properties go with
+ * it and t is freed. The later inputs move up one place. */
+GWR_API gwr_status gwr_network_remove_input(gwr_network *net, gwr_tensor *t);
 
 /* Graph outputs, in order. A tensor may be marked once. */
 GWR_API gwr_status gwr_network_mark_output(gwr_network *net, gwr_tensor *t);

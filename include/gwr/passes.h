@@ -265,6 +265,7 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_shape_dims;
  * file (layer property onnx.constant_node) in its tensor form is written as
  * an initializer; not before IR version 4. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_constants_to_initializers;
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_input_defaults;
 /* push_transpose_through_elementwise (transpose_push.c): Transpose(E_k(...
  * E_1(Transpose(x, p1)))) with each E elementwise (a unary op, Clip with
  * scalar bounds, or a binary op with a constant, permuted into a new one

@@ -498,6 +498,21 @@ static gwr_network *constant_node(int marked) {
 }
 static gwr_network *constant_node_fires(void) { return constant_node(1); }
 static gwr_network *constant_node_idle(void) { return constant_node(0); }
+/* x * w with w a graph input with a default value (an initializer listed
+ * as an input): w becomes a Constant; in an IR version 3 file, idle. */
+static gwr_network *input_default(int ir3) {
+    static const float k[4] = {1, -2, 0.5f, 3};
+    int64_t kd = 4;
+    gwr_dim d = 4;
+    gwr_network *net = gwr_network_new("input_default");
+    gwr_tensor *w = input(net, "w", 1, &d);
+    gwr_weights v = {GWR_FLOAT32, 1, &kd, k, sizeof k, NULL, NULL};
+    if (w && gwr_tensor_set_default(w, &v)) w = NULL;
+    if (ir3 && gwr_network_set_prop(net, "onnx.ir_version", "3", 1)) w = NULL;
+    return finish(net, gwr_mul(net, input(net, "x", 1, &d), w));
+}
+static gwr_network *input_default_fires(void) { return input_default(0); }
+static gwr_network *input_default_idle(void) { return input_default(1); }
 
 /* Transpose(Relu(Transpose(x, [1,0]) + 0.5), [1,0]): the Transposes cancel;
  * with the Relu also an output, idle */
@@ -574,6 +589,7 @@ static const pass_cases cases[] = {
     {"compose_reshapes", reshapes_fire, reshapes_idle, 1, 0},
     {"fold_shape_dims", shape_dims_fire, shape_dims_idle, 1, 0},
     {"constants_to_initializers", constant_node_fires, constant_node_idle, 1, 0},
+    {"fold_input_defaults", input_default_fires, input_default_idle, 1, 0},
     {"push_transpose_through_elementwise", push_transpose_fires, push_transpose_idle, 1, 0},
     /* attention (test_attention.c has the forms) */
     {"fuse_attention", gpt_onnx, gpt_plugin, 1, 0},

@@ -101,6 +101,71 @@ def case_input_defaults(gwr, work):
             pr.fail("an input that is also a graph output was folded")
 
 
+# ---- x.view(x.size(0), x.size(1), ...) on dims no one knows: a Reshape
+# entry that is the reshaped tensor's own dim at the same place is a 0 (copy)
+
+def dims_of(src_name, idx, tag, opset):
+    """Shape(src) -> Gather(idx) -> Unsqueeze: one entry of a Reshape target."""
+    nodes = [helper.make_node("Shape", [src_name], [tag + "_s"]),
+             pr.const(tag + "_i", np.array(idx, np.int64)),
+             helper.make_node("Gather", [tag + "_s", tag + "_i"], [tag + "_g"], axis=0)]
+    if opset >= 13:
+        return nodes + [pr.const(tag + "_ax", np.array([0], np.int64)),
+                        helper.make_node("Unsqueeze", [tag + "_g", tag + "_ax"], [tag + "_u"])]
+    return nodes + [helper.make_node("Unsqueeze", [tag + "_g"], [tag + "_u"], axes=[0])]
+
+
+def view_model(path, via, other, allowzero=False):
+    """y = Reshape(t, [s.shape[0], s.shape[1], 2, 2]) with t = Relu(x) (via
+    relu) or MatMul(x, W) (via matmul), s = t (other False) or an unrelated
+    input z of the same dims (other True)."""
+    opset = 14 if allowzero else 11
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, None, 4])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [None, None, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None, 2, 2])
+    nodes = []
+    if via == "relu":
+        nodes.append(helper.make_node("Relu", ["x"], ["t"]))
+    else:
+        nodes += [pr.const("W", np.arange(16, dtype=np.float32).reshape(4, 4) / 16),
+                  helper.make_node("MatMul", ["x", "W"], ["t"])]
+    src = "z" if other else ("x" if via == "matmul" else "t")
+    nodes += dims_of(src, 0, "a", opset) + dims_of(src, 1, "b", opset)
+    nodes += [pr.const("k", np.array([2, 2], np.int64)),
+              helper.make_node("Concat", ["a_u", "b_u", "k"], ["shape"], axis=0)]
+    kw = {"allowzero": 1} if allowzero else {}
+    nodes.append(helper.make_node("Reshape", ["t", "shape"], ["y"], **kw))
+    ins = [x, z] if other else [x]
+    return pr.save(pr.model(nodes, ins, [y], opset=opset), path)
+
+
+def case_reshape_own_dims(gwr, work):
+    rng = np.random.default_rng(3)
+    for via, other, allowzero, want in (("relu", False, False, 2), ("matmul", False, False, 2),
+                                        ("relu", True, False, None), ("relu", False, True, None)):
+        what = "reshape_own_dims via %s%s%s" % (via, " of another input" if other else "",
+                                              " allowzero" if allowzero else "")
+        src = view_model(os.path.join(work, "view.onnx"), via, other, allowzero)
+        feeds = []
+        for n, m in ((2, 3), (5, 1)):
+            f = {"x": rng.standard_normal((n, m, 4)).astype(np.float32)}
+            if other:
+                f["z"] = rng.standard_normal((n, m, 3)).astype(np.float32)
+            feeds.append(f)
+        before = pr.count_nodes(src)
+        for t in ("onnx", "ort"):
+            dst = os.path.join(work, "view_%s.onnx" % t)
+            if not pr.optimize(gwr, src, dst, "--target", t):
+                continue
+            pr.check_output(src, dst, feeds, "%s --target %s" % (what, t))
+            got = pr.count_nodes(dst)
+            if want is not None and got != want:
+                pr.fail("%s --target %s: %d nodes, expected %d (%s)" % (what, t, got, want, ops_of(dst)))
+            if want is None and "Shape" not in ops_of(dst):
+                pr.fail("%s --target %s: the Shape chain was folded (%d -> %d nodes)" % (what, t, before, got))
+            pr.second_optimize_same(gwr, src, work, ("--target", t), what)
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__)

@@ -450,7 +450,8 @@ static int fold_known(gwr_rewrite_ctx *c, gwr_layer *l) {
 
 /* The tensor and dim that dim i of t is the same value as, through layers
  * that carry a dim over unchanged: a Reshape's 0 entry (copy), a Transpose,
- * the rows of a Gemm (transA 0) or MatMul (rank >= 2), an elementwise op of
+ * the rows of a Gemm (transA 0) or MatMul (rank >= 2; its batch dims only
+ * when B is 1-D or 2-D, which broadcasts nothing), an elementwise op of
  * one input (activations, unary math, Cast, Identity). At most 32 steps. */
 static const gwr_tensor *dim_root(const gwr_tensor *t, int *i) {
     for (int step = 0; step < 32; step++) {
@@ -477,8 +478,10 @@ static const gwr_tensor *dim_root(const gwr_tensor *t, int *i) {
             gwr_layer_attr_int(l, "transA", 0, &a);
             if (a || *i != 0) return t;
             break;
-        case GWR_OP_MatMul:
-            if (r < 2 || gwr_tensor_rank(in) != r || *i >= r - 1) return t;
+        case GWR_OP_MatMul: /* M, and the batch dims when B has none to broadcast */
+            if (r < 2 || gwr_tensor_rank(in) != r || *i >= r - 1 || gwr_layer_num_inputs(l) != 2 ||
+                (*i < r - 2 && (gwr_tensor_rank(gwr_layer_input(l, 1)) < 0 || gwr_tensor_rank(gwr_layer_input(l, 1)) > 2)))
+                return t;
             break;
         default:
             if (gwr_layer_num_inputs(l) != 1 || gwr_tensor_rank(in) != r)

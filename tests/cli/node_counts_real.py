@@ -124,25 +124,30 @@ def view_model(path, via, other, allowzero=False):
     z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [None, None, 3])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None, 2, 2])
     nodes = []
+    ins = [x]
     if via == "relu":
         nodes.append(helper.make_node("Relu", ["x"], ["t"]))
+    elif via == "bmm":  # B's batch dim broadcasts: t's dim 0 need not be x's
+        ins.append(helper.make_tensor_value_info("B", TensorProto.FLOAT, [None, 4, 4]))
+        nodes.append(helper.make_node("MatMul", ["x", "B"], ["t"]))
     else:
         nodes += [pr.const("W", np.arange(16, dtype=np.float32).reshape(4, 4) / 16),
                   helper.make_node("MatMul", ["x", "W"], ["t"])]
-    src = "z" if other else ("x" if via == "matmul" else "t")
+    src = "z" if other else ("x" if via in ("matmul", "bmm") else "t")
     nodes += dims_of(src, 0, "a", opset) + dims_of(src, 1, "b", opset)
     nodes += [pr.const("k", np.array([2, 2], np.int64)),
               helper.make_node("Concat", ["a_u", "b_u", "k"], ["shape"], axis=0)]
     kw = {"allowzero": 1} if allowzero else {}
     nodes.append(helper.make_node("Reshape", ["t", "shape"], ["y"], **kw))
-    ins = [x, z] if other else [x]
+    ins += [z] if other else []
     return pr.save(pr.model(nodes, ins, [y], opset=opset), path)
 
 
 def case_reshape_own_dims(gwr, work):
     rng = np.random.default_rng(3)
     for via, other, allowzero, want in (("relu", False, False, 2), ("matmul", False, False, 2),
-                                        ("relu", True, False, None), ("relu", False, True, None)):
+                                        ("relu", True, False, None), ("relu", False, True, None),
+                                        ("bmm", False, False, None)):
         what = "reshape_own_dims via %s%s%s" % (via, " of another input" if other else "",
                                               " allowzero" if allowzero else "")
         src = view_model(os.path.join(work, "view.onnx"), via, other, allowzero)
@@ -151,6 +156,8 @@ def case_reshape_own_dims(gwr, work):
             f = {"x": rng.standard_normal((n, m, 4)).astype(np.float32)}
             if other:
                 f["z"] = rng.standard_normal((n, m, 3)).astype(np.float32)
+            if via == "bmm":
+                f["B"] = rng.standard_normal((n, 4, 4)).astype(np.float32)
             feeds.append(f)
         before = pr.count_nodes(src)
         for t in ("onnx", "ort"):

@@ -116,13 +116,15 @@ def dims_of(src_name, idx, tag, opset):
 
 
 def view_model(path, via, other, allowzero=False):
-    """y = Reshape(t, [s.shape[0], s.shape[1], 2, 2]) with t = Relu(x) (via
-    relu) or MatMul(x, W) (via matmul), s = t (other False) or an unrelated
-    input z of the same dims (other True)."""
+    """y = Reshape(t, [s.shape[0], s.shape[1], -1]) with t = Relu(x) (via
+    relu), MatMul(x, W) (via matmul) or MatMul(x, B) with a batched B (via
+    bmm: t's dim 0 need not be x's), s = t (other False) or an unrelated
+    input z of the same dims (other True). Two entries no one knows beside a
+    -1: only copies (0) make it constant."""
     opset = 14 if allowzero else 11
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, None, 4])
     z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [None, None, 3])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None, 2, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None, 4])
     nodes = []
     ins = [x]
     if via == "relu":
@@ -135,7 +137,7 @@ def view_model(path, via, other, allowzero=False):
                   helper.make_node("MatMul", ["x", "W"], ["t"])]
     src = "z" if other else ("x" if via in ("matmul", "bmm") else "t")
     nodes += dims_of(src, 0, "a", opset) + dims_of(src, 1, "b", opset)
-    nodes += [pr.const("k", np.array([2, 2], np.int64)),
+    nodes += [pr.const("k", np.array([-1], np.int64)),
               helper.make_node("Concat", ["a_u", "b_u", "k"], ["shape"], axis=0)]
     kw = {"allowzero": 1} if allowzero else {}
     nodes.append(helper.make_node("Reshape", ["t", "shape"], ["y"], **kw))

@@ -499,9 +499,13 @@ static const gwr_tensor *dim_root(const gwr_tensor *t, int *i) {
     return t;
 }
 
-/* Is the dim an unknown entry of s names dim i of x itself? */
+/* Is the dim an unknown entry of s names dim i of x itself: the same
+ * symbol (a dim_param names one value throughout a model, as --shape binds
+ * it), or the same dim through the layers dim_root follows? */
 static int same_dim(const shape_vals *s, int k, const gwr_tensor *x, int i) {
     if (!s->src[k]) return 0;
+    gwr_dim d = gwr_tensor_dim(s->src[k], s->dim[k]);
+    if (GWR_DIM_IS_SYM(d) && gwr_tensor_dim(x, i) == d) return 1;
     int a = s->dim[k], b = i;
     const gwr_tensor *ra = dim_root(s->src[k], &a), *rb = dim_root(x, &b);
     return ra == rb && a == b;
@@ -510,7 +514,8 @@ static int same_dim(const shape_vals *s, int k, const gwr_tensor *x, int i) {
 /* Reshape(x, shape values known but for at most one): the constant shape,
  * -1 for the one not known (every other known and positive). An entry that
  * is x's own dim at the same place (x.shape[i] at i, also through the
- * layers dim_root follows) becomes 0, which copies it (allowzero unset). */
+ * layers dim_root follows, or the same symbol) becomes 0, which copies it
+ * (allowzero unset). */
 static int fold_reshape_shape(gwr_rewrite_ctx *c, gwr_layer *l) {
     shape_vals s;
     gwr_tensor *shape = gwr_layer_num_inputs(l) == 2 ? gwr_layer_input(l, 1) : NULL;

@@ -175,6 +175,35 @@ def case_reshape_own_dims(gwr, work):
             pr.second_optimize_same(gwr, src, work, ("--target", t), what)
 
 
+def case_reshape_same_symbol(gwr, work):
+    """Reshape(z, [x.shape[0], -1]): z's dim 0 is x's when both are the
+    symbol 'batch' (a dim_param names one value in a model): [0, -1]; with
+    z's dim 0 another symbol, the Shape chain stays."""
+    rng = np.random.default_rng(4)
+    for zsym, want in (("batch", 1), ("other", None)):
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+        z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [zsym, 3, 2])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [zsym, 6])
+        nodes = dims_of("x", 0, "a", 11) + [pr.const("k", np.array([-1], np.int64)),
+                                            helper.make_node("Concat", ["a_u", "k"], ["shape"], axis=0),
+                                            helper.make_node("Reshape", ["z", "shape"], ["y"])]
+        src = pr.save(pr.model(nodes, [x, z], [y], opset=11), os.path.join(work, "sym_%s.onnx" % zsym))
+        feeds = [{"x": rng.standard_normal((n, 4)).astype(np.float32),
+                  "z": rng.standard_normal((n, 3, 2)).astype(np.float32)} for n in (1, 3)]
+        what = "reshape_same_symbol z[%s]" % zsym
+        for t in ("onnx", "ort"):
+            dst = os.path.join(work, "sym_%s_%s.onnx" % (zsym, t))
+            if not pr.optimize(gwr, src, dst, "--target", t):
+                continue
+            pr.check_output(src, dst, feeds, "%s --target %s" % (what, t))
+            got = pr.count_nodes(dst)
+            if want is not None and got != want:
+                pr.fail("%s --target %s: %d nodes, expected %d (%s)" % (what, t, got, want, ops_of(dst)))
+            if want is None and "Shape" not in ops_of(dst):
+                pr.fail("%s --target %s: the Shape chain was folded" % (what, t))
+            pr.second_optimize_same(gwr, src, work, ("--target", t), what)
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__)

@@ -110,6 +110,10 @@ static const gwr_pass_info builtins[] = {
     {"fold_input_defaults", &gwr_pattern_fold_input_defaults, 64, GWR_LEVEL_BASIC, GWR_TARGET_ANY,
      GWR_NUMERICS_EXACT, 0,
      "make initializers listed as graph inputs constants (target onnx; others with input_defaults fold)"},
+    {"compose_slices", &gwr_pattern_compose_slices, 47, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
+     "merge Slice(Slice(x)) on different axes into one Slice of x"},
+    {"merge_slices_into_split", &gwr_pattern_merge_slices_into_split, 46, GWR_LEVEL_BASIC, GWR_TARGET_ANY,
+     GWR_NUMERICS_EXACT, 0, "replace Slices that cut one axis of x into consecutive parts by one Split"},
     {"push_transpose_through_elementwise", &gwr_pattern_push_transpose_through_elementwise, 49, GWR_LEVEL_BASIC,
      GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
      "move a Transpose up through lone elementwise layers (unary, or with a constant, permuted) to meet "

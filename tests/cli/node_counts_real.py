@@ -204,6 +204,61 @@ def case_reshape_same_symbol(gwr, work):
             pr.second_optimize_same(gwr, src, work, ("--target", t), what)
 
 
+# ---- Slices: YOLOX's Focus (Slice of Slice on other axes) and YOLOv8's
+# x[:, :2], x[:, 2:4] (Slices cutting one axis: a Split)
+
+def slice_node(x, y, tag, st, en, ax, sp=None):
+    ins = [x, tag + "_s", tag + "_e", tag + "_a"] + ([tag + "_p"] if sp is not None else [])
+    consts = [pr.const(tag + "_s", np.array(st, np.int64)), pr.const(tag + "_e", np.array(en, np.int64)),
+              pr.const(tag + "_a", np.array(ax, np.int64))]
+    if sp is not None:
+        consts.append(pr.const(tag + "_p", np.array(sp, np.int64)))
+    return consts + [helper.make_node("Slice", ins, [y])]
+
+
+def case_slices(gwr, work):
+    big = pr.INT64_MAX
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 8, 6])
+    models = {}
+    # Focus: four Slices of two, each reading a shared one: 6 Slices -> 4
+    nodes = slice_node("x", "r0", "r0", [0], [big], [2], [2]) + slice_node("x", "r1", "r1", [1], [big], [2], [2])
+    nodes += slice_node("r0", "a", "a", [0], [big], [3], [2]) + slice_node("r0", "b", "b", [1], [big], [3], [2])
+    nodes += slice_node("r1", "c", "c", [0], [big], [3], [2]) + slice_node("r1", "d", "d", [1], [big], [3], [2])
+    nodes.append(helper.make_node("Concat", ["a", "c", "b", "d"], ["y"], axis=1))
+    models["focus"] = (nodes, 5, [12, 4, 3])
+    # the same axis twice: not composed
+    nodes = slice_node("x", "r0", "r0", [0], [big], [2], [2]) + slice_node("r0", "y", "a", [1], [big], [-2], [2])
+    models["same_axis"] = (nodes, 2, [3, 2, 6])
+    # x[:, :1], x[:, 1:3] of axis 1 (extent 3; the second end past it): one Split
+    nodes = slice_node("x", "p", "p", [0], [1], [1]) + slice_node("x", "q", "q", [1], [big], [-3])
+    nodes += [helper.make_node("ReduceSum", ["q"], ["qs"], axes=[1], keepdims=1),
+              helper.make_node("Add", ["p", "qs"], ["y"])]
+    models["split"] = (nodes, 3, [1, 8, 6])
+    # a gap ([0, 1) and [2, 3)): not a Split
+    nodes = slice_node("x", "p", "p", [0], [1], [1]) + slice_node("x", "q", "q", [2], [3], [1])
+    nodes.append(helper.make_node("Add", ["p", "q"], ["y"]))
+    models["gap"] = (nodes, 3, [1, 8, 6])
+    # steps of 2: not a Split
+    nodes = slice_node("x", "p", "p", [0], [4], [2], [2]) + slice_node("x", "q", "q", [4], [6], [2])
+    nodes.append(helper.make_node("Add", ["p", "q"], ["y"]))
+    models["step"] = (nodes, 3, [3, 2, 6])
+    rng = np.random.default_rng(5)
+    feeds = [{"x": rng.standard_normal((n, 3, 8, 6)).astype(np.float32)} for n in (1, 2)]
+    for name, (nodes, want, dims) in models.items():
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"] + dims)
+        src = pr.save(pr.model(nodes, [x], [y], opset=11), os.path.join(work, "slices_%s.onnx" % name))
+        for t in ("onnx", "ort"):
+            dst = os.path.join(work, "slices_%s_%s.onnx" % (name, t))
+            what = "slices %s --target %s" % (name, t)
+            if not pr.optimize(gwr, src, dst, "--target", t):
+                continue
+            pr.check_output(src, dst, feeds, what)
+            got = pr.count_nodes(dst)
+            if got != want:
+                pr.fail("%s: %d nodes, expected %d (%s)" % (what, got, want, ops_of(dst)))
+            pr.second_optimize_same(gwr, src, work, ("--target", t), what)
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__)

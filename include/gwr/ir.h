@@ -273,6 +273,8 @@ typedef struct gwr_listener {
     /* t's type, name or default value changed, or it was marked or
      * unmarked as a network output. */
     void (*tensor_modified)(void *ctx, gwr_tensor *t);
+    /* Graph input t is about to be freed (gwr_network_remove_input). */
+    void (*input_removed)(void *ctx, gwr_tensor *t);
 } gwr_listener;
 GWR_API int gwr_network_add_listener(gwr_network *net, const gwr_listener *ls);
 GWR_API gwr_status gwr_network_remove_listener(gwr_network *net, int id);

@@ -265,6 +265,7 @@ gwr_status gwr_network_remove_input(gwr_network *net, gwr_tensor *t) {
                             t->nuses ? "read by a layer" : "a network output");
     gwr_status s = gwr_tensor_set_default(t, NULL);
     if (s) return s;
+    GWR_IR_NOTIFY(net, input_removed, t);
     gwr_ir_props_drop(net, t);
     gwr_ir_unname_tensor(net, t, 0);
     for (int64_t i = t->out_index; i + 1 < net->ninputs; i++) {

@@ -156,8 +156,14 @@ TEST(topo_order) {
     gwr_network_free(net);
 }
 
+static const gwr_tensor *removed_input;
+static void on_input_removed(void *ctx, gwr_tensor *t) {
+    (void)ctx;
+    removed_input = t;
+}
+
 /* gwr_network_remove_input: only an input nothing reads and no output; its
- * default goes with it and the later inputs move up. */
+ * default goes with it, listeners hear of it, and the later inputs move up. */
 TEST(remove_input) {
     gwr_tensor *x;
     gwr_layer *l;
@@ -172,12 +178,16 @@ TEST(remove_input) {
     gwr_weights w = {GWR_FLOAT32, 1, dims, vals, sizeof vals, b, NULL};
     CHECK_OK(gwr_tensor_set_default(u, &w));
     gwr_buffer_release(b);
+    gwr_listener ls = {.input_removed = on_input_removed};
+    CHECK(gwr_network_add_listener(net, &ls) >= 0);
     CHECK_EQ_INT(gwr_network_remove_input(net, x), GWR_ERR_STATE);                    /* read by the Relu */
     CHECK_EQ_INT(gwr_network_remove_input(net, gwr_layer_output(l, 0)), GWR_ERR_INVALID_ARG); /* no input */
     CHECK_OK(gwr_network_mark_output(net, v));
     CHECK_EQ_INT(gwr_network_remove_input(net, v), GWR_ERR_STATE);                    /* an output */
     CHECK_EQ_INT(gwr_network_num_inputs(net), 3);
+    CHECK(removed_input == NULL); /* the refusals above told no one */
     CHECK_OK(gwr_network_remove_input(net, u));
+    CHECK(removed_input == u);
     CHECK_EQ_INT(released, before + 1); /* the default went with it */
     CHECK_EQ_INT(gwr_network_num_inputs(net), 2);
     CHECK(gwr_network_input(net, 0) == x && gwr_network_input(net, 1) == v);

@@ -151,13 +151,15 @@ static int range_of(const gwr_layer *l, const gwr_tensor *x, int64_t axis, int64
     return 0;
 }
 
-/* The Slice readers of x that take [from, ...) of the axis; the first. */
-static gwr_layer *part_from(const gwr_tensor *x, int64_t axis, int64_t d, int64_t from, int64_t *end) {
+/* The Slice readers of x in network `net` (x's users include layers of
+ * bodies reading it) that take [from, ...) of the axis; the first. */
+static gwr_layer *part_from(const gwr_network *net, const gwr_tensor *x, int64_t axis, int64_t d, int64_t from,
+                            int64_t *end) {
     for (int64_t i = 0; i < gwr_tensor_num_users(x); i++) {
         int slot;
         gwr_layer *u = gwr_tensor_user(x, i, &slot);
         int64_t b, e;
-        if (u && slot == 0 && gwr_tensor_output_index(gwr_layer_output(u, 0)) < 0 &&
+        if (u && slot == 0 && gwr_layer_network(u) == net && gwr_tensor_output_index(gwr_layer_output(u, 0)) < 0 &&
             !range_of(u, x, axis, d, &b, &e) && b == from && e > b) {
             *end = e;
             return u;
@@ -186,7 +188,7 @@ static int to_split(gwr_rewrite_ctx *c, const gwr_match *m) {
     int64_t sizes[MAXR * 4];
     int n = 0;
     for (int64_t at = 0, end; at < d; at = end) {
-        gwr_layer *u = at ? part_from(x, axis, d, at, &end) : (end = e, root);
+        gwr_layer *u = at ? part_from(gwr_layer_network(root), x, axis, d, at, &end) : (end = e, root);
         if (!u) return gwr_rewrite_no_match(c, "no Slice of '%s' takes [%lld, ...) of axis %lld", gwr_tensor_name(x),
                                             (long long)at, (long long)axis);
         if (n == MAXR * 4) return gwr_rewrite_no_match(c, "more than %d parts", MAXR * 4);
@@ -206,7 +208,9 @@ static int to_split(gwr_rewrite_ctx *c, const gwr_match *m) {
         s = gwr_match_replace_layer(parts[i], 1, &y);
     }
     if (s && l) gwr_layer_mark_as_removed(l);
-    return s ? gwr_rewrite_fail(c, s, "building a Split: %s", gwr_network_errmsg(net)) : 1;
+    return s ? gwr_rewrite_fail(c, s, "building a Split: %s", *gwr_network_errmsg(net) ? gwr_network_errmsg(net)
+                                                                                         : gwr_last_errmsg())
+             : 1;
 }
 
 static const gwr_match_node part_nodes[] = {

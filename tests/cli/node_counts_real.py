@@ -242,6 +242,28 @@ def case_slices(gwr, work):
     nodes = slice_node("x", "p", "p", [0], [4], [2], [2]) + slice_node("x", "q", "q", [4], [6], [2])
     nodes.append(helper.make_node("Add", ["p", "q"], ["y"]))
     models["step"] = (nodes, 3, [3, 2, 6])
+    slice_cases(gwr, work, x, models)
+    # x[:, :1] in both branches of an If, x[:, 1:] in the main graph: the
+    # parts are in different graphs, so no Split (this failed the optimize)
+    def branch(tag):
+        out = helper.make_tensor_value_info(tag + "_o", TensorProto.FLOAT, ["n", 1, 8, 6])
+        return helper.make_graph(slice_node("x", tag + "_o", tag, [0], [1], [1]), tag, [], [out])
+    nodes = [helper.make_node("If", ["c"], ["p"], then_branch=branch("t"), else_branch=branch("e"))]
+    nodes += slice_node("x", "q", "q", [1], [3], [1])
+    nodes += [helper.make_node("ReduceSum", ["q"], ["qs"], axes=[1], keepdims=1),
+              helper.make_node("Add", ["p", "qs"], ["y"])]
+    c = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 1, 8, 6])
+    src = pr.save(pr.model(nodes, [x, c], [y], opset=11), os.path.join(work, "slices_if.onnx"))
+    rng = np.random.default_rng(6)
+    feeds = [{"x": rng.standard_normal((2, 3, 8, 6)).astype(np.float32), "c": np.array(v)} for v in (True, False)]
+    for t in ("onnx", "ort"):
+        dst = os.path.join(work, "slices_if_%s.onnx" % t)
+        if pr.optimize(gwr, src, dst, "--target", t):
+            pr.check_output(src, dst, feeds, "slices in an If and the main graph --target %s" % t)
+
+
+def slice_cases(gwr, work, x, models):
     rng = np.random.default_rng(5)
     feeds = [{"x": rng.standard_normal((n, 3, 8, 6)).astype(np.float32)} for n in (1, 2)]
     for name, (nodes, want, dims) in models.items():

@@ -117,6 +117,11 @@ GWR_API gwr_tensor *gwr_network_add_input(gwr_network *net, const char *name, gw
                                           int rank, const gwr_dim *dims);
 GWR_API int gwr_network_num_inputs(const gwr_network *net);
 GWR_API gwr_tensor *gwr_network_input(const gwr_network *net, int i);
+/* Removes graph input t, which nothing may read any more (no users, not
+ * even layers marked removed: replace its uses first) and which is no
+ * network output (GWR_ERR_STATE); its default value and properties go with
+ * it and t is freed. The later inputs move up one place. */
+GWR_API gwr_status gwr_network_remove_input(gwr_network *net, gwr_tensor *t);
 
 /* Graph outputs, in order. A tensor may be marked once. */
 GWR_API gwr_status gwr_network_mark_output(gwr_network *net, gwr_tensor *t);
@@ -268,6 +273,8 @@ typedef struct gwr_listener {
     /* t's type, name or default value changed, or it was marked or
      * unmarked as a network output. */
     void (*tensor_modified)(void *ctx, gwr_tensor *t);
+    /* Graph input t is about to be freed (gwr_network_remove_input). */
+    void (*input_removed)(void *ctx, gwr_tensor *t);
 } gwr_listener;
 GWR_API int gwr_network_add_listener(gwr_network *net, const gwr_listener *ls);
 GWR_API gwr_status gwr_network_remove_listener(gwr_network *net, int id);

@@ -15,6 +15,12 @@ extern "C" {
 #endif
 
 /* Zero-initialized means the defaults. */
+typedef enum gwr_input_defaults {
+    GWR_INPUT_DEFAULTS_AUTO = 0,
+    GWR_INPUT_DEFAULTS_KEEP,
+    GWR_INPUT_DEFAULTS_FOLD
+} gwr_input_defaults;
+
 typedef struct gwr_optimize_options {
     gwr_pass_level level; /* passes of this level and below; GWR_LEVEL_NONE means EXTENDED */
     unsigned target;      /* one GWR_TARGET_*: the passes that may serve it; 0 means ONNX */
@@ -43,6 +49,13 @@ typedef struct gwr_optimize_options {
      * nonzero return stops the passes with GWR_ERR_STATE. */
     int (*interrupt)(void *ctx);
     void *interrupt_ctx;
+    /* Initializers the file also lists as graph inputs (inputs with a
+     * default value: overridable by the caller from ONNX IR version 4 on).
+     * AUTO: made constants for target onnx (as onnxsim and onnxslim do, and
+     * as TensorRT reads them), kept overridable inputs for targets ort and
+     * gwr (onnxruntime's rule); FOLD: constants for every target; KEEP:
+     * inputs for every target. The pass fold_input_defaults does it. */
+    gwr_input_defaults input_defaults;
 } gwr_optimize_options;
 
 /* What a run did: per pass of the table, whether it ran (or why not) and

@@ -265,6 +265,12 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_shape_dims;
  * file (layer property onnx.constant_node) in its tensor form is written as
  * an initializer; not before IR version 4. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_constants_to_initializers;
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_input_defaults;
+/* compose_slices, merge_slices_into_split (slices.c): Slice(Slice(x)) on
+ * different axes -> one Slice; Slices cutting one axis of x into
+ * consecutive parts -> one Split. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_compose_slices;
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_merge_slices_into_split;
 /* push_transpose_through_elementwise (transpose_push.c): Transpose(E_k(...
  * E_1(Transpose(x, p1)))) with each E elementwise (a unary op, Clip with
  * scalar bounds, or a binary op with a constant, permuted into a new one

@@ -145,6 +145,17 @@ static void ls_dropped(void *ctx, gwr_layer *l) {
     }
 }
 
+/* A graph input is about to be freed: its object loses its handle. */
+static void ls_input_removed(void *ctx, gwr_tensor *t) {
+    pg_network *n = ctx;
+    n->generation++;
+    PyObject *to = pg_map_get(&n->objs, t);
+    if (to) {
+        pg_map_del(&n->objs, t);
+        kill_tensor_obj((pg_tensor_obj *)to, PG_PRUNED);
+    }
+}
+
 /* ---- Network --------------------------------------------------------------------- */
 
 static PyObject *network_new_object(PyTypeObject *type, gwr_network *net) {
@@ -163,6 +174,7 @@ static PyObject *network_new_object(PyTypeObject *type, gwr_network *net) {
     ls.input_changed = ls_input;
     ls.layer_modified = ls_layer;
     ls.tensor_modified = ls_tensor;
+    ls.input_removed = ls_input_removed;
     ls.ctx = self;
     self->listener = gwr_network_add_listener(net, &ls);
     if (self->listener < 0 || pg_map_put(&networks, net, (PyObject *)self) < 0) {

@@ -216,13 +216,13 @@ static int optimize_interrupt(void *ctx) {
 
 static PyObject *py_optimize(PyObject *mod, PyObject *args, PyObject *kw) {
     (void)mod;
-    static char *kwlist[] = {"net", "level", "target", "only", "disable", "opset", "bind", "debug", NULL};
+    static char *kwlist[] = {"net", "level", "target", "only", "disable", "opset", "bind", "debug", "input_defaults", NULL};
     PyObject *netobj, *only = Py_None, *disable = Py_None, *bind = Py_None;
-    const char *level = "extended", *target = "onnx";
+    const char *level = "extended", *target = "onnx", *defaults = "auto";
     long long opset = 0;
     int debug = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|ssOOLOp:optimize", kwlist, &netobj, &level, &target, &only,
-                                     &disable, &opset, &bind, &debug))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|ssOOLOps:optimize", kwlist, &netobj, &level, &target, &only,
+                                     &disable, &opset, &bind, &debug, &defaults))
         return NULL;
     gwr_optimize_options o;
     memset(&o, 0, sizeof o);
@@ -248,6 +248,12 @@ static PyObject *py_optimize(PyObject *mod, PyObject *args, PyObject *kw) {
     }
     o.opset = opset;
     o.debug = debug;
+    if (!strcmp(defaults, "keep")) o.input_defaults = GWR_INPUT_DEFAULTS_KEEP;
+    else if (!strcmp(defaults, "fold")) o.input_defaults = GWR_INPUT_DEFAULTS_FOLD;
+    else if (strcmp(defaults, "auto")) {
+        PyErr_Format(PyExc_ValueError, "optimize: input_defaults must be 'auto', 'keep' or 'fold', not '%s'", defaults);
+        return NULL;
+    }
     gwr_network *net = pg_network_get(netobj);
     if (!net) return NULL;
     char *only_s = NULL, *disable_s = NULL;

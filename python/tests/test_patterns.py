@@ -961,6 +961,38 @@ def test_optimize_report():
     net.verify()
 
 
+def test_optimize_input_defaults():
+    """An initializer the file also lists as a graph input: target onnx makes
+    it a constant (and drops the input; a Tensor object of it is dead, not
+    dangling), target ort keeps it unless input_defaults="fold"."""
+    import numpy as np
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    g = helper.make_graph([helper.make_node("Mul", ["x", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("w", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+                          [numpy_helper.from_array(w, "w")])
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=7).SerializeToString()
+    net = gwr.onnx.load_bytes(data)
+    gwr.optimize(net, target="ort")
+    assert [t.name for t in net.inputs] == ["x", "w"]
+    wt = net.inputs[1]
+    rep = gwr.optimize(net, target="ort", input_defaults="fold")
+    assert {p["label"]: p for p in rep["passes"]}["fold_input_defaults"]["rewrites"] == 1
+    assert [t.name for t in net.inputs] == ["x"]
+    with pytest.raises(Exception):
+        wt.name  # the removed input's object no longer reaches freed memory
+    x = np.ones((2, 3), np.float32)
+    np.testing.assert_allclose(gwr.Session(net).run({"x": x})["y"], x * w)
+    net2 = gwr.onnx.load_bytes(data)
+    gwr.optimize(net2)  # target onnx
+    assert [t.name for t in net2.inputs] == ["x"]
+    with pytest.raises(ValueError):
+        gwr.optimize(net2, input_defaults="sometimes")
+
+
 def test_optimize_only_disable_and_bad_arguments():
     net = gwr.Network("opt2")
     x = net.add_input("x", gwr.float32, (2, 3))

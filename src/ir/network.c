@@ -251,6 +251,33 @@ gwr_tensor *gwr_network_input(const gwr_network *net, int i) {
     return net && index_ok(net, "input", i, net->ninputs) ? net->inputs[i] : NULL;
 }
 
+/* Frees graph input t once nothing reads it (gwr_tensor_num_users 0: a
+ * replace_all_uses_with moves removed readers too) and it is no output;
+ * the later inputs move up one place. */
+gwr_status gwr_network_remove_input(gwr_network *net, gwr_tensor *t) {
+    if (!net || !t) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_network_remove_input: NULL argument");
+    if (!(t->flags & TF_INPUT) || gwr_ir_tnet(t) != net || t->out_index >= net->ninputs ||
+        net->inputs[t->out_index] != t)
+        return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "tensor '%s' is not an input of network '%s'", t->name,
+                            net->name);
+    if (t->nuses || t->output_index >= 0)
+        return gwr_ir_error(net, GWR_ERR_STATE, "input '%s' is still %s", t->name,
+                            t->nuses ? "read by a layer" : "a network output");
+    gwr_status s = gwr_tensor_set_default(t, NULL);
+    if (s) return s;
+    GWR_IR_NOTIFY(net, input_removed, t);
+    gwr_ir_props_drop(net, t);
+    gwr_ir_unname_tensor(net, t, 0);
+    for (int64_t i = t->out_index; i + 1 < net->ninputs; i++) {
+        net->inputs[i] = net->inputs[i + 1];
+        net->inputs[i]->out_index = (int32_t)i;
+    }
+    net->ninputs--;
+    tensor_free_fields(t);
+    gwr_free(t);
+    return GWR_OK;
+}
+
 static gwr_status gwr_network_mark_output_impl(gwr_network *net, gwr_tensor *t) {
     if (!net || !t) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_network_mark_output: NULL argument");
     if (gwr_ir_tnet(t) != net)

@@ -7,12 +7,24 @@
  * Only the tensor form (attribute "value") moves: the scalar and list
  * forms (value_float, value_ints, ...) and sparse or string values stay
  * nodes. Not before ONNX IR version 4, where every initializer had to be
- * a graph input too. The values are not touched: exact. */
+ * a graph input too. The values are not touched: exact.
+ *
+ * fold_input_defaults (level basic, exact): a graph input with a default
+ * value (an initializer the file also lists as a graph input) becomes a
+ * Constant of the same name and leaves the inputs, so that the passes may
+ * fold it as the weight it is. Whether it runs is gwr_optimize's choice
+ * (gwr_optimize_options.input_defaults, docs/optimize.md): by default for
+ * target onnx only, as onnxsim and onnxslim do; onnxruntime lets a caller
+ * override such an initializer from IR version 4 on, so targets ort and gwr
+ * keep it an input. Never before IR version 4 (every initializer had to be
+ * a graph input then), nor for an input that is also a network output or
+ * read only inside subgraphs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gwr/passes.h"
+#include "optimize_internal.h"
 #include "util/util.h"
 
 /* The root network's IR version from the file (onnx.ir_version), or 0. */
@@ -46,6 +58,60 @@ static int replace(gwr_rewrite_ctx *c, gwr_layer *l, const gwr_weights *w) {
     return s ? gwr_rewrite_fail(c, s, "%s", gwr_network_errmsg(net)) : 1;
 }
 
+/* The root network's IR version forbids initializers that are not inputs? */
+static int ir_before_4(const gwr_layer *l) {
+    long ir = ir_version(l);
+    return ir && ir < 4;
+}
+
+static int fold_default(gwr_rewrite_ctx *c, gwr_layer *l) {
+    gwr_network *net = gwr_layer_network(l);
+    gwr_tensor *t = NULL;
+    const gwr_weights *w = NULL;
+    for (int i = 0; i < gwr_layer_num_inputs(l) && !w; i++) {
+        t = gwr_layer_input(l, i);
+        if (t && gwr_tensor_is_input(t) && gwr_tensor_network(t) == net && gwr_tensor_output_index(t) < 0)
+            w = gwr_tensor_default(t);
+    }
+    if (!w) return gwr_rewrite_no_match(c, "reads no graph input with a default value");
+    if (ir_before_4(l)) return gwr_rewrite_no_match(c, "IR version < 4: initializers must be graph inputs");
+    gwr_weights v = *w;
+    v.name = NULL;
+    char *name = gwr_strdup(gwr_tensor_name(t));
+    gwr_tensor *k = name ? gwr_network_add_constant(net, NULL, &v) : NULL;
+    gwr_status s = k ? GWR_OK : GWR_ERR_NOMEM;
+    if (!s) s = gwr_tensor_replace_all_uses_with(t, k);
+    if (!s) s = gwr_network_remove_input(net, t);
+    if (!s) s = gwr_tensor_set_name(k, name);
+    /* the layer too, as the importer names an initializer's, when free */
+    if (!s && !gwr_network_find_layer(net, name)) s = gwr_layer_set_name(gwr_tensor_parent(k), name);
+    gwr_free(name);
+    return s ? gwr_rewrite_fail(c, s, "%s", gwr_network_errmsg(net)) : 1;
+}
+
+/* After fold_input_defaults: the inputs with a default that nothing reads
+ * (a BatchNormalization's num_batches_tracked, say) leave the root network
+ * too, as they would have as constants. Their count, or -1 (message on
+ * net). */
+int64_t gwr_opt_drop_unread_defaults(gwr_network *net) {
+    int64_t n = 0;
+    const char *v = gwr_network_prop(net, "onnx.ir_version", NULL);
+    long ir = v ? strtol(v, NULL, 10) : 0;
+    if (ir && ir < 4) return 0;
+    for (int i = gwr_network_num_inputs(net) - 1; i >= 0; i--) {
+        gwr_tensor *t = gwr_network_input(net, i);
+        if (!gwr_tensor_default(t) || gwr_tensor_num_users(t) || gwr_tensor_output_index(t) >= 0) continue;
+        if (gwr_network_remove_input(net, t)) return -1;
+        n++;
+    }
+    return n;
+}
+
+const gwr_pattern_rewriter gwr_pattern_fold_input_defaults = {
+    .name = "fold_input_defaults",
+    .match_and_rewrite = fold_default,
+};
+
 static int to_initializer(gwr_rewrite_ctx *c, gwr_layer *l) {
     if (gwr_layer_op_id(l) != GWR_OP_Constant || *gwr_layer_domain(l))
         return gwr_rewrite_no_match(c, "not a Constant");
@@ -53,8 +119,7 @@ static int to_initializer(gwr_rewrite_ctx *c, gwr_layer *l) {
     const gwr_weights *w;
     if (gwr_layer_num_attrs(l) != 1 || gwr_layer_get_tensor(l, "value", &w) || w->dtype == GWR_STRING)
         return gwr_rewrite_no_match(c, "not the tensor form of Constant");
-    long ir = ir_version(l);
-    if (ir && ir < 4) return gwr_rewrite_no_match(c, "IR version %ld: initializers must be graph inputs", ir);
+    if (ir_before_4(l)) return gwr_rewrite_no_match(c, "IR version < 4: initializers must be graph inputs");
     return replace(c, l, w);
 }
 

@@ -287,6 +287,9 @@ typedef struct shape_vals {
     int64_t v[MAXR * 2];
     unsigned char known[MAXR * 2];
     int dynamic; /* the values depend on a Shape (not all constants) */
+    /* an entry not known: the tensor and dim it is (Shape's input), or NULL */
+    const gwr_tensor *src[MAXR * 2];
+    int dim[MAXR * 2];
 } shape_vals;
 
 #define VCAP (MAXR * 2)
@@ -308,6 +311,7 @@ static int vals_shape(const gwr_layer *l, shape_vals *s) {
         gwr_dim d = gwr_tensor_dim(x, (int)i);
         s->known[i - start] = GWR_DIM_IS_KNOWN(d) != 0;
         s->v[i - start] = GWR_DIM_IS_KNOWN(d) ? d : 0;
+        s->src[i - start] = x, s->dim[i - start] = (int)i;
     }
     return 0;
 }
@@ -325,7 +329,7 @@ static int vals_gather(const gwr_layer *l, shape_vals *s, int depth) {
     for (int i = 0; i < n; i++) {
         int64_t k = idx[i] < 0 ? idx[i] + d.n : idx[i];
         if (k < 0 || k >= d.n) return -1;
-        s->v[i] = d.v[k], s->known[i] = d.known[k];
+        s->v[i] = d.v[k], s->known[i] = d.known[k], s->src[i] = d.src[k], s->dim[i] = d.dim[k];
     }
     return 0;
 }
@@ -356,7 +360,7 @@ static int vals_slice(const gwr_layer *l, shape_vals *s, int depth) {
     }
     s->n = 0, s->dynamic = d.dynamic;
     for (int64_t i = st; sp > 0 ? i < en : i > en; i += sp) {
-        s->v[s->n] = d.v[i], s->known[s->n] = d.known[i];
+        s->v[s->n] = d.v[i], s->known[s->n] = d.known[i], s->src[s->n] = d.src[i], s->dim[s->n] = d.dim[i];
         s->n++;
         if (sp > 0 ? sp >= en - i : sp <= en - i) break; /* the next i is past en (i + sp may not fit) */
     }
@@ -373,6 +377,8 @@ static int vals_concat(const gwr_layer *l, shape_vals *s, int depth) {
         if (vals_of(gwr_layer_input(l, i), &p, depth + 1) || s->n + p.n > VCAP) return -1;
         memcpy(s->v + s->n, p.v, (size_t)p.n * sizeof *p.v);
         memcpy(s->known + s->n, p.known, (size_t)p.n);
+        memcpy(s->src + s->n, p.src, (size_t)p.n * sizeof *p.src);
+        memcpy(s->dim + s->n, p.dim, (size_t)p.n * sizeof *p.dim);
         s->n += p.n, s->dynamic |= p.dynamic;
     }
     return 0;
@@ -389,6 +395,7 @@ static int vals_of(const gwr_tensor *t, shape_vals *s, int depth) {
     if ((n = gwr_match_const_ints(t, s->v, VCAP)) >= 0) {
         s->n = n, s->dynamic = 0;
         memset(s->known, 1, (size_t)n);
+        memset(s->src, 0, sizeof s->src);
         return 0;
     }
     gwr_layer *l = gwr_tensor_parent(t);
@@ -441,16 +448,87 @@ static int fold_known(gwr_rewrite_ctx *c, gwr_layer *l) {
     return replace(c, l, NULL, k);
 }
 
+/* The tensor and dim that dim i of t is the same value as, through layers
+ * that carry a dim over unchanged: a Reshape's 0 entry (copy), a Transpose,
+ * the rows of a Gemm (transA 0) or MatMul (rank >= 2; its batch dims only
+ * when B is 1-D or 2-D, which broadcasts nothing), an elementwise op of
+ * one input (activations, unary math, Cast, Identity). At most 32 steps. */
+static const gwr_tensor *dim_root(const gwr_tensor *t, int *i) {
+    for (int step = 0; step < 32; step++) {
+        gwr_layer *l = gwr_tensor_parent(t);
+        int r = gwr_tensor_rank(t);
+        if (!l || gwr_layer_is_removed(l) || *gwr_layer_domain(l) || gwr_tensor_parent_output_index(t) != 0 ||
+            *i < 0 || *i >= r || !gwr_layer_input(l, 0))
+            return t;
+        gwr_tensor *in = gwr_layer_input(l, 0);
+        int64_t v[MAXR], a = 0;
+        const int64_t *perm;
+        int64_t np;
+        switch (gwr_layer_op_id(l)) {
+        case GWR_OP_Reshape:
+            gwr_layer_attr_int(l, "allowzero", 0, &a);
+            if (a || gwr_layer_num_inputs(l) < 2 || gwr_match_const_ints(gwr_layer_input(l, 1), v, MAXR) != r || v[*i])
+                return t;
+            break;
+        case GWR_OP_Transpose:
+            if (gwr_layer_attr_ints(l, "perm", &perm, &np) || np != r) return t;
+            *i = (int)perm[*i];
+            break;
+        case GWR_OP_Gemm:
+            gwr_layer_attr_int(l, "transA", 0, &a);
+            if (a || *i != 0) return t;
+            break;
+        case GWR_OP_MatMul: /* M, and the batch dims when B has none to broadcast */
+            if (r < 2 || gwr_tensor_rank(in) != r || *i >= r - 1 || gwr_layer_num_inputs(l) != 2 ||
+                (*i < r - 2 && (gwr_tensor_rank(gwr_layer_input(l, 1)) < 0 || gwr_tensor_rank(gwr_layer_input(l, 1)) > 2)))
+                return t;
+            break;
+        default:
+            if (gwr_layer_num_inputs(l) != 1 || gwr_tensor_rank(in) != r)
+                return t;
+            switch (gwr_layer_type_of(l)) {
+            case GWR_LAYER_ACTIVATION:
+            case GWR_LAYER_UNARY:
+            case GWR_LAYER_CAST:
+            case GWR_LAYER_IDENTITY: break;
+            default: return t;
+            }
+        }
+        t = in;
+    }
+    return t;
+}
+
+/* Is the dim an unknown entry of s names dim i of x itself: the same
+ * symbol (a dim_param names one value throughout a model, as --shape binds
+ * it), or the same dim through the layers dim_root follows? */
+static int same_dim(const shape_vals *s, int k, const gwr_tensor *x, int i) {
+    if (!s->src[k]) return 0;
+    gwr_dim d = gwr_tensor_dim(s->src[k], s->dim[k]);
+    if (GWR_DIM_IS_SYM(d) && gwr_tensor_dim(x, i) == d) return 1;
+    int a = s->dim[k], b = i;
+    const gwr_tensor *ra = dim_root(s->src[k], &a), *rb = dim_root(x, &b);
+    return ra == rb && a == b;
+}
+
 /* Reshape(x, shape values known but for at most one): the constant shape,
- * -1 for the one not known (every other known and positive). */
+ * -1 for the one not known (every other known and positive). An entry that
+ * is x's own dim at the same place (x.shape[i] at i, also through the
+ * layers dim_root follows, or the same symbol) becomes 0, which copies it
+ * (allowzero unset). */
 static int fold_reshape_shape(gwr_rewrite_ctx *c, gwr_layer *l) {
     shape_vals s;
     gwr_tensor *shape = gwr_layer_num_inputs(l) == 2 ? gwr_layer_input(l, 1) : NULL;
     if (!shape || gwr_match_const_get(shape, &(gwr_match_const){0}) || vals_of(shape, &s, 0) || !s.dynamic)
         return gwr_rewrite_no_match(c, "the shape is a constant or not shape values of a Shape");
+    int64_t az = 0;
+    gwr_layer_attr_int(l, "allowzero", 0, &az);
+    int copies = 0;
+    for (int i = 0; i < s.n && !az; i++)
+        if (!s.known[i] && same_dim(&s, i, gwr_layer_input(l, 0), i)) s.known[i] = 1, s.v[i] = 0, copies = 1;
     int u = first_unknown(&s), more = 0, positive = 1;
     for (int i = 0; i < s.n; i++) {
-        if (i != u) positive &= s.v[i] > 0;
+        if (i != u) positive &= s.v[i] > 0 || (copies && s.v[i] == 0);
         more += !s.known[i];
     }
     if (more > 1)
@@ -459,9 +537,11 @@ static int fold_reshape_shape(gwr_rewrite_ctx *c, gwr_layer *l) {
     if (u >= 0 && !positive)
         return gwr_rewrite_no_match(c, "dynamic shape: entry %d of the shape of '%s' is not known and another is not "
                                     "positive", u, gwr_layer_name(l));
+    gwr_tensor *out = gwr_layer_output(l, 0);
+    if (gwr_tensor_output_index(out) >= 0 && gwr_tensor_rank(out) >= 0 && gwr_tensor_rank(out) != s.n)
+        return gwr_rewrite_no_match(c, "output '%s' is declared of rank %d, the shape has %d entries", gwr_tensor_name(out),
+                                    gwr_tensor_rank(out), s.n);
     if (u >= 0) s.v[u] = -1;
-    int64_t az = 0;
-    gwr_layer_attr_int(l, "allowzero", 0, &az);
     gwr_tensor *y = shape_layer(c, "Reshape", gwr_layer_input(l, 0), s.n, s.v, az ? "allowzero" : NULL, az, 0);
     return y ? replace(c, l, NULL, y) : -1;
 }

@@ -73,6 +73,14 @@ static const char *skip_reason(gwr_network *net, const gwr_pass_info *p, gwr_pas
                                                                                             : "not for target gwr";
     }
     if (o->disable && in_list(o->disable, p->label)) return "disabled";
+    if (p->pattern == &gwr_pattern_fold_input_defaults) {
+        if (o->input_defaults == GWR_INPUT_DEFAULTS_KEEP) return "input_defaults keep";
+        if (o->input_defaults == GWR_INPUT_DEFAULTS_AUTO && target != GWR_TARGET_ONNX && !o->only)
+            return target == GWR_TARGET_ORT ? "target ort keeps initializers listed as inputs overridable "
+                                              "(onnxruntime's rule; input_defaults fold)"
+                                            : "target gwr keeps initializers listed as inputs overridable "
+                                              "(input_defaults fold)";
+    }
     return NULL;
 }
 
@@ -155,6 +163,9 @@ static gwr_status check_options(gwr_network *net, const gwr_optimize_options *o)
     for (int k = 0; k < o->nbind; k++)
         if (!o->bind[k].name || !*o->bind[k].name || o->bind[k].value < 0)
             return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "gwr_optimize: binding %d: a symbol name and a value >= 0", k);
+    if ((unsigned)o->input_defaults > GWR_INPUT_DEFAULTS_FOLD)
+        return gwr_ir_error(net, GWR_ERR_INVALID_ARG, "gwr_optimize: input_defaults %d is not auto, keep or fold",
+                            (int)o->input_defaults);
     gwr_status s = check_list(net, o->only, "the --only list");
     return s ? s : check_list(net, o->disable, "the --disable list");
 }
@@ -187,6 +198,18 @@ static void note_shapes(gwr_optimize_report *r, gwr_network *net) {
         }
 }
 
+/* When fold_input_defaults ran, the defaulted inputs nothing reads go
+ * too; counted as its rewrites. */
+static gwr_status drop_unread_defaults(gwr_network *net, gwr_optimize_report *r) {
+    for (int i = 0; i < r->n; i++)
+        if (!strcmp(r->passes[i].label, "fold_input_defaults") && !r->passes[i].skipped) {
+            int64_t n = gwr_opt_drop_unread_defaults(net);
+            if (n < 0) return gwr_ir_error(net, GWR_ERR_STATE, "gwr_optimize: %s", gwr_network_errmsg(net));
+            r->passes[i].rewrites += n;
+        }
+    return GWR_OK;
+}
+
 gwr_status gwr_optimize(gwr_network *net, const gwr_optimize_options *opt, gwr_optimize_report **report) {
     static const gwr_optimize_options defaults;
     const gwr_optimize_options *o = opt ? opt : &defaults;
@@ -207,7 +230,8 @@ gwr_status gwr_optimize(gwr_network *net, const gwr_optimize_options *opt, gwr_o
         gwr_opt_guard *guard = gwr_opt_guard_take(net);
         r->before = gwr_network_num_live_layers(net);
         if (!guard) s = gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_optimize: out of memory");
-        else if (!(s = run_to_fixpoint(m, net, args, r))) s = gwr_opt_guard_check(guard, net);
+        else if (!(s = run_to_fixpoint(m, net, args, r)) && !(s = drop_unread_defaults(net, r)))
+            s = gwr_opt_guard_check(guard, net);
         r->after = gwr_network_num_live_layers(net);
         note_shapes(r, net);
         gwr_opt_guard_free(guard);

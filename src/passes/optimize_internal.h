@@ -37,4 +37,9 @@ gwr_opt_guard *gwr_opt_guard_take(const gwr_network *net);
 gwr_status gwr_opt_guard_check(const gwr_opt_guard *g, gwr_network *net);
 void gwr_opt_guard_free(gwr_opt_guard *g);
 
+/* After fold_input_defaults ran (constants.c): removes the root network's
+ * inputs with a default value that nothing reads; their count, or -1 with
+ * a message on net. */
+int64_t gwr_opt_drop_unread_defaults(gwr_network *net);
+
 #endif

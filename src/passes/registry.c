@@ -107,6 +107,13 @@ static const gwr_pass_info builtins[] = {
      "fold Shape -> Gather/Slice/Concat of known dims into constants; a Reshape target with one dynamic dim gets -1"},
     {"constants_to_initializers", &gwr_pattern_constants_to_initializers, 58, GWR_LEVEL_BASIC, GWR_TARGET_ANY,
      GWR_NUMERICS_EXACT, 0, "write Constant nodes (tensor form) as initializers"},
+    {"fold_input_defaults", &gwr_pattern_fold_input_defaults, 64, GWR_LEVEL_BASIC, GWR_TARGET_ANY,
+     GWR_NUMERICS_EXACT, 0,
+     "make initializers listed as graph inputs constants (target onnx; others with input_defaults fold)"},
+    {"compose_slices", &gwr_pattern_compose_slices, 47, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
+     "merge Slice(Slice(x)) on different axes into one Slice of x"},
+    {"merge_slices_into_split", &gwr_pattern_merge_slices_into_split, 46, GWR_LEVEL_BASIC, GWR_TARGET_ANY,
+     GWR_NUMERICS_EXACT, 0, "replace Slices that cut one axis of x into consecutive parts by one Split"},
     {"push_transpose_through_elementwise", &gwr_pattern_push_transpose_through_elementwise, 49, GWR_LEVEL_BASIC,
      GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
      "move a Transpose up through lone elementwise layers (unary, or with a constant, permuted) to meet "

@@ -212,28 +212,36 @@ static gwr_network *shape_one_dynamic(void) {
     return finish(net, call(net, "Reshape", 2, in, NULL));
 }
 
-/* x [batch,seq,4,5]: Reshape(x, Concat(Slice(Shape(x), 0, 2), [20])): two
- * dims not known */
-static gwr_network *shape_two_dynamic(void) {
+/* x [batch,seq,4,5]: Reshape(x, Concat(Slice(Shape(s), 0, 2), [20])): two
+ * dims not known. With s = x they are x's own dims 0 and 1, copied: [0, 0,
+ * 20]; with s = y [seq,batch,20] they are not x's dims at those places. */
+static gwr_network *shape_two_dynamic_of(int other) {
     gwr_network *net = new_net(13);
-    static const int64_t xd[4] = {-1, -2, 4, 5}, st[1] = {0}, en[1] = {2}, rest[1] = {20};
-    gwr_tensor *x = xin(net, "x", 4, xd);
-    gwr_tensor *sl = gwr_slice(net, call(net, "Shape", 1, &x, NULL), 1, st, en, NULL, NULL);
+    static const int64_t xd[4] = {-1, -2, 4, 5}, yd[3] = {-2, -1, 20}, st[1] = {0}, en[1] = {2}, rest[1] = {20};
+    gwr_tensor *x = xin(net, "x", 4, xd), *src = other ? xin(net, "y", 3, yd) : x;
+    gwr_tensor *sl = gwr_slice(net, call(net, "Shape", 1, &src, NULL), 1, st, en, NULL, NULL);
     gwr_tensor *parts[2] = {sl, gwr_constant_i64s(net, 1, rest)};
     gwr_tensor *in[2] = {x, gwr_concat(net, 2, parts, 0)};
     return finish(net, call(net, "Reshape", 2, in, NULL));
 }
 
-/* x [batch,3,4]: Reshape(x, Concat(Gather(Shape(x), [0]), [0, 4])): the 0
- * beside the dynamic entry is not positive */
-static gwr_network *shape_dynamic_beside_zero(void) {
+/* x [batch,3,4]: Reshape(x, Concat(Gather(Shape(s), [0]), [0, 4])): with s
+ * = y [other,4] the 0 beside the dynamic entry is not positive; with s = x
+ * the entry is x's own dim 0, copied: [0, 0, 4] */
+static gwr_network *shape_beside_zero_of(int other) {
     gwr_network *net = new_net(13);
     static const int64_t i0[1] = {0}, rest[2] = {0, 4};
-    gwr_tensor *x = xin(net, "x", 3, b34);
-    gwr_tensor *parts[2] = {dims_of(net, x, 1, i0), gwr_constant_i64s(net, 2, rest)};
+    gwr_dim yd[2] = {gwr_network_dim_sym(net, "other"), 4};
+    gwr_tensor *x = xin(net, "x", 3, b34), *src = other ? gwr_network_add_input(net, "y", GWR_FLOAT32, 2, yd) : x;
+    gwr_tensor *parts[2] = {dims_of(net, src, 1, i0), gwr_constant_i64s(net, 2, rest)};
     gwr_tensor *in[2] = {x, gwr_concat(net, 2, parts, 0)};
     return finish(net, call(net, "Reshape", 2, in, NULL));
 }
+
+static gwr_network *shape_two_dynamic(void) { return shape_two_dynamic_of(1); }
+static gwr_network *shape_two_own_dims(void) { return shape_two_dynamic_of(0); }
+static gwr_network *shape_dynamic_beside_zero(void) { return shape_beside_zero_of(1); }
+static gwr_network *shape_own_dim_beside_zero(void) { return shape_beside_zero_of(0); }
 
 /* Expand(k [1], Gather(Shape(x [batch,3,4]), [2, 1])): the dims 4 and 3 are
  * known, so the Gather folds into a constant (idle: index 0, batch) */
@@ -371,6 +379,8 @@ static const shape_case cases[] = {
     {"one dynamic dim", shape_one_dynamic, "fold_shape_dims", 1, "Shape", 0},
     {"two dynamic dims", shape_two_dynamic, "fold_shape_dims", 0, "Shape", 1},
     {"dynamic beside a 0", shape_dynamic_beside_zero, "fold_shape_dims", 0, "Shape", 1},
+    {"two own dynamic dims", shape_two_own_dims, "fold_shape_dims", 1, "Shape", 0},
+    {"own dynamic dim beside a 0", shape_own_dim_beside_zero, "fold_shape_dims", 1, "Shape", 0},
     {"gather of known dims", gather_known, "fold_shape_dims", 1, "Shape", 0},
     {"gather of batch", gather_batch, "fold_shape_dims", 0, "Gather", 1},
     {"slice 1..INT64_MAX", slice_tail, "fold_shape_dims", 1, "Shape", 0},

@@ -2343,7 +2343,7 @@ TEST(test_listeners) {
     ev_log e, e2;
     memset(&e, 0, sizeof e);
     memset(&e2, 0, sizeof e2);
-    gwr_listener ls = {on_added, on_removed, on_dropped, on_replaced, on_changed, &e, on_modified, on_tmodified};
+    gwr_listener ls = {on_added, on_removed, on_dropped, on_replaced, on_changed, &e, on_modified, on_tmodified, NULL};
     int id = gwr_network_add_listener(net, &ls);
     CHECK(id >= 0);
     ls.ctx = NULL; /* the struct was copied */

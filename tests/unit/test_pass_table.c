@@ -471,12 +471,13 @@ static gwr_network *reshapes_fire(void) { return reshapes(0); }
 static gwr_network *reshapes_idle(void) { return reshapes(1); }
 
 /* relu(Reshape(x [batch, 3, 4], Concat(Gather(Shape(x), [0]), [k]))): k 12
- * folds to [-1, 12]; a -1 beside the dynamic entry does not */
+ * folds to [-1, 12]; k -1 with the dim read off z [other, 12] instead of x
+ * does not (a -1 beside a dynamic entry that is not x's own dim 0) */
 static gwr_network *shape_chain(int64_t k) {
     static const int64_t i0[1] = {0};
     gwr_network *net = gwr_network_new("shape_chain");
-    gwr_dim d[3] = {gwr_network_dim_sym(net, "batch"), 3, 4};
-    gwr_tensor *x = input(net, "x", 3, d), *s = op(net, "Shape", 1, &x);
+    gwr_dim d[3] = {gwr_network_dim_sym(net, "batch"), 3, 4}, dz[2] = {gwr_network_dim_sym(net, "other"), 12};
+    gwr_tensor *x = input(net, "x", 3, d), *z = k < 0 ? input(net, "z", 2, dz) : x, *s = op(net, "Shape", 1, &z);
     gwr_tensor *g[2] = {s, gwr_constant_i64s(net, 1, i0)};
     gwr_tensor *parts[2] = {op(net, "Gather", 2, g), gwr_constant_i64s(net, 1, &k)};
     gwr_tensor *in[2] = {x, gwr_concat(net, 2, parts, 0)};
@@ -498,6 +499,45 @@ static gwr_network *constant_node(int marked) {
 }
 static gwr_network *constant_node_fires(void) { return constant_node(1); }
 static gwr_network *constant_node_idle(void) { return constant_node(0); }
+/* x * w with w a graph input with a default value (an initializer listed
+ * as an input): w becomes a Constant; in an IR version 3 file, idle. */
+static gwr_network *input_default(int ir3) {
+    static const float k[4] = {1, -2, 0.5f, 3};
+    int64_t kd = 4;
+    gwr_dim d = 4;
+    gwr_network *net = gwr_network_new("input_default");
+    gwr_tensor *w = input(net, "w", 1, &d);
+    gwr_weights v = {GWR_FLOAT32, 1, &kd, k, sizeof k, NULL, NULL};
+    if (w && gwr_tensor_set_default(w, &v)) w = NULL;
+    if (ir3 && gwr_network_set_prop(net, "onnx.ir_version", "3", 1)) w = NULL;
+    return finish(net, gwr_mul(net, input(net, "x", 1, &d), w));
+}
+static gwr_network *input_default_fires(void) { return input_default(0); }
+static gwr_network *input_default_idle(void) { return input_default(1); }
+/* Focus: x[:, :, ::2, :][:, :, :, ::2] as two Slices, composed into one;
+ * with both on axis 2, idle (not composed). */
+static gwr_network *focus(int same_axis) {
+    static const int64_t st[1] = {0}, en[1] = {INT64_MAX}, a2[1] = {2}, a3[1] = {3}, two[1] = {2};
+    gwr_dim d[4] = {1, 2, 4, 6};
+    gwr_network *net = gwr_network_new("focus");
+    gwr_tensor *h = gwr_slice(net, input(net, "x", 4, d), 1, st, en, a2, two);
+    return finish(net, gwr_relu(net, gwr_slice(net, h, 1, st, en, same_axis ? a2 : a3, two)));
+}
+static gwr_network *focus_fires(void) { return focus(0); }
+static gwr_network *focus_idle(void) { return focus(1); }
+/* x[:, :2] and x[:, 2:] (axis 1 of extent 5): one Split; with x[:, 3:]
+ * instead (a gap), idle. */
+static gwr_network *two_slices(int gap) {
+    static const int64_t z[1] = {0}, two[1] = {2}, three[1] = {3}, end[1] = {INT64_MAX}, ax[1] = {1};
+    gwr_dim d[2] = {3, 5};
+    gwr_network *net = gwr_network_new("two_slices");
+    gwr_tensor *x = gwr_relu(net, input(net, "x", 2, d));
+    gwr_tensor *a = gwr_slice(net, x, 1, z, two, ax, NULL), *b = gwr_slice(net, x, 1, gap ? three : two, end, ax, NULL);
+    gwr_tensor *in[2] = {gwr_reduce_sum(net, a, 1, ax, 1), gwr_reduce_sum(net, b, 1, ax, 1)};
+    return finish(net, gwr_concat(net, 2, in, 1));
+}
+static gwr_network *two_slices_fires(void) { return two_slices(0); }
+static gwr_network *two_slices_idle(void) { return two_slices(1); }
 
 /* Transpose(Relu(Transpose(x, [1,0]) + 0.5), [1,0]): the Transposes cancel;
  * with the Relu also an output, idle */
@@ -574,6 +614,9 @@ static const pass_cases cases[] = {
     {"compose_reshapes", reshapes_fire, reshapes_idle, 1, 0},
     {"fold_shape_dims", shape_dims_fire, shape_dims_idle, 1, 0},
     {"constants_to_initializers", constant_node_fires, constant_node_idle, 1, 0},
+    {"fold_input_defaults", input_default_fires, input_default_idle, 1, 0},
+    {"compose_slices", focus_fires, focus_idle, 1, 0},
+    {"merge_slices_into_split", two_slices_fires, two_slices_idle, 1, 0},
     {"push_transpose_through_elementwise", push_transpose_fires, push_transpose_idle, 1, 0},
     /* attention (test_attention.c has the forms) */
     {"fuse_attention", gpt_onnx, gpt_plugin, 1, 0},

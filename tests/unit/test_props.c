@@ -156,11 +156,54 @@ TEST(topo_order) {
     gwr_network_free(net);
 }
 
+static const gwr_tensor *removed_input;
+static void on_input_removed(void *ctx, gwr_tensor *t) {
+    (void)ctx;
+    removed_input = t;
+}
+
+/* gwr_network_remove_input: only an input nothing reads and no output; its
+ * default goes with it, listeners hear of it, and the later inputs move up. */
+TEST(remove_input) {
+    gwr_tensor *x;
+    gwr_layer *l;
+    gwr_network *net = small_net(&x, &l);
+    gwr_dim d[1] = {4};
+    gwr_tensor *u = gwr_network_add_input(net, "u", GWR_FLOAT32, 1, d);
+    gwr_tensor *v = gwr_network_add_input(net, "v", GWR_FLOAT32, 1, d);
+    static const float vals[4] = {1, 2, 3, 4};
+    int64_t dims[1] = {4};
+    int before = released;
+    gwr_buffer *b = gwr_buffer_wrap(vals, sizeof vals, on_release, NULL);
+    gwr_weights w = {GWR_FLOAT32, 1, dims, vals, sizeof vals, b, NULL};
+    CHECK_OK(gwr_tensor_set_default(u, &w));
+    gwr_buffer_release(b);
+    gwr_listener ls = {.input_removed = on_input_removed};
+    CHECK(gwr_network_add_listener(net, &ls) >= 0);
+    CHECK_EQ_INT(gwr_network_remove_input(net, x), GWR_ERR_STATE);                    /* read by the Relu */
+    CHECK_EQ_INT(gwr_network_remove_input(net, gwr_layer_output(l, 0)), GWR_ERR_INVALID_ARG); /* no input */
+    CHECK_OK(gwr_network_mark_output(net, v));
+    CHECK_EQ_INT(gwr_network_remove_input(net, v), GWR_ERR_STATE);                    /* an output */
+    CHECK_EQ_INT(gwr_network_num_inputs(net), 3);
+    CHECK(removed_input == NULL); /* the refusals above told no one */
+    CHECK_OK(gwr_network_remove_input(net, u));
+    CHECK(removed_input == u);
+    CHECK_EQ_INT(released, before + 1); /* the default went with it */
+    CHECK_EQ_INT(gwr_network_num_inputs(net), 2);
+    CHECK(gwr_network_input(net, 0) == x && gwr_network_input(net, 1) == v);
+    CHECK(gwr_network_find_tensor(net, "u") == NULL);
+    CHECK_OK(gwr_network_verify(net));
+    CHECK(gwr_network_add_input(net, "u", GWR_FLOAT32, 1, d) != NULL); /* the name is free again */
+    CHECK_OK(gwr_network_verify(net));
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(network_props);
     RUN(layer_and_tensor_props);
     RUN(opsets);
     RUN(input_defaults);
+    RUN(remove_input);
     RUN(topo_order);
     return check_report();
 }

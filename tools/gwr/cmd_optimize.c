@@ -11,6 +11,7 @@ static void help(FILE *out) {
             "usage: gwr optimize MODEL -o OUT [--level basic|extended|all] [--target onnx|ort|gwr]\n"
             "                    [--only PASS,...] [--disable PASS,...] [--report] [--debug]\n"
             "                    [--shape INPUT=D0,D1,... | SYMBOL=N ...] [--opset N] [--verify [--seed N]]\n"
+            "                    [--input-defaults auto|keep|fold]\n"
             "       gwr optimize --list\n"
             "\n"
             "Loads the ONNX model MODEL, runs the optimizer's passes that the level and the\n"
@@ -39,6 +40,10 @@ static void help(FILE *out) {
             "                   that passes needing newer ops can fire; refused (exit 2) when\n"
             "                   an op of the model changed between the two versions in a way\n"
             "                   not converted. Without it the model's opset is kept\n"
+            "  --input-defaults auto|keep|fold  initializers the model also lists as graph\n"
+            "                   inputs (overridable from IR version 4 on): fold makes them\n"
+            "                   constants (and drops the inputs), keep leaves them inputs;\n"
+            "                   auto (default): fold for target onnx, keep for ort and gwr\n"
             "  --seed N         the inputs' seed (default 0)\n"
             "  --list           the passes, with level, targets and numerics\n"
             "\n"
@@ -146,6 +151,12 @@ static int run(int argc, char **argv) {
             if (!v || cli_parse_int(v, &n, &why) || n < 1)
                 return cli_shapes_free(&shapes), cli_usage("optimize", "--opset '%s': %s; a positive integer", v ? v : "", v ? why : "missing");
             o.opset = n, i++;
+        } else if (!strcmp(a, "--input-defaults")) {
+            static const char *const modes[] = {"auto", "keep", "fold"};
+            int k = 0;
+            while (v && k < 3 && strcmp(v, modes[k])) k++;
+            if (!v || k == 3) return cli_shapes_free(&shapes), cli_usage("optimize", "--input-defaults needs auto, keep or fold");
+            o.input_defaults = (gwr_input_defaults)k, i++;
         } else if (!strcmp(a, "--seed")) {
             int64_t n = 0;
             const char *why = "missing";

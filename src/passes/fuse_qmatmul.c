@@ -99,6 +99,16 @@ static int64_t weight_cols(const gwr_tensor *a, const gwr_tensor *b) {
     return k.dims[1];
 }
 
+/* The bias of Add l = y + bias (either order), y the product of B with n
+ * columns: a float32 1-D constant [n]; else NULL. */
+static gwr_tensor *bias_of(gwr_layer *l, const gwr_tensor *y, int64_t n) {
+    if (gwr_layer_num_inputs(l) != 2) return NULL;
+    gwr_tensor *b = gwr_layer_input(l, 0) == y ? gwr_layer_input(l, 1) : gwr_layer_input(l, 0);
+    gwr_match_const k;
+    if (b == y || n < 0 || !gwr_match_const_get(b, &k) || k.dtype != GWR_FLOAT32 || k.rank != 1 || k.dims[0] != n) return NULL;
+    return b;
+}
+
 static int fuse_bias(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_match m;
     int rc = 0, k = 0;
@@ -109,12 +119,10 @@ static int fuse_bias(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_layer *mm = m.layers[0];
     int nin = gwr_layer_num_inputs(mm);
     if (nin > nbase && gwr_layer_input(mm, nbase)) return gwr_rewrite_no_match(c, "the product has a bias already");
-    gwr_tensor *y = gwr_layer_output(mm, 0), *bias = m.captures[QBIAS];
     gwr_match_const bk;
-    int r = gwr_tensor_rank(y);
-    if (r < 1 || !GWR_DIM_IS_KNOWN(gwr_tensor_dim(y, -1)) || !gwr_match_const_get(bias, &bk) || bk.dtype != GWR_FLOAT32 ||
-        bk.rank != 1 || bk.dims[0] != gwr_tensor_dim(y, -1))
-        return gwr_rewrite_no_match(c, "the bias is not a float32 1-D constant over the product's last axis");
+    int64_t n = gwr_match_const_get(gwr_layer_input(mm, 1), &bk) && bk.rank == 2 ? bk.dims[1] : -1;
+    gwr_tensor *bias = bias_of(l, gwr_layer_output(mm, 0), n);
+    if (!bias) return gwr_rewrite_no_match(c, "the bias is not a float32 1-D constant over the product's last axis");
     gwr_tensor *in[7] = {NULL};
     for (int i = 0; i < nbase && i < nin; i++) in[i] = gwr_layer_input(mm, i);
     in[nbase] = bias;
@@ -143,12 +151,19 @@ static int fuse_mmitf(gwr_rewrite_ctx *c, gwr_layer *l) {
     if (gwr_tensor_dtype(as) != GWR_FLOAT32 || !scalar_like(as))
         return gwr_rewrite_no_match(c, "a_scale is not a float32 scalar");
     if (!scalar_or_cols(bs, GWR_FLOAT32, n)) return gwr_rewrite_no_match(c, "b_scale is not a float32 constant scalar or 1-D over B's columns");
-    gwr_tensor *mi = gwr_layer_output(m.layers[0], 0), *y = gwr_layer_output(l, 0);
-    int r = gwr_tensor_rank(mi);
-    if (r < 1 || r != gwr_tensor_rank(y) || gwr_tensor_dtype(y) != GWR_FLOAT32)
-        return gwr_rewrite_no_match(c, "the scaled product has another rank than MatMulInteger's");
-    gwr_tensor *in[6] = {a, b, as, bs, cp[QAZ], cp[QBZ]};
-    return emit(c, &m, "MatMulIntegerToFloat", 6, in);
+    /* the scales (one element, or [n] over the last axis) cannot broadcast the product up: no shape to check */
+    gwr_tensor *y = gwr_layer_output(l, 0);
+    gwr_tensor *in[7] = {a, b, as, bs, cp[QAZ], cp[QBZ], NULL};
+    gwr_layer *add = gwr_ps_sole_reader(y);
+    if (!add || strcmp(gwr_layer_op(add), "Add") || *gwr_layer_domain(add) || !(in[6] = bias_of(add, y, n)))
+        return emit(c, &m, "MatMulIntegerToFloat", 6, in);
+    /* the bias Add after it joins now: a rewrite of the Add's own turn may have come first */
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    gwr_tensor *out = NULL;
+    if (!gwr_op_call(net, MS, "MatMulIntegerToFloat", 7, in, NULL, 1, &out)) return built_fail(c, net);
+    gwr_status st = gwr_match_replace_layer(add, 1, &out);
+    for (int i = 0; !st && i < m.nlayers; i++) st = gwr_layer_mark_as_removed(m.layers[i]);
+    return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
 }
 
 static const char *const mmitf_roots[] = {"Mul", "Add", NULL};

@@ -197,9 +197,60 @@ def check(name, m, want_counts, d, ref=None):
     return bad
 
 
+def dq_lstm(d):
+    """com.microsoft DynamicQuantizeLSTM (bidirectional, int8 W and R, per-direction and per-column scales):
+    gwr runs it as LSTM on the dequantized weights. Checked against onnxruntime's ONNX LSTM on those
+    weights dequantized by numpy (within 1e-5), and against onnxruntime's DynamicQuantizeLSTM, which also
+    quantizes the activations to uint8 (within 2e-2 of the output range)."""
+    T_, B_, I_, H_ = 5, 2, 12, 8
+    G = 4 * H_
+    w = rng.integers(-64, 65, (2, I_, G)).astype(np.int8)  # no int16 saturation in onnxruntime's u8s8 GEMM
+    r = rng.integers(-64, 65, (2, H_, G)).astype(np.int8)
+    ws = (0.002 + 0.002 * rng.random(2)).astype(np.float32)
+    wz = np.zeros(2, np.int8)
+    rs = (0.002 + 0.002 * rng.random((2, G))).astype(np.float32)
+    rz = np.zeros((2, G), np.int8)  # onnxruntime requires zero zero points
+    bias = (rng.standard_normal((2, 2 * G)) * 0.1).astype(np.float32)
+    x = rng.standard_normal((T_, B_, I_)).astype(np.float32)
+    xi = [h.make_tensor_value_info("x", T.FLOAT, [T_, B_, I_])]
+    outs = [h.make_tensor_value_info("y", T.FLOAT, [T_, 2, B_, H_]), h.make_tensor_value_info("yh", T.FLOAT, [2, B_, H_]),
+            h.make_tensor_value_info("yc", T.FLOAT, [2, B_, H_])]
+    inits = [const("w", w), const("r", r), const("b", bias), const("ws", ws), const("wz", wz), const("rs", rs), const("rz", rz)]
+    node = h.make_node("DynamicQuantizeLSTM", ["x", "w", "r", "b", "", "", "", "", "ws", "wz", "rs", "rz"], ["y", "yh", "yc"],
+                       domain="com.microsoft", hidden_size=H_, direction="bidirectional")
+    m = h.make_model(h.make_graph([node], "g", xi, outs, initializer=inits),
+                     opset_imports=[h.make_opsetid("", 17), h.make_opsetid("com.microsoft", 1)], ir_version=10)
+    wf = ((w.astype(np.float32) - wz[:, None, None]) * ws[:, None, None]).transpose(0, 2, 1)
+    rf = ((r.astype(np.float32) - rz[:, None, :]) * rs[:, None, :]).transpose(0, 2, 1)
+    lstm = h.make_node("LSTM", ["x", "wf", "rf", "b"], ["y", "yh", "yc"], hidden_size=H_, direction="bidirectional")
+    mf = h.make_model(h.make_graph([lstm], "g", xi, outs, initializer=[const("wf", wf), const("rf", rf), const("b", bias)]),
+                      opset_imports=[h.make_opsetid("", 17)], ir_version=10)
+    path, pf = os.path.join(d, "dq_lstm.onnx"), os.path.join(d, "dq_lstm_float.onnx")
+    onnx.save(m, path)
+    onnx.save(mf, pf)
+    xin = os.path.join(d, "dq_lstm_x.pb")
+    with open(xin, "wb") as fh:
+        fh.write(nh.from_array(x, "x").SerializeToString())
+    want_f, want_q = ort_run(pf, x), ort_run(path, x)
+    bad = 0
+    for optimize in (False, True):
+        sub = os.path.join(d, "dq_lstm" + ("_opt" if optimize else "_raw"))
+        os.makedirs(sub, exist_ok=True)
+        g = run_gwr(path, xin, sub, optimize)
+        for o in ("y", "yh", "yc"):
+            ef = np.abs(g[o] - want_f[o]).max()
+            eq = np.abs(g[o] - want_q[o]).max() / max(1e-6, float(np.abs(want_q[o]).max()))
+            if g[o].shape != want_f[o].shape or ef > 1e-5 or eq > 2e-2:
+                print("dq_lstm %s: %g off onnxruntime's float LSTM, %g (relative) off its DynamicQuantizeLSTM" % (o, ef, eq))
+                bad += 1
+    print("dq_lstm: %s" % ("ok" if not bad else "FAILED"))
+    return bad
+
+
 def main():
     bad = 0
     with tempfile.TemporaryDirectory() as d:
+        bad += dq_lstm(d)
         for case in (case_shared, case_single, case_scale_2d, case_row_zero_point, case_second_reader,
                      case_dql_shared_scale):
             r = case()

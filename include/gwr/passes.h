@@ -239,6 +239,20 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_transpose_into_gemm;
  * constant gamma, becomes
  * onnxruntime's SimplifiedLayerNormalization (default domain). Root: the Div or Mul. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_rms_norm;
+/* Dynamically quantized MatMul (fuse_qmatmul.c; targets ort and gwr, exact).
+ * fuse_matmul_integer_to_float: Cast(MatMulInteger(A, B, azp?, bzp?), to
+ * float) * Mul(a_scale, b_scale) becomes com.microsoft
+ * MatMulIntegerToFloat(A, B, a_scale, b_scale, azp, bzp) (B a constant 2-D
+ * int8/uint8, A uint8 or int8 with int8 B; a_scale a float32 scalar, azp
+ * a scalar; b_scale, bzp constant scalars or 1-D over B's columns); an Add
+ * of a float32 1-D constant over the last axis after a MatMulIntegerToFloat
+ * or DynamicQuantizeMatMul without bias becomes its bias. Root: Mul, Add.
+ * fuse_dynamic_quantize_matmul: MatMulIntegerToFloat reading the three
+ * outputs of a DynamicQuantizeLinear(x) that nothing else reads becomes
+ * DynamicQuantizeMatMul(x, B, b_scale, bzp, bias). Root:
+ * com.microsoft::MatMulIntegerToFloat. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_matmul_integer_to_float;
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_dynamic_quantize_matmul;
 /* fuse_elementwise_chain (ew_chain.c; target gwr, exact): a chain of two or
  * more float32 element-wise layers (Relu, LeakyRelu, Clip, Sigmoid, Tanh,
  * HardSigmoid, Neg, Abs, Exp, Log, Sqrt, Reciprocal, Erf, Softplus; Add, Sub, Mul,

@@ -455,6 +455,8 @@ static gwr_status matmul_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, i
     switch (gwr_layer_op_id(l)) {
     case GWR_OP_MatMul:
     case GWR_OP_MatMulInteger:
+    case GWR_OP_MS_MatMulIntegerToFloat: /* com.microsoft: its scaling and bias as MatMulInteger's */
+    case GWR_OP_MS_DynamicQuantizeMatMul:
         r->flops = matmul_flops(D, gwr_layer_input(l, 0), gwr_layer_input(l, 1), &r->known);
         break;
     case GWR_OP_QLinearMatMul:

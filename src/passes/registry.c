@@ -88,6 +88,15 @@ static const gwr_pass_info builtins[] = {
     {"fuse_rms_norm", &gwr_pattern_fuse_rms_norm, 44, GWR_LEVEL_EXTENDED, GWR_TARGET_ORT | GWR_TARGET_GWR,
      GWR_NUMERICS_APPROX, 1e-5,
      "turn the RMSNorm chain x / Sqrt(ReduceMean(x^2) + eps) [* gamma] into onnxruntime's SimplifiedLayerNormalization"},
+    /* dynamically quantized MatMul (fuse_qmatmul.c): the product first, then its DynamicQuantizeLinear */
+    {"fuse_matmul_integer_to_float", &gwr_pattern_fuse_matmul_integer_to_float, 42, GWR_LEVEL_EXTENDED,
+     GWR_TARGET_ORT | GWR_TARGET_GWR, GWR_NUMERICS_EXACT, 0,
+     "turn Cast(MatMulInteger(A, B)) * (a_scale * b_scale) [+ bias] into MatMulIntegerToFloat (B constant, scalar "
+     "a_scale and a_zero_point)"},
+    {"fuse_dynamic_quantize_matmul", &gwr_pattern_fuse_dynamic_quantize_matmul, 41, GWR_LEVEL_EXTENDED,
+     GWR_TARGET_ORT | GWR_TARGET_GWR, GWR_NUMERICS_EXACT, 0,
+     "turn MatMulIntegerToFloat(DynamicQuantizeLinear(x), ..) into DynamicQuantizeMatMul(x, ..) when the "
+     "DynamicQuantizeLinear has no other reader"},
     {"fuse_transpose_into_gemm", &gwr_pattern_fuse_transpose_into_gemm, 45, GWR_LEVEL_BASIC, GWR_TARGET_ANY,
      GWR_NUMERICS_EXACT, 0, "drop a Transpose([1, 0]) read only by a Gemm's A or B and flip transA / transB"},
     /* attention (fuse_attention.c, merge_qkv.c): the fusion first, so that it

@@ -50,6 +50,9 @@ CONTRIB = {
     # attention
     ("com.microsoft", "MultiHeadAttention"): (1, (1, 10, 1, 4)),
     ("com.microsoft", "Attention"): (1, (2, 7, 1, 2)),
+    ("com.microsoft", "MatMulIntegerToFloat"): (1, (4, 7, 1, 1)),
+    ("com.microsoft", "DynamicQuantizeMatMul"): (1, (3, 5, 1, 1)),
+    ("com.microsoft", "DynamicQuantizeLSTM"): (1, (12, 12, 0, 3)),
 }
 NEWER.update(CONTRIB)
 

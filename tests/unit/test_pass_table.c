@@ -414,6 +414,44 @@ static gwr_network *silu(int other) {
 static gwr_network *silu_fires(void) { return silu(0); }
 static gwr_network *silu_idle(void) { return silu(1); }
 
+/* DynamicQuantizeLinear(x) -> MatMulInteger(q, W) -> Cast -> * (s * ws), W int8 [6, 5]
+ * (t5q); fused: the MatMulIntegerToFloat written directly. idle: the Cast also a
+ * network output (matmul_integer_to_float), the DQL's scale also one
+ * (dynamic_quantize_matmul). */
+static gwr_network *qmm_net(int fused, int shared) {
+    static const int8_t w[30] = {3, -7, 12, 0, 5, -64, 9, 1, -2, 33, 8, -8, 4, 17, -30, 2, 6, -1, 60, -12, 7, 0, -5, 11, 21, -3, 14, -9, 1, 40};
+    static const int8_t wz = 2;
+    static const float ws = 0.0125f;
+    int64_t wd[2] = {6, 5};
+    gwr_dim xd[2] = {4, 6};
+    gwr_network *net = gwr_network_new("qmm");
+    gwr_tensor *x = input(net, "x", 2, xd), *q[3] = {NULL}, *y = NULL;
+    gwr_tensor *W = gwr_constant(net, GWR_INT8, 2, wd, w), *Z = gwr_constant(net, GWR_INT8, 0, NULL, &wz);
+    gwr_tensor *S = gwr_constant(net, GWR_FLOAT32, 0, NULL, &ws);
+    if (!gwr_op_call(net, "", "DynamicQuantizeLinear", 1, &x, NULL, 3, q)) return finish(net, NULL);
+    if (fused) {
+        gwr_tensor *in[6] = {q[0], W, q[1], S, q[2], Z};
+        if (!gwr_op_call(net, "com.microsoft", "MatMulIntegerToFloat", 6, in, NULL, 1, &y)) return finish(net, NULL);
+    } else {
+        gwr_tensor *in[4] = {q[0], W, q[2], Z}, *acc = NULL, *f = NULL;
+        gwr_args *a = gwr_args_new();
+        if (!a || gwr_args_set_int(a, "to", GWR_FLOAT32) || !gwr_op_call(net, "", "MatMulInteger", 4, in, NULL, 1, &acc) ||
+            !gwr_op_call(net, "", "Cast", 1, &acc, a, 1, &f)) {
+            gwr_args_free(a);
+            return finish(net, NULL);
+        }
+        gwr_args_free(a);
+        y = gwr_mul(net, f, gwr_mul(net, q[1], S));
+        if (shared && gwr_network_mark_output(net, f)) return finish(net, NULL);
+    }
+    if (fused && shared && gwr_network_mark_output(net, q[1])) return finish(net, NULL);
+    return finish(net, y);
+}
+static gwr_network *qmm_fires(void) { return qmm_net(0, 0); }
+static gwr_network *qmm_idle(void) { return qmm_net(0, 1); }
+static gwr_network *dqmm_fires(void) { return qmm_net(1, 0); }
+static gwr_network *dqmm_idle(void) { return qmm_net(1, 1); }
+
 /* Sigmoid(Relu(x) + 1); idle: the Relu also a network output (links of one) */
 static gwr_network *ew_chain(int shared) {
     gwr_dim d[2] = {3, 5};
@@ -622,6 +660,8 @@ static const pass_cases cases[] = {
     {"fuse_attention", gpt_onnx, gpt_plugin, 1, 0},
     {"merge_qkv_matmuls", qkv_fires, qkv_idle, 1, 0},
     {"fuse_elementwise_chain", ew_chain_fires, ew_chain_idle, 1, 0},
+    {"fuse_matmul_integer_to_float", qmm_fires, qmm_idle, 1, 0},
+    {"fuse_dynamic_quantize_matmul", dqmm_fires, dqmm_idle, 1, 0},
 };
 
 static const pass_cases *cases_of(const char *label) {

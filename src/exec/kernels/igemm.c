@@ -105,11 +105,12 @@ GWR_AVX2_FN static void kern_avx2(int npair, const int16_t *a, int lda, const in
 #undef IG_ROW
 #endif
 
-int gwr_ku_igemm(int M, int N, int K, const int16_t *ap, const int16_t *bp, int32_t *y, int ldy) {
-    if (M <= 0 || N <= 0) return 0;
+/* The product in tiles of MR x NR (tile (i, p) at (i / MR * np / NR + p) *
+ * MR * NR), malloc'd; NULL when out of memory. */
+static uint32_t *igemm_tiles(int M, int N, int K, const int16_t *ap, const int16_t *bp) {
     int kp = rup(K > 0 ? K : 1, 2), npair = kp / 2, mp = rup(M, MR), np = rup(N, NR);
     uint32_t *c = gwr_malloc((size_t)mp * (size_t)np * sizeof *c);
-    if (!c) return -1;
+    if (!c) return NULL;
     void (*kern)(int, const int16_t *, int, const int16_t *, uint32_t *, int) = kern_c;
 #ifdef GWR_VEC8_X86
     if (gwr_ku_cnn_avx2()) kern = kern_avx2;
@@ -123,9 +124,51 @@ int gwr_ku_igemm(int M, int N, int K, const int16_t *ap, const int16_t *bp, int3
                 kern(nq, ap + (size_t)i * kp + 2 * (size_t)q0, kp, bpan, c + ((size_t)(i / MR) * (np / NR) + p) * MR * NR, q0 > 0);
         }
     }
+    return c;
+}
+
+int gwr_ku_igemm(int M, int N, int K, const int16_t *ap, const int16_t *bp, int32_t *y, int ldy) {
+    if (M <= 0 || N <= 0) return 0;
+    int np = rup(N, NR);
+    uint32_t *c = igemm_tiles(M, N, K, ap, bp);
+    if (!c) return -1;
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++)
             y[(size_t)i * ldy + j] = (int32_t)c[((size_t)(i / MR) * (np / NR) + j / NR) * MR * NR + (i % MR) * NR + j % NR];
     gwr_free(c);
     return 0;
+}
+
+int gwr_ku_igemm_f32(int M, int N, int K, const int16_t *ap, const int16_t *bp, const float *scale, int nscale,
+                     const float *bias, float *y, int ldy) {
+    if (M <= 0 || N <= 0) return 0;
+    int np = rup(N, NR);
+    uint32_t *c = igemm_tiles(M, N, K, ap, bp);
+    if (!c) return -1;
+    for (int i = 0; i < M; i++) {
+        float *yr = y + (size_t)i * ldy;
+        for (int p = 0; p < np / NR; p++) {
+            const uint32_t *t = c + ((size_t)(i / MR) * (np / NR) + p) * MR * NR + (i % MR) * NR;
+            int nj = N - p * NR < NR ? N - p * NR : NR;
+            if (nscale == 1)
+                for (int j = 0; j < nj; j++) yr[p * NR + j] = (float)(int32_t)t[j] * scale[0];
+            else
+                for (int j = 0; j < nj; j++) yr[p * NR + j] = (float)(int32_t)t[j] * scale[p * NR + j];
+        }
+        /* a loop of its own: the sum rounds the product first, as Mul then Add do (no FMA contraction) */
+        if (bias)
+            for (int j = 0; j < N; j++) yr[j] += bias[j];
+    }
+    gwr_free(c);
+    return 0;
+}
+
+void gwr_ku_igemm_pack_a_dql(const float *x, int M, int K, float scale, int zp, int16_t *out) {
+    int kp = rup(K > 0 ? K : 1, 2), mp = rup(M > 0 ? M : 1, MR);
+    memset(out, 0, (size_t)mp * (size_t)kp * sizeof *out);
+    for (int i = 0; i < M; i++) {
+        const float *xr = x + (size_t)i * (size_t)K;
+        int16_t *o = out + (size_t)i * kp;
+        for (int q = 0; q < K; q++) o[q] = (int16_t)(gwr_ku_dql_one(xr[q], scale, zp) - zp);
+    }
 }

@@ -55,6 +55,20 @@ static inline double gwr_ku_qround(double q, double zp, double lo, double hi) {
     return v >= lo ? (v <= hi ? v : hi) : lo;
 }
 
+/* DynamicQuantizeLinear's scale and zero point of the n float32 values x
+ * (quant.c, where its comment says how) and one element quantized with
+ * them: round(x / scale) (float32 division, half to even) + zp saturated
+ * to [0, 255]; NaN gives 0. */
+void gwr_ku_dql_params(const float *x, int64_t n, float *scale, int *zp);
+static inline int gwr_ku_dql_one(float x, float scale, int zp) {
+    float q = x / scale;
+    /* |q| < 2^22 rounds half to even through 1.5 * 2^23 (the sum lies in
+     * [2^23, 2^24), whose float32 step is 1); a larger |q| saturates anyway */
+    float r = fabsf(q) < 0x1p22f ? (q + 0x1.8p23f) - 0x1.8p23f : q;
+    float v = r + (float)zp;
+    return v >= 0.0f ? (v <= 255.0f ? (int)v : 255) : 0;
+}
+
 /* An exact integer sum (|v| < 2^63) wrapped to int32 the way 32-bit
  * two's-complement accumulation wraps: the spec's MatMulInteger /
  * ConvInteger / QLinear* accumulators ("may overflow if and only if in 32

@@ -251,31 +251,27 @@ static gwr_status q_matmul(gwr_kctx *k, const gwr_value *a, const gwr_value *azp
 }
 
 /* MatMulInteger's state from a constant 2-D B (and a constant or absent
- * b_zero_point): B minus its zero point packed for igemm.c once. */
-typedef struct {
-    int64_t K, N;
-    int16_t *bp;
-} qmm_prep;
-
-static void qmm_prep_free(void *state) {
-    qmm_prep *q = state;
+ * b_zero_point): B minus its zero point packed for igemm.c once; also
+ * MatMulIntegerToFloat's and DynamicQuantizeMatMul's (qmatmul.c). */
+void gwr_ku_qmm_prep_free(void *state) {
+    gwr_ku_qmm_prep *q = state;
     if (q) gwr_free(q->bp), gwr_free(q);
 }
 
-static gwr_status qmm_prepare(gwr_kctx *k, void **state) {
+gwr_status gwr_ku_qmm_prepare_at(gwr_kctx *k, int ib, int izp, void **state) {
     *state = NULL;
-    const gwr_value *b = k->nin > 1 ? k->in[1] : NULL, *bzp = k->nin > 3 ? k->in[3] : NULL;
-    int has_zp = k->nin > 3 && gwr_layer_input(k->layer, 3) != NULL;
+    const gwr_value *b = k->nin > ib ? k->in[ib] : NULL, *bzp = k->nin > izp ? k->in[izp] : NULL;
+    int has_zp = k->nin > izp && gwr_layer_input(k->layer, izp) != NULL;
     if (!b || b->rank != 2 || !gwr_ku_is_q8(b->dtype) || (has_zp && !bzp)) return GWR_OK;
     int64_t K = b->dims[0], N = b->dims[1];
     if (!gwr_ku_fits_int(K) || !gwr_ku_fits_int(N) || !K || !N) return GWR_OK;
     if (bzp && (bzp->dtype != b->dtype || !(bzp->numel == 1 || (bzp->rank == 1 && bzp->numel == N)))) return GWR_OK; /* the run reports it */
     int nbz;
     int32_t *bz = q_zp(bzp, &nbz);
-    qmm_prep *q = gwr_calloc(1, sizeof *q);
+    gwr_ku_qmm_prep *q = gwr_calloc(1, sizeof *q);
     if (q) q->bp = gwr_malloc(gwr_ku_igemm_b_size((int)K, (int)N) * sizeof *q->bp);
     if (!q || !q->bp || (bzp && !bz)) {
-        gwr_free(bz), qmm_prep_free(q);
+        gwr_free(bz), gwr_ku_qmm_prep_free(q);
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory preparing B");
     }
     q->K = K, q->N = N;
@@ -284,6 +280,8 @@ static gwr_status qmm_prepare(gwr_kctx *k, void **state) {
     *state = q;
     return GWR_OK;
 }
+
+static gwr_status qmm_prepare(gwr_kctx *k, void **state) { return gwr_ku_qmm_prepare_at(k, 1, 3, state); }
 
 static gwr_status k_matmul_integer(gwr_kctx *k) {
     const gwr_value *a = k->nin > 0 ? k->in[0] : NULL, *b = k->nin > 1 ? k->in[1] : NULL;
@@ -295,7 +293,7 @@ static gwr_status k_matmul_integer(gwr_kctx *k) {
     gwr_status st = mm_setup(k, a, b, &p);
     if (st) return st;
     int32_t *acc = NULL;
-    const qmm_prep *qp = k->prep;
+    const gwr_ku_qmm_prep *qp = k->prep;
     gwr_value *y;
     if (qparam(k, azp, "a_zero_point", a->dtype, p.M) < 0 || qparam(k, bzp, "b_zero_point", b->dtype, p.N) < 0) st = GWR_ERR_INVALID_ARG;
     else if (!(y = gwr_k_out(k, 0, GWR_INT32, p.orank, p.odims))) st = GWR_ERR_NOMEM;
@@ -734,7 +732,7 @@ const gwr_kernel_entry gwr_kernels_linalg[] = {
     GWR_KERNEL(MatMul, k_matmul, .flags = GWR_KF_BLAS, .prepare = gwr_ku_mm_prepare, .prep_free = gwr_ku_mm_prep_free),
     GWR_KERNEL(Gemm, gwr_ku_gemm_kernel, .flags = GWR_KF_BLAS, .prepare = gwr_ku_mm_prepare,
                .prep_free = gwr_ku_mm_prep_free),
-    GWR_KERNEL(MatMulInteger, k_matmul_integer, .prepare = qmm_prepare, .prep_free = qmm_prep_free),
+    GWR_KERNEL(MatMulInteger, k_matmul_integer, .prepare = qmm_prepare, .prep_free = gwr_ku_qmm_prep_free),
     GWR_KERNEL(QLinearMatMul, k_qlinear_matmul, .flags = GWR_KF_BLAS),
     GWR_KERNEL(Einsum, k_einsum),
     GWR_KERNEL(Det, k_det),

@@ -229,12 +229,9 @@ static gwr_status k_dequantize(gwr_kctx *k) {
  * scale 1 and zero point 0; a NaN zero point (an infinite range) is 255.
  * A range past FLT_MAX (max - min overflowing float32, where onnxruntime
  * returns an infinite scale) takes the exact difference: the spec's value. */
-static gwr_status k_dynamic_quantize(gwr_kctx *k) {
-    const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
-    if (!x || x->dtype != GWR_FLOAT32) return gwr_k_fail(k, GWR_ERR_TYPE, "x must be float32");
-    const float *xd = x->data;
+void gwr_ku_dql_params(const float *xd, int64_t n, float *scale_out, int *zp_out) {
     float mn = 0, mx = 0; /* the range always includes 0; NaN compares false */
-    for (int64_t i = 0; i < x->numel; i++) {
+    for (int64_t i = 0; i < n; i++) {
         if (xd[i] < mn) mn = xd[i];
         if (xd[i] > mx) mx = xd[i];
     }
@@ -243,14 +240,24 @@ static gwr_status k_dynamic_quantize(gwr_kctx *k) {
     else if (isinf(range) && isfinite(mn) && isfinite(mx)) scale = (float)(((double)mx - (double)mn) / 255.0);
     else scale = range / 255.0f;
     float zf = 0.0f - mn / scale;
-    double zp = isnan(zf) ? 255.0 : gwr_ku_qround(zf, 0, 0, 255);
+    *scale_out = scale;
+    *zp_out = isnan(zf) ? 255 : (int)gwr_ku_qround(zf, 0, 0, 255);
+}
+
+static gwr_status k_dynamic_quantize(gwr_kctx *k) {
+    const gwr_value *x = k->nin > 0 ? k->in[0] : NULL;
+    if (!x || x->dtype != GWR_FLOAT32) return gwr_k_fail(k, GWR_ERR_TYPE, "x must be float32");
+    const float *xd = x->data;
+    float scale;
+    int zp;
+    gwr_ku_dql_params(xd, x->numel, &scale, &zp);
     gwr_value *y = gwr_k_out(k, 0, GWR_UINT8, x->rank, x->dims), *ys = gwr_k_out(k, 1, GWR_FLOAT32, 0, NULL),
               *yz = gwr_k_out(k, 2, GWR_UINT8, 0, NULL);
     if (!y || !ys || !yz) return GWR_ERR_NOMEM;
     *(float *)ys->data = scale;
     *(uint8_t *)yz->data = (uint8_t)zp;
     uint8_t *yd = y->data;
-    for (int64_t i = 0; i < x->numel; i++) yd[i] = (uint8_t)gwr_ku_qround(xd[i] / scale, zp, 0, 255);
+    for (int64_t i = 0; i < x->numel; i++) yd[i] = (uint8_t)gwr_ku_dql_one(xd[i], scale, zp);
     return GWR_OK;
 }
 

@@ -386,6 +386,7 @@ static gwr_status k_recurrent(gwr_kctx *k, enum cell cell) {
 static gwr_status k_rnn(gwr_kctx *k) { return k_recurrent(k, CELL_RNN); }
 static gwr_status k_gru(gwr_kctx *k) { return k_recurrent(k, CELL_GRU); }
 static gwr_status k_lstm(gwr_kctx *k) { return k_recurrent(k, CELL_LSTM); }
+gwr_status gwr_rnn_lstm(gwr_kctx *k) { return k_lstm(k); }
 
 const gwr_kernel_entry gwr_kernels_rnn[] = {
     GWR_KERNEL(RNN, k_rnn, .flags = GWR_KF_BLAS, .prepare = gwr_rnn_prepare, .prep_free = gwr_rnn_prep_free),

@@ -44,6 +44,8 @@ void gwr_rnn_prep_free(void *state);
 /* RNN, GRU and LSTM in float (rnn_f32.c): k's inputs all float32, checked by
  * rnn.c; out[] the outputs to write (NULL: unused), Y already zeroed.
  * GWR_ERR_NOMEM (with its message) when a buffer cannot be had. */
+/* LSTM's kernel (DynamicQuantizeLSTM runs it on its dequantized W and R: dq_lstm.c). */
+gwr_status gwr_rnn_lstm(gwr_kctx *k);
 gwr_status gwr_rnn_f32(gwr_kctx *k, const rnn_args *a, gwr_value *const out[3]);
 
 #endif

@@ -1,6 +1,7 @@
 /* linalg.c - shape rules of the matrix products: MatMul (NumPy matmul:
  * batch dims broadcast, 1-D operands promoted and their dim dropped),
- * MatMulInteger, QLinearMatMul, Gemm, Det and Einsum. As in
+ * MatMulInteger, QLinearMatMul, com.microsoft's MatMulIntegerToFloat and
+ * DynamicQuantizeMatMul, Gemm, Det and Einsum. As in
  * exec/kernels/linalg.c (Det included). */
 
 #include <string.h>
@@ -52,8 +53,10 @@ static gwr_status infer_matmul(ictx *c) {
     b = gwr_fi_need(c, ib, "B");
     if (!a || !b) return c->st;
     if (c->id == GWR_OP_MatMul && !gwr_fi_same_dtype(c, a, b)) return c->st;
+    if (c->id == GWR_OP_MS_MatMulIntegerToFloat && !gwr_fi_need(c, 2, "a_scale")) return c->st;
     if (!matmul_shape(c, a, b, &out)) return c->st;
     dt = c->id == GWR_OP_MatMulInteger ? GWR_INT32 : c->id == GWR_OP_QLinearMatMul ? dt_of(inp(c, 7)) : dt_of(a);
+    if (c->id == GWR_OP_MS_MatMulIntegerToFloat) dt = dt_of(inp(c, 2)); /* the scales' float type */
     return gwr_fi_put(c, 0, dt, &out);
 }
 
@@ -169,6 +172,8 @@ const gwr_fi_entry gwr_fi_rules_linalg[] = {
     {GWR_OP_MatMul, infer_matmul},
     {GWR_OP_MatMulInteger, infer_matmul},
     {GWR_OP_QLinearMatMul, infer_matmul},
+    {GWR_OP_MS_MatMulIntegerToFloat, infer_matmul},  /* com.microsoft: MatMulInteger then * a_scale * b_scale + bias */
+    {GWR_OP_MS_DynamicQuantizeMatMul, infer_matmul}, /* com.microsoft: float A, DynamicQuantizeLinear'd */
     {GWR_OP_Gemm, gwr_fi_rule_gemm},
     {GWR_OP_Det, infer_det},
     {GWR_OP_Einsum, infer_einsum},

@@ -1,6 +1,7 @@
 /* rnn.c - the shape rule of the recurrent layers LSTM, GRU and RNN: Y,
  * Y_h (and LSTM's Y_c) from the sequence and batch of X, the direction and
- * the hidden size. As in exec/kernels/rnn.c. */
+ * the hidden size; com.microsoft's DynamicQuantizeLSTM as LSTM. As in
+ * exec/kernels/rnn.c. */
 
 #include <string.h>
 
@@ -13,7 +14,8 @@ static gwr_status infer_rnn(ictx *c) {
     int64_t hidden, layout, nd;
     shp xs, rs, y, yh;
     gwr_dim seq, batch;
-    if (!x || !w || !r || !gwr_fi_same_dtype(c, x, w) || !gwr_fi_same_dtype(c, x, r)) return c->st;
+    int dq = c->id == GWR_OP_MS_DynamicQuantizeLSTM; /* W [D, I, 4H], R [D, H, 4H] int8/uint8 */
+    if (!x || !w || !r || (!dq && (!gwr_fi_same_dtype(c, x, w) || !gwr_fi_same_dtype(c, x, r)))) return c->st;
     dir = gwr_fi_astr(c, "direction", "forward");
     layout = gwr_fi_aint(c, "layout", 0);
     hidden = gwr_fi_aint(c, "hidden_size", GWR_DIM_UNKNOWN);
@@ -27,7 +29,7 @@ static gwr_status infer_rnn(ictx *c) {
     gwr_fi_shp_get(x, &xs);
     gwr_fi_shp_get(r, &rs);
     if (!gwr_fi_want_rank(c, x, &xs, 3, 3, "X") || !gwr_fi_want_rank(c, r, &rs, 3, 3, "R")) return c->st;
-    if (hidden == GWR_DIM_UNKNOWN && rs.rank == 3) hidden = rs.d[2];
+    if (hidden == GWR_DIM_UNKNOWN && rs.rank == 3) hidden = rs.d[dq ? 1 : 2];
     if (hidden < 0 && hidden != GWR_DIM_UNKNOWN && !GWR_DIM_IS_SYM(hidden))
         return gwr_fi_fail(c, GWR_ERR_SHAPE, "hidden_size %lld is invalid", (long long)hidden);
     seq = xs.rank == 3 ? xs.d[layout ? 1 : 0] : GWR_DIM_UNKNOWN;
@@ -47,6 +49,7 @@ static gwr_status infer_rnn(ictx *c) {
 
 const gwr_fi_entry gwr_fi_rules_rnn[] = {
     {GWR_OP_LSTM, infer_rnn},
+    {GWR_OP_MS_DynamicQuantizeLSTM, infer_rnn}, /* com.microsoft: LSTM with int8 W, R and their scales */
     {GWR_OP_GRU, infer_rnn},
     {GWR_OP_RNN, infer_rnn},
     {GWR_OP_CUSTOM, NULL},

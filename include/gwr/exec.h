@@ -104,9 +104,24 @@ typedef enum gwr_session_optimize {
  * its stack, on a machine with a few cores. */
 #define GWR_SESSION_MAX_THREADS 256
 
+/* A symbolic dimension ("batch") bound to a value: for random inputs
+ * (gwr_input_options), an optimized session (gwr_session_options) and
+ * gwr_optimize (gwr_optimize_options). */
+typedef struct gwr_dim_binding {
+    const char *name;
+    int64_t value;            /* >= 0 */
+} gwr_dim_binding;
+
 typedef struct gwr_session_options {
     int threads; /* intra-op threads for the kernels that use them; 0 means 1; at most GWR_SESSION_MAX_THREADS */
     gwr_session_optimize optimize; /* 0: GWR_SESSION_OPTIMIZE */
+    /* Symbolic dims bound in the optimized copy before its passes run (as
+     * gwr_optimize_options.bind): the shape passes fold what depends on
+     * them and the fusions that need known dims fire, and the session then
+     * takes inputs of those extents only. Ignored by GWR_SESSION_RAW and
+     * gwr_session_new_raw. */
+    int nbind;
+    const gwr_dim_binding *bind;
 } gwr_session_options;
 
 /* Plans net for running. Unless opt->optimize is GWR_SESSION_RAW, the
@@ -221,11 +236,6 @@ typedef struct gwr_input_shape {
     const int64_t *dims;      /* rank entries >= 0 */
 } gwr_input_shape;
 
-/* A symbolic dimension ("batch") bound to a value for random inputs. */
-typedef struct gwr_dim_binding {
-    const char *name;
-    int64_t value;            /* >= 0 */
-} gwr_dim_binding;
 
 /* How gwr_exec_make_inputs makes a network's inputs. All zero: random
  * values of the declared shapes with unknown and symbolic dims 1, seed 0. */

@@ -146,7 +146,7 @@ const gwr_pattern_rewriter gwr_pattern_fuse_hard_swish = {
  *
  * The exporters' GELU, 0.5 x (1 + Erf(x / sqrt2)) (a Div by sqrt2 or a Mul
  * by 1/sqrt2) and 0.5 x (1 + Tanh(sqrt(2/pi) (x + 0.044715 x^3))) (x^3 as
- * Pow(x, 3) or x*x*x), with the 0.5 multiplied first (0.5x * (1 + ...)),
+ * Pow(x, 3) or x*x*x; or 0.044715 x^3 as x * (x * (0.044715 x)), jax2tf's), with the 0.5 multiplied first (0.5x * (1 + ...)),
  * last ((x * (1 + ...)) * 0.5) or in the middle (x * ((1 + ...) * 0.5)),
  * become Gelu(x) and Gelu(x, approximate "tanh"). The irrational constants
  * are compared within 1e-4 relative (exporters round them to float32 or
@@ -185,6 +185,12 @@ static int gelu_consts(const gwr_match *m, int node, void *user) {
         GWR_M_OP("Add", GWR_M_NODE((n) + 4), GWR_M_SPLAT(GONE, 1.0))
 #define TANH_POW GWR_M_OP("Pow", GWR_M_CAP(GX), GWR_M_SPLAT(GCUBE, 3.0)), TANH_REST(0)
 #define TANH_CUBE GWR_M_OP("Mul", GWR_M_CAP(GX), GWR_M_CAP(GX)), GWR_M_OP("Mul", GWR_M_NODE(0), GWR_M_CAP(GX)), TANH_REST(1)
+/* jax2tf's (magika): x * (x * (0.044715 x)), the constant first, then x + that */
+#define TANH_CX3                                                                                           \
+    GWR_M_OP("Mul", GWR_M_CAP(GX), GWR_M_CONST(GC)), GWR_M_OP("Mul", GWR_M_CAP(GX), GWR_M_NODE(0)),        \
+        GWR_M_OP("Mul", GWR_M_CAP(GX), GWR_M_NODE(1)), GWR_M_OP("Add", GWR_M_CAP(GX), GWR_M_NODE(2)),      \
+        GWR_M_OP("Mul", GWR_M_NODE(3), GWR_M_CONST(GT)), GWR_M_OP("Tanh", GWR_M_NODE(4)),                 \
+        GWR_M_OP("Add", GWR_M_NODE(5), GWR_M_SPLAT(GONE, 1.0))
 /* the tails: where the 0.5 goes */
 #define HALF_LAST(c)                                                                                       \
     GWR_M_OP("Mul", GWR_M_CAP(GX), GWR_M_NODE(c)),                                                         \
@@ -208,6 +214,9 @@ static const gwr_match_node tanh_pow_mid[] = {TANH_POW, HALF_MID(5)};
 static const gwr_match_node tanh_cube_last[] = {TANH_CUBE, HALF_LAST(6)};
 static const gwr_match_node tanh_cube_first[] = {TANH_CUBE, HALF_FIRST(6)};
 static const gwr_match_node tanh_cube_mid[] = {TANH_CUBE, HALF_MID(6)};
+static const gwr_match_node tanh_cx3_last[] = {TANH_CX3, HALF_LAST(6)};
+static const gwr_match_node tanh_cx3_first[] = {TANH_CX3, HALF_FIRST(6)};
+static const gwr_match_node tanh_cx3_mid[] = {TANH_CX3, HALF_MID(6)};
 
 /* the first NGELU_ERF make the erf Gelu, the rest the tanh one */
 #define NGELU_ERF 6
@@ -224,6 +233,9 @@ static const gwr_match_pattern gelu_tables[] = {
     {"gelu.tanh_cube_last", GWR_M_NODES(tanh_cube_last), NULL, NULL},
     {"gelu.tanh_cube_first", GWR_M_NODES(tanh_cube_first), NULL, NULL},
     {"gelu.tanh_cube_mid", GWR_M_NODES(tanh_cube_mid), NULL, NULL},
+    {"gelu.tanh_cx3_last", GWR_M_NODES(tanh_cx3_last), NULL, NULL},
+    {"gelu.tanh_cx3_first", GWR_M_NODES(tanh_cx3_first), NULL, NULL},
+    {"gelu.tanh_cx3_mid", GWR_M_NODES(tanh_cx3_mid), NULL, NULL},
 };
 #define NGELU ((int)(sizeof gelu_tables / sizeof gelu_tables[0]))
 

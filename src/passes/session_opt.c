@@ -21,7 +21,8 @@
 static const char *const session_disabled = NULL;
 
 /* An optimized copy of net, or NULL with the reason in why. */
-static gwr_network *optimized_copy(gwr_network *net, gwr_session_optimize mode, char *why, size_t size) {
+static gwr_network *optimized_copy(gwr_network *net, const gwr_session_options *opt, gwr_session_optimize mode, char *why,
+                                   size_t size) {
     gwr_network *copy = gwr_network_clone(net);
     if (!copy) {
         snprintf(why, size, "cloning the network: %s", gwr_last_errmsg());
@@ -31,6 +32,8 @@ static gwr_network *optimized_copy(gwr_network *net, gwr_session_optimize mode, 
         .level = mode == GWR_SESSION_BASIC ? GWR_LEVEL_BASIC : GWR_LEVEL_EXTENDED,
         .target = GWR_TARGET_GWR,
         .disable = session_disabled,
+        .nbind = opt ? opt->nbind : 0,
+        .bind = opt ? opt->bind : NULL,
     };
     if (gwr_optimize(copy, &oo, NULL)) {
         snprintf(why, size, "optimizing: %s", gwr_network_errmsg(copy));
@@ -48,7 +51,7 @@ gwr_session *gwr_session_new(gwr_network *net, const gwr_session_options *opt) {
     }
     char why[GWR_ERRMSG_MAX] = "off";
     if (net && mode != GWR_SESSION_RAW) {
-        gwr_network *copy = optimized_copy(net, mode, why, sizeof why);
+        gwr_network *copy = optimized_copy(net, opt, mode, why, sizeof why);
         gwr_session *s = copy ? gwr_session_new_raw(copy, opt) : NULL;
         if (s) {
             gwr_session_set_origin(s, copy, NULL);

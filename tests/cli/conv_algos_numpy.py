@@ -132,6 +132,18 @@ CASES = [
     dict(c=2, k=1, s=1, pads=(0, 0, 0, 0), dil=1, group=1, m=12, hw=(80, 81), act="Relu", z=True),
     dict(c=16, k=3, s=1, pads=(1, 1, 1, 1), dil=1, group=1, m=8, hw=(64, 64), act="Clip", params=(-0.5, 0.5), z=True),
 ]
+# few output positions (2 to 7 on AVX2; 1 and 8 stay on the usual path): W^T packed at planning,
+# the transposed product (conv.c narrow_gemm); im2col and 1x1, odd M, strides, epilogues
+CASES += [
+    dict(c=5, k=3, s=1, pads=(0, 0, 0, 0), dil=1, group=1, m=37, hw=(3, 4)),
+    dict(c=5, k=3, s=1, pads=(0, 0, 0, 0), dil=1, group=1, m=37, hw=(3, 9)),
+    dict(c=5, k=3, s=1, pads=(0, 0, 0, 0), dil=1, group=1, m=37, hw=(3, 10)),
+    dict(c=5, k=3, s=1, pads=(0, 0, 0, 0), dil=1, group=1, m=37, hw=(3, 3)),
+    dict(c=7, k=3, s=2, pads=(1, 0, 0, 1), dil=1, group=1, m=9, hw=(5, 7), act="Tanh"),
+    dict(c=8, k=1, s=1, pads=(0, 0, 0, 0), dil=1, group=1, m=13, hw=(1, 5), act="Relu", z=True),
+    dict(c=300, k=1, s=1, pads=(0, 0, 0, 0), dil=1, group=1, m=1, hw=(2, 3)),
+    dict(c=6, k=3, s=1, pads=(1, 1, 1, 1), dil=1, group=2, m=8, hw=(1, 3)),
+]
 ACTS = [("Relu", ()), ("Tanh", ()), ("Sigmoid", ()), ("LeakyRelu", (0.1,)), ("Clip", (-0.25, 0.75)),
         ("HardSigmoid", (0.2, 0.5))]
 for shape in (dict(c=3, k=3, s=1, pads=(1, 1, 1, 1), dil=1, group=3, m=3, hw=(9, 11)),

@@ -33,7 +33,7 @@ enum { G_LAST, G_FIRST, G_MID };
 enum { G_SECOND_READER = 1, G_NET_OUTPUT = 2, G_OTHER_X = 4 };
 
 typedef struct gelu_spec {
-    int tanh, mul_sqrt, cube, half, swap; /* the form: erf/tanh, Mul by 1/sqrt2, x*x*x, where the 0.5 goes */
+    int tanh, mul_sqrt, cube, half, swap; /* the form: erf/tanh, Mul by 1/sqrt2, x*x*x (2: x*(x*(c*x))), where the 0.5 goes */
     double kh, ksq, kc, kt;               /* the constants; 0: the exact value */
     int64_t opset;                        /* 0: none imported */
     unsigned flags;
@@ -57,8 +57,13 @@ static gwr_network *gelu_net(const gelu_spec *s) {
                             : bin(net, "Div", x, k32(net, s->ksq ? s->ksq : 1.4142135), 0);
         one = bin(net, "Add", un(net, "Erf", inner), k32(net, 1), w);
     } else {
-        gwr_tensor *cube = s->cube ? bin(net, "Mul", bin(net, "Mul", x, x, 0), x, w) : bin(net, "Pow", x, k32(net, 3), 0);
-        inner = bin(net, "Add", x, bin(net, "Mul", cube, k32(net, s->kc ? s->kc : 0.044715), w), w);
+        gwr_tensor *kc = k32(net, s->kc ? s->kc : 0.044715);
+        if (s->cube == 2) { /* jax2tf's x * (x * (c x)) */
+            inner = bin(net, "Add", x, bin(net, "Mul", x, bin(net, "Mul", x, bin(net, "Mul", kc, x, w), w), !w), w);
+        } else {
+            gwr_tensor *cube = s->cube ? bin(net, "Mul", bin(net, "Mul", x, x, 0), x, w) : bin(net, "Pow", x, k32(net, 3), 0);
+            inner = bin(net, "Add", x, bin(net, "Mul", cube, kc, w), w);
+        }
         gwr_tensor *u = bin(net, "Mul", inner, k32(net, s->kt ? s->kt : 0.7978845608), w);
         one = bin(net, "Add", un(net, "Tanh", u), k32(net, 1), w);
     }
@@ -80,7 +85,7 @@ TEST(gelu_fires_on_every_form) {
     double worst = 0;
     int n = 0;
     for (int tanh = 0; tanh <= 1; tanh++)
-        for (int variant = 0; variant <= 1; variant++)
+        for (int variant = 0; variant <= 1 + tanh; variant++)
             for (int half = G_LAST; half <= G_MID; half++)
                 for (int swap = 0; swap <= 1; swap++)
                     for (int64_t opset = 0; opset <= 20; opset += 20) {
@@ -114,6 +119,7 @@ TEST(gelu_constants_at_the_edge) {
         {.ksq = 1.4142135 * e}, {.mul_sqrt = 1, .ksq = 0.70710678 / e}, {.tanh = 1, .kc = 0.044715 * e},
         {.tanh = 1, .kt = 0.7978845608 * e}, {.tanh = 1, .kt = 0.7978845608 / e, .kc = 0.044715 / e},
         {.tanh = 1, .kt = 0.79788456}, {.mul_sqrt = 1, .ksq = 0.7071}, /* rounded by an exporter */
+        {.tanh = 1, .cube = 2, .kc = 0.044715 * e, .kt = 0.7978845608 / e},
     };
     for (size_t i = 0; i < sizeof specs / sizeof *specs; i++)
         worst = fmax(worst, expect(gelu_net(&specs[i]), "fuse_gelu", GWR_TARGET_ONNX, 1, 6));
@@ -129,6 +135,10 @@ TEST(gelu_idle) {
         {.mul_sqrt = 1, .ksq = 1.4142135},           /* a Mul by sqrt2 */
         {.flags = G_SECOND_READER},                  /* x / sqrt2 read by a Relu too */
         {.tanh = 1, .cube = 1, .flags = G_SECOND_READER},
+        {.tanh = 1, .cube = 2, .kc = 0.05},          /* jax2tf's form: 0.044715 vs 0.05 */
+        {.tanh = 1, .cube = 2, .kt = 0.8},
+        {.tanh = 1, .cube = 2, .flags = G_SECOND_READER},
+        {.tanh = 1, .cube = 2, .half = G_MID, .flags = G_OTHER_X},
         {.flags = G_NET_OUTPUT},                     /* 1 + erf(...) is a network output */
         {.tanh = 1, .half = G_FIRST, .flags = G_NET_OUTPUT},
         {.flags = G_OTHER_X},                        /* 0.5 y (1 + erf(x / sqrt2)) */

@@ -130,6 +130,11 @@ static void sweep(int isa) {
         gcase g = make(0, 0, 2 * mr + 1 + t * mr, 1024 + 7 * t, 300, t ? 0 : 5, 1.0f, t ? 0.5f : 0.0f);
         run_case(&g, isa);
     }
+    for (int t = 0; t < 3; t++) { /* B's rows 1 KB / 512 B apart (few L1 sets), 16+ tiles of rows: copied; a last narrow panel, two k blocks */
+        int pad[] = {0, 6, 0}, N[] = {256, 250, 128};
+        gcase g = make(0, 0, 16 * mr + t * (mr - 1) + (t == 1), N[t], t == 2 ? 97 : KC + 3, pad[t], t ? -0.75f : 1.0f, t == 1 ? 0.5f : 0.0f);
+        run_case(&g, isa);
+    }
     for (int q = 0; q < nK; q++) /* every K with each transpose, one tile and a bit */
         for (int t = 0; t < 4; t++) {
             gcase g = make(t & 1, t >> 1, mr + 1, nr + 1, Ks[q], 1, 1.0f, t == 3 ? 1.0f : 0.0f);

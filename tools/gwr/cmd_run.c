@@ -257,6 +257,47 @@ static int mkdir_p(const char *dir) {
     return r;
 }
 
+/* The shapes of the inputs about to run, made known to the session before
+ * it optimizes (`gwr run` runs nothing else): each symbolic dim of an input
+ * is bound to the extent its value has (a symbol two inputs give different
+ * extents stays unbound), and unknown unnamed dims are written into the
+ * inputs (cli_shapes_apply). The passes that need known dims then fire
+ * (magika's GELU chains became gwr::ElementwiseChains only so). The
+ * bindings' names point into the network. */
+static int specialize(const char *model, gwr_network *net, const inputs *in, cli_shapes *sh) {
+    int n = in->in.n;
+    sh->inputs = calloc((size_t)n + 1, sizeof *sh->inputs);
+    sh->bind = calloc((size_t)n * GWR_MAX_RANK + 1, sizeof *sh->bind);
+    if (!sh->inputs || !sh->bind) {
+        cli_error("run", "out of memory");
+        return CLI_FAIL;
+    }
+    for (int i = 0; i < n; i++) {
+        gwr_tensor *t = NULL;
+        for (int k = 0; k < gwr_network_num_inputs(net); k++)
+            if (!strcmp(gwr_tensor_name(gwr_network_input(net, k)), in->in.names[i])) t = gwr_network_input(net, k);
+        const gwr_value *v = in->in.values[i];
+        int r = gwr_value_rank(v);
+        if (!t || r < 0 || gwr_tensor_rank(t) != r) continue;
+        const int64_t *d = gwr_value_dims(v);
+        sh->inputs[sh->ninputs++] = (gwr_input_shape){in->in.names[i], r, d};
+        for (int a = 0; a < r; a++) {
+            gwr_dim x = gwr_tensor_dim(t, a);
+            const char *sym = GWR_DIM_IS_SYM(x) ? gwr_network_dim_name(net, x) : NULL;
+            if (!sym) continue;
+            int j = 0;
+            while (j < sh->nbind && strcmp(sh->bind[j].name, sym)) j++;
+            if (j == sh->nbind) sh->bind[sh->nbind++] = (gwr_dim_binding){sym, d[a]};
+            else if (sh->bind[j].value != d[a]) sh->bind[j].value = -1; /* two extents: left unbound */
+        }
+    }
+    int m = 0;
+    for (int j = 0; j < sh->nbind; j++)
+        if (sh->bind[j].value >= 0) sh->bind[m++] = sh->bind[j];
+    sh->nbind = m;
+    return cli_shapes_apply(sh, "run", model, net);
+}
+
 static int run_cmd(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         run_help(stdout);
@@ -290,6 +331,7 @@ static int run_cmd(int argc, char **argv) {
     gwr_network *net = NULL;
     gwr_session *s = NULL;
     inputs in = {0};
+    cli_shapes known = {0}; /* the inputs' shapes, for the session (specialize) */
     gwr_value **outs = NULL;
     double *times = NULL;
     if (rc) goto done;
@@ -298,9 +340,13 @@ static int run_cmd(int argc, char **argv) {
     int64_t load_start = gwr_clock_ns();
     if (!(net = cli_load(model, &lo))) goto done;
     int64_t load_end = gwr_clock_ns();
+    if ((rc = make_inputs("run", net, &spec, &in))) goto done;
+    rc = CLI_FAIL;
+    if (!raw && specialize(model, net, &in, &known)) goto done;
     double t0 = now_s();
     int64_t new_start = gwr_clock_ns();
-    gwr_session_options so = {.threads = threads, .optimize = raw ? GWR_SESSION_RAW : GWR_SESSION_OPTIMIZE};
+    gwr_session_options so = {.threads = threads, .optimize = raw ? GWR_SESSION_RAW : GWR_SESSION_OPTIMIZE,
+                              .nbind = known.nbind, .bind = known.bind};
     if (!(s = gwr_session_new(net, &so))) {
         cli_error(model, gwr_last_errmsg());
         goto done;
@@ -310,8 +356,6 @@ static int run_cmd(int argc, char **argv) {
         goto done;
     if (!raw && !gwr_session_optimized(s))
         fprintf(stderr, "gwr: %s: running the model as written: %s\n", model, gwr_session_optimize_msg(s));
-    if ((rc = make_inputs("run", net, &spec, &in))) goto done;
-    rc = CLI_FAIL;
     int no = gwr_network_num_outputs(net);
     outs = calloc((size_t)no + 1, sizeof *outs);
     times = calloc((size_t)repeat, sizeof *times);
@@ -372,6 +416,7 @@ static int run_cmd(int argc, char **argv) {
 done:
     for (int i = 0; outs && net && i < gwr_network_num_outputs(net); i++) gwr_value_release(outs[i]);
     free(outs), free(times);
+    free(known.inputs), free(known.bind); /* names and dims point into the network and the inputs */
     inputs_free(&in);
     gwr_session_free(s);
     gwr_network_free(net);

@@ -313,6 +313,15 @@ static int all_ones(const gwr_kctx *k, const char *name) {
 gwr_status gwr_ku_conv_prepare(gwr_kctx *k, void **state) {
     *state = NULL;
     const gwr_value *w = k->nin > 1 ? k->in[1] : NULL;
+    if (w && w->dtype == GWR_FLOAT32 && gwr_ku_conv_narrow(k)) {
+        gwr_ku_conv_prep *p = gwr_calloc(1, sizeof *p);
+        int64_t K = w->dims[0] ? w->numel / w->dims[0] : 0;
+        if (p && !(p->wt = gwr_sgemm_pack_b(1, (int)K, (int)w->dims[0], w->data, (int)K))) gwr_free(p), p = NULL;
+        if (!p) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory packing the weights");
+        p->M = w->dims[0], p->C = w->dims[1];
+        *state = p;
+        return GWR_OK;
+    }
     if (!w || w->dtype != GWR_FLOAT32 || w->rank != 4 || w->dims[2] != 3 || w->dims[3] != 3) return GWR_OK;
     if (gwr_k_int(k, "group", 1) != 1 || !all_ones(k, "strides") || !all_ones(k, "dilations")) return GWR_OK;
     gwr_ku_window g;
@@ -338,6 +347,7 @@ gwr_status gwr_ku_conv_prepare(gwr_kctx *k, void **state) {
 void gwr_ku_conv_prep_free(void *state) {
     gwr_ku_conv_prep *p = state;
     if (!p) return;
+    gwr_sgemm_pack_free(p->wt);
     gwr_free(p->U);
     gwr_free(p);
 }

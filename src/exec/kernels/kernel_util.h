@@ -342,12 +342,18 @@ int64_t gwr_ku_wino_scratch(const gwr_ku_window *g, int64_t C, int64_t M, int th
 void gwr_ku_wino_image_f32(const float *x, const float *U, const gwr_kctx *k, const gwr_ku_window *g, int64_t C, int64_t M, float *scratch,
                            int64_t block, float *y);
 /* The prepare hook of Conv and FusedConv (see gwr_kprepare_fn): a constant
- * float32 W of a layer Winograd may run, transformed once. */
+ * float32 W of a layer Winograd may run, transformed once; or, of a layer
+ * whose outputs are few positions (conv.c, narrow_gemm), W^T packed for
+ * sgemm.c. */
 typedef struct gwr_ku_conv_prep {
     int64_t M, C;
     float *U; /* 16 x [M, C] */
+    struct gwr_sgemm_pack *wt; /* W^T [C * window, M] packed, or NULL */
 } gwr_ku_conv_prep;
 gwr_status gwr_ku_conv_prepare(gwr_kctx *k, void **state);
+/* Whether k (a Conv or FusedConv) has group 1 and few output positions
+ * (conv.c): its W^T is then packed at planning. */
+int gwr_ku_conv_narrow(const gwr_kctx *k);
 void gwr_ku_conv_prep_free(void *state);
 
 #endif

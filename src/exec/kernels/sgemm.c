@@ -180,6 +180,22 @@ static void run_dots(const job *j, int c0, float *bcol) {
     }
 }
 
+/* Whether kc rows of B in place, ldb floats apart, fall into too few sets
+ * of a 32 KB 8-way L1 (64 sets of 64-byte lines) to stay there while
+ * the tiles of A pass over them: rows a multiple of 64 bytes apart use
+ * 64 / gcd(64, ldb / 16) sets, 8 lines each. Magika's 5x1 Conv (512 x 256
+ * x 1280, B the im2col columns, rows 1 KB apart: 4 sets, 32 lines for a
+ * panel of 256) ran at 60 GFLOP/s in place and 70 copied (bench_sgemm). */
+static int few_l1_sets(ptrdiff_t ldb, int kc) {
+    if (ldb % 16) return 0; /* rows not 64-byte multiples apart: their lines spread over the sets */
+    int64_t g = 64, x = (int64_t)(ldb / 16) % 64;
+    while (x) {
+        int64_t t = g % x;
+        g = x, x = t;
+    }
+    return (64 / g) * 8 < kc;
+}
+
 /* Panels [p0, p1) of C, every block of k. */
 static void run_panels(void *ctx, int64_t p0, int64_t p1) {
     const job *j = ctx;
@@ -195,8 +211,11 @@ static void run_panels(void *ctx, int64_t p0, int64_t p1) {
      * touch kc pages per tile (TLB misses: 63 against 89 GFLOP/s at
      * ResNet's 64 x 3136 x 576); copied once, every tile reads it dense.
      * Not for few rows of B or of tiles, which the copy costs more than it
-     * saves (MobileNet's 24 x 3136 x 64: 88 against 103 GFLOP/s) */
-    int copy = !j->bp && j->ldb >= 1024 && Mall > 2 * mr && K > 96;
+     * saves (MobileNet's 24 x 3136 x 64: 88 against 103 GFLOP/s). Rows
+     * that share too few L1 sets (few_l1_sets) are copied too where
+     * enough tiles reuse the panel: from 16 tiles on the copy pays (at 4
+     * tiles, 24 x 256 x 288, it cost 18%; at 16 it broke even). */
+    int copy = !j->bp && Mall > 2 * mr && K > 96 && (j->ldb >= 1024 || (Mall >= 16 * mr && few_l1_sets(j->ldb, K < kb ? K : kb)));
     for (int k0 = 0; k0 < K; k0 += kb) {
         int kc = K - k0 < kb ? K - k0 : kb;
         float beta = k0 ? 1.0f : j->beta;

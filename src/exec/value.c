@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "exec/exec_internal.h"
-#include "util/smalltype.h"
+#include "util/util.h"
 
 /* ---- values -------------------------------------------------------------- */
 

@@ -1,6 +1,7 @@
 /* util.h - small internal helpers shared by every room: error messages,
  * growth of dynamic arrays, hashing, an arena, and two open-addressing hash
- * maps (string -> pointer, pointer -> pointer). Not part of the public API. */
+ * maps (string -> pointer, pointer -> pointer); the small element types'
+ * conversions (smalltype.h). Not part of the public API. */
 #ifndef GWR_UTIL_H
 #define GWR_UTIL_H
 
@@ -10,6 +11,7 @@
 #include <stdio.h>
 
 #include "gwr/core.h"
+#include "util/smalltype.h" /* the float8 / 4-bit / 2-bit conversions */
 
 #if defined(__GNUC__)
 #define GWR_PRINTF(a, b) __attribute__((format(printf, a, b)))

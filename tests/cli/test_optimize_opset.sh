@@ -68,13 +68,15 @@ g = h.make_graph([h.make_node("If", ["cond"], ["y"], then_branch=then_g, else_br
 m = h.make_model_gen_version(g, opset_imports=[h.make_opsetid("", 13)])
 onnx.checker.check_model(m)
 onnx.save(m, sys.argv[1] + "/ifs.onnx")
-# Reshape(x, Concat(Shape(x)[0:2], [20])) of x [batch, seq, 4, 5]
-g = h.make_graph([h.make_node("Shape", ["x"], ["sh"]), h.make_node("Slice", ["sh", "st", "en"], ["g"]),
-                  h.make_node("Concat", ["g", "c"], ["t"], axis=0), h.make_node("Reshape", ["x", "t"], ["y"])],
+# Reshape(x, Concat(Shape(x)[1:2], Shape(x)[0:1], [20])) of x [batch, seq, 4, 5]: the dims change
+# places, so no entry is x's own dim at its own place (which fold_shape_dims would turn into 0)
+g = h.make_graph([h.make_node("Shape", ["x"], ["sh"]), h.make_node("Slice", ["sh", "one", "two"], ["s"]),
+                  h.make_node("Slice", ["sh", "zero", "one"], ["b"]),
+                  h.make_node("Concat", ["s", "b", "c"], ["t"], axis=0), h.make_node("Reshape", ["x", "t"], ["y"])],
                  "d", [h.make_tensor_value_info("x", T.FLOAT, ["batch", "seq", 4, 5])],
-                 [h.make_tensor_value_info("y", T.FLOAT, ["batch", "seq", 20])],
-                 [nh.from_array(np.array([0], np.int64), "st"), nh.from_array(np.array([2], np.int64), "en"),
-                  nh.from_array(np.array([20], np.int64), "c")])
+                 [h.make_tensor_value_info("y", T.FLOAT, ["seq", "batch", 20])],
+                 [nh.from_array(np.array([0], np.int64), "zero"), nh.from_array(np.array([1], np.int64), "one"),
+                  nh.from_array(np.array([2], np.int64), "two"), nh.from_array(np.array([20], np.int64), "c")])
 m = h.make_model_gen_version(g, opset_imports=[h.make_opsetid("", 13)])
 onnx.save(m, sys.argv[1] + "/dyn.onnx")
 PYEOF

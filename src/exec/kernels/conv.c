@@ -465,29 +465,6 @@ static gwr_status conv_winograd(gwr_kctx *k, const cprob *p, const cepi *e, cons
  * sgemm_oncopy); else o->gemm. */
 #define FWD_PACK_MIN ((int64_t)1 << 14) /* weights OpenBLAS would pack */
 
-/* Whether N output positions are a narrow product: from 2 to one vector
- * less. There sgemm.c's tiles of W's rows by a panel of N columns fill
- * N of a vector's lanes (openWakeWord's mel spectrogram, 257 x 5 x 512:
- * 40 us, 33 GFLOP/s), while the transposed product, x's N columns by W^T
- * packed at planning, fills a tile of N rows by whole vectors (21 us, 64
- * GFLOP/s; bench: 2 to 7 columns win, 8 even, 1 loses). */
-static int narrow_n(int64_t N) { return N >= 2 && N < gwr_sgemm_min_n(); }
-
-int gwr_ku_conv_narrow(const gwr_kctx *k) {
-    const gwr_value *w = k->nin > 1 ? k->in[1] : NULL;
-    const gwr_tensor *y = gwr_layer_output(k->layer, 0);
-    if (!w || w->rank < 3 || !w->dims[0] || !gwr_sgemm_enabled() || gwr_k_int(k, "group", 1) != 1 || !y ||
-        gwr_tensor_rank(y) != w->rank || !gwr_ku_fits_int(w->numel))
-        return 0;
-    int64_t S = 1;
-    for (int a = 2; a < w->rank; a++) {
-        gwr_dim d = gwr_tensor_dim(y, a);
-        if (d < 0) return 0;
-        S *= d;
-    }
-    return narrow_n(S);
-}
-
 /* C [M, N] (rows ldc apart) = W B as (B^T W^T)^T, W^T packed at planning
  * (gwr_ku_conv_prepare): 0, or -1 (out of scratch, C untouched). */
 static int narrow_gemm(const gwr_kctx *k, const gwr_sgemm_pack *wt, int M, int N, const float *B, int ldb, float *C, int ldc) {
@@ -504,7 +481,7 @@ static int narrow_gemm(const gwr_kctx *k, const gwr_sgemm_pack *wt, int M, int N
 
 static void fwd_gemm(const gwr_kctx *k, const cops *o, int M, int N, int K, const void *w, const void *B, int ldb, void *C, int ldc) {
     const gwr_ku_conv_prep *pp = k->prep;
-    if (o->esz == sizeof(float) && pp && pp->wt && pp->wt->N == M && pp->wt->K == K && narrow_n(N) && gwr_sgemm_for(k) &&
+    if (o->esz == sizeof(float) && pp && pp->wt && pp->wt->N == M && pp->wt->K == K && gwr_ku_conv_narrow_n(N) && gwr_sgemm_for(k) &&
         !narrow_gemm(k, pp->wt, M, N, B, ldb, C, ldc))
         return;
     if (o->esz == sizeof(float) && (N >= gwr_sgemm_min_n() || (int64_t)M * K >= FWD_PACK_MIN) && gwr_sgemm_for(k) &&

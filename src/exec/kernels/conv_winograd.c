@@ -301,6 +301,29 @@ void gwr_ku_wino_image_f32(const float *x, const float *U, const gwr_kctx *k, co
     else wino_blocks(&j, 0, nblk);
 }
 
+/* Whether N output positions are a narrow product: from 2 to one vector
+ * less. There sgemm.c's tiles of W's rows by a panel of N columns fill
+ * N of a vector's lanes (openWakeWord's mel spectrogram, 257 x 5 x 512:
+ * 40 us, 33 GFLOP/s), while the transposed product, x's N columns by W^T
+ * packed at planning, fills a tile of N rows by whole vectors (21 us, 64
+ * GFLOP/s; bench: 2 to 7 columns win, 8 even, 1 loses). */
+int gwr_ku_conv_narrow_n(int64_t N) { return N >= 2 && N < gwr_sgemm_min_n(); }
+
+int gwr_ku_conv_narrow(const gwr_kctx *k) {
+    const gwr_value *w = k->nin > 1 ? k->in[1] : NULL;
+    const gwr_tensor *y = gwr_layer_output(k->layer, 0);
+    if (!w || w->rank < 3 || !w->dims[0] || !gwr_sgemm_enabled() || gwr_k_int(k, "group", 1) != 1 || !y ||
+        gwr_tensor_rank(y) != w->rank || !gwr_ku_fits_int(w->numel))
+        return 0;
+    int64_t S = 1;
+    for (int a = 2; a < w->rank; a++) {
+        gwr_dim d = gwr_tensor_dim(y, a);
+        if (d < 0) return 0;
+        S *= d;
+    }
+    return gwr_ku_conv_narrow_n(S);
+}
+
 /* An ints attribute absent or all 1 (strides, dilations). */
 static int all_ones(const gwr_kctx *k, const char *name) {
     const int64_t *v;

@@ -27,7 +27,7 @@
 /* after the pragma: their inline functions take its options */
 #include "exec/kernels/fast_math.h"
 #include "exec/kernels/kernel_util.h"
-#include "util/smalltype.h"
+#include "util/util.h"
 
 #define NDT 17 /* dtype codes handled here: up to GWR_BFLOAT16 */
 #define CHUNK 256

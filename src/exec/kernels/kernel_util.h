@@ -352,8 +352,11 @@ typedef struct gwr_ku_conv_prep {
 } gwr_ku_conv_prep;
 gwr_status gwr_ku_conv_prepare(gwr_kctx *k, void **state);
 /* Whether k (a Conv or FusedConv) has group 1 and few output positions
- * (conv.c): its W^T is then packed at planning. */
+ * (conv_winograd.c, beside the planning that packs its W^T then), and
+ * whether N output positions are that few (conv.c's product picks the
+ * transposed form by it). */
 int gwr_ku_conv_narrow(const gwr_kctx *k);
+int gwr_ku_conv_narrow_n(int64_t N);
 void gwr_ku_conv_prep_free(void *state);
 
 #endif

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "exec/kernels/kernel_util.h"
-#include "util/smalltype.h"
+#include "util/util.h"
 
 /* Which scale and zero point element applies to element i of x: per
  * tensor (kind 0), per axis (1: the index along the axis) or blocked (2:

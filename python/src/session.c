@@ -316,12 +316,60 @@ static PyObject *tensor_names(gwr_network *net, int outputs) {
     return t;
 }
 
+/* Session(bind={"batch": 2, ...}) as gwr_dim_binding entries: *out gets
+ * a PyMem array of n entries whose names point into the dict's keys (alive
+ * while the dict is); -1 with an exception set on a bad dict. */
+static int bindings_of(PyObject *bind, gwr_dim_binding **out, int *n) {
+    *out = NULL, *n = 0;
+    if (bind == Py_None) return 0;
+    if (!PyDict_Check(bind)) {
+        PyErr_Format(PyExc_TypeError, "Session: bind must be a dict {symbol: int}, not %.100s", Py_TYPE(bind)->tp_name);
+        return -1;
+    }
+    Py_ssize_t len = PyDict_Size(bind), pos = 0;
+    gwr_dim_binding *b = PyMem_Calloc(len ? (size_t)len : 1, sizeof *b);
+    if (!b) return PyErr_NoMemory(), -1;
+    PyObject *key, *val;
+    int i = 0;
+    while (PyDict_Next(bind, &pos, &key, &val)) {
+        const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+        long long v = PyLong_Check(val) && !PyBool_Check(val) ? PyLong_AsLongLong(val) : -1;
+        if (!name || !PyLong_Check(val) || PyBool_Check(val) || (v == -1 && PyErr_Occurred()) || v < 0) {
+            if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_OverflowError)) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_ValueError, "Session: bind maps a symbol (str) to an extent (int from 0 to 2^63-1), "
+                             "not %R: %R", key, val);
+            }
+            PyMem_Free(b);
+            return -1;
+        }
+        b[i].name = name, b[i].value = (int64_t)v;
+        i++;
+    }
+    *out = b, *n = i;
+    return 0;
+}
+
+/* Whether some input of net has the symbolic dim `name` (a bound symbol no
+ * input has is a typo, not a no-op). */
+static int input_has_symbol(gwr_network *net, const char *name) {
+    for (int i = 0; i < gwr_network_num_inputs(net); i++) {
+        gwr_tensor *t = gwr_network_input(net, i);
+        for (int d = 0; d < gwr_tensor_rank(t); d++) {
+            const char *sym = gwr_network_dim_name(net, gwr_tensor_dim(t, d));
+            if (sym && !strcmp(sym, name)) return 1;
+        }
+    }
+    return 0;
+}
+
 static int session_init(Session *self, PyObject *args, PyObject *kwargs) {
-    static char *kw[] = {"network", "threads", "optimize", "profile", NULL};
-    PyObject *netobj;
+    static char *kw[] = {"network", "threads", "optimize", "profile", "bind", NULL};
+    PyObject *netobj, *bind = Py_None;
     int threads = 1, profile = 0;
     const char *mode = "default";
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|isp:Session", kw, &netobj, &threads, &mode, &profile)) return -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|ispO:Session", kw, &netobj, &threads, &mode, &profile, &bind))
+        return -1;
     if (self->s) {
         PyErr_SetString(PyExc_RuntimeError, "Session.__init__: already initialized");
         return -1;
@@ -343,8 +391,18 @@ static int session_init(Session *self, PyObject *args, PyObject *kwargs) {
     }
     gwr_network *net = pg_network_get(netobj);
     if (!net) return -1;
+    gwr_dim_binding *bindings;
+    if (bindings_of(bind, &bindings, &opt.nbind)) return -1;
+    for (int i = 0; i < opt.nbind; i++)
+        if (!input_has_symbol(net, bindings[i].name)) {
+            PyErr_Format(PyExc_ValueError, "Session: bind names '%s', a symbol no input of the network has", bindings[i].name);
+            PyMem_Free(bindings);
+            return -1;
+        }
+    opt.bind = bindings;
     int64_t asked = gwr_clock_ns();
     gwr_session *s = gwr_session_new(net, &opt);
+    PyMem_Free(bindings);
     if (!s) {
         gwr_status st = gwr_last_status(); /* an op without a kernel, no memory, ... */
         pg_raise(st != GWR_OK ? st : GWR_ERR_INVALID_ARG, gwr_last_errmsg());
@@ -602,13 +660,15 @@ static PyTypeObject Session_Type = {
     .tp_dealloc = (destructor)session_dealloc,
     .tp_repr = (reprfunc)session_repr,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Session(network, threads=1, optimize=\"default\", profile=False)\n\n"
+    .tp_doc = "Session(network, threads=1, optimize=\"default\", profile=False, bind=None)\n\n"
               "Runs a network on gwr's reference CPU executor. optimize: \"default\" (the executor's passes\n"
               "on a private copy), \"basic\" (eliminations and folding, on a copy) or \"raw\" (the network as\n"
               "written). A session that planned the network as written (raw, or when optimizing failed:\n"
               "see optimize_msg) refuses to run after the network changed (StateError); any session\n"
               "refuses once the network is closed (LifetimeError). threads: at most 256. profile=True records the\n"
-              "time of every layer of every run (profile(), write_profile()).",
+              "time of every layer of every run (profile(), write_profile()). bind={\"batch\": 2} binds symbolic\n"
+              "dims in the optimized copy (the fusions that need known dims fire); the session then takes inputs\n"
+              "of those extents only.",
     .tp_methods = session_methods,
     .tp_getset = session_getset,
     .tp_init = (initproc)session_init,

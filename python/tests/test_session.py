@@ -361,3 +361,31 @@ def test_profile(tmp_path):
     opt = gwr.Session(net, profile=True)
     assert [e["name"] for e in opt.profile()] == ["plan", "optimize"]
     assert gwr.Session(net).profile() == []
+
+
+def test_session_bind_plans_for_the_bound_extent():
+    """bind={"batch": 2}: the optimized copy knows the dim; the session computes mlp's numbers
+    (numpy's, independently) at that extent and refuses another one."""
+    net, p = mlp("bind")
+    s = gwr.Session(net, bind={"batch": 2})
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    np.testing.assert_allclose(s.run({"x": x})["y"], mlp_ref(x, p), rtol=1e-5, atol=1e-5)
+    with pytest.raises(gwr.Error, match="dim 0 is 3, expected 2"):
+        s.run({"x": np.zeros((3, 4), np.float32)})
+    # unbound, the same network takes any batch
+    assert gwr.Session(net).run({"x": np.zeros((3, 4), np.float32)})["y"].shape == (3, 3)
+
+
+@pytest.mark.parametrize("bind, err, msg", [
+    ([("batch", 2)], TypeError, "bind must be a dict"),
+    ({"batch": -1}, ValueError, "extent"),
+    ({"batch": "2"}, ValueError, "extent"),
+    ({"batch": True}, ValueError, "extent"),
+    ({"batch": 2 ** 70}, ValueError, "extent"),
+    ({1: 2}, ValueError, "symbol"),
+    ({"bacth": 2}, ValueError, "no input of the network has"),
+])
+def test_session_bind_bad(bind, err, msg):
+    net, _ = mlp("bind_bad")
+    with pytest.raises(err, match=msg):
+        gwr.Session(net, bind=bind)

@@ -29,6 +29,7 @@
 
 #include "exec/blas.h"
 #include "exec/kernels/cnn_isa.h"
+#include "exec/kernels/igemm.h"
 #include "exec/kernels/kernel_util.h"
 #include "exec/kernels/sgemm.h"
 
@@ -703,6 +704,44 @@ static gwr_status q_operands(gwr_kctx *k, const gwr_value *x, const gwr_value *x
     return GWR_OK;
 }
 
+/* ConvInteger on igemm.c's exact integer product: per image and group,
+ * the im2col columns of x minus its zero point (int16, so the padding's
+ * zeros are the zero point's), packed as B, times W minus its per-channel
+ * zero points packed once per group as A. -1 when the sizes do not fit the
+ * product's ints (the caller takes the float64 path), else the status. */
+static int conv_integer_igemm(gwr_kctx *k, const cprob *p, const gwr_value *x, const gwr_value *xzp, const gwr_value *w,
+                              const gwr_value *wzp, int32_t *y) {
+    int64_t G = p->G, Cg = p->C / G, Mg = p->M / G, rows = Cg * p->K, nrows = p->g.out[0] * p->g.out[1];
+    if (!rows || !Mg || !p->YS || !gwr_ku_fits_int(rows * p->YS * 2) || !gwr_ku_fits_int(Mg * rows * 8)) return -1;
+    int32_t zx = xzp ? (int32_t)gwr_ku_q8(xzp, 0) : 0;
+    int32_t *zw = gwr_malloc((size_t)p->M * sizeof *zw);
+    int16_t *xs = gwr_malloc((size_t)(x->numel ? x->numel : 1) * sizeof *xs);
+    int16_t *col = gwr_malloc((size_t)(rows * p->YS) * sizeof *col);
+    int16_t *bp = gwr_malloc(gwr_ku_igemm_b_size((int)rows, (int)p->YS) * sizeof *bp);
+    int16_t *ap = gwr_malloc(gwr_ku_igemm_a_size((int)Mg, (int)rows) * (size_t)G * sizeof *ap);
+    gwr_status st = GWR_OK;
+    if (!zw || !xs || !col || !bp || !ap) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    else {
+        for (int64_t m = 0; m < p->M; m++) zw[m] = !wzp ? 0 : (int32_t)gwr_ku_q8(wzp, wzp->numel == 1 ? 0 : m);
+        for (int64_t i = 0; i < x->numel; i++) xs[i] = (int16_t)((int32_t)gwr_ku_q8(x, i) - zx);
+        size_t asz = gwr_ku_igemm_a_size((int)Mg, (int)rows), wsz = gwr_dtype_size(w->dtype);
+        for (int64_t gi = 0; gi < G; gi++)
+            gwr_ku_igemm_pack_a((const char *)w->data + (size_t)(gi * Mg * rows) * wsz, w->dtype == GWR_INT8, (int)Mg, (int)rows,
+                                zw + gi * Mg, (int)Mg, ap + (size_t)gi * asz);
+        for (int64_t n = 0; n < p->N && !st; n++)
+            for (int64_t gi = 0; gi < G && !st; gi++) {
+                const int16_t *xg = xs + (n * p->C + gi * Cg) * p->XS;
+                im2col((const char *)xg, &p->g, Cg, sizeof *xs, 0, nrows, (char *)col);
+                gwr_ku_igemm_pack_b(col, GWR_KU_IGEMM_I16, (int)rows, (int)p->YS, NULL, 0, bp);
+                if (gwr_ku_igemm((int)Mg, (int)p->YS, (int)rows, ap + (size_t)gi * asz, bp, y + (n * p->M + gi * Mg) * p->YS,
+                                 (int)p->YS))
+                    st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+            }
+    }
+    gwr_free(zw), gwr_free(xs), gwr_free(col), gwr_free(bp), gwr_free(ap);
+    return st;
+}
+
 /* ConvInteger: x, w (int8 / uint8), optional zero points; int32 out. */
 static gwr_status k_conv_integer(gwr_kctx *k) {
     const gwr_value *x = k->nin > 0 ? k->in[0] : NULL, *w = k->nin > 1 ? k->in[1] : NULL;
@@ -717,6 +756,9 @@ static gwr_status k_conv_integer(gwr_kctx *k) {
         return GWR_ERR_INVALID_ARG;
     gwr_value *y = gwr_k_out(k, 0, GWR_INT32, p.rank, p.ydims);
     if (!y) return GWR_ERR_NOMEM;
+    if (!y->numel) return GWR_OK;
+    int fast = conv_integer_igemm(k, &p, x, xzp, w, wzp, y->data);
+    if (fast >= 0) return (gwr_status)fast;
     double *xd, *wd, *yd = gwr_malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yd);
     if (!yd) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     if ((st = q_operands(k, x, xzp, w, wzp, p.M, &xd, &wd))) {

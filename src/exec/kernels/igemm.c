@@ -59,7 +59,9 @@ void gwr_ku_igemm_pack_b(const void *b, int sgn, int K, int N, const int32_t *zp
         for (int q = 0; q < K; q++) {
             int16_t *o = pan + (size_t)(q / 2) * (2 * NR) + (q % 2);
             size_t row = (size_t)q * (size_t)N + (size_t)j0;
-            if (sgn)
+            if (sgn == GWR_KU_IGEMM_I16)
+                for (int j = 0; j < nj; j++) o[2 * j] = (int16_t)(((const int16_t *)b)[row + j] - z[j]);
+            else if (sgn)
                 for (int j = 0; j < nj; j++) o[2 * j] = (int16_t)(((const int8_t *)b)[row + j] - z[j]);
             else
                 for (int j = 0; j < nj; j++) o[2 * j] = (int16_t)(((const uint8_t *)b)[row + j] - z[j]);

@@ -20,7 +20,9 @@ size_t gwr_ku_igemm_b_size(int K, int N);
  * point: zp NULL (0), one value (nzp 1) or one per row (nzp M). */
 void gwr_ku_igemm_pack_a(const void *a, int sgn, int M, int K, const int32_t *zp, int nzp, int16_t *out);
 /* B [K, N] row-major minus its zero point: NULL, one value (nzp 1) or one
- * per column (nzp N). */
+ * per column (nzp N). sgn GWR_KU_IGEMM_I16: B's elements are int16 already
+ * in [-255, 255] (ConvInteger's im2col columns of x minus its zero point). */
+#define GWR_KU_IGEMM_I16 2
 void gwr_ku_igemm_pack_b(const void *b, int sgn, int K, int N, const int32_t *zp, int nzp, int16_t *out);
 
 /* Y[M, N] (row stride ldy) = packed A times packed B, every sum an exact

@@ -34,6 +34,8 @@ import sys
 import threading
 import time
 
+from caselist import find_cases, read_list
+
 RTOL = 1e-3
 ATOL = 1e-7
 
@@ -271,41 +273,6 @@ def worker_main():
 # ---------------------------------------------------------------------------
 # Parent: finds the cases, hands them to workers, counts, judges.
 
-def find_cases(p, out, depth=0):
-    if not os.path.isdir(p):
-        raise ValueError(f"{p}: not a directory")
-    if os.path.exists(os.path.join(p, "model.onnx")):
-        a = os.path.abspath(p)
-        out.append({"dir": a, "suite": os.path.basename(os.path.dirname(a)), "name": os.path.basename(a)})
-        return
-    if depth >= 2:
-        return
-    for e in sorted(os.listdir(p)):
-        q = os.path.join(p, e)
-        if os.path.isdir(q):
-            find_cases(q, out, depth + 1)
-
-
-def read_list(file):
-    """{"suite/name": reason}. Lines: `suite/name  reason`, # comments."""
-    m = {}
-    if not file:
-        return m
-    with open(file, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            line = line.split("#", 1)[0].strip()
-            if not line:
-                continue
-            key, _, reason = line.partition(" ")
-            key = key.split("\t")[0]
-            if "/" not in key:
-                raise ValueError(f"{file}:{i}: expected 'suite/name reason'")
-            if key in m:
-                raise ValueError(f"{file}:{i}: {key} listed twice")
-            m[key] = reason.strip()
-    return m
-
-
 class Worker:
     """One worker process; run(job) gives its result, or None when it died
     or passed the timeout (then .why says which and a new process starts)."""
@@ -418,9 +385,10 @@ def parent_main(argv):
     if not o["outs"] and not o["original_only"]:
         usage("--out OUTDIR is needed (or --original-only)")
 
-    cases = []
+    found = []
     for p in o["paths"]:
-        find_cases(p, cases)
+        find_cases(p, found)
+    cases = [{"dir": d, "suite": suite, "name": name} for suite, name, d in found]
     if not cases:
         print("FAIL: no test cases found under " + " ".join(o["paths"]))
         print("0 passed, 1 failed")

@@ -286,7 +286,7 @@ GWR_API const char *gwr_layer_name(const gwr_layer *l);
 /* Renames; GWR_ERR_DUPLICATE when the name is taken in this network. */
 GWR_API gwr_status gwr_layer_set_name(gwr_layer *l, const char *name);
 GWR_API gwr_layer_type gwr_layer_type_of(const gwr_layer *l);
-/* DESIGN.md's spelling; the same as gwr_layer_type_of. */
+/* The spelling of gwr's first plan (docs/design.md); the same as gwr_layer_type_of. */
 #define gwr_layer_type(l) gwr_layer_type_of(l)
 GWR_API const char *gwr_layer_op(const gwr_layer *l);      /* "Add" */
 GWR_API const char *gwr_layer_domain(const gwr_layer *l);  /* "" for ONNX default */

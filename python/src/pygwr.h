@@ -1,6 +1,6 @@
 /* pygwr.h - what the C files of the gwr Python extension (gwr._gwr) share.
  *
- * The extension uses gwr's public API only (DESIGN.md: python uses the
+ * The extension uses gwr's public API only (docs/design.md: python uses the
  * public API). Each file adds its types and functions to the module through
  * one pg_init_<part>(module) call made by PyInit__gwr (module.c).
  *

@@ -5,7 +5,7 @@
  * (memory from the session's pool) or passed through with gwr_k_set_out /
  * gwr_k_alias. It returns GWR_OK or the status of gwr_k_fail, whose
  * message the session prefixes with the layer. Kernels never see
- * patterns, ONNX files or other kernels (DESIGN.md); what several kernel
+ * patterns, ONNX files or other kernels (docs/design.md); what several kernel
  * families share is in kernels/kernel_util.h. The files depend one way:
  * session.c on the registry, the registry on the kernel families, they on
  * kctx.c, pool.c, value.c and kernel_util.c, none of which calls back. */

@@ -146,7 +146,7 @@ const char *gwr_pass_level_name(gwr_pass_level level) {
 
 /* Passes whose level differs for target gwr: onnxruntime's
  * SkipLayerNormalization kernel is slower than Add + LayerNormalization
- * (docs/benchmarks.md), gwr's faster (docs/design-notes.md). */
+ * (docs/benchmarks.md), gwr's faster (docs/design.md). */
 static const struct {
     const char *label;
     gwr_pass_level level;

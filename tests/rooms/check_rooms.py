@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The room order of DESIGN.md, checked on the objects and the sources.
+"""The room order of docs/design.md, checked on the objects and the sources.
 
   check_rooms.py OBJDIR SRCDIR
 
@@ -16,7 +16,7 @@ import re
 import subprocess
 import sys
 
-# Who may use whom (DESIGN.md): each room and the rooms it may use.
+# Who may use whom (docs/design.md): each room and the rooms it may use.
 BELOW = {
     "util": set(),
     "ir": {"util"},

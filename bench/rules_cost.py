@@ -3,8 +3,8 @@
 hand-written passes, per visited layer, and `gwr optimize` against onnxruntime's extended
 session creation, measured in one run.
 
-  bench/rules_cost.py [--gwr build/gwr] [--baseline-gwr PATH] [--passes P,...] [--rules FILE]
-                      [--repeat N] [--cache DIR] [--skip-million] [--skip-ort]
+  bench/rules_cost.py [--gwr build/gwr] [--baseline-gwr PATH | --baseline-rev REV] [--passes P,...]
+                      [--rules FILE] [--repeat N] [--cache DIR] [--skip-million] [--skip-ort]
 
 Models (generated once by build/bench/bench_onnx, cached in --cache, default bench/cache/):
   decoder  `bench_onnx gen-gpt 1000 32 FILE --static`: the 1,000-block decoder of issue 4 and
@@ -22,8 +22,9 @@ Parts:
     --repeat by the run's loop time: layers visited, matches, rewrites, the loop's ns per
     visited layer, the patterns' own ns per visited layer (their summed `time ms`), and the
     ratio rules / hand-written (the target: <= 1.3x). --baseline-gwr is the binary of today's
-    hand-written passes (default: --gwr): once passes are migrated, build 480c578 (or main
-    before the merge) in another folder and give its gwr here.
+    hand-written passes (default: --gwr): once passes are migrated, give the gwr of a build of
+    480c578 (or main before the merge) here, or --baseline-rev REV to have the script extract REV
+    (git archive) into the cache and build its gwr there (RelWithDebInfo, ccache when present).
  2. `GWR optimize DECODER -o OUT` (whole process, level extended, target onnx; with --rules
     FILE too when `gwr optimize` has the flag) against onnxruntime's session creation with
     ORT_ENABLE_EXTENDED on the same file, one intra-op thread, from .venv/bin/python (the
@@ -71,6 +72,32 @@ def ensure_models(build, cache, names):
             os.replace(tmp, path)
         paths[name] = path
     return paths
+
+
+def build_baseline(rev, cache):
+    """The gwr of revision rev, extracted with git archive into cache/base-<sha> and built there."""
+    r = run(["git", "-C", ROOT, "rev-parse", "--short=12", rev + "^{commit}"])
+    if r.returncode:
+        sys.exit(f"rules_cost.py: --baseline-rev {rev}: not a commit of this repository")
+    src = os.path.join(cache, "base-" + r.stdout.strip())
+    gwr = os.path.join(src, "build", "gwr")
+    if os.access(gwr, os.X_OK):
+        return gwr
+    os.makedirs(src, exist_ok=True)
+    arch = subprocess.Popen(["git", "-C", ROOT, "archive", r.stdout.strip()], stdout=subprocess.PIPE)
+    tar = subprocess.run(["tar", "-x", "-C", src], stdin=arch.stdout)
+    if arch.wait() or tar.returncode:
+        sys.exit(f"rules_cost.py: cannot extract {rev} into {src}")
+    env = dict(os.environ)
+    if run(["sh", "-c", "command -v ccache"]).returncode == 0:
+        env.setdefault("CMAKE_C_COMPILER_LAUNCHER", "ccache")
+    b = os.path.join(src, "build")
+    for cmd in (["cmake", "-S", src, "-B", b, "-DCMAKE_BUILD_TYPE=RelWithDebInfo"],
+                ["cmake", "--build", b, "--target", "gwr", "-j2"]):
+        r = run(cmd, env=env)
+        if r.returncode:
+            sys.exit(f"rules_cost.py: building {rev} failed:\n{(r.stdout + r.stderr)[-2000:]}")
+    return gwr
 
 
 def supports_rules(gwr, cmd):
@@ -137,6 +164,7 @@ def main():
     ap = argparse.ArgumentParser(description="issue 23: rule-set matching cost and gwr optimize vs onnxruntime")
     ap.add_argument("--gwr", default=os.path.join(ROOT, "build", "gwr"), help="gwr binary with the rules (default build/gwr)")
     ap.add_argument("--baseline-gwr", help="gwr binary of today's hand-written passes (default: --gwr)")
+    ap.add_argument("--baseline-rev", help="build the baseline gwr from this revision (e.g. 480c578) in --cache")
     ap.add_argument("--passes", default=DEFAULT_PASSES, help="hand-written passes to time (comma-separated)")
     ap.add_argument("--rules", help="rules file to time against them (default: src/passes/rules/*.rules, joined)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per timing, best reported (default 3)")
@@ -146,7 +174,9 @@ def main():
     ap.add_argument("--python", default=os.path.join(ROOT, ".venv", "bin", "python"), help="python with onnxruntime")
     a = ap.parse_args()
     gwr = os.path.abspath(a.gwr)
-    base = os.path.abspath(a.baseline_gwr or a.gwr)
+    if a.baseline_gwr and a.baseline_rev:
+        sys.exit("rules_cost.py: give --baseline-gwr or --baseline-rev, not both")
+    base = os.path.abspath(build_baseline(a.baseline_rev, a.cache) if a.baseline_rev else (a.baseline_gwr or a.gwr))
     for b in {gwr, base}:
         if not os.access(b, os.X_OK):
             sys.exit(f"rules_cost.py: {b}: no such executable (build it: cmake --build build --target gwr)")

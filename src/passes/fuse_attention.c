@@ -15,8 +15,9 @@
  * included) while -10000 stays. An Attention is valid at opset >= 23 (or
  * none imported) only; below, the match must also be one lower_attention
  * takes (targets ort and gwr; target onnx does not fire), and it must
- * when the mask may hide a whole row with -inf (the unfused softmax gives
- * NaN there, the Attention zeros) or a computed mask could.
+ * when a constant mask hides a whole row with -inf (the unfused softmax
+ * gives NaN there, ONNX Attention zeros). A computed mask could do that
+ * at run time: such a row, NaN before, is zeros where the Attention stays.
  *
  * lower_attention (targets ort and gwr), at such an Attention:
  *   q, k, v = Transpose(Reshape(x [* c], [0|-1|B, 0|-1|S, N, D]) [* c], [0, 2, 1, 3])   (no c on v)
@@ -168,11 +169,10 @@ static gwr_tensor *attention_bias(att *a, int *err, const char **why) {
     return t;
 }
 
-/* Could the mask hide a whole row with -inf (a computed one could)? */
+/* Does the constant mask hide a whole row with -inf? */
 static int row_all_inf(const att *a) {
     gwr_match_const c;
-    if (!a->mask) return 0;
-    if (!gwr_match_const_get(a->mask, &c)) return 1;
+    if (!a->mask || !gwr_match_const_get(a->mask, &c)) return 0;
     int64_t w = c.rank ? c.dims[c.rank - 1] : 1;
     for (int64_t r = 0; w > 0 && (!a->where || isinf(a->fill)) && r < c.numel; r += w) {
         int all = 1;

@@ -49,6 +49,8 @@ enum {
     A_WHERE_HIDE = 1 << 23,  /* Where(hidden, fill, s): the condition marks what is hidden */
     A_SC_INSIDE = 1 << 24,   /* q * c before its Reshape, k * c between its Reshape and Transpose */
     A_SC_V = 1 << 25,        /* v * 2 before its Reshape: not a softmax scale (kept) */
+    A_SCORES_TWICE = 1 << 26, /* the scores are also read by a Relu output (idle) */
+    A_SCQ_INPUT = 1 << 27,   /* q * a graph input between its Transpose and the product */
 };
 
 static gwr_tensor *proj(gwr_network *net, gwr_tensor *x, int64_t cols, unsigned f) {
@@ -127,12 +129,14 @@ static gwr_network *attn_model_b(unsigned f, int64_t b) {
         }
         vh = f & A_SC_V ? heads_scaled(net, v, p0213, 2.0, 0) : f & A_HEADS ? heads(net, v, 1, HID, p0213) : heads(net, v, NH, HD, p0213);
         if (f & A_SC_Q) qh = gwr_mul(net, qh, gwr_constant_f32(net, (float)c));
+        if (f & A_SCQ_INPUT) qh = gwr_mul(net, qh, input(net, "qscale", 1, &one));
         if (f & A_SC_QK) {
             qh = gwr_mul(net, gwr_constant_f32(net, (float)sqrt(c)), qh);
             kt = gwr_mul(net, kt, gwr_constant_f32(net, (float)sqrt(c)));
         }
         gwr_tensor *s = gwr_matmul(net, qh, kt);
         if (f & A_SCORES_OUT) gwr_network_mark_output(net, s);
+        if (f & A_SCORES_TWICE) gwr_network_mark_output(net, gwr_relu(net, s));
         if (f & A_SC_INPUT) s = gwr_mul(net, s, input(net, "scale", 1, &one));
         else if (f & A_SC_DIV) s = gwr_div(net, s, gwr_constant_f32(net, (float)sqrt((double)HD)));
         else if (!(f & (A_SC_Q | A_SC_QK | A_SC_NONE | A_SC_INSIDE))) s = gwr_mul(net, s, gwr_constant_f32(net, (float)c));
@@ -276,7 +280,7 @@ TEST(fuse_attention_shares_the_mask) {
 }
 
 TEST(fuse_attention_idle) {
-    static const unsigned idle[] = {A_SECOND, A_AXIS, A_SC_INPUT, A_HEADS, A_Q_PERM, A_SCORES_OUT,
+    static const unsigned idle[] = {A_SECOND, A_AXIS, A_SC_INPUT, A_HEADS, A_Q_PERM, A_SCORES_OUT, A_SCORES_TWICE, A_SCQ_INPUT,
                                     A_MASK_WHERE | A_FILL_FINITE, A_MASK_BIG};
     for (size_t i = 0; i < sizeof idle / sizeof *idle; i++) {
         gwr_network *net = attn_model_b(idle[i], idle[i] & A_MASK_BIG ? 1 : B);
@@ -328,6 +332,91 @@ TEST(fuse_attention_takes_fused_matmul) {
         CHECK(scale == 0.25f);
         gwr_network_free(net);
     }
+}
+
+/* ---- the two stages apart: fuse_attention's ONNX Attention (opset 23) ---- */
+
+/* attn_model(f) at opset 23, where ONNX Attention exists (batch 1 for
+ * A_MASK_BIG, whose mask then grows the scores). */
+static gwr_network *attn_model23(unsigned f) {
+    gwr_network *net = attn_model_b(f, f & A_MASK_BIG ? 1 : B);
+    if (net) gwr_network_set_opset(net, "", 23);
+    return net;
+}
+
+/* fuse_attention alone (target onnx) must fire `n` times at opset 23 and
+ * leave n ONNX Attention layers and no contrib op, computing what the
+ * unfused graph computes (the executor's Attention kernel against its
+ * MatMul/Softmax kernels). */
+static void stage1_case(unsigned f, int n) {
+    gwr_network *before = attn_model23(f), *net = attn_model23(f);
+    if (!CHECK(before && net)) {
+        gwr_network_free(before), gwr_network_free(net);
+        return;
+    }
+    if (!CHECK_EQ_INT(run_pass(net, "fuse_attention", GWR_TARGET_ONNX), n)) fprintf(stderr, "  form %#x\n", f);
+    CHECK_EQ_INT(count_dom(net, "", "Attention"), n);
+    CHECK_EQ_INT(count_mha(net) + count_dom(net, "com.microsoft", "Attention"), 0);
+    double d = max_diff(before, net, 5, 2.0, 0, NULL);
+    if (!CHECK(d >= 0 && d <= pass_tolerance("fuse_attention"))) fprintf(stderr, "  form %#x: difference %g\n", f, d);
+    gwr_network_free(before), gwr_network_free(net);
+}
+
+TEST(fuse_attention_stage1_alone) {
+    static const unsigned forms[] = {0, A_SC_DIV, A_SC_Q | A_K_TWO, A_SC_QK, A_SC_NONE, A_SC_INSIDE | A_MASK_ADD,
+                                     A_MASK_ADD, A_MASK_ADD4, A_MASK_KEYS, A_MASK_WHERE | A_FILL_MIN,
+                                     A_MASK_WHERE | A_WHERE_HIDE, A_MASK_INPUT, A_SC_V, A_TWICE | A_MASK_ADD,
+                                     /* not a head split: still one Attention at opset 23 (nothing to lower) */
+                                     A_Q_PERM, A_SCQ_INPUT};
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) stage1_case(forms[i], forms[i] & A_TWICE ? 2 : 1);
+    /* must not fire: a second reader of the scores or the probabilities, the
+     * scores a network output, a computed scale on them, a mask that would
+     * grow the scores, a Where fill that is not <= -1e30, v's heads not q's,
+     * a Softmax over another axis, and (target onnx) a constant mask hiding
+     * a whole row with -inf, which ONNX Attention gives as zeros, not NaN */
+    static const unsigned idle[] = {A_SCORES_TWICE, A_SECOND, A_SCORES_OUT, A_SC_INPUT, A_MASK_BIG,
+                                    A_MASK_WHERE | A_FILL_FINITE, A_HEADS, A_AXIS, A_MASK_ADD | A_FULL_ROW,
+                                    A_MASK_WHERE | A_FULL_ROW};
+    for (size_t i = 0; i < sizeof idle / sizeof *idle; i++) stage1_case(idle[i], 0);
+    /* below opset 23, target onnx: no Attention to write */
+    gwr_network *net = attn_model(0);
+    CHECK(net && run_pass(net, "fuse_attention", GWR_TARGET_ONNX) == 0 && count_dom(net, "", "Attention") == 0);
+    gwr_network_free(net);
+}
+
+/* lower_attention per target on fuse_attention's output: ort and gwr get
+ * MultiHeadAttention (or Attention for the Split form) with the outputs
+ * kept; target onnx keeps the ONNX Attention (the pass does not serve it). */
+TEST(lower_attention_per_target) {
+    static const unsigned forms[] = {0, A_MASK_ADD | A_SC_DIV, A_MASK_WHERE | A_WHERE_HIDE, A_SC_INSIDE, A_MASK_INPUT,
+                                     A_SPLIT, A_MASK_ADD | A_FULL_ROW};
+    static const unsigned targets[] = {GWR_TARGET_ORT, GWR_TARGET_GWR};
+    for (size_t t = 0; t < 2; t++)
+        for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+            gwr_network *before = attn_model23(forms[i]), *net = attn_model23(forms[i]);
+            if (!CHECK(before && net)) continue;
+            CHECK_EQ_INT(run_pass(net, "fuse_attention", targets[t]), 1);
+            CHECK_EQ_INT(count_dom(net, "", "Attention"), 1);
+            if (!CHECK_EQ_INT(run_pass(net, "lower_attention", targets[t]), 1)) fprintf(stderr, "  form %#x\n", forms[i]);
+            CHECK_EQ_INT(count_dom(net, "", "Attention"), 0);
+            CHECK_EQ_INT(count_fused(net), 1);
+            double d = max_diff(before, net, 7, 2.0, 0, NULL);
+            if (!CHECK(d >= 0 && d <= pass_tolerance("lower_attention"))) fprintf(stderr, "  form %#x: %g\n", forms[i], d);
+            gwr_network_free(before), gwr_network_free(net);
+        }
+    /* an Attention that is no head split stays (valid at opset 23) */
+    gwr_network *net = attn_model23(A_Q_PERM);
+    CHECK(net && run_stages_of(net, GWR_TARGET_ORT, "fuse_attention") == 1 && count_dom(net, "", "Attention") == 1);
+    gwr_network_free(net);
+    /* below opset 23 a fusion the lowering would refuse never starts */
+    net = attn_model(A_SCQ_INPUT);
+    CHECK(net && run_stages_of(net, GWR_TARGET_ORT, "fuse_attention") == 0 && count_dom(net, "", "Attention") == 0);
+    gwr_network_free(net);
+    /* target onnx: lower_attention is not for it; the whole optimizer keeps the ONNX Attention */
+    net = attn_model23(A_MASK_ADD);
+    gwr_optimize_options o = {.target = GWR_TARGET_ONNX, .level = GWR_LEVEL_ALL};
+    CHECK(net && !gwr_optimize(net, &o, NULL) && count_dom(net, "", "Attention") == 1 && count_fused(net) == 0);
+    gwr_network_free(net);
 }
 
 /* ---- the op: shape rule, kernel refusals, ONNX round trip ------------------ */
@@ -517,6 +606,8 @@ int main(void) {
     RUN(fuse_attention_shares_the_mask);
     RUN(fuse_attention_idle);
     RUN(fuse_attention_takes_fused_matmul);
+    RUN(fuse_attention_stage1_alone);
+    RUN(lower_attention_per_target);
     RUN(mha_shape_rule);
     RUN(attention_shape_rule);
     RUN(mha_kernel_refuses_unsupported_inputs);

@@ -15,9 +15,11 @@
  * included) while -10000 stays. An Attention is valid at opset >= 23 (or
  * none imported) only; below, the match must also be one lower_attention
  * takes (targets ort and gwr; target onnx does not fire), and it must
- * when a constant mask hides a whole row with -inf (the unfused softmax
- * gives NaN there, ONNX Attention zeros). A computed mask could do that
- * at run time: such a row, NaN before, is zeros where the Attention stays.
+ * when a constant mask lowers a whole row (all -inf: NaN unfused, zeros in
+ * ONNX Attention; all float32's lowest: uniform, zeros in onnxruntime's;
+ * all -1e9: uniform in float32, not in gwr's double kernel). A computed
+ * mask could do that at run time, and such a row differs where the
+ * Attention stays.
  *
  * lower_attention (targets ort and gwr), at such an Attention:
  *   q, k, v = Transpose(Reshape(x [* c], [0|-1|B, 0|-1|S, N, D]) [* c], [0, 2, 1, 3])   (no c on v)
@@ -169,16 +171,16 @@ static gwr_tensor *attention_bias(att *a, int *err, const char **why) {
     return t;
 }
 
-/* Does the constant mask hide a whole row with -inf? */
-static int row_all_inf(const att *a) {
+/* Does the constant mask lower a whole query row (every entry < 0)? */
+static int row_hidden(const att *a) {
     gwr_match_const c;
     if (!a->mask || !gwr_match_const_get(a->mask, &c)) return 0;
     int64_t w = c.rank ? c.dims[c.rank - 1] : 1;
-    for (int64_t r = 0; w > 0 && (!a->where || isinf(a->fill)) && r < c.numel; r += w) {
+    for (int64_t r = 0; w > 0 && r < c.numel; r += w) {
         int all = 1;
         for (int64_t j = 0; all && j < w; j++) {
             double x = gwr_match_const_at(&c, r + j);
-            all = a->where ? (x != 0) != (a->where == 1) : isinf(x) && x < 0;
+            all = a->where ? (x != 0) != (a->where == 1) : x < 0;
         }
         if (all) return 1;
     }
@@ -308,7 +310,7 @@ static int fuse(gwr_rewrite_ctx *c, gwr_layer *l) {
         return gwr_rewrite_no_match(c, "q, k, v are not (B, N, S, D), (B, N, D, T), (B, N, T, Dv) of one dtype");
     att b = {.net = net, .scale = a.scale, .dt = a.dt};
     gwr_tensor *qkv[3] = {q, kb, v};
-    const char *why = (old || row_all_inf(&a)) ? !lower ? "the mask may hide a whole row with -inf (target onnx)"
+    const char *why = (old || row_hidden(&a)) ? !lower ? "the mask hides a whole row (target onnx)"
                                                         : lower_match(&b, qkv, kperm, gwr_layer_output(l, 0)) : NULL;
     if (why || !(a.scale > 0) || !(b.scale > 0) || !isfinite(b.scale))
         return gwr_rewrite_no_match(c, "%s (below opset 23 or with such a mask, only what lower_attention takes)", why ? why : "the scale is not > 0");

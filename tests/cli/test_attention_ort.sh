@@ -61,6 +61,22 @@ onnx.save(m, sys.argv[2])
 PYEOF
 expect 1 "a fused model without its mask differs in onnxruntime" -- "$PY" tests/cli/ort_check.py same "$tmp/sep.onnx" "$tmp/in_sep" 1e-4 "$tmp/nomask.onnx"
 
+# opset 23, target onnx: fuse_attention alone, ONNX Attention kept (onnx's
+# checker, onnxruntime gives the original's outputs); a mask hiding a whole
+# query row (float32's lowest: onnxruntime's Attention gives zeros there,
+# the model uniform weights; -inf: NaN) keeps the model unfused
+for m in sep23:2 where23:0 ninf23:0; do
+    n=${m#*:}; m=${m%:*}
+    expect 0 "$m: optimize --target onnx" -- "$GWR" optimize "$tmp/$m.onnx" -o "$tmp/${m}_onnx.onnx" --target onnx --verify
+    got=$($PY -c "import onnx,sys; m=onnx.load(sys.argv[1]); print(sum(n.op_type == 'Attention' and n.domain == '' for n in m.graph.node))" "$tmp/${m}_onnx.onnx")
+    if [ "$got" = "$n" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $m: $got ONNX Attention, expected $n"; fi
+    expect 0 "$m: run" -- "$GWR" run "$tmp/$m.onnx" --random 5 -o "$tmp/in_$m"
+    expect 0 "$m: onnxruntime gives the original's outputs" -- "$PY" tests/cli/ort_check.py same "$tmp/$m.onnx" "$tmp/in_$m" 1e-4 "$tmp/${m}_onnx.onnx"
+done
+# and lowered for target ort at opset 23
+check sep23 2
+check where23 1
+
 if [ -x "$BENCH_EXEC" ]; then
     ok "gen-gpt" -- "$BENCH_EXEC" gen-gpt "$tmp/gpt12.onnx"
     check gpt12 12 --shape x=2,8,256

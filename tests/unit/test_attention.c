@@ -373,10 +373,13 @@ TEST(fuse_attention_stage1_alone) {
      * scores a network output, a computed scale on them, a mask that would
      * grow the scores, a Where fill that is not <= -1e30, v's heads not q's,
      * a Softmax over another axis, and (target onnx) a constant mask hiding
-     * a whole row with -inf, which ONNX Attention gives as zeros, not NaN */
+     * a whole row (-inf, float32's lowest, -1e9 in all of a row): NaN or
+     * uniform weights unfused, zeros or the double kernel's weights in ONNX
+     * Attention */
     static const unsigned idle[] = {A_SCORES_TWICE, A_SECOND, A_SCORES_OUT, A_SC_INPUT, A_MASK_BIG,
                                     A_MASK_WHERE | A_FILL_FINITE, A_HEADS, A_AXIS, A_MASK_ADD | A_FULL_ROW,
-                                    A_MASK_WHERE | A_FULL_ROW};
+                                    A_MASK_WHERE | A_FULL_ROW, A_MASK_WHERE | A_FILL_MIN | A_FULL_ROW,
+                                    A_MASK_ADD4 | A_FULL_ROW};
     for (size_t i = 0; i < sizeof idle / sizeof *idle; i++) stage1_case(idle[i], 0);
     /* below opset 23, target onnx: no Attention to write */
     gwr_network *net = attn_model(0);

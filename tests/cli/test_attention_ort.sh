@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_attention_ort.sh GWR BENCH_EXEC - fuse_attention's output in
+# test_attention_ort.sh GWR BENCH_EXEC - fuse_attention's and lower_attention's output in
 # onnxruntime: small PyTorch-style decoders (make_attention_models.py: an
 # additive -inf mask, a Where mask with float32's lowest, query rows that
 # see no key) and gen-gpt's GPT-12 (one q/k/v MatMul + Split, a computed
@@ -7,7 +7,8 @@
 # hold MultiHeadAttention (or, for one q/k/v MatMul + Split, Attention)
 # layers, pass onnx's full checker, load in onnxruntime (tests/cli/ort_check.py) and give the
 # original's outputs there (NaN rows matching), and optimizing again must
-# change nothing.
+# change nothing; at opset 23 with --target onnx, ONNX Attention layers
+# (fuse_attention alone) must do the same.
 GWR=$1
 BENCH_EXEC=$2
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -1,37 +1,29 @@
-/* fuse_attention.c - scaled-dot-product attention in two stages (onnxscript's
- * sdpa, then mha), each rooted at what it rewrites:
+/* fuse_attention.c - attention in two stages (onnxscript's sdpa, then mha),
+ * each rooted at what it rewrites, so neither depends on visiting order.
  *
- * fuse_attention, at the MatMul of the probabilities and v:
- *   s = MatMul(q [* c], kT [* c]) [* c | / c]   or com.microsoft FusedMatMul(q, kT | k, alpha)
- *   y = MatMul(Softmax([s + M | Where(C, s, fill) | Where(C, fill, s) | s], last axis), v)
- * with q (B, N, S, D), kT (B, N, D, T), v (B, N, T, Dv) becomes ONNX
- * Attention(q, k, v, attn_mask; scale) (opset 23, 4-D form); k is kT's
- * Transpose with its last two axes swapped (none when they cancel). The
- * mask becomes an exact additive (B|1, N|1, S, T) attn_mask: a constant one
- * of lower rank or with 1 for S or T is written out (one copy per mask
- * shared by every block, by name), a computed one must be (.., S, T) and
- * gets an Unsqueeze; a Where needs a constant condition and a scalar fill
- * of -inf or <= -1e30, so that s + fill rounds to fill (fully masked rows
- * included) while -10000 stays. An Attention is valid at opset >= 23 (or
- * none imported) only; below, the match must also be one lower_attention
- * takes (targets ort and gwr; target onnx does not fire), and it must
- * when a constant mask lowers a whole row (all -inf: NaN unfused, zeros in
- * ONNX Attention; all float32's lowest: uniform, zeros in onnxruntime's;
- * all -1e9: uniform in float32, not in gwr's double kernel). A computed
- * mask could do that at run time, and such a row differs where the
- * Attention stays.
+ * fuse_attention, at MatMul(Softmax(mask(s), last axis), v) with
+ *   s = MatMul(q [* c], kT [* c]) [* c | / c]  or com.microsoft FusedMatMul(q, kT | k, alpha),
+ *   mask: s + M, Where(C, s, fill), Where(C, fill, s) or none; q, v (B, N, S|T, D|Dv), kT (B, N, D, T)
+ * makes ONNX Attention(q, k, v, attn_mask; scale) (opset 23, 4-D), k being
+ * kT's Transpose with its last two axes swapped back. attn_mask is the mask,
+ * exactly, as (B|1, N|1, S, T): a constant written out (one copy per mask,
+ * found by name), a computed (.., S, T) one unsqueezed; a Where needs a
+ * constant C and a fill <= -1e30 (s + fill rounds to fill; -10000 stays).
+ * Below opset 23 it fires only for targets ort and gwr and only on what
+ * lower_attention takes; so too when a constant mask lowers a whole row
+ * (-inf: NaN unfused, zeros in ONNX Attention; float32's lowest: zeros in
+ * onnxruntime's; -1e9: other weights in gwr's double kernel).
  *
- * lower_attention (targets ort and gwr), at such an Attention:
- *   q, k, v = Transpose(Reshape(x [* c], [0|-1|B, 0|-1|S, N, D]) [* c], [0, 2, 1, 3])   (no c on v)
+ * lower_attention (targets ort and gwr), at that Attention, with
+ *   q, k, v = Transpose(Reshape(x [* c], [0|-1|B, 0|-1|S, N, D]) [* c], [0, 2, 1, 3])  (no c on v)
  *   out     = Reshape(Transpose(Attention(q, k, v, M), [0, 2, 1, 3]), [B, S, N * Dv])
- * becomes com.microsoft MultiHeadAttention(xq, xk, xv, bias, , M; num_heads N,
- * scale); x = Add(MatMul(., W), b) with a constant b gives the MatMul and b
- * (zeros for a missing one); q, k, v as the three outputs of one Split of
- * [Add(]MatMul(x, W)[, b)] (merge_qkv_matmuls' form) become one com.microsoft
- * Attention(x, W, b or zeros, , , M) when W is constant, else a new Split of
- * the MatMul and b whole. Intermediates have one reader and are no network
- * output; q, k, v, mask share one dtype among float, float16, bfloat16; the
- * scale is finite and > 0. */
+ * makes com.microsoft MultiHeadAttention(xq, xk, xv, bias, , M; num_heads, scale);
+ * x = Add(MatMul, b), b constant, gives the MatMul and b (zeros for a missing
+ * one); outputs 0-2 of one Split of [Add(]MatMul(x, W)[, b)] (merge_qkv's
+ * form) give com.microsoft Attention(x, W, b, , , M) for a constant W, else
+ * a new Split of the MatMul and b whole. Both: intermediates have one
+ * reader and are no network output; one dtype among float, float16 and
+ * bfloat16; the scale is finite and > 0. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

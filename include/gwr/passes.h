@@ -155,17 +155,21 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_conv_activation;
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_conv_add_activation;
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_gemm_activation;
 /* ---- attention (fuse_attention.c, merge_qkv.c) ---- */
-/* fuse_attention: the exporters' scaled-dot-product attention (head
- * Reshape/Transpose of q, k, v; q k^T scaled by constants on q, k or the
- * scores; an optional additive mask or Where(C, s, fill <= -1e30) with a
- * constant C; Softmax over the last axis; the product with v; Transpose and
- * Reshape back) becomes com.microsoft MultiHeadAttention(q, k, v, bias, ,
- * attention_bias; num_heads, scale), the mask carried exactly as
- * attention_bias and constant q/k/v biases folded into its bias; q, k, v
- * as a Split of one MatMul(x, W) by a constant W give com.microsoft
- * Attention(x, W, bias, , , attention_bias) instead. The scores may be a
- * com.microsoft FusedMatMul. Root: Reshape. Targets ort and gwr. */
+/* fuse_attention: the exporters' scaled-dot-product core (q k^T scaled by
+ * constants on q, k or the scores, or a com.microsoft FusedMatMul; an
+ * optional additive mask or Where(C, s, fill <= -1e30) with a constant C;
+ * Softmax over the last axis; the product with v) becomes ONNX Attention
+ * (opset 23, 4-D q/k/v, attn_mask the exact additive mask, scale). Below
+ * opset 23 only for targets ort and gwr and only where lower_attention
+ * takes the result. Root: MatMul. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_attention;
+/* lower_attention: that Attention with the head Reshape/Transposes around
+ * it becomes com.microsoft MultiHeadAttention(q, k, v, bias, ,
+ * attention_bias; num_heads, scale), constant q/k/v biases folded into its
+ * bias; q, k, v as a Split of one MatMul(x, W) by a constant W give
+ * com.microsoft Attention(x, W, bias, , , attention_bias). Root: Attention.
+ * Targets ort and gwr. */
+GWR_API extern const gwr_pattern_rewriter gwr_pattern_lower_attention;
 /* merge_qkv_matmuls: MatMuls (each maybe + a constant bias Add) of one
  * input by constant weights of the same dtype and rows become one MatMul
  * by the weights side by side (+ one Add of the biases side by side) and a

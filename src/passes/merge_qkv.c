@@ -17,7 +17,7 @@
  * (x + 0 is x). The concatenated constants are exact copies (each value
  * read as a double and rounded once back to its own dtype). The Split's
  * outputs take the places of the Adds' (or MatMuls') results, so readers
- * and network outputs see the same values. fuse_attention takes the merged
+ * and network outputs see the same values. lower_attention takes the merged
  * form as it takes separate projections. */
 #include <string.h>
 

@@ -101,10 +101,10 @@ static const gwr_pass_info builtins[] = {
      GWR_NUMERICS_EXACT, 0, "drop a Transpose([1, 0]) read only by a Gemm's A or B and flip transA / transB"},
     /* attention (fuse_attention.c, merge_qkv.c): the fusion first, so that it
      * sees the MatMuls before a merge (it also takes the merged Split form) */
-    {"fuse_attention", &gwr_pattern_fuse_attention, 38, GWR_LEVEL_EXTENDED, GWR_TARGET_ORT | GWR_TARGET_GWR,
-     GWR_NUMERICS_APPROX, 1e-4,
-     "turn the exporters' scaled-dot-product attention (head Reshape/Transpose, scale, additive or Where mask, "
-     "Softmax) into com.microsoft MultiHeadAttention, or Attention with its q/k/v MatMul, the mask kept exactly"},
+    {"fuse_attention", &gwr_pattern_fuse_attention, 38, GWR_LEVEL_EXTENDED, GWR_TARGET_ANY, GWR_NUMERICS_APPROX, 1e-4,
+     "turn the exporters' scaled-dot-product attention (scale, additive or Where mask, Softmax) into ONNX Attention "
+     "(opset >= 23; below it only where lower_attention takes it, targets ort and gwr), the mask kept exactly"},
+    {"lower_attention", &gwr_pattern_lower_attention, 37, GWR_LEVEL_EXTENDED, GWR_TARGET_ORT | GWR_TARGET_GWR, GWR_NUMERICS_APPROX, 1e-4, "turn fuse_attention's Attention and the head Reshape/Transposes around it (and q/k/v MatMul + bias) into com.microsoft MultiHeadAttention or Attention, the mask kept exactly"},
     {"merge_qkv_matmuls", &gwr_pattern_merge_qkv_matmuls, 33, GWR_LEVEL_EXTENDED, GWR_TARGET_ANY, GWR_NUMERICS_APPROX,
      1e-5, "turn three or more MatMuls (+ constant bias) of one input by constant weights into one MatMul (+ Add) and a "
      "Split"},

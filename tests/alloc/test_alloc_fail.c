@@ -585,12 +585,12 @@ static gwr_status optimize_run(void *ctx, const char **msg) {
 
 /* ---- attention fusion ------------------------------------------------------------ */
 
-/* fuse_attention and merge_qkv_matmuls through gwr_optimize on the plain-ONNX
+/* fuse_attention, lower_attention and merge_qkv_matmuls through gwr_optimize on the plain-ONNX
  * decoder (its Split form, a computed mask: an Unsqueeze and one
  * Attention), and the same decoder computes the same after. */
 static gwr_status attention_run(void *ctx, const char **msg) {
     gpt_ctx *c = ctx;
-    gwr_optimize_options o = {.only = "merge_qkv_matmuls,fuse_attention", .target = GWR_TARGET_ORT};
+    gwr_optimize_options o = {.only = "merge_qkv_matmuls,fuse_attention,lower_attention", .target = GWR_TARGET_ORT};
     gwr_status s = gwr_optimize(c->net, &o, NULL);
     *msg = gwr_network_errmsg(c->net);
     return s;

@@ -8,6 +8,8 @@ for tests/cli/test_attention_ort.sh: the forms fuse_attention must fuse.
               float32 lowest) with query row 0 seeing no key (uniform weights)
   ninf.onnx   as sep.onnx, 1 block, query row 0 seeing no key with -inf
               (NaN rows before and after)
+  sep23.onnx, where23.onnx, ninf23.onnx  the same at opset 23, where ONNX
+              Attention exists (fuse_attention alone, target onnx)
 """
 import sys
 import numpy as np
@@ -71,7 +73,7 @@ def block(g, x, form, full_row):
     return g.op("Add", [x, linear(g, ctx, H, H)])
 
 
-def model(path, form, blocks, full_row):
+def model(path, form, blocks, full_row, opset=17):
     g = G()
     x = "x"
     for _ in range(blocks):
@@ -79,7 +81,7 @@ def model(path, form, blocks, full_row):
     g.nodes.append(helper.make_node("Identity", [x], ["y"]))
     graph = helper.make_graph(g.nodes, form, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, S, H])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, S, H])], g.inits)
-    m = helper.make_model_gen_version(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m = helper.make_model_gen_version(graph, opset_imports=[helper.make_opsetid("", opset)])
     onnx.checker.check_model(m)
     onnx.save(m, path)
 
@@ -88,3 +90,6 @@ d = sys.argv[1]
 model(d + "/sep.onnx", "sep", 2, False)
 model(d + "/where.onnx", "where", 1, True)
 model(d + "/ninf.onnx", "sep", 1, True)
+model(d + "/sep23.onnx", "sep", 2, False, 23)
+model(d + "/where23.onnx", "where", 1, True, 23)
+model(d + "/ninf23.onnx", "sep", 1, True, 23)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_attention_ort.sh GWR BENCH_EXEC - fuse_attention's output in
+# test_attention_ort.sh GWR BENCH_EXEC - fuse_attention's and lower_attention's output in
 # onnxruntime: small PyTorch-style decoders (make_attention_models.py: an
 # additive -inf mask, a Where mask with float32's lowest, query rows that
 # see no key) and gen-gpt's GPT-12 (one q/k/v MatMul + Split, a computed
@@ -7,7 +7,8 @@
 # hold MultiHeadAttention (or, for one q/k/v MatMul + Split, Attention)
 # layers, pass onnx's full checker, load in onnxruntime (tests/cli/ort_check.py) and give the
 # original's outputs there (NaN rows matching), and optimizing again must
-# change nothing.
+# change nothing; at opset 23 with --target onnx, ONNX Attention layers
+# (fuse_attention alone) must do the same.
 GWR=$1
 BENCH_EXEC=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -60,6 +61,22 @@ for n in m.graph.node:
 onnx.save(m, sys.argv[2])
 PYEOF
 expect 1 "a fused model without its mask differs in onnxruntime" -- "$PY" tests/cli/ort_check.py same "$tmp/sep.onnx" "$tmp/in_sep" 1e-4 "$tmp/nomask.onnx"
+
+# opset 23, target onnx: fuse_attention alone, ONNX Attention kept (onnx's
+# checker, onnxruntime gives the original's outputs); a mask hiding a whole
+# query row (float32's lowest: onnxruntime's Attention gives zeros there,
+# the model uniform weights; -inf: NaN) keeps the model unfused
+for m in sep23:2 where23:0 ninf23:0; do
+    n=${m#*:}; m=${m%:*}
+    expect 0 "$m: optimize --target onnx" -- "$GWR" optimize "$tmp/$m.onnx" -o "$tmp/${m}_onnx.onnx" --target onnx --verify
+    got=$($PY -c "import onnx,sys; m=onnx.load(sys.argv[1]); print(sum(n.op_type == 'Attention' and n.domain == '' for n in m.graph.node))" "$tmp/${m}_onnx.onnx")
+    if [ "$got" = "$n" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $m: $got ONNX Attention, expected $n"; fi
+    expect 0 "$m: run" -- "$GWR" run "$tmp/$m.onnx" --random 5 -o "$tmp/in_$m"
+    expect 0 "$m: onnxruntime gives the original's outputs" -- "$PY" tests/cli/ort_check.py same "$tmp/$m.onnx" "$tmp/in_$m" 1e-4 "$tmp/${m}_onnx.onnx"
+done
+# and lowered for target ort at opset 23
+check sep23 2
+check where23 1
 
 if [ -x "$BENCH_EXEC" ]; then
     ok "gen-gpt" -- "$BENCH_EXEC" gen-gpt "$tmp/gpt12.onnx"

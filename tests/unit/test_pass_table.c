@@ -85,6 +85,18 @@ static gwr_network *gpt(int use_plugin) {
 }
 static gwr_network *gpt_plugin(void) { return gpt(1); }
 static gwr_network *gpt_onnx(void) { return gpt(0); }
+/* the plain decoder at opset 23 (ONNX Attention), and after fuse_attention there */
+static gwr_network *gpt_onnx23(void) {
+    gwr_network *net = gpt(0);
+    if (net) gwr_network_set_opset(net, "", 23);
+    return net;
+}
+static gwr_network *gpt_sdpa(void) {
+    gwr_network *net = gpt_onnx23();
+    gwr_optimize_options o = {.only = "fuse_attention", .target = GWR_TARGET_ONNX};
+    if (net && gwr_optimize(net, &o, NULL)) gwr_network_free(net), net = NULL;
+    return net;
+}
 
 static gwr_tensor *op(gwr_network *net, const char *name, int nin, gwr_tensor *const *in) {
     gwr_tensor *out = NULL;
@@ -657,7 +669,8 @@ static const pass_cases cases[] = {
     {"merge_slices_into_split", two_slices_fires, two_slices_idle, 1, 0},
     {"push_transpose_through_elementwise", push_transpose_fires, push_transpose_idle, 1, 0},
     /* attention (test_attention.c has the forms) */
-    {"fuse_attention", gpt_onnx, gpt_plugin, 1, 0},
+    {"fuse_attention", gpt_onnx23, gpt_plugin, 1, 0},
+    {"lower_attention", gpt_sdpa, gpt_onnx, 1, 0},
     {"merge_qkv_matmuls", qkv_fires, qkv_idle, 1, 0},
     {"fuse_elementwise_chain", ew_chain_fires, ew_chain_idle, 1, 0},
     {"fuse_matmul_integer_to_float", qmm_fires, qmm_idle, 1, 0},

@@ -62,16 +62,17 @@ static int id_commutative(gwr_op_id id) {
     return info && (info->flags & GWR_OPF_COMMUTATIVE);
 }
 
-/* The node's op for messages: "Mul", "Relu|Sigmoid|..." or "any op". */
-static const char *node_op(const gwr_match_node *n, char *buf, size_t size) {
-    if (n->ops && n->ops[0]) {
-        snprintf(buf, size, "%s%s", n->ops[0], n->ops[1] ? "|..." : "");
-        return buf;
-    }
+/* The node's op for messages: "Mul", "Relu" then "|..." (op_more) for an
+ * ops list, or "any op". */
+static const char *node_op(const gwr_match_node *n) {
+    if (!n) return "?";
+    if (n->ops && n->ops[0]) return n->ops[0];
     if (n->op) return n->op;
     const gwr_op_info *info = gwr_op_info_get(n->op_id);
     return info ? info->name : "any op";
 }
+
+static const char *op_more(const gwr_match_node *n) { return n && n->ops && n->ops[0] && n->ops[1] ? "|..." : ""; }
 
 /* Is node n a choice point: two operand references, one of its ops commutative? */
 static int may_swap(const gwr_match_node *n) {
@@ -90,15 +91,18 @@ typedef struct plan {
     signed char swap_digit[GWR_MATCH_MAX_NODES];                         /* -1: no choice */
     signed char alt_digit[GWR_MATCH_MAX_NODES][GWR_MATCH_MAX_INPUTS];    /* -1: no choice */
     long combos;
+    int attr_slots;        /* the table captures attributes */
 } plan;
 
 /* 0, or -1 when the table has more than GWR_MATCH_MAX_COMBOS combinations. */
 static int make_plan(const gwr_match_pattern *p, plan *pl) {
     memset(pl, -1, sizeof *pl);
-    pl->n = 0, pl->combos = 1;
+    pl->n = 0, pl->combos = 1, pl->attr_slots = 0;
     for (int i = 0; i < p->nnodes; i++) {
         const gwr_match_node *n = &p->nodes[i];
         int nr = nrefs(n);
+        for (int k = 0; k < GWR_MATCH_MAX_ATTRS && n->attrs[k].kind != GWR_MATTR_NONE; k++)
+            pl->attr_slots |= n->attrs[k].kind == GWR_MATTR_CAPTURE;
         for (int k = -1; k < nr; k++) {
             int radix = k < 0 ? (may_swap(n) ? 2 : 1) : n->in[k].kind == GWR_MREF_EITHER ? n->in[k].nalt : 1;
             if (radix < 2) continue;
@@ -212,7 +216,8 @@ static gwr_status check_node(const gwr_match_pattern *p, int i) {
     return check_attrs(p, i);
 }
 
-gwr_status gwr_match_check(const gwr_match_pattern *p) {
+/* gwr_match_check, filling *pl with the table's choice points. */
+static gwr_status check_table(const gwr_match_pattern *p, plan *pl) {
     if (!p) return BAD("gwr_match_check: NULL pattern");
     const char *nm = p->name ? p->name : "?";
     if (!p->nodes || p->nnodes < 1 || p->nnodes > GWR_MATCH_MAX_NODES)
@@ -232,9 +237,13 @@ gwr_status gwr_match_check(const gwr_match_pattern *p) {
         }
         if (!reached[i]) return BAD("match pattern '%s': node %d is not reachable from the root (node %d)", nm, i, p->nnodes - 1);
     }
-    plan pl;
-    if (make_plan(p, &pl)) return BAD("match pattern '%s': more than %d choice combinations (commutative swaps times alternatives)", nm, GWR_MATCH_MAX_COMBOS);
+    if (make_plan(p, pl)) return BAD("match pattern '%s': more than %d choice combinations (commutative swaps times alternatives)", nm, GWR_MATCH_MAX_COMBOS);
     return GWR_OK;
+}
+
+gwr_status gwr_match_check(const gwr_match_pattern *p) {
+    plan pl;
+    return check_table(p, &pl);
 }
 
 /* ---- one attempt -------------------------------------------------------------- */
@@ -468,10 +477,10 @@ static int dims_equal(const gwr_match *m, const gwr_mdims *q) {
 static int run_attempt(attempt *a, gwr_layer *root) {
     gwr_match *m = a->m;
     const gwr_match_pattern *p = a->p;
-    memset(m->layers, 0, sizeof m->layers);
+    memset(m->layers, 0, (size_t)p->nnodes * sizeof *m->layers);
     memset(m->captures, 0, sizeof m->captures);
-    memset(m->attrs, 0, sizeof m->attrs);
-    memset(m->nrest, 0, sizeof m->nrest);
+    if (a->pl->attr_slots) memset(m->attrs, 0, sizeof m->attrs);
+    memset(m->nrest, 0, (size_t)p->nnodes * sizeof *m->nrest);
     a->progress = 0;
     if (!bind_node(a, p->nnodes - 1, root)) return 0;
     a->progress += GWR_MATCH_MAX_NODES * (GWR_MATCH_MAX_INPUTS + 1);  /* past any structural failure */
@@ -495,20 +504,21 @@ int gwr_match_layer(const gwr_match_pattern *p, gwr_layer *l, gwr_match *m) {
     if (!m || !l) return -(int)gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_match_layer: NULL %s", m ? "layer" : "match");
     memset(m, 0, sizeof *m);
     m->why_node = m->why_input = -1;
-    gwr_status s = gwr_match_check(p);
+    plan pl;
+    gwr_status s = check_table(p, &pl);
     if (s) return -(int)s;
     m->pattern = p;
     m->nlayers = p->nnodes;
-    plan pl;
-    make_plan(p, &pl);
     int digit[MAX_CHOICES] = {0};
     /* Keep the reason of the attempt that got furthest. */
-    gwr_match best = *m;
-    int best_progress = -1;
+    const char *why = NULL;
+    int why_node = -1, why_input = -1, best_progress = -1;
+    const gwr_tensor *why_tensor = NULL;
     for (;;) {
         attempt a = {p, m, &pl, digit, 0, 0};
         if (run_attempt(&a, l)) return 1;
-        if (a.progress > best_progress) best = *m, best_progress = a.progress;
+        if (a.progress > best_progress)
+            best_progress = a.progress, why = m->why, why_node = m->why_node, why_input = m->why_input, why_tensor = m->why_tensor;
         /* The next combination that changes a choice this attempt read:
          * the ones differing only below its lowest such digit fail alike. */
         int d = 0;
@@ -517,21 +527,20 @@ int gwr_match_layer(const gwr_match_pattern *p, gwr_layer *l, gwr_match *m) {
         while (d < pl.n && ++digit[d] == pl.radix[d]) digit[d++] = 0;
         if (d >= pl.n) break;
     }
-    *m = best;
+    m->why = why, m->why_node = why_node, m->why_input = why_input, m->why_tensor = why_tensor;
     memset(m->layers, 0, sizeof m->layers);
     memset(m->captures, 0, sizeof m->captures);
     memset(m->attrs, 0, sizeof m->attrs);
+    memset(m->nrest, 0, sizeof m->nrest);
     return 0;
 }
 
 int gwr_match_why(const gwr_match *m, char *buf, size_t size) {
     if (!m || !m->why) return snprintf(buf, size, "%s", m ? "matched" : "(no match)");
-    char ob[64];
     const gwr_match_node *n = m->pattern && m->why_node >= 0 ? &m->pattern->nodes[m->why_node] : NULL;
-    const char *op = n ? node_op(n, ob, sizeof ob) : "?";
     char in[32] = "";
     if (m->why_input >= 0) snprintf(in, sizeof in, " input %d", m->why_input);
-    return snprintf(buf, size, "node %d (%s)%s%s%s%s: %s", m->why_node, op, in, m->why_tensor ? " '" : "",
+    return snprintf(buf, size, "node %d (%s%s)%s%s%s%s: %s", m->why_node, node_op(n), op_more(n), in, m->why_tensor ? " '" : "",
                     m->why_tensor ? gwr_tensor_name(m->why_tensor) : "", m->why_tensor ? "'" : "", m->why);
 }
 
@@ -549,35 +558,52 @@ int64_t gwr_match_opset(const gwr_layer *l) {
     return v < 0 ? -1 : v;
 }
 
-int gwr_match_gate(const gwr_match_pattern *p, gwr_rewrite_ctx *c, const gwr_layer *l, char *why, size_t size) {
+/* The root's gate for l: 0 passes, 1 the target is not one of the
+ * pattern's, 2 the opset is too old (*target, *opset say which). */
+static int gate(const gwr_match_pattern *p, gwr_rewrite_ctx *c, const gwr_layer *l, int64_t *target, int64_t *opset) {
     const gwr_match_node *r = p && p->nodes && p->nnodes > 0 ? &p->nodes[p->nnodes - 1] : NULL;
-    if (!r || (!r->targets && !r->min_opset)) return 1;
-    int64_t target = gwr_match_target(c);
-    if (r->targets && !(target & r->targets)) {
-        snprintf(why, size, "target %lld is not one of the pattern's targets (mask %lld)", (long long)target, (long long)r->targets);
-        return 0;
+    if (!r || (!r->targets && !r->min_opset)) return 0;
+    *target = gwr_match_target(c);
+    if (r->targets && !(*target & r->targets)) return 1;
+    if (r->min_opset && (!r->opset_targets || (*target & r->opset_targets))) {
+        *opset = gwr_match_opset(l);
+        if (*opset >= 0 && *opset < r->min_opset) return 2;
     }
-    if (r->min_opset && (!r->opset_targets || (target & r->opset_targets))) {
-        int64_t v = gwr_match_opset(l);
-        if (v >= 0 && v < r->min_opset) {
-            snprintf(why, size, "needs default-domain opset %lld (the network imports %lld) for target %lld", (long long)r->min_opset,
-                     (long long)v, (long long)target);
-            return 0;
-        }
-    }
-    return 1;
+    return 0;
 }
 
+#define GATE_TARGET "target %lld is not one of the pattern's targets (mask %lld)"
+#define GATE_OPSET "needs default-domain opset %lld (the network imports %lld) for target %lld"
+
+int gwr_match_gate(const gwr_match_pattern *p, gwr_rewrite_ctx *c, const gwr_layer *l, char *why, size_t size) {
+    int64_t target = 0, opset = 0;
+    int g = gate(p, c, l, &target, &opset);
+    const gwr_match_node *r = g ? &p->nodes[p->nnodes - 1] : NULL;
+    if (g == 1) snprintf(why, size, GATE_TARGET, (long long)target, (long long)r->targets);
+    if (g == 2) snprintf(why, size, GATE_OPSET, (long long)r->min_opset, (long long)opset, (long long)target);
+    return !g;
+}
+
+/* The reason goes to gwr_rewrite_no_match as arguments: it formats only
+ * when someone asks (a trace, --explain, a listener). */
 int gwr_match_drive(gwr_rewrite_ctx *c, gwr_layer *l) {
     const gwr_match_pattern *p = gwr_rewrite_ctx_user(c);
-    char why[256];
-    if (!gwr_match_gate(p, c, l, why, sizeof why)) return gwr_rewrite_no_match(c, "%s", why);
+    int64_t target = 0, opset = 0;
+    int g = gate(p, c, l, &target, &opset);
+    const gwr_match_node *root = p && p->nodes && p->nnodes > 0 ? &p->nodes[p->nnodes - 1] : NULL;
+    if (g == 1) return gwr_rewrite_no_match(c, GATE_TARGET, (long long)target, (long long)root->targets);
+    if (g == 2) return gwr_rewrite_no_match(c, GATE_OPSET, (long long)root->min_opset, (long long)opset, (long long)target);
     gwr_match m;
     int r = gwr_match_layer(p, l, &m);
     if (r < 0) return gwr_rewrite_fail(c, (gwr_status)-r, "%s", gwr_last_errmsg());
     if (!r) {
-        gwr_match_why(&m, why, sizeof why);
-        return gwr_rewrite_no_match(c, "%s", why);
+        const gwr_match_node *n = m.why_node >= 0 ? &p->nodes[m.why_node] : NULL;
+        const char *tn = m.why_tensor ? gwr_tensor_name(m.why_tensor) : NULL;
+        if (m.why_input >= 0)
+            return gwr_rewrite_no_match(c, "node %d (%s%s) input %d%s%s%s: %s", m.why_node, node_op(n), op_more(n), m.why_input,
+                                        tn ? " '" : "", tn ? tn : "", tn ? "'" : "", m.why);
+        return gwr_rewrite_no_match(c, "node %d (%s%s)%s%s%s: %s", m.why_node, node_op(n), op_more(n), tn ? " '" : "", tn ? tn : "",
+                                    tn ? "'" : "", m.why);
     }
     if (!p->rewrite) return gwr_rewrite_fail(c, GWR_ERR_INVALID_ARG, "match pattern '%s': no rewrite callback", p->name ? p->name : "?");
     return p->rewrite(c, &m);

@@ -105,7 +105,7 @@ typedef struct gwr_mref {
 /* ---- v2 references ----------------------------------------------------------
  *
  * SPLAT with a tolerance: a constant of any shape (it broadcasts) whose
- * every element is within tol of v. GELU's 1/sqrt(2) written with 8 digits:
+ * every element is within tol of v. GELU's sqrt(2) written with 8 digits:
  *   GWR_M_SPLAT_TOL(C, 1.4142135, 1e-4)
  *
  * Constraints on a captured tensor (any reference kind; designators):

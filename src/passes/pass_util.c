@@ -18,25 +18,6 @@ gwr_tensor *gwr_ps_const_new(gwr_network *net, gwr_dtype dt, int rank, const int
     return t;
 }
 
-gwr_layer *gwr_ps_sole_reader(const gwr_tensor *t) {
-    if (!t || gwr_tensor_output_index(t) >= 0) return NULL;
-    gwr_layer *r = NULL;
-    for (int64_t i = 0; i < gwr_tensor_num_users(t); i++) {
-        gwr_layer *u = gwr_tensor_user(t, i, NULL);
-        if (gwr_layer_is_removed(u)) continue;
-        if (r) return NULL;
-        r = u;
-    }
-    return r;
-}
-
-int64_t gwr_ps_target(gwr_rewrite_ctx *c) {
-    const gwr_args *a = gwr_rewrite_ctx_args(c);
-    int64_t t = GWR_TARGET_ONNX;
-    if (!a || gwr_args_get_int(a, "target", &t)) t = GWR_TARGET_ONNX;
-    return t;
-}
-
 int gwr_ps_transpose_perm(const gwr_layer *l, int r, int64_t *p) {
     const int64_t *v;
     int64_t n;
@@ -96,4 +77,15 @@ const char *gwr_ps_weight_layout(int kind, const gwr_layer *p, const gwr_match_c
         lo->nch = d[1];
         return NULL;
     }
+}
+
+int gwr_ps_reduces_last_axis(const gwr_layer *l, const gwr_tensor *axes_in, int r) {
+    const int64_t *ax;
+    int64_t n = 0;
+    double v;
+    int has_attr = gwr_layer_find_attr(l, "axes") >= 0;
+    if (has_attr == (axes_in != NULL)) return 0; /* none (all axes), or both */
+    if (has_attr) return !gwr_layer_get_ints(l, "axes", &ax, &n) && n == 1 && (ax[0] == -1 || ax[0] == r - 1);
+    gwr_dtype t = gwr_tensor_dtype(axes_in);
+    return (t == GWR_INT64 || t == GWR_INT32) && gwr_match_const_scalar(axes_in, &v) && (v == -1 || v == r - 1);
 }

@@ -205,12 +205,18 @@ static int fits(bctx *b, const gwr_tensor *old, const gwr_tensor *nu) {
     return 1;
 }
 
+char *rl_why_buf(void) {
+    static _Thread_local char why[RL_WHY_SIZE];
+    return why;
+}
+
 int rl_rewrite(gwr_rewrite_ctx *c, const gwr_match *m) {
     const gwr_rl_table *t = m->pattern->user;
     gwr_rl_rule *rule = t->rule;
     gwr_layer *root = m->layers[m->nlayers - 1];
-    bctx b = {.env = {.t = t, .m = m, .why = rule->why, .why_size = sizeof rule->why}, .net = gwr_layer_network(root)};
-    rule->why[0] = 0;
+    char *why = rl_why_buf();
+    bctx b = {.env = {.t = t, .m = m, .why = why, .why_size = RL_WHY_SIZE}, .net = gwr_layer_network(root)};
+    why[0] = 0;
     int nout = gwr_layer_num_outputs(root);
     gwr_tensor *outs[GWR_MATCH_MAX_NODES * 4] = {0};
     if (nout > (int)(sizeof outs / sizeof outs[0])) return gwr_rewrite_no_match(c, "too many outputs");
@@ -231,5 +237,5 @@ int rl_rewrite(gwr_rewrite_ctx *c, const gwr_match *m) {
     if (r > 0) return 1;
     for (int i = b.ncreated - 1; i >= 0; i--) gwr_layer_mark_as_removed(b.created[i]);
     if (r < 0) return gwr_rewrite_fail(c, GWR_ERR_NOMEM, "rule '%s': out of memory", rule->name);
-    return gwr_rewrite_no_match(c, "%s", rule->why[0] ? rule->why : "the replacement cannot be built");
+    return gwr_rewrite_no_match(c, "%s", why[0] ? why : "the replacement cannot be built");
 }

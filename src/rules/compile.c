@@ -230,8 +230,10 @@ static gwr_status comp_node(cctx *c, const rl_expr *x, int *idx) {
         if (!ops) return rl_fail(c->e, x->line, x->col, "out of memory");
         memcpy(ops, x->ops, (size_t)x->nops * sizeof *ops);
         n->ops = ops;
-    } else {
+    } else { /* the op id too: the matcher's faster test */
         n->op = name;
+        const gwr_op_info *info = op_info(name);
+        if (info) n->op_id = info->id;
     }
     memcpy(n->in, in, (size_t)x->na * sizeof *in);
     t->node_expr[i] = x;

@@ -137,6 +137,12 @@ double gwr_rules_tolerance(const gwr_rules *r, int i) {
     return x ? x->tol : 0;
 }
 
+const char *gwr_rl_phase(const gwr_rules *r, int i) {
+    static const char *const names[] = {NULL, "cleanup", "fold", "fuse", "lower"};
+    const gwr_rl_rule *x = rule_at(r, i);
+    return x ? names[x->phase] : NULL;
+}
+
 /* ---- running ------------------------------------------------------------------------------ */
 
 /* The first replacement op the model's opset lacks, or NULL. */

@@ -11,6 +11,10 @@
  * stores it. NULL on error (gwr_last_errmsg). */
 gwr_tensor *gwr_rl_const_new(gwr_network *net, gwr_dtype dt, int rank, const int64_t *dims, const double *v, double fill);
 
+/* The phase of rule i's header: "cleanup", "fold", "fuse", "lower", or NULL
+ * when it names none (for the pass table's phases). */
+const char *gwr_rl_phase(const gwr_rules *r, int i);
+
 /* Runs every rule of r rooted on l's op, higher benefit first (file order
  * among equals), until one rewrites: a match_and_rewrite for a pass made
  * of a whole rule file (src/passes/rules_pass.c). */

@@ -9,6 +9,7 @@
 #include "check.h"
 #include "gwr/gwr.h"
 #include "passes/rules_pass.h"
+#include "rules/rules_api.h"
 #include "rules_util.h"
 
 static gwr_tensor *op1(gwr_network *net, const char *name, gwr_tensor *x) {
@@ -74,6 +75,7 @@ TEST(cleanup_in_the_table) {
     const gwr_rules *r = gwr_ps_rules_file_get("cleanup.rules");
     if (!CHECK(r != NULL)) return;
     CHECK(gwr_rules_count(r) >= 6);
+    CHECK_STR(gwr_rl_phase(r, 0), "cleanup");
     for (int i = 0; i < gwr_rules_count(r); i++) {
         gwr_pattern_rewriter rw;
         CHECK_OK(gwr_rules_rewriter(r, i, &rw));

@@ -1,0 +1,243 @@
+/* test_rules_instance.c - random instances of match tables (src/rules/instance.c),
+ * on hand-written tables like those of src/passes: every instance verifies,
+ * its root matches, its shapes fit the ops, the same seed draws the same
+ * network, and an instance runs on the executor (HardSwish's instance
+ * against the ONNX formula x * clip(x + 3, 0, 6) / 6). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "gwr/gwr.h"
+#include "rules/instance.h"
+
+/* the HardSwish table of src/passes/activation.c, copied */
+enum { X, K3, LO, HI, K6, W, B, S1, S2, NCAP };
+static const gwr_match_node hs_div[] = {
+    GWR_M_OP("Add", GWR_M_CAP(X), GWR_M_SPLAT(K3, 3.0)),
+    GWR_M_OP("Clip", GWR_M_NODE(0), GWR_M_SPLAT(LO, 0.0), GWR_M_SPLAT(HI, 6.0)),
+    GWR_M_OP("Mul", GWR_M_CAP(X), GWR_M_NODE(1)),
+    GWR_M_OP("Div", GWR_M_NODE(2), GWR_M_SPLAT(K6, 6.0)),
+};
+static const gwr_match_pattern hswish = {"hard_swish.div", GWR_M_NODES(hs_div), NULL, NULL};
+
+static const gwr_match_node matmul_add[] = {
+    GWR_M_OP("MatMul", GWR_M_CAP(X), GWR_M_CONST(W)),
+    GWR_M_OP("Add", GWR_M_NODE(0), GWR_M_CONST(B)),
+};
+static const gwr_match_pattern gemm = {"matmul_add", GWR_M_NODES(matmul_add), NULL, NULL};
+
+static const gwr_match_node conv_bn[] = {
+    {.op = "Conv", .in = {GWR_M_CAP(X), GWR_M_CONST(W), GWR_M_OPT_CONST(B)}},
+    GWR_M_OP("BatchNormalization", GWR_M_NODE(0), GWR_M_CONST(K3), GWR_M_CONST(LO), GWR_M_CONST(HI), GWR_M_CONST(K6)),
+};
+static const gwr_match_pattern convbn = {"conv_bn", GWR_M_NODES(conv_bn), NULL, NULL};
+
+static const int64_t perm021[] = {0, 2, 1};
+static const gwr_match_node transposes[] = {
+    {.op = "Transpose", .in = {GWR_M_CAP(X)}, .attrs = {GWR_MA_INTS("perm", perm021)}},
+    {.op = "Transpose", .in = {GWR_M_NODE(0)}, .attrs = {GWR_MA_INTS("perm", perm021)}},
+};
+static const gwr_match_pattern transp = {"transposes", GWR_M_NODES(transposes), NULL, NULL};
+
+static const gwr_match_node reshapes[] = {
+    GWR_M_OP("Reshape", GWR_M_CAP(X), GWR_M_CONST(S1)),
+    GWR_M_OP("Reshape", GWR_M_NODE(0), GWR_M_CONST(S2)),
+};
+static const gwr_match_pattern reshape2 = {"reshapes", GWR_M_NODES(reshapes), NULL, NULL};
+
+static const gwr_match_node split_relu[] = {
+    GWR_M_OP("Split", GWR_M_CAP(X)),
+    GWR_M_OP("Relu", GWR_M_NODE_OUT(0, 1)),
+};
+static const gwr_match_pattern splitrelu = {"split_relu", GWR_M_NODES(split_relu), NULL, NULL};
+
+static int never(const gwr_match *m, int node, void *user) {
+    (void)m, (void)node, (void)user;
+    return 0;
+}
+static const gwr_match_node refused[] = {{.op = "Relu", .in = {GWR_M_CAP(X)}, .pred = never}};
+static const gwr_match_pattern never_p = {"never", GWR_M_NODES(refused), NULL, NULL};
+
+static int64_t dim(const gwr_tensor *t, int i) { return gwr_tensor_dim(t, i); }
+
+static gwr_tensor *cap(const gwr_rules_instance *in, int slot) { return in->match.captures[slot]; }
+
+TEST(hard_swish_instances_match_and_compute_hard_swish) {
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        gwr_rules_instance in;
+        if (!CHECK_EQ_INT(gwr_rules_instance_new(&hswish, seed, NULL, &in), GWR_OK)) {
+            fprintf(stderr, "  %s\n", gwr_last_errmsg());
+            return;
+        }
+        CHECK_EQ_INT(gwr_network_verify(in.net), GWR_OK);
+        CHECK_STR(gwr_layer_op(in.root), "Div");
+        CHECK_EQ_INT(gwr_network_num_inputs(in.net), 1);
+        CHECK_EQ_INT(gwr_network_num_outputs(in.net), 1);
+        CHECK(gwr_tensor_is_input(cap(&in, X)));
+        /* run it: the ONNX formula of HardSwish on the same input */
+        gwr_session *s = gwr_session_new_raw(in.net, NULL);
+        if (!CHECK(s != NULL)) return;
+        gwr_tensor *x = gwr_network_input(in.net, 0);
+        int64_t dims[GWR_MAX_RANK];
+        for (int i = 0; i < gwr_tensor_rank(x); i++) dims[i] = dim(x, i);
+        uint64_t st = seed * 77 + 1;
+        gwr_value *xv = gwr_value_random(GWR_FLOAT32, gwr_tensor_rank(x), dims, &st), *yv = NULL;
+        const float *xd = gwr_value_data(xv);
+        for (int64_t i = 0; i < gwr_value_numel(xv); i++) ((float *)gwr_value_data(xv))[i] = xd[i] * 5.0f;
+        const char *nm = gwr_tensor_name(x);
+        if (CHECK_EQ_INT(gwr_session_run(s, 1, &nm, &xv, 1, NULL, &yv), GWR_OK)) {
+            CHECK_EQ_INT(gwr_value_numel(yv), gwr_value_numel(xv));
+            double worst = 0;
+            for (int64_t i = 0; i < gwr_value_numel(xv); i++) {
+                double v = xd[i], want = v * fmin(fmax(v + 3.0, 0.0), 6.0) / 6.0;
+                worst = fmax(worst, fabs(want - ((const float *)gwr_value_cdata(yv))[i]));
+            }
+            CHECK(worst < 1e-5);
+        }
+        gwr_value_release(xv);
+        gwr_value_release(yv);
+        gwr_session_free(s);
+        gwr_rules_instance_free(&in);
+    }
+}
+
+TEST(matmul_right_side_takes_the_left_last_dim) {
+    int strategies = 0;
+    for (uint64_t seed = 0; seed < 10; seed++) {
+        gwr_rules_instance in;
+        if (!CHECK_EQ_INT(gwr_rules_instance_new(&gemm, seed, NULL, &in), GWR_OK)) return;
+        gwr_tensor *x = cap(&in, X), *w = cap(&in, W), *b = cap(&in, B);
+        CHECK(gwr_tensor_is_input(x));
+        CHECK(!gwr_tensor_is_input(w) && !gwr_tensor_is_input(b));
+        CHECK_EQ_INT(gwr_tensor_rank(w), 2);
+        CHECK_EQ_INT(dim(w, 0), dim(x, -1));
+        CHECK_EQ_INT(gwr_network_verify(in.net), GWR_OK);
+        strategies |= 1 << in.strategy;
+        gwr_rules_instance_free(&in);
+    }
+    CHECK(strategies != 0);
+}
+
+TEST(conv_batchnorm_parameters_per_channel) {
+    for (uint64_t seed = 0; seed < 8; seed++) {
+        gwr_rules_instance in;
+        if (!CHECK_EQ_INT(gwr_rules_instance_new(&convbn, seed, NULL, &in), GWR_OK)) {
+            fprintf(stderr, "  %s\n", gwr_last_errmsg());
+            return;
+        }
+        gwr_tensor *x = cap(&in, X), *w = cap(&in, W), *var = cap(&in, K6);
+        CHECK_EQ_INT(gwr_tensor_rank(x), 4);
+        CHECK_EQ_INT(gwr_tensor_rank(w), 4);
+        CHECK_EQ_INT(dim(w, 1), dim(x, 1));
+        CHECK_EQ_INT(gwr_tensor_rank(var), 1);
+        CHECK_EQ_INT(dim(var, 0), dim(w, 0));
+        /* the variance is positive */
+        double v[64];
+        int64_t n = 0;
+        if (CHECK_EQ_INT(gwr_match_const_f64(var, v, 64, &n, NULL, NULL), GWR_OK))
+            for (int64_t i = 0; i < n; i++) CHECK(v[i] > 0);
+        gwr_rules_instance_free(&in);
+    }
+}
+
+TEST(attributes_and_int_inputs) {
+    gwr_rules_instance in;
+    if (CHECK_EQ_INT(gwr_rules_instance_new(&transp, 3, NULL, &in), GWR_OK)) {
+        CHECK_EQ_INT(gwr_tensor_rank(cap(&in, X)), 3);
+        const int64_t *p;
+        int64_t n;
+        CHECK_EQ_INT(gwr_layer_get_ints(in.root, "perm", &p, &n), GWR_OK);
+        CHECK_EQ_INT(n, 3);
+        gwr_rules_instance_free(&in);
+    } else fprintf(stderr, "  %s\n", gwr_last_errmsg());
+    for (uint64_t seed = 0; seed < 6; seed++) {
+        if (!CHECK_EQ_INT(gwr_rules_instance_new(&reshape2, seed, NULL, &in), GWR_OK)) {
+            fprintf(stderr, "  %s\n", gwr_last_errmsg());
+            return;
+        }
+        CHECK_EQ_INT(gwr_tensor_dtype(cap(&in, S1)), GWR_INT64);
+        CHECK(gwr_tensor_rank(gwr_layer_output(in.root, 0)) >= 1);
+        gwr_rules_instance_free(&in);
+    }
+}
+
+TEST(multi_output_node) {
+    gwr_rules_instance in;
+    if (!CHECK_EQ_INT(gwr_rules_instance_new(&splitrelu, 5, NULL, &in), GWR_OK)) {
+        fprintf(stderr, "  %s\n", gwr_last_errmsg());
+        return;
+    }
+    gwr_layer *split = in.match.layers[0];
+    CHECK(gwr_layer_num_outputs(split) >= 2);
+    CHECK(gwr_layer_input(in.root, 0) == gwr_layer_output(split, 1));
+    gwr_rules_instance_free(&in);
+}
+
+TEST(same_seed_same_network) {
+    gwr_rules_instance a, b, c;
+    if (!CHECK_EQ_INT(gwr_rules_instance_new(&convbn, 42, NULL, &a), GWR_OK)) return;
+    if (!CHECK_EQ_INT(gwr_rules_instance_new(&convbn, 42, NULL, &b), GWR_OK)) return;
+    if (!CHECK_EQ_INT(gwr_rules_instance_new(&convbn, 43, NULL, &c), GWR_OK)) return;
+    char why[256];
+    CHECK(gwr_network_equal(a.net, b.net, why, sizeof why));
+    CHECK(!gwr_network_equal(a.net, c.net, why, sizeof why));
+    gwr_rules_instance_free(&a);
+    gwr_rules_instance_free(&b);
+    gwr_rules_instance_free(&c);
+}
+
+TEST(splat_perturbed_within_tolerance) {
+    gwr_rules_instance_options o = {.perturb = 1};
+    int moved = 0;
+    for (uint64_t seed = 0; seed < 6; seed++) {
+        gwr_rules_instance in;
+        if (!CHECK_EQ_INT(gwr_rules_instance_new(&hswish, seed, &o, &in), GWR_OK)) return;
+        double v;
+        if (CHECK(gwr_match_const_scalar(cap(&in, K6), &v) || gwr_match_const_is_splat(cap(&in, K6), 6.0, 6e-6))) {
+            CHECK(gwr_match_const_is_splat(cap(&in, K6), 6.0, 6e-6));
+            moved += !gwr_match_const_is_splat(cap(&in, K6), 6.0, 0.0);
+        }
+        gwr_rules_instance_free(&in);
+    }
+    CHECK(moved > 0);
+}
+
+TEST(no_instance_says_why) {
+    gwr_rules_instance in;
+    gwr_rules_instance_options o = {.max_tries = 7};
+    CHECK_EQ_INT(gwr_rules_instance_new(&never_p, 1, &o, &in), GWR_ERR_NOT_FOUND);
+    CHECK_CONTAINS(gwr_last_errmsg(), "no instance in 7 draws");
+    CHECK_CONTAINS(gwr_last_errmsg(), "predicate");
+    CHECK(in.net == NULL);
+    static const gwr_match_node bad[] = {GWR_M_OP("Relu", GWR_M_NODE(0))};
+    static const gwr_match_pattern badp = {"bad", GWR_M_NODES(bad), NULL, NULL};
+    CHECK_EQ_INT(gwr_rules_instance_new(&badp, 1, NULL, &in), GWR_ERR_INVALID_ARG);
+}
+
+TEST(print_lists_layers_with_types) {
+    gwr_rules_instance in;
+    if (!CHECK_EQ_INT(gwr_rules_instance_new(&gemm, 9, NULL, &in), GWR_OK)) return;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    gwr_rules_instance_print(in.net, f, "  ");
+    fclose(f);
+    CHECK_CONTAINS(buf, "  input x0: float32[");
+    CHECK_CONTAINS(buf, " = MatMul(x0: float32[");
+    CHECK_CONTAINS(buf, " = Add(");
+    free(buf);
+    gwr_rules_instance_free(&in);
+}
+
+int main(void) {
+    RUN(hard_swish_instances_match_and_compute_hard_swish);
+    RUN(matmul_right_side_takes_the_left_last_dim);
+    RUN(conv_batchnorm_parameters_per_channel);
+    RUN(attributes_and_int_inputs);
+    RUN(multi_output_node);
+    RUN(same_seed_same_network);
+    RUN(splat_perturbed_within_tolerance);
+    RUN(no_instance_says_why);
+    RUN(print_lists_layers_with_types);
+    return check_report();
+}

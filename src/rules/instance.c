@@ -426,6 +426,10 @@ static int draw_once(draw *w, gwr_rules_instance *out) {
         for (int k = 0; k < nr; k++) {
             const gwr_mref *r = &n->in[k];
             if (in[k] || skip[k]) continue;
+            if (r->idx >= 0 && w->caps[r->idx]) { /* bound by an earlier operand of this node */
+                in[k] = w->caps[r->idx];
+                continue;
+            }
             operand od;
             make_operand(w, n, op, k, r, in, nr, &od);
             if (!(in[k] = build_operand(w, r->idx, &od))) return draw_fail(w, "operand of %s: %s", op, gwr_last_errmsg());
@@ -484,7 +488,7 @@ gwr_status gwr_rules_instance_new(const gwr_match_pattern *p, uint64_t seed, con
         gwr_network_free(w.net);
         memset(&out->match, 0, sizeof out->match);
         if (r < 0) return gwr_set_last_error(GWR_ERR_NOMEM, "pattern '%s': %s", p->name ? p->name : "?", gwr_last_errmsg());
-        snprintf(why, sizeof why, "%s (%s shapes)", w.why, strategy_names[w.strategy]);
+        snprintf(why, sizeof why, "%s (strategy %s)", w.why, strategy_names[w.strategy]);
     }
     return gwr_set_last_error(GWR_ERR_NOT_FOUND, "pattern '%s': no instance in %d draws; last: %s", p->name ? p->name : "?",
                               tries, why);

@@ -51,6 +51,9 @@ static const gwr_match_node split_relu[] = {
 };
 static const gwr_match_pattern splitrelu = {"split_relu", GWR_M_NODES(split_relu), NULL, NULL};
 
+static const gwr_match_node add_xx[] = {GWR_M_OP("Add", GWR_M_CAP(X), GWR_M_CAP(X))};
+static const gwr_match_pattern addxx = {"add_xx", GWR_M_NODES(add_xx), NULL, NULL};
+
 static int never(const gwr_match *m, int node, void *user) {
     (void)m, (void)node, (void)user;
     return 0;
@@ -173,6 +176,14 @@ TEST(multi_output_node) {
     gwr_rules_instance_free(&in);
 }
 
+TEST(capture_twice_in_one_node) {
+    gwr_rules_instance in;
+    if (!CHECK_EQ_INT(gwr_rules_instance_new(&addxx, 1, NULL, &in), GWR_OK)) return;
+    CHECK(gwr_layer_input(in.root, 0) == gwr_layer_input(in.root, 1));
+    CHECK_EQ_INT(gwr_network_num_inputs(in.net), 1);
+    gwr_rules_instance_free(&in);
+}
+
 TEST(same_seed_same_network) {
     gwr_rules_instance a, b, c;
     if (!CHECK_EQ_INT(gwr_rules_instance_new(&convbn, 42, NULL, &a), GWR_OK)) return;
@@ -235,6 +246,7 @@ int main(void) {
     RUN(conv_batchnorm_parameters_per_channel);
     RUN(attributes_and_int_inputs);
     RUN(multi_output_node);
+    RUN(capture_twice_in_one_node);
     RUN(same_seed_same_network);
     RUN(splat_perturbed_within_tolerance);
     RUN(no_instance_says_why);

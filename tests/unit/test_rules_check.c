@@ -1,0 +1,222 @@
+/* test_rules_check.c - rules check and lint (src/rules/check.c, lint.c) on
+ * rules written as C match tables with rewrite callbacks: a right rule
+ * passes, a wrong one fails with its instance, and lint finds a loop, a
+ * pair that undoes itself and a shadowed rule, and nothing in a clean set. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "gwr/gwr.h"
+#include "rules/check.h"
+
+enum { X, Y, K, NCAP };
+
+static char *run_to_string(int (*fn)(const gwr_rules_item *, int, const gwr_rules_check_opts *, FILE *),
+                           const gwr_rules_item *items, int n, const gwr_rules_check_opts *o, int *rc) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    *rc = fn(items, n, o, f);
+    fclose(f);
+    return buf;
+}
+
+static int check_fn(const gwr_rules_item *items, int n, const gwr_rules_check_opts *o, FILE *f) {
+    return gwr_rules_check_items(items, n, o, f, NULL);
+}
+
+/* x * 2 => x + x (right), x * 3 => x + x (wrong) */
+static int to_add_xx(gwr_rewrite_ctx *c, const gwr_match *m) {
+    gwr_tensor *x = m->captures[X], *y = gwr_add(gwr_rewrite_ctx_network(c), x, x);
+    if (!y) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "add");
+    gwr_status s = gwr_match_replace(m, 1, &y);
+    return s ? gwr_rewrite_fail(c, s, "%s", gwr_last_errmsg()) : 1;
+}
+static const gwr_match_node mul2_n[] = {GWR_M_OP("Mul", GWR_M_CAP(X), GWR_M_SPLAT(K, 2.0))};
+static const gwr_match_node mul3_n[] = {GWR_M_OP("Mul", GWR_M_CAP(X), GWR_M_SPLAT(K, 3.0))};
+static const gwr_match_pattern mul2 = {"mul2", GWR_M_NODES(mul2_n), to_add_xx, NULL};
+static const gwr_match_pattern mul3 = {"mul3", GWR_M_NODES(mul3_n), to_add_xx, NULL};
+
+/* x + x => x * 2 (undoes mul2) */
+static int to_mul2(gwr_rewrite_ctx *c, const gwr_match *m) {
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    gwr_tensor *two = gwr_constant_f32(net, 2.0f), *y = two ? gwr_mul(net, m->captures[X], two) : NULL;
+    if (!y) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "mul");
+    gwr_status s = gwr_match_replace(m, 1, &y);
+    return s ? gwr_rewrite_fail(c, s, "%s", gwr_last_errmsg()) : 1;
+}
+static const gwr_match_node addxx_n[] = {GWR_M_OP("Add", GWR_M_CAP(X), GWR_M_CAP(X))};
+static const gwr_match_pattern addxx = {"add_xx", GWR_M_NODES(addxx_n), to_mul2, NULL};
+
+/* a + b => b + a (a loop) */
+static int to_swapped(gwr_rewrite_ctx *c, const gwr_match *m) {
+    gwr_tensor *y = gwr_add(gwr_rewrite_ctx_network(c), m->captures[Y], m->captures[X]);
+    if (!y) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "add");
+    gwr_status s = gwr_match_replace(m, 1, &y);
+    return s ? gwr_rewrite_fail(c, s, "%s", gwr_last_errmsg()) : 1;
+}
+static const gwr_match_node swap_n[] = {GWR_M_OP("Add", GWR_M_CAP(X), GWR_M_CAP(Y))};
+static const gwr_match_pattern swap = {"swap_add", GWR_M_NODES(swap_n), to_swapped, NULL};
+
+/* Neg(Neg(x)) => x, and the same pattern => Identity(x) (shadowed when tried second) */
+static int to_x(gwr_rewrite_ctx *c, const gwr_match *m) {
+    gwr_tensor *x = m->captures[X];
+    gwr_status s = gwr_match_replace(m, 1, &x);
+    return s ? gwr_rewrite_fail(c, s, "%s", gwr_last_errmsg()) : 1;
+}
+static int to_identity(gwr_rewrite_ctx *c, const gwr_match *m) {
+    gwr_tensor *x = m->captures[X], *y = NULL;
+    if (!gwr_op_call(gwr_rewrite_ctx_network(c), "", "Identity", 1, &x, NULL, 1, &y))
+        return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "identity");
+    gwr_status s = gwr_match_replace(m, 1, &y);
+    return s ? gwr_rewrite_fail(c, s, "%s", gwr_last_errmsg()) : 1;
+}
+static const gwr_match_node negneg_n[] = {GWR_M_OP("Neg", GWR_M_CAP(X)), GWR_M_OP("Neg", GWR_M_NODE(0))};
+static const gwr_match_pattern negneg = {"neg_neg", GWR_M_NODES(negneg_n), to_x, NULL};
+static const gwr_match_pattern negneg_id = {"neg_neg_identity", GWR_M_NODES(negneg_n), to_identity, NULL};
+
+/* Relu(x) => Relu(x) reshaped to [-1]: the wrong shape for the root */
+static int to_flat(gwr_rewrite_ctx *c, const gwr_match *m) {
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    int64_t minus1 = -1;
+    gwr_tensor *x = m->captures[X], *r = NULL, *in[2] = {x, gwr_constant_i64s(net, 1, &minus1)};
+    gwr_tensor *y = gwr_relu(net, x);
+    in[0] = y;
+    if (!y || !in[1] || !gwr_op_call(net, "", "Reshape", 2, in, NULL, 1, &r)) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "reshape");
+    gwr_status s = gwr_match_replace(m, 1, &r);
+    return s ? gwr_rewrite_fail(c, s, "%s", gwr_last_errmsg()) : 1;
+}
+static const gwr_match_node relu_n[] = {GWR_M_OP("Relu", GWR_M_CAP(X))};
+static const gwr_match_pattern relu_flat = {"relu_flat", GWR_M_NODES(relu_n), to_flat, NULL};
+
+static gwr_rules_item item(const gwr_match_pattern *p, int line, int benefit, double tol) {
+    gwr_rules_item it = {.name = p->name, .file = "t.rules", .line = line, .benefit = benefit, .tol = tol, .pattern = p};
+    gwr_match_rewriter(p, &it.rewriter);
+    return it;
+}
+
+TEST(right_rule_passes_wrong_rule_fails_with_its_instance) {
+    gwr_rules_item items[] = {item(&mul2, 3, 0, 0), item(&mul3, 5, 0, 0)};
+    gwr_rules_check_result res[2];
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    gwr_rules_check_opts o = {.instances = 5, .seed = 7};
+    int failed = gwr_rules_check_items(items, 2, &o, f, res);
+    fclose(f);
+    CHECK_EQ_INT(failed, 1);
+    CHECK(res[0].pass);
+    CHECK_EQ_INT(res[0].checked, 5);
+    CHECK(res[0].max_abs <= 1e-6);
+    CHECK(!res[1].pass);
+    CHECK(res[1].max_abs > 0.05);  /* |3x - 2x| = |x|, x uniform in [-1, 1) */
+    CHECK_CONTAINS(buf, "t.rules:3: rule mul2: ok: 5 instances");
+    CHECK_CONTAINS(buf, "t.rules:5: rule mul3: FAIL: instance 0: output '");
+    CHECK_CONTAINS(buf, "beyond tol 1e-05");
+    CHECK_CONTAINS(buf, "  instance (seed ");
+    CHECK_CONTAINS(buf, " = Mul(x0: float32[");
+    CHECK_CONTAINS(buf, "  inputs: seeded random, seed ");
+    CHECK_CONTAINS(buf, " = Add(x0: float32[");
+    free(buf);
+}
+
+TEST(loose_tolerance_lets_it_pass) {
+    /* |3x - 2x| <= 1 + 1 * |2x| always */
+    gwr_rules_item items[] = {item(&mul3, 5, 0, 1.0)};
+    int rc;
+    char *buf = run_to_string(check_fn, items, 1, NULL, &rc);
+    CHECK_EQ_INT(rc, 0);
+    CHECK_CONTAINS(buf, "rule mul3: ok");
+    free(buf);
+}
+
+TEST(a_rule_that_does_not_fire_fails) {
+    /* the table matches Mul by 2, the rewrite refuses nothing, but a rewriter of another table runs */
+    gwr_rules_item it = item(&mul2, 9, 0, 0);
+    gwr_match_rewriter(&negneg, &it.rewriter);
+    int rc;
+    char *buf = run_to_string(check_fn, &it, 1, NULL, &rc);
+    CHECK_EQ_INT(rc, 1);
+    CHECK_CONTAINS(buf, "t.rules:9: rule mul2: FAIL: did not fire on instance 0");
+    free(buf);
+}
+
+TEST(same_seed_same_report) {
+    gwr_rules_item items[] = {item(&mul3, 5, 0, 0)};
+    gwr_rules_check_opts o = {.seed = 11};
+    int rc1, rc2;
+    char *a = run_to_string(check_fn, items, 1, &o, &rc1), *b = run_to_string(check_fn, items, 1, &o, &rc2);
+    CHECK_STR(a, b);
+    free(a);
+    free(b);
+}
+
+TEST(lint_finds_a_loop) {
+    gwr_rules_item items[] = {item(&swap, 2, 0, 0)};
+    int rc;
+    char *buf = run_to_string(gwr_rules_lint_items, items, 1, NULL, &rc);
+    CHECK_EQ_INT(rc, 1);
+    CHECK_CONTAINS(buf, "t.rules:2: rule swap_add loops");
+    free(buf);
+}
+
+TEST(lint_finds_an_undo_pair) {
+    gwr_rules_item items[] = {item(&mul2, 1, 0, 0), item(&addxx, 4, 0, 0)};
+    int rc;
+    char *buf = run_to_string(gwr_rules_lint_items, items, 2, NULL, &rc);
+    CHECK_EQ_INT(rc, 1);
+    CHECK_CONTAINS(buf, "t.rules:1: rules mul2 and add_xx (t.rules:4) undo each other");
+    /* in different phases they never meet */
+    items[1].phase = 1;
+    free(buf);
+    buf = run_to_string(gwr_rules_lint_items, items, 2, NULL, &rc);
+    CHECK_EQ_INT(rc, 0);
+    free(buf);
+}
+
+TEST(lint_finds_a_shadowed_rule) {
+    gwr_rules_item items[] = {item(&negneg, 1, 5, 0), item(&negneg_id, 2, 1, 0)};
+    int rc;
+    char *buf = run_to_string(gwr_rules_lint_items, items, 2, NULL, &rc);
+    CHECK_EQ_INT(rc, 1);
+    CHECK_CONTAINS(buf, "t.rules:2: rule neg_neg_identity is shadowed by rule neg_neg (t.rules:1, benefit 5");
+    free(buf);
+    /* the other way round (the Identity one first): neg_neg is the shadowed one */
+    items[1].benefit = 5;
+    items[0].benefit = 1;
+    buf = run_to_string(gwr_rules_lint_items, items, 2, NULL, &rc);
+    CHECK_EQ_INT(rc, 1);
+    CHECK_CONTAINS(buf, "t.rules:1: rule neg_neg is shadowed by rule neg_neg_identity (t.rules:2");
+    free(buf);
+}
+
+TEST(lint_clean_set) {
+    gwr_rules_item items[] = {item(&mul2, 1, 0, 0), item(&negneg, 2, 0, 0)};
+    int rc;
+    char *buf = run_to_string(gwr_rules_lint_items, items, 2, NULL, &rc);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(!buf || !strstr(buf, "shadowed"));
+    free(buf);
+}
+
+TEST(type_check_refuses_a_replacement_of_another_shape) {
+    char why[512];
+    gwr_rules_item ok = item(&mul2, 1, 0, 0), bad = item(&relu_flat, 2, 0, 0);
+    CHECK_EQ_INT(gwr_rules_check_types(&ok, 1, why, sizeof why), GWR_OK);
+    CHECK_STR(why, "");
+    gwr_status s = gwr_rules_check_types(&bad, 1, why, sizeof why);
+    CHECK(s == GWR_ERR_SHAPE || s == GWR_ERR_TYPE);
+    CHECK_CONTAINS(why, "the replacement gives float32[");
+}
+
+int main(void) {
+    RUN(right_rule_passes_wrong_rule_fails_with_its_instance);
+    RUN(loose_tolerance_lets_it_pass);
+    RUN(a_rule_that_does_not_fire_fails);
+    RUN(same_seed_same_report);
+    RUN(lint_finds_a_loop);
+    RUN(lint_finds_an_undo_pair);
+    RUN(lint_finds_a_shadowed_rule);
+    RUN(lint_clean_set);
+    RUN(type_check_refuses_a_replacement_of_another_shape);
+    return check_report();
+}

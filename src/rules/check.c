@@ -63,7 +63,7 @@ gwr_status gwr_rules_apply(const gwr_rules_item *const *its, int n, gwr_network 
     gwr_rewrite_listener ls = {.pattern_applied = on_applied, .match_failed = on_failed, .ctx = log};
     if (!s && (s = gwr_rewrite_manager_set_options(m, &o))) snprintf(log->msg, sizeof log->msg, "%s", gwr_rewrite_manager_errmsg(m));
     if (!s && gwr_rewrite_manager_add_listener(m, &ls) < 0) s = GWR_ERR_NOMEM;
-    if (!s && (s = gwr_rewrite_manager_rewrite(m, net, NULL)))
+    if (!s && (s = gwr_rewrite_manager_rewrite(m, net, n ? its[0]->args : NULL)))
         snprintf(log->msg, sizeof log->msg, "%s", gwr_rewrite_manager_errmsg(m));
     gwr_rewrite_manager_free(m);
     return s;

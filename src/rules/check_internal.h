@@ -14,7 +14,8 @@ typedef struct gwr_rules_apply_log {
     char msg[512];          /* the manager's message on failure */
 } gwr_rules_apply_log;
 
-/* Runs its[0..n) in one manager (each with its benefit) on net: single
+/* Runs its[0..n) in one manager (each with its benefit; the args of its[0])
+ * on net: single
  * pass or to a fixpoint, max_rewrites as gwr_rewrite_options (0: the
  * default). The manager's status; log filled. */
 gwr_status gwr_rules_apply(const gwr_rules_item *const *its, int n, gwr_network *net, int single_pass,

@@ -208,7 +208,88 @@ TEST(type_check_refuses_a_replacement_of_another_shape) {
     CHECK_CONTAINS(why, "the replacement gives float32[");
 }
 
+/* ---- the hand-written passes of src/passes, checked on copies of their tables ---- */
+
+enum { HX, HK3, HLO, HHI, HK6 };
+static const gwr_match_node hs_div[] = {
+    GWR_M_OP("Add", GWR_M_CAP(HX), GWR_M_SPLAT(HK3, 3.0)),
+    GWR_M_OP("Clip", GWR_M_NODE(0), GWR_M_SPLAT(HLO, 0.0), GWR_M_SPLAT(HHI, 6.0)),
+    GWR_M_OP("Mul", GWR_M_CAP(HX), GWR_M_NODE(1)),
+    GWR_M_OP("Div", GWR_M_NODE(2), GWR_M_SPLAT(HK6, 6.0)),
+};
+static const gwr_match_node hs_mul[] = {
+    GWR_M_OP("Add", GWR_M_CAP(HX), GWR_M_SPLAT(HK3, 3.0)),
+    GWR_M_OP("Clip", GWR_M_NODE(0), GWR_M_SPLAT(HLO, 0.0), GWR_M_SPLAT(HHI, 6.0)),
+    GWR_M_OP("Mul", GWR_M_CAP(HX), GWR_M_NODE(1)),
+    GWR_M_OP("Mul", GWR_M_NODE(2), GWR_M_CONST(HK6)),
+};
+static const gwr_match_node matmul_add[] = {
+    GWR_M_OP("MatMul", GWR_M_CAP(0), GWR_M_CONST(1)),
+    GWR_M_OP("Add", GWR_M_NODE(0), GWR_M_CONST(2)),
+};
+#define BN_ROOT {.op = "BatchNormalization", .in = {GWR_M_NODE(0), GWR_M_CONST(3), GWR_M_CONST(4), GWR_M_CONST(5), GWR_M_CONST(6)}}
+static const gwr_match_node conv_bn[] = {GWR_M_OP("Conv", GWR_M_CAP(0), GWR_M_CONST(1), GWR_M_OPT_CONST(2)), BN_ROOT};
+static const gwr_match_node gemm_bn[] = {GWR_M_OP("Gemm", GWR_M_CAP(0), GWR_M_CONST(1), GWR_M_OPT_CONST(2)), BN_ROOT};
+static const gwr_match_node matmul_bn[] = {GWR_M_OP("MatMul", GWR_M_CAP(0), GWR_M_CONST(1)), BN_ROOT};
+static const gwr_match_node silu[] = {GWR_M_OP("Sigmoid", GWR_M_CAP(0)), GWR_M_OP("Mul", GWR_M_CAP(0), GWR_M_NODE(0))};
+static const gwr_match_node mul_one[] = {GWR_M_OP("Mul", GWR_M_CAP(0), GWR_M_CONST(1))};
+static const gwr_match_node tt[] = {GWR_M_OP("Transpose", GWR_M_CAP(0)), GWR_M_OP("Transpose", GWR_M_NODE(0))};
+static const gwr_match_node gelu_div_last[] = {
+    GWR_M_OP("Div", GWR_M_CAP(0), GWR_M_CONST(1)), GWR_M_OP("Erf", GWR_M_NODE(0)),
+    GWR_M_OP("Add", GWR_M_NODE(1), GWR_M_SPLAT(2, 1.0)), GWR_M_OP("Mul", GWR_M_CAP(0), GWR_M_NODE(2)),
+    GWR_M_OP("Mul", GWR_M_NODE(3), GWR_M_SPLAT(3, 0.5)),
+};
+
+TEST(hand_written_passes_pass_check_on_their_tables) {
+    static const gwr_match_pattern tables[] = {
+        {"fuse_hard_swish.div", GWR_M_NODES(hs_div), NULL, NULL},
+        {"fuse_hard_swish.mul", GWR_M_NODES(hs_mul), NULL, NULL},
+        {"fuse_matmul_add", GWR_M_NODES(matmul_add), NULL, NULL},
+        {"fold_batchnorm.conv", GWR_M_NODES(conv_bn), NULL, NULL},
+        {"fold_batchnorm.gemm", GWR_M_NODES(gemm_bn), NULL, NULL},
+        {"fold_batchnorm.matmul", GWR_M_NODES(matmul_bn), NULL, NULL},
+        {"fuse_silu", GWR_M_NODES(silu), NULL, NULL},
+        {"eliminate_noop_arith.mul_one", GWR_M_NODES(mul_one), NULL, NULL},
+        {"compose_transposes", GWR_M_NODES(tt), NULL, NULL},
+        {"fuse_gelu.erf_div_last", GWR_M_NODES(gelu_div_last), NULL, NULL},
+    };
+    static gwr_rules_slot_hint sixth[GWR_MATCH_MAX_CAPTURES], one[GWR_MATCH_MAX_CAPTURES], sqrt2[GWR_MATCH_MAX_CAPTURES];
+    sixth[HK6] = (gwr_rules_slot_hint){.has_value = 1, .value = 1.0 / 6.0, .tol = 1e-7};
+    one[1] = (gwr_rules_slot_hint){.has_value = 1, .value = 1.0};
+    sqrt2[1] = (gwr_rules_slot_hint){.has_value = 1, .value = 1.41421356237, .tol = 1e-5};
+    /* what the C callbacks check beyond their tables: MatMul's input of rank 2, target ort for QuickGelu */
+    static gwr_rules_slot_hint rank2[GWR_MATCH_MAX_CAPTURES];
+    rank2[0] = (gwr_rules_slot_hint){.rank_min = 2, .rank_max = 2};
+    gwr_args *ort = gwr_args_new();
+    gwr_args_set_int(ort, "target", GWR_TARGET_ORT);
+    const gwr_pattern_rewriter *passes[] = {
+        &gwr_pattern_fuse_hard_swish, &gwr_pattern_fuse_hard_swish, &gwr_pattern_fuse_matmul_add,
+        &gwr_pattern_fold_batchnorm, &gwr_pattern_fold_batchnorm, &gwr_pattern_fold_batchnorm,
+        &gwr_pattern_fuse_silu, &gwr_pattern_eliminate_noop_arith, &gwr_pattern_compose_transposes,
+        &gwr_pattern_fuse_gelu,
+    };
+    const gwr_rules_slot_hint *hints[] = {NULL, sixth, rank2, NULL, NULL, rank2, NULL, one, NULL, sqrt2};
+    enum { N = sizeof tables / sizeof tables[0] };
+    gwr_rules_item items[N];
+    for (int i = 0; i < N; i++)
+        items[i] = (gwr_rules_item){.name = tables[i].name, .file = "passes", .line = i + 1, .tol = 1e-4,
+                                    .pattern = &tables[i], .rewriter = *passes[i], .hints = hints[i],
+                                    .args = passes[i] == &gwr_pattern_fuse_silu ? ort : NULL};
+    gwr_rules_check_result res[N];
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    gwr_rules_check_opts o = {.instances = 6, .seed = 3};
+    int failed = gwr_rules_check_items(items, N, &o, f, res);
+    fclose(f);
+    if (!CHECK_EQ_INT(failed, 0)) fprintf(stderr, "%s", buf);
+    for (int i = 0; i < N; i++) CHECK_EQ_INT(res[i].checked, 6);
+    free(buf);
+    gwr_args_free(ort);
+}
+
 int main(void) {
+    RUN(hand_written_passes_pass_check_on_their_tables);
     RUN(right_rule_passes_wrong_rule_fails_with_its_instance);
     RUN(loose_tolerance_lets_it_pass);
     RUN(a_rule_that_does_not_fire_fails);

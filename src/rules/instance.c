@@ -310,8 +310,25 @@ static void make_operand(draw *w, const gwr_match_node *n, const char *op, int k
         if (h->dtype != GWR_UNDEFINED) out->dtype = h->dtype;
         if (h->positive && out->values == V_RANDOM) out->values = V_POSITIVE;
         if (h->has_value) out->values = V_SPLAT, out->splat = h->value + (w->o->perturb ? (2 * frand(&w->rng) - 1) * 0.4 * h->tol : 0);
-        if (h->rank_max > 0 && out->s.rank > h->rank_max) out->s.rank = h->rank_max;
-        while (h->rank_min > 0 && out->s.rank < h->rank_min) out->s.d[out->s.rank++] = irand(&w->rng, 2, 4);
+        if (h->ranked) {
+            int lo = h->rank_min < 0 ? 0 : h->rank_min, hi = h->rank_max < lo || h->rank_max > GWR_MAX_RANK ? GWR_MAX_RANK : h->rank_max;
+            if (out->s.rank > hi) { /* keep the trailing dims (what broadcasting aligns) */
+                memmove(out->s.d, out->s.d + (out->s.rank - hi), (size_t)hi * sizeof out->s.d[0]);
+                out->s.rank = hi;
+            }
+            while (out->s.rank < lo) {
+                memmove(out->s.d + 1, out->s.d, (size_t)out->s.rank * sizeof out->s.d[0]);
+                out->s.d[0] = irand(&w->rng, 2, 4), out->s.rank++;
+            }
+        }
+        if (h->nshape > 0 && h->nshape <= GWR_MAX_RANK) {
+            shape f = {h->nshape, {0}};
+            for (int i = 0; i < f.rank; i++) {
+                int from = out->s.rank - f.rank + i; /* right-aligned */
+                f.d[i] = h->dims[i] >= 0 ? h->dims[i] : from >= 0 ? out->s.d[from] : irand(&w->rng, 2, 4);
+            }
+            out->s = f;
+        }
     }
 }
 

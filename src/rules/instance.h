@@ -23,7 +23,10 @@
 typedef struct gwr_rules_slot_hint {
     const char *name;      /* the rule's name for it ("x"), for inputs and messages; NULL: "x<slot>"/"c<slot>" */
     gwr_dtype dtype;       /* GWR_UNDEFINED: float32 */
-    int rank_min, rank_max; /* 0, 0: any */
+    int ranked;            /* rank_min..rank_max holds */
+    int rank_min, rank_max;
+    int nshape;            /* > 0: the rank, with dims[i] >= 0 a fixed extent (-1: drawn) */
+    int64_t dims[GWR_MAX_RANK];
     int positive;          /* constant values drawn > 0 */
     int has_value;         /* a constant within tol of value (SPLAT-like CONST: `c ~ V tol T`) */
     double value, tol;

@@ -259,7 +259,7 @@ TEST(hand_written_passes_pass_check_on_their_tables) {
     sqrt2[1] = (gwr_rules_slot_hint){.has_value = 1, .value = 1.41421356237, .tol = 1e-5};
     /* what the C callbacks check beyond their tables: MatMul's input of rank 2, target ort for QuickGelu */
     static gwr_rules_slot_hint rank2[GWR_MATCH_MAX_CAPTURES];
-    rank2[0] = (gwr_rules_slot_hint){.rank_min = 2, .rank_max = 2};
+    rank2[0] = (gwr_rules_slot_hint){.ranked = 1, .rank_min = 2, .rank_max = 2};
     gwr_args *ort = gwr_args_new();
     gwr_args_set_int(ort, "target", GWR_TARGET_ORT);
     const gwr_pattern_rewriter *passes[] = {

@@ -184,6 +184,27 @@ TEST(capture_twice_in_one_node) {
     gwr_rules_instance_free(&in);
 }
 
+TEST(hints_fix_dtype_rank_and_shape) {
+    static gwr_rules_slot_hint h[GWR_MATCH_MAX_CAPTURES];
+    h[X] = (gwr_rules_slot_hint){.name = "a", .dtype = GWR_FLOAT16, .ranked = 1, .rank_min = 3, .rank_max = 3};
+    h[B] = (gwr_rules_slot_hint){.name = "bias", .nshape = 1, .dims = {-1}};
+    gwr_rules_instance_options o = {.hints = h};
+    for (uint64_t seed = 0; seed < 6; seed++) {
+        gwr_rules_instance in;
+        if (!CHECK_EQ_INT(gwr_rules_instance_new(&gemm, seed, &o, &in), GWR_OK)) {
+            fprintf(stderr, "  %s\n", gwr_last_errmsg());
+            return;
+        }
+        CHECK_STR(gwr_tensor_name(cap(&in, X)), "a");
+        CHECK_EQ_INT(gwr_tensor_dtype(cap(&in, X)), GWR_FLOAT16);
+        CHECK_EQ_INT(gwr_tensor_dtype(cap(&in, W)), GWR_FLOAT16);
+        CHECK_EQ_INT(gwr_tensor_rank(cap(&in, X)), 3);
+        CHECK_EQ_INT(gwr_tensor_rank(cap(&in, B)), 1);
+        CHECK_EQ_INT(dim(cap(&in, B), 0), dim(cap(&in, W), 1));
+        gwr_rules_instance_free(&in);
+    }
+}
+
 TEST(same_seed_same_network) {
     gwr_rules_instance a, b, c;
     if (!CHECK_EQ_INT(gwr_rules_instance_new(&convbn, 42, NULL, &a), GWR_OK)) return;
@@ -247,6 +268,7 @@ int main(void) {
     RUN(attributes_and_int_inputs);
     RUN(multi_output_node);
     RUN(capture_twice_in_one_node);
+    RUN(hints_fix_dtype_rank_and_shape);
     RUN(same_seed_same_network);
     RUN(splat_perturbed_within_tolerance);
     RUN(no_instance_says_why);

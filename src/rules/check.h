@@ -39,6 +39,7 @@ typedef struct gwr_rules_item {
     const gwr_rules_slot_hint *hints;   /* GWR_MATCH_MAX_CAPTURES entries, or NULL */
     int64_t opset;                      /* the instances' default-domain opset; 0: none imported */
     const gwr_args *args;               /* the manager's args when the rule runs ("target"), or NULL */
+    int group;                          /* items of one nonzero group are one rule (its alternatives): never paired by lint */
 } gwr_rules_item;
 
 typedef struct gwr_rules_check_opts {

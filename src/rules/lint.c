@@ -116,7 +116,8 @@ int gwr_rules_lint_items(const gwr_rules_item *items, int n, const gwr_rules_che
     /* pairs: undo and shadow */
     for (int i = 0; i < n; i++)
         for (int k = 0; k < n; k++) {
-            if (k == i || items[k].phase != items[i].phase) continue;
+            if (k == i || items[k].phase != items[i].phase || (items[i].group && items[k].group == items[i].group))
+                continue;
             const gwr_rules_item *a = &items[i], *b = &items[k];
             if (i < k) {
                 int ab = 0, ba = 0;

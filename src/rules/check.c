@@ -81,7 +81,7 @@ static void print_instance(FILE *out, const gwr_rules_instance *in, uint64_t see
 static int check_one(const gwr_rules_item *it, int i, int j, const gwr_rules_check_opts *o, FILE *out,
                      gwr_rules_check_result *r) {
     uint64_t seed = gwr_rules_instance_seed(o->seed, i, j);
-    gwr_rules_instance_options io = {.opset = it->opset, .hints = it->hints, .perturb = j & 1};
+    gwr_rules_instance_options io = {.opset = it->opset, .hints = it->hints, .attrs = it->attrs, .nattrs = it->nattrs, .perturb = j & 1};
     gwr_rules_instance in;
     const char *file = gwr_rules_item_file(it);
     if (gwr_rules_instance_new(it->pattern, seed, &io, &in)) {
@@ -190,7 +190,7 @@ static int same_type(const gwr_tensor *a, const gwr_tensor *b) {
 
 gwr_status gwr_rules_check_types(const gwr_rules_item *it, uint64_t seed, char *why, size_t size) {
     if (size) why[0] = 0;
-    gwr_rules_instance_options io = {.opset = it->opset, .hints = it->hints, .max_tries = 30};
+    gwr_rules_instance_options io = {.opset = it->opset, .hints = it->hints, .attrs = it->attrs, .nattrs = it->nattrs, .max_tries = 30};
     gwr_rules_instance in;
     if (gwr_rules_instance_new(it->pattern, seed, &io, &in)) return gwr_last_status() == GWR_ERR_NOMEM ? GWR_ERR_NOMEM : GWR_OK;
     gwr_network *copy = gwr_network_clone(in.net);

@@ -37,6 +37,8 @@ typedef struct gwr_rules_item {
     const gwr_match_pattern *pattern;   /* instances are drawn from it */
     gwr_pattern_rewriter rewriter;      /* the rule alone */
     const gwr_rules_slot_hint *hints;   /* GWR_MATCH_MAX_CAPTURES entries, or NULL */
+    const gwr_rules_attr_draw *attrs;   /* attributes the rule captures (nattrs) */
+    int nattrs;
     int64_t opset;                      /* the instances' default-domain opset; 0: none imported */
     const gwr_args *args;               /* the manager's args when the rule runs ("target"), or NULL */
     int group;                          /* items of one nonzero group are one rule (its alternatives): never paired by lint */

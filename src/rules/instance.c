@@ -395,6 +395,48 @@ static gwr_status node_attrs(draw *w, const gwr_match_node *n, const char *op, g
     return s;
 }
 
+static int is_float_attr(const char *n) {
+    static const char *const names[] = {"epsilon", "alpha", "beta", "gamma", "lambd", "bias", "momentum", "scale", "min", "max", NULL};
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(n, names[i])) return 1;
+    return 0;
+}
+
+/* Draws the attributes the rule captures on table node i (not set by a
+ * constraint); x is the node's first input. */
+static gwr_status drawn_attrs(draw *w, int i, const gwr_match_node *n, const gwr_tensor *x, gwr_args *a) {
+    int ok = 0;
+    shape xs = x ? tensor_shape(x, &ok) : w->base;
+    int r = xs.rank;
+    for (int k = 0; w->o && k < w->o->nattrs; k++) {
+        const gwr_rules_attr_draw *d = &w->o->attrs[k];
+        if (d->node != i || !d->name || attr_of(n, d->name)) continue;
+        gwr_status s;
+        if (!strcmp(d->name, "perm")) {
+            int64_t p[GWR_MAX_RANK];
+            for (int j = 0; j < r; j++) p[j] = j;
+            for (int j = r - 1; j > 0; j--) { /* Fisher-Yates */
+                int q = (int)irand(&w->rng, 0, j);
+                int64_t t = p[j];
+                p[j] = p[q], p[q] = t;
+            }
+            s = gwr_args_set_ints(a, d->name, r, p);
+        } else if (!strcmp(d->name, "axes")) {
+            int64_t ax = r ? irand(&w->rng, 0, r - 1) : 0;
+            s = gwr_args_set_ints(a, d->name, 1, &ax);
+        } else if (!strcmp(d->name, "axis")) {
+            s = gwr_args_set_int(a, d->name, r ? irand(&w->rng, -r, r - 1) : 0);
+        } else if (is_float_attr(d->name)) {
+            s = gwr_args_set_float(a, d->name, !strcmp(d->name, "epsilon") ? 1e-5 : 0.25 + frand(&w->rng));
+        } else if (!strcmp(d->name, "to")) {
+            s = gwr_args_set_int(a, d->name, GWR_FLOAT32);
+        } else
+            s = gwr_args_set_int(a, d->name, 1);
+        if (s) return s;
+    }
+    return GWR_OK;
+}
+
 /* Outputs node i needs: the largest output any reference reads, plus one. */
 static int node_outputs(const gwr_match_pattern *p, int i, const char *dom, const char *op) {
     int n = 1;
@@ -457,7 +499,7 @@ static int draw_once(draw *w, gwr_rules_instance *out) {
         gwr_args *a = gwr_args_new();
         if (!a) return -1;
         gwr_layer *l = NULL;
-        if (!node_attrs(w, n, op, a))
+        if (!node_attrs(w, n, op, a) && !drawn_attrs(w, i, n, nin ? in[0] : NULL, a))
             l = gwr_op_call(w->net, dom, op, nin, in, a, node_outputs(p, i, dom, op), NULL);
         gwr_args_free(a);
         if (!l) return draw_fail(w, "%s: %s", op, gwr_network_errmsg(w->net));

@@ -32,6 +32,15 @@ typedef struct gwr_rules_slot_hint {
     double value, tol;
 } gwr_rules_slot_hint;
 
+/* An attribute a rule captures (`Transpose<perm=p>`): the instance gives
+ * table node `node` a drawn value of it (perm: a permutation of the
+ * input's rank; axis, axes: an axis of it; epsilon, alpha, beta, ...: a
+ * small positive float; other names: the int 1). */
+typedef struct gwr_rules_attr_draw {
+    int node;
+    const char *name;
+} gwr_rules_attr_draw;
+
 typedef struct gwr_rules_instance_options {
     int max_tries;                    /* 0: 60 */
     int64_t opset;                    /* default-domain opset imported; 0: none imported */
@@ -39,6 +48,8 @@ typedef struct gwr_rules_instance_options {
     /* Constants of SPLAT references drawn within their tolerance rather
      * than exactly (the check's odd instances). */
     int perturb;
+    const gwr_rules_attr_draw *attrs; /* nattrs entries */
+    int nattrs;
 } gwr_rules_instance_options;
 
 typedef struct gwr_rules_instance {

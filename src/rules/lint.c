@@ -66,7 +66,7 @@ int gwr_rules_lint_items(const gwr_rules_item *items, int n, const gwr_rules_che
         const gwr_rules_item *it = &items[i];
         for (int j = 0; j < ninst; j++) {
             uint64_t seed = gwr_rules_instance_seed(o->seed, i, j);
-            gwr_rules_instance_options io = {.opset = it->opset, .hints = it->hints};
+            gwr_rules_instance_options io = {.opset = it->opset, .hints = it->hints, .attrs = it->attrs, .nattrs = it->nattrs};
             if (gwr_rules_instance_new(it->pattern, seed, &io, &lr[i].inst[lr[i].ninst])) {
                 if (gwr_last_status() == GWR_ERR_NOMEM) goto oom;
                 if (j == 0)

@@ -205,6 +205,29 @@ TEST(hints_fix_dtype_rank_and_shape) {
     }
 }
 
+TEST(captured_attributes_are_drawn) {
+    /* Transpose<perm=p2>(Transpose<perm=p1>(x)): both perms drawn, each a permutation of x's rank */
+    static const gwr_match_node tt[] = {GWR_M_OP("Transpose", GWR_M_CAP(X)), GWR_M_OP("Transpose", GWR_M_NODE(0))};
+    static const gwr_match_pattern ttp = {"tt", GWR_M_NODES(tt), NULL, NULL};
+    static const gwr_rules_attr_draw perms[] = {{0, "perm"}, {1, "perm"}};
+    gwr_rules_instance_options o = {.attrs = perms, .nattrs = 2};
+    for (uint64_t seed = 0; seed < 6; seed++) {
+        gwr_rules_instance in;
+        if (!CHECK_EQ_INT(gwr_rules_instance_new(&ttp, seed, &o, &in), GWR_OK)) return;
+        int r = gwr_tensor_rank(cap(&in, X));
+        for (int k = 0; k < 2; k++) {
+            const int64_t *p;
+            int64_t n;
+            if (!CHECK_EQ_INT(gwr_layer_get_ints(in.match.layers[k], "perm", &p, &n), GWR_OK)) continue;
+            CHECK_EQ_INT(n, r);
+            int seen = 0;
+            for (int j = 0; j < n; j++) seen |= p[j] >= 0 && p[j] < r ? 1 << p[j] : 0;
+            CHECK_EQ_INT(seen, (1 << r) - 1);
+        }
+        gwr_rules_instance_free(&in);
+    }
+}
+
 TEST(same_seed_same_network) {
     gwr_rules_instance a, b, c;
     if (!CHECK_EQ_INT(gwr_rules_instance_new(&convbn, 42, NULL, &a), GWR_OK)) return;
@@ -269,6 +292,7 @@ int main(void) {
     RUN(multi_output_node);
     RUN(capture_twice_in_one_node);
     RUN(hints_fix_dtype_rank_and_shape);
+    RUN(captured_attributes_are_drawn);
     RUN(same_seed_same_network);
     RUN(splat_perturbed_within_tolerance);
     RUN(no_instance_says_why);

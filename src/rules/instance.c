@@ -464,8 +464,8 @@ static int draw_once(draw *w, gwr_rules_instance *out) {
         char dom[64];
         const char *op;
         node_op(n, dom, sizeof dom, &op);
-        int nr = nrefs(n);
-        if (nr && n->in[nr - 1].kind == GWR_MREF_REST) nr--;
+        int nr = nrefs(n), rest = nr && n->in[nr - 1].kind == GWR_MREF_REST;
+        nr -= rest;
         gwr_tensor *in[GWR_MATCH_MAX_INPUTS] = {0};
         int skip[GWR_MATCH_MAX_INPUTS] = {0};
         /* what is known: nodes, bound captures; optional ones dropped a quarter of the time */
@@ -496,6 +496,14 @@ static int draw_once(draw *w, gwr_rules_instance *out) {
         }
         int nin = nr;
         while (nin > 0 && !in[nin - 1]) nin--;
+        /* `xs...`: one to three more operands, inputs shaped as the first one */
+        for (int extra = rest ? (int)irand(&w->rng, 1, 3) : 0; extra > 0 && nin < GWR_MATCH_MAX_INPUTS && nin == nr; extra--) {
+            operand od;
+            gwr_mref any = {.kind = GWR_MREF_CAP, .idx = -1};
+            make_operand(w, n, op, nin, &any, in, nin, &od);
+            if (!(in[nin] = build_operand(w, -1, &od))) return draw_fail(w, "operand of %s: %s", op, gwr_last_errmsg());
+            nin++, nr++;
+        }
         gwr_args *a = gwr_args_new();
         if (!a) return -1;
         gwr_layer *l = NULL;

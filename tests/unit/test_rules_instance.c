@@ -228,6 +228,24 @@ TEST(captured_attributes_are_drawn) {
     }
 }
 
+TEST(variadic_rest_gets_operands) {
+    static const gwr_match_node cat[] = {{.op = "Concat", .in = {GWR_M_REST}, .attrs = {GWR_MA_INT("axis", 0)}}};
+    static const gwr_match_pattern catp = {"concat", GWR_M_NODES(cat), NULL, NULL};
+    static const gwr_match_node sum[] = {GWR_M_OP("Sum", GWR_M_CAP(X), GWR_M_REST)};
+    static const gwr_match_pattern sump = {"sum", GWR_M_NODES(sum), NULL, NULL};
+    for (uint64_t seed = 0; seed < 4; seed++) {
+        gwr_rules_instance in;
+        if (CHECK_EQ_INT(gwr_rules_instance_new(&catp, seed, NULL, &in), GWR_OK)) {
+            CHECK(gwr_layer_num_inputs(in.root) >= 1);
+            gwr_rules_instance_free(&in);
+        }
+        if (CHECK_EQ_INT(gwr_rules_instance_new(&sump, seed, NULL, &in), GWR_OK)) {
+            CHECK(gwr_layer_num_inputs(in.root) >= 2);
+            gwr_rules_instance_free(&in);
+        }
+    }
+}
+
 TEST(same_seed_same_network) {
     gwr_rules_instance a, b, c;
     if (!CHECK_EQ_INT(gwr_rules_instance_new(&convbn, 42, NULL, &a), GWR_OK)) return;
@@ -293,6 +311,7 @@ int main(void) {
     RUN(capture_twice_in_one_node);
     RUN(hints_fix_dtype_rank_and_shape);
     RUN(captured_attributes_are_drawn);
+    RUN(variadic_rest_gets_operands);
     RUN(same_seed_same_network);
     RUN(splat_perturbed_within_tolerance);
     RUN(no_instance_says_why);

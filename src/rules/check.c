@@ -192,7 +192,7 @@ gwr_status gwr_rules_check_types(const gwr_rules_item *it, uint64_t seed, char *
     if (size) why[0] = 0;
     gwr_rules_instance_options io = {.opset = it->opset, .hints = it->hints, .attrs = it->attrs, .nattrs = it->nattrs, .max_tries = 30};
     gwr_rules_instance in;
-    if (gwr_rules_instance_new(it->pattern, seed, &io, &in)) return gwr_last_status() == GWR_ERR_NOMEM ? GWR_ERR_NOMEM : GWR_OK;
+    if (gwr_rules_instance_new(it->pattern, seed, &io, &in)) return gwr_last_status() == GWR_ERR_NOMEM ? GWR_ERR_NOMEM : GWR_ERR_NOT_FOUND;
     gwr_network *copy = gwr_network_clone(in.net);
     if (!copy) {
         gwr_rules_instance_free(&in);
@@ -204,7 +204,19 @@ gwr_status gwr_rules_check_types(const gwr_rules_item *it, uint64_t seed, char *
     if (s == GWR_ERR_TYPE || s == GWR_ERR_SHAPE) {
         snprintf(why, size, "the replacement cannot stand for the pattern's root: %s", log.msg);
         res = s;
-    } else if (!s && log.rewrites) {
+    } else if (s == GWR_ERR_NOMEM) {
+        res = s;
+    } else if (s || !log.at_root) {
+        /* the table matched the root (the instance is made so): a refusal
+         * now is the rewrite's own, its replacement not fitting */
+        if (!s && log.reason[0]) {
+            char tr[128] = "?";
+            gwr_tensor_type_str(gwr_layer_output(in.root, 0), tr, sizeof tr);
+            snprintf(why, size, "the replacement does not fit the pattern's root (%s on an instance): %s", tr, log.reason);
+            res = GWR_ERR_TYPE;
+        } else
+            res = GWR_ERR_NOT_FOUND;
+    } else {
         for (int o = 0; o < gwr_network_num_outputs(in.net) && !res; o++) {
             gwr_tensor *a = gwr_network_output(in.net, o), *b = gwr_network_find_tensor(copy, gwr_tensor_name(a));
             if (!b) continue;

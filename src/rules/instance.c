@@ -76,28 +76,34 @@ static int nrefs(const gwr_match_node *n) {
     return k;
 }
 
-/* The node's op and domain ("any op": Relu for one operand, else Add or Sum). */
-static void node_op(const gwr_match_node *n, char *dom, size_t dsz, const char **op) {
+/* The node's op and domain ("any op": Relu for one operand, else Add or
+ * Sum); one of its alternatives (.ops) drawn from *rng. */
+static void node_op(const gwr_match_node *n, uint64_t *rng, char *dom, size_t dsz, const char **op) {
     *dom = 0;
-    if (n->op_id != GWR_OP_CUSTOM) {
+    const char *name = n->op;
+    if (n->ops && n->ops[0]) {
+        int k = 0;
+        while (n->ops[k]) k++;
+        name = n->ops[gwr_rules_rand(rng) % (uint64_t)k];
+    } else if (n->op_id != GWR_OP_CUSTOM) {
         const gwr_op_info *info = gwr_op_info_get(n->op_id);
         snprintf(dom, dsz, "%s", info->domain);
         *op = info->name;
         return;
     }
-    if (!n->op) {
+    if (!name) {
         int k = nrefs(n);
         *op = k <= 1 ? "Relu" : k == 2 ? "Add" : "Sum";
         return;
     }
-    const char *sep = strstr(n->op, "::");
+    const char *sep = strstr(name, "::");
     if (!sep) {
-        *op = n->op;
+        *op = name;
         return;
     }
-    size_t dl = (size_t)(sep - n->op);
+    size_t dl = (size_t)(sep - name);
     if (dl >= dsz) dl = dsz - 1;
-    memcpy(dom, n->op, dl);
+    memcpy(dom, name, dl);
     dom[dl] = 0;
     *op = sep + 2;
 }
@@ -181,6 +187,42 @@ static const gwr_rules_slot_hint *hint(const draw *w, int slot) {
     return w->o && w->o->hints && slot >= 0 && slot < GWR_MATCH_MAX_CAPTURES ? &w->o->hints[slot] : NULL;
 }
 
+gwr_dtype gwr_rules_pick_dtype(uint64_t mask) {
+    if (!mask || mask & GWR_M_DT(GWR_FLOAT32)) return GWR_UNDEFINED;
+    for (int d = 1; d < 64; d++)
+        if (mask & GWR_M_DT(d) && gwr_match_dtype_real_float((gwr_dtype)d)) return (gwr_dtype)d;
+    for (int d = 1; d < 64; d++)
+        if (mask & GWR_M_DT(d)) return (gwr_dtype)d;
+    return GWR_UNDEFINED;
+}
+
+/* What a hint (a rule's constraint) fixes of an operand. */
+static void apply_hint(draw *w, const gwr_rules_slot_hint *h, operand *out) {
+    if (!h) return;
+    if (h->dtype != GWR_UNDEFINED) out->dtype = h->dtype;
+    if (h->positive && out->values == V_RANDOM) out->values = V_POSITIVE;
+    if (h->has_value) out->values = V_SPLAT, out->splat = h->value + (w->o->perturb ? (2 * frand(&w->rng) - 1) * 0.4 * h->tol : 0);
+    if (h->ranked) {
+        int lo = h->rank_min < 0 ? 0 : h->rank_min, hi = h->rank_max < lo || h->rank_max > GWR_MAX_RANK ? GWR_MAX_RANK : h->rank_max;
+        if (out->s.rank > hi) { /* keep the trailing dims (what broadcasting aligns) */
+            memmove(out->s.d, out->s.d + (out->s.rank - hi), (size_t)hi * sizeof out->s.d[0]);
+            out->s.rank = hi;
+        }
+        while (out->s.rank < lo) {
+            memmove(out->s.d + 1, out->s.d, (size_t)out->s.rank * sizeof out->s.d[0]);
+            out->s.d[0] = irand(&w->rng, 2, 4), out->s.rank++;
+        }
+    }
+    if (h->nshape > 0 && h->nshape <= GWR_MAX_RANK) {
+        shape f = {h->nshape, {0}};
+        for (int i = 0; i < f.rank; i++) {
+            int from = out->s.rank - f.rank + i; /* right-aligned */
+            f.d[i] = h->dims[i] >= 0 ? h->dims[i] : from >= 0 ? out->s.d[from] : irand(&w->rng, 2, 4);
+        }
+        out->s = f;
+    }
+}
+
 /* Operand k of a node of op `op` (attributes in n), the operands known
  * so far in known[] (NULL: not yet), reference r. */
 static void make_operand(draw *w, const gwr_match_node *n, const char *op, int k, const gwr_mref *r,
@@ -192,7 +234,8 @@ static void make_operand(draw *w, const gwr_match_node *n, const char *op, int k
     if (r->kind == GWR_MREF_SPLAT) {
         out->values = V_SPLAT;
         out->splat = r->value;
-        if (w->o && w->o->perturb) out->splat += (2.0 * frand(&w->rng) - 1.0) * 0.4e-6 * fmax(1.0, fabs(r->value));
+        double tol = r->tol > 0 ? r->tol : 1e-6 * fmax(1.0, fabs(r->value));
+        if (w->o && w->o->perturb) out->splat += (2.0 * frand(&w->rng) - 1.0) * 0.4 * tol;
     }
     /* the first operand already known, preferring operand 0 */
     const gwr_tensor *ref = NULL;
@@ -305,30 +348,12 @@ static void make_operand(draw *w, const gwr_match_node *n, const char *op, int k
         ((k == 1 && (is_op(op, "Div") || is_op(op, "Mod"))) || is_op(op, "Sqrt") || is_op(op, "Log") ||
          is_op(op, "Reciprocal") || (k == 0 && is_op(op, "Pow"))))
         out->values = V_POSITIVE;
-    const gwr_rules_slot_hint *h = hint(w, r->idx);
-    if (h) {
-        if (h->dtype != GWR_UNDEFINED) out->dtype = h->dtype;
-        if (h->positive && out->values == V_RANDOM) out->values = V_POSITIVE;
-        if (h->has_value) out->values = V_SPLAT, out->splat = h->value + (w->o->perturb ? (2 * frand(&w->rng) - 1) * 0.4 * h->tol : 0);
-        if (h->ranked) {
-            int lo = h->rank_min < 0 ? 0 : h->rank_min, hi = h->rank_max < lo || h->rank_max > GWR_MAX_RANK ? GWR_MAX_RANK : h->rank_max;
-            if (out->s.rank > hi) { /* keep the trailing dims (what broadcasting aligns) */
-                memmove(out->s.d, out->s.d + (out->s.rank - hi), (size_t)hi * sizeof out->s.d[0]);
-                out->s.rank = hi;
-            }
-            while (out->s.rank < lo) {
-                memmove(out->s.d + 1, out->s.d, (size_t)out->s.rank * sizeof out->s.d[0]);
-                out->s.d[0] = irand(&w->rng, 2, 4), out->s.rank++;
-            }
-        }
-        if (h->nshape > 0 && h->nshape <= GWR_MAX_RANK) {
-            shape f = {h->nshape, {0}};
-            for (int i = 0; i < f.rank; i++) {
-                int from = out->s.rank - f.rank + i; /* right-aligned */
-                f.d[i] = h->dims[i] >= 0 ? h->dims[i] : from >= 0 ? out->s.d[from] : irand(&w->rng, 2, 4);
-            }
-            out->s = f;
-        }
+    apply_hint(w, hint(w, r->idx), out);
+    /* the reference's own constraints (v2) */
+    if (r->dtypes || r->rank_set) {
+        gwr_rules_slot_hint rh = {.ranked = r->rank_set, .rank_min = r->rank_lo, .rank_max = r->rank_hi};
+        rh.dtype = gwr_rules_pick_dtype(r->dtypes);
+        apply_hint(w, &rh, out);
     }
 }
 
@@ -375,10 +400,56 @@ static gwr_tensor *build_operand(draw *w, int slot, const operand *op) {
     return t;
 }
 
-/* Sets node n's constrained attributes (an absent_ok one: half the time) and
- * the ones the op requires. */
-static gwr_status node_attrs(draw *w, const gwr_match_node *n, const char *op, gwr_args *a) {
+static int is_float_attr(const char *n) {
+    static const char *const names[] = {"epsilon", "alpha", "beta", "gamma", "lambd", "bias", "momentum", "scale", "min", "max", NULL};
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(n, names[i])) return 1;
+    return 0;
+}
+
+/* A drawn value of attribute `name` for a node whose first input has shape xs. */
+static gwr_status draw_attr(draw *w, const char *name, const shape *xs, gwr_args *a) {
+    int r = xs->rank;
+    if (!strcmp(name, "perm")) {
+        int64_t p[GWR_MAX_RANK];
+        for (int j = 0; j < r; j++) p[j] = j;
+        for (int j = r - 1; j > 0; j--) { /* Fisher-Yates */
+            int q = (int)irand(&w->rng, 0, j);
+            int64_t t = p[j];
+            p[j] = p[q], p[q] = t;
+        }
+        return gwr_args_set_ints(a, name, r, p);
+    }
+    if (!strcmp(name, "axes")) {
+        int64_t ax = r ? irand(&w->rng, 0, r - 1) : 0;
+        return gwr_args_set_ints(a, name, 1, &ax);
+    }
+    if (!strcmp(name, "axis")) return gwr_args_set_int(a, name, r ? irand(&w->rng, -r, r - 1) : 0);
+    if (is_float_attr(name)) return gwr_args_set_float(a, name, !strcmp(name, "epsilon") ? 1e-5 : 0.25 + frand(&w->rng));
+    if (!strcmp(name, "to")) return gwr_args_set_int(a, name, GWR_FLOAT32);
+    return gwr_args_set_int(a, name, 1);
+}
+
+/* Draws the attributes the rule captures on table node i (not set by a
+ * constraint); x is the node's first input. */
+static gwr_status drawn_attrs(draw *w, int i, const gwr_match_node *n, const gwr_tensor *x, gwr_args *a) {
+    int ok = 0;
+    shape xs = x ? tensor_shape(x, &ok) : w->base;
+    for (int k = 0; w->o && k < w->o->nattrs; k++) {
+        const gwr_rules_attr_draw *d = &w->o->attrs[k];
+        if (d->node != i || !d->name || attr_of(n, d->name)) continue;
+        gwr_status s = draw_attr(w, d->name, &xs, a);
+        if (s) return s;
+    }
+    return GWR_OK;
+}
+
+/* Sets node n's constrained attributes (an absent_ok one: half the time; a
+ * captured one drawn) and the ones the op requires; x is its first input. */
+static gwr_status node_attrs(draw *w, const gwr_match_node *n, const char *op, const gwr_tensor *x, gwr_args *a) {
     gwr_status s = GWR_OK;
+    int ok = 0;
+    shape xs = x ? tensor_shape(x, &ok) : w->base;
     for (int k = 0; k < GWR_MATCH_MAX_ATTRS && n->attrs[k].kind != GWR_MATTR_NONE && !s; k++) {
         const gwr_mattr *c = &n->attrs[k];
         if (c->absent_ok && (gwr_rules_rand(&w->rng) & 1u)) continue;
@@ -387,6 +458,7 @@ static gwr_status node_attrs(draw *w, const gwr_match_node *n, const char *op, g
         case GWR_MATTR_FLOAT: s = gwr_args_set_float(a, c->name, c->f); break;
         case GWR_MATTR_STRING: s = gwr_args_set_string(a, c->name, c->s); break;
         case GWR_MATTR_INTS: s = gwr_args_set_ints(a, c->name, c->n, c->ints); break;
+        case GWR_MATTR_CAPTURE: s = draw_attr(w, c->name, &xs, a); break;
         default: break;
         }
     }
@@ -395,46 +467,10 @@ static gwr_status node_attrs(draw *w, const gwr_match_node *n, const char *op, g
     return s;
 }
 
-static int is_float_attr(const char *n) {
-    static const char *const names[] = {"epsilon", "alpha", "beta", "gamma", "lambd", "bias", "momentum", "scale", "min", "max", NULL};
-    for (int i = 0; names[i]; i++)
-        if (!strcmp(n, names[i])) return 1;
+static int mentions(const gwr_mref *r, int i) {
+    for (int a = 0; a < r->nalt && a < GWR_MATCH_MAX_ALTS; a++)
+        if (r->alt[a] == i) return 1;
     return 0;
-}
-
-/* Draws the attributes the rule captures on table node i (not set by a
- * constraint); x is the node's first input. */
-static gwr_status drawn_attrs(draw *w, int i, const gwr_match_node *n, const gwr_tensor *x, gwr_args *a) {
-    int ok = 0;
-    shape xs = x ? tensor_shape(x, &ok) : w->base;
-    int r = xs.rank;
-    for (int k = 0; w->o && k < w->o->nattrs; k++) {
-        const gwr_rules_attr_draw *d = &w->o->attrs[k];
-        if (d->node != i || !d->name || attr_of(n, d->name)) continue;
-        gwr_status s;
-        if (!strcmp(d->name, "perm")) {
-            int64_t p[GWR_MAX_RANK];
-            for (int j = 0; j < r; j++) p[j] = j;
-            for (int j = r - 1; j > 0; j--) { /* Fisher-Yates */
-                int q = (int)irand(&w->rng, 0, j);
-                int64_t t = p[j];
-                p[j] = p[q], p[q] = t;
-            }
-            s = gwr_args_set_ints(a, d->name, r, p);
-        } else if (!strcmp(d->name, "axes")) {
-            int64_t ax = r ? irand(&w->rng, 0, r - 1) : 0;
-            s = gwr_args_set_ints(a, d->name, 1, &ax);
-        } else if (!strcmp(d->name, "axis")) {
-            s = gwr_args_set_int(a, d->name, r ? irand(&w->rng, -r, r - 1) : 0);
-        } else if (is_float_attr(d->name)) {
-            s = gwr_args_set_float(a, d->name, !strcmp(d->name, "epsilon") ? 1e-5 : 0.25 + frand(&w->rng));
-        } else if (!strcmp(d->name, "to")) {
-            s = gwr_args_set_int(a, d->name, GWR_FLOAT32);
-        } else
-            s = gwr_args_set_int(a, d->name, 1);
-        if (s) return s;
-    }
-    return GWR_OK;
 }
 
 /* Outputs node i needs: the largest output any reference reads, plus one. */
@@ -442,7 +478,9 @@ static int node_outputs(const gwr_match_pattern *p, int i, const char *dom, cons
     int n = 1;
     for (int j = i + 1; j < p->nnodes; j++)
         for (int k = 0; k < nrefs(&p->nodes[j]); k++)
-            if (p->nodes[j].in[k].kind == GWR_MREF_NODE && p->nodes[j].in[k].idx == i && p->nodes[j].in[k].out + 1 > n)
+            if (p->nodes[j].in[k].out + 1 > n &&
+                ((p->nodes[j].in[k].kind == GWR_MREF_NODE && p->nodes[j].in[k].idx == i) ||
+                 (p->nodes[j].in[k].kind == GWR_MREF_EITHER && mentions(&p->nodes[j].in[k], i))))
                 n = p->nodes[j].in[k].out + 1;
     const gwr_op_info *info = gwr_op_info_get(gwr_op_lookup(dom, op));
     if (info && info->min_outputs > n) n = info->min_outputs;
@@ -459,11 +497,25 @@ static int draw_once(draw *w, gwr_rules_instance *out) {
     const gwr_match_pattern *p = w->p;
     if (w->o && w->o->opset > 0 && gwr_network_set_opset(w->net, "", w->o->opset)) return -1;
     draw_base(w);
+    /* the nodes the root reaches, an EITHER reference taking one of its alternatives */
+    int needed[GWR_MATCH_MAX_NODES] = {0}, chosen[GWR_MATCH_MAX_NODES][GWR_MATCH_MAX_INPUTS];
+    needed[p->nnodes - 1] = 1;
+    for (int i = p->nnodes - 1; i >= 0; i--) {
+        if (!needed[i]) continue;
+        for (int k = 0; k < nrefs(&p->nodes[i]); k++) {
+            const gwr_mref *r = &p->nodes[i].in[k];
+            chosen[i][k] = r->kind == GWR_MREF_NODE ? r->idx
+                           : r->kind == GWR_MREF_EITHER && r->nalt > 0 ? r->alt[gwr_rules_rand(&w->rng) % (uint64_t)r->nalt]
+                                                                        : -1;
+            if (chosen[i][k] >= 0 && chosen[i][k] < i) needed[chosen[i][k]] = 1;
+        }
+    }
     for (int i = 0; i < p->nnodes; i++) {
+        if (!needed[i]) continue;
         const gwr_match_node *n = &p->nodes[i];
         char dom[64];
         const char *op;
-        node_op(n, dom, sizeof dom, &op);
+        node_op(n, &w->rng, dom, sizeof dom, &op);
         int nr = nrefs(n), rest = nr && n->in[nr - 1].kind == GWR_MREF_REST;
         nr -= rest;
         gwr_tensor *in[GWR_MATCH_MAX_INPUTS] = {0};
@@ -471,14 +523,15 @@ static int draw_once(draw *w, gwr_rules_instance *out) {
         /* what is known: nodes, bound captures; optional ones dropped a quarter of the time */
         for (int k = 0; k < nr; k++) {
             const gwr_mref *r = &n->in[k];
-            if (r->optional && r->kind != GWR_MREF_NODE && !(r->idx >= 0 && w->caps[r->idx]) &&
+            if (r->optional && r->kind != GWR_MREF_NODE && r->kind != GWR_MREF_EITHER && !(r->idx >= 0 && w->caps[r->idx]) &&
                 gwr_rules_rand(&w->rng) % 4 == 0)
                 skip[k] = 1;
             else if (r->kind == GWR_MREF_ABSENT) skip[k] = 1;
-            else if (r->kind == GWR_MREF_NODE) {
-                if (!w->layers[r->idx] || r->out >= gwr_layer_num_outputs(w->layers[r->idx]))
-                    return draw_fail(w, "node %s: reads output %s of a node not built", op, "?");
-                in[k] = gwr_layer_output(w->layers[r->idx], r->out);
+            else if (r->kind == GWR_MREF_NODE || r->kind == GWR_MREF_EITHER) {
+                int src = chosen[i][k];
+                if (src < 0 || !w->layers[src] || r->out >= gwr_layer_num_outputs(w->layers[src]))
+                    return draw_fail(w, "%s: reads an output %s of a node not built", op, "");
+                in[k] = gwr_layer_output(w->layers[src], r->out);
             } else if (r->idx >= 0 && w->caps[r->idx])
                 in[k] = w->caps[r->idx];
         }
@@ -496,8 +549,9 @@ static int draw_once(draw *w, gwr_rules_instance *out) {
         }
         int nin = nr;
         while (nin > 0 && !in[nin - 1]) nin--;
-        /* `xs...`: one to three more operands, inputs shaped as the first one */
-        for (int extra = rest ? (int)irand(&w->rng, 1, 3) : 0; extra > 0 && nin < GWR_MATCH_MAX_INPUTS && nin == nr; extra--) {
+        /* `xs...`: one to three more operands (at least the minimum), inputs shaped as the first one */
+        int rmin = rest ? n->in[nr].min : 0;
+        for (int extra = rest ? (int)irand(&w->rng, rmin > 1 ? rmin : 1, (rmin > 1 ? rmin : 1) + 2) : 0; extra > 0 && nin < GWR_MATCH_MAX_INPUTS && nin == nr; extra--) {
             operand od;
             gwr_mref any = {.kind = GWR_MREF_CAP, .idx = -1};
             make_operand(w, n, op, nin, &any, in, nin, &od);
@@ -507,7 +561,7 @@ static int draw_once(draw *w, gwr_rules_instance *out) {
         gwr_args *a = gwr_args_new();
         if (!a) return -1;
         gwr_layer *l = NULL;
-        if (!node_attrs(w, n, op, a) && !drawn_attrs(w, i, n, nin ? in[0] : NULL, a))
+        if (!node_attrs(w, n, op, nin ? in[0] : NULL, a) && !drawn_attrs(w, i, n, nin ? in[0] : NULL, a))
             l = gwr_op_call(w->net, dom, op, nin, in, a, node_outputs(p, i, dom, op), NULL);
         gwr_args_free(a);
         if (!l) return draw_fail(w, "%s: %s", op, gwr_network_errmsg(w->net));

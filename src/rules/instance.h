@@ -73,6 +73,11 @@ const char *gwr_rules_instance_strategy_name(int strategy);
  * output's type: "  Mul_2 = Mul(x: float32[2,3], c0: float32[] const) -> float32[2,3]". */
 void gwr_rules_instance_print(gwr_network *net, FILE *out, const char *indent);
 
+/* The dtype an instance gives a capture allowed the dtypes in mask
+ * (GWR_M_DT bits): GWR_UNDEFINED (float32, the default) when float32 is
+ * allowed or mask is 0, else the first real float, else the lowest. */
+gwr_dtype gwr_rules_pick_dtype(uint64_t mask);
+
 /* The xorshift64* step the draws use (state nonzero). */
 uint64_t gwr_rules_rand(uint64_t *state);
 

@@ -88,6 +88,17 @@ static int to_flat(gwr_rewrite_ctx *c, const gwr_match *m) {
 static const gwr_match_node relu_n[] = {GWR_M_OP("Relu", GWR_M_CAP(X))};
 static const gwr_match_pattern relu_flat = {"relu_flat", GWR_M_NODES(relu_n), to_flat, NULL};
 
+static int refuse_all(gwr_rewrite_ctx *c, gwr_layer *l) {
+    (void)l;
+    return gwr_rewrite_no_match(c, "the replacement's rank differs");
+}
+static int never(const gwr_match *m, int node, void *user) {
+    (void)m, (void)node, (void)user;
+    return 0;
+}
+static const gwr_match_node never_n[] = {{.op = "Relu", .in = {GWR_M_CAP(X)}, .pred = never}};
+static const gwr_match_pattern never_p = {"never", GWR_M_NODES(never_n), to_x, NULL};
+
 static gwr_rules_item item(const gwr_match_pattern *p, int line, int benefit, double tol) {
     gwr_rules_item it = {.name = p->name, .file = "t.rules", .line = line, .benefit = benefit, .tol = tol, .pattern = p};
     gwr_match_rewriter(p, &it.rewriter);
@@ -206,6 +217,16 @@ TEST(type_check_refuses_a_replacement_of_another_shape) {
     gwr_status s = gwr_rules_check_types(&bad, 1, why, sizeof why);
     CHECK(s == GWR_ERR_SHAPE || s == GWR_ERR_TYPE);
     CHECK_CONTAINS(why, "the replacement gives float32[");
+    /* a rewrite that refuses its own replacement after the table matched */
+    gwr_rules_item refuse = item(&mul2, 3, 0, 0);
+    refuse.rewriter.match_and_rewrite = refuse_all;
+    s = gwr_rules_check_types(&refuse, 1, why, sizeof why);
+    CHECK_EQ_INT(s, GWR_ERR_TYPE);
+    CHECK_CONTAINS(why, "the replacement does not fit the pattern's root (float32[");
+    CHECK_CONTAINS(why, "on an instance): the replacement's rank differs");
+    /* no instance: nothing to say */
+    gwr_rules_item none = item(&never_p, 4, 0, 0);
+    CHECK_EQ_INT(gwr_rules_check_types(&none, 1, why, sizeof why), GWR_ERR_NOT_FOUND);
 }
 
 /* ---- the hand-written passes of src/passes, checked on copies of their tables ---- */

@@ -246,6 +246,44 @@ TEST(variadic_rest_gets_operands) {
     }
 }
 
+TEST(matcher_v2_tables) {
+    /* op alternatives, an EITHER sub-pattern, a tolerance SPLAT, constraints on a capture,
+     * a minimum of rest operands, a captured attribute */
+    static const char *const relu_or_sigmoid[] = {"Relu", "Sigmoid", NULL};
+    static const gwr_match_node v2[] = {
+        GWR_M_OP("Pow", GWR_M_CAP_IF(X, .dtypes = GWR_M_DT(GWR_FLOAT64) | GWR_M_DT(GWR_INT32), GWR_M_RANKS(3, 3)),
+                 GWR_M_SPLAT(K3, 2.0)),                                              /* 0 */
+        GWR_M_OP("Mul", GWR_M_CAP(X), GWR_M_CAP(X)),                                /* 1 */
+        {.ops = relu_or_sigmoid, .in = {GWR_M_EITHER(0, 1)}}, /* 2 */
+        {.op = "Softmax", .in = {GWR_M_NODE(2)}, .attrs = {GWR_MA_CAPTURE("axis", 0)}},   /* 3 */
+        GWR_M_OP("Mul", GWR_M_NODE(3), GWR_M_SPLAT_TOL(K6, 1.4142135, 1e-4)),      /* 4 */
+        {.op = "Concat", .in = {GWR_M_NODE(4), GWR_M_REST_MIN(2)}, .attrs = {GWR_MA_INT("axis", 0)}}, /* 5 */
+    };
+    static const gwr_match_pattern v2p = {"v2", GWR_M_NODES(v2), NULL, NULL};
+    gwr_rules_instance_options o = {.perturb = 1};
+    int ops = 0, alts = 0;
+    for (uint64_t seed = 0; seed < 16; seed++) {
+        gwr_rules_instance in;
+        if (!CHECK_EQ_INT(gwr_rules_instance_new(&v2p, seed, &o, &in), GWR_OK)) {
+            fprintf(stderr, "  %s\n", gwr_last_errmsg());
+            return;
+        }
+        if (in.match.layers[0]) { /* the constraints of node 0's reference (not there when node 1 was taken) */
+            CHECK_EQ_INT(gwr_tensor_dtype(cap(&in, X)), GWR_FLOAT64);
+            CHECK_EQ_INT(gwr_tensor_rank(cap(&in, X)), 3);
+        }
+        CHECK(gwr_match_const_is_splat(cap(&in, K6), 1.4142135, 1e-4));
+        CHECK(gwr_layer_num_inputs(in.root) >= 3);
+        CHECK(gwr_layer_has_attr(in.match.layers[3], "axis"));
+        CHECK((in.match.layers[0] != NULL) != (in.match.layers[1] != NULL));
+        ops |= 1 << !strcmp(gwr_layer_op(in.match.layers[2]), "Relu");
+        alts |= 1 << (in.match.layers[0] != NULL);
+        gwr_rules_instance_free(&in);
+    }
+    CHECK_EQ_INT(ops, 3);  /* both alternatives of the op drawn */
+    CHECK_EQ_INT(alts, 3); /* both sub-patterns drawn */
+}
+
 TEST(same_seed_same_network) {
     gwr_rules_instance a, b, c;
     if (!CHECK_EQ_INT(gwr_rules_instance_new(&convbn, 42, NULL, &a), GWR_OK)) return;
@@ -312,6 +350,7 @@ int main(void) {
     RUN(hints_fix_dtype_rank_and_shape);
     RUN(captured_attributes_are_drawn);
     RUN(variadic_rest_gets_operands);
+    RUN(matcher_v2_tables);
     RUN(same_seed_same_network);
     RUN(splat_perturbed_within_tolerance);
     RUN(no_instance_says_why);

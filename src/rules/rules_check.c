@@ -10,17 +10,6 @@
 #include "rules/check.h"
 #include "rules/rules_internal.h"
 
-/* The dtype an instance gives a capture allowed the dtypes in bits:
- * float32 when allowed, else the first real float, else the lowest. */
-static gwr_dtype pick_dtype(uint32_t bits) {
-    if (!bits || bits & (1u << GWR_FLOAT32)) return GWR_UNDEFINED;
-    for (int d = 1; d < 32; d++)
-        if (bits & (1u << d) && gwr_match_dtype_real_float((gwr_dtype)d)) return (gwr_dtype)d;
-    for (int d = 1; d < 32; d++)
-        if (bits & (1u << d)) return (gwr_dtype)d;
-    return GWR_UNDEFINED;
-}
-
 static void table_hints(const gwr_rl_table *t, gwr_rules_slot_hint *h, gwr_rules_attr_draw *ad, int *nad) {
     memset(h, 0, GWR_MATCH_MAX_CAPTURES * sizeof *h);
     *nad = 0;
@@ -35,7 +24,7 @@ static void table_hints(const gwr_rl_table *t, gwr_rules_slot_hint *h, gwr_rules
         if (slot < 0 || slot >= GWR_MATCH_MAX_CAPTURES) continue;
         gwr_rules_slot_hint *s = &h[slot];
         if (x->has_tilde) s->has_value = 1, s->value = x->tilde_v, s->tol = x->tilde_tol;
-        if (x->dtypes) s->dtype = pick_dtype(x->dtypes);
+        if (x->dtypes) s->dtype = gwr_rules_pick_dtype(x->dtypes);
         if (x->rank_lo >= 0) s->ranked = 1, s->rank_min = x->rank_lo, s->rank_max = x->rank_hi;
         if (x->nshape > 0 && x->nshape <= GWR_MAX_RANK) {
             s->nshape = x->nshape;
@@ -98,7 +87,7 @@ static gwr_status items_make(const gwr_rules *set, int first, int last, item_set
             table_hints(&r->tables[k], h, ad, &nad);
             *it = (gwr_rules_item){.name = r->name, .file = set->filename, .line = r->line, .benefit = r->benefit,
                                    .phase = (int)r->phase, .tol = r->tol, .pattern = &r->tables[k].pat,
-                                   .rewriter = rw, .hints = h, .attrs = ad, .nattrs = nad, .opset = r->opset, .args = s->args[i - first],
+                                   .rewriter = rw, .hints = h, .attrs = ad, .nattrs = nad, .args = s->args[i - first],
                                    .group = i + 1};
             s->rule_of[s->n++] = i;
         }
@@ -140,16 +129,28 @@ int gwr_rules_lint(const gwr_rules *r, const gwr_rules_check_options *o, FILE *o
     return n;
 }
 
+/* At load: every alternative of the rule, on up to three instances; the
+ * rule is refused when its replacement does not fit on every instance that
+ * gave a verdict (one that fits is enough: a replacement may fit some
+ * shapes only, as a where clause would say). */
 gwr_status rl_check_instance(const gwr_rules *set, int rule, rl_error *e) {
     item_set s;
-    gwr_status st = items_make(set, rule, rule + 1, &s);
-    if (st) return rl_fail(e, set->rules[rule].line, set->rules[rule].col, "%s", gwr_last_errmsg());
     const gwr_rl_rule *r = &set->rules[rule];
-    char why[512];
+    if (items_make(set, rule, rule + 1, &s)) return rl_fail(e, r->line, r->col, "%s", gwr_last_errmsg());
+    gwr_status st = GWR_OK;
     for (int k = 0; k < s.n && !st; k++) {
-        st = gwr_rules_check_types(&s.items[k], (uint64_t)k + 1, why, sizeof why);
-        if (st == GWR_ERR_NOMEM) st = rl_fail(e, r->line, r->col, "out of memory");
-        else if (st) st = rl_fail(e, r->repl ? r->repl->line : r->line, r->repl ? r->repl->col : r->col, "%s", why);
+        char why[512], first[512] = "";
+        int fits = 0, refused = 0;
+        for (uint64_t seed = 1; seed <= 3 && !fits && !st; seed++) {
+            gwr_status v = gwr_rules_check_types(&s.items[k], seed, why, sizeof why);
+            if (v == GWR_OK) fits = 1;
+            else if (v == GWR_ERR_NOMEM) st = rl_fail(e, r->line, r->col, "out of memory");
+            else if (v != GWR_ERR_NOT_FOUND && !refused++) snprintf(first, sizeof first, "%s", why);
+        }
+        if (!st && refused && !fits) {
+            const rl_expr *at = r->repl ? r->repl : NULL;
+            st = rl_fail(e, at ? at->line : r->line, at ? at->col : r->col, "%s", first);
+        }
     }
     items_free(&s);
     return st;

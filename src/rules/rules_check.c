@@ -1,107 +1,23 @@
-/* rules_check.c - a parsed rule set seen by check.c and lint.c: one item
- * per compiled table of each rule (each alternative is checked on its own
- * instances), the rule's constraints as the instances' slot hints, its
- * target as the manager's args; the public gwr_rules_check and
- * gwr_rules_lint, and the load-time instance check (rl_check_instance). */
+/* rules_check.c - gwr_rules_check and gwr_rules_lint (include/gwr/rules.h):
+ * a parsed rule set's items (hook.c), each running its whole rule
+ * (gwr_rules_rewriter: the header's gate, every table), through check.c
+ * and lint.c. */
 #include <stdlib.h>
-#include <string.h>
 
-#include "gwr/passes.h"
-#include "rules/check.h"
-#include "rules/rules_internal.h"
+#include "rules/hook.h"
 
-static void table_hints(const gwr_rl_table *t, gwr_rules_slot_hint *h, gwr_rules_attr_draw *ad, int *nad) {
-    memset(h, 0, GWR_MATCH_MAX_CAPTURES * sizeof *h);
-    *nad = 0;
-    for (int b = 0; b < t->nbinds; b++)
-        if (t->binds[b].kind == RL_B_ATTR) ad[(*nad)++] = (gwr_rules_attr_draw){t->binds[b].node, t->binds[b].attr};
-    for (int b = 0; b < t->nbinds; b++)
-        if (t->binds[b].kind == RL_B_TENSOR && t->binds[b].slot >= 0 && t->binds[b].slot < GWR_MATCH_MAX_CAPTURES)
-            h[t->binds[b].slot].name = t->binds[b].name;
-    for (int k = 0; k < t->ncons; k++) {
-        int slot = t->cons[k].slot;
-        const rl_expr *x = t->cons[k].x;
-        if (slot < 0 || slot >= GWR_MATCH_MAX_CAPTURES) continue;
-        gwr_rules_slot_hint *s = &h[slot];
-        if (x->has_tilde) s->has_value = 1, s->value = x->tilde_v, s->tol = x->tilde_tol;
-        if (x->dtypes) s->dtype = gwr_rules_pick_dtype(x->dtypes);
-        if (x->rank_lo >= 0) s->ranked = 1, s->rank_min = x->rank_lo, s->rank_max = x->rank_hi;
-        if (x->nshape > 0 && x->nshape <= GWR_MAX_RANK) {
-            s->nshape = x->nshape;
-            for (int d = 0; d < x->nshape; d++)
-                s->dims[d] = x->shape[d]->kind == RL_NUM ? (int64_t)x->shape[d]->num : -1;
-        }
-    }
-}
-
-/* The items of rules [first, last) of set: one per table. */
-typedef struct item_set {
-    gwr_rules_item *items;
-    gwr_rules_slot_hint *hints;
-    gwr_rules_attr_draw *attrs; /* RL_MAX_BINDS per item */
-    int *rule_of;   /* the rule of each item */
-    gwr_args **args; /* per rule, or NULL */
-    int n, first, last;
-} item_set;
-
-static void items_free(item_set *s) {
-    if (s->args)
-        for (int i = 0; i < s->last - s->first; i++) gwr_args_free(s->args[i]);
-    free(s->args);
-    free(s->items);
-    free(s->hints);
-    free(s->attrs);
-    free(s->rule_of);
-    memset(s, 0, sizeof *s);
-}
-
-static gwr_status items_make(const gwr_rules *set, int first, int last, item_set *s) {
-    memset(s, 0, sizeof *s);
-    s->first = first, s->last = last;
-    int n = 0;
-    for (int i = first; i < last; i++) n += set->rules[i].ntables;
-    s->items = calloc((size_t)n + 1, sizeof *s->items);
-    s->hints = calloc(((size_t)n + 1) * GWR_MATCH_MAX_CAPTURES, sizeof *s->hints);
-    s->rule_of = calloc((size_t)n + 1, sizeof *s->rule_of);
-    s->attrs = calloc(((size_t)n + 1) * RL_MAX_BINDS, sizeof *s->attrs);
-    s->args = calloc((size_t)(last - first) + 1, sizeof *s->args);
-    if (!s->items || !s->hints || !s->rule_of || !s->args || !s->attrs) goto oom;
-    for (int i = first; i < last; i++) {
-        const gwr_rl_rule *r = &set->rules[i];
-        gwr_pattern_rewriter rw;
-        gwr_status st = gwr_rules_rewriter(set, i, &rw);
-        if (st) {
-            items_free(s);
-            return st;
-        }
-        /* a rule for some targets runs for the first of them (no target: onnx) */
-        if (r->targets && !(r->targets & GWR_TARGET_ONNX)) {
-            int64_t tg = r->targets & GWR_TARGET_ORT ? GWR_TARGET_ORT : GWR_TARGET_GWR;
-            if (!(s->args[i - first] = gwr_args_new()) || gwr_args_set_int(s->args[i - first], "target", tg)) goto oom;
-        }
-        for (int k = 0; k < r->ntables; k++) {
-            gwr_rules_item *it = &s->items[s->n];
-            gwr_rules_slot_hint *h = &s->hints[(size_t)s->n * GWR_MATCH_MAX_CAPTURES];
-            gwr_rules_attr_draw *ad = &s->attrs[(size_t)s->n * RL_MAX_BINDS];
-            int nad;
-            table_hints(&r->tables[k], h, ad, &nad);
-            *it = (gwr_rules_item){.name = r->name, .file = set->filename, .line = r->line, .benefit = r->benefit,
-                                   .phase = (int)r->phase, .tol = r->tol, .pattern = &r->tables[k].pat,
-                                   .rewriter = rw, .hints = h, .attrs = ad, .nattrs = nad, .args = s->args[i - first],
-                                   .group = i + 1};
-            s->rule_of[s->n++] = i;
-        }
-    }
-    return GWR_OK;
-oom:
-    items_free(s);
-    return gwr_set_last_error(GWR_ERR_NOMEM, "rules: out of memory");
+/* The items of every rule of r, each with its whole rule's rewriter. */
+static gwr_status rules_items(const gwr_rules *r, rl_item_set *s) {
+    gwr_status st = rl_items_make(r, 0, r->nrules, s);
+    for (int k = 0; !st && k < s->n; k++)
+        if ((st = gwr_rules_rewriter(r, s->rule_of[k], &s->items[k].rewriter))) rl_items_free(s);
+    return st;
 }
 
 int gwr_rules_check(const gwr_rules *r, const gwr_rules_check_options *o, FILE *out) {
     if (!r || !out) return -(int)gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_rules_check: NULL %s", r ? "out" : "rules");
-    item_set s;
-    if (items_make(r, 0, r->nrules, &s)) return -1;
+    rl_item_set s;
+    if (rules_items(r, &s)) return -1;
     gwr_rules_check_opts co = {.instances = o ? o->instances : 0, .seed = o ? o->seed : 0};
     gwr_rules_check_result *res = calloc((size_t)s.n + 1, sizeof *res);
     int failed = -1;
@@ -115,43 +31,17 @@ int gwr_rules_check(const gwr_rules *r, const gwr_rules_check_options *o, FILE *
     } else if (!res)
         gwr_set_last_error(GWR_ERR_NOMEM, "rules check: out of memory");
     free(res);
-    items_free(&s);
+    rl_items_free(&s);
     return failed;
 }
 
 int gwr_rules_lint(const gwr_rules *r, const gwr_rules_check_options *o, FILE *out) {
     if (!r || !out) return -(int)gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_rules_lint: NULL %s", r ? "out" : "rules");
-    item_set s;
-    if (items_make(r, 0, r->nrules, &s)) return -1;
+    rl_item_set s;
+    if (rules_items(r, &s)) return -1;
     gwr_rules_check_opts co = {.instances = o ? o->instances : 0, .seed = o ? o->seed : 0};
     int n = gwr_rules_lint_items(s.items, s.n, &co, out);
-    items_free(&s);
+    rl_items_free(&s);
     return n;
 }
 
-/* At load: every alternative of the rule, on up to three instances; the
- * rule is refused when its replacement does not fit on every instance that
- * gave a verdict (one that fits is enough: a replacement may fit some
- * shapes only, as a where clause would say). */
-gwr_status rl_check_instance(const gwr_rules *set, int rule, rl_error *e) {
-    item_set s;
-    const gwr_rl_rule *r = &set->rules[rule];
-    if (items_make(set, rule, rule + 1, &s)) return rl_fail(e, r->line, r->col, "%s", gwr_last_errmsg());
-    gwr_status st = GWR_OK;
-    for (int k = 0; k < s.n && !st; k++) {
-        char why[512], first[512] = "";
-        int fits = 0, refused = 0;
-        for (uint64_t seed = 1; seed <= 3 && !fits && !st; seed++) {
-            gwr_status v = gwr_rules_check_types(&s.items[k], seed, why, sizeof why);
-            if (v == GWR_OK) fits = 1;
-            else if (v == GWR_ERR_NOMEM) st = rl_fail(e, r->line, r->col, "out of memory");
-            else if (v != GWR_ERR_NOT_FOUND && !refused++) snprintf(first, sizeof first, "%s", why);
-        }
-        if (!st && refused && !fits) {
-            const rl_expr *at = r->repl ? r->repl : NULL;
-            st = rl_fail(e, at ? at->line : r->line, at ? at->col : r->col, "%s", first);
-        }
-    }
-    items_free(&s);
-    return st;
-}

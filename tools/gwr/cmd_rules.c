@@ -91,8 +91,9 @@ static int run(int argc, char **argv) {
             cli_error(file, gwr_last_errmsg());
             rc = CLI_FAIL;
         } else {
-            if (mode) printf("%s: %d rules, %d finding%s\n", file, gwr_rules_count(r), n, n == 1 ? "" : "s");
-            else printf("%s: %d rules, %d passed, %d failed\n", file, gwr_rules_count(r), gwr_rules_count(r) - n, n);
+            int nr = gwr_rules_count(r);
+            if (mode) printf("%s: %d rule%s, %d finding%s\n", file, nr, nr == 1 ? "" : "s", n, n == 1 ? "" : "s");
+            else printf("%s: %d rule%s, %d passed, %d failed\n", file, nr, nr == 1 ? "" : "s", nr - n, n);
             rc = n ? CLI_FAIL : CLI_OK;
         }
     }

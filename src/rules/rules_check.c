@@ -6,19 +6,25 @@
 
 #include "rules/hook.h"
 
-/* The items of every rule of r, each with its whole rule's rewriter. */
-static gwr_status rules_items(const gwr_rules *r, rl_item_set *s) {
+/* The items of every rule of r, each with its whole rule's rewriter, and
+ * the options check.c and lint.c take; -1 (gwr_last_errmsg) on an error. */
+static int rules_items(const char *fn, const gwr_rules *r, const gwr_rules_check_options *o, const FILE *out,
+                       rl_item_set *s, gwr_rules_check_opts *co) {
+    if (!r || !out) {
+        gwr_set_last_error(GWR_ERR_INVALID_ARG, "%s: NULL %s", fn, r ? "out" : "rules");
+        return -1;
+    }
+    *co = (gwr_rules_check_opts){.instances = o ? o->instances : 0, .seed = o ? o->seed : 0};
     gwr_status st = rl_items_make(r, 0, r->nrules, s);
     for (int k = 0; !st && k < s->n; k++)
         if ((st = gwr_rules_rewriter(r, s->rule_of[k], &s->items[k].rewriter))) rl_items_free(s);
-    return st;
+    return st ? -1 : 0;
 }
 
 int gwr_rules_check(const gwr_rules *r, const gwr_rules_check_options *o, FILE *out) {
-    if (!r || !out) return -(int)gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_rules_check: NULL %s", r ? "out" : "rules");
     rl_item_set s;
-    if (rules_items(r, &s)) return -1;
-    gwr_rules_check_opts co = {.instances = o ? o->instances : 0, .seed = o ? o->seed : 0};
+    gwr_rules_check_opts co;
+    if (rules_items("gwr_rules_check", r, o, out, &s, &co)) return -1;
     gwr_rules_check_result *res = calloc((size_t)s.n + 1, sizeof *res);
     int failed = -1;
     if (res && gwr_rules_check_items(s.items, s.n, &co, out, res) >= 0) {
@@ -36,12 +42,10 @@ int gwr_rules_check(const gwr_rules *r, const gwr_rules_check_options *o, FILE *
 }
 
 int gwr_rules_lint(const gwr_rules *r, const gwr_rules_check_options *o, FILE *out) {
-    if (!r || !out) return -(int)gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_rules_lint: NULL %s", r ? "out" : "rules");
     rl_item_set s;
-    if (rules_items(r, &s)) return -1;
-    gwr_rules_check_opts co = {.instances = o ? o->instances : 0, .seed = o ? o->seed : 0};
+    gwr_rules_check_opts co;
+    if (rules_items("gwr_rules_lint", r, o, out, &s, &co)) return -1;
     int n = gwr_rules_lint_items(s.items, s.n, &co, out);
     rl_items_free(&s);
     return n;
 }
-

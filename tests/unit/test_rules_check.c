@@ -309,7 +309,59 @@ TEST(hand_written_passes_pass_check_on_their_tables) {
     gwr_args_free(ort);
 }
 
+/* ---- the public API on parsed rules ---- */
+
+static char *api_run(int lint, const char *text, int *rc) {
+    gwr_rules *r = NULL;
+    if (gwr_rules_parse(text, "api.rules", &r)) {
+        fprintf(stderr, "%s\n", gwr_last_errmsg());
+        *rc = -100;
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    gwr_rules_check_options o = {.instances = 3, .seed = 1};
+    *rc = lint ? gwr_rules_lint(r, &o, f) : gwr_rules_check(r, &o, f);
+    fclose(f);
+    gwr_rules_free(r);
+    return buf;
+}
+
+TEST(api_check_and_lint_parsed_rules) {
+    int rc;
+    char *buf = api_run(0, "rule mul2:\n  Mul(x, 2.0) => Add(x, x)\nrule mul3:\n  Mul(x, 3.0) => Add(x, x)\n", &rc);
+    CHECK_EQ_INT(rc, 1);
+    CHECK_CONTAINS(buf, "api.rules:1: rule mul2: ok: 3 instances");
+    CHECK_CONTAINS(buf, "api.rules:3: rule mul3: FAIL: instance 0");
+    free(buf);
+    /* alternatives: each is checked, one rule counted once */
+    buf = api_run(0, "rule nn:\n  (Neg(Neg(x)) | Relu(Relu(x))) => x\n", &rc);
+    CHECK_EQ_INT(rc, 1); /* Relu(Relu(x)) is not x */
+    CHECK_CONTAINS(buf, "rule nn: ok");  /* the Neg alternative */
+    CHECK_CONTAINS(buf, "rule nn: FAIL");
+    free(buf);
+    buf = api_run(1, "rule swap:\n  Add(a, b) => Add(b, a)\nrule nn benefit 20:\n  Neg(Neg(x)) => x\n"
+                     "rule nn_id:\n  Neg(Neg(x)) => Identity(x)\n", &rc);
+    CHECK_EQ_INT(rc, 2);
+    CHECK_CONTAINS(buf, "api.rules:1: rule swap loops");
+    CHECK_CONTAINS(buf, "api.rules:5: rule nn_id is shadowed by rule nn (api.rules:3");
+    free(buf);
+    buf = api_run(1, "rule a:\n  Mul(x, 2.0) => Add(x, x)\nrule b:\n  Add(x, x) => Mul(x, 2.0)\n", &rc);
+    CHECK_EQ_INT(rc, 1);
+    CHECK_CONTAINS(buf, "api.rules:1: rules a and b (api.rules:3) undo each other");
+    free(buf);
+    /* in different phases they never meet */
+    buf = api_run(1, "rule a phase fold:\n  Mul(x, 2.0) => Add(x, x)\nrule b phase fuse:\n  Add(x, x) => Mul(x, 2.0)\n", &rc);
+    CHECK_EQ_INT(rc, 0);
+    free(buf);
+    CHECK_EQ_INT(gwr_rules_check(NULL, NULL, stdout), -1);
+    CHECK_EQ_INT(gwr_rules_lint(NULL, NULL, stdout), -1);
+    CHECK_CONTAINS(gwr_last_errmsg(), "NULL rules");
+}
+
 int main(void) {
+    RUN(api_check_and_lint_parsed_rules);
     RUN(hand_written_passes_pass_check_on_their_tables);
     RUN(right_rule_passes_wrong_rule_fails_with_its_instance);
     RUN(loose_tolerance_lets_it_pass);

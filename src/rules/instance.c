@@ -51,7 +51,7 @@ typedef struct operand {
     gwr_dtype dtype;
     shape s;
     int as_const;        /* a constant layer rather than a network input */
-    enum { V_RANDOM, V_POSITIVE, V_SPLAT, V_INTS, V_BOOL } values;
+    enum { V_RANDOM, V_POSITIVE, V_SPLAT, V_INTS, V_BOOL, V_INTS_RANDOM } values;
     double splat;
     int64_t ints[GWR_MAX_RANK * 2];
     int nints;
@@ -343,6 +343,11 @@ static void make_operand(draw *w, const gwr_match_node *n, const char *op, int k
         out->s = w->base;
     }
     if (out->values == V_INTS && out->s.rank == 1 && !rand_ints) out->s.d[0] = out->nints;
+    /* ops of other dtypes: the logical ones read bool, the bitwise ones integers */
+    if (is_op(op, "Not") || is_op(op, "And") || is_op(op, "Or") || is_op(op, "Xor"))
+        out->dtype = GWR_BOOL, out->values = V_BOOL;
+    else if (!strncmp(op, "Bitwise", 7) || is_op(op, "BitShift"))
+        out->dtype = is_op(op, "BitShift") ? GWR_UINT32 : GWR_INT32, out->values = V_INTS_RANDOM;
     /* what must be positive: a divisor, a root or logarithm of a constant, a power's base */
     if (out->values == V_RANDOM &&
         ((k == 1 && (is_op(op, "Div") || is_op(op, "Mod"))) || is_op(op, "Sqrt") || is_op(op, "Log") ||
@@ -379,6 +384,7 @@ static gwr_tensor *build_operand(draw *w, int slot, const operand *op) {
         case V_SPLAT: x = op->splat; break;
         case V_INTS: x = (double)op->ints[i]; break;
         case V_BOOL: x = (double)(gwr_rules_rand(&w->rng) & 1u); break;
+        case V_INTS_RANDOM: x = (double)irand(&w->rng, 0, 7); break;
         case V_POSITIVE: x = 0.5 + frand(&w->rng); break;
         default: x = 2.0 * frand(&w->rng) - 1.0;
         }

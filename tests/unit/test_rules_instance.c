@@ -284,6 +284,24 @@ TEST(matcher_v2_tables) {
     CHECK_EQ_INT(alts, 3); /* both sub-patterns drawn */
 }
 
+TEST(logical_and_bitwise_ops_get_their_dtypes) {
+    static const gwr_match_node nn[] = {GWR_M_OP("Not", GWR_M_CAP(X)), GWR_M_OP("And", GWR_M_NODE(0), GWR_M_CONST(W))};
+    static const gwr_match_pattern nnp = {"not_and", GWR_M_NODES(nn), NULL, NULL};
+    static const gwr_match_node bw[] = {GWR_M_OP("BitwiseAnd", GWR_M_CAP(X), GWR_M_CONST(W))};
+    static const gwr_match_pattern bwp = {"bitwise", GWR_M_NODES(bw), NULL, NULL};
+    gwr_rules_instance in;
+    if (CHECK_EQ_INT(gwr_rules_instance_new(&nnp, 1, NULL, &in), GWR_OK)) {
+        CHECK_EQ_INT(gwr_tensor_dtype(cap(&in, X)), GWR_BOOL);
+        CHECK_EQ_INT(gwr_tensor_dtype(cap(&in, W)), GWR_BOOL);
+        gwr_rules_instance_free(&in);
+    }
+    if (CHECK_EQ_INT(gwr_rules_instance_new(&bwp, 1, NULL, &in), GWR_OK)) {
+        CHECK_EQ_INT(gwr_tensor_dtype(cap(&in, X)), GWR_INT32);
+        CHECK_EQ_INT(gwr_tensor_dtype(cap(&in, W)), GWR_INT32);
+        gwr_rules_instance_free(&in);
+    }
+}
+
 TEST(same_seed_same_network) {
     gwr_rules_instance a, b, c;
     if (!CHECK_EQ_INT(gwr_rules_instance_new(&convbn, 42, NULL, &a), GWR_OK)) return;
@@ -351,6 +369,7 @@ int main(void) {
     RUN(captured_attributes_are_drawn);
     RUN(variadic_rest_gets_operands);
     RUN(matcher_v2_tables);
+    RUN(logical_and_bitwise_ops_get_their_dtypes);
     RUN(same_seed_same_network);
     RUN(splat_perturbed_within_tolerance);
     RUN(no_instance_says_why);

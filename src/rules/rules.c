@@ -31,6 +31,13 @@ static gwr_status finish(gwr_rules *set, rl_error *e) {
             t->nodes[t->pat.nnodes - 1].pred = root_pred;
             t->pat.rewrite = rl_rewrite;
         }
+    set->order = rl_alloc(&set->arena, (size_t)(set->nrules + 1) * sizeof *set->order);
+    if (!set->order) return rl_fail(e, 1, 1, "out of memory");
+    for (int i = 0; i < set->nrules; i++) { /* insertion sort: stable, higher benefit first */
+        int k = i;
+        while (k > 0 && set->rules[set->order[k - 1]].benefit < set->rules[i].benefit) set->order[k] = set->order[k - 1], k--;
+        set->order[k] = i;
+    }
     for (int i = 0; i < set->nrules; i++) {
         gwr_status s = rl_check_instance(set, i, e);
         if (s) return s;
@@ -147,8 +154,7 @@ static const char *missing_op(const rl_expr *x, int64_t opset) {
     return NULL;
 }
 
-static int match_and_rewrite(gwr_rewrite_ctx *c, gwr_layer *l) {
-    gwr_rl_rule *r = gwr_rewrite_ctx_user(c);
+static int run_rule(gwr_rl_rule *r, gwr_rewrite_ctx *c, gwr_layer *l) {
     if (r->targets) {
         int64_t t = gwr_match_target(c);
         if (!((unsigned)t & r->targets)) return gwr_rewrite_no_match(c, "rule '%s' does not serve this target", r->name);
@@ -172,6 +178,20 @@ static int match_and_rewrite(gwr_rewrite_ctx *c, gwr_layer *l) {
         }
     }
     return gwr_rewrite_no_match(c, "%s", first);
+}
+
+static int match_and_rewrite(gwr_rewrite_ctx *c, gwr_layer *l) { return run_rule(gwr_rewrite_ctx_user(c), c, l); }
+
+int gwr_rl_run_all(const gwr_rules *set, gwr_rewrite_ctx *c, gwr_layer *l) {
+    for (int k = 0; set && k < set->nrules; k++) {
+        gwr_rl_rule *r = &set->rules[set->order[k]];
+        int rooted = 0;
+        for (int j = 0; r->root_ops[j] && !rooted; j++) rooted = gwr_match_is_op(l, r->root_ops[j]);
+        if (!rooted) continue;
+        int res = run_rule(r, c, l);
+        if (res) return res;
+    }
+    return 0;
 }
 
 gwr_status gwr_rules_rewriter(const gwr_rules *set, int i, gwr_pattern_rewriter *out) {

@@ -145,6 +145,7 @@ struct gwr_rules {
     const char *filename;
     gwr_rl_rule *rules;
     int nrules;
+    int *order;        /* rule indices by benefit, higher first (stable) */
 };
 
 /* ---- the front end (parse.c) --------------------------------------------------- */

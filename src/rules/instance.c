@@ -247,7 +247,6 @@ static void make_operand(draw *w, const gwr_match_node *n, const char *op, int k
     if (ref && !ok) rs = w->base;
     if (ref && gwr_match_dtype_real_float(gwr_tensor_dtype(ref))) out->dtype = gwr_tensor_dtype(ref);
     int64_t last = rs.rank ? rs.d[rs.rank - 1] : 1;
-    int rand_ints = 0;
     out->s = rs;
 
     if (is_op(op, "MatMul") || is_op(op, "Gemm")) {
@@ -342,7 +341,7 @@ static void make_operand(draw *w, const gwr_match_node *n, const char *op, int k
     } else {
         out->s = w->base;
     }
-    if (out->values == V_INTS && out->s.rank == 1 && !rand_ints) out->s.d[0] = out->nints;
+    if (out->values == V_INTS) out->s = shape_of(1, (int64_t[]){out->nints}); /* shapes, axes, indices: 1-D */
     /* ops of other dtypes: the logical ones read bool, the bitwise ones integers */
     if (is_op(op, "Not") || is_op(op, "And") || is_op(op, "Or") || is_op(op, "Xor"))
         out->dtype = GWR_BOOL, out->values = V_BOOL;

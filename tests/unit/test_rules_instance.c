@@ -302,6 +302,22 @@ TEST(logical_and_bitwise_ops_get_their_dtypes) {
     }
 }
 
+TEST(axes_inputs_are_1d_int64) {
+    static const gwr_match_node us[] = {GWR_M_OP("Unsqueeze", GWR_M_CAP(X), GWR_M_CONST(S1)),
+                                        GWR_M_OP("Squeeze", GWR_M_NODE(0), GWR_M_CONST(S1))};
+    static const gwr_match_pattern usp = {"unsqueeze_squeeze", GWR_M_NODES(us), NULL, NULL};
+    for (uint64_t seed = 0; seed < 5; seed++) {
+        gwr_rules_instance in;
+        if (!CHECK_EQ_INT(gwr_rules_instance_new(&usp, seed, NULL, &in), GWR_OK)) return;
+        CHECK_EQ_INT(gwr_tensor_dtype(cap(&in, S1)), GWR_INT64);
+        CHECK_EQ_INT(gwr_tensor_rank(cap(&in, S1)), 1);
+        gwr_session *s = gwr_session_new_raw(in.net, NULL);
+        CHECK(s != NULL);
+        gwr_session_free(s);
+        gwr_rules_instance_free(&in);
+    }
+}
+
 TEST(same_seed_same_network) {
     gwr_rules_instance a, b, c;
     if (!CHECK_EQ_INT(gwr_rules_instance_new(&convbn, 42, NULL, &a), GWR_OK)) return;
@@ -370,6 +386,7 @@ int main(void) {
     RUN(variadic_rest_gets_operands);
     RUN(matcher_v2_tables);
     RUN(logical_and_bitwise_ops_get_their_dtypes);
+    RUN(axes_inputs_are_1d_int64);
     RUN(same_seed_same_network);
     RUN(splat_perturbed_within_tolerance);
     RUN(no_instance_says_why);

@@ -24,8 +24,34 @@ typedef struct lint_rule {
     int ninst;
 } lint_rule;
 
-/* Does the rule fire on (a copy of) net? -1 on an internal error. */
+/* May rw be offered layer l (its root ops or classes)? What a manager
+ * checks before offering: lint skips the copies where nothing could fire. */
+static int may_root(const gwr_pattern_rewriter *rw, const gwr_layer *l) {
+    if (gwr_layer_is_removed(l) || gwr_layer_type(l) == GWR_LAYER_CONSTANT) return 0;
+    if (!rw->root_ops && !rw->root_classes) return 1;
+    if (rw->root_classes & GWR_ROOT_CLASS(gwr_layer_type(l))) return 1;
+    const char *dom = gwr_layer_domain(l), *op = gwr_layer_op(l);
+    size_t dl = strlen(dom);
+    for (const char *const *r = rw->root_ops; r && *r; r++) {
+        const char *sep = strstr(*r, "::");
+        if (!sep ? !*dom && !strcmp(*r, op) : (size_t)(sep - *r) == dl && !strncmp(*r, dom, dl) && !strcmp(sep + 2, op))
+            return 1;
+    }
+    return 0;
+}
+
+static int may_fire(const gwr_rules_item *it, gwr_network *net, const char *root) {
+    if (root) return may_root(&it->rewriter, gwr_network_find_layer(net, root));
+    for (int64_t i = 0; i < gwr_network_num_layers(net); i++)
+        if (may_root(&it->rewriter, gwr_network_layer(net, i))) return 1;
+    return 0;
+}
+
+/* Does the rule fire on (a copy of) net (at layer root when given)? -1 on
+ * an internal error. */
 static int fires_on(const gwr_rules_item *it, gwr_network *net, const char *root, int *at_root) {
+    if (at_root) *at_root = 0;
+    if (!may_fire(it, net, root)) return 0;
     gwr_network *c = gwr_network_clone(net);
     if (!c) return -1;
     gwr_rules_apply_log log = {.root_name = root};

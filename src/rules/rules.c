@@ -16,8 +16,8 @@
 static int root_pred(const gwr_match *m, int node, void *user) {
     (void)node;
     gwr_rl_table *t = user;
-    rl_env env = {.t = t, .m = m, .why = t->rule->why, .why_size = sizeof t->rule->why};
-    t->rule->why[0] = 0;
+    rl_env env = {.t = t, .m = m, .why = rl_why_buf(), .why_size = RL_WHY_SIZE};
+    env.why[0] = 0;
     int ok = rl_check_match(&env);
     rl_arena_free(&env.tmp);
     return ok > 0;
@@ -168,12 +168,13 @@ static int run_rule(gwr_rl_rule *r, gwr_rewrite_ctx *c, gwr_layer *l) {
     char first[300] = "";
     for (int i = 0; i < r->ntables; i++) {
         gwr_match m;
-        r->why[0] = 0;
+        char *why = rl_why_buf();
+        why[0] = 0;
         int k = gwr_match_layer(&r->tables[i].pat, l, &m);
         if (k < 0) return gwr_rewrite_fail(c, (gwr_status)-k, "%s", gwr_last_errmsg());
         if (k) return rl_rewrite(c, &m);
         if (!i) {
-            if (r->why[0]) snprintf(first, sizeof first, "%s", r->why);
+            if (why[0]) snprintf(first, sizeof first, "%s", why);
             else gwr_match_why(&m, first, sizeof first);
         }
     }

@@ -213,7 +213,8 @@ gwr_status gwr_rules_check_types(const gwr_rules_item *it, uint64_t seed, char *
             char tr[128] = "?";
             gwr_tensor_type_str(gwr_layer_output(in.root, 0), tr, sizeof tr);
             snprintf(why, size, "the replacement does not fit the pattern's root (%s on an instance): %s", tr, log.reason);
-            res = GWR_ERR_TYPE;
+            res = strstr(log.reason, "dtype") ? GWR_ERR_TYPE : strstr(log.reason, "rank differs") ? GWR_ERR_SHAPE
+                                                                                                    : GWR_ERR_UNSUPPORTED;
         } else
             res = GWR_ERR_NOT_FOUND;
     } else {
@@ -224,7 +225,9 @@ gwr_status gwr_rules_check_types(const gwr_rules_item *it, uint64_t seed, char *
                 char ta[128], tb[128];
                 gwr_tensor_type_str(a, ta, sizeof ta);
                 gwr_tensor_type_str(b, tb, sizeof tb);
-                res = gwr_tensor_dtype(a) != gwr_tensor_dtype(b) ? GWR_ERR_TYPE : GWR_ERR_SHAPE;
+                res = gwr_tensor_dtype(a) != gwr_tensor_dtype(b)   ? GWR_ERR_TYPE
+                      : gwr_tensor_rank(a) != gwr_tensor_rank(b) ? GWR_ERR_SHAPE
+                                                                 : GWR_ERR_UNSUPPORTED;
                 snprintf(why, size, "the replacement gives %s where the pattern's root gives %s", tb, ta);
             }
         }

@@ -70,12 +70,15 @@ int gwr_rules_check_items(const gwr_rules_item *items, int n, const gwr_rules_ch
 int gwr_rules_lint_items(const gwr_rules_item *items, int n, const gwr_rules_check_opts *o, FILE *out);
 
 /* The load-time check of one rule: on an instance of its table (drawn
- * from seed), the rule's replacement must give the root's outputs their
- * dtype and shape. GWR_OK when it does; GWR_ERR_NOT_FOUND when there is
+ * from seed), does the rule's replacement give the root's outputs their
+ * dtype and shape? GWR_OK when it does; GWR_ERR_NOT_FOUND when there is
  * nothing to say (no instance could be drawn, or the rule refused without
- * a reason); GWR_ERR_TYPE / GWR_ERR_SHAPE with the reason in why ("the
- * replacement gives float32[6] where the pattern's root gives
- * float32[2,3]", or the rewrite's own refusal of its replacement). */
+ * a reason); otherwise the reason in why ("the replacement gives
+ * float32[6] where the pattern's root gives float32[2,3]", or the
+ * rewrite's own refusal of its replacement) and GWR_ERR_TYPE (another
+ * dtype), GWR_ERR_SHAPE (another rank) or GWR_ERR_UNSUPPORTED (other dims,
+ * or another refusal: what may hold on this instance's shapes and values
+ * only). */
 gwr_status gwr_rules_check_types(const gwr_rules_item *item, uint64_t seed, char *why, size_t size);
 
 #endif

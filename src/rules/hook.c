@@ -90,10 +90,12 @@ oom:
     return gwr_set_last_error(GWR_ERR_NOMEM, "rules: out of memory");
 }
 
-/* At load: every alternative of the rule, on up to three instances; the
- * rule is refused when its replacement does not fit on every instance that
- * gave a verdict (one that fits is enough: a replacement may fit some
- * shapes only, as a where clause would say). */
+/* At load: every alternative of the rule, on up to three instances. The
+ * rule is refused when its replacement fits none of them and one showed
+ * another dtype or rank than the root's: what no shape can mend. Other
+ * misfits (other dims, an expression with no value on those constants)
+ * depend on the instance; the rule then loads, is undone at run time
+ * where it does not fit, and `gwr rules check` reports it. */
 gwr_status rl_check_instance(const gwr_rules *set, int rule, rl_error *e) {
     rl_item_set s;
     const gwr_rl_rule *r = &set->rules[rule];
@@ -106,7 +108,7 @@ gwr_status rl_check_instance(const gwr_rules *set, int rule, rl_error *e) {
             gwr_status v = gwr_rules_check_types(&s.items[k], seed, why, sizeof why);
             if (v == GWR_OK) fits = 1;
             else if (v == GWR_ERR_NOMEM) st = rl_fail(e, r->line, r->col, "out of memory");
-            else if (v != GWR_ERR_NOT_FOUND && !refused++) snprintf(first, sizeof first, "%s", why);
+            else if ((v == GWR_ERR_TYPE || v == GWR_ERR_SHAPE) && !refused++) snprintf(first, sizeof first, "%s", why);
         }
         if (!st && refused && !fits) {
             const rl_expr *at = r->repl ? r->repl : NULL;

@@ -130,11 +130,12 @@ static int check_one(const gwr_rules_item *it, int i, int j, const gwr_rules_che
                             it->line, it->name, j, w->name, ta, tb);
                 } else
                     fprintf(out,
-                            "%s:%d: rule %s: FAIL: instance %d: output '%s' differs by %.3g (relative %.3g) beyond tol %g"
+                            "%s:%d: rule %s: FAIL: instance %d: output '%s' differs by %.3g (relative %.3g)%s beyond tol %g"
                             " in %lld of %lld elements\n",
                             file, it->line, it->name, j, w ? w->name : "?", w ? w->max_abs : rep.max_abs,
-                            w ? w->max_rel : rep.max_rel, gwr_rules_item_tol(it), (long long)(w ? w->nbad : 0),
-                            (long long)(w ? w->numel : 0));
+                            w ? w->max_rel : rep.max_rel,
+                            isinf(w ? w->max_abs : rep.max_abs) ? " (a NaN or an infinity against a number)" : "",
+                            gwr_rules_item_tol(it), (long long)(w ? w->nbad : 0), (long long)(w ? w->numel : 0));
                 print_instance(out, &in, seed);
                 fprintf(out, "  inputs: seeded random, seed %llu (floats uniform in [-1, 1))\n",
                         (unsigned long long)co.inputs.seed);

@@ -47,7 +47,6 @@ typedef struct gwr_rules_item {
 typedef struct gwr_rules_check_opts {
     int instances;     /* per rule; 0: 5 */
     uint64_t seed;     /* instances and inputs are drawn from it */
-    int verbose;       /* print every instance */
 } gwr_rules_check_opts;
 
 /* Per-rule results of a check. */

@@ -61,6 +61,12 @@ hasf out "2 rules, 1 passed, 1 failed" "check: the summary"
 "$GWR" rules check "$tmp/wrong.rules" --seed 5 > "$tmp/b" 2>&1
 ok "the same seed, the same report" -- cmp "$tmp/a" "$tmp/b"
 
+# a rule wrong only where its input is not positive: the NaN of Log(x < 0) against x
+printf 'rule exp_log:\n  Exp(Log(x)) => x\n' > "$tmp/nan.rules"
+expect 1 "check nan.rules" -- "$GWR" rules check "$tmp/nan.rules"
+hasf out "rule exp_log: FAIL: instance 0: output" "check: exp_log fails"
+hasf out "(a NaN or an infinity against a number)" "check: the NaN named"
+
 # lint
 expect 0 "lint good.rules" -- "$GWR" rules lint "$tmp/good.rules"
 hasf out "2 rules, 0 findings" "lint: clean"

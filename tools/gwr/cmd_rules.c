@@ -14,8 +14,7 @@ static void help(FILE *out) {
             "       gwr rules print FILE\n"
             "\n"
             "Works on a .rules file (docs/rules.md); the file is parsed and checked as\n"
-            "gwr_rules_load does, and a refusal prints file:line:col: message, then the\n"
-            "source line and a caret under the column.\n"
+            "gwr_rules_load does, and a refusal is one line, file:line:col: message.\n"
             "\n"
             "  check   for every rule, N random instances of its pattern (shapes, dtypes and\n"
             "          constants drawn to satisfy its constraints); the rule alone is applied\n"
@@ -36,18 +35,6 @@ static void help(FILE *out) {
             "\n"
             "Exit status: 0 success (check: every rule passed; lint: no finding), 1 failure\n"
             "(a file error, a failing rule, a lint finding), 2 bad usage.\n");
-}
-
-/* Prints a load error: its first line as the tool's one-line error, then
- * the source line and the caret the library adds. */
-static void load_error(const char *path) {
-    const char *msg = gwr_last_errmsg();
-    const char *nl = strchr(msg, '\n');
-    if (!nl) {
-        cli_error(path, msg);
-        return;
-    }
-    fprintf(stderr, "gwr: %.*s\n%s\n", (int)(nl - msg), msg, nl + 1);
 }
 
 static int run(int argc, char **argv) {
@@ -75,10 +62,7 @@ static int run(int argc, char **argv) {
     }
     if (!file) return cli_usage("rules", "%s needs a FILE", sub);
     gwr_rules *r = NULL;
-    if (gwr_rules_parse_file(file, &r)) {
-        load_error(file);
-        return CLI_FAIL;
-    }
+    if (cli_load_rules(file, &r)) return CLI_FAIL;
     int rc = CLI_OK;
     if (mode == 2) {
         if (gwr_rules_print(r, stdout)) {

@@ -331,17 +331,33 @@ TEST(same_seed_same_network) {
     gwr_rules_instance_free(&c);
 }
 
+TEST(whole_literals_stay_exact) {
+    /* Pow(x, 2.0): the exponent is not perturbed (2.0000005 would be NaN for x < 0) */
+    static const gwr_match_node pw[] = {GWR_M_OP("Pow", GWR_M_CAP(X), GWR_M_SPLAT(K3, 2.0))};
+    static const gwr_match_pattern pwp = {"pow2", GWR_M_NODES(pw), NULL, NULL};
+    gwr_rules_instance_options o = {.perturb = 1};
+    for (uint64_t seed = 0; seed < 6; seed++) {
+        gwr_rules_instance in;
+        if (!CHECK_EQ_INT(gwr_rules_instance_new(&pwp, seed, &o, &in), GWR_OK)) return;
+        CHECK(gwr_match_const_is_splat(cap(&in, K3), 2.0, 0.0));
+        gwr_rules_instance_free(&in);
+    }
+}
+
 TEST(splat_perturbed_within_tolerance) {
+    /* 0.5 within the literals' 1e-6; 1.4142135 within its declared 1e-4 */
+    static const gwr_match_node hm[] = {GWR_M_OP("Mul", GWR_M_CAP(X), GWR_M_SPLAT(K3, 0.5)),
+                                        GWR_M_OP("Div", GWR_M_NODE(0), GWR_M_SPLAT_TOL(K6, 1.4142135, 1e-4))};
+    static const gwr_match_pattern hmp = {"half", GWR_M_NODES(hm), NULL, NULL};
     gwr_rules_instance_options o = {.perturb = 1};
     int moved = 0;
     for (uint64_t seed = 0; seed < 6; seed++) {
         gwr_rules_instance in;
-        if (!CHECK_EQ_INT(gwr_rules_instance_new(&hswish, seed, &o, &in), GWR_OK)) return;
-        double v;
-        if (CHECK(gwr_match_const_scalar(cap(&in, K6), &v) || gwr_match_const_is_splat(cap(&in, K6), 6.0, 6e-6))) {
-            CHECK(gwr_match_const_is_splat(cap(&in, K6), 6.0, 6e-6));
-            moved += !gwr_match_const_is_splat(cap(&in, K6), 6.0, 0.0);
-        }
+        if (!CHECK_EQ_INT(gwr_rules_instance_new(&hmp, seed, &o, &in), GWR_OK)) return;
+        CHECK(gwr_match_const_is_splat(cap(&in, K3), 0.5, 1e-6));
+        CHECK(gwr_match_const_is_splat(cap(&in, K6), 1.4142135, 1e-4));
+        moved += !gwr_match_const_is_splat(cap(&in, K3), 0.5, 0.0);
+        moved += !gwr_match_const_is_splat(cap(&in, K6), 1.4142135, 1e-7);
         gwr_rules_instance_free(&in);
     }
     CHECK(moved > 0);
@@ -388,6 +404,7 @@ int main(void) {
     RUN(logical_and_bitwise_ops_get_their_dtypes);
     RUN(axes_inputs_are_1d_int64);
     RUN(same_seed_same_network);
+    RUN(whole_literals_stay_exact);
     RUN(splat_perturbed_within_tolerance);
     RUN(no_instance_says_why);
     RUN(print_lists_layers_with_types);

@@ -215,7 +215,7 @@ int rl_rewrite(gwr_rewrite_ctx *c, const gwr_match *m) {
     gwr_rl_rule *rule = t->rule;
     gwr_layer *root = m->layers[m->nlayers - 1];
     char *why = rl_why_buf();
-    bctx b = {.env = {.t = t, .m = m, .why = why, .why_size = RL_WHY_SIZE}, .net = gwr_layer_network(root)};
+    bctx b = {.env = {.t = t, .m = m, .tmp = {.chunk = RL_EVAL_CHUNK}, .why = why, .why_size = RL_WHY_SIZE}, .net = gwr_layer_network(root)};
     why[0] = 0;
     int nout = gwr_layer_num_outputs(root);
     gwr_tensor *outs[GWR_MATCH_MAX_NODES * 4] = {0};

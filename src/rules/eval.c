@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gwr/exec.h"
 #include "rules/rules_internal.h"
 
 const rl_bind *rl_find_bind(const gwr_rl_table *t, const char *name) {
@@ -421,9 +422,17 @@ static int eval_call(rl_env *env, const rl_expr *x, rl_val *out) {
     if (!strcmp(f, "cast")) {
         if ((r = eval_args(env, x, v, 2)) <= 0 || (r = rl_val_numeric(env, &v[0])) <= 0) return r;
         if (v[1].kind != RL_V_DTYPE) return why(env, "cast(): the second argument is a dtype (f16, f32, i64, ...)");
-        *out = v[0];
-        out->dtype = v[1].dtype, out->is_float = gwr_match_dtype_real_float(v[1].dtype);
-        return 1;
+        /* The values as the dtype holds them (rounded, or converted as the
+         * executor converts), through a value of that dtype. */
+        gwr_value *val = gwr_value_new(v[1].dtype, 1, &v[0].n);
+        if (!val) return why(env, "cast(): cannot hold %s", gwr_dtype_name(v[1].dtype));
+        if ((r = arr(env, out, v[0].rank, v[0].dims, gwr_match_dtype_real_float(v[1].dtype), v[1].dtype)) > 0)
+            for (int64_t i = 0; i < v[0].n; i++) {
+                gwr_value_set_f64(val, i, v[0].d[i]);
+                out->d[i] = gwr_value_get_f64(val, i);
+            }
+        gwr_value_release(val);
+        return r;
     }
     return why(env, "unknown function '%s'", f);
 }

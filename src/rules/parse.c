@@ -30,7 +30,7 @@ void *rl_alloc(rl_arena *a, size_t n) {
     n = (n + 15) & ~(size_t)15;
     struct rl_block *b = a->head;
     if (!b || b->cap - b->used < n) {
-        size_t cap = n > 8192 ? n : 8192;
+        size_t chunk = a->chunk ? a->chunk : 8192, cap = n > chunk ? n : chunk;
         b = gwr_malloc(sizeof *b + cap);
         if (!b) return NULL;
         b->next = a->head, b->used = 0, b->cap = cap;

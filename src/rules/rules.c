@@ -16,7 +16,7 @@
 static int root_pred(const gwr_match *m, int node, void *user) {
     (void)node;
     gwr_rl_table *t = user;
-    rl_env env = {.t = t, .m = m, .why = rl_why_buf(), .why_size = RL_WHY_SIZE};
+    rl_env env = {.t = t, .m = m, .tmp = {.chunk = RL_EVAL_CHUNK}, .why = rl_why_buf(), .why_size = RL_WHY_SIZE};
     env.why[0] = 0;
     int ok = rl_check_match(&env);
     rl_arena_free(&env.tmp);

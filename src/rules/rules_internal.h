@@ -15,7 +15,9 @@
 
 typedef struct rl_arena {
     struct rl_block *head;
+    size_t chunk;      /* bytes of a block (0: 8 KiB); an evaluation's arena takes small ones */
 } rl_arena;
+#define RL_EVAL_CHUNK 960 /* a block in malloc's per-thread cache */
 void *rl_alloc(rl_arena *a, size_t n);          /* zeroed; NULL when out of memory */
 char *rl_strndup(rl_arena *a, const char *s, size_t n);
 void rl_arena_free(rl_arena *a);

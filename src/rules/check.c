@@ -69,6 +69,77 @@ gwr_status gwr_rules_apply(const gwr_rules_item *const *its, int n, gwr_network 
     return s;
 }
 
+/* ---- an instance the rule fires on ---- */
+
+/* Draws an instance of it's table from seed (io: the options but the
+ * dtype) and applies the rule alone to a copy of it. Captures of no fixed
+ * dtype are float32 first; when the rule refuses that instance for its
+ * dtype (a replacement of integers, say), int64, float16, float64 and
+ * int32 in turn. GWR_OK with *in, *copy (rewritten, or not when the rule
+ * did not fire: log says why) and *applied (the manager's status);
+ * GWR_ERR_NOT_FOUND when no instance could be drawn (gwr_last_errmsg);
+ * GWR_ERR_NOMEM. */
+static gwr_status fire(const gwr_rules_item *it, uint64_t seed, gwr_rules_instance_options io, gwr_rules_instance *in,
+                       gwr_network **copy, gwr_rules_apply_log *log, gwr_status *applied) {
+    static const gwr_dtype dtypes[] = {GWR_UNDEFINED, GWR_INT64, GWR_FLOAT16, GWR_FLOAT64, GWR_INT32};
+    const int nd = (int)(sizeof dtypes / sizeof dtypes[0]);
+    for (int d = 0; d < nd; d++) {
+        io.dtype = dtypes[d];
+        if (gwr_rules_instance_new(it->pattern, seed, &io, in)) {
+            if (gwr_last_status() == GWR_ERR_NOMEM) return GWR_ERR_NOMEM;
+            if (!d) return GWR_ERR_NOT_FOUND;
+            continue; /* the table's ops take no such dtype */
+        }
+        if (!(*copy = gwr_network_clone(in->net))) {
+            gwr_rules_instance_free(in);
+            return GWR_ERR_NOMEM;
+        }
+        const gwr_rules_item *one = it;
+        *log = (gwr_rules_apply_log){.root_name = gwr_layer_name(in->root)};
+        *applied = gwr_rules_apply(&one, 1, *copy, 1, 0, log);
+        if (*applied == GWR_ERR_NOMEM) {
+            gwr_network_free(*copy);
+            gwr_rules_instance_free(in);
+            return GWR_ERR_NOMEM;
+        }
+        int retry = !*applied && !log->rewrites && strstr(log->reason, "dtype") && d + 1 < nd;
+        if (!retry) return GWR_OK;
+        /* keep the float32 instance's reason if no other dtype fires */
+        gwr_rules_apply_log first = *log;
+        gwr_network *c0 = *copy;
+        gwr_rules_instance i0 = *in;
+        gwr_status a0 = *applied;
+        int fired = 0;
+        for (int e = d + 1; e < nd && !fired; e++) {
+            io.dtype = dtypes[e];
+            gwr_rules_instance in2;
+            if (gwr_rules_instance_new(it->pattern, seed, &io, &in2)) {
+                if (gwr_last_status() == GWR_ERR_NOMEM) break;
+                continue;
+            }
+            gwr_network *c2 = gwr_network_clone(in2.net);
+            if (!c2) {
+                gwr_rules_instance_free(&in2);
+                break;
+            }
+            gwr_rules_apply_log l2 = {.root_name = gwr_layer_name(in2.root)};
+            gwr_status a2 = gwr_rules_apply(&one, 1, c2, 1, 0, &l2);
+            if (!a2 && l2.rewrites) {
+                gwr_network_free(c0);
+                gwr_rules_instance_free(&i0);
+                *in = in2, *copy = c2, *log = l2, *applied = a2;
+                fired = 1;
+            } else {
+                gwr_network_free(c2);
+                gwr_rules_instance_free(&in2);
+            }
+        }
+        if (!fired) *in = i0, *copy = c0, *log = first, *applied = a0;
+        return GWR_OK;
+    }
+    return GWR_ERR_NOT_FOUND;
+}
+
 /* ---- check ---- */
 
 static void print_instance(FILE *out, const gwr_rules_instance *in, uint64_t seed) {
@@ -84,20 +155,15 @@ static int check_one(const gwr_rules_item *it, int i, int j, const gwr_rules_che
     gwr_rules_instance_options io = {.opset = it->opset, .hints = it->hints, .attrs = it->attrs, .nattrs = it->nattrs, .perturb = j & 1};
     gwr_rules_instance in;
     const char *file = gwr_rules_item_file(it);
-    if (gwr_rules_instance_new(it->pattern, seed, &io, &in)) {
-        if (gwr_last_status() == GWR_ERR_NOMEM) return -1;
+    gwr_network *copy = NULL;
+    gwr_rules_apply_log log;
+    gwr_status s = GWR_OK, f = fire(it, seed, io, &in, &copy, &log, &s);
+    if (f == GWR_ERR_NOMEM) return -1;
+    if (f) {
         fprintf(out, "%s:%d: rule %s: FAIL: no instance of its pattern: %s\n", file, it->line, it->name, gwr_last_errmsg());
         return 0;
     }
     int ok = 0;
-    gwr_network *copy = gwr_network_clone(in.net);
-    if (!copy) {
-        gwr_rules_instance_free(&in);
-        return -1;
-    }
-    const gwr_rules_item *one = it;
-    gwr_rules_apply_log log = {.root_name = gwr_layer_name(in.root)};
-    gwr_status s = gwr_rules_apply(&one, 1, copy, 1, 0, &log);
     if (s) {
         fprintf(out, "%s:%d: rule %s: FAIL: the rewrite failed on instance %d: %s\n", file, it->line, it->name, j, log.msg);
         print_instance(out, &in, seed);
@@ -193,15 +259,10 @@ gwr_status gwr_rules_check_types(const gwr_rules_item *it, uint64_t seed, char *
     if (size) why[0] = 0;
     gwr_rules_instance_options io = {.opset = it->opset, .hints = it->hints, .attrs = it->attrs, .nattrs = it->nattrs, .max_tries = 30};
     gwr_rules_instance in;
-    if (gwr_rules_instance_new(it->pattern, seed, &io, &in)) return gwr_last_status() == GWR_ERR_NOMEM ? GWR_ERR_NOMEM : GWR_ERR_NOT_FOUND;
-    gwr_network *copy = gwr_network_clone(in.net);
-    if (!copy) {
-        gwr_rules_instance_free(&in);
-        return GWR_ERR_NOMEM;
-    }
-    const gwr_rules_item *one = it;
-    gwr_rules_apply_log log = {.root_name = gwr_layer_name(in.root)};
-    gwr_status s = gwr_rules_apply(&one, 1, copy, 1, 0, &log), res = GWR_OK;
+    gwr_network *copy = NULL;
+    gwr_rules_apply_log log;
+    gwr_status s = GWR_OK, f = fire(it, seed, io, &in, &copy, &log, &s), res = GWR_OK;
+    if (f) return f;
     if (s == GWR_ERR_TYPE || s == GWR_ERR_SHAPE) {
         snprintf(why, size, "the replacement cannot stand for the pattern's root: %s", log.msg);
         res = s;

@@ -41,6 +41,10 @@ static int64_t irand(uint64_t *s, int64_t lo, int64_t hi) { return lo + (int64_t
 /* uniform in [0, 1) */
 static double frand(uint64_t *s) { return (double)(gwr_rules_rand(s) >> 11) * (1.0 / 9007199254740992.0); }
 
+/* What where clauses test constants for (`value(c) == 1`). */
+static const double special_values[] = {1.0, 0.0, 2.0, -1.0, 0.5};
+#define NSPECIAL ((int)(sizeof special_values / sizeof special_values[0]))
+
 typedef struct shape {
     int rank;
     int64_t d[GWR_MAX_RANK];
@@ -51,7 +55,7 @@ typedef struct operand {
     gwr_dtype dtype;
     shape s;
     int as_const;        /* a constant layer rather than a network input */
-    enum { V_RANDOM, V_POSITIVE, V_SPLAT, V_INTS, V_BOOL, V_INTS_RANDOM } values;
+    enum { V_RANDOM, V_POSITIVE, V_SPLAT, V_INTS, V_BOOL, V_INTS_RANDOM, V_SPECIAL } values;
     double splat;
     int64_t ints[GWR_MAX_RANK * 2];
     int nints;
@@ -63,6 +67,7 @@ typedef struct draw {
     gwr_network *net;
     uint64_t rng;
     int strategy, positive;
+    int special;       /* > 0: constants hold special value special - 1 everywhere */
     shape base;
     gwr_tensor *caps[GWR_MATCH_MAX_CAPTURES];
     gwr_layer *layers[GWR_MATCH_MAX_NODES];
@@ -228,9 +233,9 @@ static void apply_hint(draw *w, const gwr_rules_slot_hint *h, operand *out) {
 static void make_operand(draw *w, const gwr_match_node *n, const char *op, int k, const gwr_mref *r,
                          gwr_tensor *const *known, int nin, operand *out) {
     memset(out, 0, sizeof *out);
-    out->dtype = GWR_FLOAT32;
+    out->dtype = w->o && w->o->dtype != GWR_UNDEFINED ? w->o->dtype : GWR_FLOAT32;
     out->as_const = r->kind != GWR_MREF_CAP;
-    out->values = w->positive ? V_POSITIVE : V_RANDOM;
+    out->values = w->special ? V_SPECIAL : w->positive ? V_POSITIVE : V_RANDOM;
     if (r->kind == GWR_MREF_SPLAT) {
         out->values = V_SPLAT;
         out->splat = r->value;
@@ -249,7 +254,9 @@ static void make_operand(draw *w, const gwr_match_node *n, const char *op, int k
     int ok = 0;
     shape rs = ref ? tensor_shape(ref, &ok) : w->base;
     if (ref && !ok) rs = w->base;
-    if (ref && gwr_match_dtype_real_float(gwr_tensor_dtype(ref))) out->dtype = gwr_tensor_dtype(ref);
+    if (ref && gwr_tensor_dtype(ref) != GWR_BOOL && gwr_tensor_dtype(ref) != GWR_UNDEFINED &&
+        (gwr_match_dtype_real_float(gwr_tensor_dtype(ref)) || gwr_dtype_is_int(gwr_tensor_dtype(ref))))
+        out->dtype = gwr_tensor_dtype(ref);
     int64_t last = rs.rank ? rs.d[rs.rank - 1] : 1;
     out->s = rs;
 
@@ -352,7 +359,7 @@ static void make_operand(draw *w, const gwr_match_node *n, const char *op, int k
     else if (!strncmp(op, "Bitwise", 7) || is_op(op, "BitShift"))
         out->dtype = is_op(op, "BitShift") ? GWR_UINT32 : GWR_INT32, out->values = V_INTS_RANDOM;
     /* what must be positive: a divisor, a root or logarithm of a constant, a power's base */
-    if (out->values == V_RANDOM &&
+    if ((out->values == V_RANDOM || (out->values == V_SPECIAL && special_values[w->special - 1] <= 0)) &&
         ((k == 1 && (is_op(op, "Div") || is_op(op, "Mod"))) || is_op(op, "Sqrt") || is_op(op, "Log") ||
          is_op(op, "Reciprocal") || (k == 0 && is_op(op, "Pow"))))
         out->values = V_POSITIVE;
@@ -389,6 +396,7 @@ static gwr_tensor *build_operand(draw *w, int slot, const operand *op) {
         case V_BOOL: x = (double)(gwr_rules_rand(&w->rng) & 1u); break;
         case V_INTS_RANDOM: x = (double)irand(&w->rng, 0, 7); break;
         case V_POSITIVE: x = 0.5 + frand(&w->rng); break;
+        case V_SPECIAL: x = special_values[w->special - 1]; break;
         default: x = 2.0 * frand(&w->rng) - 1.0;
         }
         if (op->dtype == GWR_INT64 && op->values == V_INTS) ((int64_t *)gwr_value_data(v))[i] = op->ints[i];
@@ -609,6 +617,8 @@ gwr_status gwr_rules_instance_new(const gwr_match_pattern *p, uint64_t seed, con
         w.rng = gwr_rules_rand(&rng) | 1u;
         w.strategy = t % NSTRATEGIES;
         w.positive = (t / NSTRATEGIES) % 2;
+        /* every third round of strategies: constants of one special value (where clauses compare with them) */
+        if ((t / NSTRATEGIES) % 3 == 2) w.special = 1 + (t / (3 * NSTRATEGIES)) % NSPECIAL;
         if (!(w.net = gwr_network_new(p->name))) return gwr_last_status();
         int r = draw_once(&w, out);
         if (r > 0) {

@@ -48,6 +48,7 @@ typedef struct gwr_rules_instance_options {
     /* Constants of SPLAT references drawn within their tolerance rather
      * than exactly (the check's odd instances). */
     int perturb;
+    gwr_dtype dtype;                  /* captures of no dtype the ops or hints fix; GWR_UNDEFINED: float32 */
     const gwr_rules_attr_draw *attrs; /* nattrs entries */
     int nattrs;
 } gwr_rules_instance_options;

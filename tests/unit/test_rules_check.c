@@ -355,6 +355,15 @@ TEST(api_check_and_lint_parsed_rules) {
     buf = api_run(1, "rule a phase fold:\n  Mul(x, 2.0) => Add(x, x)\nrule b phase fuse:\n  Add(x, x) => Mul(x, 2.0)\n", &rc);
     CHECK_EQ_INT(rc, 0);
     free(buf);
+    /* a replacement of integers only: loads, and checks on int64 instances */
+    buf = api_run(0, "rule int_only:\n  Add(a, b) => Cast<to=7>(Add(a, b))\n", &rc);
+    CHECK_EQ_INT(rc, 0);
+    CHECK_CONTAINS(buf, "rule int_only: ok: 3 instances");
+    free(buf);
+    /* a where clause on a constant's value: the special values' round instances it */
+    buf = api_run(0, "rule times_one:\n  Mul(x, c: const) => x\n  where numel(c) == 1 and value(c) == 1\n", &rc);
+    CHECK_EQ_INT(rc, 0);
+    free(buf);
     CHECK_EQ_INT(gwr_rules_check(NULL, NULL, stdout), -1);
     CHECK_EQ_INT(gwr_rules_lint(NULL, NULL, stdout), -1);
     CHECK_CONTAINS(gwr_last_errmsg(), "NULL rules");

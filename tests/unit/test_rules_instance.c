@@ -318,6 +318,24 @@ TEST(axes_inputs_are_1d_int64) {
     }
 }
 
+static int is_one(const gwr_match *m, int node, void *user) {
+    (void)node, (void)user;
+    double v;
+    return gwr_match_const_scalar(m->captures[W], &v) && v == 1.0;
+}
+
+TEST(special_constant_values) {
+    /* Mul(x, c) where c is the scalar 1: random constants never are; a round of special values is */
+    static const gwr_match_node mo[] = {{.op = "Mul", .in = {GWR_M_CAP(X), GWR_M_CONST(W)}, .pred = is_one}};
+    static const gwr_match_pattern mop = {"times_one", GWR_M_NODES(mo), NULL, NULL};
+    gwr_rules_instance in;
+    if (CHECK_EQ_INT(gwr_rules_instance_new(&mop, 1, NULL, &in), GWR_OK)) {
+        CHECK_EQ_INT(gwr_tensor_rank(cap(&in, W)), 0);
+        gwr_rules_instance_free(&in);
+    } else
+        fprintf(stderr, "  %s\n", gwr_last_errmsg());
+}
+
 TEST(same_seed_same_network) {
     gwr_rules_instance a, b, c;
     if (!CHECK_EQ_INT(gwr_rules_instance_new(&convbn, 42, NULL, &a), GWR_OK)) return;
@@ -403,6 +421,7 @@ int main(void) {
     RUN(matcher_v2_tables);
     RUN(logical_and_bitwise_ops_get_their_dtypes);
     RUN(axes_inputs_are_1d_int64);
+    RUN(special_constant_values);
     RUN(same_seed_same_network);
     RUN(whole_literals_stay_exact);
     RUN(splat_perturbed_within_tolerance);

@@ -178,7 +178,7 @@ gwr_status rl_compile(gwr_rules *set, rl_error *e);
 const rl_bind *rl_find_bind(const gwr_rl_table *t, const char *name);
 
 /* Instance-based checks of one rule at load time (helper `check` fills
- * this in, in src/rules/instance_hook.c): GWR_OK, or a refusal written to
+ * this in, in src/rules/hook.c): GWR_OK, or a refusal written to
  * e (its line and col at the rule part at fault). */
 gwr_status rl_check_instance(const gwr_rules *set, int rule, rl_error *e);
 

@@ -89,10 +89,17 @@ TEST(dtype_cannot_match) {
             "t.rules:2:23: the replacement's dtype (float32) cannot match the pattern's (bool)\n"
             "  Equal(x: f32, y) => x\n"
             "                      ^");
-    /* x may be any dtype: Shape(x) => Relu(x) cannot be refused statically. */
-    gwr_rules *r;
-    CHECK_OK(gwr_rules_parse("rule a: Shape(x) => Relu(x)", NULL, &r));
-    gwr_rules_free(r);
+    /* x may be any dtype: Shape(x) => Relu(x) cannot be refused statically; an instance
+     * (x float32, Shape giving int64[rank]) shows the replacement cannot fit. */
+    gwr_rules *r = (gwr_rules *)1;
+    CHECK_EQ_INT(gwr_rules_parse("rule a:\n  Shape(x) => Relu(x)", "t.rules", &r), GWR_ERR_PARSE);
+    CHECK(r == NULL);
+    CHECK_CONTAINS(gwr_last_errmsg(), "t.rules:2:15: the replacement does not fit the pattern's root (int64[");
+    CHECK_CONTAINS(gwr_last_errmsg(), "dtype differs: float32\n  Shape(x) => Relu(x)\n              ^");
+    /* the replacement's shape, seen only on an instance */
+    CHECK_EQ_INT(gwr_rules_parse("rule a:\n  Relu(x) => ReduceSum<keepdims=0>(x)", "t.rules", &r), GWR_ERR_PARSE);
+    CHECK_CONTAINS(gwr_last_errmsg(), "t.rules:2:14: the replacement does not fit the pattern's root (float32[");
+    CHECK_CONTAINS(gwr_last_errmsg(), "rank differs");
 }
 
 TEST(string_and_file) {

@@ -957,13 +957,11 @@ static int put_float(emitter *e, double v, size_t pos) {
     return puts_(e, b);
 }
 
-static int put_string(emitter *e, const char *s) {
-    if (!puts_(e, "\"")) return 0;
-    for (; *s; s++) {
-        if ((*s == '"' || *s == '\\') && !puts_(e, "\\")) return 0;
-        if (!put(e, s, 1)) return 0;
-    }
-    return puts_(e, "\"");
+/* A string as .rules writes it: between quotes, no escapes. */
+static int put_string(emitter *e, const char *s, size_t pos) {
+    if (strpbrk(s, "\"\n\r"))
+        return efail(e, pos, "a string holding a quote or a line break cannot be written in a rule");
+    return puts_(e, "\"") && puts_(e, s) && puts_(e, "\"");
 }
 
 /* An attribute's value (not a ref). */
@@ -971,7 +969,7 @@ static int put_attr_value(emitter *e, const ft_attr *a) {
     switch (a->k) {
     case A_INT: return putf(e, "%lld", (long long)a->i);
     case A_FLOAT: return put_float(e, a->f, a->vpos);
-    case A_STRING: return put_string(e, a->s);
+    case A_STRING: return put_string(e, a->s, a->vpos);
     case A_INTS:
     case A_FLOATS:
     case A_STRINGS:
@@ -980,7 +978,7 @@ static int put_attr_value(emitter *e, const ft_attr *a) {
             if (i && !puts_(e, ", ")) return 0;
             int ok = a->k == A_INTS     ? putf(e, "%lld", (long long)a->ints[i])
                      : a->k == A_FLOATS ? put_float(e, a->floats[i], a->vpos)
-                                        : put_string(e, a->strs[i]);
+                                        : put_string(e, a->strs[i], a->vpos);
             if (!ok) return 0;
         }
         return puts_(e, "]");

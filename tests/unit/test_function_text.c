@@ -76,6 +76,9 @@ TEST(meaning_errors) {
     /* output counts differ */
     expect_error("p (x) => (y) { y = Relu(x) }\nr (x) => (a, b) { a, b = Split(x) }",
                  "in.txt:2:1: the replacement 'r' has 2 outputs, the pattern 'p' has 1", 1);
+    /* .rules strings have no escapes */
+    expect_error("p (x) => (y) { y = Cast <s = \"a\\\"b\"> (x) }\nr (x) => (y) { y = Relu(x) }",
+                 "in.txt:1:30: a string holding a quote or a line break cannot be written in a rule", 30);
     /* a pattern that matches nothing */
     expect_error("p (x) => (x) { }\nr (x) => (x) { }", "in.txt:1:1: the pattern 'p' has no nodes", 1);
 }

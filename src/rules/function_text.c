@@ -74,7 +74,7 @@ typedef struct ft_node {
     ft_names in, out;
     ft_attr *at;
     int nat, capat;
-    int state; /* emission: 0 new, 1 being emitted */
+    int state; /* emission: 0 new, 1 being emitted, 2 emitted */
 } ft_node;
 
 typedef struct ft_func {
@@ -1178,6 +1178,10 @@ static int put_value(emitter *e, const ft_func *f, const char *name, size_t pos,
                      name, f->name);
     const ft_node *n = &f->nodes[k];
     if (n->state == 1) return efail(e, pos, "'%s' depends on itself (a cycle)", name);
+    if (n->state == 2 && in_pattern)
+        return efail(e, pos,
+                     "'%s' is read a second time: a .rules pattern is a tree, each op matched "
+                     "once (make a value read twice an input of the pattern)", name);
     if (!put_node(e, f, k, in_pattern)) return 0;
     int nout = 0;
     for (int s = 0; s < n->out.n; s++) nout += n->out.v[s][0] != 0;
@@ -1198,7 +1202,7 @@ static int put_node(emitter *e, const ft_func *f, int k, int in_pattern) {
         if (i && !puts_(e, ", ")) return 0;
         if (!put_value(e, f, n->in.v[i], n->in.pos[i], in_pattern)) return 0;
     }
-    n->state = 0;
+    n->state = 2;
     return puts_(e, ")");
 }
 

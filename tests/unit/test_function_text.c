@@ -79,6 +79,10 @@ TEST(meaning_errors) {
     /* .rules strings have no escapes */
     expect_error("p (x) => (y) { y = Cast <s = \"a\\\"b\"> (x) }\nr (x) => (y) { y = Relu(x) }",
                  "in.txt:1:30: a string holding a quote or a line break cannot be written in a rule", 30);
+    /* a value read twice in a pattern (a DAG, not a tree) */
+    expect_error("p (x, m) => (y) {\n  d = Sub(x, m)\n  y = Mul(d, d)\n}\nr (x, m) => (y) { y = Sub(x, m) }",
+                 "in.txt:3:14: 'd' is read a second time: a .rules pattern is a tree, each op matched "
+                 "once (make a value read twice an input of the pattern)", 14);
     /* a pattern that matches nothing */
     expect_error("p (x) => (x) { }\nr (x) => (x) { }", "in.txt:1:1: the pattern 'p' has no nodes", 1);
 }

@@ -3,39 +3,9 @@
 
 #include "gwr/passes.h"
 
-gwr_tensor *gwr_ps_const_new(gwr_network *net, gwr_dtype dt, int rank, const int64_t *dims, const double *v,
-                             double fill) {
-    gwr_value *val = gwr_value_new(dt, rank, dims);
-    if (!val) return NULL;
-    for (int64_t i = 0; i < gwr_value_numel(val); i++) gwr_value_set_f64(val, i, v ? v[i] : fill);
-    gwr_weights w;
-    gwr_tensor *t = NULL;
-    if (!gwr_value_to_weights(val, &w)) {
-        t = gwr_network_add_constant(net, NULL, &w);
-        gwr_buffer_release(w.buffer);
-    }
-    gwr_value_release(val);
-    return t;
-}
+gwr_layer *gwr_ps_sole_reader(const gwr_tensor *t) { return gwr_match_sole_reader(t); }
 
-gwr_layer *gwr_ps_sole_reader(const gwr_tensor *t) {
-    if (!t || gwr_tensor_output_index(t) >= 0) return NULL;
-    gwr_layer *r = NULL;
-    for (int64_t i = 0; i < gwr_tensor_num_users(t); i++) {
-        gwr_layer *u = gwr_tensor_user(t, i, NULL);
-        if (gwr_layer_is_removed(u)) continue;
-        if (r) return NULL;
-        r = u;
-    }
-    return r;
-}
-
-int64_t gwr_ps_target(gwr_rewrite_ctx *c) {
-    const gwr_args *a = gwr_rewrite_ctx_args(c);
-    int64_t t = GWR_TARGET_ONNX;
-    if (!a || gwr_args_get_int(a, "target", &t)) t = GWR_TARGET_ONNX;
-    return t;
-}
+int64_t gwr_ps_target(gwr_rewrite_ctx *c) { return gwr_match_target(c); }
 
 int gwr_ps_transpose_perm(const gwr_layer *l, int r, int64_t *p) {
     const int64_t *v;

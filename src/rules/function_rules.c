@@ -1,9 +1,10 @@
 /* function_rules.c - gwr_rules_parse_functions: pattern/replacement pairs
  * of ONNX function text (function_text.c turns them into .rules text) as
- * a rule set. The .rules text is parsed as every rule set is; then every
- * position of its syntax tree is moved to the place in the function text
- * it came from and the set keeps the function text, so that the load-time
- * checks (and later messages about a rule) point into the user's file. */
+ * a rule set. The .rules text is parsed as every rule set is
+ * (rl_parse_set); once parsed, every position of its syntax tree moves to
+ * the place in the function text it came from and the set keeps the
+ * function text, so that the load-time checks (and later messages about a
+ * rule) point into the user's file. */
 #include <string.h>
 
 #include "rules/function_text.h"
@@ -45,6 +46,7 @@ static void line_col_of(const lines *l, size_t off, int *line, int *col) {
 
 typedef struct remap {
     const gwr_ft_rules *ft;
+    const char *text; /* the function text */
     lines out, in;
 } remap;
 
@@ -76,6 +78,19 @@ static void move_rules(const remap *m, gwr_rules *set) {
     }
 }
 
+/* rl_parse_set's hook: positions into the function text, which the set
+ * then holds (the .rules text is made well-formed: a refusal of rl_parse
+ * is a name or value the function text carried into it). */
+static gwr_status after_parse(gwr_rules *set, gwr_status parsed, rl_error *e, void *user) {
+    const remap *m = user;
+    if (e->line) move(m, &e->line, &e->col);
+    if (!parsed) move_rules(m, set);
+    const char *orig = rl_strndup(&set->arena, m->text, strlen(m->text));
+    if (!orig) return parsed ? parsed : gwr_set_last_error(GWR_ERR_NOMEM, "out of memory");
+    set->text = orig;
+    return parsed;
+}
+
 gwr_status gwr_rules_parse_functions(const char *text, const char *filename, gwr_rules **out) {
     if (out) *out = NULL;
     if (!text || !out)
@@ -86,44 +101,13 @@ gwr_status gwr_rules_parse_functions(const char *text, const char *filename, gwr
     char err[GWR_ERRMSG_MAX];
     gwr_status s = gwr_ft_to_rules(text, fn, &ft, err);
     if (s) return gwr_set_last_error(s, "%s", err);
-    remap m = {.ft = &ft};
-    gwr_rules *set = gwr_calloc(1, sizeof *set);
-    if (set) {
-        set->text = rl_strndup(&set->arena, ft.text, ft.len);
-        set->filename = rl_strndup(&set->arena, fn, strlen(fn));
-    }
-    if (!set || !set->text || !set->filename || lines_of(ft.text, &m.out) || lines_of(text, &m.in)) {
+    remap m = {.ft = &ft, .text = text};
+    if (lines_of(ft.text, &m.out) || lines_of(text, &m.in))
         s = gwr_set_last_error(GWR_ERR_NOMEM, "%s: out of memory", fn);
-        goto done;
-    }
-    rl_error e = {0};
-    s = rl_parse(set, &e);
-    if (s) {
-        /* the .rules text is made well-formed: a refusal here is a name
-         * or value the function text carried into it */
-        if (e.line) {
-            move(&m, &e.line, &e.col);
-            rl_error_finish(&e, text, fn);
-        }
-        goto done;
-    }
-    move_rules(&m, set);
-    set->text = rl_strndup(&set->arena, text, strlen(text));
-    if (!set->text) {
-        s = gwr_set_last_error(GWR_ERR_NOMEM, "%s: out of memory", fn);
-        goto done;
-    }
-    s = rl_compile(set, &e);
-    if (s && e.line) rl_error_finish(&e, text, fn);
-    else if (s) gwr_set_last_error(s, "%s: %s", fn, gwr_last_errmsg());
-done:
+    else
+        s = rl_parse_set(ft.text, fn, after_parse, &m, out);
     gwr_free(m.out.start);
     gwr_free(m.in.start);
     gwr_ft_rules_free(&ft);
-    if (s) {
-        gwr_rules_free(set);
-        return s == GWR_ERR_NOMEM ? s : GWR_ERR_PARSE;
-    }
-    *out = set;
-    return GWR_OK;
+    return s;
 }

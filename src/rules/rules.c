@@ -10,6 +10,7 @@
 
 #include "gwr/passes.h"
 #include "rewrite/rewrite_api.h"
+#include "rules/function_text.h"
 #include "rules/rules_internal.h"
 
 /* The root node's predicate: what a table cannot say (eval.c). */
@@ -40,7 +41,8 @@ static gwr_status finish(gwr_rules *set, rl_error *e) {
 
 /* ---- parsing ------------------------------------------------------------------------------ */
 
-gwr_status gwr_rules_parse(const char *text, const char *filename, gwr_rules **out) {
+gwr_status rl_parse_set(const char *text, const char *filename, rl_after_parse after, void *user,
+                        gwr_rules **out) {
     if (out) *out = NULL;
     if (!text || !out) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_rules_parse: NULL %s", text ? "out" : "text");
     gwr_rules *set = gwr_calloc(1, sizeof *set);
@@ -56,16 +58,22 @@ gwr_status gwr_rules_parse(const char *text, const char *filename, gwr_rules **o
     set->text = copy, set->filename = fcopy;
     rl_error e = {0};
     gwr_status s = rl_parse(set, &e);
+    if (after) s = after(set, s, &e, user);
     if (!s) s = rl_compile(set, &e);
     if (!s) s = finish(set, &e);
     if (s) {
-        if (e.line) rl_error_finish(&e, copy, fcopy);
+        if (e.line) rl_error_finish(&e, set->text, fcopy);
         else gwr_set_last_error(s, "%s: %s", fn, gwr_last_errmsg());
         gwr_rules_free(set);
         return GWR_ERR_PARSE;
     }
     *out = set;
     return GWR_OK;
+}
+
+gwr_status gwr_rules_parse(const char *text, const char *filename, gwr_rules **out) {
+    if (text && gwr_ft_looks_like_functions(text)) return gwr_rules_parse_functions(text, filename, out);
+    return rl_parse_set(text, filename, NULL, NULL, out);
 }
 
 gwr_status gwr_rules_parse_file(const char *path, gwr_rules **out) {

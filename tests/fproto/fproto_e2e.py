@@ -5,7 +5,7 @@ other optimizations off). The function text is onnx.printer's; the
 rewritten networks run on onnxruntime against the original. Bad function
 text is refused at its place (file:line:col, the caret under it).
 
-usage: fproto_e2e.py FPROTO_APPLY
+usage: fproto_e2e.py FPROTO_APPLY GWR
 Runs in the project's venv (onnx, onnxruntime, onnxsim)."""
 import os
 import re
@@ -21,7 +21,7 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import parser, printer
 
-TOOL = sys.argv[1]
+TOOL, GWR = sys.argv[1], sys.argv[2]
 TMP = tempfile.mkdtemp(prefix="fproto_e2e_")
 failures = []
 
@@ -220,6 +220,20 @@ refused("replacement_input", good_p + "\n" + good_r.replace("(x, w, b) =>", "(x,
         "c) =>", ["'c'", "not an input of the pattern"])
 refused("unbound_attribute", printer.to_text(gp) + "\n" + printer.to_text(cr), "@t", ["'@t'"])
 refused("odd", good_p, "matmul_add_pattern", ["no replacement"])
+
+# 7. the CLI reads the same file: gwr rewrite --rules FILE.onnxtxt
+src = os.path.join(TMP, "cli_in.onnx")
+out = os.path.join(TMP, "cli_out.onnx")
+m = model([h.make_node("MatMul", ["X", "W"], ["t"]), h.make_node("Add", ["t", "B"], ["Y"])],
+          [("X", T.FLOAT, [2, 3]), ("W", T.FLOAT, [3, 4]), ("B", T.FLOAT, [4])], [("Y", T.FLOAT, [2, 4])])
+onnx.save(m, src)
+cli_rules = write("cli.onnxtxt", printer.to_text(p) + "\n" + printer.to_text(r))
+pr = subprocess.run([GWR, "rewrite", src, "--rules", cli_rules, "-o", out], capture_output=True, text=True)
+if pr.returncode or [n.op_type for n in onnx.load(out).graph.node] != ["Gemm"]:
+    failures.append("cli")
+    print("FAIL cli: rc %d %s%s" % (pr.returncode, pr.stdout, pr.stderr))
+else:
+    print("ok   cli gwr rewrite --rules FILE.onnxtxt")
 
 print("%d failed" % len(failures))
 sys.exit(1 if failures else 0)

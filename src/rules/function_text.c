@@ -1354,23 +1354,46 @@ gwr_status gwr_ft_to_rules(const char *text, const char *filename, gwr_ft_rules 
     return st;
 }
 
+/* Skips a bracketed group opening at p->pos (strings inside skipped): 0
+ * when it does not close. */
+static int skip_group(parser *p, char open, char close) {
+    int depth = 0;
+    for (; p->pos < p->len; p->pos++) {
+        char ch = p->s[p->pos];
+        if (ch == '"') {
+            while (++p->pos < p->len && p->s[p->pos] != '"')
+                if (p->s[p->pos] == '\\') p->pos++;
+        } else if (ch == open) {
+            depth++;
+        } else if (ch == close && --depth == 0) {
+            p->pos++;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int gwr_ft_looks_like_functions(const char *text) {
     parser p = {.s = text, .len = strlen(text)};
     int c = peek(&p);
-    if (c == '<') return 1;
-    if (!is_id_start(c) && c != '"') return 0;
-    /* name [<...>] ( ... ) => : a function's signature, where .rules
-     * starts with the keyword `rule` */
-    size_t from = p.pos;
-    while (p.pos < p.len && is_id_char((unsigned char)p.s[p.pos])) p.pos++;
-    if (p.pos - from == 4 && !strncmp(text + from, "rule", 4)) return 0;
-    int depth = 0;
-    for (; p.pos < p.len; p.pos++) {
-        char ch = p.s[p.pos];
-        if (ch == '(' || ch == '<') depth++;
-        else if (ch == ')' || ch == '>') depth--;
-        else if (ch == '\n' && depth <= 0) return 0;
-        else if (ch == '=' && depth == 0 && p.pos + 1 < p.len && p.s[p.pos + 1] == '>') return 1;
+    if (c == '<') return 1; /* a function header; .rules never starts so */
+    /* name [<attrs>] (inputs) => (outputs) [<value infos>] { */
+    if (c == '"') {
+        while (++p.pos < p.len && p.s[p.pos] != '"')
+            if (p.s[p.pos] == '\\') p.pos++;
+        if (p.pos++ >= p.len) return 0;
+    } else if (is_id_start(c)) {
+        size_t from = p.pos;
+        while (p.pos < p.len && is_id_char((unsigned char)p.s[p.pos])) p.pos++;
+        if (p.pos - from == 4 && !strncmp(text + from, "rule", 4)) return 0;
+    } else {
+        return 0;
     }
-    return 0;
+    if (peek(&p) == '<' && !skip_group(&p, '<', '>')) return 0;
+    if (peek(&p) != '(' || !skip_group(&p, '(', ')')) return 0;
+    if (peek(&p) != '=' || p.pos + 1 >= p.len || p.s[p.pos + 1] != '>') return 0;
+    p.pos += 2;
+    if (peek(&p) != '(' || !skip_group(&p, '(', ')')) return 0;
+    if (peek(&p) == '<' && !skip_group(&p, '<', '>')) return 0;
+    return peek(&p) == '{';
 }

@@ -33,9 +33,9 @@ gwr_status gwr_ft_to_rules(const char *text, const char *filename, gwr_ft_rules 
 void gwr_ft_rules_free(gwr_ft_rules *r);
 /* The input offset the .rules byte at `out_off` came from. */
 size_t gwr_ft_input_offset(const gwr_ft_rules *r, size_t out_off);
-/* 1 when text is in the function form rather than .rules: its first token
- * (after blanks and # comments) is '<' (a function's header), or it reads
- * `name (...) => (...) {` with no `rule` keyword first. */
+/* 1 when text is in the function form rather than .rules: its first
+ * token (after blanks and # comments) is '<' (a function's header), or it
+ * reads `name [<...>] (...) => (...) [<...>] {`, a signature. */
 int gwr_ft_looks_like_functions(const char *text);
 /* Formats "file:line:col: message\n<line>\n<caret>" for byte offset `off`
  * of `text` into err (GWR_ERRMSG_MAX bytes). */

@@ -124,10 +124,17 @@ TEST(detects_form) {
     CHECK(gwr_ft_looks_like_functions("<domain: \"x\">\np (x) => (y) {}"));
     CHECK(gwr_ft_looks_like_functions("# c\n  p <a> (x) => (y) {}"));
     CHECK(gwr_ft_looks_like_functions("p (x,\n  w) => (y) {}"));
+    CHECK(gwr_ft_looks_like_functions("p (x) =>\n (y)\n{ }"));
     CHECK(!gwr_ft_looks_like_functions("rule a:\n  Relu(x) => x\n"));
     CHECK(!gwr_ft_looks_like_functions("# c\nrule a:\n  Relu(x) => x\n"));
     CHECK(!gwr_ft_looks_like_functions("rules/a.rules"));
     CHECK(!gwr_ft_looks_like_functions(""));
+    CHECK(gwr_ft_looks_like_functions("p <a: float = 1.0> (float[N] x) => (y) <float[N] t> {"));
+    CHECK(gwr_ft_looks_like_functions("\"a b\" (x) => (y) {"));
+    /* .rules text that lacks its `rule` line is .rules (and refused as such) */
+    CHECK(!gwr_ft_looks_like_functions("Relu(x) => x"));
+    CHECK(!gwr_ft_looks_like_functions("Relu(x) => (x)"));
+    CHECK(!gwr_ft_looks_like_functions("Relu(x)\n  => Sigmoid(x)"));
 }
 
 int main(void) {

@@ -166,7 +166,7 @@ gwr_status rl_parse(gwr_rules *set, rl_error *e);
  * float32, ...) to *bits: 1, or 0 for no dtype name. */
 int rl_dtype_name_bits(const char *w, uint32_t *bits);
 
-/* Parses, compiles and checks text into a new set (rules.c; the body of
+/* Parses, compiles and checks text into a new set (set.c; the body of
  * gwr_rules_parse). `after`, when given, runs once rl_parse is done, with
  * its status and refusal: it may move the positions of the tree and of
  * the refusal and replace set->text (the text messages quote), and

@@ -98,14 +98,21 @@ gwr_status gwr_rules_parse_functions(const char *text, const char *filename, gwr
                                   text ? "out" : "text");
     const char *fn = filename ? filename : "<string>";
     gwr_ft_rules ft;
-    char err[GWR_ERRMSG_MAX];
-    gwr_status s = gwr_ft_to_rules(text, fn, &ft, err);
-    if (s) return gwr_set_last_error(s, "%s", err);
+    size_t off;
+    rl_error e = {0};
+    _Static_assert(sizeof e.msg >= GWR_FT_MSG_MAX, "rl_error holds the front end's messages");
+    gwr_status s = gwr_ft_to_rules(text, &ft, &off, e.msg);
     remap m = {.ft = &ft, .text = text};
-    if (lines_of(ft.text, &m.out) || lines_of(text, &m.in))
+    if (lines_of(text, &m.in) || (!s && lines_of(ft.text, &m.out))) {
         s = gwr_set_last_error(GWR_ERR_NOMEM, "%s: out of memory", fn);
-    else
+    } else if (s == GWR_ERR_NOMEM) {
+        gwr_set_last_error(s, "%s: out of memory", fn);
+    } else if (s) {
+        line_col_of(&m.in, off, &e.line, &e.col);
+        s = rl_error_finish(&e, text, fn);
+    } else {
         s = rl_parse_set(ft.text, fn, after_parse, &m, out);
+    }
     gwr_free(m.out.start);
     gwr_free(m.in.start);
     gwr_ft_rules_free(&ft);

@@ -91,7 +91,7 @@ typedef struct parser {
     gwr_arena *a;
     int failed;
     size_t epos;
-    char emsg[256];
+    char emsg[GWR_FT_MSG_MAX];
 } parser;
 
 static int fail_at(parser *p, size_t pos, const char *fmt, ...) GWR_PRINTF(3, 4);
@@ -804,35 +804,6 @@ static int function(parser *p, ft_func *f) {
 }
 
 /* ------------------------------------------------------------------ */
-/* Error text.                                                          */
-
-void gwr_ft_format_error(char *err, const char *filename, const char *text, size_t off,
-                         const char *msg) {
-    size_t len = strlen(text);
-    if (off > len) off = len;
-    int line = 1;
-    size_t bol = 0;
-    for (size_t i = 0; i < off; i++)
-        if (text[i] == '\n') line++, bol = i + 1;
-    size_t eol = bol;
-    while (text[eol] && text[eol] != '\n' && text[eol] != '\r') eol++;
-    int col = (int)(off - bol) + 1;
-    /* show at most 100 characters of the line, the column within them */
-    size_t from = bol;
-    if (off - bol > 70) from = off - 50;
-    size_t to = eol - from > 100 ? from + 100 : eol;
-    char caret[128];
-    size_t k = 0;
-    for (size_t i = from; i < off && k + 2 < sizeof caret; i++)
-        caret[k++] = text[i] == '\t' ? '\t' : ' ';
-    caret[k++] = '^';
-    caret[k] = 0;
-    gwr_fmt_error(err, GWR_ERR_PARSE, "%s:%d:%d: %s\n%.*s\n%s",
-                  filename ? filename : "<string>", line, col, msg, (int)(to - from),
-                  text + from, caret);
-}
-
-/* ------------------------------------------------------------------ */
 /* Emission.                                                            */
 
 typedef struct emitter {
@@ -1318,10 +1289,10 @@ size_t gwr_ft_input_offset(const gwr_ft_rules *r, size_t out_off) {
     return best < 0 ? 0 : r->spans[best].in;
 }
 
-gwr_status gwr_ft_to_rules(const char *text, const char *filename, gwr_ft_rules *out,
-                           char *err) {
+gwr_status gwr_ft_to_rules(const char *text, gwr_ft_rules *out, size_t *err_off, char *msg) {
     memset(out, 0, sizeof *out);
-    err[0] = 0;
+    *err_off = 0;
+    msg[0] = 0;
     gwr_arena arena;
     gwr_arena_init(&arena);
     parser p = {.s = text, .len = strlen(text), .a = &arena};
@@ -1347,7 +1318,8 @@ gwr_status gwr_ft_to_rules(const char *text, const char *filename, gwr_ft_rules 
     gwr_status st = GWR_OK;
     if (p.failed) {
         st = strcmp(p.emsg, "out of memory") ? GWR_ERR_PARSE : GWR_ERR_NOMEM;
-        gwr_ft_format_error(err, filename, text, p.epos, p.emsg);
+        *err_off = p.epos;
+        memcpy(msg, p.emsg, sizeof p.emsg);
         gwr_ft_rules_free(out);
     }
     gwr_arena_free(&arena);

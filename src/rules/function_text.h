@@ -26,10 +26,10 @@ typedef struct gwr_ft_rules {
 
 /* Parses `text` (a sequence of ONNX-text functions, taken two by two as
  * pattern then replacement) and writes the equivalent .rules text into
- * *out. On error: a status, *out empty, and `err` (GWR_ERRMSG_MAX bytes)
- * holds "file:line:col: message\n<line>\n<caret>" about `text`. */
-gwr_status gwr_ft_to_rules(const char *text, const char *filename, gwr_ft_rules *out,
-                           char *err);
+ * *out. On error: a status, *out empty, *err_off the byte offset of the
+ * problem in text and msg (GWR_FT_MSG_MAX bytes) the message. */
+#define GWR_FT_MSG_MAX 256
+gwr_status gwr_ft_to_rules(const char *text, gwr_ft_rules *out, size_t *err_off, char *msg);
 void gwr_ft_rules_free(gwr_ft_rules *r);
 /* The input offset the .rules byte at `out_off` came from. */
 size_t gwr_ft_input_offset(const gwr_ft_rules *r, size_t out_off);
@@ -37,9 +37,4 @@ size_t gwr_ft_input_offset(const gwr_ft_rules *r, size_t out_off);
  * token (after blanks and # comments) is '<' (a function's header), or it
  * reads `name [<...>] (...) => (...) [<...>] {`, a signature. */
 int gwr_ft_looks_like_functions(const char *text);
-/* Formats "file:line:col: message\n<line>\n<caret>" for byte offset `off`
- * of `text` into err (GWR_ERRMSG_MAX bytes). */
-void gwr_ft_format_error(char *err, const char *filename, const char *text, size_t off,
-                         const char *msg);
-
 #endif

@@ -1,7 +1,7 @@
 /* fproto_tool - drives the FunctionProto-text front end for
  * tests/fproto/fproto_cases.py.
  *   fproto_tool emit FILE   prints the .rules text FILE converts to, or the
- *                           error (exit 1) */
+ *                           error at its byte offset (exit 1) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,10 +34,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     gwr_ft_rules r;
-    char err[GWR_ERRMSG_MAX];
+    size_t off;
+    char msg[GWR_FT_MSG_MAX];
     int rc = 0;
-    if (gwr_ft_to_rules(text, argv[2], &r, err)) {
-        printf("%s\n", err);
+    if (gwr_ft_to_rules(text, &r, &off, msg)) {
+        printf("%s: byte %zu: %s\n", argv[2], off, msg);
         rc = 1;
     } else {
         fputs(r.text, stdout);

@@ -1,18 +1,21 @@
 /* The FunctionProto-text front end of the rules room (src/rules/
- * function_text.c): what it refuses and where it says the problem is.
+ * function_text.c, function_rules.c): what it refuses and where it says
+ * the problem is.
  * The emitted .rules text of well-formed pairs, written by onnx's own
  * printer, is checked by tests/fproto/fproto_cases.py. */
 #include "check.h"
+#include "gwr/rules.h"
 #include "rules/function_text.h"
 
-/* Converts text; expects failure with message `first` (the
- * "file:line:col: message" line) and the caret under column `col`. */
+/* Loads text with gwr_rules_parse_functions; expects the refusal with
+ * message `first` (the "file:line:col: message" line), the source line and
+ * the caret under column `col`. */
 static void expect_error(const char *text, const char *first, int col) {
-    gwr_ft_rules r;
-    char err[GWR_ERRMSG_MAX];
-    gwr_status s = gwr_ft_to_rules(text, "in.txt", &r, err);
+    gwr_rules *r = (gwr_rules *)1;
+    gwr_status s = gwr_rules_parse_functions(text, "in.txt", &r);
     CHECK_EQ_INT(s, GWR_ERR_PARSE);
-    CHECK(r.text == NULL);
+    CHECK(r == NULL);
+    const char *err = gwr_last_errmsg();
     const char *nl = strchr(err, '\n');
     if (!CHECK(nl != NULL)) return;
     char line1[GWR_ERRMSG_MAX];
@@ -24,10 +27,11 @@ static void expect_error(const char *text, const char *first, int col) {
 }
 
 static const char *convert(const char *text, gwr_ft_rules *r) {
-    char err[GWR_ERRMSG_MAX];
-    gwr_status s = gwr_ft_to_rules(text, "in.txt", r, err);
+    size_t off;
+    char msg[GWR_FT_MSG_MAX];
+    gwr_status s = gwr_ft_to_rules(text, r, &off, msg);
     if (!CHECK_EQ_INT(s, GWR_OK)) {
-        fprintf(stderr, "%s\n", err);
+        fprintf(stderr, "at %zu: %s\n", off, msg);
         return "";
     }
     return r->text;

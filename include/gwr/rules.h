@@ -28,6 +28,12 @@ typedef struct gwr_rules gwr_rules;
  * the message "file:line:col: message\n<the source line>\n<caret under
  * the column>" in gwr_last_errmsg(). */
 GWR_API gwr_status gwr_rules_parse(const char *text, const char *filename, gwr_rules **out);
+/* The same from pattern/replacement pairs of ONNX functions in ONNX's
+ * textual syntax (onnx.parser.parse_function's; the form onnxsim 0.8's
+ * function_rewrite_rules take; docs/rules.md), taken two by two, pattern
+ * first. gwr_rules_parse (so gwr_rules_parse_file and gwr_rules_load)
+ * calls it by itself for text in that form. Messages point into text. */
+GWR_API gwr_status gwr_rules_parse_functions(const char *text, const char *filename, gwr_rules **out);
 /* Reads the file and parses it (messages name the path). */
 GWR_API gwr_status gwr_rules_parse_file(const char *path, gwr_rules **out);
 GWR_API void gwr_rules_free(gwr_rules *r);

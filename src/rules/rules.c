@@ -10,69 +10,14 @@
 
 #include "gwr/passes.h"
 #include "rewrite/rewrite_api.h"
+#include "rules/function_text.h"
 #include "rules/rules_internal.h"
 
-/* The root node's predicate: what a table cannot say (eval.c). */
-static int root_pred(const gwr_match *m, int node, void *user) {
-    (void)node;
-    gwr_rl_table *t = user;
-    rl_env env = {.t = t, .m = m, .tmp = {.chunk = RL_EVAL_CHUNK}, .why = rl_why_buf(), .why_size = RL_WHY_SIZE};
-    env.why[0] = 0;
-    int ok = rl_check_match(&env);
-    rl_arena_free(&env.tmp);
-    return ok > 0;
-}
-
-/* Compiled tables get their callbacks, then each rule the instance check. */
-static gwr_status finish(gwr_rules *set, rl_error *e) {
-    for (int i = 0; i < set->nrules; i++)
-        for (int k = 0; k < set->rules[i].ntables; k++) {
-            gwr_rl_table *t = &set->rules[i].tables[k];
-            t->nodes[t->pat.nnodes - 1].pred = root_pred;
-            t->pat.rewrite = rl_rewrite;
-        }
-    set->order = rl_alloc(&set->arena, (size_t)(set->nrules + 1) * sizeof *set->order);
-    if (!set->order) return rl_fail(e, 1, 1, "out of memory");
-    for (int i = 0; i < set->nrules; i++) { /* insertion sort: stable, higher benefit first */
-        int k = i;
-        while (k > 0 && set->rules[set->order[k - 1]].benefit < set->rules[i].benefit) set->order[k] = set->order[k - 1], k--;
-        set->order[k] = i;
-    }
-    for (int i = 0; i < set->nrules; i++) {
-        gwr_status s = rl_check_instance(set, i, e);
-        if (s) return s;
-    }
-    return GWR_OK;
-}
-
-/* ---- parsing ------------------------------------------------------------------------------ */
+/* ---- parsing (the set is built by rl_parse_set, set.c) ---------------------------------------- */
 
 gwr_status gwr_rules_parse(const char *text, const char *filename, gwr_rules **out) {
-    if (out) *out = NULL;
-    if (!text || !out) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_rules_parse: NULL %s", text ? "out" : "text");
-    gwr_rules *set = gwr_calloc(1, sizeof *set);
-    if (!set) return gwr_set_last_error(GWR_ERR_NOMEM, "gwr_rules_parse: out of memory");
-    size_t n = strlen(text);
-    char *copy = rl_strndup(&set->arena, text, n);
-    const char *fn = filename ? filename : "<string>";
-    char *fcopy = rl_strndup(&set->arena, fn, strlen(fn));
-    if (!copy || !fcopy) {
-        gwr_rules_free(set);
-        return gwr_set_last_error(GWR_ERR_NOMEM, "gwr_rules_parse: out of memory");
-    }
-    set->text = copy, set->filename = fcopy;
-    rl_error e = {0};
-    gwr_status s = rl_parse(set, &e);
-    if (!s) s = rl_compile(set, &e);
-    if (!s) s = finish(set, &e);
-    if (s) {
-        if (e.line) rl_error_finish(&e, copy, fcopy);
-        else gwr_set_last_error(s, "%s: %s", fn, gwr_last_errmsg());
-        gwr_rules_free(set);
-        return GWR_ERR_PARSE;
-    }
-    *out = set;
-    return GWR_OK;
+    if (text && gwr_ft_looks_like_functions(text)) return gwr_rules_parse_functions(text, filename, out);
+    return rl_parse_set(text, filename, NULL, NULL, out);
 }
 
 gwr_status gwr_rules_parse_file(const char *path, gwr_rules **out) {
@@ -110,12 +55,6 @@ gwr_status gwr_rules_parse_file(const char *path, gwr_rules **out) {
     gwr_status s = gwr_rules_parse(buf, path, out);
     gwr_free(buf);
     return s;
-}
-
-void gwr_rules_free(gwr_rules *r) {
-    if (!r) return;
-    rl_arena_free(&r->arena);
-    gwr_free(r);
 }
 
 int gwr_rules_count(const gwr_rules *r) { return r ? r->nrules : 0; }

@@ -168,6 +168,15 @@ gwr_status rl_parse(gwr_rules *set, rl_error *e);
  * float32, ...) to *bits: 1, or 0 for no dtype name. */
 int rl_dtype_name_bits(const char *w, uint32_t *bits);
 
+/* Parses, compiles and checks text into a new set (set.c; the body of
+ * gwr_rules_parse). `after`, when given, runs once rl_parse is done, with
+ * its status and refusal: it may move the positions of the tree and of
+ * the refusal and replace set->text (the text messages quote), and
+ * returns the status to go on with. */
+typedef gwr_status (*rl_after_parse)(gwr_rules *set, gwr_status parsed, rl_error *e, void *user);
+gwr_status rl_parse_set(const char *text, const char *filename, rl_after_parse after, void *user,
+                        gwr_rules **out);
+
 /* ---- checks and compilation (compile.c) ------------------------------------------ */
 
 /* Checks and compiles every rule into its tables; rules.c then sets each

@@ -240,12 +240,36 @@ float_ = _Word("float")  # any real float
 
 
 # where functions
-def rank(x): return _Call("rank", x)
-def dtype(x): return _DtypeExpr("dtype", x)
-def shape(x): return _Call("shape", x)
-def numel(x): return _Call("numel", x)
-def value(c): return _Call("value", c)
-def is_const(x): return _Call("is_const", x)
+def rank(x):
+    """rank(x) in a where condition: the rank of bound tensor x."""
+    return _Call("rank", x)
+
+
+def dtype(x):
+    """dtype(x): compare it with a dtype (f32, 'f16', gwr.float32): dtype(x) == f32."""
+    return _DtypeExpr("dtype", x)
+
+
+def shape(x):
+    """shape(x): index it, shape(x)[-1] == shape(w)[0]."""
+    return _Call("shape", x)
+
+
+def numel(x):
+    """numel(c): the number of elements of bound tensor c."""
+    return _Call("numel", x)
+
+
+def value(c):
+    """value(c): the value of a one-element constant (in where conditions and attribute expressions)."""
+    return _Call("value", c)
+
+
+def is_const(x):
+    """is_const(w): w is a constant."""
+    return _Call("is_const", x)
+
+
 def length(p):
     """len(p): the length of a captured list attribute (Python's len cannot be traced)."""
     return _Call("len", p)
@@ -257,17 +281,34 @@ def compose(p1, p2):
     return _Call("compose", p1, p2)
 
 
-def inverse(p): return _Call("inverse", p)
+def inverse(p):
+    """The inverse permutation of a captured perm."""
+    return _Call("inverse", p)
 
 
 # constants computed at rewrite time
-def sqrt(c): return _Call("sqrt", c)
-def reshape(c, shape_): return _Call("reshape", c, shape_)
-def transpose(c, perm): return _Call("transpose", c, perm)
-def cast(c, to): return _Call("cast", c, _dtype_word(to))
+def sqrt(c):
+    """A new constant: the square root of bound constant c, element by element."""
+    return _Call("sqrt", c)
+
+
+def reshape(c, shape_):
+    """A new constant: bound constant c reshaped (a list of ints, -1 and 0 as Reshape's)."""
+    return _Call("reshape", c, shape_)
+
+
+def transpose(c, perm):
+    """A new constant: bound constant c transposed by perm (a list, or a captured perm)."""
+    return _Call("transpose", c, perm)
+
+
+def cast(c, to):
+    """A new constant: bound constant c converted to dtype to."""
+    return _Call("cast", c, _dtype_word(to))
 
 
 def concat(items, axis):
+    """A new constant: bound constants concatenated along axis."""
     return _Call("concat", _List(items), axis)
 
 
@@ -439,7 +480,7 @@ class _OpBuilder:
             raise AttributeError("op.%s: ONNX ops start with a capital letter (op.%s)" % (name, name.capitalize()))
         return lambda *inputs, **kw: self._make(name, inputs, kw)
 
-    def any(self, *names):
+    def any(self, *names):  # noqa: A003
         """Either of the ops: ``op.any("Relu", "Sigmoid")(x)``."""
         if self._side != "pattern":
             raise TypeError("op.any: alternatives are for the pattern side")
@@ -690,6 +731,7 @@ class Rule:
     """One rule: its name, options and the text traced from its functions (``.text``)."""
 
     def __init__(self, name, text, origin=None):
+        """Made by gwr.rules.rule(); origin: where its pattern and replacement functions are defined."""
         self.name, self.text, self.origin = name, text, origin
 
     def __repr__(self):
@@ -828,6 +870,7 @@ class RuleSet(_RuleSetBase):
     Python rule and its functions."""
 
     def __init__(self, rules=(), *, filename=None):
+        """rules: Rule objects and .rules text, in order; filename: the name errors give the text."""
         parts, spans, line = [], [], 1
         if isinstance(rules, (Rule, str)):
             rules = [rules]

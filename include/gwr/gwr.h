@@ -7,6 +7,7 @@
 #include "gwr/functional.h"
 #include "gwr/rewrite.h"
 #include "gwr/match.h"
+#include "gwr/rules.h"
 #include "gwr/passes.h"
 #include "gwr/optimize.h"
 #include "gwr/analyze.h"

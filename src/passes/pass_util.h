@@ -5,13 +5,17 @@
 #define GWR_PASS_UTIL_H
 
 #include "gwr/gwr.h"
+#include "rules/rules_api.h"
 
 /* A new CONSTANT layer of dtype dt and shape dims holding the numel(dims)
  * doubles of v, each rounded once to dt (as gwr_value_set_f64 rounds), or,
  * with v NULL, `fill` everywhere. Its output, or NULL: out of memory
- * (gwr_last_errmsg) or refused by the network (message on net). */
-gwr_tensor *gwr_ps_const_new(gwr_network *net, gwr_dtype dt, int rank, const int64_t *dims, const double *v,
-                             double fill);
+ * (gwr_last_errmsg) or refused by the network (message on net). The one
+ * copy lives in the rules room (its replacements compute constants too). */
+static inline gwr_tensor *gwr_ps_const_new(gwr_network *net, gwr_dtype dt, int rank, const int64_t *dims,
+                                           const double *v, double fill) {
+    return gwr_rl_const_new(net, dt, rank, dims, v, fill);
+}
 
 /* The optimizer's target (gwr_optimize's manager arg "target",
  * GWR_TARGET_*); GWR_TARGET_ONNX without one (a plain manager run). */

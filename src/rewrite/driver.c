@@ -34,6 +34,8 @@ struct gwr_rewrite_manager {
     int running;
     void **kept;                  /* trace states (trace.c), freed with the manager */
     int64_t nkept, kept_cap;
+    struct { void *obj; void (*free_fn)(void *); } *owned; /* rw_manager_own */
+    int64_t nowned, owned_cap;
     char errmsg[GWR_ERRMSG_MAX];
 };
 
@@ -241,6 +243,8 @@ void gwr_rewrite_manager_free(gwr_rewrite_manager *m) {
     gwr_free(m->listeners);
     for (int64_t i = 0; i < m->nkept; i++) gwr_free(m->kept[i]);
     gwr_free(m->kept);
+    for (int64_t i = m->nowned - 1; i >= 0; i--) m->owned[i].free_fn(m->owned[i].obj);
+    gwr_free(m->owned);
     gwr_free(m);
 }
 
@@ -347,6 +351,12 @@ int rw_manager_keep(gwr_rewrite_manager *m, void *state);
 int rw_manager_keep(gwr_rewrite_manager *m, void *state) {
     if (gwr_grow((void **)&m->kept, sizeof *m->kept, &m->kept_cap, m->nkept + 1)) return -1;
     m->kept[m->nkept++] = state;
+    return 0;
+}
+
+int rw_manager_own(gwr_rewrite_manager *m, void *obj, void (*free_fn)(void *)) {
+    if (!m || !free_fn || gwr_grow((void **)&m->owned, sizeof *m->owned, &m->owned_cap, m->nowned + 1)) return -1;
+    m->owned[m->nowned].obj = obj, m->owned[m->nowned++].free_fn = free_fn;
     return 0;
 }
 

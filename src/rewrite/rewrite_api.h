@@ -13,4 +13,8 @@
  * returns s: for the passes room's calls that take a manager. */
 gwr_status rw_manager_error(gwr_rewrite_manager *m, gwr_status s, const char *fmt, ...) GWR_PRINTF(3, 4);
 
+/* Hands obj to m: free_fn(obj) runs when m is freed (a rule set whose
+ * rewriters m holds). Nonzero (nothing kept) when out of memory. */
+int rw_manager_own(gwr_rewrite_manager *m, void *obj, void (*free_fn)(void *));
+
 #endif

@@ -25,7 +25,8 @@ BELOW = {
     "match": {"util", "ir", "functional", "rewrite"},
     "exec": {"util", "ir", "functional"},
     "onnx": {"util", "ir", "functional"},
-    "passes": {"util", "ir", "functional", "rewrite", "match", "exec"},
+    "rules": {"util", "ir", "functional", "rewrite", "match", "exec"},
+    "passes": {"util", "ir", "functional", "rewrite", "match", "exec", "rules"},
 }
 API_HEADER = {r: f"{r}/{r}_api.h" for r in BELOW}
 API_HEADER["util"] = "util/util.h"

@@ -1,0 +1,14 @@
+/* rules_api.h - what src/rules offers the rooms built on it (passes)
+ * beside the public API of include/gwr/rules.h. The only header of
+ * src/rules that a file outside src/rules may include. Not public. */
+#ifndef GWR_RULES_API_H
+#define GWR_RULES_API_H
+
+#include "gwr/rules.h"
+
+/* A new constant tensor of dtype dt in net holding v[0..numel) (or fill
+ * everywhere when v is NULL), each value rounded to dt as the executor
+ * stores it. NULL on error (gwr_last_errmsg). */
+gwr_tensor *gwr_rl_const_new(gwr_network *net, gwr_dtype dt, int rank, const int64_t *dims, const double *v, double fill);
+
+#endif

@@ -538,6 +538,7 @@ class _Writer:
         self.taken = taken  # names in use (for made-up constant names)
         self.bound = {}  # name -> "tensor" | "attr" | "node" | "const"
         self.nodes = {}  # node name -> _Node
+        self.written = set()  # id() of the pattern's op nodes written so far
 
     def err(self, msg, exc=ValueError):
         return exc("rule %s (%s): %s" % (self.rule, self.side, msg))
@@ -611,7 +612,14 @@ class _Writer:
         if isinstance(a, _Either):
             if self.side != "pattern":
                 raise self.err("either() is for the pattern side")
-            return "(" + " | ".join(self.input(x) for x in a.alts) + ")"
+            # each alternative is a table of its own: a value may appear in several
+            before, texts, after = set(self.written), [], set()
+            for x in a.alts:
+                self.written = set(before)
+                texts.append(self.input(x))
+                after |= self.written
+            self.written = after
+            return "(" + " | ".join(texts) + ")"
         if isinstance(a, _Node):
             raise self.err("node %s is not a tensor: name the output (op.X(..., _name=...)) and use the value"
                            % a.name, TypeError)
@@ -654,6 +662,13 @@ class _Writer:
 
     def value(self, val):
         n = val.node
+        if self.side == "pattern":
+            if id(n) in self.written:
+                raise self.err("the output of %s is read twice; the rule language matches a pattern as a tree, "
+                               "and one layer cannot match two of its ops, so this rule could never fire "
+                               "(a shared sub-pattern, as the centred input of a LayerNorm chain, is not "
+                               "expressible yet)" % n.op)
+            self.written.add(id(n))
         head = n.op
         if n.domain:
             head = "%s::%s" % (n.domain, head)

@@ -216,13 +216,14 @@ static int optimize_interrupt(void *ctx) {
 
 static PyObject *py_optimize(PyObject *mod, PyObject *args, PyObject *kw) {
     (void)mod;
-    static char *kwlist[] = {"net", "level", "target", "only", "disable", "opset", "bind", "debug", "input_defaults", NULL};
-    PyObject *netobj, *only = Py_None, *disable = Py_None, *bind = Py_None;
+    static char *kwlist[] = {"net", "level", "target", "only", "disable", "opset", "bind", "debug", "input_defaults",
+                             "rules", NULL};
+    PyObject *netobj, *only = Py_None, *disable = Py_None, *bind = Py_None, *rules = Py_None;
     const char *level = "extended", *target = "onnx", *defaults = "auto";
     long long opset = 0;
     int debug = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|ssOOLOps:optimize", kwlist, &netobj, &level, &target, &only,
-                                     &disable, &opset, &bind, &debug, &defaults))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|ssOOLOpsO:optimize", kwlist, &netobj, &level, &target, &only,
+                                     &disable, &opset, &bind, &debug, &defaults, &rules))
         return NULL;
     gwr_optimize_options o;
     memset(&o, 0, sizeof o);
@@ -258,6 +259,7 @@ static PyObject *py_optimize(PyObject *mod, PyObject *args, PyObject *kw) {
     if (!net) return NULL;
     char *only_s = NULL, *disable_s = NULL;
     gwr_dim_binding *b = NULL;
+    pg_rules_run *rr = NULL;
     PyObject *result = NULL;
     if (label_list(only, "only", &only_s) < 0 || label_list(disable, "disable", &disable_s) < 0) goto done;
     o.only = only_s;
@@ -296,6 +298,16 @@ static PyObject *py_optimize(PyObject *mod, PyObject *args, PyObject *kw) {
     int interrupted = 0;
     o.interrupt = optimize_interrupt;
     o.interrupt_ctx = &interrupted;
+    /* rules=: the user's rules run first (their rewrites win over the
+     * built-in passes'), and again after the passes, on what cleaning up
+     * exposed. */
+    int64_t layers_before = gwr_network_num_live_layers(net);
+    if (rules != Py_None) {
+        if (!(rr = pg_rules_run_new(rules, o.target, debug, optimize_interrupt, &interrupted))) goto done;
+        PyObject *ok = pg_rules_run_on(rr, net);
+        if (!ok) goto done;
+        Py_DECREF(ok);
+    }
     Py_INCREF(bind); /* keeps the key strings alive across the call */
     gwr_status s = gwr_optimize(net, &o, &rep);
     Py_DECREF(bind);
@@ -307,7 +319,16 @@ static PyObject *py_optimize(PyObject *mod, PyObject *args, PyObject *kw) {
         result = rep ? report_dict(rep) : PyDict_New();
     }
     gwr_optimize_report_free(rep);
+    if (result && rr) {
+        PyObject *ok = pg_rules_run_on(rr, net);
+        if (!ok || pg_dict_set_steal(result, "rules", pg_rules_run_report(rr)) < 0 ||
+            pg_dict_set_steal(result, "layers_before", PyLong_FromLongLong(layers_before)) < 0 ||
+            pg_dict_set_steal(result, "layers_after", PyLong_FromLongLong(gwr_network_num_live_layers(net))) < 0)
+            Py_CLEAR(result);
+        Py_XDECREF(ok);
+    }
 done:
+    pg_rules_run_free(rr);
     PyMem_Free(only_s);
     PyMem_Free(disable_s);
     PyMem_Free(b);
@@ -319,12 +340,15 @@ static PyMethodDef pattern_functions[] = {
     {"_passes_info", passes_info, METH_O, "_passes_info(label) -> dict (see gwr.passes.info)."},
     {"_passes_get", passes_get, METH_O, "_passes_get(label) -> BuiltinPattern (see gwr.passes.get)."},
     {"optimize", (PyCFunction)(void (*)(void))py_optimize, METH_VARARGS | METH_KEYWORDS,
-     "optimize(net, level='extended', target='onnx', only=None, disable=None, opset=0, bind=None, debug=False)"
+     "optimize(net, level='extended', target='onnx', only=None, disable=None, opset=0, bind=None, debug=False, "
+     "input_defaults='auto', rules=None)"
      " -> dict\n\nRuns the built-in passes of level ('basic', 'extended', 'all') and below that may serve target "
      "('onnx', 'ort', 'gwr') to a fixpoint over net and its subgraphs. only / disable: pass labels (a "
      "comma-separated str or a list). opset: raise the default opset first (0 keeps it). bind: {symbol: int} "
      "binds symbolic dims first. debug: verify after every rewrite. Returns {'passes': [{label, skipped, "
-     "attempts, matches, rewrites, note}], 'layers_before', 'layers_after', 'networks'}."},
+     "attempts, matches, rewrites, note}], 'layers_before', 'layers_after', 'networks'}. rules: a "
+     "gwr.rules.RuleSet or a list of them, run over net and its subgraphs before the passes and again after "
+     "them; the report then has 'rules': [{label, attempts, matches, rewrites}]."},
     {NULL, NULL, 0, NULL}};
 
 int pg_init_passes(PyObject *m) { return PyModule_AddFunctions(m, pattern_functions); }

@@ -1,8 +1,9 @@
-/* patterns_internal.h - what the three files of gwr._gwr's pattern side
+/* patterns_internal.h - what the files of gwr._gwr's pattern side
  * share, and no other file: patterns.c (the running call, PatternRewriter,
  * PatternAnalyzer, the trampolines, pg_init_patterns), managers.c
- * (RewritePatternManager, AnalysisPatternManager) and passes.c
- * (BuiltinPattern, the gwr.passes helpers, optimize()).
+ * (RewritePatternManager, AnalysisPatternManager), passes.c
+ * (BuiltinPattern, the gwr.passes helpers, optimize()) and rules.c
+ * (RuleSet, CompiledRule: rules compiled by gwr/rules.h).
  *
  * pygwr.h stays the contract between the parts of the extension; this
  * header is private to the pattern side, whose one entry point is still
@@ -70,6 +71,42 @@ const gwr_pass_info *pg_find_pass_info(const char *label);
 PyObject *pg_raise_no_pass(const char *label);
 /* A new BuiltinPattern for pi. */
 PyObject *pg_builtin_new(const gwr_pass_info *pi);
+
+/* ---- RuleSet / CompiledRule (rules.c) -------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    gwr_rules *r; /* NULL until compiled; never changes afterwards */
+} pg_ruleset;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *set; /* the compiled RuleSet */
+    int index;
+} pg_compiled_rule;
+
+extern PyTypeObject pg_RuleSet_Type, pg_CompiledRule_Type;
+
+/* The compiled rules of a RuleSet, or NULL with StateError when it was
+ * never compiled. */
+const gwr_rules *pg_ruleset_get(PyObject *o);
+/* The C pattern of one CompiledRule; -1 with an exception. */
+int pg_compiled_rule_struct(PyObject *o, gwr_pattern_rewriter *rw);
+
+/* optimize(rules=...): the rules of one or more RuleSets in one manager,
+ * run over a network and its bodies before and after the built-in passes
+ * (passes.c), each rule's counters summed over the runs. */
+typedef struct pg_rules_run pg_rules_run;
+/* rules: a RuleSet or a sequence of them; the manager gets target in its
+ * args ("target", as the passes read it), debug and the interrupt. NULL
+ * with an exception. */
+pg_rules_run *pg_rules_run_new(PyObject *rules, unsigned target, int debug, int (*interrupt)(void *), void *ctx);
+/* One run over net and its bodies: None, or NULL with the failure raised
+ * (the exception of an interrupt stays as it is). */
+PyObject *pg_rules_run_on(pg_rules_run *r, gwr_network *net);
+/* [{label, attempts, matches, rewrites}] per rule. */
+PyObject *pg_rules_run_report(const pg_rules_run *r);
+void pg_rules_run_free(pg_rules_run *r);
 
 /* ---- managers (managers.c) ------------------------------------------------- */
 

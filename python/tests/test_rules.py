@@ -2,6 +2,8 @@
 .rules language (the expected texts are written by hand from SPEC/docs/rules.md),
 compiled by the C parser and run by the C matcher."""
 
+import io
+
 import pytest
 
 import gwr
@@ -380,3 +382,49 @@ def test_optimize_rules_enter_if_bodies():
     for b in ("then_branch", "else_branch"):
         body = [a.g for a in out.graph.node[0].attribute if a.name == b][0]
         assert [n.op_type for n in body.node] == ["Relu"]
+
+
+def gelu_net(c=np.sqrt(2.0), opset=20):
+    """x * 0.5 * (1 + erf(x / c)) as exporters write it; x [2, 8]."""
+    net = gwr.Network("gelu")
+    net.set_opset("", opset)
+    x = net.add_input("x", gwr.float32, (2, 8))
+    with gwr.net_guard(net):
+        y = F.mul(F.mul(x, 0.5), F.add(F.erf(F.div(x, float(c))), 1.0))
+    y.name = "y"
+    net.mark_output(y)
+    return net
+
+
+def gelu_rule():
+    def pattern(op, x, c):
+        return op.Mul(op.Mul(x, 0.5), op.Add(op.Erf(op.Div(x, c)), 1.0))
+
+    return R.rule("gelu_erf", pattern, lambda op, x: op.Gelu(x), benefit=20,
+                  constraints={"c": R.approx(1.4142135, tol=1e-4)})
+
+
+def test_issue_gelu_rule_from_python_fires_and_keeps_outputs():
+    import math
+    xv = np.linspace(-3, 3, 16, dtype=np.float32).reshape(2, 8)
+    ref = np.array([[0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in row] for row in xv.astype(np.float64)])
+    net = gelu_net()
+    np.testing.assert_allclose(run(net, {"x": xv})["y"], ref, rtol=1e-5, atol=1e-6)
+    m = gwr.RewritePatternManager()
+    m.add_rules(R.RuleSet([gelu_rule()]))
+    assert m.rewrite(net)["rewrites"] == 1
+    assert [l.op for l in net.layers if l.op != "Constant"] == ["Gelu"]
+    np.testing.assert_allclose(run(net, {"x": xv})["y"], ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["constant_off", "opset_17"])
+def test_issue_gelu_rule_does_not_fire(case):
+    net = gelu_net(c=1.5) if case == "constant_off" else gelu_net(opset=17)
+    m = gwr.RewritePatternManager()
+    m.add_rules(R.RuleSet([gelu_rule()]))
+    out = io.StringIO()
+    m.trace(out, failures=True)
+    assert m.rewrite(net)["rewrites"] == 0
+    assert "Gelu" not in [l.op for l in net.layers]
+    if case == "opset_17":
+        assert "Gelu is not in opset 17" in out.getvalue()

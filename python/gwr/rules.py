@@ -942,9 +942,10 @@ def load(path_or_text):
     s = os.fspath(path_or_text)
     if isinstance(path_or_text, str) and ("\n" in s or "=>" in s):
         return RuleSet([s], filename="<string>")
-    try:
-        with open(s, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise _gwr.FileError("%s: %s" % (s, e.strerror or e)) from None
-    return RuleSet([text], filename=s)
+    # The C library reads the file (gwr_rules_parse_file): its messages name the path.
+    rs = RuleSet.__new__(RuleSet)
+    rs._spans, rs.filename = [], s
+    rs._compile_file(s)
+    with open(s, encoding="utf-8", errors="replace") as f:
+        rs.text = f.read()
+    return rs

@@ -295,6 +295,11 @@ def test_load_text_and_file(tmp_path):
     assert rs2.names == ["relu_relu"] and rs2.text == text
     with pytest.raises(gwr.FileError):
         R.load(str(tmp_path / "missing.rules"))
+    bad = tmp_path / "bad.rules"
+    bad.write_text("rule a:\n  Relu(x)  =>  Foo(x)\n")
+    with pytest.raises(gwr.ParseError) as ei:
+        R.load(bad)  # a PathLike too
+    assert ei.value.message == "%s:2:16: unknown op 'Foo'\n  Relu(x)  =>  Foo(x)\n               ^" % bad
 
 
 def caret_col(msg):

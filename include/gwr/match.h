@@ -52,6 +52,10 @@ extern "C" {
 #define GWR_MATCH_MAX_CAPTURES 16 /* capture slots 0..15 */
 #define GWR_MATCH_MAX_INPUTS 8    /* input references of one node */
 #define GWR_MATCH_MAX_ATTRS 4     /* attribute constraints of one node */
+#define GWR_MATCH_MAX_ALTS 4      /* sub-patterns one EITHER reference chooses among */
+#define GWR_MATCH_MAX_ATTR_SLOTS 8 /* attribute capture slots 0..7 (m->attrs) */
+#define GWR_MATCH_MAX_DIMS_EQ 2   /* dims equalities of one node */
+#define GWR_MATCH_MAX_COMBOS 4096 /* choice combinations (swaps x alternatives) of one table */
 
 /* ---- input references ------------------------------------------------------ */
 
@@ -62,15 +66,27 @@ typedef enum gwr_mref_kind {
     GWR_MREF_CONST,   /* produced by a CONSTANT layer; captured in slot idx (-1: not) */
     GWR_MREF_SPLAT,   /* a CONSTANT equal to `value` everywhere (within 1e-6 * max(1, |value|)) */
     GWR_MREF_ABSENT,  /* the input must be absent */
-    GWR_MREF_REST     /* any number of further inputs (last entry only) */
+    GWR_MREF_REST,    /* any number (>= min) of further inputs (last entry only); m->nrest[node] the count */
+    GWR_MREF_EITHER   /* output `out` of ONE of the earlier nodes alt[0..nalt) (alternatives) */
 } gwr_mref_kind;
 
+/* A reference. Any reference to a present tensor may also constrain it
+ * (v2): dtypes, a mask of GWR_M_DT(t) bits (0: any dtype; an unknown dtype
+ * never passes a mask), and with rank_set the rank in rank_lo..rank_hi (an
+ * unknown rank never passes). A capture used in several places gets every
+ * place's constraints. */
 typedef struct gwr_mref {
     gwr_mref_kind kind;
     int idx;          /* node index (NODE) or capture slot */
-    int out;          /* NODE: which output of the node's layer */
+    int out;          /* NODE, EITHER: which output of the node's layer */
     int optional;     /* the input may also be absent (the slot then stays NULL) */
     double value;     /* SPLAT */
+    double tol;       /* SPLAT: |element - value| <= tol for every element; 0: 1e-6 * max(1, |value|) */
+    uint64_t dtypes;  /* 0, or the dtypes allowed (GWR_M_DT bits) */
+    int rank_set, rank_lo, rank_hi; /* rank_set: rank_lo <= rank <= rank_hi */
+    int min;          /* REST: at least this many further input positions */
+    int alt[GWR_MATCH_MAX_ALTS]; /* EITHER: the candidate nodes (earlier ones), tried in order */
+    int nalt;         /* EITHER: how many (2..GWR_MATCH_MAX_ALTS) */
 } gwr_mref;
 
 #define GWR_M_NODE(i) {.kind = GWR_MREF_NODE, .idx = (i)}
@@ -86,6 +102,41 @@ typedef struct gwr_mref {
 #define GWR_M_OPT_CONST(slot) {.kind = GWR_MREF_CONST, .idx = (slot), .optional = 1}
 #define GWR_M_OPT_NODE(i) {.kind = GWR_MREF_NODE, .idx = (i), .optional = 1}
 
+/* ---- v2 references ----------------------------------------------------------
+ *
+ * SPLAT with a tolerance: a constant of any shape (it broadcasts) whose
+ * every element is within tol of v. GELU's 1/sqrt(2) written with 8 digits:
+ *   GWR_M_SPLAT_TOL(C, 1.4142135, 1e-4)
+ *
+ * Constraints on a captured tensor (any reference kind; designators):
+ *   GWR_M_CAP_IF(X, .dtypes = GWR_M_REAL_FLOATS, GWR_M_RANKS(2, 3))   x: f16|bf16|f32|f64, rank 2..3
+ *   GWR_M_CONST_IF(W, GWR_M_RANKS(2, 2))                              w: a constant of rank 2
+ * (a constant-only capture is GWR_M_CONST; an unknown dtype or rank never
+ * passes a constraint on it).
+ *
+ * Alternatives of sub-patterns: GWR_M_EITHER(2, 3) is the output 0 of node
+ * 2 OR of node 3 (both earlier). The attempts try each (a choice point, as
+ * a commutative swap is one); the nodes of the alternative not taken stay
+ * NULL in m->layers. LayerNorm's variance of Pow(d, 2) or Mul(d, d):
+ *   GWR_M_OP("Pow", GWR_M_NODE(1), GWR_M_SPLAT(P2, 2.0)),   // 2
+ *   GWR_M_OP("Mul", GWR_M_NODE(1), GWR_M_NODE(1)),          // 3
+ *   {.op = "ReduceMean", .in = {GWR_M_EITHER(2, 3)}},       // 4: reads node 2 or node 3
+ * GWR_M_EITHER_OUT(o, a, b) takes output o of the node chosen.
+ *
+ * Variadic: GWR_M_REST_MIN(n) as the last reference: at least n further
+ * input positions; m->nrest[node] gets how many there were (GWR_M_REST: 0
+ * or more). Concat of x and at least one more: {GWR_M_CAP(X), GWR_M_REST_MIN(1)}. */
+#define GWR_M_SPLAT_TOL(slot, v, t) {.kind = GWR_MREF_SPLAT, .idx = (slot), .value = (v), .tol = (t)}
+#define GWR_M_CAP_IF(slot, ...) {.kind = GWR_MREF_CAP, .idx = (slot), __VA_ARGS__}
+#define GWR_M_CONST_IF(slot, ...) {.kind = GWR_MREF_CONST, .idx = (slot), __VA_ARGS__}
+#define GWR_M_RANKS(lo, hi) .rank_set = 1, .rank_lo = (lo), .rank_hi = (hi)
+#define GWR_M_DT(t) (UINT64_C(1) << (t))
+#define GWR_M_REAL_FLOATS (GWR_M_DT(GWR_FLOAT32) | GWR_M_DT(GWR_FLOAT16) | GWR_M_DT(GWR_BFLOAT16) | GWR_M_DT(GWR_FLOAT64))
+#define GWR_M_EITHER(...) GWR_M_EITHER_OUT(0, __VA_ARGS__)
+#define GWR_M_EITHER_OUT(o, ...)                                                                                   \
+    {.kind = GWR_MREF_EITHER, .out = (o), .alt = {__VA_ARGS__}, .nalt = (int)(sizeof((int[]){__VA_ARGS__}) / sizeof(int))}
+#define GWR_M_REST_MIN(n) {.kind = GWR_MREF_REST, .min = (n)}
+
 /* ---- attribute constraints ------------------------------------------------- */
 
 typedef enum gwr_mattr_kind {
@@ -94,7 +145,8 @@ typedef enum gwr_mattr_kind {
     GWR_MATTR_FLOAT,  /* |attr - f| <= tol */
     GWR_MATTR_STRING, /* == s */
     GWR_MATTR_INTS,   /* == ints[0..n) */
-    GWR_MATTR_ABSENT  /* not set */
+    GWR_MATTR_ABSENT, /* not set */
+    GWR_MATTR_CAPTURE /* v2: any value, bound into m->attrs[slot] (absent: no match, or the default) */
 } gwr_mattr_kind;
 
 typedef struct gwr_mattr {
@@ -106,6 +158,8 @@ typedef struct gwr_mattr {
     const char *s;
     const int64_t *ints;
     int n;
+    int slot;             /* CAPTURE: the attribute slot */
+    gwr_mattr_kind def;   /* CAPTURE with absent_ok: the default's kind (INT, FLOAT, STRING, INTS) in i, f, s, ints/n */
 } gwr_mattr;
 
 #define GWR_MA_INT(nm, v) {.name = (nm), .kind = GWR_MATTR_INT, .i = (v)}
@@ -117,6 +171,42 @@ typedef struct gwr_mattr {
 /* arr: a static int64_t array. */
 #define GWR_MA_INTS(nm, arr) {.name = (nm), .kind = GWR_MATTR_INTS, .ints = (arr), .n = (int)(sizeof(arr) / sizeof((arr)[0]))}
 #define GWR_MA_ABSENT(nm) {.name = (nm), .kind = GWR_MATTR_ABSENT}
+/* Attribute captures (v2): the value is bound into m->attrs[slot]; the
+ * same slot captured twice must hold equal values. Transpose(Transpose(x))
+ * with both perms: {.op = "Transpose", .in = {GWR_M_CAP(X)}, .attrs = {GWR_MA_CAPTURE("perm", P1)}}.
+ * The _OR forms bind a default when the attribute is absent (is_default 1):
+ * GWR_MA_CAPTURE_INT_OR("axis", AX, -1). */
+#define GWR_MA_CAPTURE(nm, sl) {.name = (nm), .kind = GWR_MATTR_CAPTURE, .slot = (sl)}
+#define GWR_MA_CAPTURE_INT_OR(nm, sl, v) {.name = (nm), .kind = GWR_MATTR_CAPTURE, .slot = (sl), .absent_ok = 1, .def = GWR_MATTR_INT, .i = (v)}
+#define GWR_MA_CAPTURE_FLOAT_OR(nm, sl, v) {.name = (nm), .kind = GWR_MATTR_CAPTURE, .slot = (sl), .absent_ok = 1, .def = GWR_MATTR_FLOAT, .f = (v)}
+#define GWR_MA_CAPTURE_STR_OR(nm, sl, v) {.name = (nm), .kind = GWR_MATTR_CAPTURE, .slot = (sl), .absent_ok = 1, .def = GWR_MATTR_STRING, .s = (v)}
+#define GWR_MA_CAPTURE_INTS_OR(nm, sl, arr)                                                                        \
+    {.name = (nm), .kind = GWR_MATTR_CAPTURE, .slot = (sl), .absent_ok = 1, .def = GWR_MATTR_INTS, .ints = (arr),     \
+     .n = (int)(sizeof(arr) / sizeof((arr)[0]))}
+
+/* A captured attribute. type GWR_ATTR_UNDEFINED: the slot is unbound. The
+ * values of INT, FLOAT, STRING (s, len; not NUL-terminated), INTS and
+ * FLOATS (ints or floats, n) are filled; other types only name theirs.
+ * Pointers point into the layer (or the table, for a default). */
+typedef struct gwr_match_attr {
+    gwr_attr_type type;
+    int is_default;       /* the attribute was absent: the table's default */
+    int64_t i;
+    double f;
+    const char *s;
+    size_t len;
+    const int64_t *ints;
+    const float *floats;
+    int64_t n;
+} gwr_match_attr;
+
+/* dims equality (v2): dim da of capture a equals dim db of capture b (a
+ * negative dim counts from the back); both known, or the same symbol.
+ * MatMul's x [.., K] against w [K, N]: GWR_M_DIMS_EQ(X, -1, W, 0). */
+typedef struct gwr_mdims {
+    int on, a, da, b, db;
+} gwr_mdims;
+#define GWR_M_DIMS_EQ(a_, da_, b_, db_) {.on = 1, .a = (a_), .da = (da_), .b = (b_), .db = (db_)}
 
 /* ---- tables and matches ---------------------------------------------------- */
 
@@ -127,13 +217,33 @@ typedef struct gwr_match gwr_match;
  * compared instead of op and is the faster test. in: the inputs in order,
  * ended by the first GWR_MREF_END entry (trailing optional references may
  * be missing on the layer). pred (may be NULL) runs once the whole table
- * has matched structurally, in table order: 1 keeps the match, 0 refuses. */
+ * has matched structurally, in table order: 1 keeps the match, 0 refuses.
+ *
+ * v2 fields (all optional):
+ * - ops: alternatives, a NULL-terminated list of op names (as `op`; set
+ *   ops OR op/op_id): {.ops = (const char *const[]){"Relu", "Sigmoid", NULL}, .in = {GWR_M_CAP(X)}}.
+ *   Two operands of a node whose ops include a commutative one are tried
+ *   in both orders; the swapped order holds only for a commutative layer.
+ * - dims_eq: dims equalities between captures, checked after the
+ *   structure (with the predicates).
+ * The pattern-wide fields go on the ROOT (the last node; gwr_match_check
+ * refuses them elsewhere):
+ * - where: a predicate over the whole match, run after every node's pred:
+ *   {.op = "Div", .in = {...}, .where = same_dtype_as_root}.
+ * - targets, min_opset, opset_targets: the rule driver's gate (see
+ *   gwr_match_drive), checked before matching. */
 typedef struct gwr_match_node {
     const char *op;
     gwr_mref in[GWR_MATCH_MAX_INPUTS];
     gwr_mattr attrs[GWR_MATCH_MAX_ATTRS];
     int (*pred)(const gwr_match *m, int node, void *user);
     gwr_op_id op_id;
+    const char *const *ops;
+    gwr_mdims dims_eq[GWR_MATCH_MAX_DIMS_EQ];
+    int (*where)(const gwr_match *m, void *user);
+    int64_t targets;       /* root: the manager arg "target" must have a bit of this mask (0: any target) */
+    int64_t min_opset;     /* root: the network's default-domain opset must be >= this (0: any) ... */
+    int64_t opset_targets; /* root: ... for these targets (0: every target); no opset import passes */
 } gwr_match_node;
 
 /* A pattern: the table and what to do with a match. rewrite (for managers)
@@ -160,8 +270,10 @@ typedef struct gwr_match_pattern {
  * failed (gwr_match_why formats them). */
 struct gwr_match {
     const gwr_match_pattern *pattern;
-    gwr_layer *layers[GWR_MATCH_MAX_NODES];
+    gwr_layer *layers[GWR_MATCH_MAX_NODES];   /* NULL: a node of an alternative not taken */
     gwr_tensor *captures[GWR_MATCH_MAX_CAPTURES];
+    gwr_match_attr attrs[GWR_MATCH_MAX_ATTR_SLOTS]; /* attribute captures (v2) */
+    int nrest[GWR_MATCH_MAX_NODES];          /* REST: further input positions of node i */
     int nlayers;
     const char *why;     /* static text of the failure, or NULL */
     int why_node;        /* table node where it failed, or -1 */
@@ -169,9 +281,14 @@ struct gwr_match {
     const gwr_tensor *why_tensor; /* the tensor in question, or NULL */
 };
 
-/* Checks a pattern's table: node count, ops, references to earlier nodes
- * only, capture slots in range, REST last, every node reachable from the
- * root, attribute constraints named. GWR_ERR_INVALID_ARG with a message in
+/* Checks a pattern's table: node count, ops (op or ops, not both; no empty
+ * names), references to earlier nodes only (EITHER: 2..GWR_MATCH_MAX_ALTS
+ * distinct earlier nodes), capture slots in range, REST last with min >= 0,
+ * SPLAT tolerances >= 0, rank ranges, every node reachable from the root,
+ * attribute constraints named (capture slots in range, defaults of a
+ * capturable kind), dims equalities over capture slots, where and the gate
+ * on the root only, at most GWR_MATCH_MAX_COMBOS choice combinations.
+ * GWR_ERR_INVALID_ARG with a message naming the pattern, node and input in
  * gwr_last_errmsg() when malformed. */
 GWR_API gwr_status gwr_match_check(const gwr_match_pattern *p);
 
@@ -184,6 +301,51 @@ GWR_API int gwr_match_layer(const gwr_match_pattern *p, gwr_layer *l, gwr_match 
 /* Writes why the last gwr_match_layer on m failed ("node 2 (Mul) input 1
  * 'y': a second reader outside the match"); returns what snprintf returns. */
 GWR_API int gwr_match_why(const gwr_match *m, char *buf, size_t size);
+
+/* ---- the rule driver (v2) ---------------------------------------------------
+ *
+ * gwr_match_drive is a match_and_rewrite whose rewriter's user is a
+ * gwr_match_pattern. For layer l it: checks the root's gate (the manager
+ * arg "target", GWR_TARGET_* of gwr/passes.h, 1 = onnx when absent, must
+ * have a bit of `targets`; the default-domain opset of l's outermost
+ * network must be >= min_opset for the targets in opset_targets), then
+ * matches (the single-reader and not-a-network-output rule included), and
+ * gives the failure reason to the trace (gwr_rewrite_no_match), else calls
+ * p->rewrite. A table-based pass is then:
+ *
+ *   static int to_gelu(gwr_rewrite_ctx *c, const gwr_match *m) {   // only the arithmetic
+ *       return gwr_match_finish(c, m, gwr_gelu(gwr_rewrite_ctx_network(c), m->captures[X]));
+ *   }
+ *   static const gwr_match_pattern gelu = {"fuse_gelu", GWR_M_NODES(gelu_nodes), to_gelu, NULL};
+ *   static const char *const roots[] = {"Mul", NULL};
+ *   const gwr_pattern_rewriter gwr_pattern_fuse_gelu = GWR_MATCH_PASS("fuse_gelu", roots, &gelu);
+ */
+GWR_API int gwr_match_drive(gwr_rewrite_ctx *c, gwr_layer *l);
+#define GWR_MATCH_PASS(nm, roots, pat) {.name = (nm), .root_ops = (roots), .match_and_rewrite = gwr_match_drive, .user = (void *)(pat)}
+/* The gate of p's root for layer l under ctx c (the driver's first step):
+ * 1 when it passes, else 0 with why not in why (size bytes). */
+GWR_API int gwr_match_gate(const gwr_match_pattern *p, gwr_rewrite_ctx *c, const gwr_layer *l, char *why, size_t size);
+/* The manager arg "target" (GWR_TARGET_*), 1 (onnx) when absent. */
+GWR_API int64_t gwr_match_target(gwr_rewrite_ctx *c);
+/* The default-domain opset of l's outermost network; -1 when it imports none. */
+GWR_API int64_t gwr_match_opset(const gwr_layer *l);
+/* Ends a rewrite: y NULL -> the network's error (gwr_rewrite_fail); y not
+ * of the root output's dtype and shape -> no match; else every reader of
+ * the root's (single) output reads y, the matched layers are removed
+ * (gwr_match_replace) and 1 is returned. */
+GWR_API int gwr_match_finish(gwr_rewrite_ctx *c, const gwr_match *m, gwr_tensor *y);
+
+/* ---- helpers patterns share --------------------------------------------------- */
+
+/* Is l a live layer of op `op` ("Add", or "domain::Op")? */
+GWR_API int gwr_match_is_op(const gwr_layer *l, const char *op);
+/* The only live reader of t when t has exactly one and is not a network
+ * output; else NULL. Stops at the second live reader (a chain asking this
+ * of each link stays linear). */
+GWR_API gwr_layer *gwr_match_sole_reader(const gwr_tensor *t);
+/* x is of a real float dtype (gwr_match_dtype_real_float), y has x's dtype,
+ * and both have the same known rank and the same dims. */
+GWR_API int gwr_match_same_type(const gwr_tensor *x, const gwr_tensor *y);
 
 /* Fills a gwr_pattern_rewriter running p: roots are the class of the
  * root's op (PLUGIN for ops the table lacks; every class for an any-op

@@ -9,6 +9,7 @@
 
 #include "gwr/exec.h"
 #include "gwr/passes.h"
+#include "gwr/rules.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -56,6 +57,11 @@ typedef struct gwr_optimize_options {
      * gwr (onnxruntime's rule); FOLD: constants for every target; KEEP:
      * inputs for every target. The pass fold_input_defaults does it. */
     gwr_input_defaults input_defaults;
+    /* Rules (gwr/rules.h) run with the passes, in the same manager and over
+     * the same bodies, each under its name and benefit (`gwr optimize
+     * --rules FILE`); the report lists them after the passes. NULL: none.
+     * A rule named as a pass is GWR_ERR_DUPLICATE. */
+    const gwr_rules *rules;
 } gwr_optimize_options;
 
 /* What a run did: per pass of the table, whether it ran (or why not) and

@@ -176,7 +176,8 @@ static gwr_status plan(gwr_network *net, const gwr_optimize_options *o, gwr_opti
                        gwr_rewrite_manager *m) {
     gwr_pass_level level = o->level ? o->level : GWR_LEVEL_EXTENDED;
     unsigned target = o->target ? o->target : GWR_TARGET_ONNX;
-    for (int i = 0; i < r->n; i++) {
+    int npasses = gwr_passes_count();
+    for (int i = 0; i < npasses; i++) {
         const gwr_pass_info *p = gwr_passes_info(i);
         gwr_status s = GWR_OK;
         r->passes[i].label = p->label;
@@ -185,6 +186,10 @@ static gwr_status plan(gwr_network *net, const gwr_optimize_options *o, gwr_opti
         if (!r->passes[i].skipped && (s = gwr_rewrite_manager_add(m, p->label, p->pattern, p->benefit)))
             return gwr_ir_error(net, s, "gwr_optimize: %s", gwr_rewrite_manager_errmsg(m));
     }
+    /* Rules run with the passes; their report entries follow. */
+    for (int i = npasses; i < r->n; i++) r->passes[i].label = gwr_rules_name(o->rules, i - npasses);
+    gwr_status rs = o->rules ? gwr_rules_add_to(o->rules, m) : GWR_OK;
+    if (rs) return gwr_ir_error(net, rs, "gwr_optimize: %s", gwr_last_errmsg());
     gwr_rewrite_options ro = {.debug = o->debug, .interrupt = o->interrupt, .interrupt_ctx = o->interrupt_ctx};
     return gwr_rewrite_manager_set_options(m, &ro);
 }
@@ -221,7 +226,7 @@ gwr_status gwr_optimize(gwr_network *net, const gwr_optimize_options *opt, gwr_o
     gwr_rewrite_manager *m = gwr_rewrite_manager_new();
     /* The passes read the target from the manager's args. */
     gwr_args *args = gwr_args_new();
-    if (r) r->n = gwr_passes_count();
+    if (r) r->n = gwr_passes_count() + gwr_rules_count(o->rules);
     if (!r || !m || !args || !(r->passes = gwr_calloc((size_t)r->n + 1, sizeof *r->passes)) ||
         gwr_args_set_int(args, "target", o->target ? (int64_t)o->target : GWR_TARGET_ONNX)) {
         s = gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_optimize: out of memory");

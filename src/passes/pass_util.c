@@ -3,24 +3,9 @@
 
 #include "gwr/passes.h"
 
-gwr_layer *gwr_ps_sole_reader(const gwr_tensor *t) {
-    if (!t || gwr_tensor_output_index(t) >= 0) return NULL;
-    gwr_layer *r = NULL;
-    for (int64_t i = 0; i < gwr_tensor_num_users(t); i++) {
-        gwr_layer *u = gwr_tensor_user(t, i, NULL);
-        if (gwr_layer_is_removed(u)) continue;
-        if (r) return NULL;
-        r = u;
-    }
-    return r;
-}
+gwr_layer *gwr_ps_sole_reader(const gwr_tensor *t) { return gwr_match_sole_reader(t); }
 
-int64_t gwr_ps_target(gwr_rewrite_ctx *c) {
-    const gwr_args *a = gwr_rewrite_ctx_args(c);
-    int64_t t = GWR_TARGET_ONNX;
-    if (!a || gwr_args_get_int(a, "target", &t)) t = GWR_TARGET_ONNX;
-    return t;
-}
+int64_t gwr_ps_target(gwr_rewrite_ctx *c) { return gwr_match_target(c); }
 
 int gwr_ps_transpose_perm(const gwr_layer *l, int r, int64_t *p) {
     const int64_t *v;

@@ -63,9 +63,9 @@ static gwr_status check_op(cctx *c, const rl_expr *x, const char *name, int nin,
 
 static gwr_status number_alts(cctx *c, rl_expr *x, int *n, int *radix) {
     if (!x) return GWR_OK;
-    if (x->kind == RL_ALT || (x->kind == RL_OP && x->nops > 1)) {
+    if (x->kind == RL_ALT) {
         if (*n == MAX_ALTS) return rl_fail(c->e, x->line, x->col, "too many alternatives in one pattern");
-        radix[*n] = x->kind == RL_ALT ? x->na : x->nops;
+        radix[*n] = x->na;
         x->alt = (*n)++;
     }
     for (int i = 0; i < x->na; i++) TRY(number_alts(c, x->a[i], n, radix));
@@ -143,6 +143,10 @@ static gwr_status comp_input(cctx *c, const rl_expr *x, int pos, int *rest_at, g
         int slot = -1;
         TRY(tensor_slot(c, x, &slot));
         r->kind = x->is_const ? GWR_MREF_CONST : GWR_MREF_CAP, r->idx = slot, r->optional = x->optional;
+        /* The engine checks what it can (v2): tolerance, dtypes, rank. */
+        if (x->has_tilde) r->kind = GWR_MREF_SPLAT, r->value = x->tilde_v, r->tol = x->tilde_tol;
+        r->dtypes = x->dtypes;
+        if (x->rank_lo >= 0) r->rank_set = 1, r->rank_lo = x->rank_lo, r->rank_hi = x->rank_hi;
         if (constrained(x)) {
             gwr_rl_table *t = c->t;
             if (t->ncons == RL_MAX_BINDS) return rl_fail(c->e, x->line, x->col, "too many constraints in one pattern");
@@ -203,8 +207,8 @@ static gwr_status comp_attr(cctx *c, const rl_expr *op, const rl_attr *at, gwr_m
 static gwr_status comp_node(cctx *c, const rl_expr *x, int *idx) {
     gwr_rl_table *t = c->t;
     const char *name = x->ops[0];
-    if (x->nops > 1) c->visited[x->alt] = 1, name = x->ops[c->choice[x->alt]];
-    TRY(check_op(c, x, name, x->na, x->na && pick(c, x->a[x->na - 1])->kind == RL_NAME && pick(c, x->a[x->na - 1])->rest));
+    int rest = x->na && pick(c, x->a[x->na - 1])->kind == RL_NAME && pick(c, x->a[x->na - 1])->rest;
+    for (int k = 0; k < x->nops; k++) TRY(check_op(c, x, x->ops[k], x->na, rest));
     if (x->copy) return rl_fail(c->e, x->line, x->col, "'<...%s>' belongs in the replacement", x->copy);
     if (x->na > GWR_MATCH_MAX_INPUTS)
         return rl_fail(c->e, x->line, x->col, "too many inputs in a pattern op (at most %d)", GWR_MATCH_MAX_INPUTS);
@@ -220,8 +224,15 @@ static gwr_status comp_node(cctx *c, const rl_expr *x, int *idx) {
     int i = t->pat.nnodes++;
     gwr_match_node *n = &t->nodes[i];
     memset(n, 0, sizeof *n);
-    n->op = name;
     n->op_id = GWR_OP_CUSTOM;
+    if (x->nops > 1) { /* Relu|Sigmoid(x): the engine's op alternatives (v2) */
+        const char **ops = rl_alloc(&c->set->arena, (size_t)(x->nops + 1) * sizeof *ops);
+        if (!ops) return rl_fail(c->e, x->line, x->col, "out of memory");
+        memcpy(ops, x->ops, (size_t)x->nops * sizeof *ops);
+        n->ops = ops;
+    } else {
+        n->op = name;
+    }
     memcpy(n->in, in, (size_t)x->na * sizeof *in);
     t->node_expr[i] = x;
     if (rest_at >= 0) t->binds[rest_at].node = i;
@@ -325,7 +336,8 @@ static sty static_type(cctx *c, const rl_expr *x, int pattern) {
         return u;
     }
     if (x->kind != RL_OP) return u;
-    const char *name = x->ops[pattern && x->nops > 1 ? c->choice[x->alt] : 0];
+    if (x->nops > 1) return u;
+    const char *name = x->ops[0];
     const gwr_op_info *info = op_info(name);
     if (!info || *info->domain) return u;
     if (in_names(bool_ops, name)) return (sty){1, GWR_BOOL, 0};
@@ -437,10 +449,13 @@ static gwr_status comp_tables(cctx *cp, gwr_rl_table *tables, int nalts, const i
     for (int i = 0; i < n; i++) {
         gwr_rl_table *t = &r->tables[i];
         t->pat.nodes = t->nodes, t->pat.user = t;
-        const char *op = t->nodes[t->pat.nnodes - 1].op;
-        int seen = 0;
-        for (int j = 0; j < nroots; j++) seen |= !strcmp(r->root_ops[j], op);
-        if (!seen && nroots < GWR_MATCH_MAX_NODES) r->root_ops[nroots++] = op;
+        const gwr_match_node *rn = &t->nodes[t->pat.nnodes - 1];
+        for (int k = 0; rn->ops ? rn->ops[k] != NULL : k < 1; k++) {
+            const char *op = rn->ops ? rn->ops[k] : rn->op;
+            int seen = 0;
+            for (int j = 0; j < nroots; j++) seen |= !strcmp(r->root_ops[j], op);
+            if (!seen && nroots < GWR_MATCH_MAX_NODES) r->root_ops[nroots++] = op;
+        }
     }
     r->root_ops[nroots] = NULL;
     return GWR_OK;

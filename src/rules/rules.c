@@ -150,12 +150,10 @@ static const char *missing_op(const rl_expr *x, int64_t opset) {
 static int match_and_rewrite(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_rl_rule *r = gwr_rewrite_ctx_user(c);
     if (r->targets) {
-        const gwr_args *a = gwr_rewrite_ctx_args(c);
-        int64_t t = GWR_TARGET_ONNX;
-        if (!a || gwr_args_get_int(a, "target", &t)) t = GWR_TARGET_ONNX;
+        int64_t t = gwr_match_target(c);
         if (!((unsigned)t & r->targets)) return gwr_rewrite_no_match(c, "rule '%s' does not serve this target", r->name);
     }
-    int64_t opset = gwr_network_opset(gwr_layer_network(l), "");
+    int64_t opset = gwr_match_opset(l);
     if (opset > 0) {
         if (r->opset && opset < r->opset) return gwr_rewrite_no_match(c, "rule '%s' needs opset %d, the model has %lld", r->name, r->opset, (long long)opset);
         const char *op = missing_op(r->repl, opset);

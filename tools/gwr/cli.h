@@ -38,6 +38,9 @@ void cli_print_layers(gwr_network *net, FILE *out);
  * become spaces). When msg already starts with `what` (the library's
  * messages start with the file name), prints "gwr: <message>". */
 void cli_error(const char *what, const char *msg);
+/* Parses the rules file path (`--rules FILE`) into *out: CLI_OK, or
+ * CLI_FAIL after one line "gwr: FILE:LINE:COL: message". */
+int cli_load_rules(const char *path, gwr_rules **out);
 
 /* Bad usage of command `cmd`: prints "gwr: <cmd>: <message> (try 'gwr <cmd>
  * --help')" as one line and returns CLI_USAGE. */

@@ -11,7 +11,7 @@ static void help(FILE *out) {
             "usage: gwr optimize MODEL -o OUT [--level basic|extended|all] [--target onnx|ort|gwr]\n"
             "                    [--only PASS,...] [--disable PASS,...] [--report] [--debug]\n"
             "                    [--shape INPUT=D0,D1,... | SYMBOL=N ...] [--opset N] [--verify [--seed N]]\n"
-            "                    [--input-defaults auto|keep|fold]\n"
+            "                    [--input-defaults auto|keep|fold] [--rules FILE]\n"
             "       gwr optimize --list\n"
             "\n"
             "Loads the ONNX model MODEL, runs the optimizer's passes that the level and the\n"
@@ -44,6 +44,10 @@ static void help(FILE *out) {
             "                   inputs (overridable from IR version 4 on): fold makes them\n"
             "                   constants (and drops the inputs), keep leaves them inputs;\n"
             "                   auto (default): fold for target onnx, keep for ort and gwr\n"
+            "  --rules FILE     also run the rules of FILE (docs/rules.md) with the passes,\n"
+            "                   over the graph and every body; --report lists them after\n"
+            "                   the passes. A file the language refuses: exit 1, with\n"
+            "                   FILE:LINE:COL and the reason\n"
             "  --seed N         the inputs' seed (default 0)\n"
             "  --list           the passes, with level, targets and numerics\n"
             "\n"
@@ -112,6 +116,8 @@ static int run(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     gwr_optimize_options o = {0};
     int report = 0, check = 0;
+    const char *rules_path = NULL;
+    gwr_rules *rules = NULL;
     cli_shapes shapes = {0};
     uint64_t seed = 0;
     int rc = CLI_OK;
@@ -157,6 +163,10 @@ static int run(int argc, char **argv) {
             while (v && k < 3 && strcmp(v, modes[k])) k++;
             if (!v || k == 3) return cli_shapes_free(&shapes), cli_usage("optimize", "--input-defaults needs auto, keep or fold");
             o.input_defaults = (gwr_input_defaults)k, i++;
+        } else if (!strcmp(a, "--rules")) {
+            if (!v) return cli_shapes_free(&shapes), cli_usage("optimize", "--rules needs a rules file");
+            if (rules_path) return cli_shapes_free(&shapes), cli_usage("optimize", "--rules given twice (one file; it may hold many rules)");
+            rules_path = v, i++;
         } else if (!strcmp(a, "--seed")) {
             int64_t n = 0;
             const char *why = "missing";
@@ -175,16 +185,19 @@ static int run(int argc, char **argv) {
         cli_shapes_free(&shapes);
         return cli_usage("optimize", "missing %s", !in ? "MODEL" : "-o OUT");
     }
+    if (rules_path && cli_load_rules(rules_path, &rules)) return cli_shapes_free(&shapes), CLI_FAIL;
+    o.rules = rules;
     /* External data is copied: OUT may overwrite the file it lives in.
      * Shapes are inferred: passes check them. */
     gwr_onnx_load_options lo = {.copy_external_data = 1, .infer_shapes = 1};
     gwr_network *net = cli_load(in, &lo);
-    if (!net) return cli_shapes_free(&shapes), CLI_FAIL;
+    if (!net) return cli_shapes_free(&shapes), gwr_rules_free(rules), CLI_FAIL;
     /* --shape by the model: whole input shapes written into the inputs,
      * symbolic dims bound by the optimizer (gwr_optimize_options.bind). */
     if ((rc = cli_shapes_resolve(&shapes, "optimize", net, NULL)) || (rc = cli_shapes_apply(&shapes, "optimize", in, net)) ||
         (check && (rc = cli_shapes_need_known(&shapes, "optimize", net, NULL, 0)))) {
         cli_shapes_free(&shapes);
+        gwr_rules_free(rules);
         cli_free_at_exit(net);
         return rc;
     }
@@ -192,6 +205,7 @@ static int run(int argc, char **argv) {
     if (check && !(before = gwr_network_clone(net))) {
         cli_error(in, gwr_last_errmsg());
         cli_shapes_free(&shapes);
+        gwr_rules_free(rules);
         cli_free_at_exit(net);
         return CLI_FAIL;
     }
@@ -218,6 +232,7 @@ static int run(int argc, char **argv) {
         }
     }
     gwr_optimize_report_free(r);
+    gwr_rules_free(rules);
     cli_shapes_free(&shapes);
     cli_free_at_exit(before);
     cli_free_at_exit(net);

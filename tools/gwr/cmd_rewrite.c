@@ -8,17 +8,21 @@
 
 static void help(FILE *out) {
     fprintf(out,
-            "usage: gwr rewrite MODEL --pattern LABEL [--pattern LABEL...] -o OUT\n"
+            "usage: gwr rewrite MODEL (--pattern LABEL... | --rules FILE) -o OUT\n"
             "                   [--arg NAME=INT...] [--trace | --trace-json] [--stats]\n"
             "                   [--explain] [--max-rewrites N] [--single-pass] [--keep-dead] [--debug] [--seed N]\n"
             "       gwr rewrite --list [--markdown]\n"
             "\n"
             "Loads the ONNX model MODEL, applies the built-in patterns named by --pattern\n"
-            "(higher benefit first) until none matches, prunes dead layers and writes OUT\n"
+            "and the rules of --rules (higher benefit first) until none matches, over the\n"
+            "graph and then every If/Loop/Scan body, prunes dead layers and writes OUT\n"
             "(a temporary file renamed at the end: a failure leaves no partial file).\n"
             "\n"
             "  --pattern LABEL   a built-in pattern (--list shows them with benefit, level,\n"
             "                    targets and numerics; --markdown as docs/api.md's table); repeatable\n"
+            "  --rules FILE      the rules of a .rules file (docs/rules.md), each under its\n"
+            "                    name and benefit; a file the language refuses: exit 1,\n"
+            "                    with FILE:LINE:COL and the reason\n"
             "  --arg NAME=INT    an integer argument the patterns read (batch_size=2 ...)\n"
             "  --trace           print one line per rewrite: pattern, root layer, layers\n"
             "                    added (+) and removed (-); --trace-json prints JSON lines\n"
@@ -49,9 +53,42 @@ static int parse_i64(const char *s, int64_t *out) {
     return 0;
 }
 
+/* Runs m on every If/Loop/Scan body of g's live layers, depth first, as
+ * gwr_optimize walks them; adds their rewrites to *n. */
+static gwr_status rewrite_bodies(gwr_rewrite_manager *m, gwr_network *g, const gwr_args *args, int stats,
+                                 int64_t *n, int depth) {
+    if (depth > 64) return GWR_ERR_UNSUPPORTED;
+    for (int64_t i = 0; i < gwr_network_num_layers(g); i++) {
+        gwr_layer *l = gwr_network_layer(g, i);
+        if (gwr_layer_is_removed(l)) continue;
+        for (int a = 0; a < gwr_layer_num_attrs(l); a++) {
+            gwr_network *const *gs = NULL;
+            gwr_network *one = NULL;
+            int64_t k = 0;
+            if (gwr_layer_attr_type(l, a) == GWR_ATTR_GRAPH && !gwr_layer_get_graph(l, gwr_layer_attr_name(l, a), &one))
+                gs = &one, k = 1;
+            else if (gwr_layer_attr_type(l, a) == GWR_ATTR_GRAPHS)
+                gwr_layer_get_graphs(l, gwr_layer_attr_name(l, a), &gs, &k);
+            for (int64_t j = 0; j < k; j++) {
+                gwr_status s = gwr_rewrite_manager_rewrite(m, gs[j], args);
+                gwr_rewrite_summary sum;
+                gwr_rewrite_manager_summary(m, &sum);
+                *n += sum.rewrites;
+                if (stats && sum.rewrites) {
+                    printf("body '%s' of '%s':\n", gwr_network_name(gs[j]), gwr_layer_name(l));
+                    gwr_rewrite_manager_print_stats(m, stdout);
+                }
+                if (s || (s = rewrite_bodies(m, gs[j], args, stats, n, depth + 1))) return s;
+            }
+        }
+    }
+    return GWR_OK;
+}
+
 static int run(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     int trace = -1, stats = 0, nopts = 0, explain = 0;
+    gwr_rules *rules = NULL;
     gwr_rewrite_options ro = {0};
     gwr_rewrite_manager *m = gwr_rewrite_manager_new();
     gwr_args *args = gwr_args_new();
@@ -80,6 +117,16 @@ static int run(int argc, char **argv) {
             i++;
             if (gwr_rewrite_manager_get(m, v)) USAGE("pattern '%s' given twice", v);
             if (gwr_passes_add(m, v)) USAGE("%s", gwr_rewrite_manager_errmsg(m));
+            nopts++;
+        } else if (!strcmp(a, "--rules")) {
+            if (!v) USAGE("--rules needs a rules file");
+            if (rules) USAGE("--rules given twice (one file; it may hold many rules)");
+            i++;
+            if (cli_load_rules(v, &rules)) {
+                rc = CLI_FAIL;
+                goto done;
+            }
+            if (gwr_rules_add_to(rules, m)) USAGE("%s", gwr_rewrite_manager_errmsg(m));
             nopts++;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             if (!v) USAGE("%s needs a file name", a);
@@ -125,7 +172,7 @@ static int run(int argc, char **argv) {
         }
     }
     if (!in) USAGE("missing MODEL");
-    if (!nopts) USAGE("no --pattern given (see 'gwr rewrite --list')");
+    if (!nopts) USAGE("no --pattern or --rules given (see 'gwr rewrite --list')");
     if (!out) USAGE("missing -o OUT");
     ro.time_patterns = stats;
     gwr_rewrite_manager_set_options(m, &ro);
@@ -147,6 +194,10 @@ static int run(int argc, char **argv) {
     }
     gwr_status s = gwr_rewrite_manager_rewrite(m, net, args);
     if (stats) gwr_rewrite_manager_print_stats(m, stdout);
+    gwr_rewrite_summary sum;
+    gwr_rewrite_manager_summary(m, &sum);
+    int64_t nrewrites = sum.rewrites;
+    if (!s) s = rewrite_bodies(m, net, args, stats, &nrewrites, 0);
     if (s) {
         char msg[700];
         snprintf(msg, sizeof msg, "%s: %s", in, gwr_rewrite_manager_errmsg(m));
@@ -157,15 +208,14 @@ static int run(int argc, char **argv) {
         cli_error(out, gwr_network_errmsg(net));
         goto done;
     }
-    gwr_rewrite_summary sum;
-    gwr_rewrite_manager_summary(m, &sum);
-    printf("wrote %s: %lld rewrites, %lld -> %lld layers\n", out, (long long)sum.rewrites, (long long)sum.layers_before,
-           (long long)sum.layers_after);
+    printf("wrote %s: %lld rewrites, %lld -> %lld layers\n", out, (long long)nrewrites, (long long)sum.layers_before,
+           (long long)gwr_network_num_live_layers(net));
     rc = CLI_OK;
 done:
     cli_free_at_exit(net);
     gwr_args_free(args);
     gwr_rewrite_manager_free(m);
+    gwr_rules_free(rules); /* after the manager: its rewriters point into the rules */
     return rc;
 #undef USAGE
 }

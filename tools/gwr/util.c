@@ -28,6 +28,17 @@ void cli_error(const char *what, const char *msg) {
     fputc('\n', stderr);
 }
 
+int cli_load_rules(const char *path, gwr_rules **out) {
+    if (!gwr_rules_parse_file(path, out)) return CLI_OK;
+    /* The first line of the message: FILE:LINE:COL: message (the source
+     * line and the caret follow it in the library's message). */
+    const char *msg = gwr_last_errmsg(), *nl = strchr(msg, '\n');
+    char line[512];
+    snprintf(line, sizeof line, "%.*s", nl ? (int)(nl - msg) : (int)strlen(msg), msg);
+    cli_error(path, line);
+    return CLI_FAIL;
+}
+
 int cli_usage(const char *cmd, const char *fmt, ...) {
     char msg[512];
     va_list ap;

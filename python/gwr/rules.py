@@ -874,12 +874,13 @@ _RuleSetBase = getattr(_gwr, "RuleSet", object)
 class RuleSet(_RuleSetBase):
     """Rules compiled once by gwr's C parser into its matcher.
 
-    ``RuleSet([rule(...), "rule r2: ... => ...", ...])``: Rule objects and
-    chunks of ``.rules`` text, in order. ``.text`` is the whole text handed
+    ``RuleSet([rule(...), "rule r2: ... => ...", other_set, ...])``: Rule
+    objects, chunks of ``.rules`` text and other RuleSets (their text), in
+    order. ``.text`` is the whole text handed
     to the parser, ``.names`` the rules' names, ``len()`` their number.
     ``manager.add(label, ruleset)`` adds every rule to a
     RewritePatternManager under its own name and benefit;
-    ``gwr.optimize(net, rules=ruleset)`` runs them with the optimizer.
+    ``gwr.optimize(net, rules=ruleset)`` runs them with the built-in passes.
     A rule the parser refuses raises gwr.ParseError (a ValueError) with its
     message (file:line:col, the line and a caret), with a note naming the
     Python rule and its functions."""
@@ -894,8 +895,10 @@ class RuleSet(_RuleSetBase):
                 t = r.text
             elif isinstance(r, str):
                 t = r if r.endswith("\n") else r + "\n"
+            elif isinstance(r, RuleSet):
+                t = r.text if r.text.endswith("\n") or not r.text else r.text + "\n"
             else:
-                raise TypeError("RuleSet: give Rule objects (gwr.rules.rule) and .rules text, not %s"
+                raise TypeError("RuleSet: give Rule objects (gwr.rules.rule), .rules text and RuleSets, not %s"
                                 % type(r).__name__)
             n = t.count("\n")
             spans.append((line, line + n - 1, r))

@@ -259,7 +259,6 @@ static PyObject *py_optimize(PyObject *mod, PyObject *args, PyObject *kw) {
     if (!net) return NULL;
     char *only_s = NULL, *disable_s = NULL;
     gwr_dim_binding *b = NULL;
-    pg_rules_run *rr = NULL;
     PyObject *result = NULL;
     if (label_list(only, "only", &only_s) < 0 || label_list(disable, "disable", &disable_s) < 0) goto done;
     o.only = only_s;
@@ -298,18 +297,22 @@ static PyObject *py_optimize(PyObject *mod, PyObject *args, PyObject *kw) {
     int interrupted = 0;
     o.interrupt = optimize_interrupt;
     o.interrupt_ctx = &interrupted;
-    /* rules=: the user's rules run first (their rewrites win over the
-     * built-in passes'), and again after the passes, on what cleaning up
-     * exposed. */
-    int64_t layers_before = gwr_network_num_live_layers(net);
+    /* rules=: the rules run with the passes, in one manager (by benefit),
+     * over the same bodies; the report lists them after the passes. */
     if (rules != Py_None) {
-        if (!(rr = pg_rules_run_new(rules, o.target, debug, optimize_interrupt, &interrupted))) goto done;
-        PyObject *ok = pg_rules_run_on(rr, net);
-        if (!ok) goto done;
-        Py_DECREF(ok);
+        if (!PyObject_TypeCheck(rules, &pg_RuleSet_Type)) {
+            PyErr_Format(PyExc_TypeError,
+                         "optimize: rules must be a gwr.rules.RuleSet (gwr.rules.RuleSet([rs1, rs2]) joins "
+                         "several), not %.100s",
+                         Py_TYPE(rules)->tp_name);
+            goto done;
+        }
+        if (!(o.rules = pg_ruleset_get(rules))) goto done;
     }
     Py_INCREF(bind); /* keeps the key strings alive across the call */
+    Py_INCREF(rules); /* and the rules */
     gwr_status s = gwr_optimize(net, &o, &rep);
+    Py_DECREF(rules);
     Py_DECREF(bind);
     if (interrupted) {
         /* KeyboardInterrupt (or the signal handler's exception) is set */
@@ -319,16 +322,7 @@ static PyObject *py_optimize(PyObject *mod, PyObject *args, PyObject *kw) {
         result = rep ? report_dict(rep) : PyDict_New();
     }
     gwr_optimize_report_free(rep);
-    if (result && rr) {
-        PyObject *ok = pg_rules_run_on(rr, net);
-        if (!ok || pg_dict_set_steal(result, "rules", pg_rules_run_report(rr)) < 0 ||
-            pg_dict_set_steal(result, "layers_before", PyLong_FromLongLong(layers_before)) < 0 ||
-            pg_dict_set_steal(result, "layers_after", PyLong_FromLongLong(gwr_network_num_live_layers(net))) < 0)
-            Py_CLEAR(result);
-        Py_XDECREF(ok);
-    }
 done:
-    pg_rules_run_free(rr);
     PyMem_Free(only_s);
     PyMem_Free(disable_s);
     PyMem_Free(b);
@@ -347,8 +341,8 @@ static PyMethodDef pattern_functions[] = {
      "comma-separated str or a list). opset: raise the default opset first (0 keeps it). bind: {symbol: int} "
      "binds symbolic dims first. debug: verify after every rewrite. Returns {'passes': [{label, skipped, "
      "attempts, matches, rewrites, note}], 'layers_before', 'layers_after', 'networks'}. rules: a "
-     "gwr.rules.RuleSet or a list of them, run over net and its subgraphs before the passes and again after "
-     "them; the report then has 'rules': [{label, attempts, matches, rewrites}]."},
+     "gwr.rules.RuleSet run with the passes (one manager, by benefit, the same subgraphs); its rules are "
+     "listed after the passes in 'passes'."},
     {NULL, NULL, 0, NULL}};
 
 int pg_init_passes(PyObject *m) { return PyModule_AddFunctions(m, pattern_functions); }

@@ -93,21 +93,6 @@ const gwr_rules *pg_ruleset_get(PyObject *o);
 /* The C pattern of one CompiledRule; -1 with an exception. */
 int pg_compiled_rule_struct(PyObject *o, gwr_pattern_rewriter *rw);
 
-/* optimize(rules=...): the rules of one or more RuleSets in one manager,
- * run over a network and its bodies before and after the built-in passes
- * (passes.c), each rule's counters summed over the runs. */
-typedef struct pg_rules_run pg_rules_run;
-/* rules: a RuleSet or a sequence of them; the manager gets target in its
- * args ("target", as the passes read it), debug and the interrupt. NULL
- * with an exception. */
-pg_rules_run *pg_rules_run_new(PyObject *rules, unsigned target, int debug, int (*interrupt)(void *), void *ctx);
-/* One run over net and its bodies: None, or NULL with the failure raised
- * (the exception of an interrupt stays as it is). */
-PyObject *pg_rules_run_on(pg_rules_run *r, gwr_network *net);
-/* [{label, attempts, matches, rewrites}] per rule. */
-PyObject *pg_rules_run_report(const pg_rules_run *r);
-void pg_rules_run_free(pg_rules_run *r);
-
 /* ---- managers (managers.c) ------------------------------------------------- */
 
 extern PyTypeObject pg_RewritePatternManager_Type, pg_AnalysisPatternManager_Type;

@@ -178,7 +178,7 @@ import numpy as np  # noqa: E402
 from gwr import functional as F  # noqa: E402
 
 
-def gemm_rule(**kw):
+def gemm_rule(benefit=10, **kw):
     def pattern(op, x, w, b):
         return op.Add(op.MatMul(x, w), b)
 
@@ -186,7 +186,7 @@ def gemm_rule(**kw):
         return op.Gemm(x, w, b)
 
     cons = {"x": R.constraint(rank=2), "w": R.const(rank=2), "b": R.const(rank=1)}
-    return R.rule("matmul_add", pattern, replacement, benefit=10, constraints=cons, **kw)
+    return R.rule("matmul_add", pattern, replacement, benefit=benefit, constraints=cons, **kw)
 
 
 def linear_net(rank=2, const_b=True, extra_reader=False, mm_output=False, seed=0):
@@ -344,23 +344,30 @@ def test_syntax_error_in_load_text_has_the_caret():
     assert msg.split("\n")[1] == "  Relu(x  =>  Relu(x)"
 
 
-def test_optimize_runs_python_rules_first():
-    # The rule fires before the built-in fuse_matmul_add could: its own
-    # counters say so, and the outputs stay (numpy reference).
+def test_optimize_runs_python_rules_with_the_passes():
+    # With a benefit above the built-in fuse_matmul_add's (35) the rule takes
+    # the layers first: the report lists it after the passes, and the outputs
+    # stay (numpy reference).
     net, wv, bv = linear_net()
     xv = np.random.default_rng(2).standard_normal((3, 4)).astype(np.float32)
-    rep = gwr.optimize(net, rules=R.RuleSet([gemm_rule()]))
-    assert rep["rules"] == [{"label": "matmul_add", "attempts": 1, "matches": 1, "rewrites": 1}]
+    rep = gwr.optimize(net, rules=R.RuleSet([gemm_rule(benefit=100)]))
+    assert rep["passes"][-1]["label"] == "matmul_add"
+    assert (rep["passes"][-1]["matches"], rep["passes"][-1]["rewrites"]) == (1, 1)
     assert {p["label"]: p["rewrites"] for p in rep["passes"]}["fuse_matmul_add"] == 0
-    assert rep["layers_before"] == 4 and rep["layers_after"] == net.num_live_layers
     assert "Gemm" in [l.op for l in net.layers]
     np.testing.assert_allclose(run(net, {"x": xv})["y"], xv.astype(np.float64) @ wv + bv, rtol=1e-5, atol=1e-5)
     with pytest.raises(TypeError, match="RuleSet"):
         gwr.optimize(linear_net()[0], rules=[gemm_rule()])
-    # two sets with one name: refused before anything runs
+    # two sets joined into one; the same name twice is refused by the parser
+    both = R.RuleSet([R.RuleSet([gemm_rule()]), R.load("rule relu_relu:\n  Relu(Relu(x))  =>  Relu(x)\n")])
+    assert both.names == ["matmul_add", "relu_relu"]
+    with pytest.raises(gwr.ParseError, match="matmul_add"):
+        R.RuleSet([R.RuleSet([gemm_rule()]), gemm_rule()])
+    # a rule named as a built-in pass: refused before anything runs
     net, _, _ = linear_net()
+    clash = R.RuleSet([R.rule("fuse_matmul_add", lambda op, x: op.Relu(op.Relu(x)), lambda op, x: op.Relu(x))])
     with pytest.raises(gwr.DuplicateError):
-        gwr.optimize(net, rules=[R.RuleSet([gemm_rule()]), R.RuleSet([gemm_rule()])])
+        gwr.optimize(net, rules=clash)
     assert "MatMul" in [l.op for l in net.layers]
 
 
@@ -382,7 +389,7 @@ def test_optimize_rules_enter_if_bodies():
     net = gwr.onnx.load_bytes(model.SerializeToString())
     rs = R.RuleSet([R.rule("relu_relu", lambda op, x: op.Relu(op.Relu(x)), lambda op, x: op.Relu(x))])
     rep = gwr.optimize(net, only="compose_transposes", rules=rs)
-    assert rep["rules"][0]["rewrites"] == 2
+    assert rep["passes"][-1]["label"] == "relu_relu" and rep["passes"][-1]["rewrites"] == 2
     out = onnx.load_from_string(gwr.onnx.save_bytes(net))
     for b in ("then_branch", "else_branch"):
         body = [a.g for a in out.graph.node[0].attribute if a.name == b][0]

@@ -936,6 +936,9 @@ class RuleSet(_RuleSetBase):
     def __repr__(self):
         return "<gwr.rules.RuleSet of %d rules>" % len(self)
 
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
 
 def load(path_or_text):
     """A RuleSet from a .rules file, or from text (a str with a newline or

@@ -266,6 +266,12 @@ def test_where_function_gates_the_rule():
 def test_one_rule_under_a_label_and_the_set_outlives_its_name():
     rs = R.RuleSet([gemm_rule(), "rule relu_relu:\n  Relu(Relu(x))  =>  Relu(x)\n"])
     assert rs.names == ["matmul_add", "relu_relu"]
+    assert [(r.name, r.benefit, r.index) for r in rs] == [("matmul_add", 10, 0), ("relu_relu", 10, 1)]
+    assert rs[-1].name == "relu_relu" and rs[-1].ruleset is rs
+    with pytest.raises(IndexError):
+        rs[2]
+    with pytest.raises(KeyError):
+        rs["nope"]
     m = gwr.RewritePatternManager()
     m.add("mine", rs["matmul_add"], 3)
     assert m.labels == ["mine"] and m.benefits == {"mine": 3}

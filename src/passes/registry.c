@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "gwr/passes.h"
+#include "passes/rules_pass.h"
 #include "rewrite/rewrite_api.h"
 
 /* Benefits: the fusion first, so that it sees the Add before
@@ -59,6 +60,10 @@ static const gwr_pass_info builtins[] = {
      "turn the erf and tanh GELU formulas into Gelu (opset >= 20, or any opset for target gwr)"},
     {"fuse_clip_chains", &gwr_pattern_fuse_clip_chains, 42, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
      "merge Relu(Relu), Clip(Relu), Clip(Clip) into one; Max(x,0) into Relu, Min(Max(x,lo),hi) into Clip"},
+    /* A built-in rule file (src/passes/rules/cleanup.rules) as one pass. */
+    {"rules_cleanup", &gwr_ps_pattern_rules_cleanup, 44, GWR_LEVEL_BASIC, GWR_TARGET_ANY, GWR_NUMERICS_EXACT, 0,
+     "the rules of src/passes/rules/cleanup.rules: Neg(Neg(x)) and Not(Not(x)) to x; Abs(Abs(x)) and Abs(Neg(x)) to Abs(x); "
+     "Floor/Ceil/Round of itself to one"},
     /* onnxruntime's CNN fusions (fuse_conv.c): com.microsoft ops, never for target onnx */
     {"fuse_conv_activation", &gwr_pattern_fuse_conv_activation, 25, GWR_LEVEL_EXTENDED,
      GWR_TARGET_ORT | GWR_TARGET_GWR, GWR_NUMERICS_EXACT, 0,

@@ -28,6 +28,7 @@ gwr_tensor *gwr_rl_const_new(gwr_network *net, gwr_dtype dt, int rank, const int
 
 typedef struct bctx {
     rl_env env;
+    int dry;           /* evaluate every expression, change nothing */
     gwr_network *net;
     gwr_layer *created[MAX_CREATED];
     int ncreated;
@@ -56,6 +57,10 @@ static int is_const_arg(const bctx *b, const rl_expr *x) {
 
 static int set_attr(bctx *b, gwr_layer *l, const char *name, const rl_val *v) {
     gwr_status s;
+    if (b->dry) {
+        int ok = v->kind == RL_V_STR || v->kind == RL_V_DTYPE || (v->kind == RL_V_ARR && v->rank <= 1);
+        return ok ? 1 : fail(b, "an attribute value is a number, a list, a string or a dtype", name);
+    }
     if (v->kind == RL_V_STR) {
         s = gwr_layer_set_bytes(l, name, v->s, v->slen);
     } else if (v->kind == RL_V_DTYPE) {
@@ -85,7 +90,7 @@ static int build_const(bctx *b, const rl_expr *x, gwr_dtype dt, gwr_tensor **out
     rl_val v;
     int r = rl_eval(&b->env, x, &v);
     if (r > 0) r = rl_val_numeric(&b->env, &v);
-    if (r <= 0) return r;
+    if (r <= 0 || b->dry) return r;
     if (v.dtype != GWR_UNDEFINED) dt = v.dtype;
     gwr_tensor *t = gwr_rl_const_new(b->net, dt, v.rank, v.dims, v.d, 0);
     if (!t) return fail(b, "cannot make a constant", gwr_last_errmsg());
@@ -133,6 +138,18 @@ static int build(bctx *b, const rl_expr *x, int nout, gwr_tensor **outs) {
         } else {
             ins[n++] = NULL; /* a constant, made below */
         }
+    }
+    if (b->dry) { /* the constants and attribute values only */
+        for (int k = 0; k < x->na; k++)
+            if (is_const_arg(b, x->a[k]) && (r = build_const(b, x->a[k], GWR_UNDEFINED, NULL)) <= 0) return r;
+        for (int i = 0; i < x->nattrs; i++) {
+            rl_val v;
+            if ((r = rl_eval(&b->env, x->attrs[i].val, &v)) <= 0) return r;
+            if (v.kind == RL_V_TENSOR && (r = rl_val_numeric(&b->env, &v)) <= 0) return r;
+            if ((r = set_attr(b, NULL, x->attrs[i].name, &v)) <= 0) return r;
+        }
+        outs[0] = NULL;
+        return 1;
     }
     gwr_dtype dt = GWR_UNDEFINED;
     for (int i = 0; i < n && dt == GWR_UNDEFINED; i++)
@@ -188,16 +205,27 @@ static int fits(bctx *b, const gwr_tensor *old, const gwr_tensor *nu) {
     return 1;
 }
 
+char *rl_why_buf(void) {
+    static _Thread_local char why[RL_WHY_SIZE];
+    return why;
+}
+
 int rl_rewrite(gwr_rewrite_ctx *c, const gwr_match *m) {
     const gwr_rl_table *t = m->pattern->user;
     gwr_rl_rule *rule = t->rule;
     gwr_layer *root = m->layers[m->nlayers - 1];
-    bctx b = {.env = {.t = t, .m = m, .why = rule->why, .why_size = sizeof rule->why}, .net = gwr_layer_network(root)};
-    rule->why[0] = 0;
+    char *why = rl_why_buf();
+    bctx b = {.env = {.t = t, .m = m, .why = why, .why_size = RL_WHY_SIZE}, .net = gwr_layer_network(root)};
+    why[0] = 0;
     int nout = gwr_layer_num_outputs(root);
     gwr_tensor *outs[GWR_MATCH_MAX_NODES * 4] = {0};
     if (nout > (int)(sizeof outs / sizeof outs[0])) return gwr_rewrite_no_match(c, "too many outputs");
+    /* First every expression, so that a value-less one refuses before the
+     * network changes; then the layers. */
+    b.dry = 1;
     int r = build(&b, rule->repl, nout, outs);
+    b.dry = 0;
+    if (r > 0) r = build(&b, rule->repl, nout, outs);
     for (int i = 0; r > 0 && i < nout; i++) {
         gwr_tensor *o = gwr_layer_output(root, i);
         if (!outs[i] && (gwr_tensor_num_live_users(o) || gwr_tensor_output_index(o) >= 0)) r = fail(&b, "an output of the root has no replacement", NULL);
@@ -209,5 +237,5 @@ int rl_rewrite(gwr_rewrite_ctx *c, const gwr_match *m) {
     if (r > 0) return 1;
     for (int i = b.ncreated - 1; i >= 0; i--) gwr_layer_mark_as_removed(b.created[i]);
     if (r < 0) return gwr_rewrite_fail(c, GWR_ERR_NOMEM, "rule '%s': out of memory", rule->name);
-    return gwr_rewrite_no_match(c, "%s", rule->why[0] ? rule->why : "the replacement cannot be built");
+    return gwr_rewrite_no_match(c, "%s", why[0] ? why : "the replacement cannot be built");
 }

@@ -496,30 +496,17 @@ int rl_eval(rl_env *env, const rl_expr *x, rl_val *out) {
 
 /* ---- the checks of a match ------------------------------------------------------------------ */
 
+/* What the table's references cannot say of a constrained name: the fixed
+ * dims of `shape [..]` (constness, `~`, dtypes and ranks are the matcher's
+ * own checks, v2; bound dims are compared with the other bindings). */
 static int check_cons(rl_env *env, int slot, const rl_expr *x) {
     const gwr_tensor *t = env->m->captures[slot];
-    if (!t) return 1; /* an absent optional input */
-    const char *nm = x->s;
-    if (x->is_const) {
-        const gwr_layer *l = gwr_tensor_parent(t);
-        if (!l || gwr_layer_type(l) != GWR_LAYER_CONSTANT || gwr_layer_is_removed(l)) return why(env, "'%s' is not a constant", nm);
-    }
-    if (x->has_tilde && !gwr_match_const_is_splat(t, x->tilde_v, x->tilde_tol))
-        return why(env, "'%s' is not within %g of %g everywhere", nm, x->tilde_tol, x->tilde_v);
-    if (x->dtypes) {
-        gwr_dtype d = gwr_tensor_dtype(t);
-        if (d == GWR_UNDEFINED || (unsigned)d >= 32 || !(x->dtypes >> d & 1u))
-            return why(env, "'%s' is %s, not an allowed dtype", nm, gwr_dtype_name(d));
-    }
+    if (!t || x->nshape < 0) return 1; /* an absent optional input */
     int rank = gwr_tensor_rank(t);
-    if (x->rank_lo >= 0 && (rank < x->rank_lo || rank > x->rank_hi))
-        return why(env, "'%s' has rank %d, not %d..%d", nm, rank, x->rank_lo, x->rank_hi);
-    if (x->nshape >= 0) {
-        if (rank != x->nshape) return why(env, "'%s' has rank %d, not %d", nm, rank, x->nshape);
-        for (int d = 0; d < rank; d++)
-            if (x->shape[d]->kind == RL_NUM && gwr_tensor_dim(t, d) != (gwr_dim)x->shape[d]->num)
-                return why(env, "'%s' dim %d is not %g", nm, d, x->shape[d]->num);
-    }
+    if (rank != x->nshape) return why(env, "'%s' has rank %d, not %d", x->s, rank, x->nshape);
+    for (int d = 0; d < rank; d++)
+        if (x->shape[d]->kind == RL_NUM && gwr_tensor_dim(t, d) != (gwr_dim)x->shape[d]->num)
+            return why(env, "'%s' dim %d is not %g", x->s, d, x->shape[d]->num);
     return 1;
 }
 

@@ -16,8 +16,8 @@
 static int root_pred(const gwr_match *m, int node, void *user) {
     (void)node;
     gwr_rl_table *t = user;
-    rl_env env = {.t = t, .m = m, .why = t->rule->why, .why_size = sizeof t->rule->why};
-    t->rule->why[0] = 0;
+    rl_env env = {.t = t, .m = m, .why = rl_why_buf(), .why_size = RL_WHY_SIZE};
+    env.why[0] = 0;
     int ok = rl_check_match(&env);
     rl_arena_free(&env.tmp);
     return ok > 0;
@@ -31,6 +31,13 @@ static gwr_status finish(gwr_rules *set, rl_error *e) {
             t->nodes[t->pat.nnodes - 1].pred = root_pred;
             t->pat.rewrite = rl_rewrite;
         }
+    set->order = rl_alloc(&set->arena, (size_t)(set->nrules + 1) * sizeof *set->order);
+    if (!set->order) return rl_fail(e, 1, 1, "out of memory");
+    for (int i = 0; i < set->nrules; i++) { /* insertion sort: stable, higher benefit first */
+        int k = i;
+        while (k > 0 && set->rules[set->order[k - 1]].benefit < set->rules[i].benefit) set->order[k] = set->order[k - 1], k--;
+        set->order[k] = i;
+    }
     for (int i = 0; i < set->nrules; i++) {
         gwr_status s = rl_check_instance(set, i, e);
         if (s) return s;
@@ -147,8 +154,7 @@ static const char *missing_op(const rl_expr *x, int64_t opset) {
     return NULL;
 }
 
-static int match_and_rewrite(gwr_rewrite_ctx *c, gwr_layer *l) {
-    gwr_rl_rule *r = gwr_rewrite_ctx_user(c);
+static int run_rule(gwr_rl_rule *r, gwr_rewrite_ctx *c, gwr_layer *l) {
     if (r->targets) {
         int64_t t = gwr_match_target(c);
         if (!((unsigned)t & r->targets)) return gwr_rewrite_no_match(c, "rule '%s' does not serve this target", r->name);
@@ -162,16 +168,31 @@ static int match_and_rewrite(gwr_rewrite_ctx *c, gwr_layer *l) {
     char first[300] = "";
     for (int i = 0; i < r->ntables; i++) {
         gwr_match m;
-        r->why[0] = 0;
+        char *why = rl_why_buf();
+        why[0] = 0;
         int k = gwr_match_layer(&r->tables[i].pat, l, &m);
         if (k < 0) return gwr_rewrite_fail(c, (gwr_status)-k, "%s", gwr_last_errmsg());
         if (k) return rl_rewrite(c, &m);
         if (!i) {
-            if (r->why[0]) snprintf(first, sizeof first, "%s", r->why);
+            if (why[0]) snprintf(first, sizeof first, "%s", why);
             else gwr_match_why(&m, first, sizeof first);
         }
     }
     return gwr_rewrite_no_match(c, "%s", first);
+}
+
+static int match_and_rewrite(gwr_rewrite_ctx *c, gwr_layer *l) { return run_rule(gwr_rewrite_ctx_user(c), c, l); }
+
+int gwr_rl_run_all(const gwr_rules *set, gwr_rewrite_ctx *c, gwr_layer *l) {
+    for (int k = 0; set && k < set->nrules; k++) {
+        gwr_rl_rule *r = &set->rules[set->order[k]];
+        int rooted = 0;
+        for (int j = 0; r->root_ops[j] && !rooted; j++) rooted = gwr_match_is_op(l, r->root_ops[j]);
+        if (!rooted) continue;
+        int res = run_rule(r, c, l);
+        if (res) return res;
+    }
+    return 0;
 }
 
 gwr_status gwr_rules_rewriter(const gwr_rules *set, int i, gwr_pattern_rewriter *out) {

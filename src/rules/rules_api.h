@@ -11,4 +11,9 @@
  * stores it. NULL on error (gwr_last_errmsg). */
 gwr_tensor *gwr_rl_const_new(gwr_network *net, gwr_dtype dt, int rank, const int64_t *dims, const double *v, double fill);
 
+/* Runs every rule of r rooted on l's op, higher benefit first (file order
+ * among equals), until one rewrites: a match_and_rewrite for a pass made
+ * of a whole rule file (src/passes/rules_pass.c). */
+int gwr_rl_run_all(const gwr_rules *r, gwr_rewrite_ctx *c, gwr_layer *l);
+
 #endif

@@ -135,7 +135,6 @@ struct gwr_rl_rule {
     gwr_rl_table *tables;
     int ntables;
     const char *root_ops[GWR_MATCH_MAX_NODES + 1]; /* NULL-terminated, distinct */
-    char why[256];     /* the last refusal by a predicate */
     const gwr_rules *set;
 };
 
@@ -145,6 +144,7 @@ struct gwr_rules {
     const char *filename;
     gwr_rl_rule *rules;
     int nrules;
+    int *order;        /* rule indices by benefit, higher first (stable) */
 };
 
 /* ---- the front end (parse.c) --------------------------------------------------- */
@@ -225,5 +225,10 @@ int rl_check_match(rl_env *env);
 
 /* The rewrite callback of every compiled table. */
 int rl_rewrite(gwr_rewrite_ctx *c, const gwr_match *m);
+/* This thread's buffer for the reason a predicate or a replacement
+ * refused (rule sets are shared: the built-in ones by every manager of
+ * the process, so nothing of a match is written into the rules). */
+#define RL_WHY_SIZE 256
+char *rl_why_buf(void);
 
 #endif

@@ -612,6 +612,22 @@ static gwr_network *qkv_idle(void) { return projections(2); }
 
 /* ---- the cases of each pass ------------------------------------------------------ */
 
+/* rules_cleanup (src/passes/rules/cleanup.rules): Abs(Neg(x)) is Abs(x);
+ * Neg(Abs(x)) is not touched. */
+static gwr_network *cleanup_rules(int fire) {
+    gwr_dim d = 8;
+    gwr_network *net = gwr_network_new("cleanup");
+    gwr_tensor *x = input(net, "x", 1, &d);
+    gwr_layer *in = gwr_network_add_layer(net, fire ? "Neg" : "Abs", "", NULL, 1, &x, 1, NULL);
+    gwr_layer_infer(in);
+    gwr_tensor *y = gwr_layer_output(in, 0);
+    gwr_layer *out = gwr_network_add_layer(net, fire ? "Abs" : "Neg", "", NULL, 1, &y, 1, NULL);
+    gwr_layer_infer(out);
+    return finish(net, gwr_layer_output(out, 0));
+}
+static gwr_network *cleanup_fires(void) { return cleanup_rules(1); }
+static gwr_network *cleanup_idle(void) { return cleanup_rules(0); }
+
 typedef struct pass_cases {
     const char *label;
     pass_case_build_fn fires, idle;
@@ -635,6 +651,7 @@ static const pass_cases cases[] = {
     {"fuse_matmul_add", matmul_add_fires, matmul_add_idle, 1, 0},
     {"fuse_gelu", gelu_fires, gelu_idle, 1, 0},
     {"fuse_clip_chains", clips_fire, clips_idle, 1, 0},
+    {"rules_cleanup", cleanup_fires, cleanup_idle, 1, 0},
     {"eliminate_common_subexpressions", cse_fires, cse_idle, 1, 0},
     {"fuse_conv_activation", conv_act_fires, conv_act_idle, 1, 0},
     {"fuse_conv_add_activation", conv_add_fires, conv_add_idle, 1, 0},

@@ -249,6 +249,29 @@ TEST(replacement_that_does_not_fit) {
     gwr_network_free(net);
 }
 
+/* A constant expression with no value on this match (reshape of 3 values
+ * to 5) refuses before anything is built: under debug (which fails a
+ * pattern that reports no match but changed the network) the run passes. */
+TEST(expression_without_value_changes_nothing) {
+    const char *r = "rule bad_reshape: Mul(x, c: const) => Add(Neg(x), reshape(c, [5]))\n"; /* Neg first */
+    gwr_tensor *x;
+    gwr_dim d[1] = {3};
+    gwr_network *net = new_net(&x, 1, d, GWR_FLOAT32);
+    static const float c[3] = {1, 2, 3};
+    int64_t cd[1] = {3};
+    gwr_network_mark_output(net, gwr_mul(net, x, gwr_constant(net, GWR_FLOAT32, 1, cd, c)));
+    gwr_rewrite_manager *m = gwr_rewrite_manager_new();
+    gwr_rewrite_options o = {.debug = 1};
+    gwr_rewrite_manager_set_options(m, &o);
+    CHECK_OK(gwr_rules_load(m, r));
+    CHECK_OK(gwr_rewrite_manager_rewrite(m, net, NULL));
+    gwr_rewrite_summary sum;
+    gwr_rewrite_manager_summary(m, &sum);
+    CHECK_EQ_INT(sum.rewrites, 0);
+    gwr_rewrite_manager_free(m);
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(op_alternatives);
     RUN(pattern_alternatives);
@@ -259,5 +282,6 @@ int main(void) {
     RUN(batchnorm_fold);
     RUN(gate);
     RUN(replacement_that_does_not_fit);
+    RUN(expression_without_value_changes_nothing);
     return check_report();
 }

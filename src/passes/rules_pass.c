@@ -1,0 +1,41 @@
+/* rules_pass.c - built-in rule files as passes: each embedded file is
+ * parsed once (the first time a pass of it runs; the text is parsed at run
+ * time like any user file) and its rules run through the rules room. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "passes/rules_pass.h"
+#include "rules/rules_api.h"
+#include "util/util.h"
+
+static gwr_rules **parsed;
+static char parse_error[512];
+static pthread_once_t parse_once = PTHREAD_ONCE_INIT;
+
+static void parse_all(void) {
+    parsed = gwr_calloc((size_t)gwr_ps_rules_nfiles + 1, sizeof *parsed);
+    for (int i = 0; parsed && i < gwr_ps_rules_nfiles; i++)
+        if (gwr_rules_parse(gwr_ps_rules_files[i].text, gwr_ps_rules_files[i].name, &parsed[i]) && !parse_error[0])
+            snprintf(parse_error, sizeof parse_error, "%s", gwr_last_errmsg());
+}
+
+const gwr_rules *gwr_ps_rules_file_get(const char *name) {
+    pthread_once(&parse_once, parse_all);
+    for (int i = 0; parsed && i < gwr_ps_rules_nfiles; i++)
+        if (!strcmp(gwr_ps_rules_files[i].name, name)) {
+            if (!parsed[i]) gwr_set_last_error(GWR_ERR_PARSE, "built-in rules: %s", parse_error);
+            return parsed[i];
+        }
+    gwr_set_last_error(GWR_ERR_NOT_FOUND, "built-in rules: no file '%s'%s", name, parsed ? "" : " (out of memory)");
+    return NULL;
+}
+
+int gwr_ps_rules_file_run(gwr_rewrite_ctx *c, gwr_layer *l) {
+    const gwr_rules *r = gwr_ps_rules_file_get(gwr_rewrite_ctx_user(c));
+    if (!r) return gwr_rewrite_fail(c, gwr_last_status(), "%s", gwr_last_errmsg());
+    return gwr_rl_run_all(r, c, l);
+}
+
+static const char *const cleanup_roots[] = {"Neg", "Not", "Abs", "Floor", "Ceil", "Round", NULL};
+const gwr_pattern_rewriter gwr_ps_pattern_rules_cleanup = GWR_PS_RULES_PASS("rules_cleanup", "cleanup.rules", cleanup_roots);

@@ -71,4 +71,4 @@ _export([
 # The pure-Python parts: the memo and the decorator of the seed, the
 # builders, ONNX files.
 from gwr._flayer import FLayerInfoMemo, record_signature  # noqa: E402,F401
-from gwr import functional, onnx, passes  # noqa: E402,F401
+from gwr import functional, onnx, passes, rules  # noqa: E402,F401

@@ -123,12 +123,19 @@ static PyObject *manager_add(PyObject *o, PyObject *args, PyObject *kw) {
         gwr_pattern_rewriter rw;
         if (Py_IS_TYPE(pat, &pg_BuiltinPattern_Type)) {
             rw = *((pg_builtin *)pat)->info->pattern;
+        } else if (Py_IS_TYPE(pat, &pg_CompiledRule_Type)) {
+            if (pg_compiled_rule_struct(pat, &rw) < 0) return NULL;
+        } else if (PyObject_TypeCheck(pat, &pg_RuleSet_Type)) {
+            PyErr_SetString(PyExc_TypeError,
+                            "RewritePatternManager.add: a RuleSet holds several rules: add_rules(ruleset) adds each "
+                            "under its own name and benefit, add(label, ruleset['name'], benefit) one of them");
+            return NULL;
         } else if (PyObject_TypeCheck(pat, &pg_PatternRewriter_Type)) {
             if (pg_pattern_struct((pg_pattern *)pat, &rw, NULL) < 0) return NULL;
         } else {
             PyErr_Format(PyExc_TypeError,
-                         "RewritePatternManager.add: pattern must be a gwr.PatternRewriter (subclass) instance or "
-                         "a gwr.passes.get() BuiltinPattern, not %.100s",
+                         "RewritePatternManager.add: pattern must be a gwr.PatternRewriter (subclass) instance, "
+                         "a gwr.passes.get() BuiltinPattern or one rule of a gwr.rules.RuleSet, not %.100s",
                          Py_TYPE(pat)->tp_name);
             return NULL;
         }
@@ -177,6 +184,35 @@ static PyObject *manager_add_builtin(PyObject *o, PyObject *args, PyObject *kw) 
     int r = PyDict_SetItem(m->patterns, label_obj, b);
     Py_DECREF(b);
     if (r < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Every rule of a RuleSet under its own name and benefit
+ * (gwr_rules_add_to). The set is kept under each of those names (get(name)
+ * returns it): the C side points into it. */
+static PyObject *manager_add_rules(PyObject *o, PyObject *rs) {
+    pg_manager *m = (pg_manager *)o;
+    if (manager_check(m, "add_rules") < 0) return NULL;
+    if (!PyObject_TypeCheck(rs, &pg_RuleSet_Type)) {
+        PyErr_Format(PyExc_TypeError, "add_rules: expected a gwr.rules.RuleSet, not %.100s", Py_TYPE(rs)->tp_name);
+        return NULL;
+    }
+    const gwr_rules *r = pg_ruleset_get(rs);
+    if (!r) return NULL;
+    int n = gwr_rules_count(r);
+    /* All or nothing: a taken label refuses the set before anything is added. */
+    for (int i = 0; i < n; i++)
+        if (gwr_rewrite_manager_get(m->rm, gwr_rules_name(r, i)))
+            return pg_raisef(GWR_ERR_DUPLICATE, "add_rules: the manager already has a pattern labelled '%s'",
+                             gwr_rules_name(r, i));
+    gwr_status s = gwr_rules_add_to(r, m->rm);
+    /* Whatever was added (all of it, unless the C side ran out of memory)
+     * points into the set. */
+    for (int i = 0; i < n; i++) {
+        const char *name = gwr_rules_name(r, i);
+        if (gwr_rewrite_manager_get(m->rm, name) && PyDict_SetItemString(m->patterns, name, rs) < 0) return NULL;
+    }
+    if (s) return pg_raise(s, manager_errmsg(m));
     Py_RETURN_NONE;
 }
 
@@ -742,6 +778,9 @@ static PyMethodDef rm_methods[] = {
     {"add_builtin", (PyCFunction)(void (*)(void))manager_add_builtin, METH_VARARGS | METH_KEYWORDS,
      "add_builtin(label, benefit=None)\n\nAdds the built-in pass `label` (gwr.passes.labels()) under its own "
      "label, with its default benefit unless one is given. Unknown labels raise NotFoundError."},
+    {"add_rules", manager_add_rules, METH_O,
+     "add_rules(ruleset)\n\nAdds every rule of a gwr.rules.RuleSet under its own name, with its benefit; the\n"
+     "rules match in C. A name already taken refuses the whole set (gwr.DuplicateError)."},
     {"get", manager_get, METH_O,
      "get(label) -> pattern or None\n\nThe object added under label (a pattern or BuiltinPattern), or None when "
      "no pattern has that label."},

@@ -216,13 +216,14 @@ static int optimize_interrupt(void *ctx) {
 
 static PyObject *py_optimize(PyObject *mod, PyObject *args, PyObject *kw) {
     (void)mod;
-    static char *kwlist[] = {"net", "level", "target", "only", "disable", "opset", "bind", "debug", "input_defaults", NULL};
-    PyObject *netobj, *only = Py_None, *disable = Py_None, *bind = Py_None;
+    static char *kwlist[] = {"net", "level", "target", "only", "disable", "opset", "bind", "debug", "input_defaults",
+                             "rules", NULL};
+    PyObject *netobj, *only = Py_None, *disable = Py_None, *bind = Py_None, *rules = Py_None;
     const char *level = "extended", *target = "onnx", *defaults = "auto";
     long long opset = 0;
     int debug = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|ssOOLOps:optimize", kwlist, &netobj, &level, &target, &only,
-                                     &disable, &opset, &bind, &debug, &defaults))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|ssOOLOpsO:optimize", kwlist, &netobj, &level, &target, &only,
+                                     &disable, &opset, &bind, &debug, &defaults, &rules))
         return NULL;
     gwr_optimize_options o;
     memset(&o, 0, sizeof o);
@@ -296,8 +297,22 @@ static PyObject *py_optimize(PyObject *mod, PyObject *args, PyObject *kw) {
     int interrupted = 0;
     o.interrupt = optimize_interrupt;
     o.interrupt_ctx = &interrupted;
+    /* rules=: the rules run with the passes, in one manager (by benefit),
+     * over the same bodies; the report lists them after the passes. */
+    if (rules != Py_None) {
+        if (!PyObject_TypeCheck(rules, &pg_RuleSet_Type)) {
+            PyErr_Format(PyExc_TypeError,
+                         "optimize: rules must be a gwr.rules.RuleSet (gwr.rules.RuleSet([rs1, rs2]) joins "
+                         "several), not %.100s",
+                         Py_TYPE(rules)->tp_name);
+            goto done;
+        }
+        if (!(o.rules = pg_ruleset_get(rules))) goto done;
+    }
     Py_INCREF(bind); /* keeps the key strings alive across the call */
+    Py_INCREF(rules); /* and the rules */
     gwr_status s = gwr_optimize(net, &o, &rep);
+    Py_DECREF(rules);
     Py_DECREF(bind);
     if (interrupted) {
         /* KeyboardInterrupt (or the signal handler's exception) is set */
@@ -319,12 +334,15 @@ static PyMethodDef pattern_functions[] = {
     {"_passes_info", passes_info, METH_O, "_passes_info(label) -> dict (see gwr.passes.info)."},
     {"_passes_get", passes_get, METH_O, "_passes_get(label) -> BuiltinPattern (see gwr.passes.get)."},
     {"optimize", (PyCFunction)(void (*)(void))py_optimize, METH_VARARGS | METH_KEYWORDS,
-     "optimize(net, level='extended', target='onnx', only=None, disable=None, opset=0, bind=None, debug=False)"
+     "optimize(net, level='extended', target='onnx', only=None, disable=None, opset=0, bind=None, debug=False, "
+     "input_defaults='auto', rules=None)"
      " -> dict\n\nRuns the built-in passes of level ('basic', 'extended', 'all') and below that may serve target "
      "('onnx', 'ort', 'gwr') to a fixpoint over net and its subgraphs. only / disable: pass labels (a "
      "comma-separated str or a list). opset: raise the default opset first (0 keeps it). bind: {symbol: int} "
      "binds symbolic dims first. debug: verify after every rewrite. Returns {'passes': [{label, skipped, "
-     "attempts, matches, rewrites, note}], 'layers_before', 'layers_after', 'networks'}."},
+     "attempts, matches, rewrites, note}], 'layers_before', 'layers_after', 'networks'}. rules: a "
+     "gwr.rules.RuleSet run with the passes (one manager, by benefit, the same subgraphs); its rules are "
+     "listed after the passes in 'passes'."},
     {NULL, NULL, 0, NULL}};
 
 int pg_init_passes(PyObject *m) { return PyModule_AddFunctions(m, pattern_functions); }

@@ -1,8 +1,9 @@
-/* patterns_internal.h - what the three files of gwr._gwr's pattern side
+/* patterns_internal.h - what the files of gwr._gwr's pattern side
  * share, and no other file: patterns.c (the running call, PatternRewriter,
  * PatternAnalyzer, the trampolines, pg_init_patterns), managers.c
- * (RewritePatternManager, AnalysisPatternManager) and passes.c
- * (BuiltinPattern, the gwr.passes helpers, optimize()).
+ * (RewritePatternManager, AnalysisPatternManager), passes.c
+ * (BuiltinPattern, the gwr.passes helpers, optimize()) and rules.c
+ * (RuleSet, CompiledRule: rules compiled by gwr/rules.h).
  *
  * pygwr.h stays the contract between the parts of the extension; this
  * header is private to the pattern side, whose one entry point is still
@@ -70,6 +71,27 @@ const gwr_pass_info *pg_find_pass_info(const char *label);
 PyObject *pg_raise_no_pass(const char *label);
 /* A new BuiltinPattern for pi. */
 PyObject *pg_builtin_new(const gwr_pass_info *pi);
+
+/* ---- RuleSet / CompiledRule (rules.c) -------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    gwr_rules *r; /* NULL until compiled; never changes afterwards */
+} pg_ruleset;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *set; /* the compiled RuleSet */
+    int index;
+} pg_compiled_rule;
+
+extern PyTypeObject pg_RuleSet_Type, pg_CompiledRule_Type;
+
+/* The compiled rules of a RuleSet, or NULL with StateError when it was
+ * never compiled. */
+const gwr_rules *pg_ruleset_get(PyObject *o);
+/* The C pattern of one CompiledRule; -1 with an exception. */
+int pg_compiled_rule_struct(PyObject *o, gwr_pattern_rewriter *rw);
 
 /* ---- managers (managers.c) ------------------------------------------------- */
 

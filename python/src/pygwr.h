@@ -145,5 +145,6 @@ int pg_init_patterns(PyObject *m);   /* patterns.c */
 int pg_init_functional(PyObject *m); /* functional.c (builders, FLayerInfo, record_signature) */
 int pg_init_session(PyObject *m);    /* session.c (numpy, Session, onnx) */
 int pg_init_analysis(PyObject *m);   /* analysis.c (gwr.analyze) */
+int pg_init_rules(PyObject *m);      /* rules.c (RuleSet, CompiledRule) */
 
 #endif

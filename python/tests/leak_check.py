@@ -15,8 +15,9 @@ executor's first allocations):
   values, buffers) go through malloc, so a network or session leaked per
   cycle shows there.
 Each cycle builds and rewrites a network from Python, records and re-creates
-a plugin through its FLayerInfo, runs it, saves and loads it, optimizes it,
-raises from inside a pattern, and closes the network with objects still held.
+a plugin through its FLayerInfo, runs it, saves and loads it, runs rules
+(gwr.rules) on it, optimizes it, raises from inside a pattern, and closes
+the network with objects still held.
 Exit status 1 when either measure grows past its bound.
 """
 import gc
@@ -29,6 +30,7 @@ import numpy as np
 
 import gwr
 import gwr.functional as F
+import gwr.rules
 
 # The warm-up is long: CPython's interned-string table settles (it is
 # resized once, by ~1 MB, after some 600 cycles) before the count starts.
@@ -97,7 +99,18 @@ def cycle(i):
     out = gwr.Session(net, optimize="raw").run({"x": np.full((2, 8, 12), 0.25, np.float32)})
     assert next(iter(out.values())).shape == (2, 8, 4)
     net2 = gwr.onnx.load_bytes(gwr.onnx.save_bytes(net))
-    gwr.optimize(net2, level="extended")
+    # rules traced from Python, compiled in C, run by a manager and by optimize
+    rs = gwr.rules.RuleSet([gwr.rules.rule("neg_neg", lambda op, x: op.Neg(op.Neg(x)), lambda op, x: x),
+                            "rule relu_relu:\n  Relu(Relu(x))  =>  Relu(x)\n"])
+    rm = gwr.RewritePatternManager()
+    rm.add_rules(rs)
+    rm.add("one", rs["relu_relu"], 1)
+    rm.rewrite(net2)
+    try:
+        gwr.rules.load("rule r:\n  Relu(x)  =>  NoSuchOp(x)\n")
+    except gwr.ParseError:
+        pass
+    gwr.optimize(net2, level="extended", rules=rs)
     gwr.Session(net2).run({"x": np.ones((2, 8, 12), np.float32)})
     bad = gwr.RewritePatternManager()
     bad.add("boom", Boom())

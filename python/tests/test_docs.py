@@ -8,8 +8,9 @@ import gwr
 import gwr.functional
 import gwr.onnx
 import gwr.passes
+import gwr.rules
 
-MODULES = [gwr, gwr.functional, gwr.onnx, gwr.passes]
+MODULES = [gwr, gwr.functional, gwr.onnx, gwr.passes, gwr.rules]
 
 
 def public(obj):

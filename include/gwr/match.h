@@ -332,7 +332,7 @@ GWR_API int64_t gwr_match_opset(const gwr_layer *l);
 /* Ends a rewrite: y NULL -> the network's error (gwr_rewrite_fail); y not
  * of the root output's dtype and shape -> no match; else every reader of
  * the root's (single) output reads y, the matched layers are removed
- * (gwr_match_replace) and 1 is returned. */
+ * (gwr_match_replace) and 1 is returned. y NULL fails with GWR_ERR_SHAPE. */
 GWR_API int gwr_match_finish(gwr_rewrite_ctx *c, const gwr_match *m, gwr_tensor *y);
 
 /* ---- helpers patterns share --------------------------------------------------- */

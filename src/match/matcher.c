@@ -545,10 +545,7 @@ int64_t gwr_match_target(gwr_rewrite_ctx *c) {
 }
 
 int64_t gwr_match_opset(const gwr_layer *l) {
-    const gwr_network *n = l ? gwr_layer_network(l) : NULL;
-    if (!n) return -1;
-    while (gwr_network_parent(n)) n = gwr_network_parent(n);
-    int64_t v = gwr_network_opset(n, "");
+    int64_t v = l ? gwr_network_opset(gwr_layer_network(l), "") : -1; /* the outermost network's */
     return v < 0 ? -1 : v;
 }
 
@@ -588,7 +585,7 @@ int gwr_match_drive(gwr_rewrite_ctx *c, gwr_layer *l) {
 
 int gwr_match_finish(gwr_rewrite_ctx *c, const gwr_match *m, gwr_tensor *y) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
-    if (!y) return gwr_rewrite_fail(c, GWR_ERR_INVALID_GRAPH, "%s", gwr_network_errmsg(net));
+    if (!y) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "%s", gwr_network_errmsg(net));
     gwr_layer *root = m && m->nlayers > 0 ? m->layers[m->nlayers - 1] : NULL;
     if (!root || gwr_layer_num_outputs(root) != 1)
         return gwr_rewrite_fail(c, GWR_ERR_INVALID_ARG, "gwr_match_finish: not a successful match of a one-output root");

@@ -31,9 +31,13 @@ enum { X, K3, LO, HI, K6, NCAP };
 #define SIXTH (1.0 / 6.0)
 #define SIXTH_TOL (1e-6 / 6.0)
 
-/* The constant of the root's Mul is 1/6 within 1e-6 relative. */
-static int is_sixth(const gwr_match *m, int node, void *user) {
-    (void)node, (void)user;
+static const char *const div_mul[] = {"Div", "Mul", NULL};
+
+/* The root's constant: a Div by 6 (a SPLAT's 1e-6 relative) or a Mul by
+ * 1/6 within 1e-6 relative. */
+static int six_or_sixth(const gwr_match *m, int node, void *user) {
+    (void)user;
+    if (gwr_match_is_op(m->layers[node], "Div")) return gwr_match_const_is_splat(m->captures[K6], 6.0, 6e-6);
     return gwr_match_const_is_splat(m->captures[K6], SIXTH, SIXTH_TOL);
 }
 
@@ -41,14 +45,12 @@ static int is_sixth(const gwr_match *m, int node, void *user) {
 #define CLIP_IN GWR_M_OP("Clip", GWR_M_NODE(0), GWR_M_SPLAT(LO, 0.0), GWR_M_SPLAT(HI, 6.0))
 #define CLIP_ATTR {.op = "Clip", .in = {GWR_M_NODE(0)}, .attrs = {GWR_MA_FLOAT("min", 0.0, 1e-6), GWR_MA_FLOAT("max", 6.0, 1e-6)}}
 #define XMUL GWR_M_OP("Mul", GWR_M_CAP(X), GWR_M_NODE(1))
-#define DIV6(n) GWR_M_OP("Div", GWR_M_NODE(n), GWR_M_SPLAT(K6, 6.0))
-#define MUL6(n) {.op = "Mul", .in = {GWR_M_NODE(n), GWR_M_CONST(K6)}, .pred = is_sixth}
+#define BY6(n) {.ops = div_mul, .in = {GWR_M_NODE(n), GWR_M_CONST(K6)}, .pred = six_or_sixth} /* / 6 or * (1/6) */
 
 /* HardSwish: x * Clip(x + 3, 0, 6) / 6 and x * Clip(x + 3, 0, 6) * (1/6).
  * (No Clip-attribute forms: those models are older than opset 11, so older
  * than HardSwish.) */
-static const gwr_match_node hs_div[] = {ADD3, CLIP_IN, XMUL, DIV6(2)};
-static const gwr_match_node hs_mul[] = {ADD3, CLIP_IN, XMUL, MUL6(2)};
+static const gwr_match_node hs_by6[] = {ADD3, CLIP_IN, XMUL, BY6(2)};
 /* HardSwish: x * HardSigmoid(x) with alpha 1/6 (no default: it is 0.2) and beta 0.5. */
 static const gwr_match_node hs_hsig[] = {
     {.op = "HardSigmoid",
@@ -56,24 +58,19 @@ static const gwr_match_node hs_hsig[] = {
      .attrs = {GWR_MA_FLOAT("alpha", SIXTH, SIXTH_TOL), GWR_MA_FLOAT_OR_ABSENT("beta", 0.5, 1e-6)}},
     GWR_M_OP("Mul", GWR_M_CAP(X), GWR_M_NODE(0)),
 };
-/* HardSigmoid: Clip(x + 3, 0, 6) / 6 and Clip(x + 3, 0, 6) * (1/6). */
-static const gwr_match_node sig_div_in[] = {ADD3, CLIP_IN, DIV6(1)};
-static const gwr_match_node sig_mul_in[] = {ADD3, CLIP_IN, MUL6(1)};
-static const gwr_match_node sig_div_attr[] = {ADD3, CLIP_ATTR, DIV6(1)};
-static const gwr_match_node sig_mul_attr[] = {ADD3, CLIP_ATTR, MUL6(1)};
+/* HardSigmoid: Clip(x + 3, 0, 6) / 6 and Clip(x + 3, 0, 6) * (1/6), Clip's bounds inputs or attributes. */
+static const gwr_match_node sig_in[] = {ADD3, CLIP_IN, BY6(1)};
+static const gwr_match_node sig_attr[] = {ADD3, CLIP_ATTR, BY6(1)};
 
 /* Tables [0, NSWISH) make a HardSwish, the rest a HardSigmoid; those from
  * FIRST_ATTR on read Clip's attributes. */
-#define NSWISH 3
-#define FIRST_ATTR 5
+#define NSWISH 2
+#define FIRST_ATTR 3
 static const gwr_match_pattern tables[] = {
-    {"hard_swish.div", GWR_M_NODES(hs_div), NULL, NULL},
-    {"hard_swish.mul", GWR_M_NODES(hs_mul), NULL, NULL},
+    {"hard_swish.clip", GWR_M_NODES(hs_by6), NULL, NULL},
     {"hard_swish.hard_sigmoid", GWR_M_NODES(hs_hsig), NULL, NULL},
-    {"hard_sigmoid.div", GWR_M_NODES(sig_div_in), NULL, NULL},
-    {"hard_sigmoid.mul", GWR_M_NODES(sig_mul_in), NULL, NULL},
-    {"hard_sigmoid.div_clip_attrs", GWR_M_NODES(sig_div_attr), NULL, NULL},
-    {"hard_sigmoid.mul_clip_attrs", GWR_M_NODES(sig_mul_attr), NULL, NULL},
+    {"hard_sigmoid.clip", GWR_M_NODES(sig_in), NULL, NULL},
+    {"hard_sigmoid.clip_attrs", GWR_M_NODES(sig_attr), NULL, NULL},
 };
 #define NTABLES ((int)(sizeof tables / sizeof tables[0]))
 
@@ -89,16 +86,7 @@ static int applies(int k, int64_t opset, int hard_swish) {
 
 /* May the pass write HardSwish: target gwr, or an opset that has it. */
 static int hard_swish_ok(gwr_rewrite_ctx *c, int64_t opset) {
-    return (gwr_ps_target(c) & GWR_TARGET_GWR) || opset < 0 || opset >= 14;
-}
-
-/* x a float tensor of known rank with the root output's shape. */
-static int same_type(const gwr_tensor *x, const gwr_tensor *y) {
-    gwr_dtype t = gwr_tensor_dtype(x);
-    int r = gwr_tensor_rank(x);
-    if (!gwr_match_dtype_real_float(t)) return 0;
-    if (t != gwr_tensor_dtype(y) || r < 0 || r != gwr_tensor_rank(y)) return 0;
-    return !r || !memcmp(gwr_tensor_dims(x), gwr_tensor_dims(y), (size_t)r * sizeof(gwr_dim));
+    return (gwr_match_target(c) & GWR_TARGET_GWR) || opset < 0 || opset >= 14;
 }
 
 static gwr_tensor *hard_sigmoid(gwr_network *net, gwr_tensor *x) {
@@ -112,8 +100,7 @@ static gwr_tensor *hard_sigmoid(gwr_network *net, gwr_tensor *x) {
 
 static int fuse(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
-    if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX Mul or Div");
-    int64_t opset = gwr_network_opset(net, "");
+    int64_t opset = gwr_match_opset(l);
     int hswish = hard_swish_ok(c, opset);
     gwr_match m;
     int k = 0, rc = 0;
@@ -123,7 +110,7 @@ static int fuse(gwr_rewrite_ctx *c, gwr_layer *l) {
     if (!rc) return gwr_rewrite_no_match(c, "no HardSwish or HardSigmoid form");
     k--;
     gwr_tensor *x = m.captures[X], *out = gwr_layer_output(l, 0);
-    if (!same_type(x, out))
+    if (!gwr_match_same_type(x, out))
         return gwr_rewrite_no_match(c, "'%s' is not a float tensor of the result's shape", gwr_tensor_name(x));
     gwr_tensor *y;
     if (k >= NSWISH) y = hard_sigmoid(net, x);
@@ -175,64 +162,54 @@ static int gelu_consts(const gwr_match *m, int node, void *user) {
     return !m->captures[GT] || near(m->captures[GT], SQRT_2_PI);
 }
 
-/* the cores, ending in the Add of 1 (node c below) */
-#define ERF_CORE(op)                                                                                       \
-    GWR_M_OP(op, GWR_M_CAP(GX), GWR_M_CONST(GSQ)), GWR_M_OP("Erf", GWR_M_NODE(0)),                         \
+/* the cores, ending in the Add of 1 (node c below); x / sqrt2 or x * (1/sqrt2) */
+#define ERF_CORE                                                                                           \
+    {.ops = div_mul, .in = {GWR_M_CAP(GX), GWR_M_CONST(GSQ)}}, GWR_M_OP("Erf", GWR_M_NODE(0)),             \
         GWR_M_OP("Add", GWR_M_NODE(1), GWR_M_SPLAT(GONE, 1.0))
-#define TANH_REST(n)                                                                                       \
-    GWR_M_OP("Mul", GWR_M_NODE(n), GWR_M_CONST(GC)), GWR_M_OP("Add", GWR_M_CAP(GX), GWR_M_NODE((n) + 1)), \
-        GWR_M_OP("Mul", GWR_M_NODE((n) + 2), GWR_M_CONST(GT)), GWR_M_OP("Tanh", GWR_M_NODE((n) + 3)),     \
-        GWR_M_OP("Add", GWR_M_NODE((n) + 4), GWR_M_SPLAT(GONE, 1.0))
-#define TANH_POW GWR_M_OP("Pow", GWR_M_CAP(GX), GWR_M_SPLAT(GCUBE, 3.0)), TANH_REST(0)
-#define TANH_CUBE GWR_M_OP("Mul", GWR_M_CAP(GX), GWR_M_CAP(GX)), GWR_M_OP("Mul", GWR_M_NODE(0), GWR_M_CAP(GX)), TANH_REST(1)
+/* x^3 as Pow(x, 3) (node 0) or x * x * x (node 2) */
+#define TANH_X3                                                                                            \
+    GWR_M_OP("Pow", GWR_M_CAP(GX), GWR_M_SPLAT(GCUBE, 3.0)), GWR_M_OP("Mul", GWR_M_CAP(GX), GWR_M_CAP(GX)), \
+        GWR_M_OP("Mul", GWR_M_NODE(1), GWR_M_CAP(GX)), GWR_M_OP("Mul", GWR_M_EITHER(0, 2), GWR_M_CONST(GC)), \
+        GWR_M_OP("Add", GWR_M_CAP(GX), GWR_M_NODE(3)), GWR_M_OP("Mul", GWR_M_NODE(4), GWR_M_CONST(GT)),       \
+        GWR_M_OP("Tanh", GWR_M_NODE(5)), GWR_M_OP("Add", GWR_M_NODE(6), GWR_M_SPLAT(GONE, 1.0))
 /* jax2tf's (magika): x * (x * (0.044715 x)), the constant first, then x + that */
 #define TANH_CX3                                                                                           \
     GWR_M_OP("Mul", GWR_M_CAP(GX), GWR_M_CONST(GC)), GWR_M_OP("Mul", GWR_M_CAP(GX), GWR_M_NODE(0)),        \
         GWR_M_OP("Mul", GWR_M_CAP(GX), GWR_M_NODE(1)), GWR_M_OP("Add", GWR_M_CAP(GX), GWR_M_NODE(2)),      \
         GWR_M_OP("Mul", GWR_M_NODE(3), GWR_M_CONST(GT)), GWR_M_OP("Tanh", GWR_M_NODE(4)),                 \
         GWR_M_OP("Add", GWR_M_NODE(5), GWR_M_SPLAT(GONE, 1.0))
+/* Gelu is opset 20: for target onnx only (the driver's gate, on every root) */
+#define GELU_GATE .min_opset = 20, .opset_targets = GWR_TARGET_ONNX
 /* the tails: where the 0.5 goes */
 #define HALF_LAST(c)                                                                                       \
     GWR_M_OP("Mul", GWR_M_CAP(GX), GWR_M_NODE(c)),                                                         \
-        {.op = "Mul", .in = {GWR_M_NODE((c) + 1), GWR_M_SPLAT(GHALF, 0.5)}, .pred = gelu_consts}
+        {.op = "Mul", .in = {GWR_M_NODE((c) + 1), GWR_M_SPLAT(GHALF, 0.5)}, .pred = gelu_consts, GELU_GATE}
 #define HALF_FIRST(c)                                                                                      \
     GWR_M_OP("Mul", GWR_M_CAP(GX), GWR_M_SPLAT(GHALF, 0.5)),                                               \
-        {.op = "Mul", .in = {GWR_M_NODE((c) + 1), GWR_M_NODE(c)}, .pred = gelu_consts}
+        {.op = "Mul", .in = {GWR_M_NODE((c) + 1), GWR_M_NODE(c)}, .pred = gelu_consts, GELU_GATE}
 #define HALF_MID(c)                                                                                        \
     GWR_M_OP("Mul", GWR_M_NODE(c), GWR_M_SPLAT(GHALF, 0.5)),                                               \
-        {.op = "Mul", .in = {GWR_M_CAP(GX), GWR_M_NODE((c) + 1)}, .pred = gelu_consts}
+        {.op = "Mul", .in = {GWR_M_CAP(GX), GWR_M_NODE((c) + 1)}, .pred = gelu_consts, GELU_GATE}
 
-static const gwr_match_node erf_div_last[] = {ERF_CORE("Div"), HALF_LAST(2)};
-static const gwr_match_node erf_div_first[] = {ERF_CORE("Div"), HALF_FIRST(2)};
-static const gwr_match_node erf_div_mid[] = {ERF_CORE("Div"), HALF_MID(2)};
-static const gwr_match_node erf_mul_last[] = {ERF_CORE("Mul"), HALF_LAST(2)};
-static const gwr_match_node erf_mul_first[] = {ERF_CORE("Mul"), HALF_FIRST(2)};
-static const gwr_match_node erf_mul_mid[] = {ERF_CORE("Mul"), HALF_MID(2)};
-static const gwr_match_node tanh_pow_last[] = {TANH_POW, HALF_LAST(5)};
-static const gwr_match_node tanh_pow_first[] = {TANH_POW, HALF_FIRST(5)};
-static const gwr_match_node tanh_pow_mid[] = {TANH_POW, HALF_MID(5)};
-static const gwr_match_node tanh_cube_last[] = {TANH_CUBE, HALF_LAST(6)};
-static const gwr_match_node tanh_cube_first[] = {TANH_CUBE, HALF_FIRST(6)};
-static const gwr_match_node tanh_cube_mid[] = {TANH_CUBE, HALF_MID(6)};
+static const gwr_match_node erf_last[] = {ERF_CORE, HALF_LAST(2)};
+static const gwr_match_node erf_first[] = {ERF_CORE, HALF_FIRST(2)};
+static const gwr_match_node erf_mid[] = {ERF_CORE, HALF_MID(2)};
+static const gwr_match_node tanh_x3_last[] = {TANH_X3, HALF_LAST(7)};
+static const gwr_match_node tanh_x3_first[] = {TANH_X3, HALF_FIRST(7)};
+static const gwr_match_node tanh_x3_mid[] = {TANH_X3, HALF_MID(7)};
 static const gwr_match_node tanh_cx3_last[] = {TANH_CX3, HALF_LAST(6)};
 static const gwr_match_node tanh_cx3_first[] = {TANH_CX3, HALF_FIRST(6)};
 static const gwr_match_node tanh_cx3_mid[] = {TANH_CX3, HALF_MID(6)};
 
 /* the first NGELU_ERF make the erf Gelu, the rest the tanh one */
-#define NGELU_ERF 6
+#define NGELU_ERF 3
 static const gwr_match_pattern gelu_tables[] = {
-    {"gelu.erf_div_last", GWR_M_NODES(erf_div_last), NULL, NULL},
-    {"gelu.erf_div_first", GWR_M_NODES(erf_div_first), NULL, NULL},
-    {"gelu.erf_div_mid", GWR_M_NODES(erf_div_mid), NULL, NULL},
-    {"gelu.erf_mul_last", GWR_M_NODES(erf_mul_last), NULL, NULL},
-    {"gelu.erf_mul_first", GWR_M_NODES(erf_mul_first), NULL, NULL},
-    {"gelu.erf_mul_mid", GWR_M_NODES(erf_mul_mid), NULL, NULL},
-    {"gelu.tanh_pow_last", GWR_M_NODES(tanh_pow_last), NULL, NULL},
-    {"gelu.tanh_pow_first", GWR_M_NODES(tanh_pow_first), NULL, NULL},
-    {"gelu.tanh_pow_mid", GWR_M_NODES(tanh_pow_mid), NULL, NULL},
-    {"gelu.tanh_cube_last", GWR_M_NODES(tanh_cube_last), NULL, NULL},
-    {"gelu.tanh_cube_first", GWR_M_NODES(tanh_cube_first), NULL, NULL},
-    {"gelu.tanh_cube_mid", GWR_M_NODES(tanh_cube_mid), NULL, NULL},
+    {"gelu.erf_last", GWR_M_NODES(erf_last), NULL, NULL},
+    {"gelu.erf_first", GWR_M_NODES(erf_first), NULL, NULL},
+    {"gelu.erf_mid", GWR_M_NODES(erf_mid), NULL, NULL},
+    {"gelu.tanh_x3_last", GWR_M_NODES(tanh_x3_last), NULL, NULL},
+    {"gelu.tanh_x3_first", GWR_M_NODES(tanh_x3_first), NULL, NULL},
+    {"gelu.tanh_x3_mid", GWR_M_NODES(tanh_x3_mid), NULL, NULL},
     {"gelu.tanh_cx3_last", GWR_M_NODES(tanh_cx3_last), NULL, NULL},
     {"gelu.tanh_cx3_first", GWR_M_NODES(tanh_cx3_first), NULL, NULL},
     {"gelu.tanh_cx3_mid", GWR_M_NODES(tanh_cx3_mid), NULL, NULL},
@@ -242,7 +219,7 @@ static const gwr_match_pattern gelu_tables[] = {
 /* Does an Erf or Tanh make an input of l, or of a Mul or Add up to `depth`
  * producers above through Muls and Adds? Every form of the tables has one
  * within 3 (the root, the Mul by 0.5 or x or the Add of 1, the Add of 1,
- * then Erf or Tanh): the tables' twelve matches cost ~100 us a Mul, and a
+ * then Erf or Tanh): the tables' matches cost ~100 us a Mul, and a
  * model's Muls are mostly not GELUs (a Mul/Add chain of 10^5 layers spent
  * 20 s in them). */
 static int erf_or_tanh_near(const gwr_layer *l, int depth) {
@@ -259,12 +236,10 @@ static int erf_or_tanh_near(const gwr_layer *l, int depth) {
 
 static int fuse_gelu(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
-    if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX Mul");
     if (!erf_or_tanh_near(l, 3)) return gwr_rewrite_no_match(c, "no Erf or Tanh within 3 producers");
-    int64_t opset = gwr_network_opset(net, ""), target = gwr_ps_target(c);
-    if (target == GWR_TARGET_ONNX && opset >= 0 && opset < 20)
-        return gwr_rewrite_no_match(c, "Gelu needs opset 20 (the network imports %lld) for target onnx",
-                                    (long long)opset);
+    char gate[200];
+    if (!gwr_match_gate(&gelu_tables[0], c, l, gate, sizeof gate)) return gwr_rewrite_no_match(c, "Gelu %s", gate);
+    int64_t target = gwr_match_target(c);
     gwr_match m;
     int k = 0, rc = 0;
     for (; k < NGELU && !rc; k++)
@@ -273,7 +248,7 @@ static int fuse_gelu(gwr_rewrite_ctx *c, gwr_layer *l) {
     if (!rc) return gwr_rewrite_no_match(c, "no GELU form");
     k--;
     gwr_tensor *x = m.captures[GX], *out = gwr_layer_output(l, 0);
-    if (!same_type(x, out))
+    if (!gwr_match_same_type(x, out))
         return gwr_rewrite_no_match(c, "'%s' is not a float tensor of the result's shape", gwr_tensor_name(x));
     gwr_tensor *y = NULL;
     if (target == GWR_TARGET_ORT) /* onnxruntime's own, at any opset */
@@ -413,8 +388,7 @@ static gwr_tensor *clip_of(gwr_network *net, int k, const gwr_match *m, const ch
 
 static int fuse_clip_chain(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
-    if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX layer");
-    int64_t opset = gwr_network_opset(net, "");
+    int64_t opset = gwr_match_opset(l);
     int clip_inputs = opset < 0 || opset >= 11;
     gwr_match m;
     int k = 0, rc = 0;
@@ -429,7 +403,7 @@ static int fuse_clip_chain(gwr_rewrite_ctx *c, gwr_layer *l) {
         gwr_status s = gwr_match_replace_layer(l, 1, &inner);
         return s ? gwr_rewrite_fail(c, s, "%s", gwr_last_errmsg()) : 1;
     }
-    if (!same_type(x, out))
+    if (!gwr_match_same_type(x, out))
         return gwr_rewrite_no_match(c, "'%s' is not a float tensor of the result's shape", gwr_tensor_name(x));
     const char *why = NULL;
     gwr_tensor *y = clip_of(net, k, &m, &why);

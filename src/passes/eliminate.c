@@ -33,11 +33,6 @@
 
 enum { X, K, T, NCAP };
 
-/* Why the matcher refused, for listeners and the trace. */
-static int refused(gwr_rewrite_ctx *c, const gwr_match *m) {
-    return gwr_rewrite_no_match(c, "node %d: %s", m->why_node, m->why ? m->why : "no match");
-}
-
 /* Would replacing o (an output of l) by x need the IR to insert an
  * Identity to carry o's name? */
 static int needs_carrier(const gwr_layer *l, const gwr_tensor *o, const gwr_tensor *x) {
@@ -78,32 +73,26 @@ static int replace_by(gwr_rewrite_ctx *c, gwr_layer *l, const gwr_match *m, gwr_
     return s ? gwr_rewrite_fail(c, s, "%s", gwr_last_errmsg()) : 1;
 }
 
-/* The default-domain opset of l's outermost network (0 when none). */
-static int64_t opset_of(const gwr_layer *l) {
-    const gwr_network *n = gwr_layer_network(l);
-    while (gwr_network_parent(n)) n = gwr_network_parent(n);
-    int64_t v = gwr_network_opset(n, "");
-    return v < 0 ? 0 : v;
-}
-
 /* ---- eliminate_identity ----------------------------------------------------- */
 
-/* Dropout computes its input when not training: opset 12's training_mode
+/* An Identity always computes its input; a Dropout when not training: opset 12's training_mode
  * input absent or a constant false, and before opset 7 is_test set (its
  * default, 0, meant training). Its mask output must be unread. */
 static int dropout_inference(const gwr_match *m, int node, void *user) {
     (void)user;
     gwr_layer *l = m->layers[node];
-    int64_t opset = opset_of(l), is_test = 0;
-    if (opset && opset < 7 && (gwr_layer_attr_int(l, "is_test", 0, &is_test) || !is_test)) return 0;
-    if (opset && opset < 12 && gwr_layer_num_inputs(l) > 1) return 0;
+    if (gwr_layer_op_id(l) == GWR_OP_Identity) return 1;
+    int64_t opset = gwr_match_opset(l), is_test = 0; /* -1: none imported */
+    if (opset >= 0 && opset < 7 && (gwr_layer_attr_int(l, "is_test", 0, &is_test) || !is_test)) return 0;
+    if (opset >= 0 && opset < 12 && gwr_layer_num_inputs(l) > 1) return 0;
     if (m->captures[T] && !gwr_match_const_is_splat(m->captures[T], 0, 0)) return 0;
     return !extra_outputs_used(l);
 }
 
-static const gwr_match_node identity_nodes[] = {GWR_M_OP("Identity", GWR_M_CAP(X))};
-static const gwr_match_node dropout_nodes[] = {
-    {.op = "Dropout", .in = {GWR_M_CAP(X), GWR_M_OPT_CAP(-1), GWR_M_OPT_CONST(T)}, .pred = dropout_inference},
+/* Identity(x) (one input: the optional ones are absent) or Dropout(x, ratio, training_mode). */
+static const char *const identity_ops[] = {"Identity", "Dropout", NULL};
+static const gwr_match_node identity_nodes[] = {
+    {.ops = identity_ops, .in = {GWR_M_CAP(X), GWR_M_OPT_CAP(-1), GWR_M_OPT_CONST(T)}, .pred = dropout_inference},
 };
 
 static int to_input(gwr_rewrite_ctx *c, const gwr_match *m) {
@@ -116,23 +105,8 @@ static int to_input(gwr_rewrite_ctx *c, const gwr_match *m) {
 }
 
 static const gwr_match_pattern identity_p = {"eliminate_identity", GWR_M_NODES(identity_nodes), to_input, NULL};
-static const gwr_match_pattern dropout_p = {"eliminate_dropout", GWR_M_NODES(dropout_nodes), to_input, NULL};
 
-static int eliminate_identity(gwr_rewrite_ctx *c, gwr_layer *l) {
-    const gwr_match_pattern *p = gwr_layer_op_id(l) == GWR_OP_Identity ? &identity_p : &dropout_p;
-    gwr_match m;
-    int r = gwr_match_layer(p, l, &m);
-    if (r < 0) return gwr_rewrite_fail(c, (gwr_status)-r, "%s", gwr_last_errmsg());
-    return r ? p->rewrite(c, &m) : refused(c, &m);
-}
-
-static const char *const identity_ops[] = {"Identity", "Dropout", NULL};
-
-const gwr_pattern_rewriter gwr_pattern_eliminate_identity = {
-    .name = "eliminate_identity",
-    .root_ops = identity_ops,
-    .match_and_rewrite = eliminate_identity,
-};
+const gwr_pattern_rewriter gwr_pattern_eliminate_identity = GWR_MATCH_PASS("eliminate_identity", identity_ops, &identity_p);
 
 /* ---- eliminate_noop_arith --------------------------------------------------- */
 
@@ -152,10 +126,13 @@ static int keeps_x(const gwr_tensor *x, const gwr_tensor *k, const gwr_tensor *y
     return 1;
 }
 
-/* user: the neutral value (0 or 1), compared exactly. */
+/* The constant is the op's neutral value (0 for Add and Sub, 1 for Mul
+ * and Div), compared exactly. */
 static int neutral(const gwr_match *m, int node, void *user) {
+    (void)user;
+    gwr_op_id id = gwr_layer_op_id(m->layers[node]);
     const gwr_tensor *y = gwr_layer_output(m->layers[node], 0);
-    return gwr_match_const_is_splat(m->captures[K], *(const double *)user, 0) &&
+    return gwr_match_const_is_splat(m->captures[K], id == GWR_OP_Add || id == GWR_OP_Sub ? 0 : 1, 0) &&
            keeps_x(m->captures[X], m->captures[K], y);
 }
 
@@ -163,38 +140,12 @@ static int to_x(gwr_rewrite_ctx *c, const gwr_match *m) {
     return replace_by(c, m->layers[m->nlayers - 1], m, m->captures[X]);
 }
 
-static double zero = 0, one = 1;
-#define NOOP_TABLE(var, name) \
-    static const gwr_match_node var##_nodes[] = {{.op = name, .in = {GWR_M_CAP(X), GWR_M_CONST(K)}, .pred = neutral}}
-NOOP_TABLE(add, "Add");
-NOOP_TABLE(sub, "Sub");
-NOOP_TABLE(mul, "Mul");
-NOOP_TABLE(div, "Div");
-/* Add and Mul are commutative: the matcher tries 0 + x and 1 * x too. */
-static const gwr_match_pattern arith_p[] = {
-    {"x+0", GWR_M_NODES(add_nodes), to_x, &zero},
-    {"x-0", GWR_M_NODES(sub_nodes), to_x, &zero},
-    {"x*1", GWR_M_NODES(mul_nodes), to_x, &one},
-    {"x/1", GWR_M_NODES(div_nodes), to_x, &one},
-};
-
-static int eliminate_noop_arith(gwr_rewrite_ctx *c, gwr_layer *l) {
-    gwr_op_id id = gwr_layer_op_id(l);
-    const gwr_match_pattern *p = id == GWR_OP_Add ? &arith_p[0] : id == GWR_OP_Sub ? &arith_p[1]
-                                 : id == GWR_OP_Mul ? &arith_p[2] : &arith_p[3];
-    gwr_match m;
-    int r = gwr_match_layer(p, l, &m);
-    if (r < 0) return gwr_rewrite_fail(c, (gwr_status)-r, "%s", gwr_last_errmsg());
-    return r ? p->rewrite(c, &m) : refused(c, &m);
-}
-
+/* Add and Mul are commutative: the matcher tries 0 + x and 1 * x too (not 0 - x, 1 / x). */
 static const char *const arith_ops[] = {"Add", "Sub", "Mul", "Div", NULL};
+static const gwr_match_node arith_nodes[] = {{.ops = arith_ops, .in = {GWR_M_CAP(X), GWR_M_CONST(K)}, .pred = neutral}};
+static const gwr_match_pattern arith_p = {"eliminate_noop_arith", GWR_M_NODES(arith_nodes), to_x, NULL};
 
-const gwr_pattern_rewriter gwr_pattern_eliminate_noop_arith = {
-    .name = "eliminate_noop_arith",
-    .root_ops = arith_ops,
-    .match_and_rewrite = eliminate_noop_arith,
-};
+const gwr_pattern_rewriter gwr_pattern_eliminate_noop_arith = GWR_MATCH_PASS("eliminate_noop_arith", arith_ops, &arith_p);
 
 /* ---- eliminate_noop_reshape ------------------------------------------------- */
 /* One layer each: a check on the layer returns the input its output
@@ -385,17 +336,7 @@ static int compose(gwr_rewrite_ctx *c, const gwr_match *m) {
 
 static const gwr_match_pattern tt_p = {"compose_transposes", GWR_M_NODES(tt_nodes), compose, NULL};
 
-static int compose_transposes(gwr_rewrite_ctx *c, gwr_layer *l) {
-    gwr_match m;
-    int r = gwr_match_layer(&tt_p, l, &m);
-    if (r < 0) return gwr_rewrite_fail(c, (gwr_status)-r, "%s", gwr_last_errmsg());
-    return r ? compose(c, &m) : refused(c, &m);
-}
-
 static const char *const transpose_ops[] = {"Transpose", NULL};
 
-const gwr_pattern_rewriter gwr_pattern_compose_transposes = {
-    .name = "compose_transposes",
-    .root_ops = transpose_ops,
-    .match_and_rewrite = compose_transposes,
-};
+const gwr_pattern_rewriter gwr_pattern_compose_transposes = GWR_MATCH_PASS("compose_transposes", transpose_ops, &tt_p);
+

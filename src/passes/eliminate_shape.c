@@ -27,13 +27,6 @@
 
 #define MAXR GWR_MAX_RANK
 
-/* The default-domain opset of l's outermost network (0 when none). */
-static int64_t opset_of(const gwr_layer *l) {
-    const gwr_network *n = gwr_layer_network(l);
-    while (gwr_network_parent(n)) n = gwr_network_parent(n);
-    int64_t v = gwr_network_opset(n, "");
-    return v < 0 ? 0 : v;
-}
 
 
 /* Is t read only by `reader` (once or more) and not a network output? */
@@ -161,7 +154,7 @@ static int squeeze_pair(gwr_rewrite_ctx *c, gwr_layer *l, gwr_layer *in) {
     }
     if (n > MAXR) return 0;
     gwr_tensor *y = shape_layer(c, b == GWR_OP_Unsqueeze ? "Unsqueeze" : "Squeeze", x, n, m, NULL, 0,
-                                opset_of(l) && opset_of(l) < 13);
+                                gwr_match_opset(l) > 0 && gwr_match_opset(l) < 13);
     return y ? replace(c, l, in, y) : -1;
 }
 
@@ -256,7 +249,7 @@ static int compose_reshapes(gwr_rewrite_ctx *c, gwr_layer *l) {
     int64_t v[MAXR];
     int n, az = 0;
     if (!mid || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "malformed");
-    if (opset_of(l) && opset_of(l) < 5) return gwr_rewrite_no_match(c, "opset < 5: Reshape takes an attribute");
+    if (gwr_match_opset(l) > 0 && gwr_match_opset(l) < 5) return gwr_rewrite_no_match(c, "opset < 5: Reshape takes an attribute");
     if (!in || gwr_layer_is_removed(in) || !is_shape_op(gwr_layer_op_id(in)) ||
         gwr_layer_network(in) != gwr_layer_network(l) || !only_read_by(mid, l))
         return flatten_to_reshape(c, l);

@@ -109,7 +109,7 @@ static int chain_slot(gwr_layer *l, int orank, const int64_t *od) {
     for (int i = 0; i < 2; i++) {
         gwr_tensor *t = gwr_layer_input(l, i);
         ok[i] = t && known_f32(t, d, &r) && same_dims(r, d, orank, od);
-        linked[i] = ok[i] && gwr_ps_sole_reader(t) == l && is_link_op(gwr_tensor_parent(t));
+        linked[i] = ok[i] && gwr_match_sole_reader(t) == l && is_link_op(gwr_tensor_parent(t));
     }
     if (ok[0] && ok[1]) return !linked[0] && linked[1];
     return ok[0] ? 0 : ok[1] ? 1 : -1;
@@ -189,17 +189,17 @@ static int build(gwr_rewrite_ctx *c, ewc_link *links, int n) {
 }
 
 static int fuse_ew_chain(gwr_rewrite_ctx *c, gwr_layer *l) {
-    if (gwr_ps_target(c) != GWR_TARGET_GWR) return gwr_rewrite_no_match(c, "ElementwiseChain is gwr's own op (target gwr)");
+    if (gwr_match_target(c) != GWR_TARGET_GWR) return gwr_rewrite_no_match(c, "ElementwiseChain is gwr's own op (target gwr)");
     ewc_link links[GWR_EWC_MAX_LINKS], k;
     if (!as_link(l, &links[GWR_EWC_MAX_LINKS - 1])) return gwr_rewrite_no_match(c, "not a float32 link of known shape");
     gwr_tensor *y = gwr_layer_output(l, 0);
-    gwr_layer *r = gwr_ps_sole_reader(y);
+    gwr_layer *r = gwr_match_sole_reader(y);
     if (r && as_link(r, &k) && gwr_layer_input(r, k.slot) == y) return gwr_rewrite_no_match(c, "not the chain's last link");
     int first = GWR_EWC_MAX_LINKS - 1;
     while (first > 0) {
         gwr_tensor *t = gwr_layer_input(links[first].l, links[first].slot);
         gwr_layer *p = gwr_tensor_parent(t);
-        if (gwr_ps_sole_reader(t) != links[first].l || !as_link(p, &links[first - 1])) break;
+        if (gwr_match_sole_reader(t) != links[first].l || !as_link(p, &links[first - 1])) break;
         first--;
     }
     int n = GWR_EWC_MAX_LINKS - first;

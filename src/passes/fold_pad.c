@@ -31,16 +31,14 @@
 
 enum { X, NCAP };
 
-static const gwr_match_node pad_conv[] = {
+static int fold_pad_into_conv(gwr_rewrite_ctx *c, const gwr_match *m);
+
+static const char *const pad_readers[] = {"Conv", "AveragePool", NULL};
+static const gwr_match_node pad_nodes[] = {
     GWR_M_OP("Pad", GWR_M_CAP(X), GWR_M_REST),
-    GWR_M_OP("Conv", GWR_M_NODE(0), GWR_M_REST),
+    {.ops = pad_readers, .in = {GWR_M_NODE(0), GWR_M_REST}}, /* the Conv's W, B (an AveragePool has none) */
 };
-static const gwr_match_node pad_pool[] = {
-    GWR_M_OP("Pad", GWR_M_CAP(X), GWR_M_REST),
-    GWR_M_OP("AveragePool", GWR_M_NODE(0)),
-};
-static const gwr_match_pattern pad_conv_p = {"fold_pad.conv", GWR_M_NODES(pad_conv), NULL, NULL};
-static const gwr_match_pattern pad_pool_p = {"fold_pad.pool", GWR_M_NODES(pad_pool), NULL, NULL};
+static const gwr_match_pattern pad_p = {"fold_pad_into_conv", GWR_M_NODES(pad_nodes), fold_pad_into_conv, NULL};
 
 
 static gwr_tensor *opt_input(const gwr_layer *l, int i) {
@@ -118,40 +116,27 @@ static const char *new_pads(const gwr_layer *rd, int is_pool, int ns, const int6
     return NULL;
 }
 
-static int fold_pad_into_conv(gwr_rewrite_ctx *c, gwr_layer *l) {
-    int is_pool = !strcmp(gwr_layer_op(l), "AveragePool");
-    gwr_match m;
-    int rc = gwr_match_layer(is_pool ? &pad_pool_p : &pad_conv_p, l, &m);
-    if (rc < 0) return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
-    if (!rc) {
-        char why[256];
-        gwr_match_why(&m, why, sizeof why);
-        return gwr_rewrite_no_match(c, "%s", why);
-    }
+static int fold_pad_into_conv(gwr_rewrite_ctx *c, const gwr_match *m) {
+    gwr_layer *l = m->layers[1];
+    int is_pool = gwr_match_is_op(l, "AveragePool");
     /* The rank: the Pad's input's, else the Conv weights'. */
-    int r = gwr_tensor_rank(m.captures[X]);
+    int r = gwr_tensor_rank(m->captures[X]);
     if (r < 0 && !is_pool && gwr_layer_num_inputs(l) > 1) r = gwr_tensor_rank(gwr_layer_input(l, 1));
     if (r < 3 || r > GWR_MAX_RANK) return gwr_rewrite_no_match(c, "the input's rank is not known to be >= 3");
     int64_t lo[GWR_MAX_RANK], hi[GWR_MAX_RANK], np[2 * GWR_MAX_RANK];
-    const char *why = read_pad(m.layers[0], r, lo, hi);
+    const char *why = read_pad(m->layers[0], r, lo, hi);
     if (!why) why = new_pads(l, is_pool, r - 2, lo, hi, np);
     if (why) return gwr_rewrite_no_match(c, "%s", why);
-    gwr_tensor *in[3] = {m.captures[X], NULL, NULL};
+    gwr_tensor *in[3] = {m->captures[X], NULL, NULL};
     int nin = gwr_layer_num_inputs(l);
     for (int i = 1; i < nin && i < 3; i++) in[i] = gwr_layer_input(l, i);
     gwr_layer *nl = gwr_match_clone_layer(l, nin, in);
     gwr_status s = nl ? gwr_layer_set_ints(nl, "pads", np, 2 * (int64_t)(r - 2)) : GWR_ERR_NOMEM;
     if (!s) s = gwr_layer_infer(nl);
     gwr_tensor *y = s ? NULL : gwr_layer_output(nl, 0);
-    if (!s) s = gwr_match_replace(&m, 1, &y);
+    if (!s) s = gwr_match_replace(m, 1, &y);
     if (s && nl) gwr_layer_mark_as_removed(nl);
     return s ? gwr_rewrite_fail(c, s, "%s", gwr_last_errmsg()) : 1;
 }
 
-static const char *const pad_readers[] = {"Conv", "AveragePool", NULL};
-
-const gwr_pattern_rewriter gwr_pattern_fold_pad_into_conv = {
-    .name = "fold_pad_into_conv",
-    .root_ops = pad_readers,
-    .match_and_rewrite = fold_pad_into_conv,
-};
+const gwr_pattern_rewriter gwr_pattern_fold_pad_into_conv = GWR_MATCH_PASS("fold_pad_into_conv", pad_readers, &pad_p);

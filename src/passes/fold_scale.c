@@ -221,7 +221,7 @@ static int before_hard_sigmoid(gwr_layer *l, const gwr_tensor *k) {
     if (!gwr_match_const_is_splat(k, 3.0, 1e-6) || gwr_tensor_num_live_users(y) != 1) return 0;
     for (int64_t i = 0; i < gwr_tensor_num_users(y); i++) {
         gwr_layer *u = gwr_tensor_user(y, i, NULL);
-        if (u && !gwr_layer_is_removed(u)) return !strcmp(gwr_layer_op(u), "Clip") && !*gwr_layer_domain(u);
+        if (u && !gwr_layer_is_removed(u)) return gwr_match_is_op(u, "Clip");
     }
     return 0;
 }
@@ -380,15 +380,15 @@ static gwr_tensor *around_build(gwr_network *net, const gwr_match *m, const arou
 
 static int fold_around(gwr_rewrite_ctx *c, const gwr_match *m, const around *a) {
     gwr_layer *lin = m->layers[a->on_output ? 0 : 1];
-    int linear_gemm = !strcmp(gwr_layer_op(lin), "Gemm");
-    if (*gwr_layer_domain(lin) || (!linear_gemm && strcmp(gwr_layer_op(lin), "MatMul")))
+    int linear_gemm = gwr_match_is_op(lin, "Gemm");
+    if (!linear_gemm && !gwr_match_is_op(lin, "MatMul"))
         return gwr_rewrite_no_match(c, "not around a MatMul or Gemm");
     if (!linear_gemm && m->captures[B]) return gwr_rewrite_no_match(c, "a MatMul with three inputs");
     /* x * 0.5 after x * (1 + Erf(..)) is GELU's tail, x * Clip(..) / 6
      * HardSwish's: folding the constant into the next MatMul would cost
      * fuse_gelu or fuse_hard_swish their match. */
     gwr_layer *xp = a->on_output ? NULL : gwr_tensor_parent(m->captures[X]);
-    if (xp && !*gwr_layer_domain(xp) && (!strcmp(gwr_layer_op(xp), "Mul") || !strcmp(gwr_layer_op(xp), "Div")))
+    if (gwr_match_is_op(xp, "Mul") || gwr_match_is_op(xp, "Div"))
         return gwr_rewrite_no_match(c, "the scaled tensor is a Mul or Div (an activation's tail, GELU's 0.5)");
     double s = 0;
     gwr_tensor *other = a->on_output ? gwr_layer_output(lin, 0) : m->captures[X];

@@ -118,7 +118,7 @@ static const char *read_act(gwr_network *net, const gwr_match *m, int gemm, int6
     gwr_layer *r = m->layers[m->nlayers - 1];
     static const char *const names[] = {"Relu", "Tanh", "Sigmoid", "LeakyRelu", "HardSigmoid", "Clip"};
     memset(a, 0, sizeof *a);
-    if (!strcmp(gwr_layer_op(r), "QuickGelu") && !strcmp(gwr_layer_domain(r), "com.microsoft"))
+    if (gwr_match_is_op(r, "com.microsoft::QuickGelu"))
         return read_quick_gelu(r, gemm, target, a);
     if (*gwr_layer_domain(r) || gwr_layer_num_outputs(r) != 1) return "not an ONNX activation";
     for (size_t i = 0; i < sizeof names / sizeof *names && !a->name; i++)
@@ -215,7 +215,7 @@ static int replace(gwr_rewrite_ctx *c, const gwr_match *m, const char *op, gwr_l
 static int conv_activation(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_tensor *in0 = gwr_layer_num_inputs(l) > 0 ? gwr_layer_input(l, 0) : NULL;
     gwr_layer *p = in0 ? gwr_tensor_parent(in0) : NULL;
-    int fused = p && !strcmp(gwr_layer_op(p), "FusedConv") && !strcmp(gwr_layer_domain(p), "com.microsoft");
+    int fused = gwr_match_is_op(p, "com.microsoft::FusedConv");
     gwr_match m;
     int rc = match(c, fused ? &t_fused_act : &t_conv_act, l, &m);
     if (rc != 1) return rc;
@@ -237,7 +237,6 @@ static int same_shape(const gwr_tensor *z, const gwr_tensor *t) {
 }
 
 static int conv_add_activation(gwr_rewrite_ctx *c, gwr_layer *l) {
-    if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX Add");
     gwr_match m;
     int rc = match(c, &t_conv_add, l, &m);
     if (rc != 1) return rc;

@@ -31,7 +31,7 @@
 
 #define MS "com.microsoft"
 
-static int target_contrib(gwr_rewrite_ctx *c) { return gwr_ps_target(c) & (GWR_TARGET_ORT | GWR_TARGET_GWR); }
+static int target_contrib(gwr_rewrite_ctx *c) { return gwr_match_target(c) & (GWR_TARGET_ORT | GWR_TARGET_GWR); }
 
 /* t holds exactly one element (rank 0 or 1, known). */
 static int scalar_like(const gwr_tensor *t) {
@@ -76,18 +76,12 @@ static const gwr_match_pattern mmitf_table = {"matmul_integer_to_float", GWR_M_N
 
 /* Fused(.., bias?) + bias: inputs 0..5 of MatMulIntegerToFloat (or 0..3 of
  * DynamicQuantizeMatMul) whatever they are; the Add's other operand. */
-static const gwr_match_node bias_mmitf_nodes[] = {
-    GWR_M_OP(MS "::MatMulIntegerToFloat", GWR_M_ANY, GWR_M_ANY, GWR_M_ANY, GWR_M_ANY, GWR_M_REST),
+static const char *const fused_products[] = {MS "::MatMulIntegerToFloat", MS "::DynamicQuantizeMatMul", NULL};
+static const gwr_match_node bias_nodes[] = {
+    {.ops = fused_products, .in = {GWR_M_ANY, GWR_M_ANY, GWR_M_ANY, GWR_M_REST}},
     GWR_M_OP("Add", GWR_M_NODE(0), GWR_M_CONST(QBIAS)),
 };
-static const gwr_match_node bias_dqmm_nodes[] = {
-    GWR_M_OP(MS "::DynamicQuantizeMatMul", GWR_M_ANY, GWR_M_ANY, GWR_M_ANY, GWR_M_REST),
-    GWR_M_OP("Add", GWR_M_NODE(0), GWR_M_CONST(QBIAS)),
-};
-static const gwr_match_pattern bias_tables[] = {
-    {"matmul_integer_to_float.bias", GWR_M_NODES(bias_mmitf_nodes), NULL, NULL},
-    {"dynamic_quantize_matmul.bias", GWR_M_NODES(bias_dqmm_nodes), NULL, NULL},
-};
+static const gwr_match_pattern bias_table = {"fused_product.bias", GWR_M_NODES(bias_nodes), NULL, NULL};
 
 /* B's column count when B is a constant 2-D int8 / uint8 that A's dtype
  * pairs with (uint8 A with either, int8 A with int8 B); else -1. */
@@ -111,13 +105,13 @@ static gwr_tensor *bias_of(gwr_layer *l, const gwr_tensor *y, int64_t n) {
 
 static int fuse_bias(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_match m;
-    int rc = 0, k = 0;
-    for (; k < 2 && !rc; k++)
-        if ((rc = gwr_match_layer(&bias_tables[k], l, &m)) < 0) return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
+    int rc = gwr_match_layer(&bias_table, l, &m);
+    if (rc < 0) return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
     if (!rc) return gwr_rewrite_no_match(c, "not MatMulIntegerToFloat or DynamicQuantizeMatMul + a constant");
-    int dyn = k == 2, nbase = dyn ? 4 : 6;
     gwr_layer *mm = m.layers[0];
+    int dyn = gwr_match_is_op(mm, MS "::DynamicQuantizeMatMul"), nbase = dyn ? 4 : 6;
     int nin = gwr_layer_num_inputs(mm);
+    if (!dyn && (nin < 4 || !gwr_layer_input(mm, 3))) return gwr_rewrite_no_match(c, "a MatMulIntegerToFloat without b_scale");
     if (nin > nbase && gwr_layer_input(mm, nbase)) return gwr_rewrite_no_match(c, "the product has a bias already");
     gwr_match_const bk;
     int64_t n = gwr_match_const_get(gwr_layer_input(mm, 1), &bk) && bk.rank == 2 ? bk.dims[1] : -1;
@@ -154,8 +148,8 @@ static int fuse_mmitf(gwr_rewrite_ctx *c, gwr_layer *l) {
     /* the scales (one element, or [n] over the last axis) cannot broadcast the product up: no shape to check */
     gwr_tensor *y = gwr_layer_output(l, 0);
     gwr_tensor *in[7] = {a, b, as, bs, cp[QAZ], cp[QBZ], NULL};
-    gwr_layer *add = gwr_ps_sole_reader(y);
-    if (!add || strcmp(gwr_layer_op(add), "Add") || *gwr_layer_domain(add) || !(in[6] = bias_of(add, y, n)))
+    gwr_layer *add = gwr_match_sole_reader(y);
+    if (!gwr_match_is_op(add, "Add") || !(in[6] = bias_of(add, y, n)))
         return emit(c, &m, "MatMulIntegerToFloat", 6, in);
     /* the bias Add after it joins now: a rewrite of the Add's own turn may have come first */
     gwr_network *net = gwr_rewrite_ctx_network(c);
@@ -176,31 +170,26 @@ const gwr_pattern_rewriter gwr_pattern_fuse_matmul_integer_to_float = {
 
 /* ---- fuse_dynamic_quantize_matmul ----------------------------------------------- */
 
+static int fuse_dqmm(gwr_rewrite_ctx *c, const gwr_match *m);
+
+static const char *const dqmm_roots[] = {MS "::MatMulIntegerToFloat", NULL};
 static const gwr_match_node dqmm_nodes[] = {
     GWR_M_OP("DynamicQuantizeLinear", GWR_M_CAP(QX)),
-    GWR_M_OP(MS "::MatMulIntegerToFloat", GWR_M_NODE_OUT(0, 0), GWR_M_CAP(QB), GWR_M_NODE_OUT(0, 1), GWR_M_CAP(QBS),
-             GWR_M_NODE_OUT(0, 2), GWR_M_OPT_CAP(QBZ), GWR_M_OPT_CAP(QBIAS)),
+    {.op = MS "::MatMulIntegerToFloat",
+     .in = {GWR_M_NODE_OUT(0, 0), GWR_M_CAP(QB), GWR_M_NODE_OUT(0, 1), GWR_M_CAP(QBS), GWR_M_NODE_OUT(0, 2), GWR_M_OPT_CAP(QBZ),
+            GWR_M_OPT_CAP(QBIAS)},
+     .targets = GWR_TARGET_ORT | GWR_TARGET_GWR}, /* DynamicQuantizeMatMul: contrib */
 };
-static const gwr_match_pattern dqmm_table = {"dynamic_quantize_matmul", GWR_M_NODES(dqmm_nodes), NULL, NULL};
+static const gwr_match_pattern dqmm_table = {"fuse_dynamic_quantize_matmul", GWR_M_NODES(dqmm_nodes), fuse_dqmm, NULL};
 
-static int fuse_dqmm(gwr_rewrite_ctx *c, gwr_layer *l) {
-    if (!target_contrib(c)) return gwr_rewrite_no_match(c, "DynamicQuantizeMatMul is for targets ort and gwr");
-    gwr_match m;
-    int rc = gwr_match_layer(&dqmm_table, l, &m);
-    if (rc < 0) return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
-    if (!rc) return gwr_rewrite_no_match(c, "not MatMulIntegerToFloat of a DynamicQuantizeLinear read only there");
-    gwr_tensor **cp = m.captures;
+static int fuse_dqmm(gwr_rewrite_ctx *c, const gwr_match *m) {
+    gwr_tensor *const *cp = m->captures;
     if (gwr_tensor_dtype(cp[QX]) != GWR_FLOAT32) return gwr_rewrite_no_match(c, "x is not float32");
     if (!gwr_match_const_get(cp[QB], &(gwr_match_const){0}) || !gwr_match_const_get(cp[QBS], &(gwr_match_const){0}))
         return gwr_rewrite_no_match(c, "B or b_scale is not a constant");
     gwr_tensor *in[5] = {cp[QX], cp[QB], cp[QBS], cp[QBZ], cp[QBIAS]};
-    return emit(c, &m, "DynamicQuantizeMatMul", 5, in);
+    return emit(c, m, "DynamicQuantizeMatMul", 5, in);
 }
 
-static const char *const dqmm_roots[] = {MS "::MatMulIntegerToFloat", NULL};
-
-const gwr_pattern_rewriter gwr_pattern_fuse_dynamic_quantize_matmul = {
-    .name = "fuse_dynamic_quantize_matmul",
-    .root_ops = dqmm_roots,
-    .match_and_rewrite = fuse_dqmm,
-};
+const gwr_pattern_rewriter gwr_pattern_fuse_dynamic_quantize_matmul =
+    GWR_MATCH_PASS("fuse_dynamic_quantize_matmul", dqmm_roots, &dqmm_table);

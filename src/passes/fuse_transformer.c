@@ -36,8 +36,7 @@
 /* t's producer when it is a live default-domain `op` with one output. */
 static gwr_layer *producer(const gwr_tensor *t, const char *op) {
     gwr_layer *p = t ? gwr_tensor_parent(t) : NULL;
-    if (!p || gwr_layer_is_removed(p) || *gwr_layer_domain(p) || strcmp(gwr_layer_op(p), op)) return NULL;
-    return gwr_layer_num_outputs(p) == 1 ? p : NULL;
+    return gwr_match_is_op(p, op) && gwr_layer_num_outputs(p) == 1 ? p : NULL;
 }
 
 /* The same known shape (every dim equal, symbols included). */
@@ -45,12 +44,6 @@ static int same_shape(const gwr_tensor *a, const gwr_tensor *b) {
     int r = gwr_tensor_rank(a);
     if (r < 0 || r != gwr_tensor_rank(b)) return 0;
     return !r || !memcmp(gwr_tensor_dims(a), gwr_tensor_dims(b), (size_t)r * sizeof(gwr_dim));
-}
-
-/* x a real float tensor of y's dtype and shape. */
-static int same_type(const gwr_tensor *x, const gwr_tensor *y) {
-    return gwr_match_dtype_real_float(gwr_tensor_dtype(x)) && gwr_tensor_dtype(x) == gwr_tensor_dtype(y) &&
-           same_shape(x, y);
 }
 
 /* A 1-D constant of dtype dt and n elements (n known). */
@@ -70,7 +63,7 @@ static int built_fail(gwr_rewrite_ctx *c, gwr_network *net) {
     return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "%s", m && *m ? m : gwr_last_errmsg());
 }
 
-static int target_contrib(gwr_rewrite_ctx *c) { return gwr_ps_target(c) & (GWR_TARGET_ORT | GWR_TARGET_GWR); }
+static int target_contrib(gwr_rewrite_ctx *c) { return gwr_match_target(c) & (GWR_TARGET_ORT | GWR_TARGET_GWR); }
 
 /* ---- fuse_skip_layer_norm ------------------------------------------------------ */
 
@@ -105,7 +98,7 @@ static void find_sum(gwr_layer *add, gwr_dim h, int with_bias, skip_ln *s) {
     for (int k = 0; with_bias && k < 2; k++) { /* the bias outermost, then innermost, on either side */
         gwr_tensor *p = k ? v : u, *q = k ? u : v;
         gwr_layer *in = producer(p, "Add");
-        if (vec_const(q, dt, h) && in && gwr_ps_sole_reader(p) == add && gwr_layer_num_inputs(in) == 2) {
+        if (vec_const(q, dt, h) && in && gwr_match_sole_reader(p) == add && gwr_layer_num_inputs(in) == 2) {
             s->a = gwr_layer_input(in, 0), s->b = gwr_layer_input(in, 1), s->bias = q, s->adds[1] = in;
             return;
         }
@@ -113,7 +106,7 @@ static void find_sum(gwr_layer *add, gwr_dim h, int with_bias, skip_ln *s) {
     for (int k = 0; with_bias && k < 2; k++) {
         gwr_tensor *p = k ? v : u, *q = k ? u : v;
         gwr_layer *in = producer(p, "Add");
-        if (!in || gwr_ps_sole_reader(p) != add || gwr_layer_num_inputs(in) != 2) continue;
+        if (!in || gwr_match_sole_reader(p) != add || gwr_layer_num_inputs(in) != 2) continue;
         gwr_tensor *x = gwr_layer_input(in, 0), *bi = gwr_layer_input(in, 1);
         if (vec_const(x, dt, h)) x = bi, bi = gwr_layer_input(in, 0);
         if (vec_const(bi, dt, h) && !vec_const(x, dt, h)) {
@@ -136,7 +129,7 @@ static const char *ln_fits(gwr_layer *l, gwr_tensor **gamma, gwr_tensor **beta, 
             return "its Mean or InvStdDev is read";
     gwr_dtype dt = gwr_tensor_dtype(x);
     if (dt != GWR_FLOAT32 && dt != GWR_FLOAT16) return "not float32 or float16";
-    if (!same_type(x, y) || r < 2 || r > 3) return "X is not of rank 2 or 3 with the result's type";
+    if (!gwr_match_same_type(x, y) || r < 2 || r > 3) return "X is not of rank 2 or 3 with the result's type";
     gwr_dim h = gwr_tensor_dim(x, -1);
     *gamma = gwr_layer_input(l, 1);
     *beta = gwr_layer_num_inputs(l) > 2 ? gwr_layer_input(l, 2) : NULL;
@@ -166,7 +159,7 @@ static int fuse_skip_ln(gwr_rewrite_ctx *c, gwr_layer *l) {
     }
     if (!skip_fits(s.a, s.b) || !same_shape(s.a, x))
         return gwr_rewrite_no_match(c, "the summands are not [B,S,H] / [S,H] of X's shape");
-    int shared = gwr_ps_sole_reader(s.sum) != l;
+    int shared = gwr_match_sole_reader(s.sum) != l;
     gwr_args *a = gwr_args_new();
     gwr_tensor *in[5] = {s.a, s.b, gamma, beta, s.bias}, *outs[4] = {0};
     int nin = simple ? 3 : s.bias ? 5 : beta ? 4 : 3;
@@ -196,89 +189,62 @@ const gwr_pattern_rewriter gwr_pattern_fuse_skip_layer_norm = {
 
 enum { BX, BB, BNCAP };
 
-static const gwr_match_node bias_gelu_onnx[] = {
-    GWR_M_OP("Add", GWR_M_CAP(BX), GWR_M_CONST(BB)),
-    GWR_M_OP("Gelu", GWR_M_NODE(0)),
-};
-static const gwr_match_node bias_gelu_ms[] = {
-    GWR_M_OP("Add", GWR_M_CAP(BX), GWR_M_CONST(BB)),
-    GWR_M_OP(MS "::Gelu", GWR_M_NODE(0)),
-};
-static const gwr_match_node bias_fast_gelu_ms[] = {
-    GWR_M_OP("Add", GWR_M_CAP(BX), GWR_M_CONST(BB)),
-    GWR_M_OP(MS "::FastGelu", GWR_M_NODE(0)),
-};
-static const gwr_match_pattern bias_gelu_tables[] = {
-    {"bias_gelu.onnx", GWR_M_NODES(bias_gelu_onnx), NULL, NULL},
-    {"bias_gelu.ms_gelu", GWR_M_NODES(bias_gelu_ms), NULL, NULL},
-    {"bias_gelu.ms_fast_gelu", GWR_M_NODES(bias_fast_gelu_ms), NULL, NULL},
-};
+static int fuse_bias_gelu(gwr_rewrite_ctx *c, const gwr_match *m);
 
-static int fuse_bias_gelu(gwr_rewrite_ctx *c, gwr_layer *l) {
+static const char *const gelu_roots[] = {"Gelu", MS "::Gelu", MS "::FastGelu", NULL};
+static const gwr_match_node bias_gelu_nodes[] = {
+    GWR_M_OP("Add", GWR_M_CAP(BX), GWR_M_CONST(BB)),
+    {.ops = gelu_roots, .in = {GWR_M_NODE(0)}, .targets = GWR_TARGET_ORT | GWR_TARGET_GWR},
+};
+static const gwr_match_pattern bias_gelu_table = {"fuse_bias_gelu", GWR_M_NODES(bias_gelu_nodes), fuse_bias_gelu, NULL};
+
+static int fuse_bias_gelu(gwr_rewrite_ctx *c, const gwr_match *m) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
-    if (!target_contrib(c)) return gwr_rewrite_no_match(c, "BiasGelu is for targets ort and gwr");
-    gwr_match m;
-    int rc = 0, k = 0;
-    for (; k < 3 && !rc; k++)
-        if ((rc = gwr_match_layer(&bias_gelu_tables[k], l, &m)) < 0)
-            return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
-    if (!rc) return gwr_rewrite_no_match(c, "no Gelu of an Add of a constant");
-    k--;
-    gwr_tensor *x = m.captures[BX], *b = m.captures[BB], *y = gwr_layer_output(l, 0);
+    gwr_layer *l = m->layers[1];
+    int onnx = gwr_match_is_op(l, "Gelu"), fast = gwr_match_is_op(l, MS "::FastGelu");
+    gwr_tensor *x = m->captures[BX], *b = m->captures[BB], *y = gwr_layer_output(l, 0);
     const char *ap = "none";
-    if (k == 0 && gwr_layer_attr_string(l, "approximate", "none", &ap)) return gwr_rewrite_no_match(c, "a bad approximate");
-    int tanh_form = k == 2 || !strcmp(ap, "tanh");
-    if (!same_type(x, y) || gwr_tensor_rank(x) < 1 || !vec_const(b, gwr_tensor_dtype(x), gwr_tensor_dim(x, -1)))
+    if (onnx && gwr_layer_attr_string(l, "approximate", "none", &ap)) return gwr_rewrite_no_match(c, "a bad approximate");
+    int tanh_form = fast || !strcmp(ap, "tanh");
+    if (!gwr_match_same_type(x, y) || gwr_tensor_rank(x) < 1 || !vec_const(b, gwr_tensor_dtype(x), gwr_tensor_dim(x, -1)))
         return gwr_rewrite_no_match(c, "the bias is not a 1-D constant over the last axis of x's shape and dtype");
-    if (k == 2 && gwr_layer_num_inputs(l) > 1 && gwr_layer_input(l, 1))
+    if (fast && gwr_layer_num_inputs(l) > 1 && gwr_layer_input(l, 1))
         return gwr_rewrite_no_match(c, "the FastGelu has a bias already");
     gwr_tensor *in[2] = {x, b}, *out = NULL;
     if (!ms_call(net, tanh_form ? "FastGelu" : "BiasGelu", 2, in, NULL, 1, &out)) return built_fail(c, net);
-    gwr_status st = gwr_match_replace(&m, 1, &out);
+    gwr_status st = gwr_match_replace(m, 1, &out);
     return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
 }
 
-static const char *const gelu_roots[] = {"Gelu", MS "::Gelu", MS "::FastGelu", NULL};
-
-const gwr_pattern_rewriter gwr_pattern_fuse_bias_gelu = {
-    .name = "fuse_bias_gelu",
-    .root_ops = gelu_roots,
-    .match_and_rewrite = fuse_bias_gelu,
-};
+const gwr_pattern_rewriter gwr_pattern_fuse_bias_gelu = GWR_MATCH_PASS("fuse_bias_gelu", gelu_roots, &bias_gelu_table);
 
 /* ---- fuse_silu ----------------------------------------------------------------------- */
 
+static int fuse_silu(gwr_rewrite_ctx *c, const gwr_match *m);
+
 static const gwr_match_node silu_nodes[] = {
     GWR_M_OP("Sigmoid", GWR_M_CAP(0)),
-    GWR_M_OP("Mul", GWR_M_CAP(0), GWR_M_NODE(0)),
+    {.op = "Mul", .in = {GWR_M_CAP(0), GWR_M_NODE(0)}, .targets = GWR_TARGET_ORT | GWR_TARGET_GWR}, /* QuickGelu: contrib */
 };
-static const gwr_match_pattern silu_table = {"silu", GWR_M_NODES(silu_nodes), NULL, NULL};
+static const gwr_match_pattern silu_table = {"fuse_silu", GWR_M_NODES(silu_nodes), fuse_silu, NULL};
 
-static int fuse_silu(gwr_rewrite_ctx *c, gwr_layer *l) {
+static int fuse_silu(gwr_rewrite_ctx *c, const gwr_match *m) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
-    if (!target_contrib(c)) return gwr_rewrite_no_match(c, "QuickGelu is for targets ort and gwr");
-    gwr_match m;
-    int rc = gwr_match_layer(&silu_table, l, &m);
-    if (rc < 0) return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
-    if (!rc) return gwr_rewrite_no_match(c, "not x * Sigmoid(x)");
-    if (!same_type(m.captures[0], gwr_layer_output(l, 0)))
+    gwr_tensor *x = m->captures[0];
+    if (!gwr_match_same_type(x, gwr_layer_output(m->layers[1], 0)))
         return gwr_rewrite_no_match(c, "x is not a float tensor of the result's shape");
     gwr_args *a = gwr_args_new();
     gwr_tensor *out = NULL;
-    gwr_layer *q = a && !gwr_args_set_float(a, "alpha", 1.0) ? ms_call(net, "QuickGelu", 1, &m.captures[0], a, 1, &out) : NULL;
+    gwr_layer *q = a && !gwr_args_set_float(a, "alpha", 1.0) ? ms_call(net, "QuickGelu", 1, &x, a, 1, &out) : NULL;
     gwr_args_free(a);
     if (!q) return built_fail(c, net);
-    gwr_status st = gwr_match_replace(&m, 1, &out);
+    gwr_status st = gwr_match_replace(m, 1, &out);
     return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
 }
 
 static const char *const silu_roots[] = {"Mul", NULL};
 
-const gwr_pattern_rewriter gwr_pattern_fuse_silu = {
-    .name = "fuse_silu",
-    .root_ops = silu_roots,
-    .match_and_rewrite = fuse_silu,
-};
+const gwr_pattern_rewriter gwr_pattern_fuse_silu = GWR_MATCH_PASS("fuse_silu", silu_roots, &silu_table);
 
 /* ---- fuse_matmul_scale ------------------------------------------------------------- */
 
@@ -286,7 +252,7 @@ const gwr_pattern_rewriter gwr_pattern_fuse_silu = {
  * x, else NULL. */
 static gwr_tensor *swap_last2(const gwr_tensor *t, const gwr_layer *reader) {
     gwr_layer *p = producer(t, "Transpose");
-    if (!p || gwr_ps_sole_reader(t) != reader) return NULL;
+    if (!p || gwr_match_sole_reader(t) != reader) return NULL;
     gwr_tensor *x = gwr_layer_input(p, 0);
     const int64_t *perm;
     int64_t n;
@@ -308,7 +274,7 @@ static gwr_tensor *scaled(gwr_layer *l, double *f) {
         gwr_match_const kc;
         if (!gwr_match_const_get(s, &kc) || kc.numel < 1) continue;
         double v = gwr_match_const_at(&kc, 0);
-        if (!isfinite(v) || v == 0 || !gwr_match_const_is_splat(s, v, 0) || !same_type(x, gwr_layer_output(l, 0))) continue;
+        if (!isfinite(v) || v == 0 || !gwr_match_const_is_splat(s, v, 0) || !gwr_match_same_type(x, gwr_layer_output(l, 0))) continue;
         *f = div ? 1.0 / v : v;
         return x;
     }
@@ -335,7 +301,7 @@ static void fold_operand(mm_fold *f, gwr_layer *l, int i) {
     gwr_tensor *t = gwr_layer_input(l, i), *x;
     double s;
     gwr_layer *p = t ? gwr_tensor_parent(t) : NULL, *reader = l;
-    if (p && !gwr_layer_is_removed(p) && gwr_ps_sole_reader(t) == l && (x = scaled(p, &s)) && !is_const(x)) {
+    if (p && !gwr_layer_is_removed(p) && gwr_match_sole_reader(t) == l && (x = scaled(p, &s)) && !is_const(x)) {
         f->alpha *= s, f->dead[f->ndead++] = p, f->n++;
         t = x, reader = p;
     }
@@ -349,7 +315,7 @@ static void fold_operand(mm_fold *f, gwr_layer *l, int i) {
 
 static int fuse_matmul_scale(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
-    unsigned target = (unsigned)gwr_ps_target(c);
+    unsigned target = (unsigned)gwr_match_target(c);
     if (!target_contrib(c)) return gwr_rewrite_no_match(c, "FusedMatMul is for targets ort and gwr");
     int fused = !strcmp(gwr_layer_domain(l), MS);
     if (!fused && *gwr_layer_domain(l)) return gwr_rewrite_no_match(c, "not a MatMul");
@@ -366,7 +332,7 @@ static int fuse_matmul_scale(gwr_rewrite_ctx *c, gwr_layer *l) {
         return gwr_rewrite_no_match(c, "a FusedMatMul with transBatch flags or bad attributes");
     f.alpha = a0, f.trans[0] = ta != 0, f.trans[1] = tb != 0;
     for (int i = 0; i < 2; i++) fold_operand(&f, l, i);
-    gwr_layer *after = gwr_ps_sole_reader(y);
+    gwr_layer *after = gwr_match_sole_reader(y);
     double s;
     if (after && scaled(after, &s) == y) f.alpha *= s, f.dead[f.ndead++] = l, f.root = after, f.n++;
     if (!f.n) return gwr_rewrite_no_match(c, "no Transpose of the last two axes or constant scale around it");
@@ -437,68 +403,48 @@ const gwr_pattern_rewriter gwr_pattern_fuse_transpose_into_gemm = {
 
 enum { RX, RP2, RAX, REPS, RONE, RNCAP };
 
-#define R_POW GWR_M_OP("Pow", GWR_M_CAP(RX), GWR_M_SPLAT(RP2, 2.0))
-#define R_SQUARE GWR_M_OP("Mul", GWR_M_CAP(RX), GWR_M_CAP(RX))
-#define R_MEAN {.op = "ReduceMean", .in = {GWR_M_NODE(0), GWR_M_OPT_CONST(RAX)}, .attrs = {GWR_MA_INT_OR_ABSENT("keepdims", 1)}}
-#define R_ADD GWR_M_OP("Add", GWR_M_NODE(1), GWR_M_CONST(REPS))
-#define R_SQRT GWR_M_OP("Sqrt", GWR_M_NODE(2))
-#define R_DIV GWR_M_OP("Div", GWR_M_CAP(RX), GWR_M_NODE(3))
-#define R_RECIP GWR_M_OP("Reciprocal", GWR_M_NODE(3)), GWR_M_OP("Mul", GWR_M_CAP(RX), GWR_M_NODE(4))
-/* x * (1 / Sqrt(...)): PyTorch's torch.rsqrt as T5 and Llama exports write it */
-#define R_DIV1 GWR_M_OP("Div", GWR_M_SPLAT(RONE, 1.0), GWR_M_NODE(3)), GWR_M_OP("Mul", GWR_M_CAP(RX), GWR_M_NODE(4))
+enum { R_POW, R_SQUARE, R_MEAN, R_ADD, R_SQRT, R_RECIP, R_ONE_OVER, R_ROOT };
 
-static const gwr_match_node rms_pow_div[] = {R_POW, R_MEAN, R_ADD, R_SQRT, R_DIV};
-static const gwr_match_node rms_sq_div[] = {R_SQUARE, R_MEAN, R_ADD, R_SQRT, R_DIV};
-static const gwr_match_node rms_pow_recip[] = {R_POW, R_MEAN, R_ADD, R_SQRT, R_RECIP};
-static const gwr_match_node rms_sq_recip[] = {R_SQUARE, R_MEAN, R_ADD, R_SQRT, R_RECIP};
-static const gwr_match_node rms_pow_div1[] = {R_POW, R_MEAN, R_ADD, R_SQRT, R_DIV1};
-static const gwr_match_node rms_sq_div1[] = {R_SQUARE, R_MEAN, R_ADD, R_SQRT, R_DIV1};
-static const gwr_match_pattern rms_tables[] = {
-    {"rms_norm.pow_div", GWR_M_NODES(rms_pow_div), NULL, NULL},
-    {"rms_norm.square_div", GWR_M_NODES(rms_sq_div), NULL, NULL},
-    {"rms_norm.pow_reciprocal", GWR_M_NODES(rms_pow_recip), NULL, NULL},
-    {"rms_norm.square_reciprocal", GWR_M_NODES(rms_sq_recip), NULL, NULL},
-    {"rms_norm.pow_one_over", GWR_M_NODES(rms_pow_div1), NULL, NULL},
-    {"rms_norm.square_one_over", GWR_M_NODES(rms_sq_div1), NULL, NULL},
-};
-#define NRMS ((int)(sizeof rms_tables / sizeof rms_tables[0]))
-
-/* ReduceMean l reduces exactly the last axis of a rank-r input (its axes
- * attribute, or its constant axes input from opset 18). */
-static int mean_last_axis(const gwr_layer *l, const gwr_tensor *axes_in, int r) {
-    const int64_t *ax;
-    int64_t n = 0;
-    double v;
-    int has_attr = gwr_layer_find_attr(l, "axes") >= 0;
-    if (has_attr == (axes_in != NULL)) return 0;
-    if (has_attr) return !gwr_layer_attr_ints(l, "axes", &ax, &n) && n == 1 && (ax[0] == -1 || ax[0] == r - 1);
-    gwr_dtype t = gwr_tensor_dtype(axes_in);
-    return (t == GWR_INT64 || t == GWR_INT32) && gwr_match_const_scalar(axes_in, &v) && (v == -1 || v == r - 1);
+/* The root is Div(x, Sqrt(..)) or Mul(x, Reciprocal(Sqrt(..)) or 1 / Sqrt(..)), not a mix. */
+static int rms_root_pairs(const gwr_match *m, void *user) {
+    (void)user;
+    return gwr_match_is_op(m->layers[R_ROOT], "Div") == !(m->layers[R_RECIP] || m->layers[R_ONE_OVER]);
 }
 
-static int fuse_rms_norm(gwr_rewrite_ctx *c, gwr_layer *l) {
+static int fuse_rms_norm(gwr_rewrite_ctx *c, const gwr_match *m);
+
+static const char *const rms_roots[] = {"Div", "Mul", NULL};
+static const gwr_match_node rms_nodes[] = {
+    [R_POW] = GWR_M_OP("Pow", GWR_M_CAP(RX), GWR_M_SPLAT(RP2, 2.0)),
+    [R_SQUARE] = GWR_M_OP("Mul", GWR_M_CAP(RX), GWR_M_CAP(RX)),
+    [R_MEAN] = {.op = "ReduceMean", .in = {GWR_M_EITHER(R_POW, R_SQUARE), GWR_M_OPT_CONST(RAX)},
+                .attrs = {GWR_MA_INT_OR_ABSENT("keepdims", 1)}},
+    [R_ADD] = GWR_M_OP("Add", GWR_M_NODE(R_MEAN), GWR_M_CONST(REPS)),
+    [R_SQRT] = GWR_M_OP("Sqrt", GWR_M_NODE(R_ADD)),
+    [R_RECIP] = GWR_M_OP("Reciprocal", GWR_M_NODE(R_SQRT)),
+    /* x * (1 / Sqrt(...)): PyTorch's torch.rsqrt as T5 and Llama exports write it */
+    [R_ONE_OVER] = GWR_M_OP("Div", GWR_M_SPLAT(RONE, 1.0), GWR_M_NODE(R_SQRT)),
+    [R_ROOT] = {.ops = rms_roots, .in = {GWR_M_CAP(RX), GWR_M_EITHER(R_SQRT, R_RECIP, R_ONE_OVER)}, .where = rms_root_pairs,
+                .targets = GWR_TARGET_ORT | GWR_TARGET_GWR},
+};
+static const gwr_match_pattern rms_table = {"fuse_rms_norm", GWR_M_NODES(rms_nodes), fuse_rms_norm, NULL};
+
+static int fuse_rms_norm(gwr_rewrite_ctx *c, const gwr_match *m) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
-    if (!target_contrib(c)) return gwr_rewrite_no_match(c, "SimplifiedLayerNormalization is for targets ort and gwr");
-    if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX Div or Mul");
-    gwr_match m;
-    int rc = 0;
-    for (int k = 0; k < NRMS && !rc; k++)
-        if ((rc = gwr_match_layer(&rms_tables[k], l, &m)) < 0)
-            return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
-    if (!rc) return gwr_rewrite_no_match(c, "no RMSNorm chain");
-    gwr_tensor *x = m.captures[RX], *tail = gwr_layer_output(l, 0);
+    gwr_layer *l = m->layers[R_ROOT];
+    gwr_tensor *x = m->captures[RX], *tail = gwr_layer_output(l, 0);
     gwr_dtype dt = gwr_tensor_dtype(x);
     int r = gwr_tensor_rank(x);
     double eps;
-    if (!same_type(x, tail) || r < 1 || !GWR_DIM_IS_KNOWN(gwr_tensor_dim(x, -1)))
+    if (!gwr_match_same_type(x, tail) || r < 1 || !GWR_DIM_IS_KNOWN(gwr_tensor_dim(x, -1)))
         return gwr_rewrite_no_match(c, "x is not a float tensor of the result's type with a known last dim");
-    if (!mean_last_axis(m.layers[1], m.captures[RAX], r)) return gwr_rewrite_no_match(c, "not a mean over the last axis");
-    if (!gwr_match_const_scalar(m.captures[REPS], &eps) || !isfinite(eps) || eps < 0)
+    if (!gwr_ps_reduces_last_axis(m->layers[R_MEAN], m->captures[RAX], r)) return gwr_rewrite_no_match(c, "not a mean over the last axis");
+    if (!gwr_match_const_scalar(m->captures[REPS], &eps) || !isfinite(eps) || eps < 0)
         return gwr_rewrite_no_match(c, "epsilon is not one finite non-negative constant");
     int64_t h = gwr_tensor_dim(x, -1);
-    gwr_layer *mul = gwr_ps_sole_reader(tail), *last = l;
+    gwr_layer *mul = gwr_match_sole_reader(tail), *last = l;
     gwr_tensor *gamma = NULL;
-    if (mul && !*gwr_layer_domain(mul) && !strcmp(gwr_layer_op(mul), "Mul") && gwr_layer_num_inputs(mul) == 2) {
+    if (gwr_match_is_op(mul, "Mul") && gwr_layer_num_inputs(mul) == 2) {
         gwr_tensor *a = gwr_layer_input(mul, 0), *b = gwr_layer_input(mul, 1), *g = a == tail ? b : a;
         if ((a == tail) != (b == tail) && vec_const(g, dt, h)) gamma = g, last = mul;
     }
@@ -520,14 +466,9 @@ static int fuse_rms_norm(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_status st = known ? gwr_tensor_set_type(out, dt, r, gwr_tensor_dims(old)) : GWR_OK;
     if (!st) st = gwr_match_replace_layer(last, 1, &out);
     if (!st && last != l) st = gwr_layer_mark_as_removed(l);
-    for (int i = 0; !st && i < m.nlayers - 1; i++) st = gwr_layer_mark_as_removed(m.layers[i]);
+    for (int i = 0; !st && i < m->nlayers - 1; i++)
+        if (m->layers[i]) st = gwr_layer_mark_as_removed(m->layers[i]);
     return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
 }
 
-static const char *const rms_roots[] = {"Div", "Mul", NULL};
-
-const gwr_pattern_rewriter gwr_pattern_fuse_rms_norm = {
-    .name = "fuse_rms_norm",
-    .root_ops = rms_roots,
-    .match_and_rewrite = fuse_rms_norm,
-};
+const gwr_pattern_rewriter gwr_pattern_fuse_rms_norm = GWR_MATCH_PASS("fuse_rms_norm", rms_roots, &rms_table);

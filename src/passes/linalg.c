@@ -21,11 +21,13 @@
 
 enum { A, B, C, NCAP };
 
+static int fuse(gwr_rewrite_ctx *c, const gwr_match *m);
+
 static const gwr_match_node matmul_add[] = {
     GWR_M_OP("MatMul", GWR_M_CAP(A), GWR_M_CONST(B)),
-    GWR_M_OP("Add", GWR_M_NODE(0), GWR_M_CONST(C)),
+    {.op = "Add", .in = {GWR_M_NODE(0), GWR_M_CONST(C)}, .min_opset = 7}, /* Gemm's C broadcasts from opset 7 */
 };
-static const gwr_match_pattern table = {"matmul_add", GWR_M_NODES(matmul_add), NULL, NULL};
+static const gwr_match_pattern table = {"fuse_matmul_add", GWR_M_NODES(matmul_add), fuse, NULL};
 
 /* NULL when the match fits Gemm, else why not. */
 static const char *check(const gwr_match *m) {
@@ -46,31 +48,13 @@ static const char *check(const gwr_match *m) {
     return NULL;
 }
 
-static int fuse(gwr_rewrite_ctx *c, gwr_layer *l) {
-    gwr_network *net = gwr_rewrite_ctx_network(c);
-    if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX Add");
-    int64_t opset = gwr_network_opset(net, "");
-    if (opset >= 0 && opset < 7) return gwr_rewrite_no_match(c, "Gemm's C broadcasts from opset 7");
-    gwr_match m;
-    int rc = gwr_match_layer(&table, l, &m);
-    if (rc < 0) return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
-    if (!rc) {
-        char why[256];
-        gwr_match_why(&m, why, sizeof why);
-        return gwr_rewrite_no_match(c, "%s", why);
-    }
-    const char *why = check(&m);
+static int fuse(gwr_rewrite_ctx *c, const gwr_match *m) {
+    const char *why = check(m);
     if (why) return gwr_rewrite_no_match(c, "%s", why);
-    gwr_tensor *y = gwr_gemm(net, m.captures[A], m.captures[B], m.captures[C], 1.0f, 1.0f, 0, 0);
-    if (!y) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "%s", gwr_network_errmsg(net));
-    gwr_status s = gwr_match_replace(&m, 1, &y);
-    return s ? gwr_rewrite_fail(c, s, "%s", gwr_last_errmsg()) : 1;
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    return gwr_match_finish(c, m, gwr_gemm(net, m->captures[A], m->captures[B], m->captures[C], 1.0f, 1.0f, 0, 0));
 }
 
 static const char *const roots[] = {"Add", NULL};
 
-const gwr_pattern_rewriter gwr_pattern_fuse_matmul_add = {
-    .name = "fuse_matmul_add",
-    .root_ops = roots,
-    .match_and_rewrite = fuse,
-};
+const gwr_pattern_rewriter gwr_pattern_fuse_matmul_add = GWR_MATCH_PASS("fuse_matmul_add", roots, &table);

@@ -8,9 +8,10 @@
  *   [y   = Mul(y, gamma)] [y = Add(y, beta)] (constant 1-D gamma, beta over the last axis)
  *
  * becomes LayerNormalization(x, gamma or ones, beta; axis=-1, epsilon=eps).
- * The core is matched by the tables (root: the Div or the Mul); d is read
- * by two matched layers (Pow or Mul, and the root), which the matcher's
- * single-reader rule allows. The optional Mul and Add are then taken
+ * The core is matched by one table (root: the Div or the Mul; Pow(d, 2)
+ * or Mul(d, d), Sqrt or Reciprocal(Sqrt) as alternatives, the driver's
+ * gate for the opset); d is read by two matched layers (Pow or Mul, and
+ * the root), which the matcher's single-reader rule allows. The optional Mul and Add are then taken
  * forwards: each must be the only reader of the tensor before it (which
  * must not be a network output) and read a 1-D constant of x's dtype and
  * x's last dim. An axis is the last one when it is -1 or rank - 1 (rank
@@ -34,67 +35,42 @@
 
 enum { X, AX1, AX2, P2, EPS, NCAP };
 
+/* LayerNormalization exists at this default-domain opset for target onnx
+ * (the driver's gate); targets ort and gwr fuse at any opset. */
+#define LAYER_NORM_OPSET 17
 #define KEEPDIMS GWR_MA_INT_OR_ABSENT("keepdims", 1)
-#define MEAN {.op = "ReduceMean", .in = {GWR_M_CAP(X), GWR_M_OPT_CONST(AX1)}, .attrs = {KEEPDIMS}}
-#define SUB GWR_M_OP("Sub", GWR_M_CAP(X), GWR_M_NODE(0))
-#define POW GWR_M_OP("Pow", GWR_M_NODE(1), GWR_M_SPLAT(P2, 2.0))
-#define SQUARE GWR_M_OP("Mul", GWR_M_NODE(1), GWR_M_NODE(1))
-#define VAR {.op = "ReduceMean", .in = {GWR_M_NODE(2), GWR_M_OPT_CONST(AX2)}, .attrs = {KEEPDIMS}}
-#define ADD_EPS GWR_M_OP("Add", GWR_M_NODE(3), GWR_M_CONST(EPS))
-#define SQRT GWR_M_OP("Sqrt", GWR_M_NODE(4))
-#define DIV GWR_M_OP("Div", GWR_M_NODE(1), GWR_M_NODE(5))
-#define RECIP GWR_M_OP("Reciprocal", GWR_M_NODE(5))
-#define MUL_RECIP GWR_M_OP("Mul", GWR_M_NODE(1), GWR_M_NODE(6))
+enum { MEAN, SUB, POW, SQUARE, VAR, ADD_EPS, SQRT, RECIP, ROOT };
 
-static const gwr_match_node pow_div[] = {MEAN, SUB, POW, VAR, ADD_EPS, SQRT, DIV};
-static const gwr_match_node square_div[] = {MEAN, SUB, SQUARE, VAR, ADD_EPS, SQRT, DIV};
-static const gwr_match_node pow_recip[] = {MEAN, SUB, POW, VAR, ADD_EPS, SQRT, RECIP, MUL_RECIP};
-static const gwr_match_node square_recip[] = {MEAN, SUB, SQUARE, VAR, ADD_EPS, SQRT, RECIP, MUL_RECIP};
+static const char *const roots[] = {"Div", "Mul", NULL};
 
-static const gwr_match_pattern tables[] = {
-    {"layer_norm.pow_div", GWR_M_NODES(pow_div), NULL, NULL},
-    {"layer_norm.square_div", GWR_M_NODES(square_div), NULL, NULL},
-    {"layer_norm.pow_reciprocal", GWR_M_NODES(pow_recip), NULL, NULL},
-    {"layer_norm.square_reciprocal", GWR_M_NODES(square_recip), NULL, NULL},
+/* The root is Div(d, Sqrt(..)) or Mul(d, Reciprocal(Sqrt(..))), not a mix. */
+static int div_or_mul_recip(const gwr_match *m, void *user) {
+    (void)user;
+    return gwr_match_is_op(m->layers[ROOT], "Div") == !m->layers[RECIP];
+}
+
+static int fuse(gwr_rewrite_ctx *c, const gwr_match *m);
+
+static const gwr_match_node nodes[] = {
+    [MEAN] = {.op = "ReduceMean", .in = {GWR_M_CAP(X), GWR_M_OPT_CONST(AX1)}, .attrs = {KEEPDIMS}},
+    [SUB] = GWR_M_OP("Sub", GWR_M_CAP(X), GWR_M_NODE(MEAN)),
+    [POW] = GWR_M_OP("Pow", GWR_M_NODE(SUB), GWR_M_SPLAT(P2, 2.0)),
+    [SQUARE] = GWR_M_OP("Mul", GWR_M_NODE(SUB), GWR_M_NODE(SUB)),
+    [VAR] = {.op = "ReduceMean", .in = {GWR_M_EITHER(POW, SQUARE), GWR_M_OPT_CONST(AX2)}, .attrs = {KEEPDIMS}},
+    [ADD_EPS] = GWR_M_OP("Add", GWR_M_NODE(VAR), GWR_M_CONST(EPS)),
+    [SQRT] = GWR_M_OP("Sqrt", GWR_M_NODE(ADD_EPS)),
+    [RECIP] = GWR_M_OP("Reciprocal", GWR_M_NODE(SQRT)),
+    [ROOT] = {.ops = roots, .in = {GWR_M_NODE(SUB), GWR_M_EITHER(SQRT, RECIP)}, .where = div_or_mul_recip,
+              .min_opset = LAYER_NORM_OPSET, .opset_targets = GWR_TARGET_ONNX},
 };
-#define NTABLES ((int)(sizeof tables / sizeof tables[0]))
-
-/* x a float tensor of known rank >= 1 and known last dim, y of x's type. */
-static int same_type(const gwr_tensor *x, const gwr_tensor *y) {
-    gwr_dtype t = gwr_tensor_dtype(x);
-    int r = gwr_tensor_rank(x);
-    if (!gwr_match_dtype_real_float(t) || t != gwr_tensor_dtype(y) || r < 1 || r != gwr_tensor_rank(y)) return 0;
-    if (!GWR_DIM_IS_KNOWN(gwr_tensor_dim(x, -1))) return 0;
-    return !memcmp(gwr_tensor_dims(x), gwr_tensor_dims(y), (size_t)r * sizeof(gwr_dim));
-}
-
-/* ReduceMean l reduces exactly the last axis of a rank-r input: its axes
- * attribute, or else its constant axes input, is [-1] or [r - 1]. */
-static int last_axis_only(const gwr_layer *l, const gwr_tensor *axes_in, int r) {
-    const int64_t *ax;
-    int64_t n = 0;
-    double v;
-    int has_attr = gwr_layer_find_attr(l, "axes") >= 0;
-    if (has_attr == (axes_in != NULL)) return 0; /* none (all axes), or both */
-    if (has_attr) {
-        if (gwr_layer_get_ints(l, "axes", &ax, &n) || n != 1) return 0;
-        return ax[0] == -1 || ax[0] == r - 1;
-    }
-    gwr_dtype t = gwr_tensor_dtype(axes_in);
-    if ((t != GWR_INT64 && t != GWR_INT32) || !gwr_match_const_scalar(axes_in, &v)) return 0;
-    return v == -1 || v == r - 1;
-}
+static const gwr_match_pattern pattern = {"fuse_layer_norm", GWR_M_NODES(nodes), fuse, NULL};
 
 /* The tensor a 1-D constant of x's dtype and c elements is, read by the
  * only reader of t, a default-domain `op` of two inputs t and it; NULL
  * when not. *reader gets the layer. */
 static gwr_tensor *param_after(gwr_tensor *t, const char *op, gwr_dtype dt, int64_t c, gwr_layer **reader) {
-    if (gwr_tensor_output_index(t) >= 0 || gwr_tensor_num_live_users(t) != 1) return NULL;
-    gwr_layer *u = NULL;
-    for (int64_t i = 0; i < gwr_tensor_num_users(t) && !u; i++)
-        if (!gwr_layer_is_removed(gwr_tensor_user(t, i, NULL))) u = gwr_tensor_user(t, i, NULL);
-    if (!u || strcmp(gwr_layer_op(u), op) || *gwr_layer_domain(u) || gwr_layer_num_inputs(u) != 2) return NULL;
-    if (gwr_layer_num_outputs(u) != 1) return NULL;
+    gwr_layer *u = gwr_match_sole_reader(t);
+    if (!gwr_match_is_op(u, op) || gwr_layer_num_inputs(u) != 2 || gwr_layer_num_outputs(u) != 1) return NULL;
     gwr_tensor *a = gwr_layer_input(u, 0), *b = gwr_layer_input(u, 1), *p = a == t ? b : a;
     if ((a == t) == (b == t)) return NULL;
     gwr_match_const k;
@@ -103,16 +79,13 @@ static gwr_tensor *param_after(gwr_tensor *t, const char *op, gwr_dtype dt, int6
     return p;
 }
 
-/* LayerNormalization exists at this default-domain opset (-1: none). */
-static int has_layer_norm(int64_t opset) { return opset < 0 || opset >= 17; }
-
 /* The match's own checks; NULL when it fits, else why not. */
 static const char *check(const gwr_match *m, gwr_layer *root, float *eps) {
     gwr_tensor *x = m->captures[X];
-    if (!same_type(x, gwr_layer_output(root, 0)))
-        return "x is not a float tensor of the result's type with a known last dim";
     int r = gwr_tensor_rank(x);
-    if (!last_axis_only(m->layers[0], m->captures[AX1], r) || !last_axis_only(m->layers[3], m->captures[AX2], r))
+    if (!gwr_match_same_type(x, gwr_layer_output(root, 0)) || r < 1 || !GWR_DIM_IS_KNOWN(gwr_tensor_dim(x, -1)))
+        return "x is not a float tensor of the result's type with a known last dim";
+    if (!gwr_ps_reduces_last_axis(m->layers[MEAN], m->captures[AX1], r) || !gwr_ps_reduces_last_axis(m->layers[VAR], m->captures[AX2], r))
         return "a ReduceMean does not reduce exactly the last axis";
     double e;
     if (!gwr_match_const_scalar(m->captures[EPS], &e) || !isfinite(e) || e < 0)
@@ -121,27 +94,13 @@ static const char *check(const gwr_match *m, gwr_layer *root, float *eps) {
     return NULL;
 }
 
-static int fuse(gwr_rewrite_ctx *c, gwr_layer *l) {
+static int fuse(gwr_rewrite_ctx *c, const gwr_match *m) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
-    if (*gwr_layer_domain(l) || gwr_layer_num_outputs(l) != 1) return gwr_rewrite_no_match(c, "not an ONNX Div or Mul");
-    int64_t opset = gwr_network_opset(net, "");
-    if (gwr_ps_target(c) == GWR_TARGET_ONNX && !has_layer_norm(opset))
-        return gwr_rewrite_no_match(c, "LayerNormalization needs opset 17 for target onnx (the network imports %lld)",
-                                    (long long)opset);
-    gwr_match m;
-    int rc = 0;
-    for (int k = 0; k < NTABLES && !rc; k++)
-        if ((rc = gwr_match_layer(&tables[k], l, &m)) < 0)
-            return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
-    if (!rc) {
-        char why[256];
-        gwr_match_why(&m, why, sizeof why);
-        return gwr_rewrite_no_match(c, "no LayerNormalization chain (%s)", why);
-    }
+    gwr_layer *l = m->layers[ROOT];
     float eps = 0;
-    const char *why = check(&m, l, &eps);
+    const char *why = check(m, l, &eps);
     if (why) return gwr_rewrite_no_match(c, "%s", why);
-    gwr_tensor *x = m.captures[X], *tail = gwr_layer_output(l, 0);
+    gwr_tensor *x = m->captures[X], *tail = gwr_layer_output(l, 0);
     gwr_dtype dt = gwr_tensor_dtype(x);
     int64_t ch = gwr_tensor_dim(x, -1);
     gwr_layer *mul = NULL, *add = NULL;
@@ -155,15 +114,9 @@ static int fuse(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_status s = gwr_match_replace_layer(gwr_tensor_parent(tail), 1, &y);
     if (!s && add && mul) s = gwr_layer_mark_as_removed(mul);
     if (!s && (add || mul)) s = gwr_layer_mark_as_removed(l);
-    for (int i = 0; !s && i < m.nlayers - 1; i++)
-        if (m.layers[i]) s = gwr_layer_mark_as_removed(m.layers[i]);
+    for (int i = 0; !s && i < m->nlayers - 1; i++)
+        if (m->layers[i]) s = gwr_layer_mark_as_removed(m->layers[i]);
     return s ? gwr_rewrite_fail(c, s, "%s", gwr_last_errmsg()) : 1;
 }
 
-static const char *const roots[] = {"Div", "Mul", NULL};
-
-const gwr_pattern_rewriter gwr_pattern_fuse_layer_norm = {
-    .name = "fuse_layer_norm",
-    .root_ops = roots,
-    .match_and_rewrite = fuse,
-};
+const gwr_pattern_rewriter gwr_pattern_fuse_layer_norm = GWR_MATCH_PASS("fuse_layer_norm", roots, &pattern);

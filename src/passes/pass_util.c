@@ -3,9 +3,6 @@
 
 #include "gwr/passes.h"
 
-gwr_layer *gwr_ps_sole_reader(const gwr_tensor *t) { return gwr_match_sole_reader(t); }
-
-int64_t gwr_ps_target(gwr_rewrite_ctx *c) { return gwr_match_target(c); }
 
 int gwr_ps_transpose_perm(const gwr_layer *l, int r, int64_t *p) {
     const int64_t *v;
@@ -66,4 +63,15 @@ const char *gwr_ps_weight_layout(int kind, const gwr_layer *p, const gwr_match_c
         lo->nch = d[1];
         return NULL;
     }
+}
+
+int gwr_ps_reduces_last_axis(const gwr_layer *l, const gwr_tensor *axes_in, int r) {
+    const int64_t *ax;
+    int64_t n = 0;
+    double v;
+    int has_attr = gwr_layer_find_attr(l, "axes") >= 0;
+    if (has_attr == (axes_in != NULL)) return 0; /* none (all axes), or both */
+    if (has_attr) return !gwr_layer_get_ints(l, "axes", &ax, &n) && n == 1 && (ax[0] == -1 || ax[0] == r - 1);
+    gwr_dtype t = gwr_tensor_dtype(axes_in);
+    return (t == GWR_INT64 || t == GWR_INT32) && gwr_match_const_scalar(axes_in, &v) && (v == -1 || v == r - 1);
 }

@@ -17,15 +17,16 @@ static inline gwr_tensor *gwr_ps_const_new(gwr_network *net, gwr_dtype dt, int r
     return gwr_rl_const_new(net, dt, rank, dims, v, fill);
 }
 
-/* The optimizer's target (gwr_optimize's manager arg "target",
- * GWR_TARGET_*); GWR_TARGET_ONNX without one (a plain manager run). */
-int64_t gwr_ps_target(gwr_rewrite_ctx *c);
+/* The optimizer's target and the sole reader are the match room's
+ * (gwr_match_target, gwr_match_sole_reader); these names stay for code
+ * written against them. */
+#define gwr_ps_target(c) gwr_match_target(c)
+#define gwr_ps_sole_reader(t) gwr_match_sole_reader(t)
 
-/* The only live reader of t when t has exactly one and is not a network
- * output; else NULL. Stops at the second live reader: counting them all
- * (gwr_tensor_num_live_users) made a pass asking this of each link of a
- * chain whose links all read one tensor quadratic in the chain. */
-gwr_layer *gwr_ps_sole_reader(const gwr_tensor *t);
+/* ReduceMean l reduces exactly the last axis of a rank-r input: its axes
+ * attribute, or else its constant axes input (from opset 18; int64 or
+ * int32), is [-1] or [r - 1] (not both, not neither). */
+int gwr_ps_reduces_last_axis(const gwr_layer *l, const gwr_tensor *axes_in, int r);
 
 /* The perm of Transpose l over an input of rank r (absent: the reverse,
  * which needs r >= 0) into p (GWR_MAX_RANK entries); the count, or -1 when

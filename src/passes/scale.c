@@ -40,30 +40,15 @@ enum { K_CONV = GWR_PS_W_CONV, K_CONVT = GWR_PS_W_CONVT, K_GEMM = GWR_PS_W_GEMM,
      .in = {GWR_M_NODE(0), GWR_M_CONST(GAMMA), GWR_M_CONST(BETA), GWR_M_CONST(MEAN), GWR_M_CONST(VAR)},            \
      .attrs = {GWR_MA_INT_OR_ABSENT("training_mode", 0), GWR_MA_INT_OR_ABSENT("spatial", 1)}}
 
-static const gwr_match_node conv_bn[] = {
-    GWR_M_OP("Conv", GWR_M_CAP(X), GWR_M_CONST(W), GWR_M_OPT_CONST(B)),
-    BN_ROOT,
-};
-static const gwr_match_node convt_bn[] = {
-    GWR_M_OP("ConvTranspose", GWR_M_CAP(X), GWR_M_CONST(W), GWR_M_OPT_CONST(B)),
-    BN_ROOT,
-};
-static const gwr_match_node gemm_bn[] = {
-    GWR_M_OP("Gemm", GWR_M_CAP(X), GWR_M_CONST(W), GWR_M_OPT_CONST(B)),
-    BN_ROOT,
-};
-static const gwr_match_node matmul_bn[] = {
-    GWR_M_OP("MatMul", GWR_M_CAP(X), GWR_M_CONST(W)),
-    BN_ROOT,
-};
+static int fold_batchnorm(gwr_rewrite_ctx *c, const gwr_match *m);
 
-static const gwr_match_pattern tables[NKIND] = {
-    {"fold_batchnorm.conv", GWR_M_NODES(conv_bn), NULL, NULL},
-    {"fold_batchnorm.conv_transpose", GWR_M_NODES(convt_bn), NULL, NULL},
-    {"fold_batchnorm.gemm", GWR_M_NODES(gemm_bn), NULL, NULL},
-    {"fold_batchnorm.matmul", GWR_M_NODES(matmul_bn), NULL, NULL},
+/* in K_* order: the kind is the producer's op */
+static const char *const producer_ops[] = {"Conv", "ConvTranspose", "Gemm", "MatMul", NULL};
+static const gwr_match_node bn_nodes[] = {
+    {.ops = producer_ops, .in = {GWR_M_CAP(X), GWR_M_CONST(W), GWR_M_OPT_CONST(B)}}, /* a MatMul has no B */
+    BN_ROOT,
 };
-static const char *const producer_ops[NKIND] = {"Conv", "ConvTranspose", "Gemm", "MatMul"};
+static const gwr_match_pattern bn_p = {"fold_batchnorm", GWR_M_NODES(bn_nodes), fold_batchnorm, NULL};
 
 /* What the rewrite needs, and the scratch it owns. */
 typedef struct fold {
@@ -179,27 +164,12 @@ static int fold_one(gwr_rewrite_ctx *c, const gwr_match *m, int kind) {
     return rc;
 }
 
-static int fold_batchnorm(gwr_rewrite_ctx *c, gwr_layer *l) {
-    gwr_tensor *in = gwr_layer_num_inputs(l) > 0 ? gwr_layer_input(l, 0) : NULL;
-    gwr_layer *p = in ? gwr_tensor_parent(in) : NULL;
+static int fold_batchnorm(gwr_rewrite_ctx *c, const gwr_match *m) {
     int kind = 0;
-    while (p && kind < NKIND && (strcmp(gwr_layer_op(p), producer_ops[kind]) || *gwr_layer_domain(p))) kind++;
-    if (!p || kind == NKIND) return gwr_rewrite_no_match(c, "not read from a Conv, ConvTranspose, Gemm or MatMul");
-    gwr_match m;
-    int rc = gwr_match_layer(&tables[kind], l, &m);
-    if (rc < 0) return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
-    if (!rc) {
-        char why[256];
-        gwr_match_why(&m, why, sizeof why);
-        return gwr_rewrite_no_match(c, "%s", why);
-    }
-    return fold_one(c, &m, kind);
+    while (kind < NKIND - 1 && !gwr_match_is_op(m->layers[0], producer_ops[kind])) kind++;
+    return fold_one(c, m, kind);
 }
 
 static const char *const bn_ops[] = {"BatchNormalization", NULL};
 
-const gwr_pattern_rewriter gwr_pattern_fold_batchnorm = {
-    .name = "fold_batchnorm",
-    .root_ops = bn_ops,
-    .match_and_rewrite = fold_batchnorm,
-};
+const gwr_pattern_rewriter gwr_pattern_fold_batchnorm = GWR_MATCH_PASS("fold_batchnorm", bn_ops, &bn_p);

@@ -215,7 +215,7 @@ static int fuse_bias(gwr_rewrite_ctx *c, gwr_layer *l) {
         return gwr_rewrite_no_match(c, "not a two-input SUM");
     gwr_tensor *o = gwr_layer_output(l, 0);
     if (gwr_tensor_output_index(o) >= 0) return gwr_rewrite_no_match(c, "'%s' is a network output", gwr_tensor_name(o));
-    gwr_layer *user = gwr_ps_sole_reader(o); /* o is not a network output (above) */
+    gwr_layer *user = gwr_match_sole_reader(o); /* o is not a network output (above) */
     if (!user) return gwr_rewrite_no_match(c, "'%s' has %lld readers", gwr_tensor_name(o), (long long)gwr_tensor_num_live_users(o));
     if (!is_gpt_attention(user)) return gwr_rewrite_no_match(c, "read by '%s', not a GPTAttention", gwr_layer_name(user));
     gwr_flayer *f = gwr_flayer_get(net, user);

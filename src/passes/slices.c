@@ -30,22 +30,15 @@ typedef struct slice_params {
     int64_t st[MAXR], en[MAXR], ax[MAXR], sp[MAXR];
 } slice_params;
 
-/* The default-domain opset of l's outermost network (0 when none). */
-static int64_t opset_of(const gwr_layer *l) {
-    const gwr_network *n = gwr_layer_network(l);
-    while (gwr_network_parent(n)) n = gwr_network_parent(n);
-    int64_t v = gwr_network_opset(n, "");
-    return v < 0 ? 0 : v;
-}
 
 /* 0 and *p filled when l is a live default-domain Slice with inputs whose
  * parameters are constants and whose axes are valid for its input's rank;
  * -1 otherwise. */
 static int params_of(const gwr_layer *l, slice_params *p) {
     int nin = l ? gwr_layer_num_inputs(l) : 0;
-    int64_t opset = l ? opset_of(l) : 0;
+    int64_t opset = l ? gwr_match_opset(l) : -1; /* -1: none imported */
     if (!l || gwr_layer_is_removed(l) || gwr_layer_op_id(l) != GWR_OP_Slice || *gwr_layer_domain(l) || nin < 3 ||
-        (opset && opset < 10))
+        (opset >= 0 && opset < 10))
         return -1;
     int r = gwr_tensor_rank(gwr_layer_input(l, 0));
     int n = gwr_match_const_ints(gwr_layer_input(l, 1), p->st, MAXR);
@@ -110,30 +103,13 @@ static int compose(gwr_rewrite_ctx *c, const gwr_match *m) {
 static const gwr_match_node slice_nodes[] = {
     {.op = "Slice",
      .in = {GWR_M_CAP(X), GWR_M_CONST(-1), GWR_M_CONST(-1), GWR_M_OPT_CONST(-1), GWR_M_OPT_CONST(-1)},
-     .pred = outer_of_slice},
+     .pred = outer_of_slice, .min_opset = 10}, /* Slice's inputs from opset 10 */
 };
 static const gwr_match_pattern compose_p = {"compose_slices", GWR_M_NODES(slice_nodes), compose, NULL};
 
-static int refused(gwr_rewrite_ctx *c, const gwr_match *m) {
-    char why[256];
-    gwr_match_why(m, why, sizeof why);
-    return gwr_rewrite_no_match(c, "%s", why);
-}
-
-static int compose_slices(gwr_rewrite_ctx *c, gwr_layer *l) {
-    gwr_match m;
-    int r = gwr_match_layer(&compose_p, l, &m);
-    if (r < 0) return gwr_rewrite_fail(c, (gwr_status)-r, "%s", gwr_last_errmsg());
-    return r ? compose(c, &m) : refused(c, &m);
-}
-
 static const char *const slice_ops[] = {"Slice", NULL};
 
-const gwr_pattern_rewriter gwr_pattern_compose_slices = {
-    .name = "compose_slices",
-    .root_ops = slice_ops,
-    .match_and_rewrite = compose_slices,
-};
+const gwr_pattern_rewriter gwr_pattern_compose_slices = GWR_MATCH_PASS("compose_slices", slice_ops, &compose_p);
 
 /* ---- merge_slices_into_split ------------------------------------------------- */
 
@@ -195,8 +171,8 @@ static int to_split(gwr_rewrite_ctx *c, const gwr_match *m) {
         parts[n] = u, sizes[n++] = end - at;
     }
     gwr_network *net = gwr_rewrite_ctx_network(c);
-    int64_t opset = opset_of(root);
-    int as_input = !opset || opset >= 13; /* split: an input from opset 13 on */
+    int64_t opset = gwr_match_opset(root);
+    int as_input = opset < 0 || opset >= 13; /* split: an input from opset 13 on */
     gwr_tensor *in[2] = {x, as_input ? gwr_constant_i64s(net, n, sizes) : NULL};
     gwr_layer *l = !as_input || in[1] ? gwr_network_add_layer(net, "Split", "", NULL, as_input ? 2 : 1, in, n, NULL)
                                       : NULL;
@@ -216,19 +192,9 @@ static int to_split(gwr_rewrite_ctx *c, const gwr_match *m) {
 static const gwr_match_node part_nodes[] = {
     {.op = "Slice",
      .in = {GWR_M_CAP(X), GWR_M_CONST(-1), GWR_M_CONST(-1), GWR_M_OPT_CONST(-1), GWR_M_OPT_CONST(-1)},
-     .pred = first_part},
+     .pred = first_part, .min_opset = 10},
 };
 static const gwr_match_pattern split_p = {"merge_slices_into_split", GWR_M_NODES(part_nodes), to_split, NULL};
 
-static int merge_slices_into_split(gwr_rewrite_ctx *c, gwr_layer *l) {
-    gwr_match m;
-    int r = gwr_match_layer(&split_p, l, &m);
-    if (r < 0) return gwr_rewrite_fail(c, (gwr_status)-r, "%s", gwr_last_errmsg());
-    return r ? to_split(c, &m) : refused(c, &m);
-}
-
-const gwr_pattern_rewriter gwr_pattern_merge_slices_into_split = {
-    .name = "merge_slices_into_split",
-    .root_ops = slice_ops,
-    .match_and_rewrite = merge_slices_into_split,
-};
+const gwr_pattern_rewriter gwr_pattern_merge_slices_into_split =
+    GWR_MATCH_PASS("merge_slices_into_split", slice_ops, &split_p);

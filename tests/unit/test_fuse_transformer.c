@@ -527,7 +527,8 @@ TEST(kernel_simplified_layer_norm) {
     gwr_network_free(net);
 }
 
-enum { RMS_RECIP, RMS_DIV_SQUARE, RMS_NO_GAMMA, RMS_AXIS0, RMS_SHARED, RMS_GAMMA_INPUT, RMS_ONE_OVER, RMS_TWO_OVER };
+enum { RMS_RECIP, RMS_DIV_SQUARE, RMS_NO_GAMMA, RMS_AXIS0, RMS_SHARED, RMS_GAMMA_INPUT, RMS_ONE_OVER, RMS_TWO_OVER,
+       RMS_MUL_SQRT, RMS_DIV_RECIP, RMS_DIV_ONE_OVER }; /* the last three: a Div/Mul mixed with the other form: not RMS */
 
 static gwr_network *rms(int form) {
     int64_t d[3] = {2, 4, 8};
@@ -548,6 +549,13 @@ static gwr_network *rms(int form) {
     gwr_op_call(net, "", "Sqrt", 1, &e, NULL, 1, &s);
     if (form == RMS_DIV_SQUARE) {
         n = gwr_div(net, x, s);
+    } else if (form == RMS_MUL_SQRT) {
+        n = gwr_mul(net, x, s);
+    } else if (form == RMS_DIV_RECIP || form == RMS_DIV_ONE_OVER) {
+        gwr_tensor *r = NULL;
+        if (form == RMS_DIV_RECIP) gwr_op_call(net, "", "Reciprocal", 1, &s, NULL, 1, &r);
+        else r = gwr_div(net, gwr_constant_f32(net, 1), s);
+        n = gwr_div(net, x, r);
     } else if (form == RMS_ONE_OVER || form == RMS_TWO_OVER) { /* T5's x * (1 / Sqrt(...)); 2 / ...: not one */
         n = gwr_mul(net, x, gwr_div(net, gwr_constant_f32(net, form == RMS_ONE_OVER ? 1 : 2), s));
     } else {
@@ -577,6 +585,9 @@ TEST(rms_norm_cases) {
     expect(rms(RMS_AXIS0), "fuse_rms_norm", GWR_TARGET_ORT, 0, 4);
     expect(rms(RMS_SHARED), "fuse_rms_norm", GWR_TARGET_ORT, 0, 4);
     expect(rms(RMS_TWO_OVER), "fuse_rms_norm", GWR_TARGET_ORT, 0, 4);
+    expect(rms(RMS_MUL_SQRT), "fuse_rms_norm", GWR_TARGET_ORT, 0, 4);
+    expect(rms(RMS_DIV_RECIP), "fuse_rms_norm", GWR_TARGET_ORT, 0, 4);
+    expect(rms(RMS_DIV_ONE_OVER), "fuse_rms_norm", GWR_TARGET_ORT, 0, 4);
     not_for_onnx(rms(RMS_RECIP), rms(RMS_RECIP), "fuse_rms_norm");
 }
 

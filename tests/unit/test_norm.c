@@ -27,6 +27,7 @@ enum {
     LN_OTHER_X = 512,    /* Sub reads another tensor than the mean's input */
     LN_NO_OPSET = 1024,  /* no opset set */
     LN_WIDE = 2048,      /* x [2, 1, 768] */
+    LN_MIXED = 4096,     /* d / Reciprocal(std), or with LN_RECIP d * std: not a normalization */
 };
 
 /* ReduceMean(x) over one axis, keepdims 1: axes an attribute, or (opset 18)
@@ -61,7 +62,9 @@ static gwr_network *ln_model(unsigned f, int64_t opset) {
     gwr_tensor *sq = f & LN_SQUARE ? gwr_mul(net, d, d) : gwr_pow(net, d, gwr_constant_f32(net, 2));
     gwr_tensor *var = reduce_mean(net, sq, axis, as_in);
     gwr_tensor *sd = op1(net, "Sqrt", gwr_add(net, var, gwr_constant_f32(net, 1e-5f)));
-    gwr_tensor *y = f & LN_RECIP ? gwr_mul(net, d, op1(net, "Reciprocal", sd)) : gwr_div(net, d, sd);
+    gwr_tensor *y;
+    if (f & LN_MIXED) y = f & LN_RECIP ? gwr_mul(net, d, sd) : gwr_div(net, d, op1(net, "Reciprocal", sd));
+    else y = f & LN_RECIP ? gwr_mul(net, d, op1(net, "Reciprocal", sd)) : gwr_div(net, d, sd);
     if (f & (LN_AFFINE | LN_GAMMA_ONLY | LN_GAMMA_INPUT)) {
         gwr_tensor *g = f & LN_GAMMA_INPUT ? input(net, "gamma", 1, &c) : rconst(net, 1, &c, 0.5, 1.5);
         y = f & LN_SQUARE ? gwr_mul(net, g, y) : gwr_mul(net, y, g);
@@ -111,7 +114,8 @@ TEST(fuse_layer_norm_fires) {
 
 TEST(fuse_layer_norm_refuses) {
     static const unsigned cases[] = {LN_MEAN_READ, LN_VAR_OUTPUT, LN_AXIS_1, LN_OTHER_X, LN_AXIS_1 | LN_AXES_INPUT,
-                                     LN_MEAN_READ | LN_RECIP | LN_AFFINE};
+                                     LN_MEAN_READ | LN_RECIP | LN_AFFINE, LN_MIXED, LN_MIXED | LN_RECIP,
+                                     LN_MIXED | LN_SQUARE | LN_AFFINE};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         gwr_network *net = ln_model(cases[i], 17);
         CHECK_EQ_INT(run_pass(net, "fuse_layer_norm", GWR_TARGET_ONNX), 0);

@@ -102,6 +102,7 @@ typedef struct rl_bind {
 } rl_bind;
 
 #define RL_MAX_BINDS 48
+#define RL_PRE_OPS 8
 
 typedef struct gwr_rl_rule gwr_rl_rule;
 
@@ -116,6 +117,10 @@ typedef struct gwr_rl_table {
     struct { int slot; const rl_expr *x; } cons[RL_MAX_BINDS];
     int ncons;
     gwr_rl_rule *rule;
+    /* The prefilter (rules.c), derived from the table: node i's op ids
+     * (pre_nops[i] 0: any op), and whether the root reads a constant. */
+    gwr_op_id pre_ops[GWR_MATCH_MAX_NODES][RL_PRE_OPS];
+    int pre_nops[GWR_MATCH_MAX_NODES];
 } gwr_rl_table;
 
 typedef enum rl_phase { RL_PHASE_NONE = 0, RL_PHASE_CLEANUP, RL_PHASE_FOLD, RL_PHASE_FUSE, RL_PHASE_LOWER } rl_phase;
@@ -136,6 +141,12 @@ struct gwr_rl_rule {
     int ntables;
     const char *root_ops[GWR_MATCH_MAX_NODES + 1]; /* NULL-terminated, distinct */
     char why[256];     /* the last refusal by a predicate */
+    /* Run-time dispatch (rules.c): the root op ids (nroot_ids -1: any
+     * layer), and the newest default-domain op of the replacement. */
+    gwr_op_id root_ids[GWR_MATCH_MAX_NODES + 1];
+    int nroot_ids;
+    int repl_since;
+    const char *repl_since_op;
     const gwr_rules *set;
 };
 

@@ -16,7 +16,7 @@
 static int root_pred(const gwr_match *m, int node, void *user) {
     (void)node;
     gwr_rl_table *t = user;
-    rl_env env = {.t = t, .m = m, .why = t->rule->why, .why_size = sizeof t->rule->why};
+    rl_env env = {.t = t, .m = m, .why = t->rule->quiet ? NULL : t->rule->why, .why_size = sizeof t->rule->why};
     t->rule->why[0] = 0;
     int ok = rl_check_match(&env);
     rl_arena_free(&env.tmp);
@@ -233,7 +233,9 @@ static int run_rule(gwr_rl_rule *r, gwr_rewrite_ctx *c, gwr_layer *l) {
     for (int i = 0; i < r->ntables; i++) {
         gwr_match m;
         r->why[0] = 0;
+        r->quiet = !explain;
         int k = gwr_match_layer(&r->tables[i].pat, l, &m);
+        r->quiet = 0;
         if (k < 0) return gwr_rewrite_fail(c, (gwr_status)-k, "%s", gwr_last_errmsg());
         if (k) return rl_rewrite(c, &m);
         if (!i && explain) {

@@ -141,6 +141,7 @@ struct gwr_rl_rule {
     int ntables;
     const char *root_ops[GWR_MATCH_MAX_NODES + 1]; /* NULL-terminated, distinct */
     char why[256];     /* the last refusal by a predicate */
+    int quiet;         /* set while a run no one explains tries the rule: no refusal text formatted */
     /* Run-time dispatch (rules.c): the root op ids (nroot_ids -1: any
      * layer), and the newest default-domain op of the replacement. */
     gwr_op_id root_ids[GWR_MATCH_MAX_NODES + 1];

@@ -86,24 +86,8 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_scalar_around_matmul;
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fold_pad_into_conv;
 /* ---- end of scale and Pad folding ---- */
 
-/* fuse_hard_swish (activation.c): x * Clip(x + 3, 0, 6) / 6 (Div by 6 or
- * Mul by 1/6, either operand order, Clip bounds as inputs or attributes)
- * and x * HardSigmoid(x) with alpha 1/6 and beta 0.5 become HardSwish(x)
- * when the network's default opset is 14 or more (or not set) or the
- * manager arg "target" is GWR_TARGET_GWR; at an older opset (from 11, Clip's
- * bounds as inputs) the first form becomes x * HardSigmoid(x; 1/6, 0.5);
- * Clip(x + 3, 0, 6) / 6 alone becomes HardSigmoid(x; 1/6, 0.5). Roots: Mul
- * and Div. */
-GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_hard_swish;
-/* fuse_gelu (activation.c): the exporters' GELU, 0.5 x (1 + Erf(x / sqrt2))
- * (Div by sqrt2 or Mul by 1/sqrt2) and 0.5 x (1 + Tanh(sqrt(2/pi) (x +
- * 0.044715 x^3))) (Pow(x, 3) or x*x*x), the 0.5 multiplied first, last or
- * in the middle, become Gelu(x) and Gelu(x, approximate "tanh"); the
- * irrational constants within 1e-4 relative. Gelu is opset 20: for the
- * manager arg "target" GWR_TARGET_GWR at any opset, otherwise (onnx, ort,
- * or no arg) only when the default opset is 20 or more or not set. x must
- * be a float tensor of the result's shape. Root: Mul. */
-GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_gelu;
+/* fuse_hard_swish, fuse_gelu: rule files (src/passes/rules/hard_swish.rules,
+ * gelu.rules), run as the passes of those labels (gwr_passes_add). */
 /* fuse_clip_chains (activation.c): clamp chains become one layer, bit for
  * bit (NaN and signed zeros included): Relu(Relu(x)) -> Relu(x);
  * Clip(Relu(x), lo, hi) -> Clip(x, lo, hi) with lo >= +0; Clip(Clip(x, a,
@@ -129,13 +113,7 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_clip_chains;
  * any target. Roots: Div and Mul. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_layer_norm;
 
-/* fuse_matmul_add (linalg.c): Add(MatMul(a, B), C), either operand order,
- * becomes Gemm(a, B, C) when a has known rank 2 and a float dtype, B is a
- * constant 2-D matrix and C a constant of a's dtype that broadcasts to
- * [M, N] without growing it ([], [N], [1, N], [M, N], ... with M known when
- * C's dim 0 is not 1), and the MatMul's output has no other reader. Root:
- * Add. */
-GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_matmul_add;
+/* fuse_matmul_add: a rule file (src/passes/rules/matmul_add.rules). */
 
 /* onnxruntime's CNN fusions (fuse_conv.c), for targets ort and gwr only
  * (the manager arg "target" GWR_TARGET_ONNX refuses; no arg fuses), all
@@ -180,20 +158,13 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_merge_qkv_matmuls;
  * input are removed and their readers read that input. Constants are
  * compared exactly, shapes from known dims; an Identity carrying a network
  * output's name for a graph input, another output or an outer tensor stays.
- * eliminate_identity: Identity, and Dropout in inference (no training_mode
- * or a constant false one, is_test before opset 7) with its mask unread.
- * eliminate_noop_arith: x+0, 0+x, x-0, x*1, 1*x, x/1 with an exact splat
- * constant of x's dtype that broadcasts to x's own shape.
  * eliminate_noop_reshape: Cast(Like) to x's dtype, Reshape/Expand to x's
  * known shape, an identity Transpose, a Slice of everything, a zero Pad, a
  * Tile by ones, a one-input Concat, a one-output Split.
- * compose_transposes: Transpose(Transpose(x, p1), p2) becomes
- * Transpose(x, p1[p2]), or x when that is the identity (the inner one read
- * only there). */
-GWR_API extern const gwr_pattern_rewriter gwr_pattern_eliminate_identity;
-GWR_API extern const gwr_pattern_rewriter gwr_pattern_eliminate_noop_arith;
+ * eliminate_identity, eliminate_noop_arith and compose_transposes are rule
+ * files (src/passes/rules/identity.rules, noop_arith.rules,
+ * transposes.rules). */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_eliminate_noop_reshape;
-GWR_API extern const gwr_pattern_rewriter gwr_pattern_compose_transposes;
 
 /* eliminate_common_subexpressions (cse.c): two live layers of one network
  * with the same op (of the op table), the same input tensors in the same
@@ -209,7 +180,7 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_compose_transposes;
  * output's name moves to the kept tensor otherwise). Root: any layer. */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_eliminate_common_subexpressions;
 
-/* Transformer fusions (fuse_transformer.c). The first four emit
+/* Transformer fusions (fuse_transformer.c). The first two emit
  * onnxruntime's com.microsoft contrib ops and fire only for the manager arg
  * "target" GWR_TARGET_ORT or GWR_TARGET_GWR.
  * fuse_skip_layer_norm: LayerNormalization over the last axis (constant
@@ -222,21 +193,17 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_eliminate_common_subexpres
  * of Add(a, b) becomes SkipSimplifiedLayerNormalization(a, b, gamma) the
  * same way (no bias form). Root: LayerNormalization,
  * SimplifiedLayerNormalization.
- * fuse_bias_gelu: Gelu(x + bias) (ONNX Gelu, com.microsoft Gelu or
- * FastGelu), bias a constant 1-D over x's last axis, becomes BiasGelu(x,
- * bias), or FastGelu(x, bias) for the tanh forms. Root: the Gelu.
  * fuse_matmul_scale: MatMul (or FusedMatMul) whose operands are
  * Transpose(x) swapping only the last two axes and/or x times (or divided
  * by) a constant splat, or whose result is scaled so, becomes
  * FusedMatMul(alpha, transA, transB) (float32 for target ort). Root: the
  * MatMul.
- * fuse_silu: x * Sigmoid(x) becomes QuickGelu(x; alpha 1). Root: Mul.
  * fuse_transpose_into_gemm (every target): a Transpose([1, 0]) read only by
- * a Gemm's A or B is dropped and transA / transB flipped. Root: Gemm. */
+ * a Gemm's A or B is dropped and transA / transB flipped. Root: Gemm.
+ * fuse_bias_gelu and fuse_silu are rule files (src/passes/rules/bias_gelu.rules,
+ * silu.rules). */
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_skip_layer_norm;
-GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_bias_gelu;
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_matmul_scale;
-GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_silu;
 GWR_API extern const gwr_pattern_rewriter gwr_pattern_fuse_transpose_into_gemm;
 /* fuse_rms_norm (fuse_transformer.c; targets ort and gwr): x / Sqrt(ReduceMean(Pow(x, 2) or x * x,
  * last axis) + eps), or x * Reciprocal(Sqrt(...)) or x * (1 / Sqrt(...)), times an optional 1-D

@@ -1,14 +1,14 @@
-/* eliminate.c - the optimizer's elimination passes (level basic, every
- * target, exact): layers whose output provably equals one of their inputs
- * are removed and their readers read that input, and two Transposes in a
- * row become one (or none).
+/* eliminate.c - eliminate_noop_reshape (level basic, every target, exact):
+ * layers whose output provably equals their input are removed and their
+ * readers read that input. (eliminate_identity, eliminate_noop_arith and
+ * compose_transposes are rule files: src/passes/rules/identity.rules,
+ * noop_arith.rules, transposes.rules.) It stays hand-written: each op's
+ * proof (Reshape's 0 and -1 entries, Slice's clamped ends, Pad's modes)
+ * reads constant inputs per op, more than a where clause says.
  *
- *   eliminate_identity      Identity; Dropout in inference form
- *   eliminate_noop_arith    x+0, 0+x, x-0, x*1, 1*x, x/1 with an exact splat that keeps x's shape
  *   eliminate_noop_reshape  Cast to its own dtype, Reshape/Expand to the same shape, an identity
  *                           Transpose, a Slice of everything, a Pad by zeros, a Tile by ones,
  *                           a one-input Concat, a one-output Split
- *   compose_transposes      Transpose(Transpose(x, p1), p2) -> Transpose(x, p1[p2]) or x
  *
  * Every proof uses only what is known: constants read exactly (no
  * tolerance), shapes from known dims, and a dim that is not known makes a
@@ -17,11 +17,8 @@
  * The interface: replacing a network output by another tensor keeps the
  * output's name (gwr_tensor_replace_all_uses_with swaps the names, or puts
  * an Identity in between when the new tensor is a graph input, another
- * output or a tensor of an enclosing network). An Identity in exactly that
- * position is therefore left alone, or the pass would replace it by a new
- * Identity forever. Every other rewrite removes at least one layer that
- * is not an Identity (or, for compose_transposes, turns two layers into at
- * most one), so the passes converge. */
+ * output or a tensor of an enclosing network). Every rewrite removes a
+ * layer that is not an Identity, so the pass converges. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -30,15 +27,6 @@
 #include "gwr/passes.h"
 #include "passes/pass_util.h"
 #include "util/util.h"
-
-enum { X, K, T, NCAP };
-
-/* Would replacing o (an output of l) by x need the IR to insert an
- * Identity to carry o's name? */
-static int needs_carrier(const gwr_layer *l, const gwr_tensor *o, const gwr_tensor *x) {
-    return gwr_tensor_output_index(o) >= 0 &&
-           (gwr_tensor_is_input(x) || gwr_tensor_output_index(x) >= 0 || gwr_tensor_network(x) != gwr_layer_network(l));
-}
 
 /* Is an output other than the first read or a network output? */
 static int extra_outputs_used(const gwr_layer *l) {
@@ -63,89 +51,14 @@ static int can_replace(gwr_rewrite_ctx *c, gwr_layer *l, const gwr_tensor *x) {
     return 1;
 }
 
-/* Readers of l's first output read x instead; l (and, with a match, the
- * other matched layers) removed. */
-static int replace_by(gwr_rewrite_ctx *c, gwr_layer *l, const gwr_match *m, gwr_tensor *x) {
+/* Readers of l's first output read x instead; l removed. */
+static int replace_by(gwr_rewrite_ctx *c, gwr_layer *l, gwr_tensor *x) {
     gwr_tensor *outs[2] = {x, NULL};
     if (!can_replace(c, l, x)) return 0;
     int n = gwr_layer_num_outputs(l);
-    gwr_status s = m ? gwr_match_replace(m, n, outs) : gwr_match_replace_layer(l, n, outs);
+    gwr_status s = gwr_match_replace_layer(l, n, outs);
     return s ? gwr_rewrite_fail(c, s, "%s", gwr_last_errmsg()) : 1;
 }
-
-/* ---- eliminate_identity ----------------------------------------------------- */
-
-/* An Identity always computes its input; a Dropout when not training: opset 12's training_mode
- * input absent or a constant false, and before opset 7 is_test set (its
- * default, 0, meant training). Its mask output must be unread. */
-static int dropout_inference(const gwr_match *m, int node, void *user) {
-    (void)user;
-    gwr_layer *l = m->layers[node];
-    if (gwr_layer_op_id(l) == GWR_OP_Identity) return 1;
-    int64_t opset = gwr_match_opset(l), is_test = 0; /* -1: none imported */
-    if (opset >= 0 && opset < 7 && (gwr_layer_attr_int(l, "is_test", 0, &is_test) || !is_test)) return 0;
-    if (opset >= 0 && opset < 12 && gwr_layer_num_inputs(l) > 1) return 0;
-    if (m->captures[T] && !gwr_match_const_is_splat(m->captures[T], 0, 0)) return 0;
-    return !extra_outputs_used(l);
-}
-
-/* Identity(x) (one input: the optional ones are absent) or Dropout(x, ratio, training_mode). */
-static const char *const identity_ops[] = {"Identity", "Dropout", NULL};
-static const gwr_match_node identity_nodes[] = {
-    {.ops = identity_ops, .in = {GWR_M_CAP(X), GWR_M_OPT_CAP(-1), GWR_M_OPT_CONST(T)}, .pred = dropout_inference},
-};
-
-static int to_input(gwr_rewrite_ctx *c, const gwr_match *m) {
-    gwr_layer *l = m->layers[m->nlayers - 1];
-    gwr_tensor *o = gwr_layer_output(l, 0), *x = m->captures[X];
-    if (gwr_layer_op_id(l) == GWR_OP_Identity && needs_carrier(l, o, x))
-        return gwr_rewrite_no_match(c, "the Identity carries output '%s' of '%s'", gwr_tensor_name(o),
-                                    gwr_tensor_name(x));
-    return replace_by(c, l, m, x);
-}
-
-static const gwr_match_pattern identity_p = {"eliminate_identity", GWR_M_NODES(identity_nodes), to_input, NULL};
-
-const gwr_pattern_rewriter gwr_pattern_eliminate_identity = GWR_MATCH_PASS("eliminate_identity", identity_ops, &identity_p);
-
-/* ---- eliminate_noop_arith --------------------------------------------------- */
-
-/* Does x op k have exactly x's dtype and shape? k's dims, right-aligned,
- * must each be 1 or x's known extent, and k no longer than x's rank. */
-static int keeps_x(const gwr_tensor *x, const gwr_tensor *k, const gwr_tensor *y) {
-    gwr_dtype dt = gwr_tensor_dtype(x), dy = gwr_tensor_dtype(y);
-    gwr_match_const c;
-    if (!(gwr_dtype_is_float(dt) || gwr_dtype_is_int(dt)) || gwr_tensor_dtype(k) != dt) return 0;
-    if ((dy != GWR_UNDEFINED && dy != dt) || !gwr_match_const_get(k, &c)) return 0;
-    int r = gwr_tensor_rank(x);
-    if (r < 0 || c.rank > r) return 0;
-    for (int d = 0; d < c.rank; d++) {
-        gwr_dim xd = gwr_tensor_dim(x, r - c.rank + d);
-        if (c.dims[d] != 1 && !(GWR_DIM_IS_KNOWN(xd) && xd == c.dims[d])) return 0;
-    }
-    return 1;
-}
-
-/* The constant is the op's neutral value (0 for Add and Sub, 1 for Mul
- * and Div), compared exactly. */
-static int neutral(const gwr_match *m, int node, void *user) {
-    (void)user;
-    gwr_op_id id = gwr_layer_op_id(m->layers[node]);
-    const gwr_tensor *y = gwr_layer_output(m->layers[node], 0);
-    return gwr_match_const_is_splat(m->captures[K], id == GWR_OP_Add || id == GWR_OP_Sub ? 0 : 1, 0) &&
-           keeps_x(m->captures[X], m->captures[K], y);
-}
-
-static int to_x(gwr_rewrite_ctx *c, const gwr_match *m) {
-    return replace_by(c, m->layers[m->nlayers - 1], m, m->captures[X]);
-}
-
-/* Add and Mul are commutative: the matcher tries 0 + x and 1 * x too (not 0 - x, 1 / x). */
-static const char *const arith_ops[] = {"Add", "Sub", "Mul", "Div", NULL};
-static const gwr_match_node arith_nodes[] = {{.ops = arith_ops, .in = {GWR_M_CAP(X), GWR_M_CONST(K)}, .pred = neutral}};
-static const gwr_match_pattern arith_p = {"eliminate_noop_arith", GWR_M_NODES(arith_nodes), to_x, NULL};
-
-const gwr_pattern_rewriter gwr_pattern_eliminate_noop_arith = GWR_MATCH_PASS("eliminate_noop_arith", arith_ops, &arith_p);
 
 /* ---- eliminate_noop_reshape ------------------------------------------------- */
 /* One layer each: a check on the layer returns the input its output
@@ -299,7 +212,7 @@ static int eliminate_noop_reshape(gwr_rewrite_ctx *c, gwr_layer *l) {
     case GWR_OP_Split: x = noop_concat_split(l, &why); break;
     default: break;
     }
-    return x ? replace_by(c, l, NULL, x) : gwr_rewrite_no_match(c, "%s", why);
+    return x ? replace_by(c, l, x) : gwr_rewrite_no_match(c, "%s", why);
 }
 
 static const char *const reshape_ops[] = {"Cast", "CastLike", "Reshape", "Expand", "Transpose",
@@ -310,33 +223,4 @@ const gwr_pattern_rewriter gwr_pattern_eliminate_noop_reshape = {
     .root_ops = reshape_ops,
     .match_and_rewrite = eliminate_noop_reshape,
 };
-
-/* ---- compose_transposes ----------------------------------------------------- */
-
-static const gwr_match_node tt_nodes[] = {
-    GWR_M_OP("Transpose", GWR_M_CAP(X)),
-    GWR_M_OP("Transpose", GWR_M_NODE(0)),
-};
-
-/* out[j] = mid[p2[j]] = x[p1[p2[j]]]. */
-static int compose(gwr_rewrite_ctx *c, const gwr_match *m) {
-    gwr_tensor *x = m->captures[X];
-    int64_t p1[GWR_MAX_RANK], p2[GWR_MAX_RANK], q[GWR_MAX_RANK];
-    int n1 = gwr_ps_transpose_perm(m->layers[0], gwr_tensor_rank(x), p1);
-    int n2 = gwr_ps_transpose_perm(m->layers[1], gwr_tensor_rank(gwr_layer_output(m->layers[0], 0)), p2), ident = 1;
-    if (n1 < 0 || n2 != n1) return gwr_rewrite_no_match(c, "the perms are unknown or of different ranks");
-    for (int j = 0; j < n1; j++) ident &= (q[j] = p1[p2[j]]) == j;
-    if (!can_replace(c, m->layers[1], x)) return 0; /* the new Transpose would have x's dtype */
-    if (ident) return replace_by(c, m->layers[1], m, x);
-    gwr_network *net = gwr_rewrite_ctx_network(c);
-    gwr_tensor *y = gwr_transpose(net, x, n1, q);
-    if (!y) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "composing the perms: %s", gwr_network_errmsg(net));
-    return replace_by(c, m->layers[1], m, y);
-}
-
-static const gwr_match_pattern tt_p = {"compose_transposes", GWR_M_NODES(tt_nodes), compose, NULL};
-
-static const char *const transpose_ops[] = {"Transpose", NULL};
-
-const gwr_pattern_rewriter gwr_pattern_compose_transposes = GWR_MATCH_PASS("compose_transposes", transpose_ops, &tt_p);
 

@@ -185,67 +185,6 @@ const gwr_pattern_rewriter gwr_pattern_fuse_skip_layer_norm = {
     .match_and_rewrite = fuse_skip_ln,
 };
 
-/* ---- fuse_bias_gelu ------------------------------------------------------------- */
-
-enum { BX, BB, BNCAP };
-
-static int fuse_bias_gelu(gwr_rewrite_ctx *c, const gwr_match *m);
-
-static const char *const gelu_roots[] = {"Gelu", MS "::Gelu", MS "::FastGelu", NULL};
-static const gwr_match_node bias_gelu_nodes[] = {
-    GWR_M_OP("Add", GWR_M_CAP(BX), GWR_M_CONST(BB)),
-    {.ops = gelu_roots, .in = {GWR_M_NODE(0)}, .targets = GWR_TARGET_ORT | GWR_TARGET_GWR},
-};
-static const gwr_match_pattern bias_gelu_table = {"fuse_bias_gelu", GWR_M_NODES(bias_gelu_nodes), fuse_bias_gelu, NULL};
-
-static int fuse_bias_gelu(gwr_rewrite_ctx *c, const gwr_match *m) {
-    gwr_network *net = gwr_rewrite_ctx_network(c);
-    gwr_layer *l = m->layers[1];
-    int onnx = gwr_match_is_op(l, "Gelu"), fast = gwr_match_is_op(l, MS "::FastGelu");
-    gwr_tensor *x = m->captures[BX], *b = m->captures[BB], *y = gwr_layer_output(l, 0);
-    const char *ap = "none";
-    if (onnx && gwr_layer_attr_string(l, "approximate", "none", &ap)) return gwr_rewrite_no_match(c, "a bad approximate");
-    int tanh_form = fast || !strcmp(ap, "tanh");
-    if (!gwr_match_same_type(x, y) || gwr_tensor_rank(x) < 1 || !vec_const(b, gwr_tensor_dtype(x), gwr_tensor_dim(x, -1)))
-        return gwr_rewrite_no_match(c, "the bias is not a 1-D constant over the last axis of x's shape and dtype");
-    if (fast && gwr_layer_num_inputs(l) > 1 && gwr_layer_input(l, 1))
-        return gwr_rewrite_no_match(c, "the FastGelu has a bias already");
-    gwr_tensor *in[2] = {x, b}, *out = NULL;
-    if (!ms_call(net, tanh_form ? "FastGelu" : "BiasGelu", 2, in, NULL, 1, &out)) return built_fail(c, net);
-    gwr_status st = gwr_match_replace(m, 1, &out);
-    return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
-}
-
-const gwr_pattern_rewriter gwr_pattern_fuse_bias_gelu = GWR_MATCH_PASS("fuse_bias_gelu", gelu_roots, &bias_gelu_table);
-
-/* ---- fuse_silu ----------------------------------------------------------------------- */
-
-static int fuse_silu(gwr_rewrite_ctx *c, const gwr_match *m);
-
-static const gwr_match_node silu_nodes[] = {
-    GWR_M_OP("Sigmoid", GWR_M_CAP(0)),
-    {.op = "Mul", .in = {GWR_M_CAP(0), GWR_M_NODE(0)}, .targets = GWR_TARGET_ORT | GWR_TARGET_GWR}, /* QuickGelu: contrib */
-};
-static const gwr_match_pattern silu_table = {"fuse_silu", GWR_M_NODES(silu_nodes), fuse_silu, NULL};
-
-static int fuse_silu(gwr_rewrite_ctx *c, const gwr_match *m) {
-    gwr_network *net = gwr_rewrite_ctx_network(c);
-    gwr_tensor *x = m->captures[0];
-    if (!gwr_match_same_type(x, gwr_layer_output(m->layers[1], 0)))
-        return gwr_rewrite_no_match(c, "x is not a float tensor of the result's shape");
-    gwr_args *a = gwr_args_new();
-    gwr_tensor *out = NULL;
-    gwr_layer *q = a && !gwr_args_set_float(a, "alpha", 1.0) ? ms_call(net, "QuickGelu", 1, &x, a, 1, &out) : NULL;
-    gwr_args_free(a);
-    if (!q) return built_fail(c, net);
-    gwr_status st = gwr_match_replace(m, 1, &out);
-    return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
-}
-
-static const char *const silu_roots[] = {"Mul", NULL};
-
-const gwr_pattern_rewriter gwr_pattern_fuse_silu = GWR_MATCH_PASS("fuse_silu", silu_roots, &silu_table);
-
 /* ---- fuse_matmul_scale ------------------------------------------------------------- */
 
 /* t = Transpose(x) swapping only the last two axes, read only by `reader`:

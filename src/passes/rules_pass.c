@@ -39,3 +39,20 @@ int gwr_ps_rules_file_run(gwr_rewrite_ctx *c, gwr_layer *l) {
 
 static const char *const cleanup_roots[] = {"Neg", "Not", "Abs", "Floor", "Ceil", "Round", NULL};
 const gwr_pattern_rewriter gwr_ps_pattern_rules_cleanup = GWR_PS_RULES_PASS("rules_cleanup", "cleanup.rules", cleanup_roots);
+
+/* The optimizer's passes written as rule files, under their old labels. */
+static const char *const gelu_roots[] = {"Mul", NULL};
+const gwr_pattern_rewriter gwr_ps_pattern_fuse_gelu = GWR_PS_RULES_PASS("fuse_gelu", "gelu.rules", gelu_roots);
+static const char *const hard_swish_roots[] = {"Div", "Mul", NULL};
+const gwr_pattern_rewriter gwr_ps_pattern_fuse_hard_swish = GWR_PS_RULES_PASS("fuse_hard_swish", "hard_swish.rules", hard_swish_roots);
+const gwr_pattern_rewriter gwr_ps_pattern_fuse_silu = GWR_PS_RULES_PASS("fuse_silu", "silu.rules", gelu_roots);
+static const char *const bias_gelu_roots[] = {"Gelu", "com.microsoft::Gelu", "com.microsoft::FastGelu", NULL};
+const gwr_pattern_rewriter gwr_ps_pattern_fuse_bias_gelu = GWR_PS_RULES_PASS("fuse_bias_gelu", "bias_gelu.rules", bias_gelu_roots);
+static const char *const add_roots[] = {"Add", NULL};
+const gwr_pattern_rewriter gwr_ps_pattern_fuse_matmul_add = GWR_PS_RULES_PASS("fuse_matmul_add", "matmul_add.rules", add_roots);
+static const char *const arith_roots[] = {"Add", "Sub", "Mul", "Div", NULL};
+const gwr_pattern_rewriter gwr_ps_pattern_eliminate_noop_arith = GWR_PS_RULES_PASS("eliminate_noop_arith", "noop_arith.rules", arith_roots);
+static const char *const transpose_roots[] = {"Transpose", NULL};
+const gwr_pattern_rewriter gwr_ps_pattern_compose_transposes = GWR_PS_RULES_PASS("compose_transposes", "transposes.rules", transpose_roots);
+static const char *const identity_roots[] = {"Identity", "Dropout", NULL};
+const gwr_pattern_rewriter gwr_ps_pattern_eliminate_identity = GWR_PS_RULES_PASS("eliminate_identity", "identity.rules", identity_roots);

@@ -28,5 +28,9 @@ int gwr_ps_rules_file_run(gwr_rewrite_ctx *c, gwr_layer *l);
 
 /* The pass of src/passes/rules/cleanup.rules. */
 extern const gwr_pattern_rewriter gwr_ps_pattern_rules_cleanup;
+/* The optimizer's passes that are rule files (gelu.rules, ...). */
+extern const gwr_pattern_rewriter gwr_ps_pattern_fuse_gelu, gwr_ps_pattern_fuse_hard_swish, gwr_ps_pattern_fuse_silu,
+    gwr_ps_pattern_fuse_bias_gelu, gwr_ps_pattern_fuse_matmul_add, gwr_ps_pattern_eliminate_noop_arith,
+    gwr_ps_pattern_compose_transposes, gwr_ps_pattern_eliminate_identity;
 
 #endif

@@ -17,4 +17,8 @@ gwr_status rw_manager_error(gwr_rewrite_manager *m, gwr_status s, const char *fm
  * rewriters m holds). Nonzero (nothing kept) when out of memory. */
 int rw_manager_own(gwr_rewrite_manager *m, void *obj, void (*free_fn)(void *));
 
+/* Does anyone read the reason of a no-match (a trace, --explain)? When
+ * not, a pattern may skip formatting it. */
+int rw_ctx_wants_reason(const gwr_rewrite_ctx *c);
+
 #endif

@@ -199,6 +199,8 @@ void *gwr_rewrite_ctx_user(const gwr_rewrite_ctx *c) {
 const char *gwr_rewrite_ctx_label(const gwr_rewrite_ctx *c) { return c && c->cur ? c->cur->label : ""; }
 gwr_network *gwr_rewrite_ctx_network(const gwr_rewrite_ctx *c) { return c ? c->net : NULL; }
 
+int rw_ctx_wants_reason(const gwr_rewrite_ctx *c) { return c && c->want_reason; }
+
 int gwr_rewrite_no_match(gwr_rewrite_ctx *c, const char *fmt, ...) {
     if (c && c->want_reason && fmt) {
         va_list ap;

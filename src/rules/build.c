@@ -106,7 +106,14 @@ static int build(bctx *b, const rl_expr *x, int nout, gwr_tensor **outs) {
     if (x->kind == RL_NAME) { /* => x */
         const rl_bind *bd = rl_find_bind(t, x->s);
         outs[0] = m->captures[bd->slot];
-        return outs[0] ? 1 : fail(b, "the replacement is absent", x->s);
+        if (!outs[0]) return fail(b, "the replacement is absent", x->s);
+        /* An Identity that carries a network output's name for x would come back as a new Identity: it stays. */
+        gwr_layer *root = m->layers[m->nlayers - 1];
+        const gwr_tensor *o = gwr_layer_output(root, 0);
+        if (gwr_layer_op_id(root) == GWR_OP_Identity && gwr_tensor_output_index(o) >= 0 &&
+            (gwr_tensor_is_input(outs[0]) || gwr_tensor_output_index(outs[0]) >= 0 || gwr_tensor_network(outs[0]) != gwr_layer_network(root)))
+            return fail(b, "the Identity carries a network output's name", gwr_tensor_name(o));
+        return 1;
     }
     /* Inputs: tensors and ops first, then the constants, which take the
      * dtype of the first tensor input. */
@@ -190,11 +197,16 @@ static int build(bctx *b, const rl_expr *x, int nout, gwr_tensor **outs) {
     return 1;
 }
 
-/* Same dtype, and the same dims where both are known. */
-static int fits(bctx *b, const gwr_tensor *old, const gwr_tensor *nu) {
+/* Same dtype, and the same dims where both are known. An elimination
+ * (`=> x`) of a network output compares the dtype only: the output's
+ * declared shape is the interface, which gwr optimize's guard compares
+ * before and after the passes (and names when a model's declaration
+ * contradicts its graph), as the hand-written eliminations left it. */
+static int fits(bctx *b, const gwr_tensor *old, const gwr_tensor *nu, int elimination) {
     gwr_dtype a = gwr_tensor_dtype(old), c = gwr_tensor_dtype(nu);
     if (a != GWR_UNDEFINED && c != GWR_UNDEFINED && a != c) return fail(b, "the replacement's dtype differs", gwr_dtype_name(c));
     int ra = gwr_tensor_rank(old), rc = gwr_tensor_rank(nu);
+    if (elimination && gwr_tensor_output_index(old) >= 0) return 1;
     if (ra >= 0 && rc >= 0) {
         if (ra != rc) return fail(b, "the replacement's rank differs", NULL);
         for (int i = 0; i < ra; i++) {
@@ -208,6 +220,11 @@ static int fits(bctx *b, const gwr_tensor *old, const gwr_tensor *nu) {
 char *rl_why_buf(void) {
     static _Thread_local char why[RL_WHY_SIZE];
     return why;
+}
+
+int *rl_quiet(void) {
+    static _Thread_local int quiet;
+    return &quiet;
 }
 
 int rl_rewrite(gwr_rewrite_ctx *c, const gwr_match *m) {
@@ -229,7 +246,7 @@ int rl_rewrite(gwr_rewrite_ctx *c, const gwr_match *m) {
     for (int i = 0; r > 0 && i < nout; i++) {
         gwr_tensor *o = gwr_layer_output(root, i);
         if (!outs[i] && (gwr_tensor_num_live_users(o) || gwr_tensor_output_index(o) >= 0)) r = fail(&b, "an output of the root has no replacement", NULL);
-        else if (outs[i]) r = fits(&b, o, outs[i]);
+        else if (outs[i]) r = fits(&b, o, outs[i], rule->repl->kind == RL_NAME);
     }
     gwr_status s = GWR_OK;
     if (r > 0 && (s = gwr_match_replace(m, nout, outs))) r = fail(&b, "cannot replace", gwr_last_errmsg());

@@ -255,6 +255,82 @@ static int tensor_arg(rl_env *env, const rl_expr *x, const rl_val *v) {
     return 1;
 }
 
+/* A tensor argument of the graph queries: a bound tensor, or a node
+ * name (n@Op) standing for its first output. */
+static int graph_tensor(rl_env *env, const rl_expr *a, const gwr_tensor **t) {
+    if (a->kind == RL_NAME) {
+        const rl_bind *bd = rl_find_bind(env->t, a->s);
+        if (bd && bd->kind == RL_B_NODE) {
+            *t = gwr_layer_output(env->m->layers[bd->node], 0);
+            return 1;
+        }
+    }
+    rl_val v;
+    int r = rl_eval(env, a, &v);
+    if (r <= 0) return r;
+    if (v.kind != RL_V_TENSOR) return why(env, "a tensor or a node name, not a value");
+    *t = v.t;
+    return 1;
+}
+
+/* Does every dim of c, right-aligned against x, equal 1 or x's known
+ * extent (c no longer than x): c op x keeps x's shape. */
+static int broadcasts_to(const gwr_tensor *c, const gwr_tensor *x) {
+    int rc = gwr_tensor_rank(c), rx = gwr_tensor_rank(x);
+    if (rc < 0 || rx < 0 || rc > rx) return 0;
+    for (int d = 0; d < rc; d++) {
+        gwr_dim a = gwr_tensor_dim(c, d), b = gwr_tensor_dim(x, rx - rc + d);
+        if (a != 1 && !(GWR_DIM_IS_KNOWN(a) && a == b)) return 0;
+    }
+    return 1;
+}
+
+/* The graph queries: opset(), same_type(a, b), broadcasts_to(c, x),
+ * dim(x, i), range(n), reverse(list); 2 when f is none of them. */
+static int eval_graph(rl_env *env, const rl_expr *x, rl_val *out) {
+    const char *f = x->s;
+    const gwr_tensor *a, *b;
+    int r;
+    if (!strcmp(f, "opset")) {
+        if (x->na) return why(env, "opset() takes no argument");
+        return scalar(env, out, (double)gwr_match_opset(env->m->layers[env->m->nlayers - 1]), 0);
+    }
+    if (!strcmp(f, "same_type") || !strcmp(f, "broadcasts_to")) {
+        if (x->na != 2) return why(env, "%s() takes 2 arguments", f);
+        if ((r = graph_tensor(env, x->a[0], &a)) <= 0 || (r = graph_tensor(env, x->a[1], &b)) <= 0) return r;
+        return scalar(env, out, f[0] == 's' ? gwr_match_same_type(a, b) : broadcasts_to(a, b), 0);
+    }
+    if (!strcmp(f, "dim")) { /* dim(x, i): the known extent of x's dim i (negative from the back) */
+        rl_val v;
+        if (x->na != 2) return why(env, "dim() takes 2 arguments");
+        if ((r = graph_tensor(env, x->a[0], &a)) <= 0) return r;
+        if ((r = rl_eval(env, x->a[1], &v)) <= 0 || (r = rl_val_numeric(env, &v)) <= 0) return r;
+        int rank = gwr_tensor_rank(a), i = v.n == 1 ? (int)v.d[0] : rank;
+        if (i < 0) i += rank;
+        gwr_dim d = rank >= 0 && i >= 0 && i < rank ? gwr_tensor_dim(a, i) : GWR_DIM_UNKNOWN;
+        if (!GWR_DIM_IS_KNOWN(d)) return why(env, "dim %g of '%s' is not known", v.n == 1 ? v.d[0] : 0.0, gwr_tensor_name(a));
+        return scalar(env, out, (double)d, 0);
+    }
+    if (!strcmp(f, "reverse")) {
+        rl_val v;
+        if ((r = eval_args(env, x, &v, 1)) <= 0 || (r = rl_val_numeric(env, &v)) <= 0) return r;
+        if (v.rank != 1) return why(env, "reverse() takes a list");
+        *out = v;
+        if ((r = arr(env, out, 1, v.dims, v.is_float, v.dtype)) <= 0) return r;
+        for (int64_t i = 0; i < v.n; i++) out->d[i] = v.d[v.n - 1 - i];
+        return 1;
+    }
+    if (!strcmp(f, "range")) {
+        rl_val v;
+        if ((r = eval_args(env, x, &v, 1)) <= 0 || (r = rl_val_numeric(env, &v)) <= 0) return r;
+        int64_t n = v.n == 1 ? (int64_t)v.d[0] : -1, is[RL_MAX_RANK * 4];
+        if (n < 0 || n > RL_MAX_RANK * 4) return why(env, "range() takes a count up to %d", RL_MAX_RANK * 4);
+        for (int64_t i = 0; i < n; i++) is[i] = i;
+        return list_of(env, out, is, (int)n);
+    }
+    return 2;
+}
+
 /* rank, shape, dtype, is_const, numel, value, len, compose, inverse, and
  * the elementwise math; 2 when f is none of them. */
 static int eval_query(rl_env *env, const rl_expr *x, rl_val *out) {
@@ -332,6 +408,7 @@ static int eval_call(rl_env *env, const rl_expr *x, rl_val *out) {
     rl_val v[3];
     int r = eval_query(env, x, out);
     int64_t p[RL_MAX_RANK * 4];
+    if (r == 2) r = eval_graph(env, x, out);
     if (r != 2) return r;
     if (!strcmp(f, "min") || !strcmp(f, "max")) {
         if ((r = eval_args(env, x, v, 2)) <= 0 || (r = rl_val_numeric(env, &v[0])) <= 0 || (r = rl_val_numeric(env, &v[1])) <= 0)

@@ -84,41 +84,64 @@ const char *gwr_rl_phase(const gwr_rules *r, int i) {
 
 /* ---- running ------------------------------------------------------------------------------ */
 
-/* The first replacement op the model's opset lacks, or NULL. */
-static const char *missing_op(const rl_expr *x, int64_t opset) {
-    if (x->kind != RL_OP) return NULL;
-    const char *q = x->ops[0];
-    if (!strstr(q, "::")) {
-        const gwr_op_info *info = gwr_op_info_get(gwr_op_lookup("", q));
-        if (info && info->since_version > opset) return q;
+/* Can layer l be table node i, as far as op ids and producers' op ids
+ * down to `depth` more levels tell? Every input reference to a node (a
+ * non-optional one) needs some input of l made by a layer that can be it
+ * (any input: commutative ops may swap), every constant reference some
+ * input made by a constant. Cheap, and never refuses a match. */
+static int pre_ok(const gwr_rl_table *t, int i, const gwr_layer *l, int depth) {
+    gwr_op_id id = gwr_layer_op_id(l);
+    int ok = !t->pre_nops[i];
+    for (int k = 0; k < t->pre_nops[i] && !ok; k++) ok = t->pre_ops[i][k] == id;
+    if (!ok) return 0;
+    if (!depth) return 1;
+    const gwr_match_node *n = &t->nodes[i];
+    int nin = gwr_layer_num_inputs(l);
+    for (int r = 0; r < GWR_MATCH_MAX_INPUTS && n->in[r].kind != GWR_MREF_END && n->in[r].kind != GWR_MREF_REST; r++) {
+        const gwr_mref *ref = &n->in[r];
+        int isnode = ref->kind == GWR_MREF_NODE, iscon = ref->kind == GWR_MREF_CONST || ref->kind == GWR_MREF_SPLAT;
+        if (ref->optional || (!isnode && !iscon)) continue;
+        int found = 0;
+        for (int j = 0; j < nin && !found; j++) {
+            const gwr_tensor *x = gwr_layer_input(l, j);
+            const gwr_layer *p = x ? gwr_tensor_parent(x) : NULL;
+            if (!p) continue;
+            found = isnode ? pre_ok(t, ref->idx, p, depth - 1) : gwr_layer_type(p) == GWR_LAYER_CONSTANT;
+        }
+        if (!found) return 0;
     }
-    for (int i = 0; i < x->na; i++) {
-        const char *m = missing_op(x->a[i], opset);
-        if (m) return m;
-    }
-    return NULL;
+    return 1;
 }
 
+#define RL_PRE_DEPTH 3
+
 static int run_rule(gwr_rl_rule *r, gwr_rewrite_ctx *c, gwr_layer *l) {
+    int pass = 0;
+    for (int i = 0; i < r->ntables && !pass; i++) pass = pre_ok(&r->tables[i], r->tables[i].pat.nnodes - 1, l, RL_PRE_DEPTH);
+    if (!pass) return gwr_rewrite_no_match(c, "rule '%s': the ops around the root are not the pattern's", r->name);
     if (r->targets) {
         int64_t t = gwr_match_target(c);
         if (!((unsigned)t & r->targets)) return gwr_rewrite_no_match(c, "rule '%s' does not serve this target", r->name);
     }
-    int64_t opset = gwr_match_opset(l);
+    /* A rule for target gwr alone writes any op at any opset (gwr's executor runs every op it has). */
+    int since = r->targets == GWR_TARGET_GWR ? 0 : r->repl_since;
+    int64_t opset = r->opset || since > 1 ? gwr_match_opset(l) : -1;
     if (opset > 0) {
         if (r->opset && opset < r->opset) return gwr_rewrite_no_match(c, "rule '%s' needs opset %d, the model has %lld", r->name, r->opset, (long long)opset);
-        const char *op = missing_op(r->repl, opset);
-        if (op) return gwr_rewrite_no_match(c, "%s is not in opset %lld", op, (long long)opset);
+        if (since > opset) return gwr_rewrite_no_match(c, "%s is not in opset %lld", r->repl_since_op, (long long)opset);
     }
+    int explain = rw_ctx_wants_reason(c);
     char first[300] = "";
     for (int i = 0; i < r->ntables; i++) {
         gwr_match m;
         char *why = rl_why_buf();
         why[0] = 0;
+        *rl_quiet() = !explain;
         int k = gwr_match_layer(&r->tables[i].pat, l, &m);
+        *rl_quiet() = 0;
         if (k < 0) return gwr_rewrite_fail(c, (gwr_status)-k, "%s", gwr_last_errmsg());
         if (k) return rl_rewrite(c, &m);
-        if (!i) {
+        if (!i && explain) {
             if (why[0]) snprintf(first, sizeof first, "%s", why);
             else gwr_match_why(&m, first, sizeof first);
         }
@@ -129,10 +152,11 @@ static int run_rule(gwr_rl_rule *r, gwr_rewrite_ctx *c, gwr_layer *l) {
 static int match_and_rewrite(gwr_rewrite_ctx *c, gwr_layer *l) { return run_rule(gwr_rewrite_ctx_user(c), c, l); }
 
 int gwr_rl_run_all(const gwr_rules *set, gwr_rewrite_ctx *c, gwr_layer *l) {
+    gwr_op_id id = gwr_layer_op_id(l);
     for (int k = 0; set && k < set->nrules; k++) {
         gwr_rl_rule *r = &set->rules[set->order[k]];
-        int rooted = 0;
-        for (int j = 0; r->root_ops[j] && !rooted; j++) rooted = gwr_match_is_op(l, r->root_ops[j]);
+        int rooted = r->nroot_ids < 0;
+        for (int j = 0; j < r->nroot_ids && !rooted; j++) rooted = r->root_ids[j] == id;
         if (!rooted) continue;
         int res = run_rule(r, c, l);
         if (res) return res;

@@ -104,6 +104,7 @@ typedef struct rl_bind {
 } rl_bind;
 
 #define RL_MAX_BINDS 48
+#define RL_PRE_OPS 8
 
 typedef struct gwr_rl_rule gwr_rl_rule;
 
@@ -118,6 +119,10 @@ typedef struct gwr_rl_table {
     struct { int slot; const rl_expr *x; } cons[RL_MAX_BINDS];
     int ncons;
     gwr_rl_rule *rule;
+    /* The prefilter (rules.c), derived from the table: node i's op ids
+     * (pre_nops[i] 0: any op), and whether the root reads a constant. */
+    gwr_op_id pre_ops[GWR_MATCH_MAX_NODES][RL_PRE_OPS];
+    int pre_nops[GWR_MATCH_MAX_NODES];
 } gwr_rl_table;
 
 typedef enum rl_phase { RL_PHASE_NONE = 0, RL_PHASE_CLEANUP, RL_PHASE_FOLD, RL_PHASE_FUSE, RL_PHASE_LOWER } rl_phase;
@@ -137,6 +142,12 @@ struct gwr_rl_rule {
     gwr_rl_table *tables;
     int ntables;
     const char *root_ops[GWR_MATCH_MAX_NODES + 1]; /* NULL-terminated, distinct */
+    /* Run-time dispatch (rules.c): the root op ids (nroot_ids -1: any
+     * layer), and the newest default-domain op of the replacement. */
+    gwr_op_id root_ids[GWR_MATCH_MAX_NODES + 1];
+    int nroot_ids;
+    int repl_since;
+    const char *repl_since_op;
     const gwr_rules *set;
 };
 
@@ -241,5 +252,8 @@ int rl_rewrite(gwr_rewrite_ctx *c, const gwr_match *m);
  * the process, so nothing of a match is written into the rules). */
 #define RL_WHY_SIZE 256
 char *rl_why_buf(void);
+/* This thread's flag: set while a run nobody explains tries a rule, so its
+ * predicates format no refusal text (the rule sets are shared). */
+int *rl_quiet(void);
 
 #endif

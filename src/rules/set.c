@@ -11,21 +11,65 @@
 static int root_pred(const gwr_match *m, int node, void *user) {
     (void)node;
     gwr_rl_table *t = user;
-    rl_env env = {.t = t, .m = m, .tmp = {.chunk = RL_EVAL_CHUNK}, .why = rl_why_buf(), .why_size = RL_WHY_SIZE};
-    env.why[0] = 0;
+    char *why = *rl_quiet() ? NULL : rl_why_buf();
+    rl_env env = {.t = t, .m = m, .tmp = {.chunk = RL_EVAL_CHUNK}, .why = why, .why_size = why ? RL_WHY_SIZE : 0};
+    if (why) why[0] = 0;
     int ok = rl_check_match(&env);
     rl_arena_free(&env.tmp);
     return ok > 0;
 }
 
-/* Compiled tables get their callbacks, then each rule the instance check. */
+/* The op id of "Op" or "domain::Op" (GWR_OP_CUSTOM when not in the table). */
+static gwr_op_id id_of(const char *q) {
+    const char *sep = strstr(q, "::");
+    char dom[128];
+    if (!sep) return gwr_op_lookup("", q);
+    size_t dl = (size_t)(sep - q);
+    if (dl >= sizeof dom) return GWR_OP_CUSTOM;
+    memcpy(dom, q, dl), dom[dl] = 0;
+    return gwr_op_lookup(dom, sep + 2);
+}
+
+/* Node i's op ids into the prefilter (none: any op). */
+static void pre_node(gwr_rl_table *t, int i) {
+    const gwr_match_node *n = &t->nodes[i];
+    int k = 0;
+    if (n->ops) {
+        for (; n->ops[k]; k++)
+            if (k == RL_PRE_OPS || (t->pre_ops[i][k] = id_of(n->ops[k])) == GWR_OP_CUSTOM) return;
+    } else if (n->op) {
+        if ((t->pre_ops[i][0] = id_of(n->op)) == GWR_OP_CUSTOM) return;
+        k = 1;
+    }
+    t->pre_nops[i] = k;
+}
+
+/* The newest default-domain op of a replacement (its since_version). */
+static void repl_since(gwr_rl_rule *r, const rl_expr *x) {
+    if (x->kind != RL_OP) return;
+    if (!strstr(x->ops[0], "::")) {
+        const gwr_op_info *info = gwr_op_info_get(gwr_op_lookup("", x->ops[0]));
+        if (info && info->since_version > r->repl_since) r->repl_since = info->since_version, r->repl_since_op = x->ops[0];
+    }
+    for (int i = 0; i < x->na; i++) repl_since(r, x->a[i]);
+}
+
+/* Compiled tables get their callbacks and prefilters, each rule its
+ * dispatch, then the instance check. */
 static gwr_status finish(gwr_rules *set, rl_error *e) {
-    for (int i = 0; i < set->nrules; i++)
-        for (int k = 0; k < set->rules[i].ntables; k++) {
-            gwr_rl_table *t = &set->rules[i].tables[k];
+    for (int i = 0; i < set->nrules; i++) {
+        gwr_rl_rule *r = &set->rules[i];
+        for (int k = 0; k < r->ntables; k++) {
+            gwr_rl_table *t = &r->tables[k];
             t->nodes[t->pat.nnodes - 1].pred = root_pred;
             t->pat.rewrite = rl_rewrite;
+            for (int j = 0; j < t->pat.nnodes; j++) pre_node(t, j);
         }
+        for (int j = 0; r->root_ops[j] && r->nroot_ids >= 0; j++)
+            if ((r->root_ids[r->nroot_ids++] = id_of(r->root_ops[j])) == GWR_OP_CUSTOM) r->nroot_ids = -1;
+        if (!r->root_ops[0]) r->nroot_ids = -1;
+        repl_since(r, r->repl);
+    }
     set->order = rl_alloc(&set->arena, (size_t)(set->nrules + 1) * sizeof *set->order);
     if (!set->order) return rl_fail(e, 1, 1, "out of memory");
     for (int i = 0; i < set->nrules; i++) { /* insertion sort: stable, higher benefit first */

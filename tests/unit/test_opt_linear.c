@@ -115,7 +115,7 @@ TEST(siblings_merge_in_one_rewrite) {
 
 TEST(collapsing_chain_keeps_use_lists_short) {
     const gwr_pattern_rewriter *const p[3] = {&gwr_pattern_push_transpose_through_elementwise,
-                                              &gwr_pattern_compose_transposes, &gwr_pattern_fuse_clip_chains};
+                                              gwr_passes_find("compose_transposes", NULL), &gwr_pattern_fuse_clip_chains};
     int64_t most[2] = {0, 0};
     for (int k = 0; k < 2; k++) {
         int n = 250 << k;

@@ -185,6 +185,23 @@ TEST(rule_file_passes_cover_their_roots) {
         if (!CHECK_EQ_INT(used[f], 1)) fprintf(stderr, "  %s\n", gwr_ps_rules_files[f].name);
 }
 
+/* `tol 0` is exact: eliminate_noop_arith's x + 0 must not take an epsilon
+ * (RMSNorm's Add(mean, 1e-6) once vanished: the engine's tolerance 0 meant
+ * its default, 1e-6). Only a constant equal to 0 goes. */
+TEST(tol_zero_is_exact) {
+    const char *r = "rule add_zero:\n  Add(x, k ~ 0 tol 0) => x\n";
+    static const float ks[3] = {1e-6f, 1e-30f, 0.0f};
+    for (int k = 0; k < 3; k++) {
+        gwr_tensor *x;
+        gwr_dim d[1] = {4};
+        gwr_network *net = net_of(&x, 17, 1, d);
+        gwr_network_mark_output(net, gwr_relu(net, gwr_add(net, x, gwr_constant_f32(net, ks[k]))));
+        CHECK_EQ_INT(rt_apply(net, r), k == 2 ? 1 : 0);
+        CHECK_EQ_INT(rt_count(net, "Add"), k == 2 ? 0 : 1);
+        gwr_network_free(net);
+    }
+}
+
 int main(void) {
     RUN(where_opset);
     RUN(where_same_type_and_dim);
@@ -193,5 +210,6 @@ int main(void) {
     RUN(target_gwr_any_opset);
     RUN(identity_carrier_stays);
     RUN(rule_file_passes_cover_their_roots);
+    RUN(tol_zero_is_exact);
     return check_report();
 }

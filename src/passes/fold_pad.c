@@ -155,3 +155,11 @@ const gwr_pattern_rewriter gwr_pattern_fold_pad_into_conv = {
     .root_ops = pad_readers,
     .match_and_rewrite = fold_pad_into_conv,
 };
+
+/* ---- the pass table's row (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(fold_pad_into_conv, FOLD, .pattern = &gwr_pattern_fold_pad_into_conv, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
+         .summary = "fold a zero Pad of the spatial axes into the pads of the Conv or AveragePool (count_include_pad "
+                    "1) reading it");

@@ -534,3 +534,12 @@ const gwr_pattern_rewriter gwr_pattern_fuse_attention = {
     .root_ops = roots,
     .match_and_rewrite = fuse,
 };
+
+/* ---- the pass table's row (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(fuse_attention, LOWER, .pattern = &gwr_pattern_fuse_attention, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ORT | GWR_TARGET_GWR, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-4,
+         .summary = "turn the exporters' scaled-dot-product attention (head Reshape/Transpose, scale, additive or "
+                    "Where mask, Softmax) into com.microsoft MultiHeadAttention, or Attention with its q/k/v MatMul, "
+                    "the mask kept exactly");

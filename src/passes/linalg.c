@@ -74,3 +74,10 @@ const gwr_pattern_rewriter gwr_pattern_fuse_matmul_add = {
     .root_ops = roots,
     .match_and_rewrite = fuse,
 };
+
+/* ---- the pass table's row (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(fuse_matmul_add, FUSE, .pattern = &gwr_pattern_fuse_matmul_add, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-4,
+         .summary = "turn MatMul(a, B) + C, a of rank 2, B and C constant, into Gemm(a, B, C)");

@@ -167,3 +167,11 @@ const gwr_pattern_rewriter gwr_pattern_fuse_layer_norm = {
     .root_ops = roots,
     .match_and_rewrite = fuse,
 };
+
+/* ---- the pass table's row (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(fuse_layer_norm, FUSE, .pattern = &gwr_pattern_fuse_layer_norm, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
+         .summary = "turn the exporters' ReduceMean/Sub/Pow/Sqrt/Div chain (and constant gamma, beta) into "
+                    "LayerNormalization (opset >= 17)");

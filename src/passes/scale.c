@@ -203,3 +203,11 @@ const gwr_pattern_rewriter gwr_pattern_fold_batchnorm = {
     .root_ops = bn_ops,
     .match_and_rewrite = fold_batchnorm,
 };
+
+/* ---- the pass table's row (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(fold_batchnorm, FOLD, .pattern = &gwr_pattern_fold_batchnorm, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-4,
+         .summary = "fold an inference BatchNormalization into the constant weights of the Conv, ConvTranspose, Gemm "
+                    "or MatMul before it");

@@ -232,3 +232,14 @@ const gwr_pattern_rewriter gwr_pattern_merge_slices_into_split = {
     .root_ops = slice_ops,
     .match_and_rewrite = merge_slices_into_split,
 };
+
+/* ---- the pass table's rows (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(compose_slices, CLEANUP, .pattern = &gwr_pattern_compose_slices, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "merge Slice(Slice(x)) on different axes into one Slice of x");
+
+GWR_PASS(merge_slices_into_split, CLEANUP, .pattern = &gwr_pattern_merge_slices_into_split, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "replace Slices that cut one axis of x into consecutive parts by one Split");

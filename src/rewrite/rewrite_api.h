@@ -13,4 +13,12 @@
  * returns s: for the passes room's calls that take a manager. */
 gwr_status rw_manager_error(gwr_rewrite_manager *m, gwr_status s, const char *fmt, ...) GWR_PRINTF(3, 4);
 
+/* Puts m's pattern `label` in phase `phase` (0 to 7; every pattern starts
+ * in 0). A run with patterns in several phases offers each layer the
+ * patterns of one phase at a time: the lowest phase's to a fixpoint, then
+ * the next's, and the sequence again while a later phase's changes touched
+ * layers (driver.c); gwr_optimize's phases. GWR_ERR_NOT_FOUND,
+ * GWR_ERR_INVALID_ARG, GWR_ERR_STATE while running. */
+gwr_status rw_manager_set_phase(gwr_rewrite_manager *m, const char *label, int phase);
+
 #endif

@@ -24,7 +24,7 @@
  * the rounds too. The first visit of every layer needs no stack: a cursor
  * walks the layers present at the start, in network order, after what
  * changes pushed; a phase that starts again takes what the others pushed
- * in network order too (its stack sorted by layer index). */
+ * in network order too (its stack rebuilt from the flags). */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -543,11 +543,14 @@ static int interrupted(rw_run *r) {
                                (long long)r->m->summary.visited, (long long)r->rewrites);
 }
 
-/* Later layers first: popped from the end, the stack then gives network
- * order. */
-static int by_index_desc(const void *a, const void *b) {
-    int32_t x = (*(gwr_layer *const *)a)->index, y = (*(gwr_layer *const *)b)->index;
-    return (x < y) - (x > y);
+/* Worklist k's stack in network order, rebuilt from the flags (a flag per
+ * layer index says what is on it): the later layers first, so that pops
+ * give the earliest first. No comparisons, no layer read. */
+static void stack_in_network_order(rw_run *r, int k) {
+    rw_worklist *w = &r->wl[k];
+    int64_t n = 0, top = r->net->nlayers < r->on_cap ? r->net->nlayers : r->on_cap;
+    for (int64_t i = top - 1; i >= 0 && n < w->n; i--)
+        if (r->on[i] >> k & 1) w->v[n++] = r->net->layers[i];
 }
 
 /* A worklist per phase that has patterns, in phase order. */
@@ -585,8 +588,7 @@ static int run_worklist(rw_run *r) {
         r->phase = r->wl[k].phase;
         /* What other phases' changes touched, in network order (the
          * first visit's order): producers before their readers. */
-        if (!r->rng && r->wl[k].n > 1)
-            qsort(r->wl[k].v, (size_t)r->wl[k].n, sizeof *r->wl[k].v, by_index_desc);
+        if (!r->rng && r->wl[k].n > 1) stack_in_network_order(r, k);
         int64_t before = r->rewrites;
         gwr_layer *l;
         while ((l = pop(r, k))) {

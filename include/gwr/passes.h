@@ -336,7 +336,7 @@ typedef enum gwr_pass_numerics {
 typedef enum gwr_pass_phase {
     GWR_PHASE_CLEANUP = 0, /* exact eliminations and canonical forms: nothing computed, nothing fused */
     GWR_PHASE_FOLD,        /* constants computed; constants, scales, pads, transposes folded into their readers */
-    GWR_PHASE_FUSE,        /* chains of standard ONNX ops into one standard op (every target) */
+    GWR_PHASE_FUSE,        /* chains of ops into one: standard ONNX ones (every target), FusedMatMul */
     GWR_PHASE_LOWER,       /* into the target's own ops: onnxruntime's contrib ops, gwr's plugins */
     GWR_PHASE_KERNEL,      /* gwr's executor's composite kernels, from what the other phases left */
     GWR_PHASE_COUNT

@@ -561,9 +561,9 @@ GWR_PASS(fuse_bias_gelu, LOWER, .pattern = &gwr_pattern_fuse_bias_gelu, .level =
          .targets = GWR_TARGET_ORT | GWR_TARGET_GWR, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
          .summary = "turn Gelu(x + bias), bias a constant over the last axis, into BiasGelu (FastGelu for tanh)");
 
-/* in fuse, after fuse_gelu (activation.c) and before the norms: not in fold, where it took GELU's
- * trailing * 0.5 into the next MatMul before fuse_gelu saw it (opset 13, target ort); not in lower,
- * where the fusions were offered the attention's scale Mul first (+9% instructions) */
+/* in fuse (GELU's Mul comes before the MatMul, so fuse_gelu takes it first): not in fold, where
+ * it took GELU's trailing * 0.5 into the next MatMul before fuse_gelu saw it (opset 13, target
+ * ort); not in lower, where the fusions were offered the attention's scale Mul first */
 GWR_PASS(fuse_matmul_scale, FUSE, .pattern = &gwr_pattern_fuse_matmul_scale, .level = GWR_LEVEL_EXTENDED,
          .targets = GWR_TARGET_ORT | GWR_TARGET_GWR, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
          .summary = "fold Transposes of the last two axes and constant scalar Mul/Div around a MatMul into "

@@ -1,7 +1,9 @@
 /* gwr/optimize.h - the optimizer: the built-in passes of the pass table
- * (gwr/passes.h) chosen by level and target, run to a fixpoint over a
- * network and every If/Loop/Scan body in it, with a report of what each
- * pass did. `gwr optimize` is its command-line form. */
+ * (gwr/passes.h) chosen by level and target, run phase by phase (cleanup,
+ * fold, fuse, lower, kernel), each to a fixpoint, and the sequence again
+ * while a later phase changed something, over a network and every
+ * If/Loop/Scan body in it, with a report of what each pass did. `gwr
+ * optimize` is its command-line form. */
 #ifndef GWR_OPTIMIZE_H
 #define GWR_OPTIMIZE_H
 
@@ -88,7 +90,7 @@ typedef struct gwr_optimize_pass {
  * the options were refused. */
 GWR_API gwr_status gwr_optimize(gwr_network *net, const gwr_optimize_options *opt, gwr_optimize_report **report);
 GWR_API void gwr_optimize_report_free(gwr_optimize_report *r);
-/* One entry per pass of the table, in its order. */
+/* One entry per pass of the table, in its order (phase by phase). */
 GWR_API int gwr_optimize_report_count(const gwr_optimize_report *r);
 GWR_API const gwr_optimize_pass *gwr_optimize_report_pass(const gwr_optimize_report *r, int i);
 /* Live layers of the network itself before and after, and the networks

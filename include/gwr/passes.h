@@ -1,7 +1,6 @@
-/* gwr/passes.h - built-in rewrite patterns, by label: the seed examples of
- * TensorRT-LLM's Graph Rewriting module now, the optimization library
- * later. Each has a default benefit; gwr_passes_add puts one in a manager
- * under its label. */
+/* gwr/passes.h - the built-in passes, by label: the pass table (its
+ * phases, levels, targets, numerics), gwr_passes_add to put one in a
+ * rewrite manager, and the compatibility symbols of the older passes. */
 #ifndef GWR_PASSES_H
 #define GWR_PASSES_H
 
@@ -12,6 +11,13 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---- compatibility: the gwr_pattern_* symbols ----
+ * The passes below predate the pass table's rows and keep their public
+ * symbols for callers that add them to a manager by hand. A new pass adds
+ * no symbol: its file declares its row (GWR_PASS, docs/optimize.md,
+ * "Writing a pass") and callers reach it by label (gwr_passes_add,
+ * gwr_passes_find, gwr_passes_info). */
 
 /* Every SUM (Add) becomes a SUB with the same inputs and consumers. Root
  * ELEMENTWISE, separate match and rewrite. The tutorial pattern: it
@@ -269,14 +275,22 @@ GWR_API extern const gwr_pattern_rewriter gwr_pattern_push_transpose_through_ele
  * plugin patterns can re-create it. *nrecorded (may be NULL) gets the count. */
 GWR_API gwr_status gwr_passes_recover_flayers(gwr_network *net, int64_t *nrecorded);
 
-/* The one table of built-in passes. `level` says which optimization
- * level runs a pass, as onnxruntime's levels do (NONE: never implied by a
- * level; the tutorial patterns); `targets` which outputs it may be used
- * for (GWR_TARGET_*: standard ONNX, onnxruntime's contrib ops, gwr's own
- * executor); `numerics` whether outputs stay bit-identical, agree within
- * `tolerance` (max abs difference on the test cases' inputs), or change
- * on purpose. The registry, `gwr rewrite --list`, the table in docs/api.md
- * and the test loop over every pass all read this table. */
+/* The one table of built-in passes. Each pass's own file declares its row;
+ * the build collects the rows (cmake/pass_list.cmake) in phase order, and
+ * within a phase by file name and by order in the file: that order is the
+ * table's, the one `gwr rewrite --list` prints. gwr_optimize runs the
+ * phases in order, each to a fixpoint, and again from the first while a
+ * later phase changed something (gwr/optimize.h); within a phase a layer
+ * is offered to the passes in table order.
+ * `level` says which optimization level runs a pass, as onnxruntime's
+ * levels do (NONE: never implied by a level; the tutorial patterns), and
+ * `level_gwr` the level for target gwr where it differs (NONE: the same);
+ * `targets` which outputs it may be used for (GWR_TARGET_*: standard ONNX,
+ * onnxruntime's contrib ops, gwr's own executor); `numerics` whether
+ * outputs stay bit-identical, agree within `tolerance` (max abs difference
+ * on the test cases' inputs), or change on purpose. The registry, `gwr
+ * rewrite --list`, the table in docs/api.md and the test loop over every
+ * pass all read this table. */
 typedef enum gwr_pass_level {
     GWR_LEVEL_NONE = 0,
     GWR_LEVEL_BASIC,    /* eliminations and folding */
@@ -289,21 +303,34 @@ typedef enum gwr_pass_numerics {
     GWR_NUMERICS_APPROX, /* within tolerance */
     GWR_NUMERICS_CHANGES /* changes the results on purpose */
 } gwr_pass_numerics;
+/* The phases, in the order they run (docs/optimize.md). */
+typedef enum gwr_pass_phase {
+    GWR_PHASE_CLEANUP = 0, /* exact eliminations and canonical forms: nothing computed, nothing fused */
+    GWR_PHASE_FOLD,        /* constants computed; constants, scales, pads, transposes folded into their readers */
+    GWR_PHASE_FUSE,        /* chains of ops into one: standard ONNX ones (every target), FusedMatMul */
+    GWR_PHASE_LOWER,       /* into the target's own ops: onnxruntime's contrib ops, gwr's plugins */
+    GWR_PHASE_KERNEL,      /* gwr's executor's composite kernels, from what the other phases left */
+    GWR_PHASE_COUNT
+} gwr_pass_phase;
 typedef struct gwr_pass_info {
     const char *label;
     const gwr_pattern_rewriter *pattern;
-    int benefit;
+    int benefit; /* unused since the phases (0): gwr_passes_benefit gives the manager's benefit */
     gwr_pass_level level;
     unsigned targets;
     gwr_pass_numerics numerics;
     double tolerance;
     const char *summary;
+    gwr_pass_phase phase;
+    gwr_pass_level level_gwr; /* the level for target gwr; GWR_LEVEL_NONE: `level` */
 } gwr_pass_info;
 
 GWR_API const char *gwr_pass_level_name(gwr_pass_level level); /* "basic" */
-/* The level pass p runs at for target (one of GWR_TARGET_*): p->level, but
- * for a few passes a lower one for target gwr (a fusion whose onnxruntime
- * kernel is slower than the layers it replaces while gwr's is faster). */
+GWR_API const char *gwr_pass_phase_name(gwr_pass_phase phase); /* "cleanup"; "unknown" out of range */
+/* The level pass p runs at for target (one of GWR_TARGET_*): p->level, or
+ * p->level_gwr when set and the target is gwr (a fusion whose
+ * onnxruntime kernel is slower than the layers it replaces while gwr's is
+ * faster). */
 GWR_API gwr_pass_level gwr_pass_level_for(const gwr_pass_info *p, unsigned target);
 /* Entry i of the table (0 <= i < gwr_passes_count()), or NULL. */
 GWR_API const gwr_pass_info *gwr_passes_info(int i);
@@ -311,15 +338,18 @@ GWR_API const gwr_pass_info *gwr_passes_info(int i);
  * Markdown table (the one in docs/api.md) when markdown is 1. */
 GWR_API void gwr_passes_print(FILE *out, int markdown);
 
-/* The built-in patterns, in a stable order. */
+/* The built-in passes, in table order. */
 GWR_API int gwr_passes_count(void);
 GWR_API const char *gwr_passes_label(int i);
 GWR_API const char *gwr_passes_summary(int i);
+/* The benefit a manager gives pass i: from its position, the first
+ * highest, so that one manager offers a layer the passes in table order. */
 GWR_API int gwr_passes_benefit(int i);
-/* The pattern of a label, or NULL. */
+/* The pattern of a label (and its benefit as gwr_passes_benefit), or NULL. */
 GWR_API const gwr_pattern_rewriter *gwr_passes_find(const char *label, int *benefit);
-/* Adds the built-in pattern `label` to m with its default benefit.
- * GWR_ERR_NOT_FOUND (message on m naming the known labels). */
+/* Adds the built-in pattern `label` to m with its benefit (one manager,
+ * no phases: the table's order). GWR_ERR_NOT_FOUND (message on m naming
+ * the known labels). */
 GWR_API gwr_status gwr_passes_add(gwr_rewrite_manager *m, const char *label);
 
 #ifdef __cplusplus

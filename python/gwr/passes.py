@@ -23,8 +23,10 @@ def labels():
 
 def info(label):
     """What the pass ``label`` is: a dict with label, summary, benefit (its
-    default), level ('basic', 'extended', ...), targets (a list of 'onnx',
-    'ort', 'gwr'), numerics ('exact', 'approx', 'changes') and tolerance.
+    default, from its table position), phase ('cleanup', 'fold', 'fuse',
+    'lower', 'kernel'), level ('basic', 'extended', ...), targets (a list of
+    'onnx', 'ort', 'gwr'), numerics ('exact', 'approx', 'changes') and
+    tolerance.
     Raises gwr.NotFoundError for an unknown label."""
     return _gwr._passes_info(label)
 

@@ -167,7 +167,7 @@ static PyObject *manager_add_builtin(PyObject *o, PyObject *args, PyObject *kw) 
     if (!label) return NULL;
     const gwr_pass_info *pi = pg_find_pass_info(label);
     if (!pi) return pg_raise_no_pass(label);
-    int benefit = pi->benefit;
+    int benefit = pg_pass_benefit(pi);
     if (bobj != Py_None) {
         long v = PyLong_AsLong(bobj);
         if (v == -1 && PyErr_Occurred()) return NULL;

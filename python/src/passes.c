@@ -24,6 +24,13 @@ const gwr_pass_info *pg_find_pass_info(const char *label) {
     return NULL;
 }
 
+/* The benefit a manager gives the pass (from its table position). */
+int pg_pass_benefit(const gwr_pass_info *pi) {
+    int benefit = 0;
+    gwr_passes_find(pi->label, &benefit);
+    return benefit;
+}
+
 PyObject *pg_raise_no_pass(const char *label) {
     return pg_raisef(GWR_ERR_NOT_FOUND, "no built-in pass '%s' (gwr.passes.labels() lists them)", label);
 }
@@ -33,14 +40,14 @@ static PyObject *builtin_get(PyObject *o, void *c) {
     switch ((int)(intptr_t)c) {
     case 0: return PyUnicode_FromString(pi->pattern->name ? pi->pattern->name : pi->label);
     case 1: return PyUnicode_FromString(pi->label);
-    case 2: return PyLong_FromLong(pi->benefit);
+    case 2: return PyLong_FromLong(pg_pass_benefit(pi));
     default: return PyUnicode_FromString(pi->summary ? pi->summary : "");
     }
 }
 
 static PyObject *builtin_repr(PyObject *o) {
     return PyUnicode_FromFormat("<gwr.BuiltinPattern '%s' benefit %d>", ((pg_builtin *)o)->info->label,
-                                ((pg_builtin *)o)->info->benefit);
+                                pg_pass_benefit(((pg_builtin *)o)->info));
 }
 
 static PyGetSetDef builtin_getset[] = {
@@ -122,7 +129,8 @@ static PyObject *passes_info(PyObject *mod, PyObject *label) {
     PyObject *d = PyDict_New();
     if (!d || pg_dict_set_steal(d, "label", PyUnicode_FromString(pi->label)) < 0 ||
         pg_dict_set_steal(d, "summary", PyUnicode_FromString(pi->summary ? pi->summary : "")) < 0 ||
-        pg_dict_set_steal(d, "benefit", PyLong_FromLong(pi->benefit)) < 0 ||
+        pg_dict_set_steal(d, "benefit", PyLong_FromLong(pg_pass_benefit(pi))) < 0 ||
+        pg_dict_set_steal(d, "phase", PyUnicode_FromString(gwr_pass_phase_name(pi->phase))) < 0 ||
         pg_dict_set_steal(d, "level", PyUnicode_FromString(gwr_pass_level_name(pi->level))) < 0 ||
         pg_dict_set_steal(d, "targets", targets) < 0 ||
         pg_dict_set_steal(d, "numerics",

@@ -67,6 +67,8 @@ extern PyTypeObject pg_BuiltinPattern_Type;
 
 /* The built-in pass labelled label, or NULL (no exception set). */
 const gwr_pass_info *pg_find_pass_info(const char *label);
+/* The benefit a manager gives the pass: from its table position. */
+int pg_pass_benefit(const gwr_pass_info *pi);
 /* Raises NotFoundError for an unknown pass label; returns NULL. */
 PyObject *pg_raise_no_pass(const char *label);
 /* A new BuiltinPattern for pi. */

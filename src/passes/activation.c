@@ -161,3 +161,21 @@ const gwr_pattern_rewriter gwr_pattern_fuse_clip_chains = {
     .root_ops = clip_roots,
     .match_and_rewrite = fuse_clip_chain,
 };
+
+/* ---- the pass table's rows (pass_table.h) ---- */
+#include "passes/pass_table.h"
+#include "passes/rules_pass.h"
+
+GWR_PASS(fuse_clip_chains, FUSE, .pattern = &gwr_pattern_fuse_clip_chains, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "merge Relu(Relu), Clip(Relu), Clip(Clip) into one; Max(x,0) into Relu, Min(Max(x,lo),hi) into "
+                    "Clip");
+
+GWR_PASS(fuse_hard_swish, FUSE, .pattern = &gwr_ps_pattern_fuse_hard_swish, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
+         .summary = "turn x*Clip(x+3,0,6)/6 and x*HardSigmoid(x) into HardSwish (opset >= 14 or target gwr; else "
+                    "x*HardSigmoid(x)), Clip(x+3,0,6)/6 into HardSigmoid");
+
+GWR_PASS(fuse_gelu, FUSE, .pattern = &gwr_ps_pattern_fuse_gelu, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_APPROX, .tolerance = 5e-5,
+         .summary = "turn the erf and tanh GELU formulas into Gelu (opset >= 20, or any opset for target gwr)");

@@ -130,3 +130,15 @@ const gwr_pattern_rewriter gwr_pattern_constants_to_initializers = {
     .root_ops = constant_ops,
     .match_and_rewrite = to_initializer,
 };
+
+/* ---- the pass table's rows (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(fold_input_defaults, CLEANUP, .pattern = &gwr_pattern_fold_input_defaults, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "make initializers listed as graph inputs constants (target onnx; others with input_defaults "
+                    "fold)");
+
+GWR_PASS(constants_to_initializers, CLEANUP, .pattern = &gwr_pattern_constants_to_initializers, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "write Constant nodes (tensor form) as initializers");

@@ -316,3 +316,11 @@ const gwr_pattern_rewriter gwr_pattern_eliminate_common_subexpressions = {
     .name = "eliminate_common_subexpressions",
     .match_and_rewrite = eliminate_common_subexpressions,
 };
+
+/* ---- the pass table's row (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(eliminate_common_subexpressions, CLEANUP, .pattern = &gwr_pattern_eliminate_common_subexpressions, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "merge layers computing the same thing (same op, inputs, attributes bit for bit) and equal "
+                    "constants; not random ops, subgraphs or plugins");

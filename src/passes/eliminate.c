@@ -224,3 +224,26 @@ const gwr_pattern_rewriter gwr_pattern_eliminate_noop_reshape = {
     .match_and_rewrite = eliminate_noop_reshape,
 };
 
+
+
+/* ---- the pass table's rows (pass_table.h) ---- */
+#include "passes/pass_table.h"
+#include "passes/rules_pass.h"
+
+GWR_PASS(eliminate_identity, CLEANUP, .pattern = &gwr_ps_pattern_eliminate_identity, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "remove Identity and inference-mode Dropout (mask unread): readers read the input");
+
+GWR_PASS(eliminate_noop_reshape, CLEANUP, .pattern = &gwr_pattern_eliminate_noop_reshape, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "remove Cast to its own dtype, Reshape/Expand to the same known shape, identity Transpose, full "
+                    "Slice, zero Pad, Tile by ones, one-part Concat/Split");
+
+GWR_PASS(compose_transposes, CLEANUP, .pattern = &gwr_ps_pattern_compose_transposes, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "merge Transpose(Transpose(x)) into one Transpose, or none when the perms cancel");
+
+/* in fold: its 0s and 1s are often what a fold computed */
+GWR_PASS(eliminate_noop_arith, FOLD, .pattern = &gwr_ps_pattern_eliminate_noop_arith, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "remove x+0, x-0, x*1, x/1 (exact splat constant, x's dtype and shape kept)");

@@ -551,3 +551,16 @@ const gwr_pattern_rewriter gwr_pattern_fold_shape_dims = {
     .root_ops = shape_dim_ops,
     .match_and_rewrite = fold_shape_dims,
 };
+
+/* ---- the pass table's rows (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(compose_reshapes, CLEANUP, .pattern = &gwr_pattern_compose_reshapes, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "merge Reshape/Squeeze/Unsqueeze/Flatten chains into one Reshape, one Squeeze/Unsqueeze or none; "
+                    "Flatten to Reshape");
+
+GWR_PASS(fold_shape_dims, FOLD, .pattern = &gwr_pattern_fold_shape_dims, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "fold Shape -> Gather/Slice/Concat of known dims into constants; a Reshape target with one "
+                    "dynamic dim gets -1");

@@ -218,3 +218,12 @@ const gwr_pattern_rewriter gwr_pattern_fuse_elementwise_chain = {
     .root_ops = ew_roots,
     .match_and_rewrite = fuse_ew_chain,
 };
+
+/* ---- the pass table's row (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(fuse_elementwise_chain, KERNEL, .pattern = &gwr_pattern_fuse_elementwise_chain, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_GWR, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "turn chains of 2+ float32 element-wise layers (unary activations and math, "
+                    "Add/Sub/Mul/Div/Max/Min with a scalar, same-shape or per-channel operand) into one "
+                    "gwr::ElementwiseChain loop");

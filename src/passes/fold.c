@@ -165,3 +165,11 @@ const gwr_pattern_rewriter gwr_pattern_fold_constants = {
     .root_classes = GWR_ROOT_ANY,
     .match_and_rewrite = fold,
 };
+
+/* ---- the pass table's row (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(fold_constants, FOLD, .pattern = &gwr_pattern_fold_constants, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "compute layers whose inputs are all constants into constants (arg fold_max_bytes, default 16 "
+                    "MiB)");

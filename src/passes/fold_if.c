@@ -53,3 +53,10 @@ const gwr_pattern_rewriter gwr_pattern_fold_constant_if = {
     .root_ops = if_ops,
     .match_and_rewrite = fold_constant_if,
 };
+
+/* ---- the pass table's row (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(fold_constant_if, FOLD, .pattern = &gwr_pattern_fold_constant_if, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "replace an If whose condition is a constant by the layers of the branch it takes");

@@ -140,3 +140,11 @@ static int fold_pad_into_conv(gwr_rewrite_ctx *c, const gwr_match *m) {
 }
 
 const gwr_pattern_rewriter gwr_pattern_fold_pad_into_conv = GWR_MATCH_PASS("fold_pad_into_conv", pad_readers, &pad_p);
+
+/* ---- the pass table's row (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(fold_pad_into_conv, FOLD, .pattern = &gwr_pattern_fold_pad_into_conv, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
+         .summary = "fold a zero Pad of the spatial axes into the pads of the Conv or AveragePool (count_include_pad "
+                    "1) reading it");

@@ -436,3 +436,20 @@ const gwr_pattern_rewriter gwr_pattern_fold_scalar_around_matmul = {
     .root_ops = around_ops,
     .match_and_rewrite = fold_scalar_around_matmul,
 };
+
+/* ---- the pass table's rows (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(fold_scale_into_conv, FOLD, .pattern = &gwr_pattern_fold_scale_into_conv, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-4,
+         .summary = "fold a per-channel or scalar constant Mul/Div/Add/Sub after a Conv or ConvTranspose into its "
+                    "weights and bias");
+
+GWR_PASS(fold_scale_into_gemm, FOLD, .pattern = &gwr_pattern_fold_scale_into_gemm, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-4,
+         .summary = "fold a per-column or scalar constant Mul/Div/Add/Sub after a Gemm (Mul/Div after a MatMul) into "
+                    "its weights");
+
+GWR_PASS(fold_scalar_around_matmul, FOLD, .pattern = &gwr_pattern_fold_scalar_around_matmul, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-4,
+         .summary = "fold a scalar Mul/Div on the input or output of a MatMul or Gemm into its constant operand");

@@ -439,3 +439,19 @@ const gwr_pattern_rewriter gwr_pattern_lower_attention = {
     .root_ops = lower_roots,
     .match_and_rewrite = lower,
 };
+
+/* ---- the pass table's row (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+/* Both in lower, as the one-stage fusion was: merge_qkv_matmuls (fuse) runs
+ * before them, and lower_attention takes its merged Split form. */
+GWR_PASS(fuse_attention, LOWER, .pattern = &gwr_pattern_fuse_attention, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-4,
+         .summary = "turn the exporters' scaled-dot-product attention (scale, additive or Where mask, Softmax) into "
+                    "ONNX Attention (opset >= 23; below it only where lower_attention takes it, targets ort and gwr), "
+                    "the mask kept exactly");
+
+GWR_PASS(lower_attention, LOWER, .pattern = &gwr_pattern_lower_attention, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ORT | GWR_TARGET_GWR, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-4,
+         .summary = "turn fuse_attention's Attention and the head Reshape/Transposes around it (and q/k/v MatMul + "
+                    "bias) into com.microsoft MultiHeadAttention or Attention, the mask kept exactly");

@@ -280,3 +280,21 @@ const gwr_pattern_rewriter gwr_pattern_fuse_gemm_activation = {
     .root_ops = gemm_roots,
     .match_and_rewrite = gemm_activation,
 };
+
+/* ---- the pass table's rows (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(fuse_conv_add_activation, LOWER, .pattern = &gwr_pattern_fuse_conv_add_activation, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ORT | GWR_TARGET_GWR, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "turn Conv + Add of a residual z of the Conv output's exact shape into FusedConv(x, W, B, z); the "
+                    "activation after it then fuses too");
+
+GWR_PASS(fuse_conv_activation, LOWER, .pattern = &gwr_pattern_fuse_conv_activation, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ORT | GWR_TARGET_GWR, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "turn Conv (or a FusedConv without one) + Relu/Tanh/Sigmoid/LeakyRelu/HardSigmoid/Clip into "
+                    "com.microsoft FusedConv (float32; constant Clip bounds); + HardSwish or QuickGelu (SiLU) too for "
+                    "target gwr (gwr's extensions)");
+
+GWR_PASS(fuse_gemm_activation, LOWER, .pattern = &gwr_pattern_fuse_gemm_activation, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ORT | GWR_TARGET_GWR, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "turn Gemm + Relu/Tanh/Sigmoid/LeakyRelu/HardSigmoid into com.microsoft FusedGemm (float32)");

@@ -193,3 +193,16 @@ static int fuse_dqmm(gwr_rewrite_ctx *c, const gwr_match *m) {
 
 const gwr_pattern_rewriter gwr_pattern_fuse_dynamic_quantize_matmul =
     GWR_MATCH_PASS("fuse_dynamic_quantize_matmul", dqmm_roots, &dqmm_table);
+
+/* ---- the pass table's rows (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(fuse_matmul_integer_to_float, LOWER, .pattern = &gwr_pattern_fuse_matmul_integer_to_float, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ORT | GWR_TARGET_GWR, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "turn Cast(MatMulInteger(A, B)) * (a_scale * b_scale) [+ bias] into MatMulIntegerToFloat (B "
+                    "constant, scalar a_scale and a_zero_point)");
+
+GWR_PASS(fuse_dynamic_quantize_matmul, LOWER, .pattern = &gwr_pattern_fuse_dynamic_quantize_matmul, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ORT | GWR_TARGET_GWR, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "turn MatMulIntegerToFloat(DynamicQuantizeLinear(x), ..) into DynamicQuantizeMatMul(x, ..) when "
+                    "the DynamicQuantizeLinear has no other reader");

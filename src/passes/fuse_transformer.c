@@ -411,3 +411,41 @@ static int fuse_rms_norm(gwr_rewrite_ctx *c, const gwr_match *m) {
 }
 
 const gwr_pattern_rewriter gwr_pattern_fuse_rms_norm = GWR_MATCH_PASS("fuse_rms_norm", rms_roots, &rms_table);
+
+/* ---- the pass table's rows (pass_table.h) ---- */
+#include "passes/pass_table.h"
+#include "passes/rules_pass.h"
+
+GWR_PASS(fuse_transpose_into_gemm, FOLD, .pattern = &gwr_pattern_fuse_transpose_into_gemm, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "drop a Transpose([1, 0]) read only by a Gemm's A or B and flip transA / transB");
+
+GWR_PASS(fuse_rms_norm, LOWER, .pattern = &gwr_pattern_fuse_rms_norm, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ORT | GWR_TARGET_GWR, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
+         .summary = "turn the RMSNorm chain x / Sqrt(ReduceMean(x^2) + eps) [* gamma] into onnxruntime's "
+                    "SimplifiedLayerNormalization");
+
+/* level all, but extended for target gwr: onnxruntime's SkipLayerNormalization kernel is slower than Add +
+ * LayerNormalization (docs/benchmarks.md), gwr's faster (docs/design-notes.md) */
+GWR_PASS(fuse_skip_layer_norm, LOWER, .pattern = &gwr_pattern_fuse_skip_layer_norm, .level = GWR_LEVEL_ALL,
+         .level_gwr = GWR_LEVEL_EXTENDED, .targets = GWR_TARGET_ORT | GWR_TARGET_GWR,
+         .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-4,
+         .summary = "turn LayerNormalization(a + b [+ bias]) into SkipLayerNormalization "
+                    "(SimplifiedLayerNormalization(a + b) into SkipSimplifiedLayerNormalization), also when the sum "
+                    "has other readers (they read its input_skip_bias_sum output)");
+
+GWR_PASS(fuse_silu, LOWER, .pattern = &gwr_ps_pattern_fuse_silu, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ORT | GWR_TARGET_GWR, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
+         .summary = "turn x * Sigmoid(x) into QuickGelu(x; alpha 1)");
+
+GWR_PASS(fuse_bias_gelu, LOWER, .pattern = &gwr_ps_pattern_fuse_bias_gelu, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ORT | GWR_TARGET_GWR, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
+         .summary = "turn Gelu(x + bias), bias a constant over the last axis, into BiasGelu (FastGelu for tanh)");
+
+/* in fuse (GELU's Mul comes before the MatMul, so fuse_gelu takes it first): not in fold, where
+ * it took GELU's trailing * 0.5 into the next MatMul before fuse_gelu saw it (opset 13, target
+ * ort); not in lower, where the fusions were offered the attention's scale Mul first */
+GWR_PASS(fuse_matmul_scale, FUSE, .pattern = &gwr_pattern_fuse_matmul_scale, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ORT | GWR_TARGET_GWR, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
+         .summary = "fold Transposes of the last two axes and constant scalar Mul/Div around a MatMul into "
+                    "FusedMatMul (transA, transB, alpha)");

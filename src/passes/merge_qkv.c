@@ -146,3 +146,11 @@ const gwr_pattern_rewriter gwr_pattern_merge_qkv_matmuls = {
     .root_ops = roots,
     .match_and_rewrite = merge,
 };
+
+/* ---- the pass table's row (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(merge_qkv_matmuls, FUSE, .pattern = &gwr_pattern_merge_qkv_matmuls, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
+         .summary = "turn three or more MatMuls (+ constant bias) of one input by constant weights into one MatMul (+ "
+                    "Add) and a Split");

@@ -120,3 +120,11 @@ static int fuse(gwr_rewrite_ctx *c, const gwr_match *m) {
 }
 
 const gwr_pattern_rewriter gwr_pattern_fuse_layer_norm = GWR_MATCH_PASS("fuse_layer_norm", roots, &pattern);
+
+/* ---- the pass table's row (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(fuse_layer_norm, FUSE, .pattern = &gwr_pattern_fuse_layer_norm, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
+         .summary = "turn the exporters' ReduceMean/Sub/Pow/Sqrt/Div chain (and constant gamma, beta) into "
+                    "LayerNormalization (opset >= 17)");

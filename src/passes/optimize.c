@@ -1,14 +1,19 @@
 /* optimize.c - gwr_optimize: the passes of the table (registry.c) that the
  * level, the target and the --only/--disable lists select, in one rewrite
- * manager run to a fixpoint over the network, then over every If/Loop/Scan
- * body in it, body by body; again while the rewrites make types known that
- * were not (run_to_fixpoint). */
+ * manager, each in its phase: the manager's run over a network offers the
+ * layers the cleanup passes to a fixpoint, then fold's, fuse's, lower's,
+ * kernel's, and the sequence again while a phase's changes touched layers
+ * an earlier phase has not seen (rw_manager_set_phase); within a phase, in
+ * table order (the benefit from the position). That run covers the network,
+ * then every If/Loop/Scan body in it, body by body; again while the
+ * rewrites make types known that were not (run_to_fixpoint). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "gwr/optimize.h"
 #include "ir/ir_api.h"
 #include "optimize_internal.h"
+#include "rewrite/rewrite_api.h"
 
 struct gwr_optimize_report {
     int n;
@@ -183,7 +188,8 @@ static gwr_status plan(gwr_network *net, const gwr_optimize_options *o, gwr_opti
         r->passes[i].label = p->label;
         r->passes[i].skipped = skip_reason(net, p, level, target, o, &s);
         if (s) return s;
-        if (!r->passes[i].skipped && (s = gwr_rewrite_manager_add(m, p->label, p->pattern, p->benefit)))
+        if (!r->passes[i].skipped && ((s = gwr_rewrite_manager_add(m, p->label, p->pattern, gwr_passes_benefit(i))) ||
+                                      (s = rw_manager_set_phase(m, p->label, (int)p->phase))))
             return gwr_ir_error(net, s, "gwr_optimize: %s", gwr_rewrite_manager_errmsg(m));
     }
     /* Rules run with the passes; their report entries follow. */

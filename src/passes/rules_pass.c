@@ -56,3 +56,12 @@ static const char *const transpose_roots[] = {"Transpose", NULL};
 const gwr_pattern_rewriter gwr_ps_pattern_compose_transposes = GWR_PS_RULES_PASS("compose_transposes", "transposes.rules", transpose_roots);
 static const char *const identity_roots[] = {"Identity", "Dropout", NULL};
 const gwr_pattern_rewriter gwr_ps_pattern_eliminate_identity = GWR_PS_RULES_PASS("eliminate_identity", "identity.rules", identity_roots);
+
+/* ---- the pass table's row of cleanup.rules (the rule-file passes that
+ * replaced hand-written ones keep their rows where those were) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(rules_cleanup, CLEANUP, .pattern = &gwr_ps_pattern_rules_cleanup, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "the rules of src/passes/rules/cleanup.rules: Neg(Neg(x)) and Not(Not(x)) to x; Abs(Abs(x)) and "
+                    "Abs(Neg(x)) to Abs(x); Floor/Ceil/Round of itself to one");

@@ -173,3 +173,11 @@ static int fold_batchnorm(gwr_rewrite_ctx *c, const gwr_match *m) {
 static const char *const bn_ops[] = {"BatchNormalization", NULL};
 
 const gwr_pattern_rewriter gwr_pattern_fold_batchnorm = GWR_MATCH_PASS("fold_batchnorm", bn_ops, &bn_p);
+
+/* ---- the pass table's row (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(fold_batchnorm, FOLD, .pattern = &gwr_pattern_fold_batchnorm, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-4,
+         .summary = "fold an inference BatchNormalization into the constant weights of the Conv, ConvTranspose, Gemm "
+                    "or MatMul before it");

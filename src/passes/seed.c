@@ -280,3 +280,18 @@ gwr_status gwr_passes_recover_flayers(gwr_network *net, int64_t *nrecorded) {
     if (nrecorded) *nrecorded = n;
     return s;
 }
+
+/* ---- the pass table's rows (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(fuse_attention_with_bias, LOWER, .pattern = &gwr_pattern_fuse_attention_with_bias, .level = GWR_LEVEL_NONE,
+         .targets = GWR_TARGET_GWR, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
+         .summary = "fold a constant Add feeding a GPTAttention's qkv into its qkv_bias");
+
+GWR_PASS(gpt_attention_remove_padding, LOWER, .pattern = &gwr_pattern_gpt_attention_remove_padding, .level = GWR_LEVEL_NONE,
+         .targets = GWR_TARGET_GWR, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
+         .summary = "re-create GPTAttention plugins in remove-padding mode (args batch_size, in_len, hidden_size)");
+
+GWR_PASS(replace_add_with_sub, LOWER, .pattern = &gwr_pattern_replace_add_with_sub, .level = GWR_LEVEL_NONE,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_CHANGES,
+         .summary = "turn every two-input Add into a Sub (the tutorial pattern; changes the numbers)");

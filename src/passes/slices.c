@@ -198,3 +198,14 @@ static const gwr_match_pattern split_p = {"merge_slices_into_split", GWR_M_NODES
 
 const gwr_pattern_rewriter gwr_pattern_merge_slices_into_split =
     GWR_MATCH_PASS("merge_slices_into_split", slice_ops, &split_p);
+
+/* ---- the pass table's rows (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(compose_slices, CLEANUP, .pattern = &gwr_pattern_compose_slices, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "merge Slice(Slice(x)) on different axes into one Slice of x");
+
+GWR_PASS(merge_slices_into_split, CLEANUP, .pattern = &gwr_pattern_merge_slices_into_split, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "replace Slices that cut one axis of x into consecutive parts by one Split");

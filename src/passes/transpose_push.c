@@ -176,3 +176,11 @@ const gwr_pattern_rewriter gwr_pattern_push_transpose_through_elementwise = {
     .root_ops = transpose_ops,
     .match_and_rewrite = push_transpose,
 };
+
+/* ---- the pass table's row (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(push_transpose_through_elementwise, CLEANUP, .pattern = &gwr_pattern_push_transpose_through_elementwise, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "move a Transpose up through lone elementwise layers (unary, or with a constant, permuted) to "
+                    "meet another Transpose: one or none left");

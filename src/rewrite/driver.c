@@ -12,7 +12,19 @@
  * never settles into GWR_ERR_NOT_CONVERGED.
  *
  * Layer indices do not change during a run (no prune or toposort until the
- * end), so the flag array is indexed by gwr_layer_index. */
+ * end), so the flag array is indexed by gwr_layer_index.
+ *
+ * Phases (rw_manager_set_phase; gwr_optimize's): a worklist per phase in
+ * use, each starting with every live layer. The run empties the first
+ * phase's, offering each layer only that phase's patterns, then the
+ * next's, and so on; what a change touches goes on every phase's
+ * worklist, so after the last phase the sequence starts again while any
+ * worklist holds a layer: the later phases' changes, offered to the
+ * earlier phases. Each round makes a rewrite, so the rewrite limit bounds
+ * the rounds too. The first visit of every layer needs no stack: a cursor
+ * walks the layers present at the start, in network order, after what
+ * changes pushed; a phase that starts again takes what the others pushed
+ * in network order too (its stack rebuilt from the flags). */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,13 +53,25 @@ struct gwr_rewrite_manager {
 
 #define LAST_N 16
 
+/* One phase's worklist: a stack of what changes pushed, then the layers
+ * [cursor, n0) of the network (those present at the start) not yet
+ * visited in this phase. */
+typedef struct rw_worklist {
+    gwr_layer **v;
+    int64_t n, cap;
+    int64_t cursor;
+    int phase;                    /* the patterns' phase it offers */
+} rw_worklist;
+
 typedef struct rw_run {
     gwr_rewrite_manager *m;
     gwr_network *net;
     gwr_rewrite_ctx ctx;
-    gwr_layer **wl;               /* the worklist: a stack */
-    int64_t nwl, wl_cap;
-    uint8_t *on;                  /* on[i]: layer of index i is on the worklist */
+    rw_worklist wl[RW_MAX_PHASES]; /* one per phase in use, in phase order */
+    int nwl;
+    int phase;                    /* the patterns offered: those of this phase; -1 all */
+    int64_t n0;                   /* layers at the start */
+    uint8_t *on;                  /* on[i] bit k: layer of index i is on wl[k]'s stack */
     int64_t on_cap;
     int revisit;                  /* push what changes touch (not in single pass) */
     int nomem;
@@ -71,15 +95,28 @@ static int on_reserve(rw_run *r, int64_t idx) {
     return 0;
 }
 
+/* Is l on worklist k: on its stack, or ahead of its cursor? */
+static int pending(const rw_run *r, int k, const gwr_layer *l) {
+    return (r->on[l->index] >> k & 1) || (l->index >= r->wl[k].cursor && l->index < r->n0);
+}
+
 static void push(rw_run *r, gwr_layer *l) {
     if (!l || l->net != r->net || (l->flags & LF_REMOVED)) return;
-    if (on_reserve(r, l->index) || gwr_grow((void **)&r->wl, sizeof *r->wl, &r->wl_cap, r->nwl + 1)) {
+    if (on_reserve(r, l->index)) {
         r->nomem = 1;
         return;
     }
-    if (r->on[l->index]) return;
-    r->on[l->index] = 1;
-    r->wl[r->nwl++] = l;
+    unsigned phases = r->nwl > 1 ? rw_candidate_phases(&r->m->table, l) : ~0u;
+    for (int k = 0; k < r->nwl; k++) {
+        rw_worklist *w = &r->wl[k];
+        if (!(phases >> w->phase & 1) || pending(r, k, l)) continue;
+        if (gwr_grow((void **)&w->v, sizeof *w->v, &w->cap, w->n + 1)) {
+            r->nomem = 1;
+            return;
+        }
+        r->on[l->index] |= (uint8_t)(1u << k);
+        w->v[w->n++] = l;
+    }
 }
 
 static uint64_t rng_next(uint64_t *s) {
@@ -98,19 +135,32 @@ static void prefetch_layer(const gwr_layer *l) {
     __builtin_prefetch(&l->flags); /* the header can span two lines */
 }
 
-static gwr_layer *pop(rw_run *r) {
-    if (r->rng) {
-        int64_t k = (int64_t)(rng_next(&r->rng) % (uint64_t)r->nwl);
-        gwr_layer *t = r->wl[k];
-        r->wl[k] = r->wl[r->nwl - 1];
-        r->wl[r->nwl - 1] = t;
+/* The next layer of worklist k, or NULL when it is empty. */
+static gwr_layer *pop(rw_run *r, int k) {
+    rw_worklist *w = &r->wl[k];
+    if (w->n) {
+        if (r->rng) {
+            int64_t i = (int64_t)(rng_next(&r->rng) % (uint64_t)w->n);
+            gwr_layer *t = w->v[i];
+            w->v[i] = w->v[w->n - 1];
+            w->v[w->n - 1] = t;
+        }
+        gwr_layer *l = w->v[--w->n];
+        r->on[l->index] &= (uint8_t)~(1u << k);
+        return l;
     }
-    gwr_layer *l = r->wl[--r->nwl];
-    r->on[l->index] = 0;
-    /* The layers below are usually popped next, in order: start loading
-     * one some pops ahead (a big network misses the cache on each). */
-    if (!r->rng && r->nwl > VISIT_AHEAD) prefetch_layer(r->wl[r->nwl - VISIT_AHEAD]);
-    return l;
+    gwr_layer *const *v = r->net->layers;
+    /* Phases: only the layers with a pattern of this phase. */
+    int filter = r->nwl > 1;
+    while (w->cursor < r->n0) {
+        /* The layers ahead are visited next, in order: start loading one
+         * some visits ahead (a big network misses the cache on each). */
+        if (w->cursor + VISIT_AHEAD < r->n0) prefetch_layer(v[w->cursor + VISIT_AHEAD]);
+        gwr_layer *l = v[w->cursor++];
+        if (l->flags & LF_REMOVED) continue;
+        if (!filter || rw_candidate_phases(&r->m->table, l) >> w->phase & 1) return l;
+    }
+    return NULL;
 }
 
 /* ---- what the network tells us ---- */
@@ -156,14 +206,16 @@ static void on_removed(void *ctx, gwr_layer *l) {
 static void on_dropped(void *ctx, gwr_layer *l) {
     rw_run *r = ctx;
     if (l->net != r->net) return;
-    if (l->index < r->on_cap && r->on[l->index]) {
-        for (int64_t i = r->nwl - 1; i >= 0; i--)
-            if (r->wl[i] == l) {
-                memmove(&r->wl[i], &r->wl[i + 1], (size_t)(r->nwl - i - 1) * sizeof *r->wl);
-                r->nwl--;
+    for (int k = 0; l->index < r->on_cap && k < r->nwl; k++) {
+        rw_worklist *w = &r->wl[k];
+        if (!(r->on[l->index] >> k & 1)) continue;
+        for (int64_t i = w->n - 1; i >= 0; i--)
+            if (w->v[i] == l) {
+                memmove(&w->v[i], &w->v[i + 1], (size_t)(w->n - i - 1) * sizeof *w->v);
+                w->n--;
                 break;
             }
-        r->on[l->index] = 0;
+        r->on[l->index] &= (uint8_t)~(1u << k);
     }
     for (int64_t i = r->nadded - 1; i >= 0; i--)
         if (r->added[i] == l) {
@@ -287,6 +339,17 @@ const char *gwr_rewrite_manager_label(const gwr_rewrite_manager *m, int i) {
     return p ? p->label : NULL;
 }
 
+gwr_status rw_manager_set_phase(gwr_rewrite_manager *m, const char *label, int phase) {
+    NULL_CHECK(m, "rw_manager_set_phase");
+    rw_pattern *p = rw_table_find(&m->table, label);
+    if (!p) return gwr_fmt_error(m->errmsg, GWR_ERR_NOT_FOUND, "no pattern '%s'", label ? label : "(null)");
+    if (phase < 0 || phase >= RW_MAX_PHASES)
+        return gwr_fmt_error(m->errmsg, GWR_ERR_INVALID_ARG, "pattern '%s': phase %d is not 0 to %d", p->label, phase,
+                             RW_MAX_PHASES - 1);
+    p->phase = phase;
+    return GWR_OK;
+}
+
 int gwr_rewrite_manager_benefit(const gwr_rewrite_manager *m, int i) {
     rw_pattern *p = rw_table_at(m ? &m->table : NULL, i);
     return p ? p->benefit : 0;
@@ -402,6 +465,10 @@ static int offer(rw_run *r, gwr_layer *l, rw_pattern *const *cands) {
     gwr_rewrite_ctx *c = &r->ctx;
     for (; *cands; cands++) {
         rw_pattern *p = *cands;
+        if (r->phase >= 0 && p->phase != r->phase) {
+            if (p->phase > r->phase) break; /* the lists go phase by phase */
+            continue;
+        }
         rw_ctx_begin(c, p, l);
         p->stats.attempts++;
         double t0 = o->time_patterns ? rw_now() : 0;
@@ -471,7 +538,8 @@ static int offer(rw_run *r, gwr_layer *l, rw_pattern *const *cands) {
 }
 
 static int visit(rw_run *r, gwr_layer *l) {
-    rw_pattern *const *cands = rw_candidates(&r->m->table, l);
+    rw_pattern *const *cands = r->phase >= 0 ? rw_phase_candidates(&r->m->table, l, r->phase)
+                                             : rw_candidates(&r->m->table, l);
     if (!cands) return -(int)gwr_fmt_error(r->m->errmsg, GWR_ERR_NOMEM, "out of memory");
     if (!*cands) return 0;
     return offer(r, l, cands);
@@ -485,26 +553,62 @@ static int interrupted(rw_run *r) {
                                (long long)r->m->summary.visited, (long long)r->rewrites);
 }
 
+/* Worklist k's stack in network order, rebuilt from the flags (a flag per
+ * layer index says what is on it): the later layers first, so that pops
+ * give the earliest first. No comparisons, no layer read. */
+static void stack_in_network_order(rw_run *r, int k) {
+    rw_worklist *w = &r->wl[k];
+    int64_t n = 0, top = r->net->nlayers < r->on_cap ? r->net->nlayers : r->on_cap;
+    for (int64_t i = top - 1; i >= 0 && n < w->n; i--)
+        if (r->on[i] >> k & 1) w->v[n++] = r->net->layers[i];
+}
+
+/* A worklist per phase that has patterns, in phase order. */
+static void plan_phases(rw_run *r) {
+    const rw_table *t = &r->m->table;
+    int used[RW_MAX_PHASES] = {0};
+    for (int64_t i = 0; i < t->n; i++) used[t->v[i]->phase] = 1;
+    for (int ph = 0; ph < RW_MAX_PHASES; ph++)
+        if (used[ph]) r->wl[r->nwl++].phase = ph;
+    if (!r->nwl) r->nwl = 1; /* no pattern: the layers are visited all the same */
+}
+
 static int run_worklist(rw_run *r) {
     gwr_network *net = r->net;
-    int64_t n = net->nlayers;
-    if (on_reserve(r, n) || gwr_grow((void **)&r->wl, sizeof *r->wl, &r->wl_cap, n + 1))
-        return -(int)gwr_fmt_error(r->m->errmsg, GWR_ERR_NOMEM, "out of memory");
-    /* Pushed in reverse so that pops follow network order. */
-    for (int64_t i = n - 1; i >= 0; i--) {
-        if (i >= 4 * VISIT_AHEAD) prefetch_layer(net->layers[i - 4 * VISIT_AHEAD]);
-        gwr_layer *l = net->layers[i];
-        if (l->flags & LF_REMOVED) continue;
-        r->on[l->index] = 1;
-        r->wl[r->nwl++] = l;
+    r->n0 = net->nlayers;
+    plan_phases(r);
+    if (on_reserve(r, r->n0)) return -(int)gwr_fmt_error(r->m->errmsg, GWR_ERR_NOMEM, "out of memory");
+    if (r->rng) { /* a random order needs every layer on the stacks */
+        for (int k = 0; k < r->nwl; k++) {
+            rw_worklist *w = &r->wl[k];
+            if (gwr_grow((void **)&w->v, sizeof *w->v, &w->cap, r->n0 + 1))
+                return -(int)gwr_fmt_error(r->m->errmsg, GWR_ERR_NOMEM, "out of memory");
+            for (int64_t i = r->n0 - 1; i >= 0; i--) {
+                gwr_layer *l = net->layers[i];
+                if (l->flags & LF_REMOVED) continue;
+                r->on[l->index] |= (uint8_t)(1u << k);
+                w->v[w->n++] = l;
+            }
+            w->cursor = r->n0;
+        }
     }
-    while (r->nwl) {
-        gwr_layer *l = pop(r);
-        if (l->flags & LF_REMOVED) continue;
-        r->m->summary.visited++;
-        int ret = interrupted(r);
-        if (!ret) ret = visit(r, l);
-        if (ret < 0) return ret;
+    /* Phase by phase, each to its fixpoint; again from the first while a
+     * worklist holds something. */
+    for (int k = 0, idle = 0; idle < r->nwl; k = (k + 1) % r->nwl) {
+        r->phase = r->wl[k].phase;
+        /* What other phases' changes touched, in network order (the
+         * first visit's order): producers before their readers. */
+        if (!r->rng && r->wl[k].n > 1) stack_in_network_order(r, k);
+        int64_t before = r->rewrites;
+        gwr_layer *l;
+        while ((l = pop(r, k))) {
+            if (l->flags & LF_REMOVED) continue;
+            r->m->summary.visited++;
+            int ret = interrupted(r);
+            if (!ret) ret = visit(r, l);
+            if (ret < 0) return ret;
+        }
+        idle = r->rewrites == before ? idle + 1 : 0;
     }
     return 0;
 }
@@ -535,7 +639,7 @@ gwr_status gwr_rewrite_manager_rewrite(gwr_rewrite_manager *m, gwr_network *net,
     gwr_status s = rw_table_freeze(&m->table, m->errmsg);
     if (s) return s;
     const gwr_rewrite_options *o = &m->opts;
-    rw_run r = {.m = m, .net = net, .revisit = !o->single_pass && !o->full_rescan};
+    rw_run r = {.m = m, .net = net, .revisit = !o->single_pass && !o->full_rescan, .phase = -1};
     r.rng = o->shuffle_seed ? o->shuffle_seed * 0x9E3779B97F4A7C15ULL | 1 : 0;
     r.ctx.net = net;
     r.ctx.args = args;
@@ -569,7 +673,7 @@ gwr_status gwr_rewrite_manager_rewrite(gwr_rewrite_manager *m, gwr_network *net,
     m->running = 0;
     gwr_network_remove_listener(net, id);
     rw_table_thaw(&m->table);
-    gwr_free(r.wl);
+    for (int k = 0; k < r.nwl; k++) gwr_free(r.wl[k].v);
     gwr_free(r.on);
     gwr_free(r.added);
     gwr_free(r.removed);

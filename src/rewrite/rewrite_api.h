@@ -21,4 +21,12 @@ int rw_manager_own(gwr_rewrite_manager *m, void *obj, void (*free_fn)(void *));
  * not, a pattern may skip formatting it. */
 int rw_ctx_wants_reason(const gwr_rewrite_ctx *c);
 
+/* Puts m's pattern `label` in phase `phase` (0 to 7; every pattern starts
+ * in 0). A run with patterns in several phases offers each layer the
+ * patterns of one phase at a time: the lowest phase's to a fixpoint, then
+ * the next's, and the sequence again while a later phase's changes touched
+ * layers (driver.c); gwr_optimize's phases. GWR_ERR_NOT_FOUND,
+ * GWR_ERR_INVALID_ARG, GWR_ERR_STATE while running. */
+gwr_status rw_manager_set_phase(gwr_rewrite_manager *m, const char *label, int phase);
+
 #endif

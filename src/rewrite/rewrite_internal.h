@@ -10,10 +10,14 @@
 #include "rewrite/rewrite_api.h"
 #include "util/util.h"
 
+/* Phases a manager's patterns may be in (rw_manager_set_phase): 0 to 7. */
+#define RW_MAX_PHASES 8
+
 /* One pattern kept by a manager. */
 typedef struct rw_pattern {
     char *label, *name;
     int benefit;
+    int phase;                    /* rw_manager_set_phase; 0 by default */
     int64_t order;                /* insertion number: ties keep it */
     int index;                    /* position in priority order */
     uint64_t classes;
@@ -27,6 +31,13 @@ typedef struct rw_pattern {
     gwr_pattern_stats stats;
 } rw_pattern;
 
+/* Where each phase starts in a dispatch list (the lists go phase by phase,
+ * each in priority order), and the phases it has (bit per phase). */
+typedef struct rw_list_index {
+    int32_t start[RW_MAX_PHASES];
+    uint8_t phases;
+} rw_list_index;
+
 typedef struct rw_table {
     rw_pattern **v;               /* priority order: benefit descending, then insertion */
     int64_t n, cap;
@@ -34,6 +45,8 @@ typedef struct rw_table {
     int frozen;
     rw_pattern **class_lists[GWR_LAYER_TYPE_COUNT]; /* NULL-terminated */
     rw_pattern ***op_lists;       /* by op id; NULL where no pattern names the op */
+    rw_list_index class_index[GWR_LAYER_TYPE_COUNT]; /* of class_lists */
+    rw_list_index *op_index;      /* of op_lists, by op id */
     gwr_ptrmap custom;            /* custom op info -> list, filled lazily per run */
     int has_custom_ops;
 } rw_table;
@@ -67,6 +80,23 @@ static inline rw_pattern *const *rw_candidates(rw_table *t, const gwr_layer *l) 
         return o ? o : t->class_lists[l->type];
     }
     return t->has_custom_ops ? rw_custom_candidates(t, l) : t->class_lists[l->type];
+}
+
+static inline const rw_list_index *rw_candidate_index(const rw_table *t, const gwr_layer *l) {
+    return t->op_lists && t->op_lists[l->op_id] ? &t->op_index[l->op_id] : &t->class_index[l->type];
+}
+
+/* The phases (bit per phase) of the patterns rw_candidates gives layer l;
+ * every bit for a custom op (its list is made when first asked for). */
+static inline unsigned rw_candidate_phases(const rw_table *t, const gwr_layer *l) {
+    return l->op_id == GWR_OP_CUSTOM ? 0xff : rw_candidate_index(t, l)->phases;
+}
+
+/* rw_candidates from the first pattern of phase ph on (a custom op's list
+ * whole). */
+static inline rw_pattern *const *rw_phase_candidates(rw_table *t, const gwr_layer *l, int ph) {
+    rw_pattern *const *c = rw_candidates(t, l);
+    return c && l->op_id != GWR_OP_CUSTOM ? c + rw_candidate_index(t, l)->start[ph] : c;
 }
 
 /* What callbacks see (gwr_rewrite_ctx). */

@@ -124,13 +124,34 @@ static rw_pattern **make_list(rw_table *t, int cls, gwr_op_id id, const gwr_op_i
         if (p->any || (cls >= 0 && cls < 64 && (p->classes >> cls & 1)) || ((id != GWR_OP_CUSTOM || info) && op_matches(p, id, info)))
             l[k++] = p;
     }
+    /* Phase by phase (the driver offers one phase's at a time), each in
+     * priority order: a stable insertion sort of a short list. */
+    for (int64_t i = 1; i < k; i++) {
+        rw_pattern *p = l[i];
+        int64_t j = i;
+        for (; j > 0 && l[j - 1]->phase > p->phase; j--) l[j] = l[j - 1];
+        l[j] = p;
+    }
     return l;
+}
+
+/* The phases of list l (sorted by phase) and where each starts. */
+static rw_list_index index_list(rw_pattern *const *l) {
+    rw_list_index x = {.phases = 0};
+    int32_t n = 0;
+    for (int ph = 0; ph < RW_MAX_PHASES; ph++) {
+        x.start[ph] = n;
+        for (; l[n] && l[n]->phase == ph; n++) x.phases |= (uint8_t)(1u << ph);
+    }
+    return x;
 }
 
 gwr_status rw_table_freeze(rw_table *t, char *errbuf) {
     if (t->frozen) return GWR_OK;
-    for (int c = 0; c < GWR_LAYER_TYPE_COUNT; c++)
+    for (int c = 0; c < GWR_LAYER_TYPE_COUNT; c++) {
         if (!(t->class_lists[c] = make_list(t, c, GWR_OP_CUSTOM, NULL))) goto nomem;
+        t->class_index[c] = index_list(t->class_lists[c]);
+    }
     t->has_custom_ops = 0;
     int named = 0;
     for (int64_t i = 0; i < t->n; i++)
@@ -139,13 +160,16 @@ gwr_status rw_table_freeze(rw_table *t, char *errbuf) {
             else named = 1;
         }
     if (named) {
-        if (!(t->op_lists = gwr_calloc(GWR_OP_COUNT, sizeof *t->op_lists))) goto nomem;
+        if (!(t->op_lists = gwr_calloc(GWR_OP_COUNT, sizeof *t->op_lists)) ||
+            !(t->op_index = gwr_calloc(GWR_OP_COUNT, sizeof *t->op_index)))
+            goto nomem;
         for (int64_t i = 0; i < t->n; i++)
             for (int k = 0; k < t->v[i]->nops; k++) {
                 gwr_op_id id = t->v[i]->op_id[k];
                 if (id == GWR_OP_CUSTOM || t->op_lists[id]) continue;
                 const gwr_op_info *info = gwr_op_info_get(id);
                 if (!(t->op_lists[id] = make_list(t, (int)info->layer_type, id, NULL))) goto nomem;
+                t->op_index[id] = index_list(t->op_lists[id]);
             }
     }
     t->frozen = 1;
@@ -175,6 +199,8 @@ void rw_table_thaw(rw_table *t) {
         for (int i = 0; i < GWR_OP_COUNT; i++) gwr_free(t->op_lists[i]);
     gwr_free(t->op_lists);
     t->op_lists = NULL;
+    gwr_free(t->op_index);
+    t->op_index = NULL;
     for (int64_t i = 0; i < t->custom.cap; i++)
         if (t->custom.keys[i]) gwr_free(t->custom.vals[i]);
     gwr_ptrmap_free(&t->custom);

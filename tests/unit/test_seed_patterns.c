@@ -347,8 +347,8 @@ TEST(remove_padding_skips_read_present) {
     gwr_network_free(net);
 }
 
-/* All three together: the fusion (benefit 20) takes the qkv bias Adds
- * before replace_add_with_sub (benefit 1) sees them, and the new plugins
+/* All three together: the fusion (earlier in the pass table: the higher benefit) takes the qkv bias Adds
+ * before replace_add_with_sub sees them, and the new plugins
  * are then converted to remove-padding mode. */
 TEST(all_three) {
     gwr_network *net = gpt(2);

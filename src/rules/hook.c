@@ -80,7 +80,7 @@ gwr_status rl_items_make(const gwr_rules *set, int first, int last, rl_item_set 
             *it = (gwr_rules_item){.name = r->name, .file = set->filename, .line = r->line, .benefit = r->benefit,
                                    .phase = (int)r->phase, .tol = r->tol, .pattern = &r->tables[k].pat,
                                    .rewriter = rw, .hints = h, .attrs = ad, .nattrs = nad, .args = s->args[i - first],
-                                   .group = i + 1};
+                                   .targets = r->targets, .group = i + 1};
             s->rule_of[s->n++] = i;
         }
     }

@@ -3,6 +3,7 @@
  * passes, a wrong one fails with its instance, and lint finds a loop, a
  * pair that undoes itself and a shadowed rule, and nothing in a clean set. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "gwr/gwr.h"
@@ -375,6 +376,26 @@ TEST(api_check_and_lint_parsed_rules) {
     CHECK_CONTAINS(gwr_last_errmsg(), "NULL rules");
 }
 
+/* Rules of disjoint targets never run in one manager: neither shadows
+ * nor undoes the other; rules sharing a target still do. */
+TEST(lint_disjoint_targets_do_not_meet) {
+    int rc;
+    char *buf = api_run(1, "rule nn_ort benefit 20 target ort:\n  Neg(Neg(x)) => x\n"
+                           "rule nn_gwr target gwr:\n  Neg(Neg(x)) => Identity(x)\n", &rc);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(!strstr(buf, "shadowed"));
+    free(buf);
+    buf = api_run(1, "rule a target onnx:\n  Mul(x, 2.0) => Add(x, x)\nrule b target gwr:\n  Add(x, x) => Mul(x, 2.0)\n", &rc);
+    CHECK_EQ_INT(rc, 0);
+    free(buf);
+    /* ort, gwr against gwr: they meet under gwr */
+    buf = api_run(1, "rule nn benefit 20 target ort, gwr:\n  Neg(Neg(x)) => x\n"
+                     "rule nn_gwr target gwr:\n  Neg(Neg(x)) => Identity(x)\n", &rc);
+    CHECK_EQ_INT(rc, 1);
+    CHECK_CONTAINS(buf, "api.rules:3: rule nn_gwr is shadowed by rule nn (api.rules:1");
+    free(buf);
+}
+
 int main(void) {
     RUN(api_check_and_lint_parsed_rules);
     RUN(hand_written_passes_pass_check_on_their_tables);
@@ -386,6 +407,7 @@ int main(void) {
     RUN(lint_finds_an_undo_pair);
     RUN(lint_finds_a_shadowed_rule);
     RUN(lint_clean_set);
+    RUN(lint_disjoint_targets_do_not_meet);
     RUN(type_check_refuses_a_replacement_of_another_shape);
     return check_report();
 }

@@ -105,8 +105,11 @@ int gwr_rules_lint_items(const gwr_rules_item *items, int n, const gwr_rules_che
         for (int j = 0; j < ninst; j++) {
             uint64_t seed = gwr_rules_instance_seed(o->seed, i, j);
             gwr_rules_instance_options io = {.opset = it->opset, .hints = it->hints, .attrs = it->attrs, .nattrs = it->nattrs};
-            if (gwr_rules_instance_new(it->pattern, seed, &io, &lr[i].inst[lr[i].ninst])) {
-                if (gwr_last_status() == GWR_ERR_NOMEM) goto oom;
+            gwr_network *m = NULL;
+            gwr_rules_apply_log log;
+            gwr_status applied = GWR_OK, f = gwr_rules_fire(it, seed, io, &lr[i].inst[lr[i].ninst], &m, &log, &applied);
+            if (f == GWR_ERR_NOMEM) goto oom;
+            if (f) {
                 if (j == 0)
                     fprintf(out, "%s:%d: note: rule %s: no instance of its pattern, not linted: %s\n",
                             gwr_rules_item_file(it), it->line, it->name, gwr_last_errmsg());
@@ -114,11 +117,7 @@ int gwr_rules_lint_items(const gwr_rules_item *items, int n, const gwr_rules_che
             }
             int k = lr[i].ninst++;
             lr[i].seed[k] = seed;
-            gwr_network *m = gwr_network_clone(lr[i].inst[k].net);
-            if (!m) goto oom;
-            gwr_rules_apply_log log = {0};
-            gwr_status s = gwr_rules_apply(&it, 1, m, 1, 0, &log);
-            if (s || !log.rewrites) {
+            if (applied || !log.rewrites) {
                 gwr_network_free(m);
                 continue;
             }

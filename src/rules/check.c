@@ -79,8 +79,8 @@ gwr_status gwr_rules_apply(const gwr_rules_item *const *its, int n, gwr_network 
  * did not fire: log says why) and *applied (the manager's status);
  * GWR_ERR_NOT_FOUND when no instance could be drawn (gwr_last_errmsg);
  * GWR_ERR_NOMEM. */
-static gwr_status fire(const gwr_rules_item *it, uint64_t seed, gwr_rules_instance_options io, gwr_rules_instance *in,
-                       gwr_network **copy, gwr_rules_apply_log *log, gwr_status *applied) {
+static gwr_status fire_dtypes(const gwr_rules_item *it, uint64_t seed, gwr_rules_instance_options io, gwr_rules_instance *in,
+                              gwr_network **copy, gwr_rules_apply_log *log, gwr_status *applied) {
     static const gwr_dtype dtypes[] = {GWR_UNDEFINED, GWR_INT64, GWR_FLOAT16, GWR_FLOAT64, GWR_INT32};
     const int nd = (int)(sizeof dtypes / sizeof dtypes[0]);
     for (int d = 0; d < nd; d++) {
@@ -140,6 +140,46 @@ static gwr_status fire(const gwr_rules_item *it, uint64_t seed, gwr_rules_instan
     return GWR_ERR_NOT_FOUND;
 }
 
+/* The opsets an instance is tried at after the item's own: the newest,
+ * then the ones where ops change form (HardSwish 14, Clip's bounds and
+ * Dropout's inputs 11 and 12, Dropout's is_test 7): what a header's opset
+ * and a where clause on opset() ask for. */
+static const int64_t other_opsets[] = {21, 13, 11, 10, 6};
+
+gwr_status gwr_rules_fire(const gwr_rules_item *it, uint64_t seed, gwr_rules_instance_options io, gwr_rules_instance *in,
+                          gwr_network **copy, gwr_rules_apply_log *log, gwr_status *applied) {
+    const int nalt = 1 + (int)(sizeof other_opsets / sizeof other_opsets[0]);
+    gwr_rules_instance best;
+    gwr_network *bcopy = NULL;
+    gwr_rules_apply_log blog;
+    gwr_status bapplied = GWR_OK;
+    int have = 0;
+    char first_err[640] = "";
+    for (int a = 0; a < 2 * nalt; a++) {
+        io.opset = a / 2 ? other_opsets[a / 2 - 1] : it->opset;
+        io.tail = a % 2; /* an Identity after the root: for rules refusing to rename a network output */
+        if (a / 2 && io.opset == it->opset) continue;
+        gwr_status f = fire_dtypes(it, seed, io, in, copy, log, applied);
+        if (f == GWR_ERR_NOMEM) {
+            if (have) gwr_network_free(bcopy), gwr_rules_instance_free(&best);
+            return f;
+        }
+        if (f) {
+            if (!first_err[0]) snprintf(first_err, sizeof first_err, "%s", gwr_last_errmsg());
+            continue;
+        }
+        if (!*applied && log->rewrites) { /* it fires */
+            if (have) gwr_network_free(bcopy), gwr_rules_instance_free(&best);
+            return GWR_OK;
+        }
+        if (!have) best = *in, bcopy = *copy, blog = *log, bapplied = *applied, have = 1;
+        else gwr_network_free(*copy), gwr_rules_instance_free(in);
+    }
+    if (!have) return gwr_set_last_error(GWR_ERR_NOT_FOUND, "%s", first_err);
+    *in = best, *copy = bcopy, *log = blog, *applied = bapplied;
+    return GWR_OK;
+}
+
 /* ---- check ---- */
 
 static void print_instance(FILE *out, const gwr_rules_instance *in, uint64_t seed) {
@@ -157,7 +197,7 @@ static int check_one(const gwr_rules_item *it, int i, int j, const gwr_rules_che
     const char *file = gwr_rules_item_file(it);
     gwr_network *copy = NULL;
     gwr_rules_apply_log log;
-    gwr_status s = GWR_OK, f = fire(it, seed, io, &in, &copy, &log, &s);
+    gwr_status s = GWR_OK, f = gwr_rules_fire(it, seed, io, &in, &copy, &log, &s);
     if (f == GWR_ERR_NOMEM) return -1;
     if (f) {
         fprintf(out, "%s:%d: rule %s: FAIL: no instance of its pattern: %s\n", file, it->line, it->name, gwr_last_errmsg());
@@ -261,7 +301,7 @@ gwr_status gwr_rules_check_types(const gwr_rules_item *it, uint64_t seed, char *
     gwr_rules_instance in;
     gwr_network *copy = NULL;
     gwr_rules_apply_log log;
-    gwr_status s = GWR_OK, f = fire(it, seed, io, &in, &copy, &log, &s), res = GWR_OK;
+    gwr_status s = GWR_OK, f = gwr_rules_fire(it, seed, io, &in, &copy, &log, &s), res = GWR_OK;
     if (f) return f;
     if (s == GWR_ERR_TYPE || s == GWR_ERR_SHAPE) {
         snprintf(why, size, "the replacement cannot stand for the pattern's root: %s", log.msg);

@@ -19,7 +19,10 @@
  *    fires on what B made of B's instance;
  *  - shadow: a rule R tried before S (higher benefit, or equal and
  *    earlier; same phase) fires at the root of every instance of S, so S
- *    never fires there. */
+ *    never fires there.
+ * Rules of no common target never meet (`target ort` and `target gwr`);
+ * a pair is tried under the first target both serve (the manager arg
+ * "target"), each instance at its own opset. */
 #ifndef GWR_RULES_CHECK_H
 #define GWR_RULES_CHECK_H
 
@@ -41,6 +44,7 @@ typedef struct gwr_rules_item {
     int nattrs;
     int64_t opset;                      /* the instances' default-domain opset; 0: none imported */
     const gwr_args *args;               /* the manager's args when the rule runs ("target"), or NULL */
+    unsigned targets;                   /* the GWR_TARGET_* the rule serves (lint pairs rules of a common one); 0: any */
     int group;                          /* items of one nonzero group are one rule (its alternatives): never paired by lint */
 } gwr_rules_item;
 

@@ -12,11 +12,63 @@
 #include "rules/check.h"
 #include "rules/hook.h"
 
+/* The value of a constant expression (numbers and arithmetic): 1, else 0. */
+static int const_num(const rl_expr *x, double *v, int *is_int) {
+    double a, b;
+    int ia, ib;
+    switch (x->kind) {
+    case RL_NUM: *v = x->num, *is_int = !x->is_float; return 1;
+    case RL_NEG: return const_num(x->a[0], v, is_int) ? (*v = -*v, 1) : 0;
+    case RL_BIN:
+        if (x->op < RL_ADD || !const_num(x->a[0], &a, &ia) || !const_num(x->a[1], &b, &ib)) return 0;
+        *is_int = ia && ib && x->op != RL_DIV;
+        *v = x->op == RL_ADD ? a + b : x->op == RL_SUB ? a - b : x->op == RL_MUL ? a * b : a / b;
+        return 1;
+    default: return 0;
+    }
+}
+
+static int is_name(const rl_expr *x, const char *name) { return x->kind == RL_NAME && !strcmp(x->s, name); }
+
+/* What the where clause w asks of captured attribute `name`, from its
+ * conjuncts `name == LIT` (or `LIT == name`) and `abs(name - EXPR) <= T`:
+ * d->kind set, or left 0. */
+static void where_wants(const rl_expr *w, const char *name, gwr_rules_attr_draw *d) {
+    if (!w || w->kind != RL_BIN) return;
+    if (w->op == RL_AND) {
+        where_wants(w->a[0], name, d);
+        where_wants(w->a[1], name, d);
+        return;
+    }
+    const rl_expr *other = NULL;
+    if (w->op == RL_EQ) other = is_name(w->a[0], name) ? w->a[1] : is_name(w->a[1], name) ? w->a[0] : NULL;
+    else if ((w->op == RL_LE || w->op == RL_LT) && w->a[0]->kind == RL_CALL && !strcmp(w->a[0]->s, "abs") &&
+             w->a[0]->na == 1 && w->a[0]->a[0]->kind == RL_BIN && w->a[0]->a[0]->op == RL_SUB &&
+             is_name(w->a[0]->a[0]->a[0], name))
+        other = w->a[0]->a[0]->a[1];
+    if (!other) return;
+    if (other->kind == RL_STR) d->kind = 2, d->str = other->s;
+    else if (const_num(other, &d->num, &d->is_int)) d->kind = 1;
+}
+
+/* A captured attribute's value for instances: what the rule's where
+ * clauses ask for, else its default literal, else drawn. */
+static gwr_rules_attr_draw attr_draw(const gwr_rl_table *t, const rl_bind *b) {
+    gwr_rules_attr_draw d = {.node = b->node, .name = b->attr};
+    const gwr_rl_rule *r = t->rule;
+    for (int k = 0; r && k < r->nwhere && !d.kind; k++) where_wants(r->where[k], b->name, &d);
+    if (!d.kind && b->def) {
+        if (b->def->kind == RL_STR) d.kind = 2, d.str = b->def->s;
+        else if (const_num(b->def, &d.num, &d.is_int)) d.kind = 1;
+    }
+    return d;
+}
+
 static void table_hints(const gwr_rl_table *t, gwr_rules_slot_hint *h, gwr_rules_attr_draw *ad, int *nad) {
     memset(h, 0, GWR_MATCH_MAX_CAPTURES * sizeof *h);
     *nad = 0;
     for (int b = 0; b < t->nbinds; b++)
-        if (t->binds[b].kind == RL_B_ATTR) ad[(*nad)++] = (gwr_rules_attr_draw){t->binds[b].node, t->binds[b].attr};
+        if (t->binds[b].kind == RL_B_ATTR) ad[(*nad)++] = attr_draw(t, &t->binds[b]);
     for (int b = 0; b < t->nbinds; b++)
         if (t->binds[b].kind == RL_B_TENSOR && t->binds[b].slot >= 0 && t->binds[b].slot < GWR_MATCH_MAX_CAPTURES)
             h[t->binds[b].slot].name = t->binds[b].name;
@@ -80,7 +132,7 @@ gwr_status rl_items_make(const gwr_rules *set, int first, int last, rl_item_set 
             *it = (gwr_rules_item){.name = r->name, .file = set->filename, .line = r->line, .benefit = r->benefit,
                                    .phase = (int)r->phase, .tol = r->tol, .pattern = &r->tables[k].pat,
                                    .rewriter = rw, .hints = h, .attrs = ad, .nattrs = nad, .args = s->args[i - first],
-                                   .group = i + 1};
+                                   .targets = r->targets, .group = i + 1};
             s->rule_of[s->n++] = i;
         }
     }

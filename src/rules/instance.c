@@ -358,6 +358,11 @@ static void make_operand(draw *w, const gwr_match_node *n, const char *op, int k
         out->dtype = GWR_BOOL, out->values = V_BOOL;
     else if (!strncmp(op, "Bitwise", 7) || is_op(op, "BitShift"))
         out->dtype = is_op(op, "BitShift") ? GWR_UINT32 : GWR_INT32, out->values = V_INTS_RANDOM;
+    /* Dropout's ratio is a float scalar in [0, 1) (a constant: the
+     * executor's random inputs could be negative), its training_mode a
+     * bool scalar */
+    if (is_op(op, "Dropout") && k == 1) out->s.rank = 0, out->as_const = 1, out->values = V_SPLAT, out->splat = 0.5 * frand(&w->rng);
+    else if (is_op(op, "Dropout") && k == 2) out->s.rank = 0, out->dtype = GWR_BOOL, out->values = V_BOOL;
     /* what must be positive: a divisor, a root or logarithm of a constant, a power's base */
     if ((out->values == V_RANDOM || (out->values == V_SPECIAL && special_values[w->special - 1] <= 0)) &&
         ((k == 1 && (is_op(op, "Div") || is_op(op, "Mod"))) || is_op(op, "Sqrt") || is_op(op, "Log") ||
@@ -444,7 +449,26 @@ static gwr_status draw_attr(draw *w, const char *name, const shape *xs, gwr_args
     if (!strcmp(name, "axis")) return gwr_args_set_int(a, name, r ? irand(&w->rng, -r, r - 1) : 0);
     if (is_float_attr(name)) return gwr_args_set_float(a, name, !strcmp(name, "epsilon") ? 1e-5 : 0.25 + frand(&w->rng));
     if (!strcmp(name, "to")) return gwr_args_set_int(a, name, GWR_FLOAT32);
+    /* string attributes: their ONNX default */
+    static const char *const strings[][2] = {{"approximate", "none"}, {"mode", "constant"}, {"auto_pad", "NOTSET"},
+                                             {"direction", "forward"}, {"reduction", "none"},
+                                             {"coordinate_transformation_mode", "half_pixel"},
+                                             {"nearest_mode", "round_prefer_floor"}, {"padding_mode", "zeros"}};
+    for (size_t k = 0; k < sizeof strings / sizeof strings[0]; k++)
+        if (!strcmp(name, strings[k][0])) return gwr_args_set_string(a, name, strings[k][1]);
     return gwr_args_set_int(a, name, 1);
+}
+
+/* Attribute `name` of table node i: the value the rule asks for, else drawn. */
+static gwr_status wanted_attr(draw *w, int i, const char *name, const shape *xs, gwr_args *a) {
+    for (int k = 0; w->o && k < w->o->nattrs; k++) {
+        const gwr_rules_attr_draw *d = &w->o->attrs[k];
+        if (d->node != i || !d->name || strcmp(d->name, name) || !d->kind) continue;
+        if (d->kind == 2) return gwr_args_set_string(a, name, d->str);
+        if (d->is_int && !is_float_attr(name) && d->num == nearbyint(d->num)) return gwr_args_set_int(a, name, (int64_t)d->num);
+        return gwr_args_set_float(a, name, d->num);
+    }
+    return draw_attr(w, name, xs, a);
 }
 
 /* Draws the attributes the rule captures on table node i (not set by a
@@ -455,7 +479,7 @@ static gwr_status drawn_attrs(draw *w, int i, const gwr_match_node *n, const gwr
     for (int k = 0; w->o && k < w->o->nattrs; k++) {
         const gwr_rules_attr_draw *d = &w->o->attrs[k];
         if (d->node != i || !d->name || attr_of(n, d->name)) continue;
-        gwr_status s = draw_attr(w, d->name, &xs, a);
+        gwr_status s = wanted_attr(w, i, d->name, &xs, a);
         if (s) return s;
     }
     return GWR_OK;
@@ -463,7 +487,7 @@ static gwr_status drawn_attrs(draw *w, int i, const gwr_match_node *n, const gwr
 
 /* Sets node n's constrained attributes (an absent_ok one: half the time; a
  * captured one drawn) and the ones the op requires; x is its first input. */
-static gwr_status node_attrs(draw *w, const gwr_match_node *n, const char *op, const gwr_tensor *x, gwr_args *a) {
+static gwr_status node_attrs(draw *w, int i, const gwr_match_node *n, const char *op, const gwr_tensor *x, gwr_args *a) {
     gwr_status s = GWR_OK;
     int ok = 0;
     shape xs = x ? tensor_shape(x, &ok) : w->base;
@@ -475,7 +499,7 @@ static gwr_status node_attrs(draw *w, const gwr_match_node *n, const char *op, c
         case GWR_MATTR_FLOAT: s = gwr_args_set_float(a, c->name, c->f); break;
         case GWR_MATTR_STRING: s = gwr_args_set_string(a, c->name, c->s); break;
         case GWR_MATTR_INTS: s = gwr_args_set_ints(a, c->name, c->n, c->ints); break;
-        case GWR_MATTR_CAPTURE: s = draw_attr(w, c->name, &xs, a); break;
+        case GWR_MATTR_CAPTURE: s = wanted_attr(w, i, c->name, &xs, a); break;
         default: break;
         }
     }
@@ -578,7 +602,7 @@ static int draw_once(draw *w, gwr_rules_instance *out) {
         gwr_args *a = gwr_args_new();
         if (!a) return -1;
         gwr_layer *l = NULL;
-        if (!node_attrs(w, n, op, nin ? in[0] : NULL, a) && !drawn_attrs(w, i, n, nin ? in[0] : NULL, a))
+        if (!node_attrs(w, i, n, op, nin ? in[0] : NULL, a) && !drawn_attrs(w, i, n, nin ? in[0] : NULL, a))
             l = gwr_op_call(w->net, dom, op, nin, in, a, node_outputs(p, i, dom, op), NULL);
         gwr_args_free(a);
         if (!l) return draw_fail(w, "%s: %s", op, gwr_network_errmsg(w->net));
@@ -588,8 +612,15 @@ static int draw_once(draw *w, gwr_rules_instance *out) {
         w->layers[i] = l;
     }
     gwr_layer *root = w->layers[p->nnodes - 1];
-    for (int o = 0; o < gwr_layer_num_outputs(root); o++)
-        if (gwr_network_mark_output(w->net, gwr_layer_output(root, o))) return draw_fail(w, "%s%s", gwr_network_errmsg(w->net), "");
+    for (int o = 0; o < gwr_layer_num_outputs(root); o++) {
+        gwr_tensor *y = gwr_layer_output(root, o);
+        if (w->o && w->o->tail) {
+            gwr_layer *id = gwr_op_call(w->net, "", "Identity", 1, &y, NULL, 1, NULL);
+            if (!id) return draw_fail(w, "Identity: %s%s", gwr_network_errmsg(w->net), "");
+            y = gwr_layer_output(id, 0);
+        }
+        if (gwr_network_mark_output(w->net, y)) return draw_fail(w, "%s%s", gwr_network_errmsg(w->net), "");
+    }
     int r = gwr_match_layer(p, root, &out->match);
     if (r < 0) return -1;
     if (!r) {

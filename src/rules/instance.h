@@ -35,10 +35,18 @@ typedef struct gwr_rules_slot_hint {
 /* An attribute a rule captures (`Transpose<perm=p>`): the instance gives
  * table node `node` a drawn value of it (perm: a permutation of the
  * input's rank; axis, axes: an axis of it; epsilon, alpha, beta, ...: a
- * small positive float; other names: the int 1). */
+ * small positive float; a string attribute (approximate, mode, ...) its
+ * ONNX default; other names: the int 1), or the value the rule asks for. */
 typedef struct gwr_rules_attr_draw {
     int node;
     const char *name;
+    /* The value the rule asks for (its where clause: `a == "none"`,
+     * `abs(a - 1.0 / 6.0) <= T`; else its default), given as is: 1 a
+     * number (an int when is_int), 2 the string str; 0: drawn. */
+    int kind;
+    int is_int;
+    double num;
+    const char *str;
 } gwr_rules_attr_draw;
 
 typedef struct gwr_rules_instance_options {
@@ -51,6 +59,10 @@ typedef struct gwr_rules_instance_options {
     gwr_dtype dtype;                  /* captures of no dtype the ops or hints fix; GWR_UNDEFINED: float32 */
     const gwr_rules_attr_draw *attrs; /* nattrs entries */
     int nattrs;
+    /* An Identity after each output of the root, the network's outputs
+     * instead of the root's (a rule that keeps a network output's name
+     * refuses a root that makes one). */
+    int tail;
 } gwr_rules_instance_options;
 
 typedef struct gwr_rules_instance {

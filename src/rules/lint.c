@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gwr/passes.h"
 #include "rules/check_internal.h"
 #include "util/util.h"
 
@@ -68,6 +69,13 @@ static int tried_before(const gwr_rules_item *items, int r, int s) {
     return items[r].benefit > items[s].benefit || (items[r].benefit == items[s].benefit && r < s);
 }
 
+/* The first target rules a and b both serve (a GWR_TARGET_* bit), 0 for
+ * none: such rules never run in one manager, so never meet. */
+static unsigned common_target(const gwr_rules_item *a, const gwr_rules_item *b) {
+    unsigned c = (a->targets ? a->targets : GWR_TARGET_ANY) & (b->targets ? b->targets : GWR_TARGET_ANY);
+    return c & -c;
+}
+
 static void free_rules(lint_rule *lr, int n) {
     for (int i = 0; i < n; i++)
         for (int j = 0; j < lr[i].ninst; j++) {
@@ -87,14 +95,21 @@ int gwr_rules_lint_items(const gwr_rules_item *items, int n, const gwr_rules_che
         return -1;
     }
     int findings = 0;
+    /* the manager args of each target, for pairs (targets[t]: bit t) */
+    gwr_args *targs[3] = {NULL, NULL, NULL};
+    for (int t = 0; t < 3; t++)
+        if (!(targs[t] = gwr_args_new()) || gwr_args_set_int(targs[t], "target", 1 << t)) goto oom;
     /* instances, and what each rule makes of its own */
     for (int i = 0; i < n; i++) {
         const gwr_rules_item *it = &items[i];
         for (int j = 0; j < ninst; j++) {
             uint64_t seed = gwr_rules_instance_seed(o->seed, i, j);
             gwr_rules_instance_options io = {.opset = it->opset, .hints = it->hints, .attrs = it->attrs, .nattrs = it->nattrs};
-            if (gwr_rules_instance_new(it->pattern, seed, &io, &lr[i].inst[lr[i].ninst])) {
-                if (gwr_last_status() == GWR_ERR_NOMEM) goto oom;
+            gwr_network *m = NULL;
+            gwr_rules_apply_log log;
+            gwr_status applied = GWR_OK, f = gwr_rules_fire(it, seed, io, &lr[i].inst[lr[i].ninst], &m, &log, &applied);
+            if (f == GWR_ERR_NOMEM) goto oom;
+            if (f) {
                 if (j == 0)
                     fprintf(out, "%s:%d: note: rule %s: no instance of its pattern, not linted: %s\n",
                             gwr_rules_item_file(it), it->line, it->name, gwr_last_errmsg());
@@ -102,11 +117,7 @@ int gwr_rules_lint_items(const gwr_rules_item *items, int n, const gwr_rules_che
             }
             int k = lr[i].ninst++;
             lr[i].seed[k] = seed;
-            gwr_network *m = gwr_network_clone(lr[i].inst[k].net);
-            if (!m) goto oom;
-            gwr_rules_apply_log log = {0};
-            gwr_status s = gwr_rules_apply(&it, 1, m, 1, 0, &log);
-            if (s || !log.rewrites) {
+            if (applied || !log.rewrites) {
                 gwr_network_free(m);
                 continue;
             }
@@ -144,7 +155,12 @@ int gwr_rules_lint_items(const gwr_rules_item *items, int n, const gwr_rules_che
         for (int k = 0; k < n; k++) {
             if (k == i || items[k].phase != items[i].phase || (items[i].group && items[k].group == items[i].group))
                 continue;
-            const gwr_rules_item *a = &items[i], *b = &items[k];
+            unsigned tg = common_target(&items[i], &items[k]);
+            if (!tg) continue;
+            /* both under the target they share */
+            gwr_rules_item ia = items[i], ib = items[k];
+            ia.args = ib.args = targs[tg == GWR_TARGET_ONNX ? 0 : tg == GWR_TARGET_ORT ? 1 : 2];
+            const gwr_rules_item *a = &ia, *b = &ib;
             if (i < k) {
                 int ab = 0, ba = 0;
                 for (int j = 0; j < lr[i].ninst && !ab; j++)
@@ -178,9 +194,11 @@ int gwr_rules_lint_items(const gwr_rules_item *items, int n, const gwr_rules_che
                         a->line);
         }
     free_rules(lr, n);
+    for (int t = 0; t < 3; t++) gwr_args_free(targs[t]);
     return findings;
 oom:
     free_rules(lr, n);
+    for (int t = 0; t < 3; t++) gwr_args_free(targs[t]);
     gwr_set_last_error(GWR_ERR_NOMEM, "rules lint: out of memory");
     return -1;
 }

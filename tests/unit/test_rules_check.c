@@ -3,6 +3,7 @@
  * passes, a wrong one fails with its instance, and lint finds a loop, a
  * pair that undoes itself and a shadowed rule, and nothing in a clean set. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "gwr/gwr.h"
@@ -375,6 +376,68 @@ TEST(api_check_and_lint_parsed_rules) {
     CHECK_CONTAINS(gwr_last_errmsg(), "NULL rules");
 }
 
+/* Rules of disjoint targets never run in one manager: neither shadows
+ * nor undoes the other; rules sharing a target still do. */
+TEST(lint_disjoint_targets_do_not_meet) {
+    int rc;
+    char *buf = api_run(1, "rule nn_ort benefit 20 target ort:\n  Neg(Neg(x)) => x\n"
+                           "rule nn_gwr target gwr:\n  Neg(Neg(x)) => Identity(x)\n", &rc);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(!strstr(buf, "shadowed"));
+    free(buf);
+    buf = api_run(1, "rule a target onnx:\n  Mul(x, 2.0) => Add(x, x)\nrule b target gwr:\n  Add(x, x) => Mul(x, 2.0)\n", &rc);
+    CHECK_EQ_INT(rc, 0);
+    free(buf);
+    /* ort, gwr against gwr: they meet under gwr */
+    buf = api_run(1, "rule nn benefit 20 target ort, gwr:\n  Neg(Neg(x)) => x\n"
+                     "rule nn_gwr target gwr:\n  Neg(Neg(x)) => Identity(x)\n", &rc);
+    CHECK_EQ_INT(rc, 1);
+    CHECK_CONTAINS(buf, "api.rules:3: rule nn_gwr is shadowed by rule nn (api.rules:1");
+    free(buf);
+}
+
+/* The instance generator gives a rule what it states: a captured string
+ * attribute a string (its where clause's value, or its ONNX default),
+ * a captured float the value its where clause asks for, the opset a
+ * where clause on opset() needs, Dropout's ratio and training_mode
+ * scalars, and a root whose output may keep its name (an Identity after
+ * it). Each rule is right, so check passes it. */
+TEST(generator_gives_what_the_rule_states) {
+    static const char *const rules[] = {
+        /* string attribute: drawn as a string (its default "none") */
+        "rule gelu_same:\n  Gelu<approximate=a>(x) => Gelu<approximate=\"none\">(x)\n",
+        /* ... the where clause's string */
+        "rule gelu_tanh:\n  Gelu<approximate=a>(x) => Gelu<approximate=\"tanh\">(x)\n  where a == \"tanh\"\n",
+        /* ... and its default literal */
+        "rule gelu_default target gwr:\n  Gelu<approximate=a default \"none\">(Add(x, b: const rank 1)) => com.microsoft::BiasGelu(x, b)\n"
+        "  where a == \"none\" and shape(b)[0] == dim(x, -1)\n",
+        /* floats the where clause pins */
+        "rule hs:\n  Mul(x, HardSigmoid<alpha=a, beta=b default 0.5>(x)) => HardSwish(x)\n"
+        "  where abs(a - 1.0 / 6.0) <= 1e-7 and abs(b - 0.5) <= 1e-6\n",
+        /* the opset a where clause needs (an old model) */
+        "rule old_negneg:\n  Neg(Neg(x)) => x\n  where opset() >= 0 and opset() < 7\n",
+        /* Clip's bounds as attributes (before opset 11), an int attribute literal */
+        "rule clip_attrs:\n  Clip<min=0.0, max=6.0>(x) => Min(Max(x, 0.0), 6.0)\n"
+        "  where opset() >= 0 and opset() < 11\n",
+        "rule dropout_is_test:\n  Dropout<is_test=1>(x, none, none) => x\n  where opset() >= 0 and opset() < 7\n",
+        /* Dropout's ratio and training_mode */
+        "rule dropout_ratio:\n  Dropout(x, _, none) => x\n  where opset() < 0 or opset() >= 12\n",
+        "rule dropout_not_training:\n  Dropout(x, ratio?, t ~ 0 tol 0) => x\n  where opset() < 0 or opset() >= 12\n",
+        /* an elimination of an Identity making the network output */
+        "rule drop_identity:\n  Identity(x) => x\n",
+    };
+    for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++) {
+        int rc;
+        char *buf = api_run(0, rules[k], &rc);
+        if (!CHECK_EQ_INT(rc, 0)) fprintf(stderr, "%s%s\n", rules[k], buf ? buf : "");
+        CHECK_CONTAINS(buf, ": ok: 3 instances");
+        free(buf);
+        buf = api_run(1, rules[k], &rc); /* the Gelu => Gelu ones loop: only the instances matter here */
+        CHECK(rc >= 0 && !strstr(buf, "no instance"));
+        free(buf);
+    }
+}
+
 int main(void) {
     RUN(api_check_and_lint_parsed_rules);
     RUN(hand_written_passes_pass_check_on_their_tables);
@@ -386,6 +449,8 @@ int main(void) {
     RUN(lint_finds_an_undo_pair);
     RUN(lint_finds_a_shadowed_rule);
     RUN(lint_clean_set);
+    RUN(lint_disjoint_targets_do_not_meet);
+    RUN(generator_gives_what_the_rule_states);
     RUN(type_check_refuses_a_replacement_of_another_shape);
     return check_report();
 }

@@ -209,7 +209,7 @@ TEST(captured_attributes_are_drawn) {
     /* Transpose<perm=p2>(Transpose<perm=p1>(x)): both perms drawn, each a permutation of x's rank */
     static const gwr_match_node tt[] = {GWR_M_OP("Transpose", GWR_M_CAP(X)), GWR_M_OP("Transpose", GWR_M_NODE(0))};
     static const gwr_match_pattern ttp = {"tt", GWR_M_NODES(tt), NULL, NULL};
-    static const gwr_rules_attr_draw perms[] = {{0, "perm"}, {1, "perm"}};
+    static const gwr_rules_attr_draw perms[] = {{.node = 0, .name = "perm"}, {.node = 1, .name = "perm"}};
     gwr_rules_instance_options o = {.attrs = perms, .nattrs = 2};
     for (uint64_t seed = 0; seed < 6; seed++) {
         gwr_rules_instance in;

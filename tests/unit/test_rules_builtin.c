@@ -71,7 +71,9 @@ TEST(cleanup_in_the_table) {
     int benefit = 0;
     const gwr_pattern_rewriter *p = gwr_passes_find("rules_cleanup", &benefit);
     if (!CHECK(p != NULL && p->root_ops)) return;
-    CHECK_EQ_INT(benefit, 44);
+    (void)benefit; /* derived from the table position now: the phase is what is declared */
+    for (int i = 0; i < gwr_passes_count(); i++)
+        if (!strcmp(gwr_passes_label(i), "rules_cleanup")) CHECK_EQ_INT(gwr_passes_info(i)->phase, GWR_PHASE_CLEANUP);
     const gwr_rules *r = gwr_ps_rules_file_get("cleanup.rules");
     if (!CHECK(r != NULL)) return;
     CHECK(gwr_rules_count(r) >= 6);

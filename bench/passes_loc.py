@@ -7,9 +7,10 @@ What is counted
 - Code lines: lines of .c/.h/.inc files with something left after removing /* */ and //
   comments (string literals are respected); in .rules files, lines with something left
   before a '#'. Blank and comment-only lines are not counted.
-- A pass is a `gwr_pattern_rewriter NAME = {` definition in a .c file (its label is the
-  `.name = "..."` inside, else NAME less `gwr_pattern_`), or a `rule NAME` of a
-  src/passes/rules/*.rules file. A .c file is cut after each definition: the code from the
+- A pass is a `gwr_pattern_rewriter NAME = {` or `= GWR_MATCH_PASS("label", ...)` definition in
+  a .c file (its label is the `.name = "..."` inside, else NAME less `gwr_pattern_`), or a
+  src/passes/rules/*.rules file that src/passes/rules_pass.c runs as a pass
+  (`GWR_PS_RULES_PASS("label", "file", ...)`: the whole file is that label's row). A .c file is cut after each definition: the code from the
   end of the previous definition to the end of this one is the pass's (the file's shared
   code before its first pass goes to that pass). Definitions with no code between them
   (two labels sharing one function) form one row.
@@ -29,7 +30,9 @@ import subprocess
 import sys
 
 CODE_EXT = (".c", ".h", ".inc")
-DEF_RE = re.compile(r"\bgwr_pattern_rewriter\s+(\w+)\s*=\s*\{")
+DEF_RE = re.compile(r"\bgwr_pattern_rewriter\s+(\w+)\s*=\s*(\{|GWR_MATCH_PASS\(\s*\"([^\"]+)\")")
+# a rule file run as one pass (src/passes/rules_pass.c): label, file
+RULES_PASS_RE = re.compile(r'GWR_PS_RULES_PASS\(\s*"([^"]+)"\s*,\s*"([^"]+)"')
 NAME_RE = re.compile(r'\.name\s*=\s*"([^"]+)"')
 TABLE_RE = re.compile(r"\bgwr_match_(node|layer|add|rewriter)\b")
 RULE_RE = re.compile(r"^rule\s+([A-Za-z_][A-Za-z0-9_.]*)", re.M)
@@ -74,11 +77,12 @@ def c_rows(path, text):
         start = joined.count("\n", 0, m.start())
         # the definition ends at the first line holding "};" from its start
         end = start
-        while end < len(code) and "};" not in code[end]:
+        close = "};" if m.group(2) == "{" else ");"
+        while end < len(code) and close not in code[end]:
             end += 1
         body = "\n".join(code[start:end + 1])
         nm = NAME_RE.search(body)
-        name = nm.group(1) if nm else re.sub(r"^gwr_pattern_", "", m.group(1))
+        name = m.group(3) or (nm.group(1) if nm else re.sub(r"^gwr_pattern_", "", m.group(1)))
         defs.append((start, end, name))
     rows, prev_end = [], -1
     for start, end, name in defs:
@@ -110,11 +114,19 @@ def rules_rows(text):
 
 
 def analyse(files):
-    """files: {relative path under src/passes: text} -> (rows, infra rows)."""
+    """files: {relative path under src/passes: text} -> (rows, infra rows). A rule file run as
+    a pass (rules_pass.c names it) is one row under the pass's label; another (none yet) one row
+    per rule."""
     rows, infra = [], []
+    label_of = {f: lab for t in files.values() for lab, f in RULES_PASS_RE.findall(t)}
     for path in sorted(files):
         text = files[path]
         if path.endswith(".rules"):
+            base = os.path.basename(path)
+            if base in label_of:
+                lines = [ln.split("#", 1)[0] for ln in text.split("\n")]
+                rows.append((path, [label_of[base]], "rule", code_lines(lines)))
+                continue
             for labels, kind, loc in rules_rows(text):
                 rows.append((path, labels, kind, loc))
             continue

@@ -18,7 +18,11 @@
  * override such an initializer from IR version 4 on, so targets ort and gwr
  * keep it an input. Never before IR version 4 (every initializer had to be
  * a graph input then), nor for an input that is also a network output or
- * read only inside subgraphs. */
+ * read only inside subgraphs.
+ *
+ * Not a rule file: it changes how a constant is written (initializer, graph input), not which
+ * layers there are.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

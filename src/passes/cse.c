@@ -46,7 +46,11 @@
  * kept tensor takes its name (gwr_tensor_replace_all_uses_with swaps the
  * names); when both outputs are network outputs the pair is refused, as
  * merging them would need an Identity to carry the second name. Each
- * rewrite removes one layer and adds none, so the pass converges. */
+ * rewrite removes one layer and adds none, so the pass converges.
+ *
+ * Not a rule file: it compares every pair of layers reading one tensor (by hash of op, inputs and
+ * attributes), not a fixed pattern.
+ */
 #include <stdint.h>
 #include <string.h>
 

@@ -13,7 +13,11 @@
  * later in network order: the statistics of a norm (a chain on a Reduce*
  * result, or read as a broadcast operand) and chains feeding Softmax, Gelu,
  * the norms (or a ReduceMean: their formula), MatMul or Gemm (attention's scale and mask, BiasGelu, the
- * scalar folds around a MatMul). */
+ * scalar folds around a MatMul).
+ *
+ * Not a rule file: the chain has any length and any mix of element-wise ops; the fused layer
+ * carries the chain as a program.
+ */
 #include <float.h>
 #include <math.h>
 #include <string.h>

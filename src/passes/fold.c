@@ -8,7 +8,11 @@
  * layers with subgraphs, plugins and ops without a kernel, and outputs over
  * the size limit (manager arg fold_max_bytes, default 16 MiB), so that a
  * Tile or a ConstantOfShape cannot blow a model up: when the output types
- * are known the limit is checked before anything runs. */
+ * are known the limit is checked before anything runs.
+ *
+ * Not a rule file: it runs the executor's kernel of any op whose inputs are all constants; there is
+ * no pattern, only the test 'every input constant'.
+ */
 #include <stdlib.h>
 #include <string.h>
 

@@ -8,7 +8,11 @@
  * outputs; an If output that is a network output keeps its name
  * (gwr_match_replace_layer swaps the names, or puts an Identity in when
  * the branch outputs an enclosing tensor). Each rewrite removes one If, so
- * the pass converges. */
+ * the pass converges.
+ *
+ * Not a rule file: it copies a subgraph (the branch taken) into the network, which a rule's
+ * replacement cannot do.
+ */
 #include <stdlib.h>
 
 #include "gwr/match.h"

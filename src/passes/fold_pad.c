@@ -21,7 +21,11 @@
  *                  a Pad by -inf would still differ where a window lies in
  *                  the padding only (onnxruntime gives the lowest float)
  *                  and in the Indices output.
- *   ConvTranspose  refused: its pads crop the output, not pad the input. */
+ *   ConvTranspose  refused: its pads crop the output, not pad the input.
+ *
+ * Not a rule file: the Pad's pads (input or attribute, per opset) are added axis by axis into the
+ * reader's pads after checking its auto_pad and count_include_pad.
+ */
 #include <math.h>
 #include <string.h>
 

@@ -24,7 +24,12 @@
  * [N, C, H, W] the per-channel forms are [C, 1, 1] and [1, C, 1, 1], while
  * a [C] alone runs along W and is refused (unless C is 1). Weights are never
  * changed in place: new constants are built, so a weight shared with
- * another layer stays as it was there. */
+ * another layer stays as it was there.
+ *
+ * Not a rule file: the constant is mapped to output channels through each producer's weight layout
+ * (Conv, ConvTranspose with groups, Gemm with transB, MatMul), a walk the language has no words
+ * for.
+ */
 #include <float.h>
 #include <math.h>
 #include <string.h>

@@ -23,7 +23,12 @@
  * form) give com.microsoft Attention(x, W, b, , , M) for a constant W, else
  * a new Split of the MatMul and b whole. Both: intermediates have one
  * reader and are no network output; one dtype among float, float16 and
- * bfloat16; the scale is finite and > 0. */
+ * bfloat16; the scale is finite and > 0.
+ *
+ * Not a rule file: the mask is rebuilt (broadcast to rank 4, Where turned additive) and the heads'
+ * Reshape/Transposes are checked against each other's dims, arithmetic on shapes the language does
+ * not have.
+ */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

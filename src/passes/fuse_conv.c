@@ -39,7 +39,11 @@
  * the Conv and Gemm kernels and then the activations' own expressions, so
  * the outputs are bit-identical. The manager arg "target" set to onnx
  * refuses; no arg (a plain `gwr rewrite --pattern` run, which names the
- * pass itself) fuses. */
+ * pass itself) fuses.
+ *
+ * Not a rule file: the activation's parameters become FusedConv's activation_params (a list
+ * computed per activation kind), and a FusedConv without an activation is extended in place.
+ */
 #include <float.h>
 #include <math.h>
 #include <string.h>

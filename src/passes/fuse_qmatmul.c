@@ -22,7 +22,11 @@
  * the product up, or per row) is refused. Every intermediate has no other
  * reader (the matcher's single-reader rule): a DynamicQuantizeLinear shared
  * by Q, K and V stays, and its MatMuls become MatMulIntegerToFloat.
- * Exact: the kernels give the unfused layers' bits. */
+ * Exact: the kernels give the unfused layers' bits.
+ *
+ * Not a rule file: the scale is a product of two scales found in either operand order of a Mul
+ * tree, and the zero points' absence or scalar-ness decides the form.
+ */
 #include <string.h>
 
 #include "gwr/match.h"

@@ -20,7 +20,12 @@
  * ones onnxruntime's CPU kernels accept: SkipLayerNormalization's input of
  * rank 2 or 3 with a skip of its shape (or [1, S, H] / [S, H] against
  * [B, S, H]) and 1-D gamma, beta, bias over the last axis; BiasGelu's bias
- * 1-D over the last axis; FusedMatMul in float32 for target ort. */
+ * 1-D over the last axis; FusedMatMul in float32 for target ort.
+ *
+ * Not a rule file (fuse_matmul_scale, fuse_skip_layer_norm, fuse_rms_norm,
+ * fuse_transpose_into_gemm): they fold any number of Transposes and scales around one layer, or
+ * give a fused layer several outputs that other readers keep reading.
+ */
 #include <math.h>
 #include <string.h>
 

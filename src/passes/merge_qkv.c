@@ -18,7 +18,11 @@
  * read as a double and rounded once back to its own dtype). The Split's
  * outputs take the places of the Adds' (or MatMuls') results, so readers
  * and network outputs see the same values. lower_attention takes the merged
- * form as it takes separate projections. */
+ * form as it takes separate projections.
+ *
+ * Not a rule file: three or more MatMuls reading one input (a variable number of siblings, not a
+ * tree under one root) become one MatMul and a Split.
+ */
 #include <string.h>
 
 #include "gwr/match.h"

@@ -19,7 +19,12 @@
  *                   a Gemm(A, W', C').
  * The weights are never changed in place: new constants are built, so a
  * weight shared with another layer stays as it was for that layer (the
- * pass fires; the old constant dies when nothing else reads it). */
+ * pass fires; the old constant dies when nothing else reads it).
+ *
+ * Not a rule file: the producer is any of four layer kinds with different weight layouts (shared
+ * weights copied), and MatMul becomes Gemm on the way; the fold is computed through the executor's
+ * dtype conversions.
+ */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

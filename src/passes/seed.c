@@ -2,7 +2,11 @@
  * module, written as a gwr user would write them. Each follows the four
  * stages of a rewrite: take the old subgraph's inputs and outputs, build
  * the replacement from those inputs, redirect the old outputs' users, mark
- * the old layers removed (the manager prunes them at the end). */
+ * the old layers removed (the manager prunes them at the end).
+ *
+ * Not rule files: these are the seed's patterns as a user writes them in C against the public API
+ * (FLayerInfo, plugins), kept as such.
+ */
 #include <stdlib.h>
 #include <string.h>
 

@@ -13,7 +13,11 @@
  * different axes commutes and the outer Slice clamps against an extent the
  * inner one did not change. A Split is exact when its parts are exactly
  * the Slices' ranges after the spec's clamping, so the axis extent must be
- * known. */
+ * known.
+ *
+ * Not a rule file: the Slices read one tensor in any number (readers of x, not a fixed tree), and
+ * their starts/ends are clamped per the spec before comparing.
+ */
 #include <stdint.h>
 #include <string.h>
 

@@ -16,7 +16,11 @@
  * Only when it removes Transposes: every intermediate of the chain is read
  * only by the next layer and is not a network output, so the chain's k + 2
  * layers become k (or k + 1). A lone Transpose with no partner is left
- * where it is: moving it would not shrink the graph. */
+ * where it is: moving it would not shrink the graph.
+ *
+ * Not a rule file: the Transpose is pushed through a chain of any length until it meets another
+ * one, permuting each constant on the way.
+ */
 #include <stdint.h>
 #include <string.h>
 

@@ -367,6 +367,21 @@ static gwr_status check_names(cctx *c, const rl_expr *x, const char *what) {
     return GWR_OK;
 }
 
+/* No replacement op reads a node name as a tensor: the matched layers go
+ * with the rewrite (n.attr, <...n> and the graph queries read it). */
+static gwr_status check_repl_nodes(cctx *c, const rl_expr *x) {
+    if (x->kind != RL_OP) return GWR_OK;
+    for (int i = 0; i < x->na; i++) {
+        const rl_expr *a = x->a[i];
+        const rl_expr *n = a->kind == RL_INDEX ? a->a[0] : a;
+        const rl_bind *b = n->kind == RL_NAME ? rl_find_bind(c->t, n->s) : NULL;
+        if (b && b->kind == RL_B_NODE)
+            return rl_fail(c->e, n->line, n->col, "'%s' names a matched node, not a tensor the replacement can read (write its op again)", n->s);
+        TRY(check_repl_nodes(c, a));
+    }
+    return GWR_OK;
+}
+
 static gwr_status check_repl_ops(cctx *c, const rl_expr *x) {
     if (x->kind == RL_OP) {
         if (x->nops > 1) return rl_fail(c->e, x->line, x->col, "a replacement op is one op, not alternatives");
@@ -477,6 +492,7 @@ static gwr_status comp_table(cctx *c) {
     if (gwr_match_check(&t->pat)) return rl_fail(c->e, root->line, root->col, "%s", gwr_last_errmsg());
     /* The replacement and the where clauses see only bound names. */
     TRY(check_names(c, r->repl, "replacement"));
+    TRY(check_repl_nodes(c, r->repl));
     for (int w = 0; w < r->nwhere; w++) TRY(check_names(c, r->where[w], "where clause"));
     if (r->repl->kind == RL_NAME) {
         const rl_bind *b = rl_find_bind(t, r->repl->s);

@@ -128,6 +128,10 @@ TEST(refusals) {
             "t.rules:2:20: 'x' is not a node name (n@Op in the pattern)\n"
             "  Add(Split(x)[0], x[1]) => x\n"
             "                   ^");
+    refused("rule a:\n  Mul(n@Relu(x), n) => Pow(n, 2.0)",
+            "t.rules:2:28: 'n' names a matched node, not a tensor the replacement can read (write its op again)\n"
+            "  Mul(n@Relu(x), n) => Pow(n, 2.0)\n"
+            "                           ^");
 }
 
 int main(void) {

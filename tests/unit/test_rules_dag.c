@@ -79,6 +79,44 @@ TEST(centred_input_shared) {
     }
 }
 
+/* The whole LayerNorm chain with gamma and beta, the variance of Pow(d, 2)
+ * or Mul(d, d): d is bound inside either alternative (one table each)
+ * and read first by the Div; eps and gamma on either side of their
+ * commutative Add and Mul. x is [3, 4], normalized over the last axis. */
+TEST(layer_norm_alternatives_and_swaps) {
+    const char *r = "rule ln:\n"
+                    "  Add(Mul(Div(d, Sqrt(Add(ReduceMean<axes=[-1]>((Pow(d@Sub(x, ReduceMean<axes=[-1]>(x)), 2.0)\n"
+                    "                                                 | Mul(d@Sub(x, ReduceMean<axes=[-1]>(x)), d))),\n"
+                    "                          e: const))), g: const), b: const)\n"
+                    "    => LayerNormalization<axis=-1, epsilon=value(e)>(x, g, b)\n"
+                    "  where numel(e) == 1\n";
+    static const float G[4] = {0.5f, 2, -1, 1.5f}, B[4] = {0.25f, -0.5f, 0, 1};
+    for (int k = 0; k < 4; k++) { /* Pow; Mul(d, d); eps and gamma on the left; Mul of two Sub layers */
+        gwr_network *net = gwr_network_new("t");
+        gwr_network_set_opset(net, "", 17);
+        gwr_dim xd[2] = {3, 4};
+        gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 2, xd);
+        int64_t ax[1] = {-1}, four = 4;
+        gwr_tensor *d = gwr_sub(net, x, gwr_reduce_mean(net, x, 1, ax, 1));
+        gwr_tensor *sq = k == 0 ? gwr_pow(net, d, gwr_constant_f32(net, 2.0f))
+                                : gwr_mul(net, d, k == 3 ? gwr_sub(net, x, gwr_reduce_mean(net, x, 1, ax, 1)) : d);
+        gwr_tensor *v = gwr_reduce_mean(net, sq, 1, ax, 1), *eps = gwr_constant_f32(net, 1e-5f);
+        gwr_tensor *n = gwr_div(net, d, gwr_sqrt(net, k == 2 ? gwr_add(net, eps, v) : gwr_add(net, v, eps)));
+        gwr_tensor *g = gwr_constant(net, GWR_FLOAT32, 1, &four, G), *b = gwr_constant(net, GWR_FLOAT32, 1, &four, B);
+        gwr_network_mark_output(net, gwr_add(net, k == 2 ? gwr_mul(net, g, n) : gwr_mul(net, n, g), b));
+        float before[12], after[12];
+        int64_t dims[2] = {3, 4};
+        CHECK_EQ_INT(rt_run(net, 2, dims, XS, before, 12), 12);
+        CHECK_EQ_INT(rt_apply(net, r), k < 3 ? 1 : 0);
+        CHECK_EQ_INT(rt_run(net, 2, dims, XS, after, 12), 12);
+        for (int i = 0; i < 12; i++)
+            if (!CHECK(fabs(before[i] - after[i]) <= 1e-4)) break;
+        CHECK_EQ_INT(rt_count(net, "LayerNormalization"), k < 3 ? 1 : 0);
+        CHECK_EQ_INT(rt_count(net, NULL), k < 3 ? 3 : 14); /* LayerNormalization, gamma, beta */
+        gwr_network_free(net);
+    }
+}
+
 /* s[1] is output 1 of the Split named s: the two halves added (either
  * order: Add commutes) fire; the first half added to itself does not. */
 TEST(node_output_k) {
@@ -137,6 +175,7 @@ TEST(refusals) {
 int main(void) {
     RUN(node_read_twice);
     RUN(centred_input_shared);
+    RUN(layer_norm_alternatives_and_swaps);
     RUN(node_output_k);
     RUN(refusals);
     return check_report();

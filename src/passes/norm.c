@@ -23,7 +23,10 @@
  * contrib kernel; it fuses opset-13 models so), and gwr's kernel runs it at
  * every opset. Such a file is refused by onnx.checker (the op is not in the
  * standard's opset 13) but loads in onnxruntime and gwr. Casts around the
- * chain (an fp16 model normalizing in float) are not looked through. */
+ * chain (an fp16 model normalizing in float) are not looked through.
+ * Not a rule file: a rule's root is its last op and the driver visits
+ * producers first, so a core-only rule would fire at the Div before the
+ * optional gamma Mul and beta Add (taken forwards here) are seen. */
 #include <math.h>
 #include <string.h>
 

@@ -4,7 +4,9 @@
  * A pattern with alternatives (Relu|Tanh(x), (P1 | P2)) becomes one table
  * per combination of choices (the first table that matches wins); each
  * table binds the rule's names: tensors to capture slots, attribute
- * captures and `n@` names to table nodes, shape dims to captures. What a
+ * captures and `n@` names to table nodes, shape dims to captures; an `n@`
+ * name read again as an input (`n`, `n[k]`) is a NODE reference to that
+ * table node, compiled before its first reader (a DAG pattern). What a
  * table cannot express (tolerances, attribute captures, constraints, where
  * clauses) runs as the root node's predicate (eval.c). Refusals: unknown
  * op, wrong arity, an unbound name in the replacement or a where clause,
@@ -28,6 +30,9 @@ typedef struct cctx {
     int visited[MAX_ALTS];
     int nslots;
     rl_error *e;
+    const rl_expr *root;                          /* this table's pattern root (picked) */
+    const rl_expr *busy[GWR_MATCH_MAX_NODES + 1]; /* ops being compiled (their inputs first) */
+    int nbusy;
 } cctx;
 
 #define TRY(x)               \
@@ -117,6 +122,53 @@ static int constrained(const rl_expr *x) {
 /* ---- the pattern ----------------------------------------------------------------------- */
 
 static gwr_status comp_node(cctx *c, const rl_expr *x, int *idx);
+static gwr_status comp_node_body(cctx *c, const rl_expr *x, int *idx);
+
+/* The op named `name` (name@Op) in x: in this table's choices (pick), or
+ * with all set in any alternative; NULL when none. */
+static const rl_expr *find_def(cctx *c, const rl_expr *x, const char *name, int all) {
+    if (!x) return NULL;
+    if (x->kind == RL_ALT && !all) return find_def(c, pick(c, x), name, all);
+    if (x->kind == RL_OP && x->node && !strcmp(x->node, name)) return x;
+    if (x->kind != RL_OP && x->kind != RL_ALT) return NULL;
+    for (int i = 0; i < x->na; i++) {
+        const rl_expr *d = find_def(c, x->a[i], name, all);
+        if (d) return d;
+    }
+    return NULL;
+}
+
+/* A pattern input naming a node (`n` or `n[k]` with n@Op(...) elsewhere
+ * in the pattern): a reference to that node's table index, the node
+ * compiled first when the use comes before it (a DAG: the same layer read
+ * twice). 0: not a node name. */
+static int node_use(cctx *c, const rl_expr *use, int out, gwr_mref *r, gwr_status *s) {
+    const rl_bind *b = rl_find_bind(c->t, use->s);
+    const rl_expr *def = NULL;
+    *s = GWR_OK;
+    if (b && b->kind != RL_B_NODE) return 0;
+    if (!b && !(def = find_def(c, c->root, use->s, 0))) {
+        if (find_def(c, c->root, use->s, 1))
+            *s = rl_fail(c->e, use->line, use->col, "'%s' names a node of another alternative", use->s);
+        return *s != GWR_OK;
+    }
+    if (use->optional || use->rest || constrained(use)) {
+        *s = rl_fail(c->e, use->line, use->col, "a node name (%s@Op) takes no constraints, '?' or '...'", use->s);
+        return 1;
+    }
+    int idx = b ? b->node : -1;
+    if (!b) {
+        for (int i = 0; i < c->nbusy; i++)
+            if (c->busy[i] == def) {
+                *s = rl_fail(c->e, use->line, use->col, "'%s' is read inside its own op (%s@%s): the pattern has a cycle", use->s, use->s, def->ops[0]);
+                return 1;
+            }
+        if ((*s = comp_node(c, def, &idx))) return 1;
+    }
+    memset(r, 0, sizeof *r);
+    r->kind = GWR_MREF_NODE, r->idx = idx, r->out = out;
+    return 1;
+}
 
 static gwr_status comp_input(cctx *c, const rl_expr *x, int pos, int *rest_at, gwr_mref *r) {
     x = pick(c, x);
@@ -131,7 +183,17 @@ static gwr_status comp_input(cctx *c, const rl_expr *x, int pos, int *rest_at, g
     case RL_ANY: r->kind = GWR_MREF_CAP, r->idx = -1, r->optional = x->optional; return GWR_OK;
     case RL_NONE: r->kind = GWR_MREF_ABSENT; return GWR_OK;
     case RL_NUM: r->kind = GWR_MREF_SPLAT, r->idx = -1, r->value = x->num; return GWR_OK;
+    case RL_INDEX: { /* n[k]: output k of the node named n */
+        const rl_expr *n = x->a[0], *k = x->a[1];
+        gwr_status s = GWR_OK;
+        if (n->kind != RL_NAME || k->kind != RL_NUM || k->is_float || k->num < 0)
+            return rl_fail(c->e, x->line, x->col, "a pattern input 'n[k]' names a node (n@Op) and an output number");
+        if (node_use(c, n, (int)k->num, r, &s)) return s;
+        return rl_fail(c->e, n->line, n->col, "'%s' is not a node name (n@Op in the pattern)", n->s);
+    }
     case RL_NAME: {
+        gwr_status s = GWR_OK;
+        if (node_use(c, x, 0, r, &s)) return s;
         if (x->rest) {
             if (constrained(x)) return rl_fail(c->e, x->line, x->col, "a variadic name takes no constraints");
             if (rl_find_bind(c->t, x->s)) return rl_fail(c->e, x->line, x->col, "'%s' is bound twice", x->s);
@@ -209,6 +271,20 @@ static gwr_status comp_attr(cctx *c, const rl_expr *op, const rl_attr *at, gwr_m
 }
 
 static gwr_status comp_node(cctx *c, const rl_expr *x, int *idx) {
+    gwr_rl_table *t = c->t;
+    for (int i = 0; i < t->pat.nnodes; i++)
+        if (t->node_expr[i] == x) { /* compiled already: a named node its use came before */
+            *idx = i;
+            return GWR_OK;
+        }
+    if (c->nbusy > GWR_MATCH_MAX_NODES) return rl_fail(c->e, x->line, x->col, "a pattern has at most %d ops", GWR_MATCH_MAX_NODES);
+    c->busy[c->nbusy++] = x;
+    gwr_status s = comp_node_body(c, x, idx);
+    c->nbusy--;
+    return s;
+}
+
+static gwr_status comp_node_body(cctx *c, const rl_expr *x, int *idx) {
     gwr_rl_table *t = c->t;
     const char *name = x->ops[0];
     int rest = x->na && pick(c, x->a[x->na - 1])->kind == RL_NAME && pick(c, x->a[x->na - 1])->rest;
@@ -291,6 +367,21 @@ static gwr_status check_names(cctx *c, const rl_expr *x, const char *what) {
     return GWR_OK;
 }
 
+/* No replacement op reads a node name as a tensor: the matched layers go
+ * with the rewrite (n.attr, <...n> and the graph queries read it). */
+static gwr_status check_repl_nodes(cctx *c, const rl_expr *x) {
+    if (x->kind != RL_OP) return GWR_OK;
+    for (int i = 0; i < x->na; i++) {
+        const rl_expr *a = x->a[i];
+        const rl_expr *n = a->kind == RL_INDEX ? a->a[0] : a;
+        const rl_bind *b = n->kind == RL_NAME ? rl_find_bind(c->t, n->s) : NULL;
+        if (b && b->kind == RL_B_NODE)
+            return rl_fail(c->e, n->line, n->col, "'%s' names a matched node, not a tensor the replacement can read (write its op again)", n->s);
+        TRY(check_repl_nodes(c, a));
+    }
+    return GWR_OK;
+}
+
 static gwr_status check_repl_ops(cctx *c, const rl_expr *x) {
     if (x->kind == RL_OP) {
         if (x->nops > 1) return rl_fail(c->e, x->line, x->col, "a replacement op is one op, not alternatives");
@@ -329,6 +420,7 @@ static sty static_type(cctx *c, const rl_expr *x, int pattern) {
     if (pattern) x = pick(c, x);
     if (x->kind == RL_NAME) {
         const rl_bind *b = rl_find_bind(c->t, x->s);
+        if (pattern && b && b->kind == RL_B_NODE) return static_type(c, c->t->node_expr[b->node], pattern);
         if (!b || b->kind != RL_B_TENSOR) return u;
         uint32_t mask = 0;
         for (int i = 0; i < c->t->ncons; i++)
@@ -389,6 +481,7 @@ static gwr_status comp_table(cctx *c) {
     c->nslots = 0;
     t->rule = r;
     const rl_expr *root = pick(c, r->pattern);
+    c->root = root, c->nbusy = 0;
     if (root->kind != RL_OP)
         return rl_fail(c->e, root->line, root->col, "a pattern's root is an op");
     int idx;
@@ -399,6 +492,7 @@ static gwr_status comp_table(cctx *c) {
     if (gwr_match_check(&t->pat)) return rl_fail(c->e, root->line, root->col, "%s", gwr_last_errmsg());
     /* The replacement and the where clauses see only bound names. */
     TRY(check_names(c, r->repl, "replacement"));
+    TRY(check_repl_nodes(c, r->repl));
     for (int w = 0; w < r->nwhere; w++) TRY(check_names(c, r->where[w], "where clause"));
     if (r->repl->kind == RL_NAME) {
         const rl_bind *b = rl_find_bind(t, r->repl->s);

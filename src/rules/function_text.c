@@ -75,6 +75,7 @@ typedef struct ft_node {
     ft_attr *at;
     int nat, capat;
     int state; /* emission: 0 new, 1 being emitted, 2 emitted */
+    int reads; /* pattern emission: how many pattern inputs read its outputs */
 } ft_node;
 
 typedef struct ft_func {
@@ -1128,6 +1129,14 @@ static int put_replacement_constant(emitter *e, const ft_node *n) {
 
 static int put_node(emitter *e, const ft_func *f, int k, int in_pattern);
 
+/* The .rules name of a pattern node read more than once (n@Op), made
+ * from its first output's name. */
+static const char *node_name(emitter *e, const ft_node *n) {
+    for (int s = 0; s < n->out.n; s++)
+        if (*n->out.v[s]) return bind_name(e, n->out.v[s], 'n');
+    return bind_name(e, "node", 'n');
+}
+
 /* A value used at input offset `pos` of function f. */
 static int put_value(emitter *e, const ft_func *f, const char *name, size_t pos, int in_pattern) {
     if (!*name) return mark(e, pos) && puts_(e, "none");
@@ -1149,11 +1158,12 @@ static int put_value(emitter *e, const ft_func *f, const char *name, size_t pos,
                      name, f->name);
     const ft_node *n = &f->nodes[k];
     if (n->state == 1) return efail(e, pos, "'%s' depends on itself (a cycle)", name);
-    if (n->state == 2 && in_pattern)
-        return efail(e, pos,
-                     "'%s' is read a second time: a .rules pattern is a tree, each op matched "
-                     "once (make a value read twice an input of the pattern)", name);
-    if (!put_node(e, f, k, in_pattern)) return 0;
+    if (n->state == 2 && in_pattern) { /* read again: the named node (n@Op) */
+        const char *nm = node_name(e, n);
+        if (!nm || !mark(e, pos) || !puts_(e, nm)) return 0;
+    } else if (!put_node(e, f, k, in_pattern)) {
+        return 0;
+    }
     int nout = 0;
     for (int s = 0; s < n->out.n; s++) nout += n->out.v[s][0] != 0;
     if (slot > 0 || nout > 1) return putf(e, "[%d]", slot);
@@ -1167,6 +1177,10 @@ static int put_node(emitter *e, const ft_func *f, int k, int in_pattern) {
         return in_pattern ? put_pattern_constant(e, n) : put_replacement_constant(e, n);
     n->state = 1;
     if (!mark(e, n->pos)) return 0;
+    if (in_pattern && n->reads > 1) { /* read again later: named, the later reads name it */
+        const char *nm = node_name(e, n);
+        if (!nm || !putf(e, "%s@", nm)) return 0;
+    }
     if (!default_domain(n->domain) && !putf(e, "%s::", n->domain)) return 0;
     if (!puts_(e, n->op) || !put_attrs(e, n, in_pattern) || !puts_(e, "(")) return 0;
     for (int i = 0; i < n->in.n; i++) {
@@ -1257,6 +1271,12 @@ static int emit_pair(emitter *e, const ft_func *pat, const ft_func *rep) {
                      "the replacement '%s' has %d outputs, the pattern '%s' has %d", rep->name,
                      rep->out.n, pat->name, pat->out.n);
     if (!rule_name(e, pat)) return 0;
+    for (int i = 0; i < pat->nnode; i++) pat->nodes[i].reads = 0;
+    for (int i = 0; i < pat->nnode; i++)
+        for (int j = 0; j < pat->nodes[i].in.n; j++) {
+            int slot, k = *pat->nodes[i].in.v[j] ? producer(pat, pat->nodes[i].in.v[j], &slot) : -1;
+            if (k >= 0) pat->nodes[k].reads++;
+        }
     if (!put_node(e, pat, pk, 1)) return 0;
     if (!mark(e, rep->pos) || !puts_(e, "  =>  ")) return 0;
     int rk = root_of(e, rep, &direct, "replacement");

@@ -191,6 +191,26 @@ case("elimination", [(tp, tr)],
      "rule transpose_twice:\n  Transpose<perm=[1, 0]>(Transpose<perm=[1, 0]>(x))  =>  x\n", m,
      {"X": f32(2, 3)}, ["Relu"], onnxsim_ref=False)
 
+# 5b. a value read twice (a DAG pattern): d = x - m squared as Mul(d, d);
+# the .rules form names the node at its first read (d@Sub) and reads it
+# again by name. Two Sub layers of the same operands are not one node.
+dp = fn("square_diff", ["x", "m"], ["y"], [h.make_node("Sub", ["x", "m"], ["d"]), h.make_node("Mul", ["d", "d"], ["y"])])
+dr = fn("pow_diff", ["x", "m"], ["y"], [
+    h.make_node("Sub", ["x", "m"], ["d"]),
+    h.make_node("Constant", [], ["two"], value=h.make_tensor("", T.FLOAT, [], [2.0])),
+    h.make_node("Pow", ["d", "two"], ["y"])])
+dag_text = "rule square_diff:\n  Mul(d@Sub(x, m), d)  =>  Pow(Sub(x, m), 2.0)\n"
+m = model([h.make_node("Sub", ["X", "M"], ["d"]), h.make_node("Mul", ["d", "d"], ["u"]), h.make_node("Relu", ["u"], ["Y"])],
+          [("X", T.FLOAT, [3, 5]), ("M", T.FLOAT, [5])], [("Y", T.FLOAT, [3, 5])])
+case("dag_value_read_twice", [(dp, dr)], dag_text, m, {"X": f32(3, 5), "M": f32(5)}, ["Sub", "Pow", "Relu"])
+m = model([h.make_node("Sub", ["X", "M"], ["d"]), h.make_node("Sub", ["X", "M"], ["e"]), h.make_node("Mul", ["d", "e"], ["u"]),
+           h.make_node("Relu", ["u"], ["Y"])],
+          [("X", T.FLOAT, [3, 5]), ("M", T.FLOAT, [5])], [("Y", T.FLOAT, [3, 5])])
+case("dag_two_layers_no_match", [(dp, dr)], dag_text, m, {"X": f32(3, 5), "M": f32(5)}, ["Sub", "Sub", "Mul", "Relu"])
+m = model([h.make_node("Sub", ["X", "M"], ["d"]), h.make_node("Mul", ["d", "d"], ["u"]), h.make_node("Add", ["u", "d"], ["Y"])],
+          [("X", T.FLOAT, [3, 5]), ("M", T.FLOAT, [5])], [("Y", T.FLOAT, [3, 5])])
+case("dag_outside_reader_no_match", [(dp, dr)], dag_text, m, {"X": f32(3, 5), "M": f32(5)}, ["Sub", "Mul", "Add"])
+
 
 # 6. refusals, through gwr_rules_parse_file: the position is where the
 # problem is in the function text (found here by searching the text)

@@ -16,6 +16,7 @@
  *
  * Built on the public API only; nothing here allocates. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,7 +47,7 @@ static int op_named(const gwr_layer *l, const char *op) {
     return strlen(dom) == dl && !strncmp(dom, op, dl) && !strcmp(gwr_layer_op(l), sep + 2);
 }
 
-static gwr_op_id lookup_named(const char *op) {
+static gwr_op_id lookup_named_slow(const char *op) {
     const char *sep = strstr(op, "::");
     if (!sep) return gwr_op_lookup("", op);
     char dom[128];
@@ -55,6 +56,30 @@ static gwr_op_id lookup_named(const char *op) {
     memcpy(dom, op, dl);
     dom[dl] = 0;
     return gwr_op_lookup(dom, sep + 2);
+}
+
+/* lookup_named through a small per-thread cache keyed by the string's
+ * address and checked against a copy of its text (so a string freed and
+ * another put at its address is looked up again): every attempt checks
+ * its table (make_plan asks each node's op whether it commutes), and the
+ * op table's hash lookup was a third of that. */
+#define NAMED_CACHE 64
+#define NAMED_MAX 40
+static gwr_op_id lookup_named(const char *op) {
+    static _Thread_local struct {
+        const char *p;
+        char text[NAMED_MAX];
+        gwr_op_id id;
+    } cache[NAMED_CACHE];
+    size_t h = ((size_t)(uintptr_t)op >> 3) % NAMED_CACHE;
+    if (cache[h].p == op && !strcmp(cache[h].text, op)) return cache[h].id;
+    gwr_op_id id = lookup_named_slow(op);
+    size_t n = strlen(op);
+    if (n < NAMED_MAX) {
+        memcpy(cache[h].text, op, n + 1);
+        cache[h].p = op, cache[h].id = id;
+    }
+    return id;
 }
 
 static int id_commutative(gwr_op_id id) {

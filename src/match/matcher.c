@@ -266,6 +266,36 @@ static gwr_status check_table(const gwr_match_pattern *p, plan *pl) {
     return GWR_OK;
 }
 
+/* check_table through a small per-thread cache of the tables checked last:
+ * a table at the same address whose nodes hold the same bytes as a cached
+ * copy gets that copy's plan without being checked again (a table edited
+ * in place, or another one built where a freed one was, differs in its
+ * bytes and is checked anew). Checking the table was a third of a failed
+ * gwr_match_layer, which is what most of an optimizer's attempts are. */
+#define CHECKED_CACHE 16
+#define CHECKED_MAX_NODES 6
+static gwr_status check_table_cached(const gwr_match_pattern *p, plan *pl) {
+    static _Thread_local struct {
+        const gwr_match_pattern *p;
+        const gwr_match_node *nodes;
+        int nnodes;
+        gwr_match_node copy[CHECKED_MAX_NODES];
+        plan pl;
+    } cache[CHECKED_CACHE];
+    if (!p || !p->nodes || p->nnodes < 1 || p->nnodes > CHECKED_MAX_NODES) return check_table(p, pl);
+    size_t h = (size_t)(((uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15u) >> 59) % CHECKED_CACHE, nb = (size_t)p->nnodes * sizeof *p->nodes;
+    if (cache[h].p == p && cache[h].nodes == p->nodes && cache[h].nnodes == p->nnodes && !memcmp(cache[h].copy, p->nodes, nb)) {
+        *pl = cache[h].pl;
+        return GWR_OK;
+    }
+    gwr_status s = check_table(p, pl);
+    if (!s) {
+        cache[h].p = p, cache[h].nodes = p->nodes, cache[h].nnodes = p->nnodes, cache[h].pl = *pl;
+        memcpy(cache[h].copy, p->nodes, nb);
+    }
+    return s;
+}
+
 gwr_status gwr_match_check(const gwr_match_pattern *p) {
     plan pl;
     return check_table(p, &pl);
@@ -530,7 +560,7 @@ int gwr_match_layer(const gwr_match_pattern *p, gwr_layer *l, gwr_match *m) {
     memset(m, 0, sizeof *m);
     m->why_node = m->why_input = -1;
     plan pl;
-    gwr_status s = check_table(p, &pl);
+    gwr_status s = check_table_cached(p, &pl);
     if (s) return -(int)s;
     m->pattern = p;
     m->nlayers = p->nnodes;
@@ -553,10 +583,11 @@ int gwr_match_layer(const gwr_match_pattern *p, gwr_layer *l, gwr_match *m) {
         if (d >= pl.n) break;
     }
     m->why = why, m->why_node = why_node, m->why_input = why_input, m->why_tensor = why_tensor;
-    memset(m->layers, 0, sizeof m->layers);
+    /* What the attempts wrote (run_attempt's clears); the rest is still 0. */
+    memset(m->layers, 0, (size_t)p->nnodes * sizeof *m->layers);
     memset(m->captures, 0, sizeof m->captures);
-    memset(m->attrs, 0, sizeof m->attrs);
-    memset(m->nrest, 0, sizeof m->nrest);
+    if (pl.attr_slots) memset(m->attrs, 0, sizeof m->attrs);
+    memset(m->nrest, 0, (size_t)p->nnodes * sizeof *m->nrest);
     return 0;
 }
 

@@ -270,8 +270,10 @@ static gwr_status check_table(const gwr_match_pattern *p, plan *pl) {
  * a table at the same address whose nodes hold the same bytes as a cached
  * copy gets that copy's plan without being checked again (a table edited
  * in place, or another one built where a freed one was, differs in its
- * bytes and is checked anew). Checking the table was a third of a failed
- * gwr_match_layer, which is what most of an optimizer's attempts are. */
+ * bytes and is checked anew; only an op name's text rewritten in place
+ * behind unchanged pointers keeps its cached commutativity). Checking the
+ * table was a third of a failed gwr_match_layer, which is what most of an
+ * optimizer's attempts are. */
 #define CHECKED_CACHE 16
 #define CHECKED_MAX_NODES 6
 static gwr_status check_table_cached(const gwr_match_pattern *p, plan *pl) {

@@ -16,6 +16,7 @@
  *
  * Built on the public API only; nothing here allocates. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,7 +47,7 @@ static int op_named(const gwr_layer *l, const char *op) {
     return strlen(dom) == dl && !strncmp(dom, op, dl) && !strcmp(gwr_layer_op(l), sep + 2);
 }
 
-static gwr_op_id lookup_named(const char *op) {
+static gwr_op_id lookup_named_slow(const char *op) {
     const char *sep = strstr(op, "::");
     if (!sep) return gwr_op_lookup("", op);
     char dom[128];
@@ -55,6 +56,30 @@ static gwr_op_id lookup_named(const char *op) {
     memcpy(dom, op, dl);
     dom[dl] = 0;
     return gwr_op_lookup(dom, sep + 2);
+}
+
+/* lookup_named through a small per-thread cache keyed by the string's
+ * address and checked against a copy of its text (so a string freed and
+ * another put at its address is looked up again): every attempt checks
+ * its table (make_plan asks each node's op whether it commutes), and the
+ * op table's hash lookup was a third of that. */
+#define NAMED_CACHE 64
+#define NAMED_MAX 40
+static gwr_op_id lookup_named(const char *op) {
+    static _Thread_local struct {
+        const char *p;
+        char text[NAMED_MAX];
+        gwr_op_id id;
+    } cache[NAMED_CACHE];
+    size_t h = ((size_t)(uintptr_t)op >> 3) % NAMED_CACHE;
+    if (cache[h].p == op && !strcmp(cache[h].text, op)) return cache[h].id;
+    gwr_op_id id = lookup_named_slow(op);
+    size_t n = strlen(op);
+    if (n < NAMED_MAX) {
+        memcpy(cache[h].text, op, n + 1);
+        cache[h].p = op, cache[h].id = id;
+    }
+    return id;
 }
 
 static int id_commutative(gwr_op_id id) {
@@ -239,6 +264,38 @@ static gwr_status check_table(const gwr_match_pattern *p, plan *pl) {
     }
     if (make_plan(p, pl)) return BAD("match pattern '%s': more than %d choice combinations (commutative swaps times alternatives)", nm, GWR_MATCH_MAX_COMBOS);
     return GWR_OK;
+}
+
+/* check_table through a small per-thread cache of the tables checked last:
+ * a table at the same address whose nodes hold the same bytes as a cached
+ * copy gets that copy's plan without being checked again (a table edited
+ * in place, or another one built where a freed one was, differs in its
+ * bytes and is checked anew; only an op name's text rewritten in place
+ * behind unchanged pointers keeps its cached commutativity). Checking the
+ * table was a third of a failed gwr_match_layer, which is what most of an
+ * optimizer's attempts are. */
+#define CHECKED_CACHE 16
+#define CHECKED_MAX_NODES 6
+static gwr_status check_table_cached(const gwr_match_pattern *p, plan *pl) {
+    static _Thread_local struct {
+        const gwr_match_pattern *p;
+        const gwr_match_node *nodes;
+        int nnodes;
+        gwr_match_node copy[CHECKED_MAX_NODES];
+        plan pl;
+    } cache[CHECKED_CACHE];
+    if (!p || !p->nodes || p->nnodes < 1 || p->nnodes > CHECKED_MAX_NODES) return check_table(p, pl);
+    size_t h = (size_t)(((uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15u) >> 59) % CHECKED_CACHE, nb = (size_t)p->nnodes * sizeof *p->nodes;
+    if (cache[h].p == p && cache[h].nodes == p->nodes && cache[h].nnodes == p->nnodes && !memcmp(cache[h].copy, p->nodes, nb)) {
+        *pl = cache[h].pl;
+        return GWR_OK;
+    }
+    gwr_status s = check_table(p, pl);
+    if (!s) {
+        cache[h].p = p, cache[h].nodes = p->nodes, cache[h].nnodes = p->nnodes, cache[h].pl = *pl;
+        memcpy(cache[h].copy, p->nodes, nb);
+    }
+    return s;
 }
 
 gwr_status gwr_match_check(const gwr_match_pattern *p) {
@@ -505,7 +562,7 @@ int gwr_match_layer(const gwr_match_pattern *p, gwr_layer *l, gwr_match *m) {
     memset(m, 0, sizeof *m);
     m->why_node = m->why_input = -1;
     plan pl;
-    gwr_status s = check_table(p, &pl);
+    gwr_status s = check_table_cached(p, &pl);
     if (s) return -(int)s;
     m->pattern = p;
     m->nlayers = p->nnodes;
@@ -528,10 +585,11 @@ int gwr_match_layer(const gwr_match_pattern *p, gwr_layer *l, gwr_match *m) {
         if (d >= pl.n) break;
     }
     m->why = why, m->why_node = why_node, m->why_input = why_input, m->why_tensor = why_tensor;
-    memset(m->layers, 0, sizeof m->layers);
+    /* What the attempts wrote (run_attempt's clears); the rest is still 0. */
+    memset(m->layers, 0, (size_t)p->nnodes * sizeof *m->layers);
     memset(m->captures, 0, sizeof m->captures);
-    memset(m->attrs, 0, sizeof m->attrs);
-    memset(m->nrest, 0, sizeof m->nrest);
+    if (pl.attr_slots) memset(m->attrs, 0, sizeof m->attrs);
+    memset(m->nrest, 0, (size_t)p->nnodes * sizeof *m->nrest);
     return 0;
 }
 

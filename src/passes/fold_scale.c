@@ -37,6 +37,7 @@
 #include "gwr/match.h"
 #include "gwr/passes.h"
 #include "passes/pass_util.h"
+#include "rewrite/rewrite_api.h"
 #include "util/util.h"
 
 enum { X, W, B, K, NCAP };
@@ -243,12 +244,13 @@ static int fold_scale_root(gwr_rewrite_ctx *c, gwr_layer *l, unsigned kinds) {
         int rc = gwr_match_layer(&after_tables[a], l, &m);
         if (rc < 0) return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
         if (!rc) {
-            gwr_match_why(&m, why, sizeof why);
+            if (rw_ctx_wants_reason(c)) gwr_match_why(&m, why, sizeof why);
             continue;
         }
         int kind = kind_of(m.layers[0]);
         if (kind < 0 || !(kinds & (1u << kind))) {
-            snprintf(why, sizeof why, "not read from a %s", kinds & (1u << K_CONV) ? "Conv or ConvTranspose"
+            if (rw_ctx_wants_reason(c))
+                snprintf(why, sizeof why, "not read from a %s", kinds & (1u << K_CONV) ? "Conv or ConvTranspose"
                                                                                       : "Gemm or MatMul");
             continue;
         }
@@ -429,7 +431,7 @@ static int fold_scalar_around_matmul(gwr_rewrite_ctx *c, gwr_layer *l) {
         int rc = gwr_match_layer(&a->p, l, &m);
         if (rc < 0) return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
         if (rc) return fold_around(c, &m, a);
-        gwr_match_why(&m, why, sizeof why);
+        if (rw_ctx_wants_reason(c)) gwr_match_why(&m, why, sizeof why);
     }
     return gwr_rewrite_no_match(c, "%s", why);
 }

@@ -50,6 +50,7 @@
 
 #include "gwr/match.h"
 #include "gwr/passes.h"
+#include "rewrite/rewrite_api.h"
 #include "util/util.h"
 
 enum { X, W, B, Z, LO, HI, NCAP };
@@ -184,8 +185,8 @@ static int match(gwr_rewrite_ctx *c, const gwr_match_pattern *p, gwr_layer *l, g
     int rc = gwr_match_layer(p, l, m);
     if (rc < 0) return gwr_rewrite_fail(c, (gwr_status)-rc, "%s", gwr_last_errmsg());
     if (!rc) {
-        char why[256];
-        gwr_match_why(m, why, sizeof why);
+        char why[256] = "";
+        if (rw_ctx_wants_reason(c)) gwr_match_why(m, why, sizeof why);
         return gwr_rewrite_no_match(c, "%s", why);
     }
     gwr_tensor *y = gwr_layer_output(l, 0);

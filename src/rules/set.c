@@ -55,8 +55,8 @@ static void repl_since(gwr_rl_rule *r, const rl_expr *x) {
 }
 
 /* Compiled tables get their callbacks and prefilters, each rule its
- * dispatch, then the instance check. */
-static gwr_status finish(gwr_rules *set, rl_error *e) {
+ * dispatch, then (unless instance_check is 0) the instance check. */
+static gwr_status finish(gwr_rules *set, rl_error *e, int instance_check) {
     for (int i = 0; i < set->nrules; i++) {
         gwr_rl_rule *r = &set->rules[i];
         for (int k = 0; k < r->ntables; k++) {
@@ -77,15 +77,15 @@ static gwr_status finish(gwr_rules *set, rl_error *e) {
         while (k > 0 && set->rules[set->order[k - 1]].benefit < set->rules[i].benefit) set->order[k] = set->order[k - 1], k--;
         set->order[k] = i;
     }
-    for (int i = 0; i < set->nrules; i++) {
+    for (int i = 0; i < set->nrules && instance_check; i++) {
         gwr_status s = rl_check_instance(set, i, e);
         if (s) return s;
     }
     return GWR_OK;
 }
 
-gwr_status rl_parse_set(const char *text, const char *filename, rl_after_parse after, void *user,
-                        gwr_rules **out) {
+static gwr_status parse_set(const char *text, const char *filename, rl_after_parse after, void *user, int instance_check,
+                            gwr_rules **out) {
     if (out) *out = NULL;
     if (!text || !out) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_rules_parse: NULL %s", text ? "out" : "text");
     gwr_rules *set = gwr_calloc(1, sizeof *set);
@@ -103,7 +103,7 @@ gwr_status rl_parse_set(const char *text, const char *filename, rl_after_parse a
     gwr_status s = rl_parse(set, &e);
     if (after) s = after(set, s, &e, user);
     if (!s) s = rl_compile(set, &e);
-    if (!s) s = finish(set, &e);
+    if (!s) s = finish(set, &e, instance_check);
     if (s) {
         if (e.line) rl_error_finish(&e, set->text, fcopy);
         else gwr_set_last_error(s, "%s: %s", fn, gwr_last_errmsg());
@@ -112,6 +112,15 @@ gwr_status rl_parse_set(const char *text, const char *filename, rl_after_parse a
     }
     *out = set;
     return GWR_OK;
+}
+
+gwr_status rl_parse_set(const char *text, const char *filename, rl_after_parse after, void *user,
+                        gwr_rules **out) {
+    return parse_set(text, filename, after, user, 1, out);
+}
+
+gwr_status gwr_rl_parse_builtin(const char *text, const char *filename, gwr_rules **out) {
+    return parse_set(text, filename, NULL, NULL, 0, out);
 }
 
 void gwr_rules_free(gwr_rules *r) {

@@ -475,6 +475,29 @@ TEST(malformed_v2_tables) {
     CHECK_OK(gwr_match_check(&ok12));
 }
 
+/* gwr_match_layer keeps the plans of tables it checked (matcher.c,
+ * check_table_cached): the same table edited in place between two calls
+ * is seen as edited - a root op that became commutative is tried in both
+ * operand orders, a reference made malformed fails the call. */
+TEST(table_edited_between_calls) {
+    gwr_tensor *x;
+    gwr_network *net = net_with(&x, GWR_FLOAT32, 2, d23);
+    gwr_tensor *sub = gwr_sub(net, x, gwr_relu(net, x)), *add = gwr_add(net, x, gwr_relu(net, x));
+    gwr_match_node t[] = {GWR_M_OP("Relu", GWR_M_CAP(X)), GWR_M_OP("Sub", GWR_M_NODE(0), GWR_M_CAP(X))};
+    gwr_match_pattern p = {"edited", GWR_M_NODES(t), NULL, NULL};
+    gwr_match m;
+    CHECK_EQ_INT(match_root(&p, sub, &m), 0); /* Sub(x, Relu(x)): not Sub(Relu(x), x) */
+    t[1].op = "Add";
+    CHECK_EQ_INT(match_root(&p, add, &m), 1); /* Add commutes: the swapped order */
+    CHECK(m.captures[X] == x);
+    t[1].in[0] = (gwr_mref)GWR_M_NODE(1);
+    CHECK(match_root(&p, add, &m) < 0);
+    CHECK_CONTAINS(gwr_last_errmsg(), "refers to node 1");
+    t[1].in[0] = (gwr_mref)GWR_M_NODE(0);
+    CHECK_EQ_INT(match_root(&p, add, &m), 1);
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(op_alternatives);
     RUN(either_sub_patterns);
@@ -486,5 +509,6 @@ int main(void) {
     RUN(driver_gate_and_finish);
     RUN(shared_helpers);
     RUN(malformed_v2_tables);
+    RUN(table_edited_between_calls);
     return check_report();
 }

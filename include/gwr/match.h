@@ -81,7 +81,9 @@ typedef struct gwr_mref {
     int out;          /* NODE, EITHER: which output of the node's layer */
     int optional;     /* the input may also be absent (the slot then stays NULL) */
     double value;     /* SPLAT */
-    double tol;       /* SPLAT: |element - value| <= tol for every element; 0: 1e-6 * max(1, |value|) */
+    double tol;       /* SPLAT: |element - value| <= tol for every element (tol_set), else
+                       * within 1e-6 * max(1, |value|) */
+    int tol_set;      /* SPLAT: tol was given (GWR_M_SPLAT_TOL): a tol of 0 then means exactly value */
     uint64_t dtypes;  /* 0, or the dtypes allowed (GWR_M_DT bits) */
     int rank_set, rank_lo, rank_hi; /* rank_set: rank_lo <= rank <= rank_hi */
     int min;          /* REST: at least this many further input positions */
@@ -126,7 +128,7 @@ typedef struct gwr_mref {
  * Variadic: GWR_M_REST_MIN(n) as the last reference: at least n further
  * input positions; m->nrest[node] gets how many there were (GWR_M_REST: 0
  * or more). Concat of x and at least one more: {GWR_M_CAP(X), GWR_M_REST_MIN(1)}. */
-#define GWR_M_SPLAT_TOL(slot, v, t) {.kind = GWR_MREF_SPLAT, .idx = (slot), .value = (v), .tol = (t)}
+#define GWR_M_SPLAT_TOL(slot, v, t) {.kind = GWR_MREF_SPLAT, .idx = (slot), .value = (v), .tol = (t), .tol_set = 1}
 #define GWR_M_CAP_IF(slot, ...) {.kind = GWR_MREF_CAP, .idx = (slot), __VA_ARGS__}
 #define GWR_M_CONST_IF(slot, ...) {.kind = GWR_MREF_CONST, .idx = (slot), __VA_ARGS__}
 #define GWR_M_RANKS(lo, hi) .rank_set = 1, .rank_lo = (lo), .rank_hi = (hi)

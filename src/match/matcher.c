@@ -455,7 +455,7 @@ static int match_input(attempt *a, int i, int pos, int ri, gwr_tensor *t) {
     }
     case GWR_MREF_SPLAT:
         if (!is_const(t)) return fail(a, "not a constant", i, pos, t);
-        if (!gwr_match_const_is_splat(t, r->value, r->tol > 0 ? r->tol : 1e-6 * fmax(1.0, fabs(r->value))))
+        if (!gwr_match_const_is_splat(t, r->value, r->tol_set ? r->tol : 1e-6 * fmax(1.0, fabs(r->value))))
             return fail(a, "a constant of another value", i, pos, t);
         return bind_capture(a, i, pos, r->idx, t);
     case GWR_MREF_CONST:

@@ -11,7 +11,6 @@
  * clauses) runs as the root node's predicate (eval.c). Refusals: unknown
  * op, wrong arity, an unbound name in the replacement or a where clause,
  * a duplicate rule name, a replacement whose dtype cannot match. */
-#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -207,10 +206,8 @@ static gwr_status comp_input(cctx *c, const rl_expr *x, int pos, int *rest_at, g
         TRY(tensor_slot(c, x, &slot));
         r->kind = x->is_const ? GWR_MREF_CONST : GWR_MREF_CAP, r->idx = slot, r->optional = x->optional;
         /* The engine checks what it can (v2): tolerance, dtypes, rank. */
-        /* `tol 0` is exact: the engine's tolerance 0 means its default (1e-6 relative), so the
-         * smallest positive double stands for it (only an equal value is that close). */
-        if (x->has_tilde)
-            r->kind = GWR_MREF_SPLAT, r->value = x->tilde_v, r->tol = x->tilde_tol > 0 ? x->tilde_tol : DBL_TRUE_MIN;
+        /* The declared tolerance, `tol 0` meaning exactly that value. */
+        if (x->has_tilde) r->kind = GWR_MREF_SPLAT, r->value = x->tilde_v, r->tol = x->tilde_tol, r->tol_set = 1;
         r->dtypes = x->dtypes;
         if (x->rank_lo >= 0) r->rank_set = 1, r->rank_lo = x->rank_lo, r->rank_hi = x->rank_hi;
         if (constrained(x)) {

@@ -243,7 +243,7 @@ static void make_operand(draw *w, const gwr_match_node *n, const char *op, int k
          * 1e-6 only for a value that is not a whole number (exporters write
          * 2.0 and 3.0 exactly; 2.0000005 as Pow's exponent is NaN for a
          * negative base, which no model holds) */
-        double tol = r->tol > 0 ? r->tol : r->value == nearbyint(r->value) ? 0 : 1e-6 * fmax(1.0, fabs(r->value));
+        double tol = r->tol_set ? r->tol : r->value == nearbyint(r->value) ? 0 : 1e-6 * fmax(1.0, fabs(r->value));
         if (w->o && w->o->perturb) out->splat += (2.0 * frand(&w->rng) - 1.0) * 0.4 * tol;
     }
     /* the first operand already known, preferring operand 0 */

@@ -147,6 +147,21 @@ TEST(splat_tolerance_and_broadcast) {
     gwr_network_free(net);
 }
 
+/* A tolerance given as 0 is exact (an epsilon 1e-6 is not 0); SPLAT alone keeps its 1e-6 default. */
+TEST(splat_tolerance_zero_is_exact) {
+    static const gwr_match_node exact[] = {GWR_M_OP("Add", GWR_M_CAP(X), GWR_M_SPLAT_TOL(C, 0.0, 0.0))};
+    static const gwr_match_node dflt[] = {GWR_M_OP("Add", GWR_M_CAP(X), GWR_M_SPLAT(C, 0.0))};
+    static const gwr_match_pattern pe = {"exact", GWR_M_NODES(exact), NULL, NULL}, pd = {"dflt", GWR_M_NODES(dflt), NULL, NULL};
+    gwr_tensor *x;
+    gwr_network *net = net_with(&x, GWR_FLOAT32, 2, d23);
+    gwr_tensor *eps = gwr_add(net, x, gwr_constant_f32(net, 1e-6f)), *zero = gwr_add(net, x, gwr_constant_f32(net, 0.0f));
+    gwr_match m;
+    CHECK_EQ_INT(match_root(&pe, eps, &m), 0);
+    CHECK_EQ_INT(match_root(&pe, zero, &m), 1);
+    CHECK_EQ_INT(match_root(&pd, eps, &m), 1);
+    gwr_network_free(net);
+}
+
 /* ---- attribute captures ------------------------------------------------------ */
 
 enum { P1, P2, AXIS };
@@ -502,6 +517,7 @@ int main(void) {
     RUN(op_alternatives);
     RUN(either_sub_patterns);
     RUN(splat_tolerance_and_broadcast);
+    RUN(splat_tolerance_zero_is_exact);
     RUN(attribute_captures);
     RUN(capture_constraints);
     RUN(rest_minimum);

@@ -35,7 +35,6 @@
 
 #define MS "com.microsoft"
 
-static int target_contrib(gwr_rewrite_ctx *c) { return gwr_match_target(c) & (GWR_TARGET_ORT | GWR_TARGET_GWR); }
 
 /* t holds exactly one element (rank 0 or 1, known). */
 static int scalar_like(const gwr_tensor *t) {
@@ -128,7 +127,7 @@ static int fuse_bias(gwr_rewrite_ctx *c, gwr_layer *l) {
 }
 
 static int fuse_mmitf(gwr_rewrite_ctx *c, gwr_layer *l) {
-    if (!target_contrib(c)) return gwr_rewrite_no_match(c, "MatMulIntegerToFloat is for targets ort and gwr");
+    if (!gwr_ps_target_contrib(c)) return gwr_rewrite_no_match(c, "MatMulIntegerToFloat is for targets ort and gwr");
     if (!strcmp(gwr_layer_op(l), "Add")) return fuse_bias(c, l);
     gwr_match m;
     int rc = gwr_match_layer(&mmitf_table, l, &m);

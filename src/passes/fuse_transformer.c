@@ -68,7 +68,6 @@ static int built_fail(gwr_rewrite_ctx *c, gwr_network *net) {
     return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "%s", m && *m ? m : gwr_last_errmsg());
 }
 
-static int target_contrib(gwr_rewrite_ctx *c) { return gwr_match_target(c) & (GWR_TARGET_ORT | GWR_TARGET_GWR); }
 
 /* ---- fuse_skip_layer_norm ------------------------------------------------------ */
 
@@ -145,7 +144,7 @@ static const char *ln_fits(gwr_layer *l, gwr_tensor **gamma, gwr_tensor **beta, 
 
 static int fuse_skip_ln(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
-    if (!target_contrib(c)) return gwr_rewrite_no_match(c, "SkipLayerNormalization is for targets ort and gwr");
+    if (!gwr_ps_target_contrib(c)) return gwr_rewrite_no_match(c, "SkipLayerNormalization is for targets ort and gwr");
     if (*gwr_layer_domain(l)) return gwr_rewrite_no_match(c, "not a default-domain normalization");
     /* onnxruntime's RMSNorm: SkipSimplifiedLayerNormalization, no bias (its
      * kernels have not always added it) */
@@ -260,7 +259,7 @@ static void fold_operand(mm_fold *f, gwr_layer *l, int i) {
 static int fuse_matmul_scale(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
     unsigned target = (unsigned)gwr_match_target(c);
-    if (!target_contrib(c)) return gwr_rewrite_no_match(c, "FusedMatMul is for targets ort and gwr");
+    if (!gwr_ps_target_contrib(c)) return gwr_rewrite_no_match(c, "FusedMatMul is for targets ort and gwr");
     int fused = !strcmp(gwr_layer_domain(l), MS);
     if (!fused && *gwr_layer_domain(l)) return gwr_rewrite_no_match(c, "not a MatMul");
     gwr_tensor *y = gwr_layer_output(l, 0);

@@ -23,6 +23,12 @@ static inline gwr_tensor *gwr_ps_const_new(gwr_network *net, gwr_dtype dt, int r
 #define gwr_ps_target(c) gwr_match_target(c)
 #define gwr_ps_sole_reader(t) gwr_match_sole_reader(t)
 
+/* Does the optimizer's target take onnxruntime's com.microsoft contrib ops
+ * (targets ort and gwr)? */
+static inline int gwr_ps_target_contrib(gwr_rewrite_ctx *c) {
+    return (gwr_match_target(c) & (GWR_TARGET_ORT | GWR_TARGET_GWR)) != 0;
+}
+
 /* ReduceMean l reduces exactly the last axis of a rank-r input: its axes
  * attribute, or else its constant axes input (from opset 18; int64 or
  * int32), is [-1] or [r - 1] (not both, not neither). */

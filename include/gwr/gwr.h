@@ -13,5 +13,6 @@
 #include "gwr/analyze.h"
 #include "gwr/onnx.h"
 #include "gwr/exec.h"
+#include "gwr/quantize.h"
 
 #endif

@@ -1,0 +1,93 @@
+/* quant_internal.h - the quant room (src/quant): gwr_precision and
+ * gwr_quantize, above passes and exec (it runs sessions to calibrate and
+ * to measure) and onnx (it reads calibration files). Private to the room.
+ *
+ * Files: calib.c (calibration sets), calib_files.c (gwr_calib_load),
+ * collect.c (running a network and handing intermediate values to a
+ * callback), report.c (gwr_quant_report), quantize.c (gwr_quantize: options,
+ * dispatch), dynamic.c, static.c, observers.c, weight_only.c,
+ * smoothquant.c, layer_error.c (the modes), precision.c, auto_mixed.c
+ * (gwr_precision). */
+#ifndef GWR_QUANT_INTERNAL_H
+#define GWR_QUANT_INTERNAL_H
+
+#include <stdint.h>
+
+#include "gwr/gwr.h"
+#include "gwr/optimize.h"
+#include "gwr/quantize.h"
+#include "ir/ir_internal.h"
+#include "util/util.h"
+
+/* ---- calibration (calib.c) ---- */
+struct gwr_calib {
+    int n, cap;
+    struct gwr_calib_sample {
+        int n;
+        char **names;
+        gwr_value **values;
+    } *s;
+};
+/* opt->calib when given (checked against net with gwr_calib_fits: the
+ * message on net); else nrandom seeded random samples in *owned (freed by
+ * the caller). NULL with the message on net. */
+const gwr_calib *gwr_q_calib_or_random(gwr_network *net, const gwr_calib *given, int nrandom, gwr_calib **owned);
+
+/* ---- running (collect.c) ---- */
+/* Called once per sample and requested tensor with its value (borrowed:
+ * retain it to keep it). sample: the sample's index; idx: the tensor's
+ * index in the request. Nonzero stops the run with that status (the
+ * callback leaves its message on net with gwr_ir_error). */
+typedef gwr_status (*gwr_q_collect_fn)(void *ctx, int sample, int idx, gwr_value *v);
+/* Runs net (as written: a raw session of a clone in which the requested
+ * tensors are marked outputs) on every sample of c, sample by sample
+ * (values not kept between samples: memory is one sample's), calling fn
+ * for each of the n tensors named in names (tensors of net, a network
+ * output or not). threads: the session's. Errors on net. */
+gwr_status gwr_q_collect(gwr_network *net, const gwr_calib *c, int n, const char *const *names, gwr_q_collect_fn fn,
+                         void *ctx, int threads);
+/* net's outputs (in order) on sample i of c: out[k] new references,
+ * gwr_network_num_outputs(net) of them, the caller releases. A session is
+ * planned each call; for many samples use gwr_q_collect over the output
+ * names. Errors on net. */
+gwr_status gwr_q_run_sample(gwr_network *net, const gwr_calib *c, int i, int threads, gwr_value **out);
+
+/* ---- reports (report.c) ---- */
+struct gwr_quant_report {
+    int n, cap;
+    gwr_quant_entry *e; /* strings owned (gwr_strdup) */
+    int64_t bytes_before, bytes_after;
+    int measured;       /* entries carry errors: sort worst first when written */
+};
+gwr_quant_report *gwr_q_report_new(void);
+/* Adds an entry (strings copied; NULL what is ""); -1 when out of memory. */
+int gwr_q_report_add(gwr_quant_report *r, const char *layer, const char *op, const char *what, double rel_error,
+                     double cosine);
+
+/* ---- shared arithmetic (collect.c) ---- */
+/* Relative RMS error ||a - b|| / ||b|| and cosine similarity of two float
+ * arrays of n elements (b the reference). */
+void gwr_q_error(const float *a, const float *b, int64_t n, double *rel, double *cosine);
+/* 1 when layer l's op is in the comma-separated list `ops` (op names) or
+ * its name is in it (exclusion lists mix both). */
+int gwr_q_listed(const char *list, const gwr_layer *l);
+/* 1 when net already holds quantized layers (QuantizeLinear,
+ * DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, ConvInteger,
+ * QLinear*, MatMulNBits, ...), in its bodies too. */
+int gwr_q_is_quantized(const gwr_network *net);
+
+/* ---- the modes (each file one; net is checked and options validated by
+ * gwr_quantize before they run; each fills rep when non-NULL) ---- */
+gwr_status gwr_q_dynamic(gwr_network *net, const gwr_quantize_options *o, gwr_quant_report *rep);
+gwr_status gwr_q_static(gwr_network *net, const gwr_quantize_options *o, gwr_quant_report *rep);
+gwr_status gwr_q_weight_only(gwr_network *net, const gwr_quantize_options *o, gwr_quant_report *rep);
+/* SmoothQuant before the mode: scales folded into the layer before each
+ * MatMul; calibrated on o->calib. */
+gwr_status gwr_q_smoothquant(gwr_network *net, const gwr_quantize_options *o, gwr_quant_report *rep);
+/* --report: each quantized layer's output error against the float32
+ * network fp32 (an unchanged copy), measured on o->calib; entries added to
+ * rep (layer_error.c). */
+gwr_status gwr_q_layer_errors(gwr_network *fp32, gwr_network *quant, const gwr_quantize_options *o,
+                              gwr_quant_report *rep);
+
+#endif

@@ -1,0 +1,7 @@
+/* weight_only.c - weight-only 4/8-bit quantization (not written yet). */
+#include "quant/quant_internal.h"
+
+gwr_status gwr_q_weight_only(gwr_network *net, const gwr_quantize_options *o, gwr_quant_report *rep) {
+    (void)o, (void)rep;
+    return gwr_ir_error(net, GWR_ERR_UNSUPPORTED, "weight-only quantization is not implemented yet");
+}

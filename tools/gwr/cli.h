@@ -30,6 +30,8 @@ extern const cli_command cli_test_onnx;
 extern const cli_command cli_run;
 extern const cli_command cli_verify;
 extern const cli_command cli_rules;
+extern const cli_command cli_quantize;
+extern const cli_command cli_precision;
 
 /* Prints the layer table of net: one line per live layer with its class,
  * op, inputs and outputs (with types). */

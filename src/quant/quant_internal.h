@@ -16,7 +16,7 @@
 #include "gwr/gwr.h"
 #include "gwr/optimize.h"
 #include "gwr/quantize.h"
-#include "ir/ir_internal.h"
+#include "ir/ir_api.h"
 #include "util/util.h"
 
 /* ---- calibration (calib.c) ---- */

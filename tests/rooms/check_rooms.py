@@ -27,6 +27,7 @@ BELOW = {
     "onnx": {"util", "ir", "functional"},
     "rules": {"util", "ir", "functional", "rewrite", "match", "exec"},
     "passes": {"util", "ir", "functional", "rewrite", "match", "exec", "rules"},
+    "quant": {"util", "ir", "functional", "rewrite", "match", "exec", "onnx", "rules", "passes"},
 }
 API_HEADER = {r: f"{r}/{r}_api.h" for r in BELOW}
 API_HEADER["util"] = "util/util.h"

@@ -51,8 +51,8 @@ done
     echo "\`.venv/bin/python tests/conformance/make_onnx_testdata.py build/onnx-testdata\`) writes the data; then"
     echo "\`build/gwr test-onnx --expected tests/conformance/expected_failures.txt build/onnx-testdata/node\`"
     echo "(and the other directories) gives these numbers. The node tests' failures left are ImageDecoder (image codecs), the random ops (Bernoulli, RandomUniformLike),"
-    echo "the training op Gradient, and the cases where onnx's reference rounds differently (DFT inverse,"
-    echo "half-type attention expansions); the header of"
+    echo "the training op Gradient, and the case where onnx's reference rounds differently (DFT inverse);"
+    echo "the header of"
     echo "\`$EXP\` groups them."
 } >>"$out"
 for d in node simple pytorch-converted pytorch-operator; do

@@ -203,6 +203,34 @@ static void softmax_f64(double *x, int64_t n, int64_t st, int kind) {
     }
 }
 
+/* Softmax of a half-type row (float16, bfloat16) step by step in that
+ * type, as the ONNX reference computes it with NumPy (and ml_dtypes for
+ * bfloat16): x - max, its exp and the quotient each rounded to the type;
+ * the sum of the rounded exps in float32 then rounded (NumPy's float16
+ * sum), or rounded after each addition (ml_dtypes' bfloat16 add). Rows
+ * with NaN or an infinite maximum keep the double way's semantics. */
+static void softmax_half(double *x, int64_t n, int64_t st, gwr_dtype t) {
+    double m = -INFINITY;
+    for (int64_t j = 0; j < n; j++) {
+        double v = x[j * st];
+        if (v != v || v > m) m = v;
+    }
+    if (m != m || !isfinite(m)) {
+        softmax_f64(x, n, st, SM_SOFT);
+        return;
+    }
+    double s = 0;
+    float s32 = 0;
+    for (int64_t j = 0; j < n; j++) {
+        double e = gwr_ku_round(t, exp(gwr_ku_round(t, x[j * st] - m)));
+        x[j * st] = e;
+        if (t == GWR_BFLOAT16) s = gwr_ku_round(t, s + e);
+        else s32 += (float)e;
+    }
+    if (t != GWR_BFLOAT16) s = gwr_ku_round(t, s32);
+    for (int64_t j = 0; j < n; j++) x[j * st] = gwr_ku_round(t, x[j * st] / s);
+}
+
 /* softmax_family's float32 rows: one loop index a row. */
 typedef struct sm_loop {
     const float *x;
@@ -251,7 +279,9 @@ static gwr_status softmax_family(gwr_kctx *k, int kind) {
     if (!b) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     for (int64_t o = 0; o < outer; o++) {
         gwr_ku_load_f64(x, o * n * inner, n * inner, b);
-        for (int64_t j = 0; j < inner; j++) softmax_f64(b + j, n, inner, kind);
+        for (int64_t j = 0; j < inner; j++)
+            if (kind == SM_SOFT && gwr_ku_is_half(x->dtype)) softmax_half(b + j, n, inner, x->dtype);
+            else softmax_f64(b + j, n, inner, kind);
         gwr_ku_store_f64(y, o * n * inner, n * inner, b);
     }
     gwr_free(b);

@@ -110,7 +110,7 @@ static int has_suffix(const char *s, const char *suf) {
 /* Names in natural order: digit runs compare as numbers (input_2 before
  * input_10, s9.npz before s10.npz), the rest byte by byte. */
 static int natural_cmp(const void *pa, const void *pb) {
-    const char *a = *(const char *const *)pa, *b = *(const char *const *)pb;
+    const char *a = *(const char *const *)pa, *b = *(const char *const *)pb, *a0 = a, *b0 = b;
     while (*a && *b) {
         if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
             while (*a == '0') a++;
@@ -125,7 +125,7 @@ static int natural_cmp(const void *pa, const void *pb) {
             a++, b++;
         }
     }
-    return *a ? 1 : *b ? -1 : 0;
+    return *a ? 1 : *b ? -1 : strcmp(a0, b0); /* "s01" and "s1": by bytes */
 }
 
 static void free_list(char **v, int64_t n) {
@@ -344,7 +344,7 @@ static int zip_directory(const uint8_t *d, size_t n, uint64_t *off, uint64_t *si
         /* the zip64 end record, through its locator just before */
         if (i < 20 || rd32(d + i - 20) != 0x07064b50) return -1;
         uint64_t z = rd64(d + i - 20 + 8);
-        if (z > n - 56 || n < 56 || rd32(d + z) != 0x06064b50) return -1;
+        if (n < 56 || z > n - 56 || rd32(d + z) != 0x06064b50) return -1;
         *count = rd64(d + z + 32), *size = rd64(d + z + 40), *off = rd64(d + z + 48);
     }
     return *off <= n && *size <= n - *off ? 0 : -1;
@@ -505,15 +505,17 @@ static gwr_status pb_read(const char *dir, char **files, int64_t nfiles, gwr_net
         if (!st) gwr_buffer_release(w.buffer);
         if (!st && !v) st = gwr_last_status();
         const char *use = name && *name && find_input(net, name) ? name : NULL;
-        for (int j = 0, seen = 0; !st && !use && j < gwr_network_num_inputs(net); j++) {
+        int seen = 0; /* inputs without a default */
+        for (int j = 0; !st && !use && j < gwr_network_num_inputs(net); j++) {
             gwr_tensor *x = gwr_network_input(net, j);
             if (!gwr_tensor_default(x) && seen++ == k) use = gwr_tensor_name(x);
         }
         if (!st && !use) {
             gwr_value_release(v);
-            st = gwr_set_last_error(GWR_ERR_INVALID_ARG, "%s: %s%s%s and the model has only %d input%s", path,
-                                    name && *name ? "no input named '" : "no name", name && *name ? name : "",
-                                    name && *name ? "' in the model" : "", k, k == 1 ? "" : "s");
+            st = gwr_set_last_error(GWR_ERR_INVALID_ARG, "%s: %s%s%s, and the model has %d input%s to take it by place",
+                                    path, name && *name ? "no input named '" : "no name",
+                                    name && *name ? name : "", name && *name ? "' in the model" : "", seen,
+                                    seen == 1 ? "" : "s");
         }
         if (!st) st = smp_add(s, use, v, path);
         gwr_free(name);

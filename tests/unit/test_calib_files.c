@@ -364,7 +364,7 @@ TEST(test_data_dirs) {
     refused(net, "/s", "input 'ids' is missing");
     write_pb("s", "input_1.pb", NULL, GWR_INT64, 2, di, IDS, sizeof IDS);
     write_pb("s", "input_2.pb", NULL, GWR_INT64, 2, di, IDS, sizeof IDS);
-    refused(net, "s/input_2.pb", "no name and the model has only 2 inputs");
+    refused(net, "s/input_2.pb", "no name, and the model has 2 inputs to take it by place");
     fresh_dir();
     write_pb("s", "input_0.pb", "x", GWR_FLOAT32, 2, dx, X, sizeof X);
     write_file("s/input_1.pb", "\xff\xff\xff", 3);

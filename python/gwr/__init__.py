@@ -67,7 +67,7 @@ _export([
     # functional.c / session.c
     "FLayerInfo", "Session",
     # quant.c
-    "quantize", "precision",
+    "quantize", "precision", "Calib",
 ])
 
 # The pure-Python parts: the memo and the decorator of the seed, the

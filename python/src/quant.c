@@ -90,11 +90,25 @@ done:
     return rc;
 }
 
-/* calibration=: None (NULL, no error), a directory (str or os.PathLike) or
- * a list/tuple of dicts. *failed 1 with an exception on error. */
-static gwr_calib *calib_of(PyObject *o, gwr_network *net, const char *fn, int *failed) {
-    *failed = 0;
+/* ---- gwr.Calib ---------------------------------------------------------------------- */
+
+typedef struct pg_calib {
+    PyObject_HEAD
+    gwr_calib *c;
+} pg_calib;
+
+static PyTypeObject Calib_Type;
+
+/* calibration=: None (NULL, no error), a gwr.Calib (its set, borrowed:
+ * *owned 0), a directory (str or os.PathLike) or a list/tuple of dicts.
+ * *failed 1 with an exception on error. */
+static gwr_calib *calib_of(PyObject *o, gwr_network *net, const char *fn, int *failed, int *owned) {
+    *failed = 0, *owned = 1;
     if (o == Py_None) return NULL;
+    if (PyObject_TypeCheck(o, &Calib_Type)) {
+        *owned = 0;
+        return ((pg_calib *)o)->c;
+    }
     *failed = 1;
     if (PyUnicode_Check(o) || PyObject_HasAttrString(o, "__fspath__")) {
         PyObject *path = NULL;
@@ -107,7 +121,8 @@ static gwr_calib *calib_of(PyObject *o, gwr_network *net, const char *fn, int *f
     }
     if (!PyList_Check(o) && !PyTuple_Check(o)) {
         PyErr_Format(PyExc_TypeError,
-                     "%s: calibration must be a directory (str or path) or a list of dicts name -> array, not %.100s",
+                     "%s: calibration must be a gwr.Calib, a directory (str or path) or a list of dicts name -> "
+                     "array, not %.100s",
                      fn, Py_TYPE(o)->tp_name);
         return NULL;
     }
@@ -128,6 +143,109 @@ static gwr_calib *calib_of(PyObject *o, gwr_network *net, const char *fn, int *f
     *failed = 0;
     return c;
 }
+
+static void calib_dealloc(PyObject *o) {
+    gwr_calib_free(((pg_calib *)o)->c);
+    Py_TYPE(o)->tp_free(o);
+}
+
+static PyObject *calib_wrap(gwr_calib *c) {
+    pg_calib *o = c ? PyObject_New(pg_calib, &Calib_Type) : NULL;
+    if (!o) {
+        gwr_calib_free(c);
+        return NULL;
+    }
+    o->c = c;
+    return (PyObject *)o;
+}
+
+static PyObject *calib_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    (void)type;
+    static char *kwlist[] = {"net", "samples", NULL};
+    PyObject *netobj, *samples;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:Calib", kwlist, &netobj, &samples)) return NULL;
+    gwr_network *net = pg_network_get(netobj);
+    if (!net) return NULL;
+    if (samples == Py_None || PyObject_TypeCheck(samples, &Calib_Type))
+        return PyErr_Format(PyExc_TypeError, "Calib: samples must be a directory or a list of dicts name -> array");
+    int failed, owned;
+    gwr_calib *c = calib_of(samples, net, "Calib", &failed, &owned);
+    if (failed) return NULL;
+    char why[400];
+    if (!gwr_calib_fits(c, net, why, sizeof why)) {
+        gwr_calib_free(c);
+        return pg_raisef(GWR_ERR_INVALID_ARG, "Calib: %s", why);
+    }
+    return calib_wrap(c);
+}
+
+static PyObject *calib_random(PyObject *cls, PyObject *args, PyObject *kw) {
+    (void)cls;
+    static char *kwlist[] = {"net", "count", "seed", NULL};
+    PyObject *netobj;
+    int count = 8;
+    unsigned long long seed = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iK:random", kwlist, &netobj, &count, &seed)) return NULL;
+    gwr_network *net = pg_network_get(netobj);
+    if (!net) return NULL;
+    gwr_input_options io;
+    memset(&io, 0, sizeof io);
+    io.seed = seed;
+    gwr_calib *c = gwr_calib_random(net, count, &io);
+    if (!c) return pg_raise(gwr_last_status(), gwr_last_errmsg());
+    return calib_wrap(c);
+}
+
+static Py_ssize_t calib_len(PyObject *o) { return gwr_calib_count(((pg_calib *)o)->c); }
+
+static PyObject *calib_names(PyObject *o, PyObject *arg) {
+    Py_ssize_t i = PyNumber_AsSsize_t(arg, PyExc_IndexError);
+    if (i == -1 && PyErr_Occurred()) return NULL;
+    const gwr_calib *c = ((pg_calib *)o)->c;
+    if (i < 0) i += gwr_calib_count(c);
+    if (i < 0 || i >= gwr_calib_count(c)) return PyErr_Format(PyExc_IndexError, "Calib.names: no sample %zd", i);
+    const char *const *names;
+    int n = gwr_calib_sample(c, (int)i, &names, NULL);
+    PyObject *l = PyList_New(n);
+    for (int k = 0; l && k < n; k++) {
+        PyObject *s = PyUnicode_FromString(names[k]);
+        if (!s) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, k, s);
+    }
+    return l;
+}
+
+static PyObject *calib_repr(PyObject *o) {
+    int n = gwr_calib_count(((pg_calib *)o)->c);
+    return PyUnicode_FromFormat("<gwr.Calib: %d sample%s>", n, n == 1 ? "" : "s");
+}
+
+static PyMethodDef calib_methods[] = {
+    {"random", (PyCFunction)(void (*)(void))calib_random, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "Calib.random(net, count=8, seed=0) -> Calib\n\ncount samples of seeded random inputs of net (as gwr run "
+     "makes them: symbolic dims 1)."},
+    {"names", calib_names, METH_O, "names(i) -> list of str: the input names of sample i."},
+    {NULL, NULL, 0, NULL}};
+
+static PySequenceMethods calib_as_seq = {.sq_length = calib_len};
+
+static PyTypeObject Calib_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gwr.Calib",
+    .tp_basicsize = sizeof(pg_calib),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Calib(net, samples): calibration samples of net's inputs for gwr.quantize and gwr.precision,\n"
+              "checked against net as they are read: samples is a directory (.npz files or ONNX test-data\n"
+              "directories, gwr_calib_load) or a list of dicts input name -> numpy array (each copied).\n"
+              "Calib.random(net, count, seed) makes seeded random ones. len() counts the samples.",
+    .tp_new = calib_new,
+    .tp_dealloc = calib_dealloc,
+    .tp_repr = calib_repr,
+    .tp_methods = calib_methods,
+    .tp_as_sequence = &calib_as_seq,
+};
 
 /* ---- the report ------------------------------------------------------------------ */
 
@@ -265,13 +383,13 @@ static PyObject *py_quantize(PyObject *mod, PyObject *args, PyObject *kw) {
     char *excl = NULL;
     if (pg_str_list(exclude, fn, "exclude", &excl) < 0) return NULL;
     o.exclude = excl;
-    int failed;
-    gwr_calib *c = calib_of(calibration, net, fn, &failed);
+    int failed, owned;
+    gwr_calib *c = calib_of(calibration, net, fn, &failed, &owned);
     PyObject *res = NULL;
     gwr_quant_report *rep = NULL;
     o.calib = c;
     if (!failed) res = finish(gwr_quantize(net, &o, &rep), net, rep);
-    gwr_calib_free(c);
+    if (owned) gwr_calib_free(c);
     PyMem_Free(excl);
     return res;
 }
@@ -302,12 +420,12 @@ static PyObject *py_precision(PyObject *mod, PyObject *args, PyObject *kw) {
     PyObject *res = NULL;
     if (pg_str_list(keep, fn, "keep", &ko) < 0 || pg_str_list(keep_nodes, fn, "keep_nodes", &kn) < 0) goto done;
     o.keep_ops = ko, o.keep_nodes = kn;
-    int failed;
-    gwr_calib *c = calib_of(calibration, net, fn, &failed);
+    int failed, owned;
+    gwr_calib *c = calib_of(calibration, net, fn, &failed, &owned);
     gwr_quant_report *rep = NULL;
     o.calib = c;
     if (!failed) res = finish(gwr_precision(net, &o, &rep), net, rep);
-    gwr_calib_free(c);
+    if (owned) gwr_calib_free(c);
 done:
     PyMem_Free(ko);
     PyMem_Free(kn);
@@ -321,8 +439,8 @@ static PyMethodDef quant_functions[] = {
      "smoothquant=None, exclude=None, report=False, threads=1) -> dict\n\n"
      "Quantizes net in place, as `gwr quantize` does (docs/quantize.md). mode: 'dynamic', 'static' or "
      "'weight-only'; target: 'ort', 'gwr' or 'onnx'; format: 'qdq' or 'qoperator' (None: qoperator for "
-     "dynamic, qdq otherwise); calibration: a directory of .npz files or ONNX test-data directories, or a "
-     "list of dicts input name -> numpy array (None: seeded random samples where needed); method: "
+     "dynamic, qdq otherwise); calibration: a gwr.Calib, a directory of .npz files or ONNX test-data "
+     "directories, or a list of dicts input name -> numpy array (None: seeded random samples where needed); method: "
      "'minmax', 'percentile', 'entropy' or 'mse'; activations: 'uint8' or 'int8'; bits: 4 or 8; "
      "block_size: a power of two >= 16; algo: 'rtn' or 'gptq'; smoothquant: alpha in (0, 1]; exclude: op "
      "types and layer names left in float (a comma-separated str or a list); report: measure each "
@@ -340,4 +458,7 @@ static PyMethodDef quant_functions[] = {
      "raise the gwr exception of the C status with its message."},
     {NULL, NULL, 0, NULL}};
 
-int pg_init_quant(PyObject *m) { return PyModule_AddFunctions(m, quant_functions); }
+int pg_init_quant(PyObject *m) {
+    if (PyType_Ready(&Calib_Type) < 0 || PyModule_AddObjectRef(m, "Calib", (PyObject *)&Calib_Type) < 0) return -1;
+    return PyModule_AddFunctions(m, quant_functions);
+}

@@ -67,7 +67,7 @@ def test_quantize_bad_arguments(kw, words):
 
 @pytest.mark.parametrize("kw, words", [
     (dict(exclude=5), "quantize: exclude must be a str or a list of str"),
-    (dict(calibration=5), "calibration must be a directory"),
+    (dict(calibration=5), "calibration must be a gwr.Calib, a directory"),
     (dict(calibration=[5]), "calibration sample 0 must be a dict"),
     (dict(calibration=[{1: x_sample()}]), "input names must be str"),
     (dict(calibration=[{"x": np.array(["a", "b"])}]), "numpy dtype"),
@@ -217,3 +217,44 @@ def test_precision_report():
             pytest.skip(str(e))
         raise
     assert set(rep) == {"layers", "weight_bytes_before", "weight_bytes_after"}
+
+
+# ---- gwr.Calib: samples loaded or made once, used by several calls ------------------
+
+def test_calib_object(tmp_path):
+    net = mm()
+    c = gwr.Calib(net, [{"x": x_sample(0)}, {"x": x_sample(1)}])
+    assert len(c) == 2 and c.names(0) == ["x"] and c.names(-1) == ["x"] and "2 samples" in repr(c)
+    with pytest.raises(IndexError):
+        c.names(2)
+    np.savez(tmp_path / "s1.npz", x=x_sample(3))
+    d = gwr.Calib(net, tmp_path)
+    assert len(d) == 1
+    r = gwr.Calib.random(net, count=3, seed=5)
+    assert len(r) == 3 and r.names(0) == ["x"]
+    for calib in (c, d, r):
+        # taken as given (past the samples to the 4-bit refusal), and reusable
+        for _ in range(2):
+            with pytest.raises(gwr.InvalidArgumentError, match="4 bits"):
+                gwr.quantize(net, calibration=calib, bits=4)
+
+
+def test_calib_refusals(tmp_path):
+    net = mm()
+    with pytest.raises(gwr.InvalidArgumentError, match="Calib: sample 0: input 'x': dtype int32, expected float32"):
+        gwr.Calib(net, [{"x": np.zeros((1, 4), np.int32)}])
+    with pytest.raises(gwr.InvalidArgumentError, match="Calib: no calibration samples"):
+        gwr.Calib(net, [])
+    with pytest.raises(gwr.InvalidArgumentError, match="no calibration samples"):
+        gwr.Calib(net, tmp_path)
+    with pytest.raises(TypeError):
+        gwr.Calib(net, None)
+    with pytest.raises(gwr.InvalidArgumentError, match="count must be at least 1"):
+        gwr.Calib.random(net, count=0)
+    # a set made for another network is checked when used
+    other = gwr.Network("other")
+    y = F.relu(other.add_input("z", gwr.float32, (2,)))
+    other.mark_output(y)
+    c = gwr.Calib.random(other, count=1)
+    with pytest.raises(gwr.InvalidArgumentError, match="the model has no input 'z'"):
+        gwr.quantize(net, calibration=c)

@@ -295,8 +295,8 @@ static gwr_value *npy_parse(const char *path, const char *member, const uint8_t 
                                   major),
                NULL;
     size_t off = major == 1 ? 10 : 12;
-    size_t hl = major == 1 ? rd16(p + 8) : n < 12 ? SIZE_MAX : rd32(p + 8);
-    if (hl > n - off) return gwr_set_last_error(GWR_ERR_PARSE, "%s: %s: truncated .npy header", path, member), NULL;
+    size_t hl = n < off ? 0 : major == 1 ? rd16(p + 8) : rd32(p + 8);
+    if (n < off || hl > n - off) return gwr_set_last_error(GWR_ERR_PARSE, "%s: %s: truncated .npy header", path, member), NULL;
     npy_head h = {0};
     const char *why;
     if (npy_header((const char *)p + off, (const char *)p + off + hl, &h, &why))
@@ -385,7 +385,10 @@ static gwr_status zip_member(const char *path, const char *name, const uint8_t *
         if (csize != usize) return gwr_set_last_error(GWR_ERR_PARSE, "%s: corrupt zip: member '%s' sizes differ", path, name);
         *out = d + data;
     } else if (method == 8) {
-        if (usize > (uint64_t)1 << 40) return gwr_set_last_error(GWR_ERR_PARSE, "%s: member '%s' too large", path, name);
+        /* deflate expands at most 1032:1: more is a corrupt directory, not an allocation to try */
+        if (usize / 1032 > csize + 1)
+            return gwr_set_last_error(GWR_ERR_PARSE, "%s: corrupt zip: member '%s' claims %llu bytes from %llu", path,
+                                      name, (unsigned long long)usize, (unsigned long long)csize);
         uint8_t *buf = gwr_malloc((size_t)usize + 1);
         if (!buf) return gwr_set_last_error(GWR_ERR_NOMEM, "%s: out of memory", path);
         z_stream z;

@@ -153,6 +153,12 @@ static member ids_member(void) {
     return (member){"ids.npy", npy(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (1, 4), }", IDS, sizeof IDS)};
 }
 
+static member *d_again(void) {
+    static member m[1];
+    m[0] = x_member(1);
+    return m;
+}
+
 static int value_is(const gwr_calib *c, int i, const char *name, gwr_dtype dt, const void *data, size_t n) {
     const char *const *names;
     gwr_value *const *vals;
@@ -287,6 +293,18 @@ TEST(npz_refusals) {
     write_file("s1.npz", z.p, z.n);
     refused(net, "s1.npz", "s1.npz: ");
     free(z.p);
+    /* a central directory claiming 1 GB from a few bytes of deflate */
+    z = zip(d_again(), 1, 1);
+    for (size_t i = 0; i + 4 < z.n; i++)
+        if (!memcmp(z.p + i, "PK\1\2", 4)) z.p[i + 24 + 3] = 0x40;
+    fresh_dir();
+    write_file("s1.npz", z.p, z.n);
+    refused(net, "s1.npz", "corrupt zip: member 'x.npy' claims 1073741");
+    free(z.p);
+    /* a version 2 .npy shorter than its own preamble */
+    member t[1] = {{"x.npy", {0}}};
+    put(&t[0].data, "\x93NUMPY\x02\x00\x10\x00\x00", 11);
+    bad_npz(net, t, 1, "truncated .npy header");
     fresh_dir();
     write_file("s1.npz", "PK not really a zip file at all", 31);
     refused(net, "s1.npz", "not a zip file");

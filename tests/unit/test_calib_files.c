@@ -27,7 +27,7 @@ static void put(buf *b, const void *p, size_t n) {
         b->cap = (b->n + n) * 2 + 64;
         b->p = realloc(b->p, b->cap);
     }
-    memcpy(b->p + b->n, p, n);
+    if (n) memcpy(b->p + b->n, p, n);
     b->n += n;
 }
 static void put16(buf *b, unsigned v) {
@@ -166,7 +166,7 @@ static int value_is(const gwr_calib *c, int i, const char *name, gwr_dtype dt, c
     for (int j = 0; j < k; j++)
         if (!strcmp(names[j], name))
             return gwr_value_dtype(vals[j]) == dt && gwr_value_nbytes(vals[j]) == n &&
-                   !memcmp(gwr_value_cdata(vals[j]), data, n);
+                   (!n || !memcmp(gwr_value_cdata(vals[j]), data, n));
     return 0;
 }
 

@@ -4,7 +4,7 @@
 set -eu
 
 PKGS="build-essential cmake clang libclang-rt-14-dev pkg-config graphviz python3 python3-onnx
-      libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata libopenblas-dev
+      libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libonnx-dev libonnx-testdata libopenblas-dev
       python3-dev python3-numpy python3-pytest python3-setuptools python3-pip python3-wheel python3-venv"
 # The Python package (python/): python3-dev (headers) and numpy's C API build
 # it, pytest runs its tests; setuptools, wheel and pip are what

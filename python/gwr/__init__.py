@@ -66,6 +66,8 @@ _export([
     "analyze",
     # functional.c / session.c
     "FLayerInfo", "Session",
+    # quant.c
+    "quantize", "precision", "Calib",
 ])
 
 # The pure-Python parts: the memo and the decorator of the seed, the

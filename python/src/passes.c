@@ -149,9 +149,7 @@ static PyObject *passes_get(PyObject *mod, PyObject *label) {
     return pg_builtin_new(pi);
 }
 
-/* "a,b" from a str or a list/tuple of str; *out is NULL for None. The
- * caller frees *out with PyMem_Free. */
-static int label_list(PyObject *o, const char *what, char **out) {
+int pg_str_list(PyObject *o, const char *fn, const char *what, char **out) {
     *out = NULL;
     if (o == Py_None) return 0;
     PyObject *s;
@@ -165,7 +163,7 @@ static int label_list(PyObject *o, const char *what, char **out) {
         Py_DECREF(comma);
         if (!s) return -1;
     } else {
-        PyErr_Format(PyExc_TypeError, "optimize: %s must be a str or a list of str, not %.100s", what,
+        PyErr_Format(PyExc_TypeError, "%s: %s must be a str or a list of str, not %.100s", fn, what,
                      Py_TYPE(o)->tp_name);
         return -1;
     }
@@ -268,7 +266,8 @@ static PyObject *py_optimize(PyObject *mod, PyObject *args, PyObject *kw) {
     char *only_s = NULL, *disable_s = NULL;
     gwr_dim_binding *b = NULL;
     PyObject *result = NULL;
-    if (label_list(only, "only", &only_s) < 0 || label_list(disable, "disable", &disable_s) < 0) goto done;
+    if (pg_str_list(only, "optimize", "only", &only_s) < 0 || pg_str_list(disable, "optimize", "disable", &disable_s) < 0)
+        goto done;
     o.only = only_s;
     o.disable = disable_s;
     if (bind != Py_None) {

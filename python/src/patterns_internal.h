@@ -102,6 +102,10 @@ extern PyTypeObject pg_RewritePatternManager_Type, pg_AnalysisPatternManager_Typ
 /* d[k] = v, stealing v; -1 when v is NULL (its exception set) or the set
  * fails. */
 int pg_dict_set_steal(PyObject *d, const char *k, PyObject *v);
+/* "a,b" from a str or a list/tuple of str (passes.c); *out is NULL for
+ * None. fn and what name the function and the argument in a TypeError.
+ * The caller frees *out with PyMem_Free. */
+int pg_str_list(PyObject *o, const char *fn, const char *what, char **out);
 
 /* ---- initialization (called by pg_init_patterns) --------------------------- */
 

@@ -146,5 +146,6 @@ int pg_init_functional(PyObject *m); /* functional.c (builders, FLayerInfo, reco
 int pg_init_session(PyObject *m);    /* session.c (numpy, Session, onnx) */
 int pg_init_analysis(PyObject *m);   /* analysis.c (gwr.analyze) */
 int pg_init_rules(PyObject *m);      /* rules.c (RuleSet, CompiledRule) */
+int pg_init_quant(PyObject *m);      /* quant.c (gwr.quantize, gwr.precision) */
 
 #endif

@@ -41,11 +41,9 @@ static gwr_status oom(gwr_network *net) {
     return gwr_ir_error(net, GWR_ERR_NOMEM, "dynamic quantization: out of memory");
 }
 
-/* The message of a builder that failed, on net with status s. */
+/* The message of a builder that failed, on net. */
 static gwr_status built(gwr_network *net, const gwr_layer *l) {
-    gwr_status s = gwr_last_status();
-    return gwr_ir_error(net, s ? s : GWR_ERR_STATE, "dynamic quantization of '%s': %s", gwr_layer_name(l),
-                        gwr_network_errmsg(net));
+    return gwr_q_fail(net, GWR_OK, "dynamic quantization of '%s'", gwr_layer_name(l));
 }
 
 /* x's DynamicQuantizeLinear (and, for qdq, its DequantizeLinear), made on first use. */
@@ -205,28 +203,39 @@ static gwr_status qdq(dyn *c, const gwr_q_linear *q, dql *d, int64_t *bytes) {
     return st;
 }
 
+/* Why q stays float32, or NULL. */
+static const char *kept_why(const gwr_quantize_options *o, const gwr_q_linear *q) {
+    if (gwr_q_listed(o->exclude, q->l)) return "kept float32: --exclude";
+    if (o->format == GWR_QFORMAT_QOPERATOR && q->kind == GWR_QL_GEMM && q->trans_a) return "kept float32: Gemm with transA";
+    return NULL;
+}
+
 gwr_status gwr_q_dynamic(gwr_network *net, const gwr_quantize_options *o, gwr_quant_report *rep) {
     dyn c = {.net = net, .o = o};
     int qop = o->format == GWR_QFORMAT_QOPERATOR;
     const char *what = o->per_tensor ? "int8 per-tensor weights, dynamic activations"
                                      : "int8 per-channel weights, dynamic activations";
-    int64_t before = 0, after = 0, done = 0, n0 = gwr_network_num_layers(net);
+    int64_t before = 0, after = 0, done = 0, todo = 0, n0 = gwr_network_num_layers(net);
     gwr_status st = GWR_OK;
+    gwr_q_linear q;
+    for (int64_t i = 0; i < n0; i++)
+        todo += gwr_q_linear_of(gwr_network_layer(net, i), &q) && !kept_why(o, &q);
+    /* DynamicQuantizeLinear is opset 11's; DequantizeLinear's axis 13's */
+    if (todo)
+        st = gwr_q_need_opset(net, qop || o->per_tensor ? 11 : 13,
+                              qop || o->per_tensor ? "dynamic quantization (DynamicQuantizeLinear)"
+                                                   : "dynamic quantization per channel in QDQ form (DequantizeLinear's axis)");
     for (int64_t i = 0; !st && i < n0; i++) {
         gwr_layer *l = gwr_network_layer(net, i);
-        gwr_q_linear q;
         if (!gwr_q_linear_of(l, &q)) continue;
         int64_t wb = gwr_q_weight_bytes(&q), qb = wb;
-        const char *kept = NULL;
-        if (gwr_q_listed(o->exclude, l)) kept = "kept float32: --exclude";
-        else if (qop && q.kind == GWR_QL_GEMM && q.trans_a) kept = "kept float32: Gemm with transA";
+        const char *kept = kept_why(o, &q);
         char name[256], op[64];
         snprintf(name, sizeof name, "%s", gwr_layer_name(l));
         snprintf(op, sizeof op, "%s", gwr_layer_op(l));
         if (!kept) {
-            dql *d = dql_of(&c, q.x);
-            if (!d) st = gwr_ir_error(net, gwr_last_status() ? gwr_last_status() : GWR_ERR_NOMEM,
-                                      "dynamic quantization of '%s': DynamicQuantizeLinear: %s", name, gwr_network_errmsg(net));
+            dql *d = gwr_q_type_x(&q) ? NULL : dql_of(&c, q.x);
+            if (!d) st = gwr_q_fail(net, GWR_OK, "dynamic quantization of '%s': DynamicQuantizeLinear", name);
             else if (!qop) st = qdq(&c, &q, d, &qb);
             else if (q.kind == GWR_QL_CONV) st = conv_integer(&c, &q, d, &qb);
             else st = matmul_integer(&c, &q, d, &qb);

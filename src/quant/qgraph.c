@@ -1,16 +1,22 @@
 /* qgraph.c - the linear layers the weight-quantizing modes rewrite, and
  * the small builders they share (qgraph.h). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "gwr/functional.h"
+#include "passes/optimize_internal.h"
 #include "quant/qgraph.h"
 
 static int f32_const(const gwr_tensor *t, gwr_match_const *k) {
     return t && gwr_match_const_get(t, k) && k->dtype == GWR_FLOAT32 && k->numel > 0;
 }
 
-static int is_f32(const gwr_tensor *t) { return t && gwr_tensor_dtype(t) == GWR_FLOAT32; }
+/* x is float32, or untyped (a file without value_info): MatMul, Gemm and
+ * Conv take A of B's type, so with a float32 weight it is float32. */
+static int is_f32(const gwr_tensor *t) {
+    return t && (gwr_tensor_dtype(t) == GWR_FLOAT32 || gwr_tensor_dtype(t) == GWR_UNDEFINED);
+}
 
 int gwr_q_linear_of(gwr_layer *l, gwr_q_linear *q) {
     memset(q, 0, sizeof *q);
@@ -40,6 +46,11 @@ int gwr_q_linear_of(gwr_layer *l, gwr_q_linear *q) {
         return 1;
     }
     return 0;
+}
+
+gwr_status gwr_q_type_x(const gwr_q_linear *q) {
+    if (gwr_tensor_dtype(q->x) != GWR_UNDEFINED) return GWR_OK;
+    return gwr_tensor_set_type(q->x, GWR_FLOAT32, gwr_tensor_rank(q->x), gwr_tensor_dims(q->x));
 }
 
 float *gwr_q_weight_kn(const gwr_q_linear *q) {
@@ -92,6 +103,26 @@ void gwr_q_rename_as(gwr_layer *old, gwr_layer *nl) {
     snprintf(lname, sizeof lname, "%s", gwr_layer_name(old));
     snprintf(aside, sizeof aside, "%s.float32", lname);
     if (!gwr_network_find_layer(net, aside) && !gwr_layer_set_name(old, aside)) gwr_layer_set_name(nl, lname);
+}
+
+gwr_status gwr_q_fail(gwr_network *net, gwr_status s, const char *fmt, ...) {
+    char prev[512], ctx[512];
+    snprintf(prev, sizeof prev, "%s", gwr_network_errmsg(net)); /* the message is rewritten in place */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx, sizeof ctx, fmt, ap);
+    va_end(ap);
+    if (!s) s = gwr_last_status() ? gwr_last_status() : GWR_ERR_STATE;
+    return gwr_ir_error(net, s, "%s: %s", ctx, *prev ? prev : gwr_last_errmsg());
+}
+
+gwr_status gwr_q_need_opset(gwr_network *net, int64_t v, const char *what) {
+    int64_t have = gwr_network_opset(net, "");
+    if (have >= v) return GWR_OK;
+    if (have < 1) return gwr_network_set_opset(net, "", v);
+    gwr_status st = gwr_opt_raise_opset(net, v);
+    return st ? gwr_q_fail(net, st, "%s needs opset %lld (the model's is %lld)", what, (long long)v, (long long)have)
+              : GWR_OK;
 }
 
 gwr_status gwr_q_finish(gwr_network *net) {

@@ -24,10 +24,13 @@ typedef struct gwr_q_linear {
     gwr_tensor *c;        /* Gemm's C, Conv's bias, or NULL */
 } gwr_q_linear;
 
-/* 1 and *q filled when l (live) is a MatMul with a float32 x and a constant
- * float32 2-D B, a Gemm with a constant float32 2-D B, or a Conv with a
- * float32 x and a constant float32 W of rank >= 3; else 0. */
+/* 1 and *q filled when l (live) is a MatMul with a constant float32 2-D B,
+ * a Gemm with a constant float32 2-D B, or a Conv with a constant float32
+ * W of rank >= 3, x float32 or untyped; else 0. */
 int gwr_q_linear_of(gwr_layer *l, gwr_q_linear *q);
+/* Types an untyped x float32 (what the op's type constraint makes it),
+ * before layers that need its dtype read it. */
+gwr_status gwr_q_type_x(const gwr_q_linear *q);
 /* The weight of a MatMul or Gemm as a new float [K, N] array (Gemm's B
  * transposed when trans_b); NULL when out of memory. */
 float *gwr_q_weight_kn(const gwr_q_linear *q);
@@ -46,6 +49,19 @@ gwr_status gwr_q_take_place(gwr_layer *old, gwr_tensor *new_out, gwr_layer *main
 /* nl takes old's layer name (old renamed aside, NAME.float32); a name
  * that cannot move leaves both as they are. */
 void gwr_q_rename_as(gwr_layer *old, gwr_layer *nl);
+/* Puts "CONTEXT: <net's message>" on net (CONTEXT formatted from fmt) and
+ * returns s, or the status of the failure that left the message when s is
+ * GWR_OK. */
+gwr_status gwr_q_fail(gwr_network *net, gwr_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Raises net's default-domain opset to at least v (set when the model
+ * imports none) for `what`, before anything else changes: refused with the
+ * message on net, and net unchanged, when an op of net cannot be converted
+ * (gwr_opt_raise_opset). */
+gwr_status gwr_q_need_opset(gwr_network *net, int64_t v, const char *what);
 /* After a mode rewrote net: drops the replaced layers and the constants
  * no one reads any more, and puts the layers back in topological order. */
 gwr_status gwr_q_finish(gwr_network *net);

@@ -31,38 +31,39 @@ typedef struct smooth {
     float *xmax;        /* max |X_j| over the samples */
 } smooth;
 
+/* 1 when t is a float32 constant of K > 1 elements along its last axis
+ * only (dims [..., 1, K]). */
+static int per_last_axis(const gwr_tensor *t, int64_t *K) {
+    gwr_match_const k;
+    if (!t || !gwr_match_const_get(t, &k) || k.dtype != GWR_FLOAT32 || k.rank < 1) return 0;
+    *K = k.dims[k.rank - 1];
+    return *K > 1 && k.numel == *K;
+}
+
 /* The input of P that SmoothQuant divides (gamma, the Mul's constant) and
- * K, when P is one it takes; else -1. */
+ * its K channels, when P is one it takes; else -1. Works on untyped
+ * outputs (a file without value_info): K comes from the constant. */
 static int scaled_input(gwr_layer *p, int64_t *K) {
     const char *op = gwr_layer_op(p);
-    gwr_match_const k;
     gwr_tensor *x = gwr_layer_output(p, 0);
     int r = gwr_tensor_rank(x);
-    if (*gwr_layer_domain(p) || gwr_tensor_dtype(x) != GWR_FLOAT32 || r < 1 || !GWR_DIM_IS_KNOWN(gwr_tensor_dim(x, -1)))
-        return -1;
-    *K = gwr_tensor_dim(x, -1);
+    gwr_dtype dt = gwr_tensor_dtype(x);
+    if (*gwr_layer_domain(p) || (dt != GWR_FLOAT32 && dt != GWR_UNDEFINED)) return -1;
     for (int i = 1; i < gwr_layer_num_outputs(p); i++)
         if (gwr_tensor_num_live_users(gwr_layer_output(p, i)) || gwr_tensor_output_index(gwr_layer_output(p, i)) >= 0)
             return -1;
     if (!strcmp(op, "LayerNormalization") || !strcmp(op, "SimplifiedLayerNormalization")) {
-        int64_t axis = -1;
-        if (gwr_layer_attr_int(p, "axis", -1, &axis) || (axis != -1 && axis != r - 1)) return -1;
-        for (int i = 1; i < gwr_layer_num_inputs(p) && i < 3; i++) {
-            gwr_tensor *t = gwr_layer_input(p, i);
-            if (t && (!gwr_match_const_get(t, &k) || k.dtype != GWR_FLOAT32 || k.numel != *K)) return -1;
-        }
-        return gwr_layer_num_inputs(p) >= 2 && gwr_layer_input(p, 1) ? 1 : -1;
+        int64_t axis = -1, kb = 0;
+        /* over the last axis alone: gamma and beta [K] */
+        if (gwr_layer_attr_int(p, "axis", -1, &axis) || !(axis == -1 || (r >= 1 && axis == r - 1))) return -1;
+        if (gwr_layer_num_inputs(p) < 2 || !per_last_axis(gwr_layer_input(p, 1), K)) return -1;
+        gwr_tensor *beta = gwr_layer_num_inputs(p) > 2 ? gwr_layer_input(p, 2) : NULL;
+        return !beta || (per_last_axis(beta, &kb) && kb == *K) ? 1 : -1;
     }
-    if (!strcmp(op, "Mul") && gwr_layer_num_inputs(p) == 2) {
-        for (int i = 0; i < 2; i++) {
-            gwr_tensor *c = gwr_layer_input(p, i), *other = gwr_layer_input(p, 1 - i);
-            int64_t ch = 0;
-            if (gwr_match_const_get(other, &k)) continue; /* the activation is the one not constant */
-            if (gwr_match_const_get(c, &k) && k.dtype == GWR_FLOAT32 && k.numel == *K &&
-                gwr_match_const_per_channel(c, r, -1, &ch) && ch == *K && gwr_tensor_rank(other) == r)
+    if (!strcmp(op, "Mul") && gwr_layer_num_inputs(p) == 2)
+        for (int i = 0; i < 2; i++) /* the constant, and an activation that is not one */
+            if (per_last_axis(gwr_layer_input(p, i), K) && !gwr_match_const_get(gwr_layer_input(p, 1 - i), &(gwr_match_const){0}))
                 return i;
-        }
-    }
     return -1;
 }
 

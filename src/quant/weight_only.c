@@ -30,13 +30,13 @@
  * round to nearest), U the upper Cholesky factor of H^-1; after rounding channel i,
  * W[:, j] -= (W[:, i] - Q[:, i]) / U[i][i] * U[i][j] for j > i. A block's
  * scales are computed from the weights as they are when the block starts.
- * Inputs that never vary (H[i][i] = 0) get weight 0. */
+ * An input that is 0 on every sample (H[i][i] = 0) is decoupled from the
+ * others: its weights are rounded to nearest. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "gwr/functional.h"
-#include "passes/optimize_internal.h"
 #include "quant/qgraph.h"
 
 #define MS "com.microsoft"
@@ -113,37 +113,30 @@ static int cholesky(double *a, int64_t K) {
 }
 
 /* U, the upper Cholesky factor of H^-1 (H^-1 = U^T U), into the upper
- * triangle of u (K x K), from H's lower triangle in h (overwritten with
- * L^-1); -1 when H is not positive definite. */
+ * triangle of u (K x K), from H's lower triangle in h (overwritten); -1
+ * when H is not positive definite. With J the order reversed, J H J = M M^T
+ * (M lower) makes H = R R^T with R = J M J upper, so H^-1 = R^-T R^-1 and
+ * U = R^-1 = J M^-1 J: one factorization and one triangular inverse. */
 static int inverse_factor(double *h, double *u, int64_t K, double *t) {
-    if (cholesky(h, K)) return -1;
-    /* L^-1 in place, row by row: row i from the rows above it */
+    for (int64_t i = 0; i < K; i++) /* J H J, lower triangle */
+        for (int64_t j = 0; j <= i; j++) u[i * K + j] = h[(K - 1 - j) * K + (K - 1 - i)];
+    if (cholesky(u, K)) return -1;
+    /* M^-1 in place, row by row: row i from the rows above it */
     for (int64_t i = 0; i < K; i++) {
-        double *ri = h + i * K;
+        double *ri = u + i * K;
         for (int64_t j = 0; j < i; j++) t[j] = 0;
         for (int64_t k = 0; k < i; k++) {
             double lik = ri[k];
-            const double *xk = h + k * K;
+            const double *xk = u + k * K;
             for (int64_t j = 0; j <= k; j++) t[j] += lik * xk[j];
         }
         double d = 1.0 / ri[i];
         for (int64_t j = 0; j < i; j++) ri[j] = -t[j] * d;
         ri[i] = d;
     }
-    /* H^-1 = L^-T L^-1 (lower triangle) */
-    memset(u, 0, (size_t)(K * K) * sizeof *u);
-    for (int64_t k = 0; k < K; k++) {
-        const double *xk = h + k * K;
-        for (int64_t i = 0; i <= k; i++) {
-            double a = xk[i];
-            if (a == 0) continue;
-            double *ui = u + i * K;
-            for (int64_t j = 0; j <= i; j++) ui[j] += a * xk[j];
-        }
-    }
-    if (cholesky(u, K)) return -1;
-    for (int64_t i = 0; i < K; i++) /* U = M^T into the upper triangle */
-        for (int64_t j = i + 1; j < K; j++) u[i * K + j] = u[j * K + i];
+    for (int64_t i = 0; i < K; i++) /* U = J M^-1 J, upper */
+        for (int64_t j = i; j < K; j++) h[i * K + j] = u[(K - 1 - i) * K + (K - 1 - j)];
+    memcpy(u, h, (size_t)(K * K) * sizeof *u);
     return 0;
 }
 
@@ -172,10 +165,10 @@ static int gptq(const wo *c, const float *w, int64_t K, int64_t N, const double 
     for (double damp = 0.01 + (double)K / (double)(rows > 0 ? rows : 1); rc && damp <= 1e4; damp *= 10) {
         memcpy(h, hsum, (size_t)(K * K) * sizeof *h);
         for (int64_t i = 0; i < K; i++) {
-            if (h[i * K + i] == 0) { /* an input that is always 0: its weights do nothing */
-                h[i * K + i] = 1;
-                for (int64_t n = 0; n < N; n++) wt[n * K + i] = 0;
-            }
+            /* an input that was 0 on every sample: decoupled, so its weights are
+             * rounded to nearest (GPTQ's zeroing them would break an
+             * embedding whose rows the samples did not reach) */
+            if (h[i * K + i] == 0) h[i * K + i] = 1;
             h[i * K + i] += damp * (mean > 0 ? mean : 1);
         }
         rc = inverse_factor(h, u, K, t);
@@ -325,8 +318,7 @@ static gwr_status emit_nbits(wo *c, wlayer *wl, gwr_tensor *bias, gwr_layer *las
     gwr_layer *mm = !st && ts ? gwr_op_call(net, MS, "MatMulNBits", bias ? 6 : 3, in, a, 1, &y) : NULL;
     gwr_args_free(a);
     if (st) return st;
-    if (!mm) return gwr_ir_error(net, gwr_last_status() ? gwr_last_status() : GWR_ERR_STATE, "MatMulNBits for '%s': %s",
-                                 gwr_layer_name(q->l), gwr_network_errmsg(net));
+    if (!mm) return gwr_q_fail(net, GWR_OK, "MatMulNBits for '%s'", gwr_layer_name(q->l));
     /* [..., K] -> [..., N] (the op table may not know the op) */
     int r = gwr_tensor_rank(q->x);
     if (r >= 1) {
@@ -338,9 +330,7 @@ static gwr_status emit_nbits(wo *c, wlayer *wl, gwr_tensor *bias, gwr_layer *las
     if (q->kind == GWR_QL_GEMM && q->c && !bias) { /* a C that is no [N] constant: + beta * C after */
         gwr_tensor *cc = q->c, *beta = q->beta != 1 ? gwr_constant_f32(net, q->beta) : NULL;
         if (q->beta != 1) cc = beta ? gwr_mul(net, q->c, beta) : NULL;
-        if (!cc || !(y = gwr_add(net, y, cc)))
-            return gwr_ir_error(net, gwr_last_status() ? gwr_last_status() : GWR_ERR_STATE, "Gemm '%s': C: %s",
-                                gwr_layer_name(q->l), gwr_network_errmsg(net));
+        if (!cc || !(y = gwr_add(net, y, cc))) return gwr_q_fail(net, GWR_OK, "Gemm '%s': C", gwr_layer_name(q->l));
     }
     if (last != q->l && (st = gwr_layer_mark_as_removed(q->l))) return st;
     if (!(st = gwr_q_take_place(last, y, NULL))) gwr_q_rename_as(q->l, mm);
@@ -379,8 +369,7 @@ static gwr_status emit_dq(wo *c, wlayer *wl, int64_t *bytes) {
     if (!a || gwr_args_set_int(a, "axis", 0) || gwr_args_set_int(a, "block_size", c->bs)) st = oom(net);
     gwr_tensor *in[2] = {tq, ts}, *deq = NULL;
     if (!st && (!ts || !gwr_op_call(net, "", "DequantizeLinear", 2, in, a, 1, &deq)))
-        st = gwr_ir_error(net, gwr_last_status() ? gwr_last_status() : GWR_ERR_STATE, "DequantizeLinear for '%s': %s",
-                          gwr_layer_name(q->l), gwr_network_errmsg(net));
+        st = gwr_q_fail(net, GWR_OK, "DequantizeLinear for '%s'", gwr_layer_name(q->l));
     gwr_args_free(a);
     if (!st) st = gwr_layer_set_input(q->l, 1, deq);
     if (!st && q->kind == GWR_QL_GEMM && q->trans_b) st = gwr_layer_set_int(q->l, "transB", 0);
@@ -469,17 +458,13 @@ gwr_status gwr_q_weight_only(gwr_network *net, const gwr_quantize_options *o, gw
     else
         for (int64_t i = 0; !st && i < c.nw; i++) rtn(&c, wkn[i], c.w[i].q.K, c.w[i].q.N, c.w[i].codes, c.w[i].scales);
     /* 3. opset 21 for blocked DequantizeLinear (checked before it changes anything) */
-    if (!st && c.nw && !contrib && gwr_network_opset(net, "") < 21) {
-        if (gwr_network_opset(net, "") < 1) st = gwr_network_set_opset(net, "", 21);
-        else if ((st = gwr_opt_raise_opset(net, 21)))
-            st = gwr_ir_error(net, st, "weight-only quantization for target onnx needs opset 21 (DequantizeLinear with "
-                                       "block_size): %s",
-                              gwr_network_errmsg(net));
-    }
+    if (!st && c.nw && !contrib)
+        st = gwr_q_need_opset(net, 21, "weight-only quantization for target onnx (DequantizeLinear with block_size)");
     /* 4. the layers rewritten */
     for (int64_t i = 0; !st && i < c.nw; i++) {
         wlayer *wl = &c.w[i];
         wl->q.x = gwr_layer_input(wl->q.l, 0); /* a layer rewritten before may have replaced it */
+        if ((st = gwr_q_type_x(&wl->q))) break;
         char name[256], op[64], what[160];
         snprintf(name, sizeof name, "%s", gwr_layer_name(wl->q.l));
         snprintf(op, sizeof op, "%s", gwr_layer_op(wl->q.l));

@@ -5,19 +5,22 @@ evaluator) and onnxruntime 1.31 (the project's venv).
 Three float models made here with onnx.helper (seeded weights): an MLP
 (MatMul + bias, Relu, Gemm with transB and C, MatMul), a CNN (two Conv +
 bias, Relu, GlobalAveragePool, Gemm) and a transformer block
-(LayerNormalization with outlier channels, Q/K/V/O projections, attention,
-FFN). Each is quantized by DRIVER (tests/quant/quantize_driver.c: the C
-API, gwr_quantize) in the modes and targets of CONFIGS, and the written
-model must:
+(Q/K/V/O projections, attention, a LayerNormalization with outlier
+channels into the FFN; the same once more without value_info, so that gwr
+loads its intermediate tensors untyped). Each is quantized by DRIVER
+(tests/quant/quantize_driver.c: the C API, gwr_quantize) in the modes and
+targets of CONFIGS, and the written model must:
 
   - pass onnx.checker (full) and hold the ops the mode writes, no float
     MatMul/Gemm/Conv with a constant weight left (bar --exclude, and Conv in
     weight-only mode);
   - give under `gwr run` what onnx's reference evaluator gives on the same
-    file (relative RMS difference <= 1e-5; standard-domain forms), and
+    file (standard-domain forms; relative RMS difference <= 1e-5 for
+    weight-only, <= 1e-3 where activations are quantized at run time: a
+    LayerNormalization one ulp apart upstream may move a uint8 by one), and
     what gwr gives on the target onnx form of the same codes (<= 1e-6; the
     com.microsoft forms), close to the float model (cosine >= 0.99 for
-    int8; >= COS4 for 4 bits);
+    int8 per channel; 0.98 per tensor, 0.95 for 4 bits);
   - load and run in onnxruntime, giving within 1e-4 what gwr gives for
     weight-only models (onnxruntime told to keep accuracy_level 0 when it
     fuses DequantizeLinear into MatMulNBits). Where activations are
@@ -26,7 +29,7 @@ model must:
     exact sums (check_saturation shows it accumulator for accumulator, and
     the reference evaluator agrees with gwr): with int8 weights per channel,
     which reach +-127 in every column, that parts the two by as much as the
-    data makes it (0.2 relative on the transformer), so only a cosine of
+    data makes it (up to 0.26 relative here), so only a cosine of
     0.9 to the float model is asked of onnxruntime there; per tensor, 5e-2;
   - onnxruntime's MatMulNBits (target ort) and its DequantizeLinear with
     block_size (target onnx) of the same codes agree within 1e-5: the
@@ -102,10 +105,10 @@ def cnn():
 
 def transformer():
     S, D, H, F = 16, 64, 4, 256
-    g1 = 1 + 0.1 * rng.standard_normal(D)
-    g1[[5, 40]] = [30, -20]  # outlier channels, where SmoothQuant helps
+    g2 = 1 + 0.1 * rng.standard_normal(D)
+    g2[[5, 40]] = [30, -20]  # outlier channels into the FFN, where SmoothQuant helps
     nodes = [h.make_node("LayerNormalization", ["x", "g1", "be1"], ["n1"], name="ln1", axis=-1)]
-    inits = [init("g1", g1), init("be1", randw(D, scale=0.1)),
+    inits = [init("g1", 1 + 0.1 * rng.standard_normal(D)), init("be1", randw(D, scale=0.1)),
              nh.from_array(np.array([1, S, H, D // H], np.int64), "heads"),
              nh.from_array(np.array([1, S, D], np.int64), "merged"), init("inv", np.float32(1 / np.sqrt(D // H)))]
     for p in "qkv":
@@ -125,7 +128,7 @@ def transformer():
               h.make_node("Relu", ["f1"], ["f2"]),
               h.make_node("MatMul", ["f2", "wf2"], ["f3"], name="ffn_down"), h.make_node("Add", ["f3", "bf2"], ["f4"]),
               h.make_node("Add", ["f4", "r"], ["y"])]
-    inits += [init("wo", randw(D, D)), init("bo", randw(D, scale=0.1)), init("g2", 1 + 0.1 * rng.standard_normal(D)),
+    inits += [init("wo", randw(D, D)), init("bo", randw(D, scale=0.1)), init("g2", g2),
               init("be2", randw(D, scale=0.1)), init("wf1", randw(D, F)), init("bf1", randw(F, scale=0.1)),
               init("wf2", randw(F, D)), init("bf2", randw(D, scale=0.1))]
     return model("transformer", nodes, inits, [1, S, D])
@@ -231,8 +234,7 @@ def cosine(a, b):
 # ---- the cases ---------------------------------------------------------------------
 
 # name, driver arguments, ops that must be there, weight bytes bound, cosine bound (gwr's output against the
-# float model's: the synthetic transformer's outlier channels make its attention sharp, so 4 bits lose more),
-# the target onnx config of the same codes
+# float model's), the target onnx config of the same codes
 CONFIGS = [
     ("dyn_onnx", ["--mode", "dynamic", "--target", "onnx"], ["DynamicQuantizeLinear", "MatMulInteger"], 0.27, 0.99,
      None),
@@ -320,9 +322,11 @@ def check_config(mname, m, src, xs, ref, cname, args, must, bound, cos_min, twin
             fail("%s: onnxruntime's output is far from the float model's: cosine %.4f" % (tag, ocos))
         r0 = reference_run(q, xs[0])
         if r0 is not None:
+            # a float op before a DynamicQuantizeLinear (LayerNormalization) one ulp apart may move a uint8 by one
+            rtol = 1e-5 if weight_only else 1e-3
             note += ", vs onnx reference %.1e" % rel(gw[0], r0)
-            if rel(gw[0], r0) > 1e-5:
-                fail("%s: gwr and onnx's reference evaluator differ by %.3e" % (tag, rel(gw[0], r0)))
+            if rel(gw[0], r0) > rtol:
+                fail("%s: gwr and onnx's reference evaluator differ by %.3e > %g" % (tag, rel(gw[0], r0), rtol))
         if twin and outs.get(twin, (None, None))[1]:
             diff = max(rel(a, b) for a, b in zip(gw, outs[twin][1]))
             note += ", vs %s %.1e" % (twin, diff)
@@ -373,8 +377,11 @@ def check_saturation(src, d):
 def main():
     summary = []
     with tempfile.TemporaryDirectory() as d:
-        for mname, make in (("mlp", mlp), ("cnn", cnn), ("transformer", transformer)):
-            m = make()
+        models = [("mlp", mlp()), ("cnn", cnn()), ("transformer", transformer())]
+        untyped = onnx.ModelProto()
+        untyped.CopyFrom(models[2][1])
+        untyped.graph.ClearField("value_info")  # the intermediate tensors load untyped
+        for mname, m in models + [("untyped", untyped)]:
             src = os.path.join(d, mname + ".onnx")
             onnx.save(m, src)
             xs = [rng.standard_normal([int(v.dim_value) for v in m.graph.input[0].type.tensor_type.shape.dim])

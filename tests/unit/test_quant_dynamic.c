@@ -259,6 +259,32 @@ TEST(conv) {
     }
 }
 
+/* DynamicQuantizeLinear needs opset 11 and DequantizeLinear's axis 13:
+ * the model's opset is raised, or, where an op of it changed meaning in
+ * between (Softmax at 13), the model is refused as it was. */
+TEST(opset) {
+    gwr_network *net = mlp(0);
+    gwr_network_set_opset(net, "", 10);
+    quantize(net, GWR_TARGET_ONNX, GWR_QFORMAT_QOPERATOR, 0, NULL, NULL);
+    CHECK_EQ_INT(gwr_network_opset(net, ""), 11);
+    CHECK_EQ_INT(count_op(net, "MatMulInteger"), 1);
+    gwr_network_free(net);
+
+    net = mlp(0);
+    gwr_network_set_opset(net, "", 12);
+    gwr_tensor *y = gwr_network_output(net, 0);
+    gwr_network_unmark_output(net, y);
+    gwr_network_mark_output(net, gwr_softmax(net, y, 1));
+    gwr_quantize_options o = {.mode = GWR_QUANT_DYNAMIC, .format = GWR_QFORMAT_QDQ};
+    CHECK_EQ_INT(gwr_quantize(net, &o, NULL), GWR_ERR_UNSUPPORTED);
+    CHECK_CONTAINS(gwr_network_errmsg(net), "needs opset 13 (the model's is 12)");
+    CHECK_CONTAINS(gwr_network_errmsg(net), "Softmax");
+    CHECK_EQ_INT(gwr_network_opset(net, ""), 12);
+    CHECK_EQ_INT(count_op(net, "MatMul"), 1);
+    CHECK_EQ_INT(count_op(net, "DynamicQuantizeLinear"), 0);
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(qoperator_codes_and_outputs);
     RUN(qdq_form);
@@ -267,5 +293,6 @@ int main(void) {
     RUN(exclude);
     RUN(gemm);
     RUN(conv);
+    RUN(opset);
     return check_report();
 }

@@ -284,6 +284,50 @@ TEST(gptq_beats_rtn) {
     gwr_calib_free(cal);
 }
 
+/* Inputs the calibration never sets (an embedding's rows the samples do
+ * not reach): GPTQ rounds their weights to nearest instead of zeroing
+ * them. x [8, 32]: channels 16..31 always 0 in calibration. */
+TEST(gptq_unseen_inputs) {
+    uint64_t seed = 5;
+    static float w[32 * 4];
+    for (int i = 0; i < 32 * 4; i++) w[i] = (float)qc_normal(&seed);
+    gwr_calib *cal = gwr_calib_new();
+    const char *nm = "x";
+    int64_t xd[2] = {8, 32}, wd[2] = {32, 4};
+    for (int i = 0; i < 16; i++) {
+        float x[8 * 32] = {0};
+        for (int r = 0; r < 8; r++)
+            for (int k = 0; k < 16; k++) x[r * 32 + k] = (float)qc_normal(&seed);
+        gwr_value *v = qc_value(2, xd, x);
+        gwr_calib_add(cal, 1, &nm, &v);
+        gwr_value_release(v);
+    }
+    gwr_network *net = gwr_network_new("emb");
+    gwr_network_set_opset(net, "", 17);
+    gwr_network_mark_output(net, gwr_matmul(net, gwr_network_add_input(net, "x", GWR_FLOAT32, 2, xd), qc_const(net, 2, wd, w)));
+    CHECK_OK(quantize(net, GWR_TARGET_ONNX, 4, 16, GWR_WO_GPTQ, cal, NULL));
+    float x[8 * 32] = {0};
+    for (int r = 0; r < 8; r++) x[r * 32 + 16 + 2 * r] = 1; /* row r: weight row 16 + 2r */
+    int64_t n = 0;
+    gwr_value *xv = qc_value(2, xd, x);
+    float *y = qc_run(net, xv, 0, &n);
+    /* within one step (the block's max |w| / 8) of the float weight, as rounding to nearest is */
+    float step[4] = {0};
+    for (int k = 16; k < 32; k++)
+        for (int c = 0; c < 4; c++) step[c] = fmaxf(step[c], fabsf(w[k * 4 + c]) / 8);
+    if (CHECK(y) && CHECK_EQ_INT(n, 32))
+        for (int r = 0; r < 8; r++)
+            for (int c = 0; c < 4; c++) {
+                float want = w[(16 + 2 * r) * 4 + c];
+                if (!CHECK(fabsf(y[r * 4 + c] - want) <= step[c] * 1.0001f))
+                    fprintf(stderr, "  row %d column %d: %g for %g\n", 16 + 2 * r, c, y[r * 4 + c], want);
+            }
+    free(y);
+    gwr_value_release(xv);
+    gwr_calib_free(cal);
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(nbits_4bit_layout);
     RUN(nbits_padded_block_and_bias);
@@ -292,5 +336,6 @@ int main(void) {
     RUN(onnx_dequantize_linear);
     RUN(exclude);
     RUN(gptq_beats_rtn);
+    RUN(gptq_unseen_inputs);
     return check_report();
 }

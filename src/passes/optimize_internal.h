@@ -4,6 +4,7 @@
 #ifndef GWR_OPTIMIZE_INTERNAL_H
 #define GWR_OPTIMIZE_INTERNAL_H
 
+#include "passes/passes_api.h"
 #include <stddef.h>
 
 #include "gwr/optimize.h"
@@ -22,11 +23,7 @@ void gwr_opt_dynamic_note(gwr_network *net, char *note, size_t size);
  * like fold_shape_dims need. The count of outputs refined (0: nothing new),
  * or -1 when out of memory. */
 int64_t gwr_opt_refine_types(gwr_network *net);
-/* Raises net's default-domain opset to `opset` (optimize_opset.c): checks
- * every op of net and its bodies against the schema table, converts the
- * ones it knows how to, and refuses (nothing changed) with a message
- * naming the first blocking op. */
-gwr_status gwr_opt_raise_opset(gwr_network *net, int64_t opset);
+/* gwr_opt_raise_opset is in passes_api.h (the quant room uses it). */
 
 /* The interface guard (optimize_guard.c): the outputs' dtypes and shapes
  * before the passes (NULL when out of memory), and the check after them:

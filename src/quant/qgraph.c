@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "gwr/functional.h"
-#include "passes/optimize_internal.h"
+#include "passes/passes_api.h"
 #include "quant/qgraph.h"
 
 static int f32_const(const gwr_tensor *t, gwr_match_const *k) {

@@ -76,6 +76,14 @@ int gwr_q_listed(const char *list, const gwr_layer *l);
  * QLinear*, MatMulNBits, ...), in its bodies too. */
 int gwr_q_is_quantized(const gwr_network *net);
 
+/* The largest int8 weight code for o's target: 127 (the spec's exact
+ * sums: targets gwr and onnx), or 64 for target ort. onnxruntime's u8 x s8
+ * kernels on x86 CPUs without VNNI (vpmaddubsw) add pairs of products in
+ * int16 with saturation: 255 * 127 * 2 overflows, 255 * 64 * 2 = 32640
+ * does not, so weights within [-64, 64] give the spec's bits on every CPU
+ * (onnxruntime's own reduce_range). */
+static inline int gwr_q_weight_qmax(const gwr_quantize_options *o) { return o->target == GWR_TARGET_ORT ? 64 : 127; }
+
 /* ---- the modes (each file one; net is checked and options validated by
  * gwr_quantize before they run; each fills rep when non-NULL) ---- */
 gwr_status gwr_q_dynamic(gwr_network *net, const gwr_quantize_options *o, gwr_quant_report *rep);

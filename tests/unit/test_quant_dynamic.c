@@ -12,6 +12,9 @@ static const float W32[6] = {1.27f, -2.54f, 0.5f, 1.0f, -1.0f, 0.3f};
 static const int8_t WQ[6] = {127, -127, 50, 50, -100, 15};
 static const float X23[6] = {1, -1, 0.5f, 0.2f, 0.3f, -0.25f};
 /* x @ W in exact arithmetic */
+/* Target ort: max |w| / 64 per column (gwr_q_weight_qmax): 1.27 / 64 and
+ * 2.54 / 64; codes w / scale rounded within [-64, 64]. */
+static const int8_t WQ_ORT[6] = {64, -64, 25, 25, -50, 8};
 static const float Y_FLOAT[4] = {0.27f, -3.39f, 0.654f, -0.283f};
 
 /* x [2, 3] -> MatMul(x, W) [-> Add bias] -> y */
@@ -123,7 +126,7 @@ TEST(qoperator_codes_and_outputs) {
 
 TEST(qdq_form) {
     gwr_network *net = mlp(0);
-    quantize(net, GWR_TARGET_ORT, GWR_QFORMAT_QDQ, 0, NULL, NULL);
+    quantize(net, GWR_TARGET_GWR, GWR_QFORMAT_QDQ, 0, NULL, NULL);
     CHECK_EQ_INT(count_op(net, "MatMul"), 1);
     CHECK_EQ_INT(count_op(net, "DynamicQuantizeLinear"), 1);
     CHECK_EQ_INT(count_op(net, "DequantizeLinear"), 2);
@@ -147,7 +150,7 @@ TEST(qdq_form) {
 TEST(ort_target_fuses) {
     /* one MatMul and its bias: DynamicQuantizeMatMul with the bias */
     gwr_network *net = mlp(1);
-    quantize(net, GWR_TARGET_ORT, GWR_QFORMAT_QOPERATOR, 0, NULL, NULL);
+    quantize(net, GWR_TARGET_GWR, GWR_QFORMAT_QOPERATOR, 0, NULL, NULL);
     CHECK_EQ_INT(count_op(net, "DynamicQuantizeMatMul"), 1);
     CHECK_EQ_INT(count_op(net, "DynamicQuantizeLinear") + count_op(net, "MatMulInteger") + count_op(net, "Add"), 0);
     check_outputs(net, WQ, (const float[]){0.01f, 0.02f}, 0, (const float[]){0.5f, -0.25f}, 1e-5f, NULL, 0);
@@ -161,6 +164,24 @@ TEST(ort_target_fuses) {
     quantize(net, GWR_TARGET_GWR, GWR_QFORMAT_QOPERATOR, 0, NULL, NULL);
     CHECK_EQ_INT(count_op(net, "DynamicQuantizeLinear"), 1);
     CHECK_EQ_INT(count_op(net, "MatMulIntegerToFloat"), 3);
+    gwr_network_free(net);
+}
+
+/* Target ort keeps every code within [-64, 64]: onnxruntime's u8 x s8
+ * kernels without VNNI add pairs of products in int16 with saturation
+ * (255 * 127 * 2 overflows it, 255 * 64 * 2 does not). */
+TEST(ort_target_seven_bit_weights) {
+    gwr_network *net = mlp(0);
+    quantize(net, GWR_TARGET_ORT, GWR_QFORMAT_QDQ, 0, NULL, NULL);
+    gwr_layer *mm = qc_find_op(net, "MatMul");
+    gwr_layer *wdq = mm ? gwr_tensor_parent(gwr_layer_input(mm, 1)) : NULL;
+    if (CHECK(wdq) && CHECK_STR(gwr_layer_op(wdq), "DequantizeLinear")) {
+        const int8_t *wq = qc_const_data(gwr_layer_input(wdq, 0), NULL, NULL, NULL);
+        const float *ws = qc_const_data(gwr_layer_input(wdq, 1), NULL, NULL, NULL);
+        CHECK(wq && !memcmp(wq, WQ_ORT, 6));
+        CHECK(ws && ws[0] == 1.27f / 64 && ws[1] == 2.54f / 64);
+    }
+    check_outputs(net, WQ_ORT, (const float[]){1.27f / 64, 2.54f / 64}, 0, NULL, 1e-5f, NULL, 0);
     gwr_network_free(net);
 }
 
@@ -230,7 +251,7 @@ TEST(conv) {
         gwr_tensor *xi = gwr_network_add_input(net, "x", GWR_FLOAT32, 4, xd);
         gwr_tensor *y = gwr_conv(net, xi, qc_const(net, 4, wd, w), qc_const(net, 1, bd, (const float[]){0.5f, -1}), NULL);
         gwr_network_mark_output(net, y);
-        quantize(net, GWR_TARGET_ORT, fmt ? GWR_QFORMAT_QOPERATOR : GWR_QFORMAT_QDQ, 0, NULL, NULL);
+        quantize(net, GWR_TARGET_GWR, fmt ? GWR_QFORMAT_QOPERATOR : GWR_QFORMAT_QDQ, 0, NULL, NULL);
         CHECK_EQ_INT(count_op(net, "ConvInteger"), fmt);
         CHECK_EQ_INT(count_op(net, "Conv"), !fmt);
         gwr_layer *ci = qc_find_op(net, fmt ? "ConvInteger" : "Conv");
@@ -289,6 +310,7 @@ int main(void) {
     RUN(qoperator_codes_and_outputs);
     RUN(qdq_form);
     RUN(ort_target_fuses);
+    RUN(ort_target_seven_bit_weights);
     RUN(per_tensor);
     RUN(exclude);
     RUN(gemm);

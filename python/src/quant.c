@@ -388,7 +388,10 @@ static PyObject *py_quantize(PyObject *mod, PyObject *args, PyObject *kw) {
     PyObject *res = NULL;
     gwr_quant_report *rep = NULL;
     o.calib = c;
-    if (!failed) res = finish(gwr_quantize(net, &o, &rep), net, rep);
+    if (!failed) {
+        gwr_status st = gwr_quantize(net, &o, &rep); /* before finish reads rep (argument order is unspecified) */
+        res = finish(st, net, rep);
+    }
     if (owned) gwr_calib_free(c);
     PyMem_Free(excl);
     return res;
@@ -424,7 +427,10 @@ static PyObject *py_precision(PyObject *mod, PyObject *args, PyObject *kw) {
     gwr_calib *c = calib_of(calibration, net, fn, &failed, &owned);
     gwr_quant_report *rep = NULL;
     o.calib = c;
-    if (!failed) res = finish(gwr_precision(net, &o, &rep), net, rep);
+    if (!failed) {
+        gwr_status st = gwr_precision(net, &o, &rep); /* before finish reads rep */
+        res = finish(st, net, rep);
+    }
     if (owned) gwr_calib_free(c);
 done:
     PyMem_Free(ko);

@@ -272,8 +272,8 @@ static gwr_status dequantize_act(st *s, int i, gwr_tensor *tq, const gwr_layer *
     gwr_status rc = except ? gwr_tensor_replace_all_uses_except(t, td, except) : gwr_tensor_replace_all_uses_with(t, td);
     if (rc) return built_error(s, "replacing a tensor");
     if (gwr_tensor_is_input(t)) return GWR_OK; /* the interface keeps its name */
-    if (!strcmp(gwr_tensor_name(td), name)) return GWR_OK; /* an output: swapped already */
-    if (gwr_tensor_set_name(t, fresh(s->net, name, "_float", buf, sizeof buf)) || gwr_tensor_set_name(td, name))
+    int swapped = !strcmp(gwr_tensor_name(td), name); /* an output: the names swapped already */
+    if (gwr_tensor_set_name(t, fresh(s->net, name, "_float", buf, sizeof buf)) || (!swapped && gwr_tensor_set_name(td, name)))
         return built_error(s, "renaming");
     return GWR_OK;
 }

@@ -205,6 +205,10 @@ def main():
                 want = {"QuantizeLinear", "DequantizeLinear"} | (
                     set() if fmt == "qdq" else {"QLinearConv"} if name == "cnn" else {"QLinearMatMul"})
                 check(want <= set(ops), "%s %s: holds %s" % (name, fmt, ", ".join(sorted(want))))
+                if name == "cnn":  # Conv + Relu fused: quantized after the Relu (QDQ), the Relu gone (QOperator)
+                    qin = {n.input[0] for n in q.graph.node if n.op_type == "QuantizeLinear"}
+                    check(("r1_float" in qin and "c1_float" not in qin) if fmt == "qdq" else "Relu" not in ops,
+                          "cnn %s: Conv + Relu quantized as one" % fmt)
                 yo = ort_run(dst, x)
                 yg = gwr_run(dst, x, d)
                 if fmt == "qdq":

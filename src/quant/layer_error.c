@@ -7,9 +7,10 @@
  * calibration sample: relative RMS error and cosine similarity
  * (gwr_q_error), averaged over the samples. The entry gets the figures;
  * gwr_quant_report_write sorts worst first. Sample by sample: memory is one
- * sample's values of the measured layers. A layer whose output has no
- * float32 tensor of that name in the quantized network (inside a QOperator
- * region) stays unmeasured. */
+ * sample's values of the measured layers. Inside a QOperator region, where
+ * the float output is gone, its quantized value is dequantized for the
+ * measure (in a copy; a fused Relu's output stands for the layer's). */
+#include <stdio.h>
 #include <string.h>
 
 #include "quant/quant_internal.h"
@@ -40,6 +41,46 @@ static gwr_status compare(void *ctx, int sample, int idx, gwr_value *v) {
     return GWR_OK;
 }
 
+/* Inside a QOperator region the float output of layer l (of fp32) is
+ * gone: its quantized value "<name>_quantized" (the output's, or that of
+ * the Relu fused into l) made by a QLinearConv / QLinearMatMul is
+ * dequantized with that layer's y_scale and y_zero_point into a tensor of
+ * the float name, in a copy of quant (*q, made once, *own to free). The
+ * name to read, or NULL (unmeasured; *rc set on out of memory). */
+static const char *readable(gwr_layer *l, gwr_network *quant, gwr_network **q, gwr_network **own,
+                            gwr_status *rc) {
+    gwr_tensor *y = gwr_layer_output(l, 0);
+    char qn[512];
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) { /* the Relu fused into l: its output */
+            if (gwr_tensor_num_live_users(y) != 1) return NULL;
+            gwr_layer *r = NULL;
+            for (int64_t u = 0; !r && u < gwr_tensor_num_users(y); u++) {
+                r = gwr_tensor_user(y, u, NULL);
+                if (r && gwr_layer_is_removed(r)) r = NULL;
+            }
+            if (!r || strcmp(gwr_layer_op(r), "Relu")) return NULL;
+            y = gwr_layer_output(r, 0);
+        }
+        snprintf(qn, sizeof qn, "%.480s_quantized", gwr_tensor_name(y));
+        gwr_tensor *t = gwr_network_find_tensor(quant, qn);
+        gwr_layer *p = t ? gwr_tensor_parent(t) : NULL;
+        if (!p || (strcmp(gwr_layer_op(p), "QLinearConv") && strcmp(gwr_layer_op(p), "QLinearMatMul"))) continue;
+        if (!*own && !(*q = *own = gwr_network_clone(quant))) {
+            *q = quant;
+            *rc = gwr_ir_error(quant, GWR_ERR_NOMEM, "error report: out of memory");
+            return NULL;
+        }
+        if (gwr_network_find_tensor(*q, gwr_tensor_name(y))) return gwr_tensor_name(y); /* made already */
+        gwr_layer *pc = gwr_tensor_parent(gwr_network_find_tensor(*q, qn));
+        gwr_tensor *in[3] = {gwr_layer_output(pc, 0), gwr_layer_input(pc, 6), gwr_layer_input(pc, 7)}, *out = NULL;
+        if (!gwr_op_call(*q, "", "DequantizeLinear", 3, in, NULL, 1, &out) || gwr_tensor_set_name(out, gwr_tensor_name(y)))
+            return NULL;
+        return gwr_tensor_name(y);
+    }
+    return NULL;
+}
+
 gwr_status gwr_q_layer_errors(gwr_network *fp32, gwr_network *quant, const gwr_quantize_options *o,
                               gwr_quant_report *rep) {
     if (!rep || !rep->n) return GWR_OK;
@@ -51,13 +92,16 @@ gwr_status gwr_q_layer_errors(gwr_network *fp32, gwr_network *quant, const gwr_q
     gwr_status rc = GWR_OK;
     if (!names || !entry || !count || !rel || !cos || !ref)
         rc = gwr_ir_error(quant, GWR_ERR_NOMEM, "error report: out of memory");
+    gwr_network *q = quant, *own = NULL; /* q: quant, or a copy with values dequantized to be read */
     for (int i = 0; !rc && i < rep->n; i++) {
         const gwr_quant_entry *e = &rep->e[i];
         if (strstr(e->what, "kept") == e->what) continue;
         gwr_layer *l = gwr_network_find_layer(fp32, e->layer);
         if (!l || gwr_layer_num_outputs(l) < 1 || !gwr_layer_output(l, 0)) continue;
         const char *tn = gwr_tensor_name(gwr_layer_output(l, 0));
-        gwr_tensor *tq = gwr_network_find_tensor(quant, tn);
+        gwr_tensor *tq = gwr_network_find_tensor(q, tn);
+        if (!tq && !(tn = readable(l, quant, &q, &own, &rc))) continue;
+        tq = gwr_network_find_tensor(q, tn);
         if (!tq || (gwr_tensor_dtype(tq) != GWR_FLOAT32 && gwr_tensor_dtype(tq) != GWR_UNDEFINED)) continue;
         names[n] = tn, entry[n] = i, n++;
     }
@@ -68,7 +112,8 @@ gwr_status gwr_q_layer_errors(gwr_network *fp32, gwr_network *quant, const gwr_q
         gwr_calib one = {.n = 1, .cap = 1, .s = &all->s[s]};
         rc = gwr_q_collect(fp32, &one, n, names, keep_ref, &c, o->threads);
         if (rc) rc = gwr_ir_error(quant, rc, "error report (float32 network): %s", gwr_network_errmsg(fp32));
-        if (!rc) rc = gwr_q_collect(quant, &one, n, names, compare, &c, o->threads);
+        if (!rc && (rc = gwr_q_collect(q, &one, n, names, compare, &c, o->threads)) && q != quant)
+            rc = gwr_ir_error(quant, rc, "error report: %s", gwr_network_errmsg(q));
         for (int k = 0; k < n; k++) gwr_value_release(ref[k]), ref[k] = NULL;
     }
     for (int k = 0; !rc && k < n; k++) {
@@ -77,6 +122,7 @@ gwr_status gwr_q_layer_errors(gwr_network *fp32, gwr_network *quant, const gwr_q
         e->rel_error = rel[k] / count[k], e->cosine = cos[k] / count[k];
         rep->measured = 1;
     }
+    gwr_network_free(own);
     gwr_free(names), gwr_free(entry), gwr_free(count), gwr_free(rel), gwr_free(cos), gwr_free(ref);
     return rc;
 }

@@ -251,6 +251,13 @@ def main():
                   "cnn report: conv1, conv2, fc measured, cosine > 0.99")
             errs = [e["rel_error"] for e in r["layers"]]
             check(errs == sorted(errs, reverse=True), "cnn report: sorted worst first")
+            # QOperator: the layers inside a region measured on their dequantized values
+            quantize(src, dst, samples, "--format", "qoperator", "--report", rep)
+            with open(rep) as f:
+                r = {e["layer"]: e for e in json.load(f)["layers"]}
+            check(all(r[k]["cosine"] is not None and r[k]["cosine"] > 0.99 for k in ("conv1", "conv2")) and
+                  r["fc"]["rel_error"] is None, "cnn qoperator report: conv1, conv2 measured (cosine %s, %s), fc float" %
+                  (r["conv1"]["cosine"], r["conv2"]["cosine"]))
             dst = os.path.join(d, "cnn_exclude.onnx")
             quantize(src, dst, samples, "--exclude", "conv1,Gemm")
             q = onnx.load(dst)

@@ -263,11 +263,12 @@ static gwr_tensor *quantize_act(st *s, int i) {
  * reader but `except` and takes t's name (t renamed "<name>_float"). */
 static gwr_status dequantize_act(st *s, int i, gwr_tensor *tq, const gwr_layer *except) {
     gwr_tensor *t = s->a[i].t;
-    char name[512], ln[512], buf[512];
+    char name[512], ln[512], tn[512], buf[512];
     snprintf(name, sizeof name, "%.400s", gwr_tensor_name(t));
     snprintf(ln, sizeof ln, "%.400s_DequantizeLinear", name);
+    snprintf(tn, sizeof tn, "%.400s_dequantized", name); /* a graph input's keeps it */
     gwr_tensor *in[3] = {tq, act_scale(s, i), act_zp(s, i)};
-    gwr_tensor *td = in[1] && in[2] ? call1(s, "DequantizeLinear", 3, in, -1, ln, NULL) : NULL;
+    gwr_tensor *td = in[1] && in[2] ? call1(s, "DequantizeLinear", 3, in, -1, ln, tn) : NULL;
     if (!td) return built_error(s, "DequantizeLinear");
     gwr_status rc = except ? gwr_tensor_replace_all_uses_except(t, td, except) : gwr_tensor_replace_all_uses_with(t, td);
     if (rc) return built_error(s, "replacing a tensor");

@@ -209,6 +209,19 @@ def main():
                     qin = {n.input[0] for n in q.graph.node if n.op_type == "QuantizeLinear"}
                     check(("r1_float" in qin and "c1_float" not in qin) if fmt == "qdq" else "Relu" not in ops,
                           "cnn %s: Conv + Relu quantized as one" % fmt)
+                    # carried through MaxPool and Flatten: the same scale as their input (QDQ), uint8 (QOperator)
+                    consts = {i.name: nh.to_array(i) for i in q.graph.initializer}
+                    consts.update({n.output[0]: nh.to_array(n.attribute[0].t) for n in q.graph.node
+                                   if n.op_type == "Constant"})
+                    prod = {o: n for n in q.graph.node for o in n.output}
+                    if fmt == "qdq":
+                        sc = {n.input[0]: float(consts[n.input[1]]) for n in q.graph.node if n.op_type == "QuantizeLinear"}
+                        ok = sc.get("r1_float") == sc.get("p1_float") and sc.get("r2_float") == sc.get("p2_float") == \
+                            sc.get("f_float") is not None
+                    else:
+                        pools = [n for n in q.graph.node if n.op_type in ("MaxPool", "Flatten")]
+                        ok = len(pools) == 3 and all(prod[n.input[0]].op_type in ("QLinearConv", "MaxPool") for n in pools)
+                    check(ok, "cnn %s: MaxPool and Flatten carry the quantization" % fmt)
                 yo = ort_run(dst, x)
                 yg = gwr_run(dst, x, d)
                 if fmt == "qdq":

@@ -114,6 +114,9 @@ TEST(matmul_qdq_by_hand) {
     CHECK_STR(gwr_layer_op(gwr_tensor_parent(y)), "DequantizeLinear");
     gwr_layer *mm = gwr_network_find_layer(net, "mm");
     if (!CHECK(mm)) goto out;
+    /* the graph input keeps its name; the MatMul reads its dequantized value */
+    CHECK_STR(gwr_tensor_name(gwr_layer_input(mm, 0)), "x_dequantized");
+    CHECK_STR(gwr_tensor_name(gwr_network_input(net, 0)), "x");
     gwr_layer *wdq = gwr_tensor_parent(gwr_layer_input(mm, 1));
     CHECK_STR(gwr_layer_op(wdq), "DequantizeLinear");
     int64_t axis = -1;

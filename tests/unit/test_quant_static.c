@@ -258,7 +258,39 @@ TEST(exclude_and_report) {
     gwr_network_free(net);
 }
 
+/* The method reaches the observers: x [1, 1000] evenly over [-1, 1) plus
+ * one value at 1000 (in place of the last); minmax spans the outlier
+ * (scale (1000 + 0.999) / 255); percentile 99.8 (0.1% in each tail: one
+ * value) stops at the 999th value, 0.997, read at a bin's outer edge: bins
+ * are 1000 / 2048 wide, so the range is within [-1.49, 1.49], the scale
+ * at most 2.98 / 255. */
+TEST(method_reaches_the_observers) {
+    float x[1000];
+    for (int i = 0; i < 1000; i++) x[i] = -1 + 2 * ((float)i + 0.5f) / 1000;
+    x[999] = 1000;
+    gwr_calib *cal = calib2("x", x, NULL, NULL, 1, 1000);
+    double scale[2];
+    for (int m = 0; m < 2; m++) {
+        gwr_network *net = new_net();
+        int64_t wd[2] = {1000, 1};
+        static float w[1000];
+        w[0] = 1;
+        gwr_tensor *in[2] = {input(net, "x", 1, 1000), gwr_constant(net, GWR_FLOAT32, 2, wd, w)};
+        gwr_network_mark_output(net, layer(net, "MatMul", "mm", "y", 2, in, NULL));
+        gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .calib = cal,
+                                  .method = m ? GWR_CALIB_PERCENTILE : GWR_CALIB_MINMAX, .percentile = 99.8};
+        double z;
+        scale[m] = NAN;
+        if (CHECK_OK(gwr_quantize(net, &o, NULL))) CHECK(qparams(net, "x", &scale[m], &z));
+        gwr_network_free(net);
+    }
+    CHECK(scale[0] == (float)((1000 + (1 - 1.0 / 1000)) / 255));
+    CHECK(scale[1] > 1.99 / 255 && scale[1] <= 2.98 / 255);
+    gwr_calib_free(cal);
+}
+
 int main(void) {
+    RUN(method_reaches_the_observers);
     RUN(matmul_qdq_by_hand);
     RUN(gemm_bias_int32);
     RUN(concat_shares_one_scale);

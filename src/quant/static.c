@@ -26,7 +26,8 @@
  *    carry-through ops on the quantized tensors, QuantizeLinear where a
  *    quantized region is entered and DequantizeLinear where a float layer
  *    or the network's output reads it. Gemm has no QLinear form in ONNX:
- *    it stays float in that format. */
+ *    QLinearMatMul (B transposed when transB), and C added in float after
+ *    a DequantizeLinear. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -104,6 +105,12 @@ static int f32ish(const gwr_tensor *t) {
     return d == GWR_FLOAT32 || d == GWR_UNDEFINED;
 }
 
+/* Gemm l's C (NULL: none). */
+static gwr_tensor *gemm_c(const gwr_layer *l) {
+    if (strcmp(gwr_layer_op(l), "Gemm") || gwr_layer_num_inputs(l) < 3) return NULL;
+    return gwr_layer_input(l, 2);
+}
+
 static int is_f32_const(const gwr_tensor *t, gwr_match_const *k) {
     return t && gwr_match_const_get(t, k) && k->dtype == GWR_FLOAT32;
 }
@@ -118,7 +125,9 @@ static const char *why_float(const st *s, gwr_layer *l, int kind) {
     if (kind == K_CONV && k.rank < 3) return "kept float32: weight rank below 3";
     if (kind != K_CONV && k.rank != 2) return "kept float32: the weight is not 2-D";
     if (kind == K_GEMM) {
-        if (s->qop) return "kept float32: Gemm has no QLinear form (use qdq)";
+        gwr_match_const c;
+        if (s->qop && gwr_layer_num_inputs(l) > 2 && gwr_layer_input(l, 2) && !is_f32_const(gwr_layer_input(l, 2), &c))
+            return "kept float32: Gemm's C is not a constant";
         int64_t ta = 0;
         float alpha = 1, beta = 1;
         gwr_layer_attr_int(l, "transA", 0, &ta);
@@ -259,6 +268,15 @@ static gwr_tensor *quantize_act(st *s, int i) {
     return call1(s, "QuantizeLinear", 3, in, -1, ln, tn);
 }
 
+/* to, the float32 value replacing from (the same shape), takes from's
+ * shape where it is known: inference may know less (a network output keeps
+ * its declared shape). */
+static void keep_type(const gwr_tensor *from, gwr_tensor *to) {
+    int r = gwr_tensor_rank(from);
+    if (r >= 0 && (gwr_tensor_rank(to) < 0 || gwr_tensor_rank(to) == r))
+        gwr_tensor_set_type(to, GWR_FLOAT32, r, gwr_tensor_dims(from));
+}
+
 /* DequantizeLinear(tq) of act i; its float tensor replaces t for every
  * reader but `except` and takes t's name (t renamed "<name>_float"). */
 static gwr_status dequantize_act(st *s, int i, gwr_tensor *tq, const gwr_layer *except) {
@@ -270,6 +288,7 @@ static gwr_status dequantize_act(st *s, int i, gwr_tensor *tq, const gwr_layer *
     gwr_tensor *in[3] = {tq, act_scale(s, i), act_zp(s, i)};
     gwr_tensor *td = in[1] && in[2] ? call1(s, "DequantizeLinear", 3, in, -1, ln, tn) : NULL;
     if (!td) return built_error(s, "DequantizeLinear");
+    keep_type(t, td);
     gwr_status rc = except ? gwr_tensor_replace_all_uses_except(t, td, except) : gwr_tensor_replace_all_uses_with(t, td);
     if (rc) return built_error(s, "replacing a tensor");
     if (gwr_tensor_is_input(t)) return GWR_OK; /* the interface keeps its name */
@@ -394,6 +413,74 @@ static gwr_args *attrs_of(const gwr_layer *from) {
     return args;
 }
 
+/* QOperator Gemm(x, B, C): QLinearMatMul(x, B as [K, N]) -> [DequantizeLinear
+ * -> Add(C) in float]. Without C the QLinearMatMul's output is the Gemm's,
+ * quantized as the layer's output; with C its range is the output's less
+ * C's extremes (y - C lies within [min y - max C, max y - min C]), and the
+ * float sum replaces the Gemm's output (a quantized reader quantizes it
+ * again: a region's exit and entry). */
+static gwr_status rewrite_gemm_qop(st *s, qlayer *q, const qweight *w, gwr_tensor *wsc, gwr_tensor *wzp) {
+    int64_t tb = 0, kn[2] = {w->dims[0], w->dims[1]};
+    gwr_layer_attr_int(q->l, "transB", 0, &tb);
+    int8_t *t = gwr_malloc((size_t)w->numel + 1);
+    if (!t) return gwr_ir_error(s->net, GWR_ERR_NOMEM, "static quantization: out of memory");
+    if (tb) { /* [N, K] -> [K, N] */
+        kn[0] = w->dims[1], kn[1] = w->dims[0];
+        for (int64_t n = 0; n < w->dims[0]; n++)
+            for (int64_t k = 0; k < w->dims[1]; k++) t[k * w->dims[0] + n] = w->data[n * w->dims[1] + k];
+    } else {
+        memcpy(t, w->data, (size_t)w->numel);
+    }
+    gwr_tensor *wq = gwr_constant(s->net, GWR_INT8, 2, kn, t);
+    gwr_free(t);
+    gwr_tensor *xq = s->a[q->x].tq, *c = gemm_c(q->l), *y = s->a[q->y].t;
+    if (!xq && !(xq = s->a[q->x].tq = quantize_act(s, q->x))) return built_error(s, "QuantizeLinear");
+    float ys = s->a[q->y].scale;
+    int yzp = s->a[q->y].zp;
+    if (c) {
+        gwr_match_const k;
+        gwr_match_const_get(c, &k);
+        double cmin = 0, cmax = 0;
+        for (int64_t i = 0; i < k.numel; i++) {
+            double v = gwr_match_const_at(&k, i);
+            cmin = i ? fmin(cmin, v) : v, cmax = i ? fmax(cmax, v) : v;
+        }
+        const act *r = &s->a[root(s, q->y)];
+        gwr_q_act_params(r->lo - cmax, r->hi - cmin, s->int8, &ys, &yzp);
+    }
+    gwr_tensor *ysc = gwr_constant(s->net, GWR_FLOAT32, 0, NULL, &ys), *yz = NULL;
+    int8_t z8 = (int8_t)yzp;
+    uint8_t zu = (uint8_t)yzp;
+    yz = s->int8 ? gwr_constant(s->net, GWR_INT8, 0, NULL, &z8) : gwr_constant(s->net, GWR_UINT8, 0, NULL, &zu);
+    gwr_tensor *in[8] = {xq, act_scale(s, q->x), act_zp(s, q->x), wq, wsc, wzp, ysc, yz}, *yq = NULL;
+    for (int i = 0; i < 8; i++)
+        if (!in[i]) return built_error(s, "QLinearMatMul");
+    gwr_layer *nl = gwr_op_call(s->net, "", "QLinearMatMul", 8, in, NULL, 1, &yq);
+    char keep[512], buf[512], tn[512];
+    snprintf(keep, sizeof keep, "%.400s", gwr_layer_name(q->l));
+    snprintf(tn, sizeof tn, "%.400s%s", gwr_tensor_name(y), c ? "_matmul_quantized" : "_quantized");
+    if (!nl || gwr_layer_set_name(q->l, fresh(s->net, keep, "_float", buf, sizeof buf)) || gwr_layer_set_name(nl, keep) ||
+        gwr_tensor_set_name(yq, fresh(s->net, tn, "", buf, sizeof buf)))
+        return built_error(s, "QLinearMatMul");
+    if (!c) {
+        s->a[q->y].tq = yq, s->a[q->y].inside = nl;
+        return GWR_OK;
+    }
+    gwr_tensor *dq[3] = {yq, ysc, yz}, *ym = call1(s, "DequantizeLinear", 3, dq, -1, NULL, NULL), *yf = NULL;
+    gwr_tensor *add[2] = {ym, c};
+    if (!ym || !(yf = call1(s, "Add", 2, add, -1, NULL, NULL))) return built_error(s, "Gemm's C");
+    /* the sum takes the Gemm output's place and name */
+    char name[512];
+    snprintf(name, sizeof name, "%.400s", gwr_tensor_name(y));
+    keep_type(y, yf);
+    if (gwr_tensor_replace_all_uses_with(y, yf)) return built_error(s, "replacing a tensor");
+    int swapped = !strcmp(gwr_tensor_name(yf), name);
+    if (gwr_tensor_set_name(y, fresh(s->net, name, "_float", buf, sizeof buf)) || (!swapped && gwr_tensor_set_name(yf, name)))
+        return built_error(s, "renaming");
+    s->a[q->y].t = yf; /* a quantized reader quantizes the sum */
+    return GWR_OK;
+}
+
 static gwr_status rewrite_layer(st *s, qlayer *q, int64_t *after) {
     qweight w = {0};
     gwr_status rc = GWR_OK;
@@ -405,7 +492,7 @@ static gwr_status rewrite_layer(st *s, qlayer *q, int64_t *after) {
         goto done;
     }
     int64_t nout = w.dims[w.axis];
-    bias = bias_of(q, nout);
+    bias = s->qop && q->kind == K_GEMM ? NULL : bias_of(q, nout); /* QOperator Gemm: C added in float */
     if (bias) {
         bs = gwr_malloc((size_t)w.nch * sizeof *bs);
         bq = gwr_malloc((size_t)nout * sizeof *bq);
@@ -424,6 +511,12 @@ static gwr_status rewrite_layer(st *s, qlayer *q, int64_t *after) {
         goto done;
     }
     *after += w.numel + (int64_t)w.nch * 5 + (bias ? nout * 4 + w.nch * 4 : 0);
+    if (s->qop && q->kind == K_GEMM) {
+        gwr_match_const c;
+        if (gemm_c(q->l) && gwr_match_const_get(gemm_c(q->l), &c)) *after += c.numel * 4;
+        rc = rewrite_gemm_qop(s, q, &w, wsc, wzp);
+        goto done;
+    }
     const char *lname = gwr_layer_name(q->l);
     char ln[512];
     if (!s->qop) {
@@ -510,6 +603,7 @@ static gwr_status rewrite_carry_qop(st *s, gwr_layer *l) {
 static gwr_layer *fused_relu(const st *s, gwr_layer *l) {
     gwr_tensor *y = gwr_layer_output(l, 0);
     if (gwr_tensor_num_live_users(y) != 1 || gwr_tensor_output_index(y) >= 0 || (s->qop && s->int8)) return NULL;
+    if (s->qop && gemm_c(l)) return NULL; /* QLinearMatMul + a float Add of C: the Relu stays */
     for (int64_t i = 0; i < gwr_tensor_num_users(y); i++) {
         gwr_layer *r = gwr_tensor_user(y, i, NULL);
         if (!r || gwr_layer_is_removed(r)) continue;

@@ -289,7 +289,73 @@ TEST(method_reaches_the_observers) {
     gwr_calib_free(cal);
 }
 
+/* QOperator Gemm(x, B, C) with transB: QLinearMatMul on B transposed to
+ * [K, N] and C added in float. B's rows (channels) [127, 0] and [10, 63.5]:
+ * scales 1 and 0.5, int8 rows [127, 0] and [20, 127]; [K, N]:
+ * [[127, 20], [0, 127]]; b_scale [1, 0.5] over the columns. */
+TEST(gemm_qoperator_transposes_b) {
+    gwr_network *net = new_net();
+    gwr_tensor *x = input(net, "x", 1, 2);
+    int64_t bd[2] = {2, 2}, cd[1] = {2};
+    float b[4] = {127, 0, 10, 63.5f}, c[2] = {1, -2}, xv[2] = {2.55f, 1};
+    gwr_args *a = gwr_args_new();
+    gwr_args_set_int(a, "transB", 1);
+    gwr_tensor *in[3] = {x, gwr_constant(net, GWR_FLOAT32, 2, bd, b), gwr_constant(net, GWR_FLOAT32, 1, cd, c)};
+    gwr_network_mark_output(net, layer(net, "Gemm", "fc", "y", 3, in, a));
+    gwr_calib *cal = calib2("x", xv, NULL, NULL, 1, 2);
+    gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .calib = cal, .format = GWR_QFORMAT_QOPERATOR};
+    if (!CHECK_OK(gwr_quantize(net, &o, NULL))) goto out;
+    CHECK_OK(gwr_network_verify(net));
+    CHECK_EQ_INT(count(net, "Gemm"), 0);
+    gwr_layer *fc = gwr_network_find_layer(net, "fc");
+    if (!CHECK(fc && !strcmp(gwr_layer_op(fc), "QLinearMatMul"))) goto out;
+    CHECK(at(fc, 3, 0) == 127 && at(fc, 3, 1) == 20 && at(fc, 3, 2) == 0 && at(fc, 3, 3) == 127);
+    CHECK(at(fc, 4, 0) == 1 && at(fc, 4, 1) == 0.5);
+    /* the output: Add(DequantizeLinear(..), C), named y */
+    gwr_tensor *y = gwr_network_output(net, 0);
+    CHECK_STR(gwr_tensor_name(y), "y");
+    CHECK_STR(gwr_layer_op(gwr_tensor_parent(y)), "Add");
+out:
+    gwr_calib_free(cal);
+    gwr_network_free(net);
+}
+
+/* A network output whose producer's shape inference cannot tell (a
+ * Reshape to a shape given at run time, carried on uint8 in QOperator)
+ * keeps the type declared for it: [3, 2] float32. */
+TEST(output_keeps_declared_type) {
+    gwr_network *net = new_net();
+    gwr_dim sd[1] = {2};
+    gwr_tensor *x = input(net, "x", 2, 4), *shape = gwr_network_add_input(net, "s", GWR_INT64, 1, sd);
+    int64_t wd[2] = {4, 3};
+    gwr_tensor *in[2] = {x, gwr_constant(net, GWR_FLOAT32, 2, wd, W1)};
+    gwr_tensor *r[2] = {layer(net, "MatMul", "mm", "m", 2, in, NULL), shape};
+    gwr_tensor *y = layer(net, "Reshape", "reshape", "y", 2, r, NULL);
+    gwr_dim yd[2] = {3, 2};
+    gwr_tensor_set_type(y, GWR_FLOAT32, 2, yd);
+    gwr_network_mark_output(net, y);
+    gwr_calib *cal = gwr_calib_new();
+    int64_t xd[2] = {2, 4}, s1[1] = {2};
+    gwr_value *v[2] = {gwr_value_new(GWR_FLOAT32, 2, xd), gwr_value_new(GWR_INT64, 1, s1)};
+    memcpy(gwr_value_data(v[0]), X1, sizeof X1);
+    ((int64_t *)gwr_value_data(v[1]))[0] = 3, ((int64_t *)gwr_value_data(v[1]))[1] = 2;
+    const char *names[2] = {"x", "s"};
+    gwr_calib_add(cal, 2, names, v);
+    gwr_value_release(v[0]), gwr_value_release(v[1]);
+    gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .calib = cal, .format = GWR_QFORMAT_QOPERATOR};
+    if (CHECK_OK(gwr_quantize(net, &o, NULL))) {
+        gwr_tensor *out = gwr_network_output(net, 0);
+        CHECK_STR(gwr_tensor_name(out), "y");
+        CHECK_STR(gwr_layer_op(gwr_tensor_parent(out)), "DequantizeLinear");
+        CHECK(gwr_tensor_rank(out) == 2 && gwr_tensor_dim(out, 0) == 3 && gwr_tensor_dim(out, 1) == 2);
+    }
+    gwr_calib_free(cal);
+    gwr_network_free(net);
+}
+
 int main(void) {
+    RUN(output_keeps_declared_type);
+    RUN(gemm_qoperator_transposes_b);
     RUN(method_reaches_the_observers);
     RUN(matmul_qdq_by_hand);
     RUN(gemm_bias_int32);

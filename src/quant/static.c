@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "gwr/match.h"
+#include "passes/optimize_internal.h"
 #include "quant/quant_internal.h"
 
 enum { K_CONV, K_MATMUL, K_GEMM };
@@ -630,12 +631,27 @@ static int64_t weight_bytes(const gwr_layer *l) {
 }
 
 gwr_status gwr_q_static(gwr_network *net, const gwr_quantize_options *o, gwr_quant_report *rep) {
-    int64_t opset = gwr_network_opset(net, "");
-    if (opset >= 0 && opset < 10)
-        return gwr_ir_error(net, GWR_ERR_UNSUPPORTED, "static quantization needs opset 10 or later (QuantizeLinear), not %lld",
-                            (long long)opset);
     st s = {.net = net, .o = o, .rep = rep, .int8 = o->act_int8, .qop = o->format == GWR_QFORMAT_QOPERATOR};
-    s.per_channel = !o->per_tensor && (opset < 0 || opset >= 13);
+    /* QuantizeLinear needs opset 10, a per-channel DequantizeLinear (axis)
+     * 13: when a layer is to be quantized, the opset is raised to 13 where
+     * every op of the network converts (gwr_opt_raise_opset); else per
+     * tensor, and below 10 refused */
+    int64_t opset = gwr_network_opset(net, "");
+    int any = 0, raised = 0;
+    for (int64_t i = 0; !any && i < gwr_network_num_layers(net); i++) {
+        gwr_layer *l = gwr_network_layer(net, i);
+        int kind = kind_of(l);
+        any = !gwr_layer_is_removed(l) && kind >= 0 && !gwr_q_listed(o->exclude, l) && !why_float(&s, l, kind);
+    }
+    if (any && opset >= 0 && opset < 13 && (!o->per_tensor || opset < 10)) raised = !gwr_opt_raise_opset(net, 13);
+    if (any && opset >= 0 && opset < 10 && !raised) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", gwr_network_errmsg(net));
+        return gwr_ir_error(net, GWR_ERR_UNSUPPORTED,
+                            "static quantization needs opset 10 or later (QuantizeLinear), not %lld, and raising it "
+                            "failed: %s", (long long)opset, why);
+    }
+    s.per_channel = !o->per_tensor && (opset < 0 || opset >= 13 || raised);
     int64_t nl = gwr_network_num_layers(net);
     gwr_layer **order = gwr_malloc(((size_t)nl + 1) * sizeof *order);
     s.q = gwr_malloc(((size_t)nl + 1) * sizeof *s.q);

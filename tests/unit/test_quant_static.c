@@ -353,7 +353,38 @@ TEST(output_keeps_declared_type) {
     gwr_network_free(net);
 }
 
+/* Per channel needs opset 13: a MatMul network at opset 11 is raised to
+ * 13 (per-channel weights); one with a Softmax (which changes at 13, not
+ * converted) stays at 11 with per-tensor weights; at opset 9 it is
+ * refused (QuantizeLinear is opset 10). */
+TEST(opset_raised_for_per_channel) {
+    gwr_calib *cal = calib2("x", X1, NULL, NULL, 2, 4);
+    for (int k = 0; k < 3; k++) {
+        gwr_network *net = matmul_net();
+        gwr_network_set_opset(net, "", k == 2 ? 9 : 11);
+        if (k) {
+            gwr_tensor *y = gwr_network_output(net, 0), *in[1] = {y};
+            gwr_network_unmark_output(net, y);
+            gwr_network_mark_output(net, layer(net, "Softmax", "softmax", "p", 1, in, NULL));
+        }
+        gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .calib = cal};
+        gwr_quant_report *rep = NULL;
+        gwr_status st = gwr_quantize(net, &o, &rep);
+        if (k == 2) {
+            CHECK_EQ_INT(st, GWR_ERR_UNSUPPORTED);
+            CHECK_CONTAINS(gwr_network_errmsg(net), "opset 10");
+        } else if (CHECK_OK(st)) {
+            CHECK_EQ_INT(gwr_network_opset(net, ""), k ? 11 : 13);
+            CHECK_CONTAINS(gwr_quant_report_entry(rep, 0)->what, k ? "per-tensor" : "per-channel");
+        }
+        gwr_quant_report_free(rep);
+        gwr_network_free(net);
+    }
+    gwr_calib_free(cal);
+}
+
 int main(void) {
+    RUN(opset_raised_for_per_channel);
     RUN(output_keeps_declared_type);
     RUN(gemm_qoperator_transposes_b);
     RUN(method_reaches_the_observers);

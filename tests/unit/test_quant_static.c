@@ -138,21 +138,33 @@ out:
     gwr_network_free(net);
 }
 
-/* Gemm x [1, 2] with B [2, 2] transB (rows per output channel: scales 1
- * and 0.5) and bias [1, -2]; x in [0, 2.55]: scale 0.01, zero point 0;
- * the int32 bias round(1 / 0.01) = 100, round(-2 / (0.01 * 0.5)) = -400. */
-TEST(gemm_bias_int32) {
+/* y = Gemm(x [1, 2], B [2, 2] (transB), C [1, -2]), quantized statically
+ * in format fmt on one sample x = [2.55, 1]; NULL when gwr_quantize fails. */
+static gwr_network *gemm_quantized(const float *b, gwr_quant_format fmt) {
     gwr_network *net = new_net();
     gwr_tensor *x = input(net, "x", 1, 2);
     int64_t bd[2] = {2, 2}, cd[1] = {2};
-    float b[4] = {127, 0, 0, 63.5f}, c[2] = {1, -2}, xv[2] = {2.55f, 1};
+    float c[2] = {1, -2}, xv[2] = {2.55f, 1};
     gwr_args *a = gwr_args_new();
     gwr_args_set_int(a, "transB", 1);
     gwr_tensor *in[3] = {x, gwr_constant(net, GWR_FLOAT32, 2, bd, b), gwr_constant(net, GWR_FLOAT32, 1, cd, c)};
     gwr_network_mark_output(net, layer(net, "Gemm", "fc", "y", 3, in, a));
     gwr_calib *cal = calib2("x", xv, NULL, NULL, 1, 2);
-    gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .calib = cal};
-    if (!CHECK_OK(gwr_quantize(net, &o, NULL))) goto out;
+    gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .calib = cal, .format = fmt};
+    gwr_status st = gwr_quantize(net, &o, NULL);
+    if (st) fprintf(stderr, "%s\n", gwr_network_errmsg(net));
+    gwr_calib_free(cal);
+    if (!CHECK_OK(st)) gwr_network_free(net), net = NULL;
+    return net;
+}
+
+/* Gemm x [1, 2] with B [2, 2] transB (rows per output channel: scales 1
+ * and 0.5) and bias [1, -2]; x in [0, 2.55]: scale 0.01, zero point 0;
+ * the int32 bias round(1 / 0.01) = 100, round(-2 / (0.01 * 0.5)) = -400. */
+TEST(gemm_bias_int32) {
+    float b[4] = {127, 0, 0, 63.5f};
+    gwr_network *net = gemm_quantized(b, GWR_QFORMAT_QDQ);
+    if (!net) return;
     double s, z;
     CHECK(qparams(net, "x", &s, &z) && s == (float)(2.55 / 255) && z == 0);
     gwr_layer *fc = gwr_network_find_layer(net, "fc");
@@ -166,7 +178,6 @@ TEST(gemm_bias_int32) {
     gwr_layer_attr_int(wdq, "axis", 1, &axis);
     CHECK(axis == 0 && at(wdq, 0, 0) == 127 && at(wdq, 0, 3) == 127 && at(wdq, 1, 1) == 0.5);
 out:
-    gwr_calib_free(cal);
     gwr_network_free(net);
 }
 
@@ -294,17 +305,9 @@ TEST(method_reaches_the_observers) {
  * scales 1 and 0.5, int8 rows [127, 0] and [20, 127]; [K, N]:
  * [[127, 20], [0, 127]]; b_scale [1, 0.5] over the columns. */
 TEST(gemm_qoperator_transposes_b) {
-    gwr_network *net = new_net();
-    gwr_tensor *x = input(net, "x", 1, 2);
-    int64_t bd[2] = {2, 2}, cd[1] = {2};
-    float b[4] = {127, 0, 10, 63.5f}, c[2] = {1, -2}, xv[2] = {2.55f, 1};
-    gwr_args *a = gwr_args_new();
-    gwr_args_set_int(a, "transB", 1);
-    gwr_tensor *in[3] = {x, gwr_constant(net, GWR_FLOAT32, 2, bd, b), gwr_constant(net, GWR_FLOAT32, 1, cd, c)};
-    gwr_network_mark_output(net, layer(net, "Gemm", "fc", "y", 3, in, a));
-    gwr_calib *cal = calib2("x", xv, NULL, NULL, 1, 2);
-    gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .calib = cal, .format = GWR_QFORMAT_QOPERATOR};
-    if (!CHECK_OK(gwr_quantize(net, &o, NULL))) goto out;
+    float b[4] = {127, 0, 10, 63.5f};
+    gwr_network *net = gemm_quantized(b, GWR_QFORMAT_QOPERATOR);
+    if (!net) return;
     CHECK_OK(gwr_network_verify(net));
     CHECK_EQ_INT(count(net, "Gemm"), 0);
     gwr_layer *fc = gwr_network_find_layer(net, "fc");
@@ -316,7 +319,6 @@ TEST(gemm_qoperator_transposes_b) {
     CHECK_STR(gwr_tensor_name(y), "y");
     CHECK_STR(gwr_layer_op(gwr_tensor_parent(y)), "Add");
 out:
-    gwr_calib_free(cal);
     gwr_network_free(net);
 }
 

@@ -98,4 +98,25 @@ gwr_status gwr_q_smoothquant(gwr_network *net, const gwr_quantize_options *o, gw
 gwr_status gwr_q_layer_errors(gwr_network *fp32, gwr_network *quant, const gwr_quantize_options *o,
                               gwr_quant_report *rep);
 
+/* ---- activation range observers (observers.c) ---- */
+/* A range estimator of one tensor, fed sample by sample (memory is its
+ * histogram, never the samples): minmax keeps the extremes; percentile,
+ * entropy and mse keep a histogram of 2048 bins per sign over [-T, T]
+ * (T doubled, pairs of bins merged, when a value falls outside) and choose
+ * the clip range from it. symmetric: the range is [-t, t] (int8
+ * activations); else [lo, hi] (uint8 activations). */
+typedef struct gwr_q_observer gwr_q_observer;
+#define GWR_Q_HIST_BINS 2048 /* per sign */
+gwr_q_observer *gwr_q_observer_new(gwr_calib_method method, double percentile, int symmetric);
+/* Feeds n values (NaN and infinities are skipped). */
+void gwr_q_observer_add(gwr_q_observer *ob, const float *x, int64_t n);
+/* The range chosen so far, lo <= 0 <= hi (zero always representable);
+ * 0 when nothing finite was fed (*lo = *hi = 0). */
+int gwr_q_observer_range(const gwr_q_observer *ob, double *lo, double *hi);
+void gwr_q_observer_free(gwr_q_observer *ob);
+/* Scale and zero point of an activation range [lo, hi] (lo <= 0 <= hi):
+ * uint8 asymmetric, or int8 symmetric (zero point 0). */
+void gwr_q_act_params(double lo, double hi, int int8, float *scale, int *zero_point);
+
+
 #endif

@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "gwr/match.h"
-#include "passes/optimize_internal.h"
+#include "passes/passes_api.h"
 #include "quant/quant_internal.h"
 
 enum { K_CONV, K_MATMUL, K_GEMM };

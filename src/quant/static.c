@@ -18,7 +18,8 @@
  *    activation (read by all its readers; the dequantized tensor takes the
  *    original name, the float one is renamed "<name>_float", so that the
  *    layers' outputs keep their names); weights int8 symmetric per output
- *    channel (scale max|w| / 127, zero point 0) through DequantizeLinear
+ *    channel (scale max|w| / 127, or / 64 for target ort: gwr_q_weight_qmax;
+ *    zero point 0) through DequantizeLinear
  *    with axis (per tensor with o->per_tensor, or below opset 13 where
  *    DequantizeLinear has no axis); Conv/Gemm bias int32 with scale
  *    x_scale * w_scale[c] through DequantizeLinear.
@@ -332,10 +333,11 @@ static int quantize_weight(st *s, const qlayer *q, qweight *w) {
         double v = fabs((double)f[i]);
         if (v > amax[CH(i)]) amax[CH(i)] = v;
     }
-    for (int64_t c = 0; c < w->nch; c++) w->scale[c] = amax[c] > 0 ? (float)(amax[c] / 127) : 1.0f;
+    int qmax = gwr_q_weight_qmax(s->o); /* 64 for onnxruntime: see quant_internal.h */
+    for (int64_t c = 0; c < w->nch; c++) w->scale[c] = amax[c] > 0 ? (float)(amax[c] / qmax) : 1.0f;
     for (int64_t i = 0; i < k.numel; i++) {
         double v = nearbyint((double)f[i] / (double)w->scale[CH(i)]);
-        w->data[i] = (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v);
+        w->data[i] = (int8_t)(v < -qmax ? -qmax : v > qmax ? qmax : v);
     }
 #undef CH
     gwr_free(amax);

@@ -13,12 +13,13 @@ Checked, for the QDQ and QOperator formats:
   - the quantized model passes onnx.checker (full_check) and loads and runs
     in onnxruntime;
   - onnxruntime's outputs and gwr's executor's on it agree: relative RMS of
-    the difference <= 2% of the outputs' RMS and the same top-1 on >= 98% of
+    the difference <= 1% of the outputs' RMS and the same top-1 on >= 98% of
     100 inputs. Not bit for bit: onnxruntime fuses DQ -> Conv -> Q into its
     integer kernels and requantizes once, gwr's executor runs the layers as
-    written in float32 between Q and DQ; and onnxruntime's u8s8 AVX2 kernels
-    saturate pairs of products in int16 where |w| > 64 (SPEC.md), which the
-    spec's exact sums (gwr's) do not;
+    written in float32 between Q and DQ. (onnxruntime's u8s8 AVX2 kernels
+    saturate pairs of products in int16 where |w| > 64, which the spec's
+    exact sums, gwr's, do not: target ort, the default, writes weight codes
+    within [-64, 64], so no pair saturates; the two agree within 1% RMS);
   - top-1 agreement with the float32 model on 100 random inputs: >= 98% for
     the cnn (gwr's model run by onnxruntime), and at least onnxruntime's own
     quantize_static's (QDQ, per-channel, same calibration) minus 2 points;
@@ -232,10 +233,11 @@ def main():
                     check(e <= 1e-3 and agree == 100,
                           "%s qdq: gwr vs onnxruntime unoptimized: rel-RMS %.2e <= 1e-3, top-1 %.0f%% == 100%%" %
                           (name, e, agree))
-                # onnxruntime's integer kernels (QDQ fused, QLinear*): u8s8 pairs saturate in int16
+                # onnxruntime's integer kernels (QDQ fused, QLinear*): target ort's weights within [-64, 64]
+                # saturate no u8s8 pair, so only the requantization's roundings differ
                 e, agree = rel_rms(yg, yo), top1(yg, yo)
-                check(e <= 0.1 and agree >= 90,
-                      "%s %s: gwr vs onnxruntime's integer kernels: rel-RMS %.4f <= 0.1, top-1 %.0f%% >= 90%%" %
+                check(e <= 0.01 and agree >= 98,
+                      "%s %s: gwr vs onnxruntime's integer kernels: rel-RMS %.4f <= 0.01, top-1 %.0f%% >= 98%%" %
                       (name, fmt, e, agree))
                 t_ort, t_gwr = top1(yo, ref), top1(yg, ref)
                 floor = max(98 if name == "cnn" else 0, ort_top1 - 2)

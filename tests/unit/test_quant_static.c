@@ -95,10 +95,31 @@ static gwr_network *matmul_net(void) {
     return net;
 }
 
-TEST(matmul_qdq_by_hand) {
+/* Target ort: weight codes within [-64, 64] (gwr_q_weight_qmax; every
+ * column of W1 has max |w| 127, scale 127 / 64), by hand. */
+TEST(ort_target_seven_bit_weights) {
+    static const int8_t want[12] = {64, -64, 5, -1, 32, 10, 1, 0, -64, 0, 2, 3};
     gwr_network *net = matmul_net();
     gwr_calib *cal = calib2("x", X1, NULL, NULL, 2, 4);
     gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .calib = cal};
+    if (CHECK_OK(gwr_quantize(net, &o, NULL))) {
+        gwr_layer *mm = gwr_network_find_layer(net, "mm");
+        gwr_layer *wdq = mm ? gwr_tensor_parent(gwr_layer_input(mm, 1)) : NULL;
+        if (CHECK(wdq)) {
+            int same = 1;
+            for (int k = 0; k < 12; k++) same &= at(wdq, 0, k) == want[k];
+            CHECK(same);
+            CHECK(at(wdq, 1, 0) == (float)(127.0 / 64) && at(wdq, 1, 2) == (float)(127.0 / 64));
+        }
+    }
+    gwr_calib_free(cal);
+    gwr_network_free(net);
+}
+
+TEST(matmul_qdq_by_hand) {
+    gwr_network *net = matmul_net();
+    gwr_calib *cal = calib2("x", X1, NULL, NULL, 2, 4);
+    gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .target = GWR_TARGET_GWR, .calib = cal};
     gwr_quant_report *rep = NULL;
     if (!CHECK_OK(gwr_quantize(net, &o, &rep))) {
         fprintf(stderr, "%s\n", gwr_network_errmsg(net));
@@ -150,7 +171,7 @@ static gwr_network *gemm_quantized(const float *b, gwr_quant_format fmt) {
     gwr_tensor *in[3] = {x, gwr_constant(net, GWR_FLOAT32, 2, bd, b), gwr_constant(net, GWR_FLOAT32, 1, cd, c)};
     gwr_network_mark_output(net, layer(net, "Gemm", "fc", "y", 3, in, a));
     gwr_calib *cal = calib2("x", xv, NULL, NULL, 1, 2);
-    gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .calib = cal, .format = fmt};
+    gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .target = GWR_TARGET_GWR, .calib = cal, .format = fmt};
     gwr_status st = gwr_quantize(net, &o, NULL);
     if (st) fprintf(stderr, "%s\n", gwr_network_errmsg(net));
     gwr_calib_free(cal);
@@ -198,7 +219,7 @@ TEST(concat_shares_one_scale) {
     gwr_network_mark_output(net, layer(net, "MatMul", "m3", "y", 2, in3, NULL));
     float v1[2] = {-1, 0.5f}, v2[2] = {0.5f, 1};
     gwr_calib *cal = calib2("x1", v1, "x2", v2, 1, 2);
-    gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .calib = cal};
+    gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .target = GWR_TARGET_GWR, .calib = cal};
     if (!CHECK_OK(gwr_quantize(net, &o, NULL))) goto out;
     double s[3], z[3];
     CHECK(qparams(net, "a_float", &s[0], &z[0]) && qparams(net, "b_float", &s[1], &z[1]) &&
@@ -215,7 +236,7 @@ out:
 TEST(matmul_qoperator) {
     gwr_network *net = matmul_net(), *ref = matmul_net();
     gwr_calib *cal = calib2("x", X1, NULL, NULL, 2, 4);
-    gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .calib = cal, .format = GWR_QFORMAT_QOPERATOR};
+    gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .target = GWR_TARGET_GWR, .calib = cal, .format = GWR_QFORMAT_QOPERATOR};
     gwr_session *s1 = NULL, *s2 = NULL;
     if (!CHECK_OK(gwr_quantize(net, &o, NULL))) goto out;
     CHECK_OK(gwr_network_verify(net));
@@ -248,7 +269,7 @@ out:
 TEST(exclude_and_report) {
     gwr_network *net = matmul_net();
     gwr_calib *cal = calib2("x", X1, NULL, NULL, 2, 4);
-    gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .calib = cal, .exclude = "mm"};
+    gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .target = GWR_TARGET_GWR, .calib = cal, .exclude = "mm"};
     gwr_quant_report *rep = NULL;
     if (CHECK_OK(gwr_quantize(net, &o, &rep))) {
         CHECK_EQ_INT(count(net, "QuantizeLinear") + count(net, "DequantizeLinear"), 0);
@@ -259,7 +280,7 @@ TEST(exclude_and_report) {
     gwr_network_free(net);
     /* --report: the layer measured against the float network */
     net = matmul_net();
-    gwr_quantize_options r = {.mode = GWR_QUANT_STATIC, .calib = cal, .report = 1};
+    gwr_quantize_options r = {.mode = GWR_QUANT_STATIC, .target = GWR_TARGET_GWR, .calib = cal, .report = 1};
     if (CHECK_OK(gwr_quantize(net, &r, &rep))) {
         const gwr_quant_entry *e = gwr_quant_report_entry(rep, 0);
         CHECK(e && e->rel_error >= 0 && e->rel_error < 0.02 && e->cosine > 0.999);
@@ -288,7 +309,7 @@ TEST(method_reaches_the_observers) {
         w[0] = 1;
         gwr_tensor *in[2] = {input(net, "x", 1, 1000), gwr_constant(net, GWR_FLOAT32, 2, wd, w)};
         gwr_network_mark_output(net, layer(net, "MatMul", "mm", "y", 2, in, NULL));
-        gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .calib = cal,
+        gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .target = GWR_TARGET_GWR, .calib = cal,
                                   .method = m ? GWR_CALIB_PERCENTILE : GWR_CALIB_MINMAX, .percentile = 99.8};
         double z;
         scale[m] = NAN;
@@ -344,7 +365,7 @@ TEST(output_keeps_declared_type) {
     const char *names[2] = {"x", "s"};
     gwr_calib_add(cal, 2, names, v);
     gwr_value_release(v[0]), gwr_value_release(v[1]);
-    gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .calib = cal, .format = GWR_QFORMAT_QOPERATOR};
+    gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .target = GWR_TARGET_GWR, .calib = cal, .format = GWR_QFORMAT_QOPERATOR};
     if (CHECK_OK(gwr_quantize(net, &o, NULL))) {
         gwr_tensor *out = gwr_network_output(net, 0);
         CHECK_STR(gwr_tensor_name(out), "y");
@@ -369,7 +390,7 @@ TEST(opset_raised_for_per_channel) {
             gwr_network_unmark_output(net, y);
             gwr_network_mark_output(net, layer(net, "Softmax", "softmax", "p", 1, in, NULL));
         }
-        gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .calib = cal};
+        gwr_quantize_options o = {.mode = GWR_QUANT_STATIC, .target = GWR_TARGET_GWR, .calib = cal};
         gwr_quant_report *rep = NULL;
         gwr_status st = gwr_quantize(net, &o, &rep);
         if (k == 2) {
@@ -391,6 +412,7 @@ int main(void) {
     RUN(gemm_qoperator_transposes_b);
     RUN(method_reaches_the_observers);
     RUN(matmul_qdq_by_hand);
+    RUN(ort_target_seven_bit_weights);
     RUN(gemm_bias_int32);
     RUN(concat_shares_one_scale);
     RUN(matmul_qoperator);

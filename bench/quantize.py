@@ -58,6 +58,7 @@ unless the models are missing or the usage is wrong (2).
 import argparse
 import contextlib
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -403,6 +404,7 @@ def main(argv=None):
     ap.add_argument("--work", help="keep the quantized models here (default: a temp dir)")
     ap.add_argument("--json", help="write the figures as JSON here")
     args = ap.parse_args(argv)
+    logging.disable(logging.INFO)  # onnxruntime's quantizers log every node
     want = set(args.only.split(","))
     unknown = want - {"size", "accuracy", "speed", "precision"}
     if unknown:

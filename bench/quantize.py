@@ -455,15 +455,17 @@ def run_all(args, want, emb, cnn, gwr, work):
     # (model, mode, tool) -> path of the quantized model (None: not made)
     made = {}
     jobs = [
-        (emb, "dynamic", ["--mode", "dynamic"],
+        (emb, "dynamic", ["--mode", "dynamic", "--target", "ort"],
          {"ort": lambda s, d: ort_dynamic(s, d, work),
           "ort-rr": lambda s, d: ort_dynamic(s, d, work, reduce_range=True)}),
-        (emb, "weight-only-4", ["--mode", "weight-only", "--bits", "4", "--block-size", "32",
+        (emb, "weight-only-4", ["--mode", "weight-only", "--target", "ort", "--bits", "4",
+                                "--block-size", "32",
                                 "--algo", "rtn"],
          {"ort": lambda s, d: ort_nbits(s, d, 4, 32)}),
         (emb, "weight-only-4-gptq", ["--mode", "weight-only", "--bits", "4", "--block-size",
                                      "32", "--algo", "gptq", "--calibration", cdir_emb], {}),
-        (cnn, "static", ["--mode", "static", "--format", "qdq", "--method", "minmax",
+        (cnn, "static", ["--mode", "static", "--target", "ort", "--format", "qdq",
+                         "--method", "minmax",
                          "--calibration", cdir_cnn],
          {"ort": lambda s, d: ort_static(s, d, cnn_calib, work),
           "ort-rr": lambda s, d: ort_static(s, d, cnn_calib, work, reduce_range=True)}),

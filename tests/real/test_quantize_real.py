@@ -78,7 +78,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, HERE)
 import manifest  # noqa: E402
 import run as realbench  # noqa: E402
-from quantize import FeedReader, chdir, write_calibration  # noqa: E402
+from quantize import FeedReader, chdir, first_line, write_calibration  # noqa: E402
 from test_real_models import load_expected  # noqa: E402
 
 MODES = {
@@ -371,7 +371,7 @@ def check_one(args, name, path, model, mode, work, fail):
                 if ort_quantize(path, dst, mode, calib) is None:
                     return
         except Exception as e:  # noqa: BLE001
-            fail("quantize", f"onnxruntime: {str(e).splitlines()[0][:200]}")
+            fail("quantize", f"onnxruntime: {first_line(e, 200)}")
             return
     target = "ort" if mode.endswith("-ort") else "onnx"
     problem = realbench.check_file(dst, target=target)
@@ -388,7 +388,7 @@ def check_one(args, name, path, model, mode, work, fail):
         ref = realbench.ort_outputs(twin, feeds, "disable")
         fp32 = realbench.ort_outputs(path, feeds, "disable")
     except Exception as e:  # noqa: BLE001
-        fail("agree", f"onnxruntime run: {str(e).splitlines()[0][:200]}")
+        fail("agree", f"onnxruntime run: {first_line(e, 200)}")
         return
     got, _, err = realbench.gwr_run(args.gwr, dst, feeds, os.path.join(work, f"run-{mode}"),
                                     1, 300)

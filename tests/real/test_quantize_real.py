@@ -44,9 +44,15 @@ Checks of each model and mode (CHECK names as --expected lists them):
              own tool, QOperator: 0.15 relative RMS error on the file, 0 on its
              twin). Relative RMS error |a-b|_2 / |b|_2 within
                1e-3  weight-only (both dequantize the same 4-bit weights to
-                     float32 and sum in float32) and the integer-kernel forms
-                     (dynamic, dynamic-ort, static-qoperator: the same integer
-                     sums and the spec's float requantization)
+                     float32 and sum in float32) and static-qoperator (the
+                     same integer sums and the spec's float requantization)
+               0.02  dynamic forms: each DynamicQuantizeLinear derives its
+                     scale from its activation's min and max, so a float op
+                     upstream one ulp apart moves the scale and through it
+                     the codes (orientation-cls: onnxruntime's and gwr's
+                     BatchNormalization differ by 5e-7, one scale by 4e-9,
+                     the softmax by 0.9% after 33 quantized layers, with
+                     both unoptimized; every integer sum is the same)
                0.02  qdq forms: onnxruntime computes DequantizeLinear -> float
                      op -> QuantizeLinear in float32, gwr fuses the groups into
                      its exact integer kernels; a requantized value may round
@@ -93,7 +99,7 @@ MODES = {
                          "--target", "onnx"],
 }
 TOL = {"weight-only-ort": 1e-3, "weight-only-onnx": 1e-3, "dynamic-qdq": 0.02,
-       "static-qdq": 0.02, "dynamic": 1e-3, "dynamic-ort": 1e-3, "static-qoperator": 1e-3}
+       "static-qdq": 0.02, "dynamic": 0.02, "dynamic-ort": 0.02, "static-qoperator": 1e-3}
 REAL = ("oww-alexa", "orientation-cls")
 INTEGER_OPS = ("MatMulInteger", "ConvInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat",
                "QLinearConv", "QLinearMatMul", "MatMulNBits")

@@ -31,7 +31,7 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper as nh
 
-GWR = sys.argv[1]
+GWR = None  # the gwr binary (argv[1]); bench/nbits_bench.py imports quantize() and model() without it
 rng = np.random.default_rng(24)
 
 
@@ -135,6 +135,8 @@ CASES = [  # K, N, bits, block_size, zero points, bias, A's shape
 
 
 def main():
+    global GWR
+    GWR = sys.argv[1]
     bad = 0
     with tempfile.TemporaryDirectory() as d:
         for i, case in enumerate(CASES):

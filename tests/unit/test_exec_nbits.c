@@ -3,8 +3,8 @@
  * by the operator's definition, (q - zero_point) * scale, then a plain
  * matrix product in double. 4 and 8 bits; zero points absent, packed
  * uint8 and float; bias; K not a multiple of block_size (the last block
- * padded); batch dims; one row (the GEMV path) and 7 (the dequantized
- * panels); the AVX2 path and the portable one (gwr_ku_cnn_force_portable);
+ * padded); batch dims; 1 to 4 rows (the GEMV path) and 7 or more (the
+ * dequantized panels); the AVX2 path and the portable one (gwr_ku_cnn_force_portable);
  * 1 and 2 threads giving the same bits. Bad input (bits 3, a B of the wrong
  * shape) fails with a message, not a crash. */
 #include <math.h>
@@ -165,7 +165,8 @@ static const ncase cases[] = {
     {4, 64, 200, 300, ZP_FLOAT, 1, 1, 1}, {4, 32, 96, 300, ZP_FLOAT, 0, 7, 1}, {4, 128, 130, 257, ZP_NONE, 1, 1, 7},
     {8, 16, 48, 300, ZP_U8, 1, 1, 1},     {8, 32, 70, 300, ZP_NONE, 1, 7, 1},  {8, 64, 200, 300, ZP_U8, 0, 1, 7},
     {8, 32, 40, 300, ZP_FLOAT, 1, 1, 1},  {4, 16, 33, 3, ZP_U8, 1, 2, 1},     {4, 32, 5000, 300, ZP_U8, 1, 1, 1},
-    {4, 32, 77, 65, ZP_U8, 1, 1, 9},      {8, 16, 17, 130, ZP_NONE, 0, 3, 3},
+    {4, 32, 77, 65, ZP_U8, 1, 1, 9},      {8, 16, 17, 130, ZP_NONE, 0, 3, 3},  {4, 32, 100, 300, ZP_FLOAT, 1, 3, 1},
+    {8, 32, 64, 300, ZP_U8, 1, 4, 1},
 };
 
 TEST(nbits_vs_reference) {

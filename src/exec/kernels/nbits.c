@@ -22,13 +22,15 @@
  * that every element is computed by the same instructions whatever the
  * thread count (the same bits on 1 and N threads):
  *   - few rows (decode-style GEMV, M <= NB_GEMV_ROWS): each column's
- *     blocks are unpacked in registers and multiplied into A's row with
- *     FMA, per block sum_k a_k (q_k - zp) scaled once (AVX2 where the CPU
- *     has it, gwr_ku_cnn_avx2, which gwr_ku_cnn_force_portable turns off;
- *     portable C otherwise);
- *   - more rows: panels of NB_PANEL columns dequantized to float32 [K,
- *     NB_PANEL] and multiplied by sgemm.c (each panel on one thread, so its
- *     bits do not depend on the split).
+ *     blocks are unpacked in registers and multiplied into up to NB_ROWS
+ *     rows of A at once with FMA, per block sum_k a_k (q_k - zp) scaled
+ *     once (AVX2 where the CPU has it, gwr_ku_cnn_avx2, which
+ *     gwr_ku_cnn_force_portable turns off; portable C otherwise);
+ *   - more rows: panels of NB_PANEL columns dequantized to float32, W^T
+ *     [NB_PANEL, K] with contiguous rows (vectorized like the GEMV), times
+ *     A^T packed once per run by sgemm.c: Y^T [NB_PANEL, M], copied into
+ *     Y's columns (each panel on one thread: its bits do not depend on the
+ *     split; AVX2 and portable dequantization give the same W).
  * A float zero point zf enters as sum_k a_k q_k - zf sum_k a_k in the GEMV
  * path and as (q - zf) * scale in the panels. */
 #include "exec/kernels/cnn_isa.h"
@@ -40,7 +42,7 @@
 #include <immintrin.h>
 #endif
 
-enum { NB_GEMV_ROWS = 2, NB_PANEL = 64 };
+enum { NB_GEMV_ROWS = 4, NB_ROWS = 4, NB_PANEL = 96 };
 
 typedef struct nb_job {
     const float *a;    /* [M, K] */
@@ -52,7 +54,8 @@ typedef struct nb_job {
     const float *zf;   /* [N, kb]: float zero points; NULL: integer ones */
     const float *bias; /* [N] or NULL */
     float *y;          /* [M, N] */
-    float *wbuf;       /* panels: [K, NB_PANEL] per thread */
+    float *wbuf;       /* panels, per thread: W^T [NB_PANEL, kp] and Y^T [NB_PANEL, M] */
+    const gwr_sgemm_pack *at; /* panels: A^T [K, M] packed */
     int64_t M, K, N, kp;
     int kb, bs, bits, blob, avx2;
 } nb_job;
@@ -85,15 +88,21 @@ static float col_c(const nb_job *j, const float *a, int64_t n) {
 }
 
 #ifdef GWR_VEC8_X86
-GWR_AVX2_FN static float col_avx2(const nb_job *j, const float *a, int64_t n) {
+/* col_c for R rows of A at once (kp apart; R <= NB_ROWS a compile-time
+ * constant in each instance), each block unpacked once for all of them,
+ * into out[R]. */
+GWR_AVX2_FN static inline __attribute__((always_inline)) void cols_avx2(const nb_job *j, const float *a, int R, int64_t n, float *out) {
     const uint8_t *bc = j->b + n * j->kb * j->blob, *zq = j->zq + n * j->kb;
     const float *sc = j->sc + n * j->kb;
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[NB_ROWS], s0[NB_ROWS], s1[NB_ROWS];
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     const __m128i m4 = _mm_set1_epi8(15);
     for (int b = 0; b < j->kb; b++) {
         const uint8_t *q = bc + (size_t)b * j->blob;
         const float *x = a + (size_t)b * j->bs;
-        __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+        for (int r = 0; r < R; r++) s0[r] = s1[r] = _mm256_setzero_ps();
+#define NB_FMA(f, off, s)                                                                                \
+    for (int r = 0; r < R; r++) s[r] = _mm256_fmadd_ps(f, _mm256_loadu_ps(x + (size_t)r * j->kp + k + (off)), s[r]);
         if (j->bits == 4) {
             const __m128i zv = _mm_set1_epi8((char)zq[b]);
             int k = 0;
@@ -101,82 +110,137 @@ GWR_AVX2_FN static float col_avx2(const nb_job *j, const float *a, int64_t n) {
                 __m128i v = _mm_loadu_si128((const __m128i *)(q + k / 2));
                 __m128i lo = _mm_and_si128(v, m4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
                 __m128i e0 = _mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), zv), e1 = _mm_sub_epi8(_mm_unpackhi_epi8(lo, hi), zv);
-                s0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(e0)), _mm256_loadu_ps(x + k), s0);
-                s1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(e0, e0))), _mm256_loadu_ps(x + k + 8), s1);
-                s0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(e1)), _mm256_loadu_ps(x + k + 16), s0);
-                s1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(e1, e1))), _mm256_loadu_ps(x + k + 24), s1);
+                __m256 f0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(e0));
+                __m256 f1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(e0, e0)));
+                __m256 f2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(e1));
+                __m256 f3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(e1, e1)));
+                NB_FMA(f0, 0, s0) NB_FMA(f1, 8, s1) NB_FMA(f2, 16, s0) NB_FMA(f3, 24, s1)
             }
             for (; k < j->bs; k += 16) { /* block_size 16: 8 bytes */
                 __m128i v = _mm_loadl_epi64((const __m128i *)(q + k / 2));
                 __m128i lo = _mm_and_si128(v, m4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
                 __m128i e0 = _mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), zv);
-                s0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(e0)), _mm256_loadu_ps(x + k), s0);
-                s1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(e0, e0))), _mm256_loadu_ps(x + k + 8), s1);
+                __m256 f0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(e0));
+                __m256 f1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(e0, e0)));
+                NB_FMA(f0, 0, s0) NB_FMA(f1, 8, s1)
             }
         } else {
             const __m256i zv = _mm256_set1_epi32(zq[b]);
             for (int k = 0; k < j->bs; k += 16) {
                 __m128i v = _mm_loadu_si128((const __m128i *)(q + k));
-                __m256i e0 = _mm256_sub_epi32(_mm256_cvtepu8_epi32(v), zv);
-                __m256i e1 = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(v, v)), zv);
-                s0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e0), _mm256_loadu_ps(x + k), s0);
-                s1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e1), _mm256_loadu_ps(x + k + 8), s1);
+                __m256 f0 = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(v), zv));
+                __m256 f1 = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(v, v)), zv));
+                NB_FMA(f0, 0, s0) NB_FMA(f1, 8, s1)
             }
         }
-        acc = _mm256_fmadd_ps(_mm256_add_ps(s0, s1), _mm256_set1_ps(sc[b]), acc);
+#undef NB_FMA
+        __m256 scale = _mm256_set1_ps(sc[b]);
+        for (int r = 0; r < R; r++) acc[r] = _mm256_fmadd_ps(_mm256_add_ps(s0[r], s1[r]), scale, acc[r]);
     }
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_movehdup_ps(h));
-    return _mm_cvtss_f32(h);
+    for (int r = 0; r < R; r++) {
+        __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1));
+        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_add_ss(h, _mm_movehdup_ps(h));
+        out[r] = _mm_cvtss_f32(h);
+    }
+}
+
+GWR_AVX2_FN static void cols_avx2_any(const nb_job *j, const float *a, int R, int64_t n, float *out) {
+    switch (R) { /* each instance with its R known: the accumulators stay in registers */
+    case 1: cols_avx2(j, a, 1, n, out); break;
+    case 2: cols_avx2(j, a, 2, n, out); break;
+    case 3: cols_avx2(j, a, 3, n, out); break;
+    default: cols_avx2(j, a, 4, n, out); break;
+    }
 }
 #endif
 
 /* Columns [n0, n1) of every row. */
 static void gemv_cols(void *ctx, int64_t n0, int64_t n1) {
     const nb_job *j = ctx;
+    float v[NB_ROWS];
     for (int64_t n = n0; n < n1; n++)
-        for (int64_t m = 0; m < j->M; m++) {
-            const float *a = j->ap + m * j->kp;
+        for (int64_t m0 = 0; m0 < j->M; m0 += NB_ROWS) {
+            int R = j->M - m0 < NB_ROWS ? (int)(j->M - m0) : NB_ROWS;
+            const float *a = j->ap + m0 * j->kp;
 #ifdef GWR_VEC8_X86
-            float v = j->avx2 ? col_avx2(j, a, n) : col_c(j, a, n);
-#else
-            float v = col_c(j, a, n);
+            if (j->avx2) cols_avx2_any(j, a, R, n, v);
+            else
 #endif
-            if (j->zf) { /* sum a (q - zf) s = s (sum a q - zf sum a), per block */
-                float c = 0.0f;
-                for (int b = 0; b < j->kb; b++) c += j->sc[n * j->kb + b] * (j->zf[n * j->kb + b] * j->asum[m * j->kb + b]);
-                v -= c;
+                for (int r = 0; r < R; r++) v[r] = col_c(j, a + r * j->kp, n);
+            for (int r = 0; r < R; r++) {
+                int64_t m = m0 + r;
+                if (j->zf) { /* sum a (q - zf) s = s (sum a q - zf sum a), per block */
+                    float c = 0.0f;
+                    for (int b = 0; b < j->kb; b++) c += j->sc[n * j->kb + b] * (j->zf[n * j->kb + b] * j->asum[m * j->kb + b]);
+                    v[r] -= c;
+                }
+                j->y[m * j->N + n] = j->bias ? v[r] + j->bias[n] : v[r];
             }
-            j->y[m * j->N + n] = j->bias ? v + j->bias[n] : v;
         }
 }
 
 /* ---- panels: dequantized to float32, then sgemm ------------------------------ */
 
+/* Column n's block b dequantized into w[0, bs): ((float)(q - zi) - zf) *
+ * scale, zi the integer zero point (0 with float ones), zf the float one
+ * (0 with integer ones): the same bits on both paths (no FMA). */
+static void deq_block_c(const nb_job *j, int64_t i, float *w) {
+    const uint8_t *q = j->b + i * j->blob;
+    int zi = j->zq[i];
+    float s = j->sc[i], zf = j->zf ? j->zf[i] : 0.0f;
+    if (j->bits == 4)
+        for (int e = 0; e < j->bs; e++) w[e] = ((float)(((q[e >> 1] >> ((e & 1) * 4)) & 15) - zi) - zf) * s;
+    else
+        for (int e = 0; e < j->bs; e++) w[e] = ((float)(q[e] - zi) - zf) * s;
+}
+
+#ifdef GWR_VEC8_X86
+GWR_AVX2_FN static void deq_block_avx2(const nb_job *j, int64_t i, float *w) {
+    const uint8_t *q = j->b + i * j->blob;
+    const __m256 s = _mm256_set1_ps(j->sc[i]), zf = _mm256_set1_ps(j->zf ? j->zf[i] : 0.0f);
+#define NB_ST(off, e32) _mm256_storeu_ps(w + k + (off), _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(e32), zf), s));
+    if (j->bits == 4) {
+        const __m128i m4 = _mm_set1_epi8(15), zv = _mm_set1_epi8((char)j->zq[i]);
+        for (int k = 0; k < j->bs; k += 16) {
+            __m128i v = _mm_loadl_epi64((const __m128i *)(q + k / 2));
+            __m128i lo = _mm_and_si128(v, m4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
+            __m128i e0 = _mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), zv);
+            NB_ST(0, _mm256_cvtepi8_epi32(e0)) NB_ST(8, _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(e0, e0)))
+        }
+    } else {
+        const __m256i zv = _mm256_set1_epi32(j->zq[i]);
+        for (int k = 0; k < j->bs; k += 8) {
+            NB_ST(0, _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + k))), zv))
+        }
+    }
+#undef NB_ST
+}
+#endif
+
+/* Panels [p0, p1) of NB_PANEL columns: W^T [nc, kp] dequantized (rows kp
+ * apart, whole blocks), times the packed A^T [K, M]: Y^T [nc, M], stored
+ * into Y's columns. */
 static void panel(void *ctx, int64_t p0, int64_t p1) {
     const nb_job *j = ctx;
-    float *w = j->wbuf + (size_t)gwr_par_thread() * (size_t)j->K * NB_PANEL;
+    float *w = j->wbuf + (size_t)gwr_par_thread() * ((size_t)j->kp * NB_PANEL + (size_t)j->M * NB_PANEL), *yt = w + (size_t)j->kp * NB_PANEL;
     for (int64_t p = p0; p < p1; p++) {
         int64_t n0 = p * NB_PANEL, nc = j->N - n0 < NB_PANEL ? j->N - n0 : NB_PANEL;
-        for (int b = 0; b < j->kb; b++) {
-            int64_t k0 = (int64_t)b * j->bs, kn = j->K - k0 < j->bs ? j->K - k0 : j->bs;
-            for (int64_t c = 0; c < nc; c++) {
+        for (int64_t c = 0; c < nc; c++)
+            for (int b = 0; b < j->kb; b++) {
                 int64_t i = (n0 + c) * j->kb + b;
-                const uint8_t *q = j->b + i * j->blob;
-                float s = j->sc[i], z = j->zf ? j->zf[i] : (float)j->zq[i];
-                float *o = w + k0 * nc + c;
-                if (j->bits == 4)
-                    for (int64_t e = 0; e < kn; e++) o[e * nc] = ((float)((q[e >> 1] >> ((e & 1) * 4)) & 15) - z) * s;
+                float *o = w + c * j->kp + (int64_t)b * j->bs;
+#ifdef GWR_VEC8_X86
+                if (j->avx2) deq_block_avx2(j, i, o);
                 else
-                    for (int64_t e = 0; e < kn; e++) o[e * nc] = ((float)q[e] - z) * s;
+#endif
+                    deq_block_c(j, i, o);
             }
+        gwr_sgemm_pb(NULL, 0, (int)nc, w, (int)j->kp, j->at, 1.0f, 0.0f, yt, (int)j->M);
+        for (int64_t m = 0; m < j->M; m++) {
+            float *y = j->y + m * j->N + n0;
+            for (int64_t c = 0; c < nc; c++) y[c] = j->bias ? yt[c * j->M + m] + j->bias[n0 + c] : yt[c * j->M + m];
         }
-        float *y = j->y + n0;
-        gwr_sgemm(NULL, 0, 0, (int)j->M, (int)nc, (int)j->K, 1.0f, j->a, (int)j->K, w, (int)nc, 0.0f, y, (int)j->N);
-        if (j->bias)
-            for (int64_t m = 0; m < j->M; m++)
-                for (int64_t c = 0; c < nc; c++) y[m * j->N + c] += j->bias[n0 + c];
     }
 }
 
@@ -230,6 +294,7 @@ static gwr_status k_matmul_nbits(gwr_kctx *k) {
     memcpy(odims, a->dims, (size_t)a->rank * sizeof *odims);
     odims[a->rank - 1] = N;
     float *own_a = NULL, *own_s = NULL, *own_b = NULL, *own_z = NULL, *apad = NULL, *asum = NULL, *ybuf = NULL, *wbuf = NULL;
+    gwr_sgemm_pack *at = NULL;
     uint8_t *zq = NULL;
     gwr_status st = GWR_ERR_INVALID_ARG;
     nb_job j = {.M = M, .K = K, .N = N, .kp = kp, .kb = (int)kb, .bs = (int)bs, .bits = (int)bits, .blob = (int)blob, .b = bq->data};
@@ -283,8 +348,12 @@ static gwr_status k_matmul_nbits(gwr_kctx *k) {
         gwr_k_parallel(k, N, gwr_par_grain(M * kp), gemv_cols, &j);
     } else {
         int nt = gwr_tpool_size(k->tpool);
-        if (!(wbuf = gwr_ku_scratch(k, (int64_t)nt * K * NB_PANEL, sizeof *wbuf))) goto done;
-        j.wbuf = wbuf;
+        if (!(wbuf = gwr_ku_scratch(k, (int64_t)nt * (kp + M) * NB_PANEL, sizeof *wbuf))) goto done;
+        if (!(at = gwr_sgemm_pack_b(1, (int)K, (int)M, j.a, (int)K))) {
+            gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        j.wbuf = wbuf, j.at = at, j.avx2 = gwr_ku_cnn_avx2();
         gwr_k_parallel(k, (N + NB_PANEL - 1) / NB_PANEL, 1, panel, &j);
     }
     if (ybuf) gwr_ku_narrow(ybuf, y);
@@ -292,6 +361,7 @@ static gwr_status k_matmul_nbits(gwr_kctx *k) {
 done:
     gwr_free(own_a), gwr_free(own_s), gwr_free(own_b), gwr_free(own_z), gwr_free(apad), gwr_free(asum), gwr_free(ybuf), gwr_free(wbuf);
     gwr_free(zq);
+    gwr_sgemm_pack_free(at);
     return st;
 }
 

@@ -3,8 +3,8 @@
  * by the operator's definition, (q - zero_point) * scale, then a plain
  * matrix product in double. 4 and 8 bits; zero points absent, packed
  * uint8 and float; bias; K not a multiple of block_size (the last block
- * padded); batch dims; 1 to 4 rows (the GEMV path) and 7 or more (the
- * dequantized panels); the AVX2 path and the portable one (gwr_ku_cnn_force_portable);
+ * padded); batch dims; 1 to 8 rows (the GEMV path, 4 rows at a time) and
+ * 9 or more (the dequantized panels); the AVX2 path and the portable one (gwr_ku_cnn_force_portable);
  * 1 and 2 threads giving the same bits. Bad input (bits 3, a B of the wrong
  * shape) fails with a message, not a crash. */
 #include <math.h>

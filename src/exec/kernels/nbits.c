@@ -42,7 +42,7 @@
 #include <immintrin.h>
 #endif
 
-enum { NB_GEMV_ROWS = 4, NB_ROWS = 4, NB_PANEL = 96 };
+enum { NB_GEMV_ROWS = 8, NB_ROWS = 4, NB_PANEL = 96 };
 
 typedef struct nb_job {
     const float *a;    /* [M, K] */
@@ -88,6 +88,8 @@ static float col_c(const nb_job *j, const float *a, int64_t n) {
 }
 
 #ifdef GWR_VEC8_X86
+/* The loops over rows fully unrolled, so that each row's sums live in registers. */
+#define NB_UNROLL _Pragma("GCC unroll 4")
 /* col_c for R rows of A at once (kp apart; R <= NB_ROWS a compile-time
  * constant in each instance), each block unpacked once for all of them,
  * into out[R]. */
@@ -95,14 +97,18 @@ GWR_AVX2_FN static inline __attribute__((always_inline)) void cols_avx2(const nb
     const uint8_t *bc = j->b + n * j->kb * j->blob, *zq = j->zq + n * j->kb;
     const float *sc = j->sc + n * j->kb;
     __m256 acc[NB_ROWS], s0[NB_ROWS], s1[NB_ROWS];
-    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    NB_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     const __m128i m4 = _mm_set1_epi8(15);
     for (int b = 0; b < j->kb; b++) {
         const uint8_t *q = bc + (size_t)b * j->blob;
         const float *x = a + (size_t)b * j->bs;
-        for (int r = 0; r < R; r++) s0[r] = s1[r] = _mm256_setzero_ps();
+        NB_UNROLL for (int r = 0; r < R; r++) s0[r] = s1[r] = _mm256_setzero_ps();
+/* one row: two chains of sums (s0, s1) hide the FMA latency; more rows
+ * are chains enough, and one sum each (S1 is s0) leaves the registers to
+ * the accumulators */
+#define S1 (R > 1 ? s0 : s1)
 #define NB_FMA(f, off, s)                                                                                \
-    for (int r = 0; r < R; r++) s[r] = _mm256_fmadd_ps(f, _mm256_loadu_ps(x + (size_t)r * j->kp + k + (off)), s[r]);
+    NB_UNROLL for (int r = 0; r < R; r++) s[r] = _mm256_fmadd_ps(f, _mm256_loadu_ps(x + (size_t)r * j->kp + k + (off)), s[r]);
         if (j->bits == 4) {
             const __m128i zv = _mm_set1_epi8((char)zq[b]);
             int k = 0;
@@ -114,7 +120,7 @@ GWR_AVX2_FN static inline __attribute__((always_inline)) void cols_avx2(const nb
                 __m256 f1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(e0, e0)));
                 __m256 f2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(e1));
                 __m256 f3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(e1, e1)));
-                NB_FMA(f0, 0, s0) NB_FMA(f1, 8, s1) NB_FMA(f2, 16, s0) NB_FMA(f3, 24, s1)
+                NB_FMA(f0, 0, s0) NB_FMA(f1, 8, S1) NB_FMA(f2, 16, s0) NB_FMA(f3, 24, S1)
             }
             for (; k < j->bs; k += 16) { /* block_size 16: 8 bytes */
                 __m128i v = _mm_loadl_epi64((const __m128i *)(q + k / 2));
@@ -122,7 +128,7 @@ GWR_AVX2_FN static inline __attribute__((always_inline)) void cols_avx2(const nb
                 __m128i e0 = _mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), zv);
                 __m256 f0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(e0));
                 __m256 f1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(e0, e0)));
-                NB_FMA(f0, 0, s0) NB_FMA(f1, 8, s1)
+                NB_FMA(f0, 0, s0) NB_FMA(f1, 8, S1)
             }
         } else {
             const __m256i zv = _mm256_set1_epi32(zq[b]);
@@ -130,20 +136,23 @@ GWR_AVX2_FN static inline __attribute__((always_inline)) void cols_avx2(const nb
                 __m128i v = _mm_loadu_si128((const __m128i *)(q + k));
                 __m256 f0 = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(v), zv));
                 __m256 f1 = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(v, v)), zv));
-                NB_FMA(f0, 0, s0) NB_FMA(f1, 8, s1)
+                NB_FMA(f0, 0, s0) NB_FMA(f1, 8, S1)
             }
         }
 #undef NB_FMA
+#undef S1
         __m256 scale = _mm256_set1_ps(sc[b]);
-        for (int r = 0; r < R; r++) acc[r] = _mm256_fmadd_ps(_mm256_add_ps(s0[r], s1[r]), scale, acc[r]);
+        NB_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_fmadd_ps(R > 1 ? s0[r] : _mm256_add_ps(s0[r], s1[r]), scale, acc[r]);
     }
-    for (int r = 0; r < R; r++) {
+    NB_UNROLL for (int r = 0; r < R; r++) {
         __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1));
         h = _mm_add_ps(h, _mm_movehl_ps(h, h));
         h = _mm_add_ss(h, _mm_movehdup_ps(h));
         out[r] = _mm_cvtss_f32(h);
     }
 }
+
+#undef NB_UNROLL
 
 GWR_AVX2_FN static void cols_avx2_any(const nb_job *j, const float *a, int R, int64_t n, float *out) {
     switch (R) { /* each instance with its R known: the accumulators stay in registers */

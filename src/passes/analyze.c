@@ -462,6 +462,9 @@ static gwr_status matmul_analyze(gwr_rewrite_ctx *c, gwr_layer *const *layers, i
     case GWR_OP_QLinearMatMul:
         r->flops = matmul_flops(D, gwr_layer_input(l, 0), gwr_layer_input(l, 3), &r->known);
         break;
+    case GWR_OP_MS_MatMulNBits: /* com.microsoft: A [..., K] x [K, N] (attribute N); dequantization not counted */
+        r->flops = an_mul(2, an_mul(an_numel(D, gwr_layer_input(l, 0), &r->known), attr_int(l, "N", 0)));
+        break;
     case GWR_OP_Gemm:
     case GWR_OP_MS_FusedGemm: { /* its activation: one flop an element, as the Relu's it replaced */
         gwr_tensor *a = gwr_layer_input(l, 0), *b = gwr_layer_input(l, 1);

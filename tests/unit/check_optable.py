@@ -52,6 +52,7 @@ CONTRIB = {
     ("com.microsoft", "Attention"): (1, (2, 7, 1, 2)),
     ("com.microsoft", "MatMulIntegerToFloat"): (1, (4, 7, 1, 1)),
     ("com.microsoft", "DynamicQuantizeMatMul"): (1, (3, 5, 1, 1)),
+    ("com.microsoft", "MatMulNBits"): (1, (3, 6, 1, 1)),
     ("com.microsoft", "DynamicQuantizeLSTM"): (1, (12, 12, 0, 3)),
 }
 NEWER.update(CONTRIB)

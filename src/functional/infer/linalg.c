@@ -1,7 +1,7 @@
 /* linalg.c - shape rules of the matrix products: MatMul (NumPy matmul:
  * batch dims broadcast, 1-D operands promoted and their dim dropped),
  * MatMulInteger, QLinearMatMul, com.microsoft's MatMulIntegerToFloat and
- * DynamicQuantizeMatMul, Gemm, Det and Einsum. As in
+ * DynamicQuantizeMatMul and MatMulNBits, Gemm, Det and Einsum. As in
  * exec/kernels/linalg.c (Det included). */
 
 #include <string.h>
@@ -58,6 +58,27 @@ static gwr_status infer_matmul(ictx *c) {
     dt = c->id == GWR_OP_MatMulInteger ? GWR_INT32 : c->id == GWR_OP_QLinearMatMul ? dt_of(inp(c, 7)) : dt_of(a);
     if (c->id == GWR_OP_MS_MatMulIntegerToFloat) dt = dt_of(inp(c, 2)); /* the scales' float type */
     return gwr_fi_put(c, 0, dt, &out);
+}
+
+/* com.microsoft MatMulNBits: A [..., K] times the dequantized B [K, N]
+ * (attributes K, N): Y [..., N] of A's dtype. */
+static gwr_status infer_matmul_nbits(ictx *c) {
+    gwr_tensor *a = gwr_fi_need(c, 0, "A");
+    shp s;
+    sbuf x;
+    if (!a || !gwr_fi_need(c, 1, "B") || !gwr_fi_need(c, 2, "scales")) return c->st;
+    int64_t K = gwr_fi_aint(c, "K", -1), N = gwr_fi_aint(c, "N", -1);
+    if (c->st) return c->st;
+    if (K < 1 || N < 1) return gwr_fi_fail(c, GWR_ERR_INVALID_ARG, "attributes K and N must be set and positive");
+    gwr_fi_shp_get(a, &s);
+    if (s.rank == 0) return gwr_fi_fail(c, GWR_ERR_SHAPE, "A must have rank >= 1, got %s", gwr_fi_tstr(a, &x));
+    if (s.rank > 0) {
+        gwr_dim k;
+        if (!gwr_fi_dmerge(s.d[s.rank - 1], K, &k))
+            return gwr_fi_fail(c, GWR_ERR_SHAPE, "A %s does not end in K = %lld", gwr_fi_tstr(a, &x), (long long)K);
+        s.d[s.rank - 1] = N;
+    }
+    return gwr_fi_put(c, 0, dt_of(a), s.rank > 0 ? &s : NULL);
 }
 
 /* Gemm, and the Gemm part of com.microsoft's FusedGemm (fused_cnn.c). */
@@ -174,6 +195,7 @@ const gwr_fi_entry gwr_fi_rules_linalg[] = {
     {GWR_OP_QLinearMatMul, infer_matmul},
     {GWR_OP_MS_MatMulIntegerToFloat, infer_matmul},  /* com.microsoft: MatMulInteger then * a_scale * b_scale + bias */
     {GWR_OP_MS_DynamicQuantizeMatMul, infer_matmul}, /* com.microsoft: float A, DynamicQuantizeLinear'd */
+    {GWR_OP_MS_MatMulNBits, infer_matmul_nbits},    /* com.microsoft: B of 4 or 8 bits, dequantized */
     {GWR_OP_Gemm, gwr_fi_rule_gemm},
     {GWR_OP_Det, infer_det},
     {GWR_OP_Einsum, infer_einsum},

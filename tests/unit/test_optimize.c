@@ -149,10 +149,42 @@ TEST(test_pass_table) {
     CHECK_STR(gwr_pass_level_name(GWR_LEVEL_EXTENDED), "extended");
 }
 
+/* The interface guard and symbols: y = Identity(Relu(x)), x [n, 3]. An
+ * output dim the file names with a symbol no input has (exporters name
+ * every dim they did not work out) may become the number the graph
+ * computes; a symbol of the inputs may not. */
+static gwr_network *guarded(const char *ysym) {
+    gwr_network *net = gwr_network_new("guard");
+    gwr_dim n = gwr_network_dim_sym(net, "n");
+    gwr_dim xd[2] = {n, 3}, yd[2] = {n, gwr_network_dim_sym(net, ysym)};
+    gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 2, xd);
+    gwr_tensor *h = gwr_relu(net, x);
+    const char *yn = "y";
+    gwr_layer *id = gwr_network_add_layer(net, "Identity", "", "id", 1, &h, 1, &yn);
+    gwr_tensor *y = gwr_layer_output(id, 0);
+    gwr_network_mark_output(net, y);
+    gwr_tensor_set_type(y, GWR_FLOAT32, 2, yd);
+    return net;
+}
+
+TEST(test_guard_symbols) {
+    gwr_network *net = guarded("Identity_y_dim_1");
+    CHECK_OK(gwr_optimize(net, NULL, NULL));
+    gwr_tensor *y = gwr_network_output(net, 0);
+    CHECK_EQ_INT(gwr_tensor_dim(y, 1), 3);
+    CHECK_STR(gwr_network_dim_name(net, gwr_tensor_dim(y, 0)), "n");
+    gwr_network_free(net);
+    net = guarded("n");
+    CHECK_EQ_INT(gwr_optimize(net, NULL, NULL), GWR_ERR_INVALID_GRAPH);
+    CHECK_CONTAINS(gwr_network_errmsg(net), "was float32[n,n] before the passes and is float32[n,3]");
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(test_default_level_folds_and_reports);
     RUN(test_selection);
     RUN(test_bad_options);
     RUN(test_pass_table);
+    RUN(test_guard_symbols);
     return check_report();
 }

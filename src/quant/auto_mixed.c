@@ -32,8 +32,12 @@ typedef struct amp {
     int nout;
     gwr_value **ref;        /* [sample * nout + k] */
     /* a run's worst output error, in units of tol */
+    struct sw_net *sw;  /* the switched simulation */
+    gwr_value *on, *off; /* the switches' values */
     double worst;
+    int no_stop; /* eval measures the worst error of every output, not stopping at the first failure */
     int64_t runs;
+    int hard; /* the sample that failed last */
 } amp;
 
 /* max |a - b| / max(1, max |a|) of two values of the same shape
@@ -72,18 +76,12 @@ static float round_half(float x, gwr_dtype to) {
     return to == GWR_FLOAT16 ? gwr_f16_to_f32(gwr_f32_to_f16(x)) : gwr_bf16_to_f32(gwr_f32_to_bf16(x));
 }
 
-/* The output the tolerance judges: float32 outputs become half unless
- * --keep-io, so the candidate's are rounded as the conversion would. */
-static gwr_status cmp_out(void *ctx, int sample, int idx, gwr_value *v) {
-    amp *a = ctx;
-    if (!a->o->keep_io && gwr_value_dtype(v) == GWR_FLOAT32) {
-        float *p = gwr_value_data(v);
-        for (int64_t i = 0; i < gwr_value_numel(v); i++) p[i] = round_half(p[i], a->o->to);
-    }
+/* Output idx of sample against the reference, in units of tol. */
+static gwr_status cmp_out(amp *a, int sample, int idx, gwr_value *v) {
     double e = val_err(a->ref[(int64_t)sample * a->nout + idx], v) / a->o->auto_tol;
     if (!(e <= a->worst)) a->worst = e;
     /* a failing candidate stops at its first failing sample */
-    return e <= 1 ? GWR_OK : GWR_ERR_NOT_CONVERGED;
+    return e <= 1 || a->no_stop ? GWR_OK : GWR_ERR_NOT_CONVERGED;
 }
 
 /* A Cast of t to dtype `to` (a new layer of net). */
@@ -96,132 +94,209 @@ static gwr_tensor *cast(gwr_network *net, gwr_tensor *t, gwr_dtype to, gwr_layer
     return o;
 }
 
-typedef struct rd_read {
-    gwr_layer *l;
-    int slot;
-    gwr_tensor *t;
-} rd_read;
+/* The switched simulation: net in float32 where each candidate layer L
+ * has a switch, a graph input "__gwr_amp_<index>" (bool scalar): on, L
+ * computes as converted: it reads its float32 data inputs rounded to half
+ * and its float32 outputs are rounded to half (Cast pairs; Where on the
+ * switch); off, it computes in float32 as written. gwr's executor
+ * computes half layers in float32 and rounds their outputs, so with the
+ * switches of mask this gives the converted network's values, on float32
+ * kernels, and one session serves every candidate: a candidate costs its
+ * runs, no conversion nor planning. The network inputs (unless
+ * --keep-io) are rounded in the samples (a->hcalib); outputs in cmp_out. */
+typedef struct sw_net {
+    gwr_network *c;
+    gwr_session *sess;
+    char **name;        /* [layer]: its switch input, or NULL */
+    int64_t *out_layer; /* [output]: the layer writing it, or -1 */
+} sw_net;
 
-/* The network as the conversion with mask computes it, in float32: each
- * converted layer's float32 outputs rounded to half (a Cast pair), the
- * float32 values converted layers read from float32 producers rounded
- * (constants by a rounded copy). gwr's executor computes half layers in
- * float32 and rounds their outputs, so this gives the converted
- * network's values, on float32 kernels. The inputs (unless --keep-io)
- * are rounded in the samples (a->hcalib). NULL: message on a->net. */
-static gwr_network *simulated(amp *a, const uint8_t *mask) {
-    gwr_network *c = gwr_network_clone(a->net);
-    if (!c) {
-        gwr_ir_error(a->net, GWR_ERR_NOMEM, "precision --auto: cloning: %s", gwr_last_errmsg());
+/* round(t): a Cast pair, or a rounded copy of a constant; memoized. */
+typedef struct rmemo {
+    gwr_tensor **from, **to;
+    int64_t n, cap;
+} rmemo;
+
+static gwr_tensor *rounded(gwr_network *c, gwr_dtype to, gwr_tensor *t, rmemo *m) {
+    for (int64_t q = 0; q < m->n; q++)
+        if (m->from[q] == t) return m->to[q];
+    gwr_layer *p = gwr_tensor_parent(t);
+    const gwr_weights *w = NULL;
+    gwr_tensor *r = NULL;
+    if (p && gwr_layer_op_id(p) == GWR_OP_Constant && !gwr_layer_get_tensor(p, "value", &w) && w->dtype == GWR_FLOAT32) {
+        gwr_buffer *b = gwr_buffer_new_copy(w->data, w->nbytes);
+        if (!b) return NULL;
+        float *f = (float *)gwr_buffer_data(b);
+        for (size_t e = 0; e < w->nbytes / 4; e++) f[e] = round_half(f[e], to);
+        gwr_weights rw = *w;
+        rw.data = f, rw.buffer = b, rw.name = NULL;
+        r = gwr_network_add_constant(c, NULL, &rw);
+        gwr_buffer_release(b);
+    } else {
+        gwr_tensor *h = cast(c, t, to, NULL);
+        r = h ? cast(c, h, GWR_FLOAT32, NULL) : NULL;
+    }
+    if (!r) return NULL;
+    int64_t cap = m->cap;
+    if (gwr_grow((void **)&m->from, sizeof *m->from, &cap, m->n + 1) ||
+        gwr_grow((void **)&m->to, sizeof *m->to, &m->cap, m->n + 1))
         return NULL;
-    }
-    gwr_dtype to = a->o->to;
-    uint8_t *conv = gwr_calloc((size_t)a->n + 1, 1);
-    gwr_tensor **outs = NULL;
-    rd_read *reads = NULL;
-    int64_t nouts = 0, capouts = 0, nreads = 0, capreads = 0;
-    int bad = !conv;
-    for (int64_t i = 0; !bad && i < a->n; i++) {
-        gwr_layer *l = gwr_network_layer(c, i);
-        char rb[160];
-        conv[i] = !gwr_layer_is_removed(l) && !(mask && mask[i]) && !gwr_q_prec_kept_reason(l, a->o, rb, sizeof rb);
-    }
-    for (int64_t i = 0; !bad && i < a->n; i++) {
-        gwr_layer *l = gwr_network_layer(c, i);
-        if (!conv[i]) continue;
-        gwr_op_id op = gwr_layer_op_id(l);
-        if (op != GWR_OP_Constant)
-            for (int k = 0; k < gwr_layer_num_outputs(l) && !bad; k++) {
-                gwr_tensor *t = gwr_layer_output(l, k);
-                if (gwr_tensor_dtype(t) != GWR_FLOAT32 || !gwr_q_prec_half_output(op, k)) continue;
-                bad = gwr_grow((void **)&outs, sizeof *outs, &capouts, nouts + 1);
-                if (!bad) outs[nouts++] = t;
-            }
-        for (int k = 0; k < gwr_layer_num_inputs(l) && !bad; k++) {
-            gwr_tensor *t = gwr_layer_input(l, k);
-            if (!t || gwr_tensor_dtype(t) != GWR_FLOAT32 || !gwr_q_prec_half_slot(op, k)) continue;
-            gwr_layer *p = gwr_tensor_parent(t);
-            int rounded = p ? (gwr_layer_index(p) < a->n && conv[gwr_layer_index(p)] &&
-                               gwr_layer_op_id(p) != GWR_OP_Constant &&
-                               gwr_q_prec_half_output(gwr_layer_op_id(p), gwr_tensor_parent_output_index(t)))
-                            : (gwr_tensor_network(t) == c && !a->o->keep_io && !gwr_tensor_default(t));
-            if (rounded) continue;
-            bad = gwr_grow((void **)&reads, sizeof *reads, &capreads, nreads + 1);
-            if (!bad) reads[nreads++] = (rd_read){l, k, t};
-        }
-    }
-    for (int64_t j = 0; !bad && j < nouts; j++) {
-        gwr_layer *c1 = NULL;
-        gwr_tensor *h = cast(c, outs[j], to, &c1), *r = h ? cast(c, h, GWR_FLOAT32, NULL) : NULL;
-        bad = !r || gwr_tensor_replace_all_uses_except(outs[j], r, c1);
-    }
-    /* one rounded form per tensor read */
-    gwr_tensor **memo_from = gwr_calloc((size_t)nreads + 1, sizeof *memo_from);
-    gwr_tensor **memo_to = gwr_calloc((size_t)nreads + 1, sizeof *memo_to);
-    int64_t nmemo = 0;
-    bad |= !memo_from || !memo_to;
-    for (int64_t j = 0; !bad && j < nreads; j++) {
-        gwr_tensor *t = reads[j].t, *r = NULL;
-        for (int64_t q = 0; !r && q < nmemo; q++)
-            if (memo_from[q] == t) r = memo_to[q];
-        if (!r) {
-            gwr_layer *p = gwr_tensor_parent(t);
-            const gwr_weights *w = NULL;
-            if (p && gwr_layer_op_id(p) == GWR_OP_Constant && !gwr_layer_get_tensor(p, "value", &w) &&
-                w->dtype == GWR_FLOAT32) {
-                gwr_buffer *b = gwr_buffer_new_copy(w->data, w->nbytes);
-                if (!b) {
-                    bad = 1;
-                    break;
-                }
-                float *f = (float *)gwr_buffer_data(b);
-                for (size_t e = 0; e < w->nbytes / 4; e++) f[e] = round_half(f[e], to);
-                gwr_weights rw = *w;
-                rw.data = f, rw.buffer = b, rw.name = NULL;
-                r = gwr_network_add_constant(c, NULL, &rw);
-                gwr_buffer_release(b);
-            } else {
-                gwr_tensor *h = cast(c, t, to, NULL);
-                r = h ? cast(c, h, GWR_FLOAT32, NULL) : NULL;
-            }
-            if (!r) {
-                bad = 1;
-                break;
-            }
-            memo_from[nmemo] = t, memo_to[nmemo++] = r;
-        }
-        bad = gwr_layer_set_input(reads[j].l, reads[j].slot, r) != GWR_OK;
-    }
-    if (!bad) bad = gwr_network_toposort(c) != GWR_OK;
-    if (bad) gwr_ir_error(a->net, GWR_ERR_STATE, "precision --auto: simulating the conversion: %s", gwr_network_errmsg(c));
-    gwr_free(memo_from);
-    gwr_free(memo_to);
-    gwr_free(conv);
-    gwr_free(outs);
-    gwr_free(reads);
-    if (bad) gwr_network_free(c), c = NULL;
-    return c;
+    m->from[m->n] = t, m->to[m->n++] = r;
+    return r;
 }
 
-/* Runs the conversion with mask (simulated) on every sample: *worst the
- * worst output error in units of tol (<= 1: within; a failing candidate
- * stops at its first failing sample, so *worst is then a lower bound). */
-static gwr_status eval(amp *a, const uint8_t *mask, double *worst) {
-    gwr_network *c = simulated(a, mask);
-    if (!c) return GWR_ERR_STATE;
-    const char **names = gwr_calloc((size_t)a->nout + 1, sizeof *names);
-    gwr_status s = names ? GWR_OK : gwr_ir_error(a->net, GWR_ERR_NOMEM, "precision --auto: out of memory");
-    for (int k = 0; names && k < a->nout; k++) names[k] = gwr_tensor_name(gwr_network_output(c, k));
-    a->worst = 0;
+static gwr_tensor *where(gwr_network *c, gwr_tensor *sw, gwr_tensor *on, gwr_tensor *off) {
+    gwr_layer *l = gwr_network_add_layer(c, "Where", "", NULL, 3, (gwr_tensor *[]){sw, on, off}, 1, NULL);
+    if (!l) return NULL;
+    gwr_tensor *o = gwr_layer_output(l, 0);
+    return gwr_tensor_set_type(o, GWR_FLOAT32, gwr_tensor_rank(off), gwr_tensor_dims(off)) ? NULL : o;
+}
+
+typedef struct use {
+    gwr_layer *l;
+    int slot;
+} use;
+
+static void sw_free(sw_net *w, int64_t n) {
+    for (int64_t i = 0; w->name && i < n; i++) gwr_free(w->name[i]);
+    gwr_free(w->name);
+    gwr_free(w->out_layer);
+    gwr_session_free(w->sess);
+    gwr_network_free(w->c);
+    memset(w, 0, sizeof *w);
+}
+
+static gwr_status sw_build(amp *a, sw_net *w) {
+    gwr_dtype to = a->o->to;
+    gwr_status s = GWR_OK;
+    rmemo m = {0};
+    use *uses = NULL;
+    int64_t nuses = 0, capuses = 0;
+    memset(w, 0, sizeof *w);
+    w->c = gwr_network_clone(a->net);
+    w->name = gwr_calloc((size_t)a->n + 1, sizeof *w->name);
+    w->out_layer = gwr_calloc((size_t)a->nout + 1, sizeof *w->out_layer);
+    if (!w->c || !w->name || !w->out_layer) {
+        s = gwr_ir_error(a->net, GWR_ERR_NOMEM, "precision --auto: out of memory");
+        goto done;
+    }
+    gwr_network *c = w->c;
+    for (int k = 0; k < a->nout; k++) {
+        gwr_layer *p = gwr_tensor_parent(gwr_network_output(c, k));
+        w->out_layer[k] = p ? gwr_layer_index(p) : -1;
+    }
+    for (int64_t i = 0; !s && i < a->n; i++) {
+        gwr_layer *l = gwr_network_layer(c, i);
+        char rb[160];
+        if (gwr_layer_is_removed(l) || gwr_layer_op_id(l) == GWR_OP_Constant || !gwr_q_prec_touches_float(l) ||
+            gwr_q_prec_kept_reason(l, a->o, rb, sizeof rb))
+            continue;
+        char nm[48];
+        snprintf(nm, sizeof nm, "__gwr_amp_%lld", (long long)i);
+        gwr_tensor *sw = gwr_network_add_input(c, nm, GWR_BOOL, 0, NULL);
+        if (!sw || !(w->name[i] = gwr_strdup(nm))) {
+            s = gwr_ir_error(a->net, GWR_ERR_NOMEM, "precision --auto: %s", gwr_network_errmsg(c));
+            break;
+        }
+        gwr_op_id op = gwr_layer_op_id(l);
+        /* its data inputs, rounded when on */
+        for (int k = 0; !s && k < gwr_layer_num_inputs(l); k++) {
+            gwr_tensor *t = gwr_layer_input(l, k);
+            if (!t || gwr_tensor_dtype(t) != GWR_FLOAT32 || !gwr_q_prec_half_slot(op, k)) continue;
+            gwr_tensor *r = rounded(c, to, t, &m), *x = r ? where(c, sw, r, t) : NULL;
+            if (!x || gwr_layer_set_input(l, k, x)) s = gwr_ir_error(a->net, GWR_ERR_STATE, "precision --auto: %s", gwr_network_errmsg(c));
+        }
+        /* its outputs, rounded when on, for every reader */
+        for (int k = 0; !s && k < gwr_layer_num_outputs(l); k++) {
+            gwr_tensor *t = gwr_layer_output(l, k);
+            if (gwr_tensor_dtype(t) != GWR_FLOAT32 || !gwr_q_prec_half_output(op, k)) continue;
+            nuses = 0;
+            for (int64_t u = 0; u < gwr_tensor_num_users(t); u++) {
+                int slot;
+                gwr_layer *ul = gwr_tensor_user(t, u, &slot);
+                if (!ul || gwr_layer_is_removed(ul)) continue;
+                if (gwr_grow((void **)&uses, sizeof *uses, &capuses, nuses + 1)) {
+                    s = gwr_ir_error(a->net, GWR_ERR_NOMEM, "precision --auto: out of memory");
+                    break;
+                }
+                uses[nuses++] = (use){ul, slot};
+            }
+            if (s || !nuses) continue;
+            gwr_tensor *h = cast(c, t, to, NULL), *r = h ? cast(c, h, GWR_FLOAT32, NULL) : NULL;
+            gwr_tensor *x = r ? where(c, sw, r, t) : NULL;
+            if (!x) s = gwr_ir_error(a->net, GWR_ERR_STATE, "precision --auto: %s", gwr_network_errmsg(c));
+            for (int64_t u = 0; !s && u < nuses; u++)
+                if (gwr_layer_set_input(uses[u].l, uses[u].slot, x))
+                    s = gwr_ir_error(a->net, GWR_ERR_STATE, "precision --auto: %s", gwr_network_errmsg(c));
+        }
+    }
+    if (!s && gwr_network_toposort(c)) s = gwr_ir_error(a->net, GWR_ERR_STATE, "precision --auto: %s", gwr_network_errmsg(c));
     if (!s) {
-        s = gwr_q_collect(c, a->hcalib, a->nout, names, cmp_out, a, a->o->threads);
-        if (s == GWR_ERR_NOT_CONVERGED) s = GWR_OK;
-        else if (s) s = gwr_ir_error(a->net, GWR_ERR_STATE, "precision --auto: running: %s", gwr_network_errmsg(c));
+        gwr_session_options so = {.threads = a->o->threads > 0 ? a->o->threads : 1};
+        if (!(w->sess = gwr_session_new_raw(c, &so)))
+            s = gwr_ir_error(a->net, GWR_ERR_STATE, "precision --auto: planning: %s", gwr_last_errmsg());
+    }
+done:
+    gwr_free(m.from);
+    gwr_free(m.to);
+    gwr_free(uses);
+    if (s) sw_free(w, a->n);
+    return s;
+}
+
+/* Runs the conversion with mask (the switched simulation) on every
+ * sample: *worst the worst output error in units of tol (<= 1: within; a
+ * failing candidate stops at its first failing sample, so *worst is then
+ * a lower bound). */
+static gwr_status eval(amp *a, const uint8_t *mask, double *worst) {
+    sw_net *w = a->sw;
+    int nsw = 0;
+    for (int64_t i = 0; i < a->n; i++) nsw += w->name[i] != NULL;
+    int maxin = 0;
+    for (int i = 0; i < a->hcalib->n; i++)
+        if (a->hcalib->s[i].n > maxin) maxin = a->hcalib->s[i].n;
+    const char **names = gwr_calloc((size_t)(maxin + nsw) + 1, sizeof *names);
+    gwr_value **vals = gwr_calloc((size_t)(maxin + nsw) + 1, sizeof *vals);
+    gwr_value **out = gwr_calloc((size_t)a->nout + 1, sizeof *out);
+    gwr_status s = names && vals && out ? GWR_OK : gwr_ir_error(a->net, GWR_ERR_NOMEM, "precision --auto: out of memory");
+    a->worst = 0;
+    /* the sample that failed last first: a failing candidate mostly fails there */
+    for (int j = 0; !s && j < a->hcalib->n; j++) {
+        int i = (a->hard + j) % a->hcalib->n;
+        const struct gwr_calib_sample *smp = &a->hcalib->s[i];
+        int n = 0;
+        for (; n < smp->n; n++) names[n] = smp->names[n], vals[n] = smp->values[n];
+        for (int64_t l = 0; l < a->n; l++)
+            if (w->name[l]) names[n] = w->name[l], vals[n++] = mask && mask[l] ? a->off : a->on;
+        if (gwr_session_run(w->sess, n, names, vals, a->nout, NULL, out)) {
+            s = gwr_ir_error(a->net, GWR_ERR_STATE, "precision --auto: sample %d: %s", i, gwr_session_errmsg(w->sess));
+            break;
+        }
+        gwr_status f = GWR_OK;
+        for (int k = 0; k < a->nout; k++) {
+            /* the output as the conversion writes it: half (rounded) unless
+             * --keep-io; under --keep-io, Cast to float of a half output of
+             * a converted layer (rounded too) */
+            int64_t p = w->out_layer[k];
+            int half = !a->o->keep_io || (p >= 0 && w->name[p] && !(mask && mask[p]));
+            if (half && gwr_value_dtype(out[k]) == GWR_FLOAT32) {
+                float *d = gwr_value_data(out[k]);
+                for (int64_t e = 0; e < gwr_value_numel(out[k]); e++) d[e] = round_half(d[e], a->o->to);
+            }
+            if (!f) f = cmp_out(a, i, k, out[k]);
+            gwr_value_release(out[k]);
+            out[k] = NULL;
+        }
+        if (f) {
+            a->hard = i;
+            break;
+        }
     }
     a->runs++;
     *worst = a->worst;
     gwr_free(names);
-    gwr_network_free(c);
+    gwr_free(vals);
+    gwr_free(out);
     return s;
 }
 
@@ -303,10 +378,15 @@ static int sens_find(const sens *x, const char *name) {
 
 /* Scores every candidate: the error its output adds to its inputs'. */
 static gwr_status score(amp *a, cand *cs, int64_t nc) {
-    gwr_network *c = simulated(a, NULL);
-    if (!c) return GWR_ERR_STATE;
+    gwr_network *c = a->sw->c;
     sens x = {0};
     gwr_status s = GWR_OK;
+    /* every switch on (its default: the samples do not name them) */
+    uint8_t yes = 1;
+    gwr_weights on = {.dtype = GWR_BOOL, .rank = 0, .data = &yes, .nbytes = 1};
+    for (int64_t i = 0; !s && i < a->n; i++)
+        if (a->sw->name[i] && gwr_tensor_set_default(gwr_network_find_tensor(c, a->sw->name[i]), &on))
+            s = gwr_ir_error(a->net, GWR_ERR_STATE, "precision --auto: %s", gwr_network_errmsg(c));
     x.names = gwr_calloc((size_t)a->n * 4 + 1, sizeof *x.names);
     if (!x.names) s = gwr_ir_error(a->net, GWR_ERR_NOMEM, "precision --auto: out of memory");
     /* every float32 output of a live non-Constant layer that the converted
@@ -354,7 +434,6 @@ static gwr_status score(amp *a, cand *cs, int64_t nc) {
     gwr_free(x.names);
     gwr_free(x.val);
     gwr_free(x.err);
-    gwr_network_free(c);
     return s;
 }
 
@@ -382,6 +461,29 @@ static gwr_status release(amp *a, const cand *cs, int64_t lo, int64_t hi, uint8_
     return release(a, cs, lo, mid, mask, mask_why);
 }
 
+/* Scores every candidate by its own contribution: the worst output error
+ * (in units of tol) of the network with that layer alone converted, on
+ * the first sample (errors add up roughly: the largest contributions are
+ * the ones to keep). mask: scratch, all kept on entry and on return. */
+static gwr_status contribution(amp *a, cand *cs, int64_t nc, uint8_t *mask) {
+    const gwr_calib *all = a->hcalib;
+    gwr_calib one = {.n = 1, .cap = 1, .s = &all->s[0]};
+    gwr_status s = GWR_OK;
+    a->hcalib = &one;
+    int hard = a->hard;
+    a->hard = 0;
+    a->no_stop = 1;
+    for (int64_t j = 0; !s && j < nc; j++) {
+        mask[cs[j].layer] = 0;
+        s = eval(a, mask, &cs[j].score);
+        mask[cs[j].layer] = 1;
+    }
+    a->no_stop = 0;
+    a->hard = hard;
+    a->hcalib = (gwr_calib *)all; /* a's own set, held const here */
+    return s;
+}
+
 gwr_status gwr_q_prec_auto(gwr_network *net, const gwr_precision_options *o, uint8_t *mask, char **mask_why) {
     amp a = {.net = net, .o = o, .n = gwr_network_num_layers(net), .nout = gwr_network_num_outputs(net)};
     gwr_calib *owned = NULL;
@@ -393,8 +495,16 @@ gwr_status gwr_q_prec_auto(gwr_network *net, const gwr_precision_options *o, uin
     cs = gwr_calloc((size_t)a.n + 1, sizeof *cs);
     if (!a.ref || !names || !cs) s = gwr_ir_error(net, GWR_ERR_NOMEM, "precision --auto: out of memory");
     for (int k = 0; !s && k < a.nout; k++) names[k] = gwr_tensor_name(gwr_network_output(net, k));
+    int64_t t0 = gwr_clock_ns();
     if (!s) s = gwr_q_collect(net, a.calib, a.nout, names, keep_ref, &a, o->threads);
+    int64_t t1 = gwr_clock_ns();
     if (!s) s = half_calib(&a);
+    sw_net sw = {0};
+    a.sw = &sw;
+    if (!s) s = sw_build(&a, &sw);
+    a.on = gwr_value_new(GWR_BOOL, 0, NULL), a.off = gwr_value_new(GWR_BOOL, 0, NULL);
+    if (!s && (!a.on || !a.off)) s = gwr_ir_error(net, GWR_ERR_NOMEM, "precision --auto: out of memory");
+    if (!s) *(uint8_t *)gwr_value_data(a.on) = 1, *(uint8_t *)gwr_value_data(a.off) = 0;
     int64_t nc = 0;
     char rb[160];
     for (int64_t i = 0; !s && i < a.n; i++) {
@@ -414,8 +524,8 @@ gwr_status gwr_q_prec_auto(gwr_network *net, const gwr_precision_options *o, uin
                              "precision --auto: even with every layer in float32 an output is %.3g x the tolerance off "
                              "(the inputs and outputs in half: try --keep-io or a larger tolerance)",
                              wall);
+        if (!s) s = getenv("GWR_AMP_SCORE") ? score(&a, cs, nc) : contribution(&a, cs, nc, mask);
         for (int64_t j = 0; j < nc; j++) mask[cs[j].layer] = 0;
-        if (!s) s = score(&a, cs, nc);
         if (!s) qsort(cs, (size_t)nc, sizeof *cs, by_score);
         /* the smallest k of the best-scored that holds */
         int64_t lo = 0, hi = nc;
@@ -435,11 +545,15 @@ gwr_status gwr_q_prec_auto(gwr_network *net, const gwr_precision_options *o, uin
         if (!s) s = release(&a, cs, 0, hi, mask, mask_why);
     }
     if (getenv("GWR_PRECISION_TRACE"))
-        fprintf(stderr, "precision --auto: %lld candidates, %lld runs\n", (long long)nc, (long long)a.runs);
+        fprintf(stderr, "precision --auto: %lld candidates, %lld runs; reference %.1f ms, search %.1f ms\n", (long long)nc,
+                (long long)a.runs, (t1 - t0) / 1e6, (gwr_clock_ns() - t1) / 1e6);
     for (int64_t i = 0; a.ref && i < (int64_t)a.calib->n * a.nout; i++) gwr_value_release(a.ref[i]);
     gwr_free(a.ref);
     gwr_free(names);
     gwr_free(cs);
+    sw_free(&sw, a.n);
+    gwr_value_release(a.on);
+    gwr_value_release(a.off);
     gwr_calib_free(a.hcalib);
     gwr_calib_free(owned);
     return s;

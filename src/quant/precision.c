@@ -109,6 +109,20 @@ static const op_types op_types_table[] = {
 #undef PT
 };
 
+/* 1 when s is an item of the comma-separated list (gwr_q_listed mixes ops
+ * and names; --keep and --keep-node are apart). */
+static int in_list(const char *list, const char *s) {
+    if (!list || !s) return 0;
+    size_t n = strlen(s);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, s, len)) return 1;
+        p += len + (e != NULL);
+    }
+    return 0;
+}
+
 static int by_op(const void *k, const void *e) { return strcmp((const char *)k, ((const op_types *)e)->op); }
 
 /* 0 when the schema of op at `opset` takes `to` where it takes float32 (or
@@ -136,27 +150,8 @@ static int64_t no_half_schema(const char *op, int64_t opset, gwr_dtype to) {
 }
 
 const char *gwr_q_prec_kept_reason(const gwr_layer *l, const gwr_precision_options *o, char *buf, size_t size) {
-    const char *name = gwr_layer_name(l);
-    if (o->keep_nodes && *o->keep_nodes && name) {
-        /* a name list: gwr_q_listed matches ops too, so check names alone */
-        size_t n = strlen(name);
-        for (const char *p = o->keep_nodes; *p;) {
-            const char *e = strchr(p, ',');
-            size_t len = e ? (size_t)(e - p) : strlen(p);
-            if (len == n && !strncmp(p, name, len)) return "--keep-node";
-            p += len + (e != NULL);
-        }
-    }
-    if (o->keep_ops && *o->keep_ops) {
-        const char *op = gwr_layer_op(l);
-        size_t n = strlen(op);
-        for (const char *p = o->keep_ops; *p;) {
-            const char *e = strchr(p, ',');
-            size_t len = e ? (size_t)(e - p) : strlen(p);
-            if (len == n && !strncmp(p, op, len)) return "--keep";
-            p += len + (e != NULL);
-        }
-    }
+    if (in_list(o->keep_nodes, gwr_layer_name(l))) return "--keep-node";
+    if (in_list(o->keep_ops, gwr_layer_op(l))) return "--keep";
     if (!default_domain(l)) return "not an ONNX op of the default domain: no half form known";
     if (has_bodies(l)) return "has bodies (If, Loop, Scan are kept float32 whole)";
     const char *why = table_reason(l);
@@ -367,18 +362,10 @@ static gwr_status convert_attrs(conv_ctx *c, gwr_layer *l) {
         }
         return v == GWR_FLOAT32 ? gwr_layer_set_int(l, "dtype", c->half) : GWR_OK;
     case GWR_OP_ConstantOfShape: {
+        float zero = 0;
+        gwr_weights z = {.dtype = GWR_FLOAT32, .rank = 1, .dims = (const int64_t[]){1}, .data = &zero, .nbytes = 4};
         const gwr_weights *w = NULL;
-        if (gwr_layer_get_tensor(l, "value", &w)) {
-            float zero = 0;
-            gwr_weights z = {.dtype = GWR_FLOAT32, .rank = 1, .dims = (const int64_t[]){1}, .data = &zero, .nbytes = 4};
-            w = &z;
-            gwr_weights h;
-            gwr_buffer *b;
-            gwr_status s = half_weights(c->net, w, c->half, &h, &b);
-            if (!s) s = gwr_layer_set_tensor(l, "value", &h);
-            gwr_buffer_release(b);
-            return s;
-        }
+        if (gwr_layer_get_tensor(l, "value", &w)) w = &z; /* absent: a float32 0 */
         if (w->dtype != GWR_FLOAT32) return GWR_OK;
         gwr_weights h;
         gwr_buffer *b;

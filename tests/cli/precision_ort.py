@@ -26,9 +26,10 @@ magika (not ci: missing is printed as SKIP with how to fetch it):
       within 6e-2 * max(1, max |ref|) of the float32 model (bfloat16 has 8
       bits of mantissa); onnxruntime 1.31's CPU provider has few bfloat16
       kernels: whether it loads the file is printed, not required.
-  --auto TOL (transformer, cnn, one real model): the file runs in
+  --auto TOL (transformer, cnn, mlp, two real models): the file runs in
     onnxruntime, the report names each layer kept and why, and on the test's
-    own inputs the outputs are within 2 * TOL of float32.
+    own inputs the outputs are within 2 * TOL of float32; in "mlp" (+300
+    then -300 in the middle of a Tanh chain) the two offset layers are kept.
   bad input: --to fp8, --auto -1, --auto x, a model already in float16:
     exit 2, one line on stderr, nothing written.
 """
@@ -128,16 +129,25 @@ def nodes_of(path):
     return m, {n.name: n for n in m.graph.node}
 
 
+def written_and_valid(what, r, out):
+    """gwr precision exited 0 and its file passes onnx's full check."""
+    if r.returncode:
+        fail(what, f"gwr precision: {r.stderr.strip()}")
+        return False
+    try:
+        onnx.checker.check_model(onnx.load(out), full_check=True)
+    except Exception as e:  # noqa: BLE001
+        fail(what, f"onnx.checker: {str(e)[:300]}")
+        return False
+    return True
+
+
 def check_fp16(tag, src, feeds, ref, work, keep_io, extra=()):
     out = os.path.join(work, f"{tag}.fp16{'.io' if keep_io else ''}.onnx")
     r = sh([GWR, "precision", src, "-o", out, "--to", "fp16", *(["--keep-io"] if keep_io else []), *extra])
     what = f"{tag} fp16{' --keep-io' if keep_io else ''}"
-    if r.returncode:
-        return fail(what, f"gwr precision: {r.stderr.strip()}")
-    try:
-        onnx.checker.check_model(onnx.load(out), full_check=True)
-    except Exception as e:  # noqa: BLE001
-        return fail(what, f"onnx.checker: {str(e)[:300]}")
+    if not written_and_valid(what, r, out):
+        return None
     m = onnx.load(out)
     io = [v.type.tensor_type.elem_type for v in list(m.graph.input) + list(m.graph.output)
           if v.name not in {i.name for i in m.graph.initializer}]
@@ -177,12 +187,8 @@ def check_bf16(tag, src, feeds, ref, work):
         if not ok:
             failures.append(f"{what}: opset {opset}: want exit 2 and one line naming opset 13")
         return
-    if r.returncode:
-        return fail(what, f"gwr precision: {r.stderr.strip()}")
-    try:
-        onnx.checker.check_model(onnx.load(out), full_check=True)
-    except Exception as e:  # noqa: BLE001
-        return fail(what, f"onnx.checker: {str(e)[:300]}")
+    if not written_and_valid(what, r, out):
+        return
     try:
         got = gwr_run(out, feeds, os.path.join(work, what.replace(" ", "_")))
     except Exception as e:  # noqa: BLE001
@@ -198,7 +204,7 @@ def check_bf16(tag, src, feeds, ref, work):
         failures.append(f"{what}: {w:.3g} x max(1,|ref|) off float32 (> 6e-2)")
 
 
-def check_auto(tag, src, feeds, ref, work, tol, extra=()):
+def check_auto(tag, src, feeds, ref, work, tol, extra=(), must_keep=()):
     out = os.path.join(work, f"{tag}.auto.onnx")
     rep = os.path.join(work, f"{tag}.auto.txt")
     what = f"{tag} --auto {tol}"
@@ -218,6 +224,9 @@ def check_auto(tag, src, feeds, ref, work, tol, extra=()):
     for line in kept:
         if line.split()[0] not in names:
             fail(what, f"report keeps '{line.split()[0]}', not in the file")
+    for layer in must_keep:
+        if not any(line.split()[0] == layer for line in kept):
+            fail(what, f"'{layer}' is not kept float32 by auto")
     print(f"{'ok  ' if w <= 2 else 'FAIL'} {what}: {len(kept)} layers kept by auto, "
           f"outputs {w:.3g} x tol off float32 (onnxruntime on the file); {r.stdout.strip()}")
     if w > 2:
@@ -264,6 +273,12 @@ def main():
             check_bf16(name, src, feeds, ref, work)
             if name in ("transformer", "cnn"):
                 check_auto(name, src, feeds, ref, work, 1e-3)
+        # --auto where it has to search: the offset layers of "mlp" (+300,
+        # -300: float16's ulp there is 0.25) must stay float32, by arithmetic
+        m, feeds = precision_models.make("mlp")
+        src = os.path.join(work, "mlp.onnx")
+        onnx.save(m, src)
+        check_auto("mlp", src, feeds, ort_run(src, feeds), work, 1e-3, must_keep=("offset_up", "offset_down"))
         models = {m.name: m for m in manifest.load()}
         for name in REAL:
             model = models[name]

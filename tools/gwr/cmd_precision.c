@@ -35,7 +35,7 @@ static void help(FILE *out) {
             "  --threads N        threads of --auto's sessions (default 1)\n"
             "  --report [FILE]    each layer: converted, or kept and why (stdout, or FILE when\n"
             "                     the next argument does not start with '-' or end in .onnx)\n"
-            "  --json             the report as JSON\n"
+            "  --json             the report as JSON (on stdout: the summary line goes to stderr)\n"
             "\n"
             "Prints one line: layers converted, kept, MatMul/Gemm/Conv weight bytes before -> after.\n"
             "Exit status: 0 success, 1 failure, 2 bad usage or bad input (a bad --to or TOL,\n"
@@ -164,13 +164,16 @@ static int run(int argc, char **argv) {
             rc = CLI_OK;
             if (report) {
                 gwr_quant_report_write(r, rf ? rf : stdout, json);
+                if (json) fputc('\n', rf ? rf : stdout);
                 if (rf && (fclose(rf) || rename(tmp, report_file))) {
                     cli_error(report_file, strerror(errno));
                     rc = CLI_FAIL;
                 }
                 rf = NULL;
             }
-            printf("wrote %s: %d layers %s, %d kept float32, weight bytes %lld -> %lld\n", out, conv,
+            /* the summary on stderr when stdout carries the JSON report */
+            fprintf(report && json && !report_file ? stderr : stdout,
+                    "wrote %s: %d layers %s, %d kept float32, weight bytes %lld -> %lld\n", out, conv,
                    o.to == GWR_FLOAT16 ? "float16" : "bfloat16", kept, (long long)gwr_quant_report_weight_bytes(r, 0),
                    (long long)gwr_quant_report_weight_bytes(r, 1));
         }

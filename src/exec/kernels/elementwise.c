@@ -1112,6 +1112,7 @@ static const cast_fn cast_tab[NDT] = {
  * half of what a float16 network (or gwr precision --auto's simulation of
  * one) spends. */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 __attribute__((target("avx,f16c"))) static void f32_f16_f16c(const float *s, uint16_t *d, int64_t n) {
     int64_t i = 0;
@@ -1125,8 +1126,14 @@ __attribute__((target("avx,f16c"))) static void f16_f32_f16c(const uint16_t *s, 
     for (; i < n; i++) d[i] = gwr_f16_to_f32(s[i]);
 }
 static int have_f16c(void) {
+    /* CPUID leaf 1: ECX bit 29 F16C, bit 28 AVX, bit 27 OSXSAVE (the OS
+     * saves the AVX registers); __builtin_cpu_supports lacks "f16c" in clang */
     static int have = -1;
-    if (have < 0) have = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+    if (have < 0) {
+        unsigned eax, ebx, ecx = 0, edx;
+        have = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) && (ecx & (1u << 28)) &&
+               (ecx & (1u << 27)) && __builtin_cpu_supports("avx");
+    }
     return have;
 }
 static int cast_f32_f16_fast(const void *s, void *d, int64_t n) {

@@ -65,12 +65,6 @@ static double val_err(gwr_value *a, gwr_value *b) {
     return d / (m > 1 ? m : 1);
 }
 
-static gwr_status keep_ref(void *ctx, int sample, int idx, gwr_value *v) {
-    amp *a = ctx;
-    a->ref[(int64_t)sample * a->nout + idx] = gwr_value_retain(v);
-    return GWR_OK;
-}
-
 /* The rounding of x to the target type and back. */
 static float round_half(float x, gwr_dtype to) {
     return to == GWR_FLOAT16 ? gwr_f16_to_f32(gwr_f32_to_f16(x)) : gwr_bf16_to_f32(gwr_f32_to_bf16(x));
@@ -117,6 +111,15 @@ typedef struct rmemo {
     int64_t n, cap;
 } rmemo;
 
+static int memo_put(rmemo *m, gwr_tensor *t, gwr_tensor *r) {
+    int64_t cap = m->cap;
+    if (gwr_grow((void **)&m->from, sizeof *m->from, &cap, m->n + 1) ||
+        gwr_grow((void **)&m->to, sizeof *m->to, &m->cap, m->n + 1))
+        return -1;
+    m->from[m->n] = t, m->to[m->n++] = r;
+    return 0;
+}
+
 static gwr_tensor *rounded(gwr_network *c, gwr_dtype to, gwr_tensor *t, rmemo *m) {
     for (int64_t q = 0; q < m->n; q++)
         if (m->from[q] == t) return m->to[q];
@@ -136,13 +139,7 @@ static gwr_tensor *rounded(gwr_network *c, gwr_dtype to, gwr_tensor *t, rmemo *m
         gwr_tensor *h = cast(c, t, to, NULL);
         r = h ? cast(c, h, GWR_FLOAT32, NULL) : NULL;
     }
-    if (!r) return NULL;
-    int64_t cap = m->cap;
-    if (gwr_grow((void **)&m->from, sizeof *m->from, &cap, m->n + 1) ||
-        gwr_grow((void **)&m->to, sizeof *m->to, &m->cap, m->n + 1))
-        return NULL;
-    m->from[m->n] = t, m->to[m->n++] = r;
-    return r;
+    return r && !memo_put(m, t, r) ? r : NULL;
 }
 
 static gwr_tensor *where(gwr_network *c, gwr_tensor *sw, gwr_tensor *on, gwr_tensor *off) {
@@ -170,6 +167,7 @@ static gwr_status sw_build(amp *a, sw_net *w) {
     gwr_dtype to = a->o->to;
     gwr_status s = GWR_OK;
     rmemo m = {0};
+    gwr_layer **order = NULL;
     use *uses = NULL;
     int64_t nuses = 0, capuses = 0;
     memset(w, 0, sizeof *w);
@@ -185,8 +183,17 @@ static gwr_status sw_build(amp *a, sw_net *w) {
         gwr_layer *p = gwr_tensor_parent(gwr_network_output(c, k));
         w->out_layer[k] = p ? gwr_layer_index(p) : -1;
     }
-    for (int64_t i = 0; !s && i < a->n; i++) {
-        gwr_layer *l = gwr_network_layer(c, i);
+    /* in topological order, so that a reader's rounding of a candidate's
+     * output reuses that output's rounding (round(Where(sw, round(t), t))
+     * is round(t)) */
+    order = gwr_malloc(((size_t)a->n + 1) * sizeof *order);
+    if (!order || gwr_network_topo_order(c, order)) {
+        s = gwr_ir_error(a->net, GWR_ERR_STATE, "precision --auto: ordering: %s", gwr_network_errmsg(c));
+        goto done;
+    }
+    for (int64_t oi = 0; !s && oi < a->n; oi++) {
+        gwr_layer *l = order[oi];
+        int64_t i = gwr_layer_index(l);
         char rb[160];
         if (gwr_layer_is_removed(l) || gwr_layer_op_id(l) == GWR_OP_Constant || !gwr_q_prec_touches_float(l) ||
             gwr_q_prec_kept_reason(l, a->o, rb, sizeof rb))
@@ -224,7 +231,7 @@ static gwr_status sw_build(amp *a, sw_net *w) {
             if (s || !nuses) continue;
             gwr_tensor *h = cast(c, t, to, NULL), *r = h ? cast(c, h, GWR_FLOAT32, NULL) : NULL;
             gwr_tensor *x = r ? where(c, sw, r, t) : NULL;
-            if (!x) s = gwr_ir_error(a->net, GWR_ERR_STATE, "precision --auto: %s", gwr_network_errmsg(c));
+            if (!x || memo_put(&m, x, r)) s = gwr_ir_error(a->net, GWR_ERR_STATE, "precision --auto: %s", gwr_network_errmsg(c));
             for (int64_t u = 0; !s && u < nuses; u++)
                 if (gwr_layer_set_input(uses[u].l, uses[u].slot, x))
                     s = gwr_ir_error(a->net, GWR_ERR_STATE, "precision --auto: %s", gwr_network_errmsg(c));
@@ -237,6 +244,7 @@ static gwr_status sw_build(amp *a, sw_net *w) {
             s = gwr_ir_error(a->net, GWR_ERR_STATE, "precision --auto: planning: %s", gwr_last_errmsg());
     }
 done:
+    gwr_free(order);
     gwr_free(m.from);
     gwr_free(m.to);
     gwr_free(uses);
@@ -248,30 +256,40 @@ done:
  * sample: *worst the worst output error in units of tol (<= 1: within; a
  * failing candidate stops at its first failing sample, so *worst is then
  * a lower bound). */
-static gwr_status eval(amp *a, const uint8_t *mask, double *worst) {
+/* Runs sample smp on the switched simulation: the layers of mask (or all,
+ * when all_off) in float32, the other candidates converted; out[k] new
+ * references. */
+static gwr_status sw_run(amp *a, const struct gwr_calib_sample *smp, const uint8_t *mask, int all_off, gwr_value **out) {
     sw_net *w = a->sw;
     int nsw = 0;
     for (int64_t i = 0; i < a->n; i++) nsw += w->name[i] != NULL;
-    int maxin = 0;
-    for (int i = 0; i < a->hcalib->n; i++)
-        if (a->hcalib->s[i].n > maxin) maxin = a->hcalib->s[i].n;
-    const char **names = gwr_calloc((size_t)(maxin + nsw) + 1, sizeof *names);
-    gwr_value **vals = gwr_calloc((size_t)(maxin + nsw) + 1, sizeof *vals);
+    const char **names = gwr_calloc((size_t)(smp->n + nsw) + 1, sizeof *names);
+    gwr_value **vals = gwr_calloc((size_t)(smp->n + nsw) + 1, sizeof *vals);
+    gwr_status s = names && vals ? GWR_OK : gwr_ir_error(a->net, GWR_ERR_NOMEM, "precision --auto: out of memory");
+    int n = 0;
+    for (; !s && n < smp->n; n++) names[n] = smp->names[n], vals[n] = smp->values[n];
+    for (int64_t l = 0; !s && l < a->n; l++)
+        if (w->name[l]) names[n] = w->name[l], vals[n++] = all_off || (mask && mask[l]) ? a->off : a->on;
+    if (!s && gwr_session_run(w->sess, n, names, vals, a->nout, NULL, out))
+        s = gwr_ir_error(a->net, GWR_ERR_STATE, "precision --auto: %s", gwr_session_errmsg(w->sess));
+    gwr_free(names);
+    gwr_free(vals);
+    return s;
+}
+
+/* Runs the conversion with mask (the switched simulation) on every
+ * sample: *worst the worst output error in units of tol (<= 1: within; a
+ * failing candidate stops at its first failing sample, so *worst is then
+ * a lower bound). */
+static gwr_status eval(amp *a, const uint8_t *mask, double *worst) {
+    sw_net *w = a->sw;
     gwr_value **out = gwr_calloc((size_t)a->nout + 1, sizeof *out);
-    gwr_status s = names && vals && out ? GWR_OK : gwr_ir_error(a->net, GWR_ERR_NOMEM, "precision --auto: out of memory");
+    gwr_status s = out ? GWR_OK : gwr_ir_error(a->net, GWR_ERR_NOMEM, "precision --auto: out of memory");
     a->worst = 0;
     /* the sample that failed last first: a failing candidate mostly fails there */
     for (int j = 0; !s && j < a->hcalib->n; j++) {
         int i = (a->hard + j) % a->hcalib->n;
-        const struct gwr_calib_sample *smp = &a->hcalib->s[i];
-        int n = 0;
-        for (; n < smp->n; n++) names[n] = smp->names[n], vals[n] = smp->values[n];
-        for (int64_t l = 0; l < a->n; l++)
-            if (w->name[l]) names[n] = w->name[l], vals[n++] = mask && mask[l] ? a->off : a->on;
-        if (gwr_session_run(w->sess, n, names, vals, a->nout, NULL, out)) {
-            s = gwr_ir_error(a->net, GWR_ERR_STATE, "precision --auto: sample %d: %s", i, gwr_session_errmsg(w->sess));
-            break;
-        }
+        if ((s = sw_run(a, &a->hcalib->s[i], mask, 0, out))) break;
         gwr_status f = GWR_OK;
         for (int k = 0; k < a->nout; k++) {
             /* the output as the conversion writes it: half (rounded) unless
@@ -294,9 +312,15 @@ static gwr_status eval(amp *a, const uint8_t *mask, double *worst) {
     }
     a->runs++;
     *worst = a->worst;
-    gwr_free(names);
-    gwr_free(vals);
     gwr_free(out);
+    return s;
+}
+
+/* The float32 outputs (every switch off: the network as written), the
+ * reference, per sample of the float32 inputs. */
+static gwr_status reference(amp *a) {
+    gwr_status s = GWR_OK;
+    for (int i = 0; !s && i < a->calib->n; i++) s = sw_run(a, &a->calib->s[i], NULL, 1, a->ref + (int64_t)i * a->nout);
     return s;
 }
 
@@ -491,13 +515,9 @@ gwr_status gwr_q_prec_auto(gwr_network *net, const gwr_precision_options *o, uin
     gwr_status s = GWR_OK;
     if (!(a.calib = gwr_q_calib_or_random(net, o->calib, 8, &owned))) return GWR_ERR_INVALID_ARG;
     a.ref = gwr_calloc((size_t)a.calib->n * (size_t)a.nout + 1, sizeof *a.ref);
-    const char **names = gwr_calloc((size_t)a.nout + 1, sizeof *names);
     cs = gwr_calloc((size_t)a.n + 1, sizeof *cs);
-    if (!a.ref || !names || !cs) s = gwr_ir_error(net, GWR_ERR_NOMEM, "precision --auto: out of memory");
-    for (int k = 0; !s && k < a.nout; k++) names[k] = gwr_tensor_name(gwr_network_output(net, k));
+    if (!a.ref || !cs) s = gwr_ir_error(net, GWR_ERR_NOMEM, "precision --auto: out of memory");
     int64_t t0 = gwr_clock_ns();
-    if (!s) s = gwr_q_collect(net, a.calib, a.nout, names, keep_ref, &a, o->threads);
-    int64_t t1 = gwr_clock_ns();
     if (!s) s = half_calib(&a);
     sw_net sw = {0};
     a.sw = &sw;
@@ -505,6 +525,8 @@ gwr_status gwr_q_prec_auto(gwr_network *net, const gwr_precision_options *o, uin
     a.on = gwr_value_new(GWR_BOOL, 0, NULL), a.off = gwr_value_new(GWR_BOOL, 0, NULL);
     if (!s && (!a.on || !a.off)) s = gwr_ir_error(net, GWR_ERR_NOMEM, "precision --auto: out of memory");
     if (!s) *(uint8_t *)gwr_value_data(a.on) = 1, *(uint8_t *)gwr_value_data(a.off) = 0;
+    if (!s) s = reference(&a);
+    int64_t t1 = gwr_clock_ns();
     int64_t nc = 0;
     char rb[160];
     for (int64_t i = 0; !s && i < a.n; i++) {
@@ -545,11 +567,10 @@ gwr_status gwr_q_prec_auto(gwr_network *net, const gwr_precision_options *o, uin
         if (!s) s = release(&a, cs, 0, hi, mask, mask_why);
     }
     if (getenv("GWR_PRECISION_TRACE"))
-        fprintf(stderr, "precision --auto: %lld candidates, %lld runs; reference %.1f ms, search %.1f ms\n", (long long)nc,
+        fprintf(stderr, "precision --auto: %lld candidates, %lld runs; simulation and reference %.1f ms, search %.1f ms\n", (long long)nc,
                 (long long)a.runs, (t1 - t0) / 1e6, (gwr_clock_ns() - t1) / 1e6);
     for (int64_t i = 0; a.ref && i < (int64_t)a.calib->n * a.nout; i++) gwr_value_release(a.ref[i]);
     gwr_free(a.ref);
-    gwr_free(names);
     gwr_free(cs);
     sw_free(&sw, a.n);
     gwr_value_release(a.on);

@@ -5,7 +5,7 @@ onnxconverter-common's auto_convert_mixed_precision, at the same tolerance.
     .venv/bin/python bench/precision.py [--gwr build/gwr] [--tol 1e-2,1e-3] [--only NAME,...]
                                         [--json FILE]
 
-Both keep the interface float32 (--keep-io / keep_io_types=True) and judge
+Both keep the interface float32 (--keep-io / keep_io_types=keep_io) and judge
 the outputs by the same criterion, max |a - b| <= TOL * max(1, max |a|) of
 the float32 model's outputs a: onnxconverter-common through its validate_fn
 on one sample (the manifest's seeded inputs; its API takes one feed),
@@ -83,12 +83,12 @@ def within(tol):
     return ok
 
 
-def run_occ(model, feeds, tol):
+def run_occ(model, feeds, tol, keep_io=True):
     from onnxconverter_common import auto_mixed_precision
     t0 = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
         out = auto_mixed_precision.auto_convert_mixed_precision(model, feeds, validate_fn=within(tol),
-                                                                keep_io_types=True)
+                                                                keep_io_types=keep_io)
     return time.perf_counter() - t0, out
 
 
@@ -100,10 +100,11 @@ def write_calib(feeds, d):
             f.write(numpy_helper.from_array(a, name).SerializeToString())
 
 
-def run_gwr(gwr, src, out, tol, feeds, shapes, work):
+def run_gwr(gwr, src, out, tol, feeds, shapes, work, keep_io=True):
     calib = os.path.join(work, "calib")
     write_calib(feeds, calib)
-    base = [gwr, "precision", src, "-o", out, "--to", "fp16", "--keep-io", "--auto", str(tol), "--threads", "1"]
+    base = [gwr, "precision", src, "-o", out, "--to", "fp16", "--auto", str(tol), "--threads", "1"] + \
+        (["--keep-io"] if keep_io else [])
     t0 = time.perf_counter()
     r = subprocess.run(base + ["--calibration", calib], capture_output=True, text=True)
     samples = "the same 1"
@@ -146,6 +147,8 @@ def main():
     ap.add_argument("--tol", default="1e-2,1e-3")
     ap.add_argument("--only", default="")
     ap.add_argument("--json")
+    ap.add_argument("--half-io", action="store_true",
+                    help="the interface converted too (no --keep-io / keep_io_types=False)")
     args = ap.parse_args()
     only = set(filter(None, args.only.split(",")))
     rows = []
@@ -159,13 +162,14 @@ def main():
             for tol in map(float, args.tol.split(",")):
                 row = {"model": name, "tol": tol, "fp32_layers_before": total}
                 try:
-                    t_occ, out_occ = run_occ(onnx.load(src), feeds, tol)
+                    t_occ, out_occ = run_occ(onnx.load(src), feeds, tol, not args.half_io)
                     row["occ_s"], row["occ_fp32"] = t_occ, fp32_layers(out_occ)
                 except Exception as e:  # noqa: BLE001
                     row["occ_error"] = str(e).splitlines()[0][:120]
                 dst = os.path.join(work, f"{name}.gwr.onnx")
                 try:
-                    t_gwr, samples, line = run_gwr(args.gwr, src, dst, tol, feeds, shapes, work)
+                    t_gwr, samples, line = run_gwr(args.gwr, src, dst, tol, feeds, shapes, work,
+                                                           not args.half_io)
                     row["gwr_s"], row["gwr_fp32"], row["gwr_samples"] = t_gwr, fp32_layers(onnx.load(dst)), samples
                 except Exception as e:  # noqa: BLE001
                     row["gwr_error"] = str(e).splitlines()[0][:120] if str(e) else "failed"

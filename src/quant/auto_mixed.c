@@ -1,21 +1,24 @@
-/* auto_mixed.c - gwr precision --auto TOL: the fewest layers kept in
- * float32 that hold every output within TOL of the float32 network
- * (max |a - b| <= TOL * max(1, max |a|), on every calibration sample).
+/* auto_mixed.c - gwr precision --auto TOL: few layers kept in float32
+ * (the fewest the search finds) that hold every output within TOL of the
+ * float32 network (max |a - b| <= TOL * max(1, max |a|), on every
+ * calibration sample).
  *
  * Everything runs on gwr's executor, whose half tensors are rounded at
  * each layer's output (computed in float32 inside): that is what the
- * tolerance sees.
- *  1. The float32 outputs are computed once per sample (the reference).
+ * tolerance sees. It runs a switched float32 simulation of the conversion
+ * (sw_build), planned once; a candidate set is a choice of switches.
+ *  1. The float32 outputs, per sample (every switch off: the reference).
  *  2. Everything converted: within TOL, done.
- *  3. Sensitivity, from two runs per sample: the float32 network and the
- *     all-half one, every float tensor collected. A layer's score is how
- *     much its output's error exceeds its inputs' (the error it adds).
- *  4. The k layers of the highest scores are kept, k the smallest that
- *     holds TOL (bisection: log2(candidates) runs).
- *  5. Each kept layer, least score first, is released when the outputs
- *     stay within TOL without it: what remains is each needed.
- * A run is one session over all samples; sessions are planned raw (as
- * written), so each candidate costs a clone, a conversion and a plan. */
+ *  3. Every candidate kept: beyond TOL is an error (the half interface).
+ *  4. Each layer's own contribution: the worst output error with that
+ *     layer alone converted, on the first sample (one run each).
+ *  5. The k layers of the largest contributions are kept, k the smallest
+ *     that holds TOL (bisection: log2(candidates) evaluations).
+ *  6. Release what is not needed: all of the kept at once, else each
+ *     half, down to single layers (least contribution first); what
+ *     remains is each needed (its release breaks TOL).
+ * The hardest sample runs first and a failing candidate stops there.
+ * GWR_PRECISION_TRACE=1 prints the candidates, runs and times. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,30 +361,6 @@ static gwr_status half_calib(amp *a) {
     return s;
 }
 
-/* ---- sensitivity ---- */
-
-typedef struct sens {
-    int n;
-    const char **names;
-    gwr_value **val; /* the float32 run's values of one sample */
-    double *err;     /* worst over samples */
-} sens;
-
-static gwr_status sens_keep(void *ctx, int sample, int idx, gwr_value *v) {
-    (void)sample;
-    sens *x = ctx;
-    x->val[idx] = gwr_value_retain(v);
-    return GWR_OK;
-}
-
-static gwr_status sens_cmp(void *ctx, int sample, int idx, gwr_value *v) {
-    (void)sample;
-    sens *x = ctx;
-    double e = val_err(x->val[idx], v);
-    if (!(e <= x->err[idx])) x->err[idx] = e;
-    return GWR_OK;
-}
-
 typedef struct cand {
     int64_t layer;
     double score;
@@ -391,74 +370,6 @@ static int by_score(const void *p, const void *q) {
     const cand *a = p, *b = q;
     if (a->score != b->score) return a->score > b->score ? -1 : 1;
     return a->layer < b->layer ? -1 : a->layer > b->layer;
-}
-
-/* The index of name among x's, or -1. */
-static int sens_find(const sens *x, const char *name) {
-    for (int i = 0; i < x->n; i++)
-        if (!strcmp(x->names[i], name)) return i;
-    return -1;
-}
-
-/* Scores every candidate: the error its output adds to its inputs'. */
-static gwr_status score(amp *a, cand *cs, int64_t nc) {
-    gwr_network *c = a->sw->c;
-    sens x = {0};
-    gwr_status s = GWR_OK;
-    /* every switch on (its default: the samples do not name them) */
-    uint8_t yes = 1;
-    gwr_weights on = {.dtype = GWR_BOOL, .rank = 0, .data = &yes, .nbytes = 1};
-    for (int64_t i = 0; !s && i < a->n; i++)
-        if (a->sw->name[i] && gwr_tensor_set_default(gwr_network_find_tensor(c, a->sw->name[i]), &on))
-            s = gwr_ir_error(a->net, GWR_ERR_STATE, "precision --auto: %s", gwr_network_errmsg(c));
-    x.names = gwr_calloc((size_t)a->n * 4 + 1, sizeof *x.names);
-    if (!x.names) s = gwr_ir_error(a->net, GWR_ERR_NOMEM, "precision --auto: out of memory");
-    /* every float32 output of a live non-Constant layer that the converted
-     * network still has */
-    for (int64_t i = 0; !s && i < a->n; i++) {
-        gwr_layer *l = gwr_network_layer(a->net, i);
-        if (gwr_layer_is_removed(l) || gwr_layer_op_id(l) == GWR_OP_Constant) continue;
-        for (int k = 0; k < gwr_layer_num_outputs(l) && x.n < a->n * 4; k++) {
-            gwr_tensor *t = gwr_layer_output(l, k);
-            if (gwr_tensor_dtype(t) == GWR_FLOAT32 && gwr_network_find_tensor(c, gwr_tensor_name(t)) &&
-                gwr_tensor_output_index(t) < 0)
-                x.names[x.n++] = gwr_tensor_name(t);
-        }
-    }
-    x.val = gwr_calloc((size_t)x.n + 1, sizeof *x.val);
-    x.err = gwr_calloc((size_t)x.n + 1, sizeof *x.err);
-    if (!s && (!x.val || !x.err)) s = gwr_ir_error(a->net, GWR_ERR_NOMEM, "precision --auto: out of memory");
-    for (int i = 0; !s && i < a->calib->n; i++) {
-        gwr_calib one = {.n = 1, .cap = 1, .s = &a->calib->s[i]};
-        gwr_calib hone = {.n = 1, .cap = 1, .s = &a->hcalib->s[i]};
-        s = gwr_q_collect(a->net, &one, x.n, x.names, sens_keep, &x, a->o->threads);
-        if (!s && gwr_q_collect(c, &hone, x.n, x.names, sens_cmp, &x, a->o->threads))
-            s = gwr_ir_error(a->net, GWR_ERR_STATE, "precision --auto: %s", gwr_network_errmsg(c));
-        for (int k = 0; k < x.n; k++) gwr_value_release(x.val[k]), x.val[k] = NULL;
-    }
-    a->runs += 2 * a->calib->n;
-    for (int64_t j = 0; !s && j < nc; j++) {
-        gwr_layer *l = gwr_network_layer(a->net, cs[j].layer);
-        double out = 0, in = 0;
-        for (int k = 0; k < gwr_layer_num_outputs(l); k++) {
-            gwr_tensor *t = gwr_layer_output(l, k);
-            int q = sens_find(&x, gwr_tensor_name(t));
-            if (q >= 0 && x.err[q] > out) out = x.err[q];
-            if (gwr_tensor_output_index(t) >= 0) out = INFINITY; /* scored last below */
-        }
-        for (int k = 0; k < gwr_layer_num_inputs(l); k++) {
-            gwr_tensor *t = gwr_layer_input(l, k);
-            int q = t ? sens_find(&x, gwr_tensor_name(t)) : -1;
-            if (q >= 0 && x.err[q] > in) in = x.err[q];
-        }
-        /* a layer writing a network output: its output error is what the
-         * tolerance judges; scored by its inputs' error alone */
-        cs[j].score = isinf(out) ? 0 : out - in;
-    }
-    gwr_free(x.names);
-    gwr_free(x.val);
-    gwr_free(x.err);
-    return s;
 }
 
 /* Releases from float32 what of cs[lo, hi) (kept in mask) the outputs
@@ -546,7 +457,7 @@ gwr_status gwr_q_prec_auto(gwr_network *net, const gwr_precision_options *o, uin
                              "precision --auto: even with every layer in float32 an output is %.3g x the tolerance off "
                              "(the inputs and outputs in half: try --keep-io or a larger tolerance)",
                              wall);
-        if (!s) s = getenv("GWR_AMP_SCORE") ? score(&a, cs, nc) : contribution(&a, cs, nc, mask);
+        if (!s) s = contribution(&a, cs, nc, mask);
         for (int64_t j = 0; j < nc; j++) mask[cs[j].layer] = 0;
         if (!s) qsort(cs, (size_t)nc, sizeof *cs, by_score);
         /* the smallest k of the best-scored that holds */

@@ -11,7 +11,8 @@
  *  2. Everything converted: within TOL, done.
  *  3. Every candidate kept: beyond TOL is an error (the half interface).
  *  4. Each layer's own contribution: the worst output error with that
- *     layer alone converted, on the first sample (one run each).
+ *     layer alone converted, on the sample where everything converted
+ *     failed (one run each).
  *  5. The k layers of the largest contributions are kept, k the smallest
  *     that holds TOL (bisection: log2(candidates) evaluations).
  *  6. Release what is not needed: all of the kept at once, else each
@@ -398,11 +399,12 @@ static gwr_status release(amp *a, const cand *cs, int64_t lo, int64_t hi, uint8_
 
 /* Scores every candidate by its own contribution: the worst output error
  * (in units of tol) of the network with that layer alone converted, on
- * the first sample (errors add up roughly: the largest contributions are
+ * the hardest sample (errors add up roughly: the largest contributions are
  * the ones to keep). mask: scratch, all kept on entry and on return. */
 static gwr_status contribution(amp *a, cand *cs, int64_t nc, uint8_t *mask) {
     const gwr_calib *all = a->hcalib;
-    gwr_calib one = {.n = 1, .cap = 1, .s = &all->s[0]};
+    /* the sample on which everything converted failed */
+    gwr_calib one = {.n = 1, .cap = 1, .s = &all->s[a->hard]};
     gwr_status s = GWR_OK;
     a->hcalib = &one;
     int hard = a->hard;

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "exec/exec_api.h"
 #include "gwr/exec.h"
 #include "util/util.h"
 
@@ -264,11 +265,6 @@ void gwr_strides(int r, const int64_t *d, int64_t *strides);
  * out of range (Unsqueeze passes the output rank). */
 int gwr_axis(int64_t axis, int rank);
 
-/* ---- half precision ------------------------------------------------------ */
-
-float gwr_f16_to_f32(uint16_t h);
-uint16_t gwr_f32_to_f16(float f);
-float gwr_bf16_to_f32(uint16_t h);
-uint16_t gwr_f32_to_bf16(float f);
+/* ---- half precision: gwr_f16_to_f32 & co. are in exec_api.h ---- */
 
 #endif

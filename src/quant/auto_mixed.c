@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_internal.h"
+#include "exec/exec_api.h"
 #include "quant/precision_internal.h"
 
 typedef struct amp {

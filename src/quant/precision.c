@@ -19,208 +19,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_internal.h"
+#include "exec/exec_api.h"
 #include "quant/precision_internal.h"
 
-/* ---- the table of ops kept in float32 ------------------------------------- */
-
-typedef struct kept_op {
-    const char *op;
-    const char *why;
-} kept_op;
-
-/* Ops of the default domain that stay float32, and why. The guide was
- * which ops have no half kernel in the ONNX spec or in onnxruntime's CPU
- * provider, and which are numerically unsafe whatever the data (an
- * overflow of float16's 65504 or a loss of integers past 2048). Ops whose
- * overflow depends on the values (Exp, Pow, Softmax) are
- * converted: --auto measures them. ReduceMean is converted (its output is
- * an average; the executor and onnxruntime sum in float32). */
-static const kept_op kept_table[] = {
-    {"Range", "Range computes shapes and indices (float16 holds integers only up to 2048; the spec's Range has no "
-              "float16)"},
-    {"CumSum", "running sums grow with the length and lose their low bits in half"},
-    {"ReduceSum", "sums over many elements overflow float16 (max 65504; a LayerNorm's sum of squares does)"},
-    {"ReduceL1", "sums over many elements overflow float16 (max 65504)"},
-    {"ReduceProd", "products overflow float16 (max 65504)"},
-    {"ReduceSumSquare", "sums of squares overflow float16 (max 65504)"},
-    {"ReduceL2", "sums of squares overflow float16 (max 65504)"},
-    {"ReduceLogSumExp", "exponentials overflow float16 (max 65504)"},
-    {"NonMaxSuppression", "boxes and scores are float32 only in the ONNX spec"},
-    {"RoiAlign", "box coordinates in pixels lose their fraction in half"},
-    {"MaxRoiPool", "box coordinates in pixels lose their fraction in half"},
-    {"Det", "determinants are products: they overflow float16"},
-    {"DFT", "spectral ops: phases and frequency bins lose precision in half"},
-    {"STFT", "spectral ops: phases and frequency bins lose precision in half"},
-    {"MelWeightMatrix", "spectral ops: phases and frequency bins lose precision in half"},
-    {"HannWindow", "spectral ops: phases and frequency bins lose precision in half"},
-    {"HammingWindow", "spectral ops: phases and frequency bins lose precision in half"},
-    {"BlackmanWindow", "spectral ops: phases and frequency bins lose precision in half"},
-    {"SoftmaxCrossEntropyLoss", "losses reduce over the batch: sums lose precision in half"},
-    {"NegativeLogLikelihoodLoss", "losses reduce over the batch: sums lose precision in half"},
-    {NULL, NULL}};
-
-static const char *table_reason(const gwr_layer *l) {
-    const char *op = gwr_layer_op(l);
-    for (const kept_op *k = kept_table; k->op; k++)
-        if (!strcmp(k->op, op)) return k->why;
-    return NULL;
-}
-
-/* A Mul or Div of a ReduceSum (kept: its sum overflows) by a constant:
- * the mean idiom. Kept float32 with the sum, so that the boundary Cast
- * carries the mean, which fits. */
-static int scales_a_sum(const gwr_layer *l) {
-    gwr_op_id op = gwr_layer_op_id(l);
-    if ((op != GWR_OP_Mul && op != GWR_OP_Div) || gwr_layer_num_inputs(l) != 2) return 0;
-    for (int k = 0; k < 2; k++) {
-        gwr_tensor *a = gwr_layer_input(l, k), *b = gwr_layer_input(l, 1 - k);
-        gwr_layer *p = a ? gwr_tensor_parent(a) : NULL, *q = b ? gwr_tensor_parent(b) : NULL;
-        if (!p || !b || (op == GWR_OP_Div && k == 1)) continue;
-        gwr_op_id po = gwr_layer_op_id(p);
-        if (po != GWR_OP_ReduceSum && po != GWR_OP_ReduceL1 && po != GWR_OP_ReduceSumSquare) continue;
-        if ((q && gwr_layer_op_id(q) == GWR_OP_Constant) || (!q && gwr_tensor_default(b))) return 1;
+/* Swaps the names of tensors a and b of one network through the public
+ * setters (a free temporary name between). 0, or -1 when out of memory. */
+static int swap_names(gwr_tensor *a, gwr_tensor *b) {
+    char *na = gwr_strdup(gwr_tensor_name(a)), *nb = gwr_strdup(gwr_tensor_name(b)), tmp[64];
+    int rc = -1;
+    if (na && nb) {
+        gwr_network *net = gwr_tensor_network(a);
+        for (unsigned i = 0;; i++) {
+            snprintf(tmp, sizeof tmp, "gwr_precision_swap_%u", i);
+            if (!gwr_network_find_tensor(net, tmp)) break;
+        }
+        rc = gwr_tensor_set_name(a, tmp) || gwr_tensor_set_name(b, na) || gwr_tensor_set_name(a, nb) ? -1 : 0;
     }
-    return 0;
-}
-
-static int has_bodies(const gwr_layer *l) {
-    for (int a = 0; a < gwr_layer_num_attrs(l); a++) {
-        gwr_attr_type t = gwr_layer_attr_type(l, a);
-        if (t == GWR_ATTR_GRAPH || t == GWR_ATTR_GRAPHS) return 1;
-    }
-    return 0;
-}
-
-static int default_domain(const gwr_layer *l) {
-    const char *d = gwr_layer_domain(l);
-    return !*d || !strcmp(d, "ai.onnx");
-}
-
-/* The versions of the schema of each default-domain op typed on float32,
- * and whether each takes float16 (h) and bfloat16 (b): generated from
- * onnx's schemas (tests/cli/precision_types.py). */
-typedef struct op_types {
-    const char *op, *versions;
-} op_types;
-static const op_types op_types_table[] = {
-#define PT(op, versions) {op, versions},
-#include "quant/precision_types.inc"
-#undef PT
-};
-
-/* 1 when s is an item of the comma-separated list (gwr_q_listed mixes ops
- * and names; --keep and --keep-node are apart). */
-static int in_list(const char *list, const char *s) {
-    if (!list || !s) return 0;
-    size_t n = strlen(s);
-    for (const char *p = list; *p;) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == n && !strncmp(p, s, len)) return 1;
-        p += len + (e != NULL);
-    }
-    return 0;
-}
-
-static int by_op(const void *k, const void *e) { return strcmp((const char *)k, ((const op_types *)e)->op); }
-
-/* 0 when the schema of op at `opset` takes `to` where it takes float32 (or
- * op is not in the table); else the version of that schema, for the
- * message. */
-static int64_t no_half_schema(const char *op, int64_t opset, gwr_dtype to) {
-    const op_types *e = bsearch(op, op_types_table, sizeof op_types_table / sizeof *op_types_table, sizeof *e, by_op);
-    if (!e) return 0;
-    int64_t ver = 0;
-    const char *flags = NULL;
-    for (const char *p = e->versions; *p;) {
-        char *end;
-        int64_t v = strtoll(p, &end, 10);
-        if (*end != ':' || v > opset) break;
-        ver = v, flags = end + 1;
-        p = strchr(end, ' ');
-        if (!p) break;
-        p++;
-    }
-    if (!flags) return 0; /* the op is newer than the opset: nothing to say */
-    char want = to == GWR_FLOAT16 ? 'h' : 'b';
-    for (const char *f = flags; *f && *f != ' '; f++)
-        if (*f == want) return 0;
-    return ver;
-}
-
-const char *gwr_q_prec_kept_reason(const gwr_layer *l, const gwr_precision_options *o, char *buf, size_t size) {
-    if (in_list(o->keep_nodes, gwr_layer_name(l))) return "--keep-node";
-    if (in_list(o->keep_ops, gwr_layer_op(l))) return "--keep";
-    if (!default_domain(l)) return "not an ONNX op of the default domain: no half form known";
-    if (has_bodies(l)) return "has bodies (If, Loop, Scan are kept float32 whole)";
-    const char *why = table_reason(l);
-    if (why) return why;
-    if (scales_a_sum(l)) return "scales a float32 sum into a mean (the sum overflows float16; the mean need not)";
-    gwr_network *root = gwr_layer_network(l);
-    while (gwr_network_parent(root)) root = gwr_network_parent(root);
-    int64_t opset = gwr_network_opset(root, "");
-    int64_t ver = no_half_schema(gwr_layer_op(l), opset < 0 ? 1 : opset, o->to);
-    if (ver) {
-        snprintf(buf, size, "the ONNX spec's %s-%lld (opset %lld) has no %s", gwr_layer_op(l), (long long)ver,
-                 (long long)opset, o->to == GWR_FLOAT16 ? "float16" : "bfloat16");
-        return buf;
-    }
-    return NULL;
-}
-
-int gwr_q_prec_touches_float(const gwr_layer *l) {
-    for (int i = 0; i < gwr_layer_num_inputs(l); i++) {
-        gwr_tensor *t = gwr_layer_input(l, i);
-        if (t && gwr_tensor_dtype(t) == GWR_FLOAT32) return 1;
-    }
-    for (int i = 0; i < gwr_layer_num_outputs(l); i++)
-        if (gwr_tensor_dtype(gwr_layer_output(l, i)) == GWR_FLOAT32) return 1;
-    return 0;
-}
-
-/* ---- input slots ---------------------------------------------------------- */
-
-enum { WANT_ANY = 0, WANT_HALF, WANT_FLOAT };
-
-/* Slots that read any dtype without typing the layer (Shape, Cast, ...):
- * no Cast is put before them. */
-static int slot_agnostic(gwr_op_id op, int slot) {
-    switch (op) {
-    case GWR_OP_Shape:
-    case GWR_OP_Size:
-    case GWR_OP_Cast:
-    case GWR_OP_EyeLike:
-    case GWR_OP_RandomNormalLike:
-    case GWR_OP_RandomUniformLike:
-    case GWR_OP_Bernoulli: return slot == 0;
-    case GWR_OP_CastLike: return slot == 0;
-    default: return 0;
-    }
-}
-
-/* Slots the spec types float32 whatever the data's type. */
-static int slot_float32(gwr_op_id op, int slot) {
-    return (op == GWR_OP_Resize && (slot == 1 || slot == 2)) || (op == GWR_OP_Upsample && slot == 1);
-}
-
-/* Outputs of a converted layer that stay float32 (LayerNormalization's
- * Mean and InvStdDev are of its stash type). */
-static int output_stays(gwr_op_id op, int slot) { return op == GWR_OP_LayerNormalization && slot > 0; }
-
-int gwr_q_prec_half_slot(gwr_op_id op, int slot) { return !slot_agnostic(op, slot) && !slot_float32(op, slot); }
-int gwr_q_prec_half_output(gwr_op_id op, int slot) { return !output_stays(op, slot); }
-
-/* 1 when l computes on float32 data: a float32 output, or a float32
- * input it reads as data (not Shape's). */
-static int touches_data(const gwr_layer *l) {
-    for (int i = 0; i < gwr_layer_num_inputs(l); i++) {
-        gwr_tensor *t = gwr_layer_input(l, i);
-        if (t && gwr_tensor_dtype(t) == GWR_FLOAT32 && !slot_agnostic(gwr_layer_op_id(l), i)) return 1;
-    }
-    for (int i = 0; i < gwr_layer_num_outputs(l); i++)
-        if (gwr_tensor_dtype(gwr_layer_output(l, i)) == GWR_FLOAT32) return 1;
-    return 0;
+    gwr_free(na), gwr_free(nb);
+    return rc;
 }
 
 /* ---- data ------------------------------------------------------------------ */
@@ -449,6 +265,60 @@ static int64_t mm_weight_bytes(gwr_network *net) {
     return b;
 }
 
+/* The network's float32 inputs made half (not under --keep-io), and
+ * inputs with a default value (initializers listed as inputs: weights)
+ * converted even under --keep-io. */
+static gwr_status half_inputs(gwr_network *net, const gwr_precision_options *o) {
+    gwr_status s = GWR_OK;
+    for (int k = 0; k < gwr_network_num_inputs(net) && !s; k++) {
+        gwr_tensor *t = gwr_network_input(net, k);
+        const gwr_weights *d = gwr_tensor_default(t);
+        if (gwr_tensor_dtype(t) != GWR_FLOAT32 || (o->keep_io && !d)) continue;
+        if (d) {
+            gwr_weights h;
+            gwr_buffer *b;
+            if ((s = half_weights(net, d, o->to, &h, &b))) break;
+            gwr_weights keep = h;
+            if (set_half_type(t, o->to) || gwr_tensor_set_default(t, &keep))
+                s = gwr_ir_error(net, GWR_ERR_STATE, "precision: %s", gwr_network_errmsg(net));
+            gwr_buffer_release(b);
+        } else if (set_half_type(t, o->to)) {
+            s = gwr_ir_error(net, GWR_ERR_STATE, "precision: %s", gwr_network_errmsg(net));
+        }
+    }
+
+    return s;
+}
+
+/* The outputs in the form the interface asks: a Cast takes the output's
+ * name and place. */
+static gwr_status cast_outputs(conv_ctx *c, gwr_tensor **outs, const int *out_want, int nout, gwr_dtype half) {
+    gwr_network *net = c->net;
+    gwr_status s = GWR_OK;
+    int changed = 0;
+    for (int k = 0; k < nout && !s; k++) {
+        gwr_tensor *t = outs[k];
+        if (!out_want[k] || gwr_tensor_dtype(t) == (out_want[k] == WANT_HALF ? half : GWR_FLOAT32)) continue;
+        gwr_tensor *ct = cast_of(c, t, out_want[k]);
+        if (!ct) {
+            s = gwr_ir_error(net, GWR_ERR_STATE, "precision: casting output '%s': %s", gwr_tensor_name(t),
+                             gwr_network_errmsg(net));
+            break;
+        }
+        if (swap_names(t, ct)) {
+            s = gwr_ir_error(net, GWR_ERR_NOMEM, "precision: out of memory");
+            break;
+        }
+        outs[k] = ct, changed = 1;
+    }
+    if (!s && changed) {
+        while (gwr_network_num_outputs(net)) gwr_network_unmark_output(net, gwr_network_output(net, 0));
+        for (int k = 0; k < nout && !s; k++)
+            if (gwr_network_mark_output(net, outs[k])) s = gwr_ir_error(net, GWR_ERR_STATE, "precision: %s", gwr_network_errmsg(net));
+    }
+    return s;
+}
+
 gwr_status gwr_q_prec_convert(gwr_network *net, const gwr_precision_options *o, const uint8_t *mask, int64_t nmask,
                               char *const *mask_why, gwr_quant_report *rep) {
     conv_ctx c = {.net = net, .half = o->to, .nbase = gwr_network_num_layers(net)};
@@ -469,7 +339,7 @@ gwr_status gwr_q_prec_convert(gwr_network *net, const gwr_precision_options *o, 
         const char *why = gwr_q_prec_kept_reason(l, o, rbuf, sizeof rbuf);
         if (!why && mask && i < nmask && mask[i]) why = mask_why && mask_why[i] ? mask_why[i] : "auto";
         conv[i] = !why;
-        if (rep && touches_data(l) && gwr_layer_op_id(l) != GWR_OP_Constant) {
+        if (rep && gwr_q_prec_touches_data(l) && gwr_layer_op_id(l) != GWR_OP_Constant) {
             if (why) snprintf(buf, sizeof buf, "kept float32: %s", why);
             else snprintf(buf, sizeof buf, "%s", hname);
             if (gwr_q_report_add(rep, gwr_layer_name(l), gwr_layer_op(l), buf, -1, -1)) {
@@ -486,11 +356,11 @@ gwr_status gwr_q_prec_convert(gwr_network *net, const gwr_precision_options *o, 
         gwr_op_id op = gwr_layer_op_id(l);
         for (int k = 0; k < gwr_layer_num_inputs(l); k++) {
             gwr_tensor *t = gwr_layer_input(l, k);
-            if (!t || gwr_tensor_dtype(t) != GWR_FLOAT32 || slot_agnostic(op, k)) continue;
-            int want = conv[i] && !slot_float32(op, k) ? WANT_HALF : WANT_FLOAT;
+            if (!t || gwr_tensor_dtype(t) != GWR_FLOAT32 || gwr_q_prec_slot_agnostic(op, k)) continue;
+            int want = conv[i] && !gwr_q_prec_slot_float32(op, k) ? WANT_HALF : WANT_FLOAT;
             if (rw_add(&rw, l, k, want, t)) s = gwr_ir_error(net, GWR_ERR_NOMEM, "precision: out of memory");
         }
-        if (!conv[i] && has_bodies(l)) {
+        if (!conv[i] && gwr_q_prec_has_bodies(l)) {
             for (int a = 0; a < gwr_layer_num_attrs(l) && !s; a++) {
                 const char *an = gwr_layer_attr_name(l, a);
                 gwr_network *g = NULL;
@@ -558,28 +428,11 @@ gwr_status gwr_q_prec_convert(gwr_network *net, const gwr_precision_options *o, 
         if ((s = convert_attrs(&c, l))) break;
         for (int k = 0; k < gwr_layer_num_outputs(l); k++) {
             gwr_tensor *t = gwr_layer_output(l, k);
-            if (gwr_tensor_dtype(t) == GWR_FLOAT32 && !output_stays(gwr_layer_op_id(l), k) && set_half_type(t, o->to))
+            if (gwr_tensor_dtype(t) == GWR_FLOAT32 && !gwr_q_prec_output_stays(gwr_layer_op_id(l), k) && set_half_type(t, o->to))
                 s = gwr_ir_error(net, GWR_ERR_STATE, "precision: %s", gwr_network_errmsg(net));
         }
     }
-    /* inputs with a default value (initializers listed as inputs) are
-     * weights: converted even under --keep-io */
-    for (int k = 0; k < gwr_network_num_inputs(net) && !s; k++) {
-        gwr_tensor *t = gwr_network_input(net, k);
-        const gwr_weights *d = gwr_tensor_default(t);
-        if (gwr_tensor_dtype(t) != GWR_FLOAT32 || (o->keep_io && !d)) continue;
-        if (d) {
-            gwr_weights h;
-            gwr_buffer *b;
-            if ((s = half_weights(net, d, o->to, &h, &b))) break;
-            gwr_weights keep = h;
-            if (set_half_type(t, o->to) || gwr_tensor_set_default(t, &keep))
-                s = gwr_ir_error(net, GWR_ERR_STATE, "precision: %s", gwr_network_errmsg(net));
-            gwr_buffer_release(b);
-        } else if (set_half_type(t, o->to)) {
-            s = gwr_ir_error(net, GWR_ERR_STATE, "precision: %s", gwr_network_errmsg(net));
-        }
-    }
+    if (!s) s = half_inputs(net, o);
 
     /* 4. Casts where a reader wants the other form */
     for (int64_t r = 0; r < rw.n && !s; r++) {
@@ -591,26 +444,7 @@ gwr_status gwr_q_prec_convert(gwr_network *net, const gwr_precision_options *o, 
             s = gwr_ir_error(net, GWR_ERR_STATE, "precision: casting '%s': %s", gwr_tensor_name(x->t),
                              gwr_network_errmsg(net));
     }
-    /* outputs in the form the interface asks: a Cast takes the output's
-     * name and place */
-    int changed = 0;
-    for (int k = 0; k < nout && !s; k++) {
-        gwr_tensor *t = outs[k];
-        if (!out_want[k] || gwr_tensor_dtype(t) == (out_want[k] == WANT_HALF ? o->to : GWR_FLOAT32)) continue;
-        gwr_tensor *ct = cast_of(&c, t, out_want[k]);
-        if (!ct) {
-            s = gwr_ir_error(net, GWR_ERR_STATE, "precision: casting output '%s': %s", gwr_tensor_name(t),
-                             gwr_network_errmsg(net));
-            break;
-        }
-        gwr_ir_tensor_swap_names(t, ct);
-        outs[k] = ct, changed = 1;
-    }
-    if (!s && changed) {
-        while (gwr_network_num_outputs(net)) gwr_network_unmark_output(net, gwr_network_output(net, 0));
-        for (int k = 0; k < nout && !s; k++)
-            if (gwr_network_mark_output(net, outs[k])) s = gwr_ir_error(net, GWR_ERR_STATE, "precision: %s", gwr_network_errmsg(net));
-    }
+    if (!s) s = cast_outputs(&c, outs, out_want, nout, o->to);
     gwr_free(out_want);
     if (!s) s = gwr_network_toposort(net);
     if (!s) s = drop_casts(net);

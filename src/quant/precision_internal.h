@@ -32,4 +32,17 @@ gwr_status gwr_q_prec_convert(gwr_network *net, const gwr_precision_options *o, 
  * frees) with why. net is only read (cloned for each candidate). */
 gwr_status gwr_q_prec_auto(gwr_network *net, const gwr_precision_options *o, uint8_t *mask, char **mask_why);
 
+/* What a slot wants of a value: anything, the half type, float32. */
+enum { WANT_ANY = 0, WANT_HALF, WANT_FLOAT };
+
+/* precision_ops.c: l holds If/Loop/Scan bodies; input slot `slot` of op
+ * is no data (a shape, an index) or is float32 whatever the data type
+ * (Resize's scales); output `slot` keeps its type; l computes on float32
+ * data. */
+int gwr_q_prec_has_bodies(const gwr_layer *l);
+int gwr_q_prec_slot_agnostic(gwr_op_id op, int slot);
+int gwr_q_prec_slot_float32(gwr_op_id op, int slot);
+int gwr_q_prec_output_stays(gwr_op_id op, int slot);
+int gwr_q_prec_touches_data(const gwr_layer *l);
+
 #endif

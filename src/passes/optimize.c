@@ -221,6 +221,14 @@ static gwr_status drop_unread_defaults(gwr_network *net, gwr_optimize_report *r)
     return GWR_OK;
 }
 
+/* When fuse_qdq is planned, manager arg "fuse_qdq" 1: fold_constants
+ * leaves it the quantized weights it takes (fold.c). */
+static gwr_status mark_qdq(gwr_args *args, const gwr_optimize_report *r) {
+    for (int i = 0; i < r->n; i++)
+        if (r->passes[i].label && !strcmp(r->passes[i].label, "fuse_qdq") && !r->passes[i].skipped) return gwr_args_set_int(args, "fuse_qdq", 1);
+    return GWR_OK;
+}
+
 gwr_status gwr_optimize(gwr_network *net, const gwr_optimize_options *opt, gwr_optimize_report **report) {
     static const gwr_optimize_options defaults;
     const gwr_optimize_options *o = opt ? opt : &defaults;
@@ -240,7 +248,7 @@ gwr_status gwr_optimize(gwr_network *net, const gwr_optimize_options *opt, gwr_o
                !(s = gwr_opt_bind_dims(net, o->bind, o->nbind))) {
         gwr_opt_guard *guard = gwr_opt_guard_take(net);
         r->before = gwr_network_num_live_layers(net);
-        if (!guard) s = gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_optimize: out of memory");
+        if (!guard || mark_qdq(args, r)) s = gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_optimize: out of memory");
         else if (!(s = run_to_fixpoint(m, net, args, r)) && !(s = drop_unread_defaults(net, r)))
             s = gwr_opt_guard_check(guard, net);
         r->after = gwr_network_num_live_layers(net);

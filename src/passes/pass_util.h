@@ -29,6 +29,12 @@ static inline int gwr_ps_target_contrib(gwr_rewrite_ctx *c) {
     return (gwr_match_target(c) & (GWR_TARGET_ORT | GWR_TARGET_GWR)) != 0;
 }
 
+/* fuse_qdq.c: is DequantizeLinear dq the weight's (or a Conv's int32
+ * bias's) of groups that fuse_qdq fuses, at every reader? fold_constants
+ * leaves such a one unfolded when fuse_qdq is planned (manager arg
+ * "fuse_qdq"), so that the weights reach the fusion still quantized. */
+int gwr_ps_qdq_takes(gwr_layer *dq);
+
 /* ReduceMean l reduces exactly the last axis of a rank-r input: its axes
  * attribute, or else its constant axes input (from opset 18; int64 or
  * int32), is [-1] or [r - 1] (not both, not neither). */

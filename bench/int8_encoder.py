@@ -26,12 +26,16 @@ own planning; session optimization on, the default); onnxruntime 1.31
 InferenceSession(intra_op_num_threads=1, inter_op_num_threads=1, all graph
 optimizations), one warm-up run then N runs, best and median. Both get the same
 inputs (seeded input_ids in the vocabulary, masks of ones), written as
-TensorProto files for gwr. The machine is shared: best-of-N is the figure to
-compare; the medians show the noise.
+TensorProto files for gwr. Besides wall time, CPU time per run (user +
+system: gwr's from getrusage of `--repeat N` minus `--repeat 1` over N - 1,
+onnxruntime's process time over its N runs), which a machine shared with
+other work inflates much less than wall time. Best-of-N wall time is the
+figure to compare on a quiet machine; the medians show the noise.
 """
 import argparse
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -164,21 +168,37 @@ def inputs_for(spec, seed=0):
     return feeds
 
 
+def cpu_of(args):
+    """Run args; its stdout and the user + system CPU seconds it took."""
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = p.communicate()
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return p.returncode, out, err, ru.ru_utime + ru.ru_stime
+
+
 def gwr_time(gwr, model, feeds, work, repeat):
-    args = [gwr, "run", model, "--threads", "1", "--repeat", str(repeat)]
+    """Best and median wall ms of gwr run --repeat N; CPU ms per run: (CPU
+    of --repeat N) - (CPU of --repeat 1), over N - 1 (the planning cancels)."""
+    args = [gwr, "run", model, "--threads", "1"]
     for name, v in feeds.items():
         f = os.path.join(work, name + ".pb")
         with open(f, "wb") as fh:
             fh.write(numpy_helper.from_array(v, name).SerializeToString())
         args += ["--input", f"{name}={f}"]
-    out = subprocess.run(args, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise SystemExit(f"gwr run {model} failed: {out.stderr.strip()}")
-    r = re.search(r"best ([0-9.]+) ms, median ([0-9.]+) ms", out.stdout)
-    return float(r.group(1)), float(r.group(2)), " ".join(args)
+    cpu = []
+    for n in (1, repeat):
+        c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        rc, out, err, _ = cpu_of(args + ["--repeat", str(n)])
+        c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if rc != 0:
+            raise SystemExit(f"gwr run {model} failed: {err.strip()}")
+        cpu.append((c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime))
+    r = re.search(r"best ([0-9.]+) ms, median ([0-9.]+) ms", out)
+    return float(r.group(1)), float(r.group(2)), (cpu[1] - cpu[0]) / (repeat - 1) * 1e3, " ".join(args + ["--repeat", str(repeat)])
 
 
 def ort_time(model, feeds, repeat):
+    """Best and median wall ms, and CPU ms per run (process time)."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -189,12 +209,14 @@ def ort_time(model, feeds, repeat):
     f = {k: v for k, v in feeds.items() if k in names}
     s.run(None, f)
     ts = []
+    c0 = time.process_time()
     for _ in range(repeat):
         t0 = time.perf_counter()
         s.run(None, f)
         ts.append((time.perf_counter() - t0) * 1e3)
+    cpu = (time.process_time() - c0) / repeat * 1e3
     ts.sort()
-    return ts[0], ts[len(ts) // 2]
+    return ts[0], ts[len(ts) // 2], cpu
 
 
 def main():
@@ -208,8 +230,8 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     import onnxruntime as ort
 
-    print(f"# int8 encoders, 1 thread, best/median of {a.repeat} runs (ms); onnxruntime {ort.__version__}")
-    print("| encoder | gwr int8 | gwr fp32 | ort int8 | ort fp32 | gwr int8 / gwr fp32 | gwr int8 / ort int8 |")
+    print(f"# int8 encoders, 1 thread, {a.repeat} runs; wall ms best / median, and CPU ms per run; onnxruntime {ort.__version__}")
+    print("| encoder | gwr int8 | gwr fp32 | ort int8 | ort fp32 | gwr int8 / gwr fp32 (best; CPU) | gwr int8 / ort int8 (best; CPU) |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     cmds = []
     for name, spec in ENCODERS.items():
@@ -229,11 +251,13 @@ def main():
             quantize_dynamic(fp32, q8, weight_type=QuantType.QInt8)
             print(f"# {name}: int8 by onnxruntime.quantization.quantize_dynamic(QInt8) -> {q8}")
         feeds = inputs_for(spec)
-        gi, gim, ci = gwr_time(a.gwr, q8, feeds, a.work, a.repeat)
-        gf, gfm, cf = gwr_time(a.gwr, fp32, feeds, a.work, a.repeat)
-        oi, oim = ort_time(q8, feeds, a.repeat)
-        of, ofm = ort_time(fp32, feeds, a.repeat)
-        print(f"| {name} | {gi:.2f} / {gim:.2f} | {gf:.2f} / {gfm:.2f} | {oi:.2f} / {oim:.2f} | {of:.2f} / {ofm:.2f} | {gi / gf:.2f} | {gi / oi:.2f} |")
+        gi, gim, gic, ci = gwr_time(a.gwr, q8, feeds, a.work, a.repeat)
+        gf, gfm, gfc, cf = gwr_time(a.gwr, fp32, feeds, a.work, a.repeat)
+        oi, oim, oic = ort_time(q8, feeds, a.repeat)
+        of, ofm, ofc = ort_time(fp32, feeds, a.repeat)
+        cell = lambda b, m, c: f"{b:.2f} / {m:.2f}; {c:.2f}"
+        print(f"| {name} | {cell(gi, gim, gic)} | {cell(gf, gfm, gfc)} | {cell(oi, oim, oic)} | {cell(of, ofm, ofc)} "
+              f"| {gi / gf:.2f}; {gic / gfc:.2f} | {gi / oi:.2f}; {gic / oic:.2f} |")
         cmds += [ci, cf]
     print("# gwr commands:")
     for c in cmds:

@@ -6,7 +6,10 @@
  * path's gwr_ku_igemm_f32 bit for bit. Every packing kind is run on the
  * kernel the CPU has for it and on the portable kernel
  * (gwr_ku_cnn_force_portable); the VNNI kernel itself runs only where the
- * CPU has AVX-512 VNNI (its packing is checked everywhere). */
+ * CPU has AVX-512 VNNI (its packing is checked everywhere). And
+ * DynamicQuantizeLinear's row quantization and parameters (AVX2 and
+ * portable) against the spec's rule written here with rintf. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +17,7 @@
 #include "check.h"
 #include "exec/kernels/cnn_isa.h"
 #include "exec/kernels/igemm.h"
+#include "exec/kernels/kernel_util.h"
 
 static unsigned rng = 777;
 static int n_checked, n_outliers;
@@ -125,7 +129,61 @@ TEST(igemm8_exact) {
     gwr_ku_cnn_force_portable(0);
 }
 
+/* DynamicQuantizeLinear's element rule from the spec: saturate(round(x /
+ * scale) + zp) into [0, 255], the division in float32, rounding half to
+ * even (rintf in the default mode); NaN gives 0 as onnxruntime does. */
+static int dql_ref(float x, float scale, int zp) {
+    float q = x / scale;
+    if (isnan(q)) return 0;
+    float v = rintf(q) + (float)zp;
+    return v < 0 ? 0 : v > 255 ? 255 : (int)v;
+}
+
+static void dql_cases(void) {
+    enum { N = 203 }; /* not a multiple of 8: the tail too */
+    float x[N];
+    uint8_t out[N];
+    const float scale = 0.5f;
+    for (int i = 0; i < N; i++) x[i] = ((float)(int)(urand() % 2001) - 1000.0f) / 7.0f;
+    /* ties (q = k + 0.5 both parities), zeros, NaN, infinities, huge, about 2^22 */
+    const float special[] = {0.25f, 0.75f, -0.25f, -0.75f, 1.25f, -1.25f, 0.0f, -0.0f, NAN, INFINITY, -INFINITY, 3e38f, -3e38f,
+                             0x1p21f, 0x1p21f + 0.25f, -0x1p21f - 0.25f, 63.75f, -64.25f, 127.25f, 127.75f};
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++) x[3 + 9 * i] = special[i];
+    for (int zp = 0; zp <= 255; zp += 85) {
+        gwr_ku_dql_row(x, N, scale, zp, out);
+        for (int i = 0; i < N; i++)
+            if (out[i] != dql_ref(x[i], scale, zp)) {
+                fprintf(stderr, "  dql x %g zp %d: %d, want %d\n", (double)x[i], zp, out[i], dql_ref(x[i], scale, zp));
+                CHECK(0);
+            }
+    }
+    /* the parameters: the range always holds 0, NaN is ignored */
+    float sc;
+    int zp;
+    gwr_ku_dql_params(x, N, &sc, &zp);
+    float mn = 0, mx = 0;
+    for (int i = 0; i < N; i++)
+        if (!isnan(x[i])) mn = fminf(mn, x[i]), mx = fmaxf(mx, x[i]);
+    CHECK(isinf(mx) && isinf(mn)); /* the infinities are in x: the scale is inf or NaN either way */
+    float y[N - 40];
+    for (int i = 0; i < N - 40; i++) y[i] = x[i + 40] != x[i + 40] || isinf(x[i + 40]) || fabsf(x[i + 40]) > 1e30f ? 1.0f : x[i + 40];
+    y[77] = NAN;
+    gwr_ku_dql_params(y, N - 40, &sc, &zp);
+    mn = 0, mx = 0;
+    for (int i = 0; i < N - 40; i++)
+        if (!isnan(y[i])) mn = fminf(mn, y[i]), mx = fmaxf(mx, y[i]);
+    CHECK(sc == (mx - mn) / 255.0f);
+}
+
+TEST(dql_row_and_params) {
+    dql_cases();
+    gwr_ku_cnn_force_portable(1);
+    dql_cases();
+    gwr_ku_cnn_force_portable(0);
+}
+
 int main(void) {
     RUN(igemm8_exact);
+    RUN(dql_row_and_params);
     return check_report();
 }

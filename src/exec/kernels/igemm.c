@@ -220,11 +220,11 @@ static int kind_runs(int kind) {
 }
 
 void gwr_ku_ig8b_free(gwr_ku_ig8b *p) {
-    if (p) gwr_free(p->bp), gwr_free(p->colsum), gwr_free(p->optr), gwr_free(p->orow), gwr_free(p->oval), gwr_free(p);
+    if (p) gwr_free(p->bp), gwr_free(p->colsum), gwr_free(p->optr), gwr_free(p->orow), gwr_free(p->oval), gwr_free(p->ocol), gwr_free(p);
 }
 
 /* B'[q][j] (B minus its zero point) of the int8 / uint8 B [K, N]; 0 past K. */
-static int32_t bprime(const void *b, int sgn, int K, int N, const int32_t *zp, int nzp, int q, int j) {
+static inline int32_t bprime(const void *b, int sgn, int K, int N, const int32_t *zp, int nzp, int q, int j) {
     if (q >= K) return 0;
     size_t at = (size_t)q * (size_t)N + (size_t)j;
     return (sgn ? ((const int8_t *)b)[at] : ((const uint8_t *)b)[at]) - (zp ? zp[nzp == 1 ? 0 : j] : 0);
@@ -234,7 +234,7 @@ static int32_t bprime(const void *b, int sgn, int K, int N, const int32_t *zp, i
  * within [-127, 127], and for vpmaddubsw (kind AVX2) |d0| + |d1| <= 128,
  * since 255 (|d0| + |d1|) <= 32640 is what its int16 pair sum may reach
  * without saturating; the smaller of the two is kept whole where it can. */
-static void dense_pair(int kind, int32_t v0, int32_t v1, int32_t *d0, int32_t *d1) {
+static inline void dense_pair(int kind, int32_t v0, int32_t v1, int32_t *d0, int32_t *d1) {
     *d0 = v0 < -127 ? -127 : v0 > 127 ? 127 : v0;
     *d1 = v1 < -127 ? -127 : v1 > 127 ? 127 : v1;
     int32_t m0 = *d0 < 0 ? -*d0 : *d0, m1 = *d1 < 0 ? -*d1 : *d1;
@@ -249,45 +249,48 @@ gwr_ku_ig8b *gwr_ku_ig8b_make(const void *b, int sgn, int K, int N, const int32_
     if (kind < 0) kind = vnni_cpu() ? KIND_VNNI : gwr_ku_cnn_avx2() ? KIND_AVX2 : KIND_PORTABLE;
     if (K <= 0 || N <= 0) return NULL;
     int kp = rup(K, 4), np = rup(N, NR);
-    /* the outliers first: too many and the int16 path is the faster one */
-    size_t nout = 0;
-    for (int j = 0; j < N; j++)
-        for (int q = 0; q < K; q += 2) {
-            int32_t v0 = bprime(b, sgn, K, N, zp, nzp, q, j), v1 = bprime(b, sgn, K, N, zp, nzp, q + 1, j), d0, d1;
-            dense_pair(kind, v0, v1, &d0, &d1);
-            nout += (d0 != v0) + (d1 != v1);
-        }
-    if (nout > (size_t)K * (size_t)N / 32) return NULL;
     gwr_ku_ig8b *p = gwr_calloc(1, sizeof *p);
     if (!p) return NULL;
     p->K = K, p->N = N, p->kind = kind;
+    p->optr = gwr_calloc((size_t)N + 1, sizeof *p->optr);
+    if (!p->optr) return gwr_ku_ig8b_free(p), NULL;
+    /* pass 1, row pairs over contiguous columns: the outliers per column
+     * (counted in optr[j + 1]); too many and the int16 path is the faster */
+    size_t nout = 0;
+    for (int q = 0; q < K; q += 2)
+        for (int j = 0; j < N; j++) {
+            int32_t v0 = bprime(b, sgn, K, N, zp, nzp, q, j), v1 = bprime(b, sgn, K, N, zp, nzp, q + 1, j), d0, d1;
+            dense_pair(kind, v0, v1, &d0, &d1);
+            int n = (d0 != v0) + (d1 != v1);
+            p->optr[j + 1] += n, nout += (size_t)n;
+        }
+    if (nout > (size_t)K * (size_t)N / 32) return gwr_ku_ig8b_free(p), NULL;
     p->bp = gwr_calloc((size_t)kp * (size_t)np, 1);
     p->colsum = gwr_calloc((size_t)N, sizeof *p->colsum);
-    p->optr = gwr_calloc((size_t)N + 1, sizeof *p->optr);
     p->orow = gwr_malloc((nout ? nout : 1) * sizeof *p->orow);
     p->oval = gwr_malloc((nout ? nout : 1) * sizeof *p->oval);
-    if (!p->bp || !p->colsum || !p->optr || !p->orow || !p->oval) {
-        gwr_ku_ig8b_free(p);
-        return NULL;
-    }
-    size_t o = 0;
+    p->ocol = gwr_malloc((size_t)N * sizeof *p->ocol);
+    int32_t *fill = gwr_malloc((size_t)N * sizeof *fill);
+    if (!p->bp || !p->colsum || !p->orow || !p->oval || !p->ocol || !fill) return gwr_free(fill), gwr_ku_ig8b_free(p), NULL;
     for (int j = 0; j < N; j++) {
-        uint32_t cs = 0;
-        int8_t *pan = p->bp + (size_t)(j / NR) * kp * NR;
-        int jj = j % NR, off = jj < 8 ? 4 * jj : 32 + 4 * (jj - 8);
-        p->optr[j] = (int32_t)o;
-        for (int q = 0; q < K; q += 2) {
+        if (p->optr[j + 1]) p->ocol[p->nocol++] = j;
+        p->optr[j + 1] += p->optr[j], fill[j] = p->optr[j];
+    }
+    /* pass 2: the dense part packed, the outliers listed (rows ascending), the column sums */
+    uint32_t *cs = (uint32_t *)p->colsum;
+    for (int q = 0; q < K; q += 2)
+        for (int j = 0; j < N; j++) {
             int32_t v[2] = {bprime(b, sgn, K, N, zp, nzp, q, j), bprime(b, sgn, K, N, zp, nzp, q + 1, j)}, d[2];
             dense_pair(kind, v[0], v[1], &d[0], &d[1]);
+            int8_t *pan = p->bp + (size_t)(j / NR) * kp * NR;
+            int jj = j % NR, off = jj < 8 ? 4 * jj : 32 + 4 * (jj - 8);
             for (int h = 0; h < 2 && q + h < K; h++) {
-                cs += (uint32_t)v[h];
+                cs[j] += (uint32_t)v[h];
                 pan[(size_t)((q + h) / 4) * 64 + off + (q + h) % 4] = (int8_t)d[h];
-                if (d[h] != v[h]) p->orow[o] = q + h, p->oval[o++] = v[h] - d[h];
+                if (d[h] != v[h]) p->orow[fill[j]] = q + h, p->oval[fill[j]++] = v[h] - d[h];
             }
         }
-        p->colsum[j] = (int32_t)cs;
-    }
-    p->optr[N] = (int32_t)o;
+    gwr_free(fill);
     return p;
 }
 
@@ -311,7 +314,7 @@ void gwr_ku_igemm8_pack_a_dql(const float *x, int M, int K, float scale, int zp,
     for (int i = 0; i < M; i++) {
         const float *xr = x + (size_t)i * (size_t)K;
         uint8_t *o = out + (size_t)i * kp;
-        for (int q = 0; q < K; q++) o[q] = (uint8_t)gwr_ku_dql_one(xr[q], scale, zp);
+        gwr_ku_dql_row(xr, K, scale, zp, o);
         zeff[i] = zp;
     }
 }
@@ -405,53 +408,84 @@ static uint32_t *igemm8_tiles(int M, const uint8_t *ap, const gwr_ku_ig8b *b) {
     return c;
 }
 
-/* Row i's exact sums: the dense tile values, the outliers, minus zeff[i]
- * colsum. */
-static void igemm8_row(int i, const uint8_t *ap, const int32_t *zeff, const gwr_ku_ig8b *b, const uint32_t *c, uint32_t *out) {
+/* Row i's outlier sum for column j (the entries of B' the dense part left out). */
+static uint32_t outliers(const gwr_ku_ig8b *b, const uint8_t *ar, int j) {
+    uint32_t s = 0;
+    for (int32_t o = b->optr[j]; o < b->optr[j + 1]; o++) s += (uint32_t)(ar[b->orow[o]] * b->oval[o]);
+    return s;
+}
+
+#ifdef GWR_VEC8_X86
+/* 16 columns of a row: (float)(int32)(t - z cs) * scale (scale[0] when one). */
+GWR_AVX2_FN static void row16_f32_avx2(const uint32_t *t, const uint32_t *cs, uint32_t z, const float *scale, int one, float *y) {
+    __m256i zz = _mm256_set1_epi32((int32_t)z);
+    for (int h = 0; h < 2; h++) {
+        __m256i v = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(t + 8 * h)),
+                                     _mm256_mullo_epi32(zz, _mm256_loadu_si256((const __m256i *)(cs + 8 * h))));
+        __m256 s = one ? _mm256_set1_ps(scale[0]) : _mm256_loadu_ps(scale + 8 * h);
+        _mm256_storeu_ps(y + 8 * h, _mm256_mul_ps(_mm256_cvtepi32_ps(v), s));
+    }
+}
+#endif
+
+/* Row i's exact sums, the dense tile value minus zeff[i] colsum[j] plus the
+ * outliers, each as int32 into yi (when not NULL) or as float times scale
+ * into yf. */
+static void igemm8_row(int i, const uint8_t *ap, const int32_t *zeff, const gwr_ku_ig8b *b, const uint32_t *c, int32_t *yi, float *yf,
+                       const float *scale, int nscale) {
     int kp = rup(b->K, 4), np = rup(b->N, NR), N = b->N;
     const uint8_t *ar = ap + (size_t)i * kp;
     uint32_t z = (uint32_t)zeff[i];
+    const uint32_t *cs = (const uint32_t *)b->colsum;
+#ifdef GWR_VEC8_X86
+    int avx2 = gwr_ku_cnn_avx2();
+#endif
     for (int p = 0; p < np / NR; p++) {
         const uint32_t *t = c + ((size_t)(i / MR8) * (np / NR) + p) * MR8 * NR + (i % MR8) * NR;
-        int nj = N - p * NR < NR ? N - p * NR : NR;
-        for (int j = 0; j < nj; j++) out[p * NR + j] = t[j] - z * (uint32_t)b->colsum[p * NR + j];
-    }
-    if (b->optr[N])
-        for (int j = 0; j < N; j++) {
-            uint32_t s = 0;
-            for (int32_t o = b->optr[j]; o < b->optr[j + 1]; o++) s += (uint32_t)(ar[b->orow[o]] * b->oval[o]);
-            out[j] += s;
+        int nj = N - p * NR < NR ? N - p * NR : NR, j0 = p * NR;
+#ifdef GWR_VEC8_X86
+        if (nj == NR && !yi && avx2) {
+            row16_f32_avx2(t, cs + j0, z, nscale == 1 ? scale : scale + j0, nscale == 1, yf + j0);
+            continue;
         }
+#endif
+        if (yi)
+            for (int j = 0; j < nj; j++) yi[j0 + j] = (int32_t)(t[j] - z * cs[j0 + j]);
+        else if (nscale == 1)
+            for (int j = 0; j < nj; j++) yf[j0 + j] = (float)(int32_t)(t[j] - z * cs[j0 + j]) * scale[0];
+        else
+            for (int j = 0; j < nj; j++) yf[j0 + j] = (float)(int32_t)(t[j] - z * cs[j0 + j]) * scale[j0 + j];
+    }
+    for (int32_t oc = 0; oc < b->nocol; oc++) { /* these columns again, with their outliers */
+        int j = b->ocol[oc];
+        const uint32_t *t = c + ((size_t)(i / MR8) * (np / NR) + j / NR) * MR8 * NR + (i % MR8) * NR;
+        uint32_t v = t[j % NR] - z * cs[j] + outliers(b, ar, j);
+        if (yi) yi[j] = (int32_t)v;
+        else yf[j] = (float)(int32_t)v * scale[nscale == 1 ? 0 : j];
+    }
 }
 
 int gwr_ku_igemm8(int M, const uint8_t *ap, const int32_t *zeff, const gwr_ku_ig8b *b, int32_t *y, int ldy) {
     if (M <= 0) return 0;
-    uint32_t *c = igemm8_tiles(M, ap, b), *row = gwr_malloc((size_t)b->N * sizeof *row);
-    if (!c || !row) return gwr_free(c), gwr_free(row), -1;
-    for (int i = 0; i < M; i++) {
-        igemm8_row(i, ap, zeff, b, c, row);
-        for (int j = 0; j < b->N; j++) y[(size_t)i * ldy + j] = (int32_t)row[j];
-    }
-    gwr_free(c), gwr_free(row);
+    uint32_t *c = igemm8_tiles(M, ap, b);
+    if (!c) return -1;
+    for (int i = 0; i < M; i++) igemm8_row(i, ap, zeff, b, c, y + (size_t)i * ldy, NULL, NULL, 0);
+    gwr_free(c);
     return 0;
 }
 
 int gwr_ku_igemm8_f32(int M, const uint8_t *ap, const int32_t *zeff, const gwr_ku_ig8b *b, const float *scale, int nscale,
                       const float *bias, float *y, int ldy) {
     if (M <= 0) return 0;
-    uint32_t *c = igemm8_tiles(M, ap, b), *row = gwr_malloc((size_t)b->N * sizeof *row);
-    if (!c || !row) return gwr_free(c), gwr_free(row), -1;
+    uint32_t *c = igemm8_tiles(M, ap, b);
+    if (!c) return -1;
     for (int i = 0; i < M; i++) {
         float *yr = y + (size_t)i * ldy;
-        igemm8_row(i, ap, zeff, b, c, row);
-        if (nscale == 1)
-            for (int j = 0; j < b->N; j++) yr[j] = (float)(int32_t)row[j] * scale[0];
-        else
-            for (int j = 0; j < b->N; j++) yr[j] = (float)(int32_t)row[j] * scale[j];
+        igemm8_row(i, ap, zeff, b, c, NULL, yr, scale, nscale);
         /* a loop of its own: the sum rounds the product first, as Mul then Add do */
         if (bias)
             for (int j = 0; j < b->N; j++) yr[j] += bias[j];
     }
-    gwr_free(c), gwr_free(row);
+    gwr_free(c);
     return 0;
 }

@@ -53,7 +53,8 @@ void gwr_ku_igemm_pack_a_dql(const float *x, int M, int K, float scale, int zp, 
 typedef struct gwr_ku_ig8b {
     int K, N, kind;
     int8_t *bp;
-    int32_t *colsum, *optr, *orow, *oval;
+    int32_t *colsum, *optr, *orow, *oval; /* column j's outliers: orow/oval[optr[j] .. optr[j + 1]) */
+    int32_t *ocol, nocol;                 /* the columns that have some */
 } gwr_ku_ig8b;
 gwr_ku_ig8b *gwr_ku_ig8b_make(const void *b, int sgn, int K, int N, const int32_t *zp, int nzp, int kind);
 void gwr_ku_ig8b_free(gwr_ku_ig8b *p);

@@ -69,6 +69,10 @@ static inline int gwr_ku_dql_one(float x, float scale, int zp) {
     return v >= 0.0f ? (v <= 255.0f ? (int)v : 255) : 0;
 }
 
+/* gwr_ku_dql_one over n values into out (AVX2 where the CPU has it, the
+ * same bits; quant.c). */
+void gwr_ku_dql_row(const float *x, int64_t n, float scale, int zp, uint8_t *out);
+
 /* An exact integer sum (|v| < 2^63) wrapped to int32 the way 32-bit
  * two's-complement accumulation wraps: the spec's MatMulInteger /
  * ConvInteger / QLinear* accumulators ("may overflow if and only if in 32

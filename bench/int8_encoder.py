@@ -22,7 +22,7 @@ fp32 versions, made here with onnx:
   minilm: each int8 initializer -> Cast -> Mul(constant scale) becomes the
       float32 initializer it computes.
 Timing: gwr `run --threads 1 --repeat N` (best and median of N runs after its
-own planning; session optimization on, the default); onnxruntime 1.31
+own planning; session optimization on, the default; OPENBLAS_NUM_THREADS=1); onnxruntime 1.31
 InferenceSession(intra_op_num_threads=1, inter_op_num_threads=1, all graph
 optimizations), one warm-up run then N runs, best and median. Both get the same
 inputs (seeded input_ids in the vocabulary, masks of ones), written as
@@ -170,7 +170,8 @@ def inputs_for(spec, seed=0):
 
 def cpu_of(args):
     """Run args; its stdout and the user + system CPU seconds it took."""
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     out, err = p.communicate()
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return p.returncode, out, err, ru.ru_utime + ru.ru_stime

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "igemm_ref.h"
 #include "exec/kernels/cnn_isa.h"
 #include "exec/kernels/igemm.h"
 #include "exec/kernels/kernel_util.h"
@@ -23,15 +24,6 @@ static unsigned rng = 777;
 static int n_checked, n_outliers;
 static unsigned urand(void) { return rng = rng * 1103515245u + 12345u, (rng >> 8) & 0xffffu; }
 
-static int32_t ref(const uint8_t *a, int sa, const uint8_t *b, int sb, int N, int K, int i, int j, int za, int zb) {
-    int64_t s = 0;
-    for (int q = 0; q < K; q++) {
-        int64_t x = sa ? (int8_t)a[(size_t)i * K + q] : a[(size_t)i * K + q];
-        int64_t w = sb ? (int8_t)b[(size_t)q * N + j] : b[(size_t)q * N + j];
-        s += (x - za) * (w - zb);
-    }
-    return (int32_t)(uint32_t)(uint64_t)s;
-}
 
 /* bmode 0: B' within [-64, 64]; 1: a few outliers (1 in 64) anywhere in the
  * dtype's range; 2: full range (too many outliers for kind 1 and for many

@@ -345,44 +345,37 @@ GWR_AVX2_FN static inline void store8_tile(uint32_t *c, int acc, __m256i *r) {
     }
 }
 
-#define IG8_ROW(r)                                                                                        \
+/* The u8 x s8 micro-kernel, c[MR8][16] (+)= a b, stamped for each
+ * instruction set with DOT(acc, x, b): acc plus the four u8 x s8 products
+ * of each int32 lane of x and b. */
+#define IG8_ROW(r, DOT)                                                                                     \
     memcpy(&w, a + (size_t)(r) * lda + 4 * g, 4), x = _mm256_set1_epi32(w);                                 \
-    c##r##0 = _mm256_add_epi32(c##r##0, _mm256_madd_epi16(_mm256_maddubs_epi16(x, b0), one));               \
-    c##r##1 = _mm256_add_epi32(c##r##1, _mm256_madd_epi16(_mm256_maddubs_epi16(x, b1), one));
-GWR_AVX2_FN static void kern8_avx2(int ng, const uint8_t *a, int lda, const int8_t *b, uint32_t *c, int acc) {
-    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-    const __m256i one = _mm256_set1_epi16(1);
-    for (int g = 0; g < ng; g++) {
-        __m256i b0 = _mm256_loadu_si256((const __m256i *)(b + (size_t)g * 64));
-        __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + (size_t)g * 64 + 32));
-        int32_t w;
-        __m256i x;
-        IG8_ROW(0) IG8_ROW(1) IG8_ROW(2) IG8_ROW(3)
+    c##r##0 = DOT(c##r##0, x, b0), c##r##1 = DOT(c##r##1, x, b1);
+#define IG8_KERNEL(name, ATTR, DOT)                                                                         \
+    ATTR static void name(int ng, const uint8_t *a, int lda, const int8_t *b, uint32_t *c, int acc) {       \
+        __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00; \
+        for (int g = 0; g < ng; g++) {                                                                      \
+            __m256i b0 = _mm256_loadu_si256((const __m256i *)(b + (size_t)g * 64));                          \
+            __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + (size_t)g * 64 + 32));                     \
+            int32_t w;                                                                                      \
+            __m256i x;                                                                                      \
+            IG8_ROW(0, DOT) IG8_ROW(1, DOT) IG8_ROW(2, DOT) IG8_ROW(3, DOT)                                 \
+        }                                                                                                   \
+        __m256i r[2 * MR8] = {c00, c01, c10, c11, c20, c21, c30, c31};                                      \
+        store8_tile(c, acc, r);                                                                             \
     }
-    __m256i r[2 * MR8] = {c00, c01, c10, c11, c20, c21, c30, c31};
-    store8_tile(c, acc, r);
-}
+/* AVX2: vpmaddubsw's int16 pair sums (which the packing keeps from
+ * saturating) widened and added by vpmaddwd with ones. */
+#define DOT_AVX2(acc, x, b) _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(x, b), _mm256_set1_epi16(1)))
+IG8_KERNEL(kern8_avx2, GWR_AVX2_FN, DOT_AVX2)
+/* AVX-512 VNNI on 256-bit registers (AVX512VL): vpdpbusd, exact; compiled
+ * for it and run only where __builtin_cpu_supports says the CPU has it. */
+#define DOT_VNNI(acc, x, b) _mm256_dpbusd_epi32(acc, x, b)
+IG8_KERNEL(kern8_vnni, __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni"))), DOT_VNNI)
+#undef DOT_AVX2
+#undef DOT_VNNI
+#undef IG8_KERNEL
 #undef IG8_ROW
-
-/* Compiled for AVX-512 VNNI on 256-bit registers (AVX512VL) and run only
- * where __builtin_cpu_supports says the CPU has them. */
-#define IG8V_ROW(r)                                                                                       \
-    memcpy(&w, a + (size_t)(r) * lda + 4 * g, 4), x = _mm256_set1_epi32(w);                                 \
-    c##r##0 = _mm256_dpbusd_epi32(c##r##0, x, b0), c##r##1 = _mm256_dpbusd_epi32(c##r##1, x, b1);
-__attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni"))) static void kern8_vnni(int ng, const uint8_t *a, int lda,
-                                                                                              const int8_t *b, uint32_t *c, int acc) {
-    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-    for (int g = 0; g < ng; g++) {
-        __m256i b0 = _mm256_loadu_si256((const __m256i *)(b + (size_t)g * 64));
-        __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + (size_t)g * 64 + 32));
-        int32_t w;
-        __m256i x;
-        IG8V_ROW(0) IG8V_ROW(1) IG8V_ROW(2) IG8V_ROW(3)
-    }
-    __m256i r[2 * MR8] = {c00, c01, c10, c11, c20, c21, c30, c31};
-    store8_tile(c, acc, r);
-}
-#undef IG8V_ROW
 #endif
 
 /* The dense product in tiles of MR8 x NR (tile (i, p) at (i / MR8 * np /

@@ -13,7 +13,10 @@ weights, per tensor and per channel, 8 seeded calibration samples):
        the Gemm's int8 weight transposed;
   cnn: Conv(bias) -> Relu -> MaxPool -> Conv(bias, stride 2) -> Sigmoid:
        QLinearConv twice, the int32 biases joined.
-For each:
+And written here: x -> Q -> DQ -> MatMul / Conv / Gemm(alpha 2) by a DQ'd int8 weight with a
+float output: the MatMul becomes MatMulIntegerToFloat, the Conv and the Gemm stay (must not fire),
+each against onnxruntime within 1e-5 of the output's range.
+For each quantize_static model:
   - `gwr optimize --target gwr` fires exactly as expected (op counts of the
     written file), and `--target onnx` does not fire (standard ONNX kept);
   - `gwr run` on the QDQ model (the session optimizes, target gwr: fused)
@@ -162,12 +165,55 @@ def case(d, name, build, per_channel, want):
     close(tag + ": gwr fused vs gwr --no-optimize", fusedv, raw, step)
 
 
+def handmade(d, name, op, want, absent):
+    """x -> QuantizeLinear -> DequantizeLinear -> op(., DequantizeLinear(W_q int8)) with a float
+    output (no QuantizeLinear after it), written here: MatMul fuses into MatMulIntegerToFloat
+    (want), Conv and a Gemm with alpha 2 must not fuse (absent stays). Results against
+    onnxruntime without its optimizations within 1e-5 of the output's range: float32 rounding."""
+    if op == "Conv":
+        wq = rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8)
+        xshape, attrs = [1, 3, 8, 8], {"pads": [1, 1, 1, 1]}
+    else:
+        wq = rng.integers(-127, 128, (16, 8)).astype(np.int8)
+        xshape, attrs = [5, 16], ({"alpha": 2.0} if op == "Gemm" else {})
+    inits = [nh.from_array(np.float32(0.01), "xs"), nh.from_array(np.uint8(120), "xz"), nh.from_array(wq, "wq"),
+             nh.from_array((0.002 + 0.001 * rng.random(wq.shape[0 if op == "Conv" else 1])).astype(np.float32), "ws")]
+    nodes = [h.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]), h.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             h.make_node("DequantizeLinear", ["wq", "ws"], ["wd"], axis=0 if op == "Conv" else 1),
+             h.make_node(op, ["xd", "wd"], ["y"], **attrs)]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, xshape)], [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = os.path.join(d, name + ".onnx")
+    onnx.save(m, path)
+    got = optimize(path, os.path.join(d, "gwr.onnx"), "gwr")
+    ok = all(got.get(k, 0) == v for k, v in want.items()) and got.get(absent, 0) == 1
+    print("%s: %s %s" % (name, dict(got), "ok" if ok else "FAIL (want %s and the %s kept)" % (want, absent)))
+    if not ok:
+        failures.append(name + " counts")
+    x = rng.uniform(-1, 1, xshape).astype(np.float32)
+    xin = os.path.join(d, "x.pb")
+    with open(xin, "wb") as fh:
+        fh.write(nh.from_array(x, "x").SerializeToString())
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    ref = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    y = gwr_run(path, xin, os.path.join(d, "o2"), True)
+    err = float(np.max(np.abs(y - ref)) / (np.max(np.abs(ref)) or 1))
+    print("  %s: gwr vs onnxruntime (no fusion): %.2g of the range %s" % (name, err, "ok" if err <= 1e-5 else "FAIL"))
+    if err > 1e-5:
+        failures.append(name + " values")
+
+
 def main():
     with tempfile.TemporaryDirectory() as d:
         for pc in (0, 1):
             case(d, "mlp", mlp, pc, {"QLinearMatMul": 2, "MatMulIntegerToFloat": 1})
             case(d, "mlp2", mlp2, pc, {"QLinearMatMul": 2, "MatMulIntegerToFloat": 0})
             case(d, "cnn", cnn, pc, {"QLinearConv": 2})
+        handmade(d, "matmul_float_out", "MatMul", {"MatMulIntegerToFloat": 1}, "QuantizeLinear")
+        handmade(d, "conv_float_out", "Conv", {"QLinearConv": 0, "ConvInteger": 0}, "Conv")
+        handmade(d, "gemm_alpha2", "Gemm", {"MatMulIntegerToFloat": 0, "QLinearMatMul": 0}, "Gemm")
     if failures:
         print("FAILED: " + ", ".join(failures))
         return 1

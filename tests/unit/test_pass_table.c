@@ -464,6 +464,37 @@ static gwr_network *qmm_idle(void) { return qmm_net(0, 1); }
 static gwr_network *dqmm_fires(void) { return qmm_net(1, 0); }
 static gwr_network *dqmm_idle(void) { return qmm_net(1, 1); }
 
+/* QDQ (qdq): DQ(Q(x)) and DQ(W int8 [6, 5], per column) -> MatMul -> Q -> DQ; fires:
+ * QLinearMatMul (one y step = 0.05 apart at most, within the table's 1); idle:
+ * W_q a network input, not a constant. */
+static gwr_network *qdq_net(int idle) {
+    static const int8_t w[30] = {3, -7, 12, 0, 5, -64, 9, 1, -2, 33, 8, -8, 4, 17, -30, 2, 6, -1, 60, -12, 7, 0, -5, 11, 21, -3, 14, -9, 1, 40};
+    static const float xs = 0.01f, ys = 0.05f, ws[5] = {0.01f, 0.02f, 0.015f, 0.012f, 0.03f};
+    static const uint8_t xz = 128, yz = 120;
+    int64_t wd[2] = {6, 5}, n5 = 5;
+    gwr_dim xd[2] = {4, 6}, wdd[2] = {6, 5};
+    gwr_network *net = gwr_network_new("qdq");
+    gwr_tensor *x = input(net, "x", 2, xd), *W = idle ? gwr_network_add_input(net, "wq", GWR_INT8, 2, wdd) : gwr_constant(net, GWR_INT8, 2, wd, w);
+    gwr_tensor *XS = gwr_constant(net, GWR_FLOAT32, 0, NULL, &xs), *XZ = gwr_constant(net, GWR_UINT8, 0, NULL, &xz);
+    gwr_tensor *YS = gwr_constant(net, GWR_FLOAT32, 0, NULL, &ys), *YZ = gwr_constant(net, GWR_UINT8, 0, NULL, &yz);
+    gwr_tensor *WS = gwr_constant(net, GWR_FLOAT32, 1, &n5, ws), *t[6] = {NULL};
+    gwr_tensor *q0[3] = {x, XS, XZ}, *w0[2] = {W, WS};
+    gwr_args *a = gwr_args_new();
+    int bad = !a || gwr_args_set_int(a, "axis", 1) || !gwr_op_call(net, "", "QuantizeLinear", 3, q0, NULL, 1, &t[0]);
+    gwr_tensor *d0[3] = {t[0], XS, XZ};
+    bad = bad || !gwr_op_call(net, "", "DequantizeLinear", 3, d0, NULL, 1, &t[1]) || !gwr_op_call(net, "", "DequantizeLinear", 2, w0, a, 1, &t[2]);
+    gwr_tensor *m[2] = {t[1], t[2]};
+    bad = bad || !gwr_op_call(net, "", "MatMul", 2, m, NULL, 1, &t[3]);
+    gwr_tensor *q1[3] = {t[3], YS, YZ};
+    bad = bad || !gwr_op_call(net, "", "QuantizeLinear", 3, q1, NULL, 1, &t[4]);
+    gwr_tensor *d1[3] = {t[4], YS, YZ};
+    bad = bad || !gwr_op_call(net, "", "DequantizeLinear", 3, d1, NULL, 1, &t[5]);
+    gwr_args_free(a);
+    return finish(net, bad ? NULL : t[5]);
+}
+static gwr_network *qdq_fires(void) { return qdq_net(0); }
+static gwr_network *qdq_idle(void) { return qdq_net(1); }
+
 /* Sigmoid(Relu(x) + 1); idle: the Relu also a network output (links of one) */
 static gwr_network *ew_chain(int shared) {
     gwr_dim d[2] = {3, 5};
@@ -690,6 +721,7 @@ static const pass_cases cases[] = {
     {"lower_attention", gpt_sdpa, gpt_onnx, 1, 0},
     {"merge_qkv_matmuls", qkv_fires, qkv_idle, 1, 0},
     {"fuse_elementwise_chain", ew_chain_fires, ew_chain_idle, 1, 0},
+    {"fuse_qdq", qdq_fires, qdq_idle, 1, 0},
     {"fuse_matmul_integer_to_float", qmm_fires, qmm_idle, 1, 0},
     {"fuse_dynamic_quantize_matmul", dqmm_fires, dqmm_idle, 1, 0},
 };

@@ -25,7 +25,7 @@ static int n_checked, n_outliers;
 static unsigned urand(void) { return rng = rng * 1103515245u + 12345u, (rng >> 8) & 0xffffu; }
 
 
-/* bmode 0: B' within [-64, 64]; 1: a few outliers (1 in 64) anywhere in the
+/* bmode 0: B' within [-64, 64]; 1: a few outliers (1 in 2048) anywhere in the
  * dtype's range; 2: full range (too many outliers for kind 1 and for many
  * zero points); 3: B' = 64
  * and A at its dtype's extreme everywhere (with K large the sums wrap). */
@@ -46,7 +46,7 @@ static void one_case(int M, int N, int K, int sa, int sb, int zmode, int bmode, 
         for (int j = 0; j < N; j++) {
             int v; /* B' wanted, then B = B' + zb in the dtype's range */
             if (bmode == 3) v = 64;
-            else if (bmode == 2 || (bmode == 1 && urand() % 64 == 0)) v = (sb ? (int8_t)urand() : (uint8_t)urand()) - zb[j];
+            else if (bmode == 2 || (bmode == 1 && urand() % 2048 == 0)) v = (sb ? (int8_t)urand() : (uint8_t)urand()) - zb[j];
             else v = (int)(urand() % 129) - 64;
             int w = v + zb[j], lo = sb ? -128 : 0, hi = sb ? 127 : 255;
             w = w < lo ? lo : w > hi ? hi : w;
@@ -58,11 +58,11 @@ static void one_case(int M, int N, int K, int sa, int sb, int zmode, int bmode, 
     if (zmode == 1)
         for (int i = 1; i < M; i++) za[i] = za[0];
     p = gwr_ku_ig8b_make(b, sb, K, N, zbp, nzb, kind);
-    /* more than 1/32 of B' outside what the kernel takes: no packing, the
+    /* more than 1/1024 of B' outside what the kernel takes: no packing, the
      * int16 path is left to do it. Portable and VNNI take [-127, 127]; AVX2
      * also needs |b0| + |b1| <= 128 for each pair of K of a column, and a
      * pair that fails costs one or two entries. */
-    size_t lo = 0, hi = 0, lim = (size_t)K * N / 32;
+    size_t lo = 0, hi = 0, lim = (size_t)K * N / 1024;
     for (int j = 0; j < N; j++)
         for (int q = 0; q < K; q += 2) {
             int v0 = (sb ? (int8_t)b[(size_t)q * N + j] : b[(size_t)q * N + j]) - zb[j];
@@ -114,7 +114,7 @@ static void all_cases(void) {
 
 TEST(igemm8_exact) {
     all_cases();
-    CHECK(n_checked > 600 && n_outliers > 150); /* the products ran, with and without outliers */
+    CHECK(n_checked > 600 && n_outliers > 60); /* the products ran, with and without outliers */
     fprintf(stderr, "  %d products checked, %d with outliers\n", n_checked, n_outliers);
     gwr_ku_cnn_force_portable(1);
     all_cases();

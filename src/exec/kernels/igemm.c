@@ -264,7 +264,7 @@ gwr_ku_ig8b *gwr_ku_ig8b_make(const void *b, int sgn, int K, int N, const int32_
             int n = (d0 != v0) + (d1 != v1);
             p->optr[j + 1] += n, nout += (size_t)n;
         }
-    if (nout > (size_t)K * (size_t)N / 32) return gwr_ku_ig8b_free(p), NULL;
+    if (nout > (size_t)K * (size_t)N / 1024) return gwr_ku_ig8b_free(p), NULL;
     p->bp = gwr_calloc((size_t)kp * (size_t)np, 1);
     p->colsum = gwr_calloc((size_t)N, sizeof *p->colsum);
     p->orow = gwr_malloc((nout ? nout : 1) * sizeof *p->orow);

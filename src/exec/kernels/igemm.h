@@ -47,7 +47,7 @@ void gwr_ku_igemm_pack_a_dql(const float *x, int M, int K, float scale, int zp, 
  * VNNI vpdpbusd (dense values within [-127, 127]), 1 AVX2 vpmaddubsw (also
  * |d0| + |d1| <= 128 for each pair of K of a column, the bound under which
  * its int16 pair sums cannot saturate); -1 picks the best the CPU runs.
- * NULL when out of memory or when more than 1/32 of B' has to go to the
+ * NULL when out of memory or when more than 1/1024 of B' has to go to the
  * lists (the int16 path is then the faster). A packing runs on any CPU: a
  * kernel the CPU lacks falls back to the portable one. */
 typedef struct gwr_ku_ig8b {

@@ -74,7 +74,7 @@ static int shape_known(const gwr_layer *l) {
 static int fold_match(gwr_rewrite_ctx *c, gwr_layer *l) {
     if (gwr_layer_type(l) == GWR_LAYER_CONSTANT) return gwr_rewrite_no_match(c, "already a constant");
     int64_t qdq = 0;
-    if (!gwr_args_get_int(gwr_rewrite_ctx_args(c), "fuse_qdq", &qdq) && qdq && gwr_ps_qdq_takes(l))
+    if (!gwr_args_get_int(gwr_rewrite_ctx_args(c), "fuse_qdq", &qdq) && qdq && gwr_ps_qdq_takes(l, (int)qdq))
         return gwr_rewrite_no_match(c, "a quantized weight fuse_qdq takes");
     for (const char *const *r = random_ops; *r; r++)
         if (!strcmp(gwr_layer_op(l), *r)) return gwr_rewrite_no_match(c, "a random op");

@@ -31,9 +31,14 @@
  * float32 MatMul the same value to float32 rounding of its K products and
  * sums (relative 1e-6 * K at worst, far less in practice).
  *
- * fold_constants leaves the DequantizeLinear of a constant alone where this
- * pass is planned and will take it (gwr_ps_qdq_takes, pass_util.h), so
- * that the weights reach the fusion still quantized.
+ * Two rows: fuse_qdq (MatMul, Gemm; level extended, so sessions run it)
+ * and fuse_qdq_conv (Conv; level all: gwr's QLinearConv, an int16 im2col
+ * packed per call, measured 2x slower than the float Conv the unfused chain
+ * runs, so sessions leave QDQ convolutions alone).
+ *
+ * fold_constants leaves the DequantizeLinear of a constant alone where a
+ * planned row will take it (gwr_ps_qdq_takes, pass_util.h), so that the
+ * weights reach the fusion still quantized.
  *
  * Not a rule file: Gemm's transposed weight is a new constant, and the
  * per-channel scales of the bias are compared element by element.
@@ -121,10 +126,12 @@ static int int32_bias(const gwr_layer *dqb, const gwr_layer *dqx, const gwr_laye
 
 /* Is this Conv / MatMul / Gemm the root of a group the pass fuses? NULL and
  * *p filled when so, else why not. */
-static const char *plan_of(gwr_layer *l, qdq_plan *p) {
+static const char *plan_of(gwr_layer *l, qdq_plan *p, int which) {
     memset(p, 0, sizeof *p);
     p->root = l;
     p->conv = gwr_match_is_op(l, "Conv");
+    if (p->conv && !(which & GWR_PS_QDQ_CONV)) return "Conv is fuse_qdq_conv's";
+    if (!p->conv && !(which & GWR_PS_QDQ_MATMUL)) return "MatMul and Gemm are fuse_qdq's";
     int gemm = gwr_match_is_op(l, "Gemm");
     if (!p->conv && !gemm && !gwr_match_is_op(l, "MatMul")) return "not Conv, MatMul or Gemm";
     gwr_tensor *x = in_of(l, 0), *w = in_of(l, 1);
@@ -197,10 +204,10 @@ static void drop_if_dead(gwr_layer *l) {
         gwr_layer_mark_as_removed(l);
 }
 
-static int fuse_qdq(gwr_rewrite_ctx *c, gwr_layer *l) {
+static int fuse_qdq_as(gwr_rewrite_ctx *c, gwr_layer *l, int which) {
     if (!(gwr_ps_target(c) & GWR_TARGET_GWR)) return gwr_rewrite_no_match(c, "QDQ fusion is for target gwr");
     qdq_plan p;
-    const char *why = plan_of(l, &p);
+    const char *why = plan_of(l, &p, which);
     if (why) return gwr_rewrite_no_match(c, "%s", why);
     gwr_network *net = gwr_rewrite_ctx_network(c);
     gwr_tensor *xq = in_of(p.dqx, 0), *xs = in_of(p.dqx, 1), *wq = weight_for(net, in_of(p.dqw, 0), p.trans_b);
@@ -234,7 +241,10 @@ static int fuse_qdq(gwr_rewrite_ctx *c, gwr_layer *l) {
     return 1;
 }
 
-int gwr_ps_qdq_takes(gwr_layer *dq) {
+static int fuse_qdq(gwr_rewrite_ctx *c, gwr_layer *l) { return fuse_qdq_as(c, l, GWR_PS_QDQ_MATMUL); }
+static int fuse_qdq_conv(gwr_rewrite_ctx *c, gwr_layer *l) { return fuse_qdq_as(c, l, GWR_PS_QDQ_CONV); }
+
+int gwr_ps_qdq_takes(gwr_layer *dq, int which) {
     if (!gwr_match_is_op(dq, "DequantizeLinear")) return 0;
     gwr_tensor *t = gwr_layer_output(dq, 0);
     int n = 0;
@@ -242,24 +252,36 @@ int gwr_ps_qdq_takes(gwr_layer *dq) {
         gwr_layer *r = gwr_tensor_user(t, i, NULL);
         if (!r || gwr_layer_is_removed(r)) continue;
         qdq_plan p;
-        if (plan_of(r, &p) || !(p.dqw == dq || p.dqb == dq)) return 0;
+        if (plan_of(r, &p, which) || !(p.dqw == dq || p.dqb == dq)) return 0;
         n++;
     }
     return n > 0 && gwr_tensor_output_index(t) < 0;
 }
 
-static const char *const qdq_roots[] = {"Conv", "MatMul", "Gemm", NULL};
+static const char *const qdq_roots[] = {"MatMul", "Gemm", NULL};
 const gwr_pattern_rewriter gwr_pattern_fuse_qdq = {
     .name = "fuse_qdq",
     .root_ops = qdq_roots,
     .match_and_rewrite = fuse_qdq,
 };
+static const char *const qdq_conv_roots[] = {"Conv", NULL};
+const gwr_pattern_rewriter gwr_pattern_fuse_qdq_conv = {
+    .name = "fuse_qdq_conv",
+    .root_ops = qdq_conv_roots,
+    .match_and_rewrite = fuse_qdq_conv,
+};
 
-/* ---- the pass table's row (pass_table.h) ---- */
+/* ---- the pass table's rows (pass_table.h) ---- */
 #include "passes/pass_table.h"
 
 GWR_PASS(fuse_qdq, LOWER, .pattern = &gwr_pattern_fuse_qdq, .level = GWR_LEVEL_EXTENDED, .targets = GWR_TARGET_GWR,
          .numerics = GWR_NUMERICS_APPROX, .tolerance = 1,
-         .summary = "turn DequantizeLinear(x_q) & DequantizeLinear(W_q) -> Conv/MatMul/Gemm [-> QuantizeLinear] into "
-                    "QLinearConv/QLinearMatMul or MatMulIntegerToFloat (one step of y's quantization apart, or float32 "
-                    "rounding)");
+         .summary = "turn DequantizeLinear(x_q) & DequantizeLinear(W_q) -> MatMul/Gemm [-> QuantizeLinear] into "
+                    "QLinearMatMul or MatMulIntegerToFloat (one step of y's quantization apart, or float32 rounding)");
+
+/* level all: gwr's QLinearConv (int16 im2col packed per call) is slower than
+ * its float Conv, so sessions (level extended) leave QDQ convolutions as they are */
+GWR_PASS(fuse_qdq_conv, LOWER, .pattern = &gwr_pattern_fuse_qdq_conv, .level = GWR_LEVEL_ALL, .targets = GWR_TARGET_GWR,
+         .numerics = GWR_NUMERICS_APPROX, .tolerance = 1,
+         .summary = "turn DequantizeLinear(x_q) & DequantizeLinear(W_q) -> Conv [+ int32 DQ bias] -> QuantizeLinear into "
+                    "QLinearConv (one step of y's quantization apart)");

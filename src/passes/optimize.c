@@ -13,6 +13,7 @@
 #include "gwr/optimize.h"
 #include "ir/ir_api.h"
 #include "optimize_internal.h"
+#include "passes/pass_util.h"
 #include "rewrite/rewrite_api.h"
 
 struct gwr_optimize_report {
@@ -221,12 +222,17 @@ static gwr_status drop_unread_defaults(gwr_network *net, gwr_optimize_report *r)
     return GWR_OK;
 }
 
-/* When fuse_qdq is planned, manager arg "fuse_qdq" 1: fold_constants
- * leaves it the quantized weights it takes (fold.c). */
+/* Manager arg "fuse_qdq": which of fuse_qdq / fuse_qdq_conv are planned
+ * (GWR_PS_QDQ_* bits), so that fold_constants leaves them the quantized
+ * weights they take (fold.c). */
 static gwr_status mark_qdq(gwr_args *args, const gwr_optimize_report *r) {
+    int64_t which = 0;
     for (int i = 0; i < r->n; i++)
-        if (r->passes[i].label && !strcmp(r->passes[i].label, "fuse_qdq") && !r->passes[i].skipped) return gwr_args_set_int(args, "fuse_qdq", 1);
-    return GWR_OK;
+        if (r->passes[i].label && !r->passes[i].skipped)
+            which |= !strcmp(r->passes[i].label, "fuse_qdq")        ? GWR_PS_QDQ_MATMUL
+                     : !strcmp(r->passes[i].label, "fuse_qdq_conv") ? GWR_PS_QDQ_CONV
+                                                                    : 0;
+    return which ? gwr_args_set_int(args, "fuse_qdq", which) : GWR_OK;
 }
 
 gwr_status gwr_optimize(gwr_network *net, const gwr_optimize_options *opt, gwr_optimize_report **report) {

@@ -12,17 +12,19 @@ weights, per tensor and per channel, 8 seeded calibration samples):
   mlp2: MatMul -> Gemm(transB, no bias) -> Sigmoid: QLinearMatMul twice,
        the Gemm's int8 weight transposed;
   cnn: Conv(bias) -> Relu -> MaxPool -> Conv(bias, stride 2) -> Sigmoid:
-       QLinearConv twice, the int32 biases joined.
+       QLinearConv twice, the int32 biases joined, at level all
+       (fuse_qdq_conv); at level extended, what sessions run, the Convs stay.
 And written here: x -> Q -> DQ -> MatMul / Conv / Gemm(alpha 2) by a DQ'd int8 weight with a
 float output: the MatMul becomes MatMulIntegerToFloat, the Conv and the Gemm stay (must not fire),
 each against onnxruntime within 1e-5 of the output's range.
 For each quantize_static model:
   - `gwr optimize --target gwr` fires exactly as expected (op counts of the
     written file), and `--target onnx` does not fire (standard ONNX kept);
-  - `gwr run` on the QDQ model (the session optimizes, target gwr: fused)
-    agrees with onnxruntime on the QDQ model with its graph optimizations
-    off (the DQ -> op -> Q chain as written) and with gwr --no-optimize
-    (the same chain on gwr's executor). Tolerance: the fused QLinear ops
+  - gwr's executor on the optimized file agrees with onnxruntime on the QDQ
+    model with its graph optimizations off (the DQ -> op -> Q chain as
+    written) and with gwr --no-optimize on the QDQ model (the same chain on
+    gwr's executor); and `gwr run` on the QDQ model (the session optimizes,
+    target gwr, level extended) with onnxruntime. Tolerance: the fused QLinear ops
     round the exact int32 sum once where the chain rounds float32 sums and
     then quantizes, so a quantized value may move by one step; through the
     next layers that is at most 2 steps of the output's quantization scale
@@ -96,8 +98,8 @@ def counts(path):
     return collections.Counter(n.op_type for n in onnx.load(path).graph.node)
 
 
-def optimize(src, dst, target):
-    r = subprocess.run([GWR, "optimize", src, "--target", target, "-o", dst], capture_output=True, text=True)
+def optimize(src, dst, target, level="extended"):
+    r = subprocess.run([GWR, "optimize", src, "--target", target, "--level", level, "-o", dst], capture_output=True, text=True)
     if r.returncode:
         sys.exit("gwr optimize failed: %s" % (r.stdout + r.stderr))
     return counts(dst)
@@ -133,21 +135,23 @@ def close(what, got, want, step):
         failures.append(what)
 
 
-def case(d, name, build, per_channel, want):
+def case(d, name, build, per_channel, want, level="extended"):
     m, shape = build()
     f32 = os.path.join(d, name + ".onnx")
     onnx.save(m, f32)
     q = os.path.join(d, "%s_qdq%d.onnx" % (name, per_channel))
     quantize_static(f32, q, Reader(shape), quant_format=QuantFormat.QDQ, per_channel=per_channel, activation_type=QuantType.QUInt8,
                     weight_type=QuantType.QInt8)
-    tag = "%s per-%s" % (name, "channel" if per_channel else "tensor")
-    got = optimize(q, os.path.join(d, "gwr.onnx"), "gwr")
+    tag = "%s per-%s, level %s" % (name, "channel" if per_channel else "tensor", level)
+    fused_path = os.path.join(d, "gwr.onnx")
+    got = optimize(q, fused_path, "gwr", level)
     fused = {k: got.get(k, 0) for k in want}
-    if fused != want or got.get("Conv", 0) or got.get("MatMul", 0) or got.get("Gemm", 0):
+    float_ops = {k: got.get(k, 0) for k in ("Conv", "MatMul", "Gemm")}
+    if fused != want or any(v != want.get(k, 0) for k, v in float_ops.items()):
         failures.append(tag + " counts")
-        print("  %s: gwr optimize --target gwr gave %s, want %s and no Conv/MatMul/Gemm" % (tag, dict(got), want))
+        print("  %s: gwr optimize --target gwr --level %s gave %s, want %s and no other Conv/MatMul/Gemm" % (tag, level, dict(got), want))
     onnx_counts = optimize(q, os.path.join(d, "onnx.onnx"), "onnx")
-    if any(onnx_counts.get(k, 0) for k in want):
+    if any(onnx_counts.get(k, 0) for k in ("QLinearConv", "QLinearMatMul", "MatMulIntegerToFloat")):
         failures.append(tag + " target onnx")
         print("  %s: target onnx fused: %s" % (tag, dict(onnx_counts)))
     x = rng.uniform(-1, 1, shape).astype(np.float32)
@@ -157,12 +161,14 @@ def case(d, name, build, per_channel, want):
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     ref = ort.InferenceSession(q, so, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    fusedv = gwr_run(q, xin, os.path.join(d, "o1"), True)
+    fusedv = gwr_run(fused_path, xin, os.path.join(d, "o1"), False)
+    session = gwr_run(q, xin, os.path.join(d, "o3"), True)
     raw = gwr_run(q, xin, os.path.join(d, "o0"), False)
     step = out_scale(q)
     print("%s: fused %s" % (tag, fused))
     close(tag + ": gwr fused vs onnxruntime (no fusion)", fusedv, ref, step)
     close(tag + ": gwr fused vs gwr --no-optimize", fusedv, raw, step)
+    close(tag + ": gwr run (session) vs onnxruntime", session, ref, step)
 
 
 def handmade(d, name, op, want, absent):
@@ -210,7 +216,8 @@ def main():
         for pc in (0, 1):
             case(d, "mlp", mlp, pc, {"QLinearMatMul": 2, "MatMulIntegerToFloat": 1})
             case(d, "mlp2", mlp2, pc, {"QLinearMatMul": 2, "MatMulIntegerToFloat": 0})
-            case(d, "cnn", cnn, pc, {"QLinearConv": 2})
+            case(d, "cnn", cnn, pc, {"QLinearConv": 2}, "all")
+            case(d, "cnn", cnn, pc, {"QLinearConv": 0, "Conv": 2})
         handmade(d, "matmul_float_out", "MatMul", {"MatMulIntegerToFloat": 1}, "QuantizeLinear")
         handmade(d, "conv_float_out", "Conv", {"QLinearConv": 0, "ConvInteger": 0}, "Conv")
         handmade(d, "gemm_alpha2", "Gemm", {"MatMulIntegerToFloat": 0, "QLinearMatMul": 0}, "Gemm")

@@ -116,6 +116,16 @@ def gwr_run(path, xin, out, opt):
     return nh.to_array(t)
 
 
+def reference(d, path, x):
+    """x written for gwr (its file) and onnxruntime's output on path with its optimizations off."""
+    xin = os.path.join(d, "x.pb")
+    with open(xin, "wb") as fh:
+        fh.write(nh.from_array(x, "x").SerializeToString())
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return xin, ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+
+
 def out_scale(path):
     """The scale of the DequantizeLinear that writes the model's output."""
     m = onnx.load(path)
@@ -154,13 +164,7 @@ def case(d, name, build, per_channel, want, level="extended"):
     if any(onnx_counts.get(k, 0) for k in ("QLinearConv", "QLinearMatMul", "MatMulIntegerToFloat")):
         failures.append(tag + " target onnx")
         print("  %s: target onnx fused: %s" % (tag, dict(onnx_counts)))
-    x = rng.uniform(-1, 1, shape).astype(np.float32)
-    xin = os.path.join(d, "x.pb")
-    with open(xin, "wb") as fh:
-        fh.write(nh.from_array(x, "x").SerializeToString())
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    ref = ort.InferenceSession(q, so, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    xin, ref = reference(d, q, rng.uniform(-1, 1, shape).astype(np.float32))
     fusedv = gwr_run(fused_path, xin, os.path.join(d, "o1"), False)
     session = gwr_run(q, xin, os.path.join(d, "o3"), True)
     raw = gwr_run(q, xin, os.path.join(d, "o0"), False)
@@ -197,13 +201,7 @@ def handmade(d, name, op, want, absent):
     print("%s: %s %s" % (name, dict(got), "ok" if ok else "FAIL (want %s and the %s kept)" % (want, absent)))
     if not ok:
         failures.append(name + " counts")
-    x = rng.uniform(-1, 1, xshape).astype(np.float32)
-    xin = os.path.join(d, "x.pb")
-    with open(xin, "wb") as fh:
-        fh.write(nh.from_array(x, "x").SerializeToString())
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    ref = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    xin, ref = reference(d, path, rng.uniform(-1, 1, xshape).astype(np.float32))
     y = gwr_run(path, xin, os.path.join(d, "o2"), True)
     err = float(np.max(np.abs(y - ref)) / (np.max(np.abs(ref)) or 1))
     print("  %s: gwr vs onnxruntime (no fusion): %.2g of the range %s" % (name, err, "ok" if err <= 1e-5 else "FAIL"))

@@ -464,60 +464,36 @@ static gwr_network *qmm_idle(void) { return qmm_net(0, 1); }
 static gwr_network *dqmm_fires(void) { return qmm_net(1, 0); }
 static gwr_network *dqmm_idle(void) { return qmm_net(1, 1); }
 
-/* QDQ (qdq): DQ(Q(x)) and DQ(W int8 [6, 5], per column) -> MatMul -> Q -> DQ; fires:
- * QLinearMatMul (one y step = 0.05 apart at most, within the table's 1); idle:
- * W_q a network input, not a constant. */
-static gwr_network *qdq_net(int idle) {
-    static const int8_t w[30] = {3, -7, 12, 0, 5, -64, 9, 1, -2, 33, 8, -8, 4, 17, -30, 2, 6, -1, 60, -12, 7, 0, -5, 11, 21, -3, 14, -9, 1, 40};
-    static const float xs = 0.01f, ys = 0.05f, ws[5] = {0.01f, 0.02f, 0.015f, 0.012f, 0.03f};
-    static const uint8_t xz = 128, yz = 120;
-    int64_t wd[2] = {6, 5}, n5 = 5;
-    gwr_dim xd[2] = {4, 6}, wdd[2] = {6, 5};
-    gwr_network *net = gwr_network_new("qdq");
-    gwr_tensor *x = input(net, "x", 2, xd), *W = idle ? gwr_network_add_input(net, "wq", GWR_INT8, 2, wdd) : gwr_constant(net, GWR_INT8, 2, wd, w);
-    gwr_tensor *XS = gwr_constant(net, GWR_FLOAT32, 0, NULL, &xs), *XZ = gwr_constant(net, GWR_UINT8, 0, NULL, &xz);
-    gwr_tensor *YS = gwr_constant(net, GWR_FLOAT32, 0, NULL, &ys), *YZ = gwr_constant(net, GWR_UINT8, 0, NULL, &yz);
-    gwr_tensor *WS = gwr_constant(net, GWR_FLOAT32, 1, &n5, ws), *t[6] = {NULL};
-    gwr_tensor *q0[3] = {x, XS, XZ}, *w0[2] = {W, WS};
-    gwr_args *a = gwr_args_new();
-    int bad = !a || gwr_args_set_int(a, "axis", 1) || !gwr_op_call(net, "", "QuantizeLinear", 3, q0, NULL, 1, &t[0]);
-    gwr_tensor *d0[3] = {t[0], XS, XZ};
-    bad = bad || !gwr_op_call(net, "", "DequantizeLinear", 3, d0, NULL, 1, &t[1]) || !gwr_op_call(net, "", "DequantizeLinear", 2, w0, a, 1, &t[2]);
-    gwr_tensor *m[2] = {t[1], t[2]};
-    bad = bad || !gwr_op_call(net, "", "MatMul", 2, m, NULL, 1, &t[3]);
-    gwr_tensor *q1[3] = {t[3], YS, YZ};
-    bad = bad || !gwr_op_call(net, "", "QuantizeLinear", 3, q1, NULL, 1, &t[4]);
-    gwr_tensor *d1[3] = {t[4], YS, YZ};
-    bad = bad || !gwr_op_call(net, "", "DequantizeLinear", 3, d1, NULL, 1, &t[5]);
-    gwr_args_free(a);
-    return finish(net, bad ? NULL : t[5]);
-}
-static gwr_network *qdq_fires(void) { return qdq_net(0); }
-static gwr_network *qdq_idle(void) { return qdq_net(1); }
-
-/* The same around a Conv (fuse_qdq_conv): x [1, 2, 4, 4], W int8 [3, 2, 3, 3] per
- * output channel, pads 1; fires: QLinearConv; idle: W_q a network input. */
-static gwr_network *qdq_conv_net(int idle) {
+/* QDQ: DQ(Q(x)) and DQ(W int8 per output channel) -> MatMul or Conv -> Q -> DQ.
+ * MatMul (fuse_qdq): x [4, 6], W [6, 5] per column; fires: QLinearMatMul. Conv
+ * (fuse_qdq_conv): x [1, 2, 4, 4], W [3, 2, 3, 3] per output channel, pads 1;
+ * fires: QLinearConv. One y step (0.05, 0.2) apart at most, within the table's
+ * 1. idle: W_q a network input, not a constant. */
+static gwr_network *qdq_net(int conv, int idle) {
     static int8_t w[54];
     for (int i = 0; i < 54; i++) w[i] = (int8_t)((i * 37) % 255 - 127);
-    static const float xs = 0.01f, ys = 0.2f, ws[3] = {0.01f, 0.02f, 0.015f};
+    static const float xs = 0.01f, ws[5] = {0.01f, 0.02f, 0.015f, 0.012f, 0.03f};
     static const uint8_t xz = 128, yz = 120;
     static const int64_t pads[4] = {1, 1, 1, 1};
-    int64_t wd[4] = {3, 2, 3, 3}, n3 = 3;
+    const float ys = conv ? 0.2f : 0.05f;
+    int64_t wd[4] = {3, 2, 3, 3}, nch = conv ? 3 : 5;
     gwr_dim xd[4] = {1, 2, 4, 4}, wdd[4] = {3, 2, 3, 3};
-    gwr_network *net = gwr_network_new("qdq_conv");
-    gwr_tensor *x = input(net, "x", 4, xd), *W = idle ? gwr_network_add_input(net, "wq", GWR_INT8, 4, wdd) : gwr_constant(net, GWR_INT8, 4, wd, w);
+    int rank = conv ? 4 : 2;
+    if (!conv) xd[0] = 4, xd[1] = 6, wd[0] = wdd[0] = 6, wd[1] = wdd[1] = 5;
+    gwr_network *net = gwr_network_new("qdq");
+    gwr_tensor *x = input(net, "x", rank, xd);
+    gwr_tensor *W = idle ? gwr_network_add_input(net, "wq", GWR_INT8, rank, wdd) : gwr_constant(net, GWR_INT8, rank, wd, w);
     gwr_tensor *XS = gwr_constant(net, GWR_FLOAT32, 0, NULL, &xs), *XZ = gwr_constant(net, GWR_UINT8, 0, NULL, &xz);
     gwr_tensor *YS = gwr_constant(net, GWR_FLOAT32, 0, NULL, &ys), *YZ = gwr_constant(net, GWR_UINT8, 0, NULL, &yz);
-    gwr_tensor *WS = gwr_constant(net, GWR_FLOAT32, 1, &n3, ws), *t[6] = {NULL};
+    gwr_tensor *WS = gwr_constant(net, GWR_FLOAT32, 1, &nch, ws), *t[6] = {NULL};
     gwr_tensor *q0[3] = {x, XS, XZ}, *w0[2] = {W, WS};
     gwr_args *a = gwr_args_new(), *ca = gwr_args_new();
-    int bad = !a || !ca || gwr_args_set_int(a, "axis", 0) || gwr_args_set_ints(ca, "pads", 4, pads) ||
+    int bad = !a || !ca || gwr_args_set_int(a, "axis", conv ? 0 : 1) || gwr_args_set_ints(ca, "pads", 4, pads) ||
               !gwr_op_call(net, "", "QuantizeLinear", 3, q0, NULL, 1, &t[0]);
     gwr_tensor *d0[3] = {t[0], XS, XZ};
     bad = bad || !gwr_op_call(net, "", "DequantizeLinear", 3, d0, NULL, 1, &t[1]) || !gwr_op_call(net, "", "DequantizeLinear", 2, w0, a, 1, &t[2]);
     gwr_tensor *m[2] = {t[1], t[2]};
-    bad = bad || !gwr_op_call(net, "", "Conv", 2, m, ca, 1, &t[3]);
+    bad = bad || !gwr_op_call(net, "", conv ? "Conv" : "MatMul", 2, m, conv ? ca : NULL, 1, &t[3]);
     gwr_tensor *q1[3] = {t[3], YS, YZ};
     bad = bad || !gwr_op_call(net, "", "QuantizeLinear", 3, q1, NULL, 1, &t[4]);
     gwr_tensor *d1[3] = {t[4], YS, YZ};
@@ -525,8 +501,10 @@ static gwr_network *qdq_conv_net(int idle) {
     gwr_args_free(a), gwr_args_free(ca);
     return finish(net, bad ? NULL : t[5]);
 }
-static gwr_network *qdq_conv_fires(void) { return qdq_conv_net(0); }
-static gwr_network *qdq_conv_idle(void) { return qdq_conv_net(1); }
+static gwr_network *qdq_fires(void) { return qdq_net(0, 0); }
+static gwr_network *qdq_idle(void) { return qdq_net(0, 1); }
+static gwr_network *qdq_conv_fires(void) { return qdq_net(1, 0); }
+static gwr_network *qdq_conv_idle(void) { return qdq_net(1, 1); }
 
 /* Sigmoid(Relu(x) + 1); idle: the Relu also a network output (links of one) */
 static gwr_network *ew_chain(int shared) {

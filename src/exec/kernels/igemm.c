@@ -220,7 +220,7 @@ static int kind_runs(int kind) {
 }
 
 void gwr_ku_ig8b_free(gwr_ku_ig8b *p) {
-    if (p) gwr_free(p->bp), gwr_free(p->colsum), gwr_free(p->optr), gwr_free(p->orow), gwr_free(p->oval), gwr_free(p->ocol), gwr_free(p);
+    if (p) gwr_free(p->bp), gwr_free(p->colsum), gwr_free(p->optr), gwr_free(p->orow), gwr_free(p->oval), gwr_free(p->ocol), gwr_free(p->pcol), gwr_free(p);
 }
 
 /* B'[q][j] (B minus its zero point) of the int8 / uint8 B [K, N]; 0 past K. */
@@ -270,12 +270,15 @@ gwr_ku_ig8b *gwr_ku_ig8b_make(const void *b, int sgn, int K, int N, const int32_
     p->orow = gwr_malloc((nout ? nout : 1) * sizeof *p->orow);
     p->oval = gwr_malloc((nout ? nout : 1) * sizeof *p->oval);
     p->ocol = gwr_malloc((size_t)N * sizeof *p->ocol);
+    p->pcol = gwr_malloc(((size_t)np / NR + 1) * sizeof *p->pcol);
     int32_t *fill = gwr_malloc((size_t)N * sizeof *fill);
-    if (!p->bp || !p->colsum || !p->orow || !p->oval || !p->ocol || !fill) return gwr_free(fill), gwr_ku_ig8b_free(p), NULL;
+    if (!p->bp || !p->colsum || !p->orow || !p->oval || !p->ocol || !p->pcol || !fill) return gwr_free(fill), gwr_ku_ig8b_free(p), NULL;
     for (int j = 0; j < N; j++) {
+        if (j % NR == 0) p->pcol[j / NR] = p->nocol;
         if (p->optr[j + 1]) p->ocol[p->nocol++] = j;
         p->optr[j + 1] += p->optr[j], fill[j] = p->optr[j];
     }
+    p->pcol[np / NR] = p->nocol;
     /* pass 2: the dense part packed, the outliers listed (rows ascending), the column sums */
     uint32_t *cs = (uint32_t *)p->colsum;
     for (int q = 0; q < K; q += 2)
@@ -378,27 +381,17 @@ IG8_KERNEL(kern8_vnni, __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl
 #undef IG8_ROW
 #endif
 
-/* The dense product in tiles of MR8 x NR (tile (i, p) at (i / MR8 * np /
- * NR + p) * MR8 * NR), malloc'd; NULL when out of memory. */
-static uint32_t *igemm8_tiles(int M, const uint8_t *ap, const gwr_ku_ig8b *b) {
-    int kp = rup(b->K, 4), ng = kp / 4, mp = rup(M, MR8), np = rup(b->N, NR);
-    uint32_t *c = gwr_malloc((size_t)mp * (size_t)np * sizeof *c);
-    if (!c) return NULL;
-    void (*kern)(int, const uint8_t *, int, const int8_t *, uint32_t *, int) = kern8_c;
+typedef void (*kern8_fn)(int, const uint8_t *, int, const int8_t *, uint32_t *, int);
+
+static kern8_fn kern8_for(const gwr_ku_ig8b *b) {
 #ifdef GWR_VEC8_X86
     int run = kind_runs(b->kind);
-    if (run == KIND_AVX2) kern = kern8_avx2;
-    if (run == KIND_VNNI) kern = kern8_vnni;
+    if (run == KIND_AVX2) return kern8_avx2;
+    if (run == KIND_VNNI) return kern8_vnni;
+#else
+    (void)b;
 #endif
-    for (int g0 = 0; g0 < ng; g0 += KCG) {
-        int n = ng - g0 < KCG ? ng - g0 : KCG;
-        for (int p = 0; p < np / NR; p++) {
-            const int8_t *bpan = b->bp + (size_t)p * kp * NR + (size_t)g0 * 64;
-            for (int i = 0; i < mp; i += MR8)
-                kern(n, ap + (size_t)i * kp + 4 * (size_t)g0, kp, bpan, c + ((size_t)(i / MR8) * (np / NR) + p) * MR8 * NR, g0 > 0);
-        }
-    }
-    return c;
+    return kern8_c;
 }
 
 /* Row i's outlier sum for column j (the entries of B' the dense part left out). */
@@ -421,64 +414,94 @@ GWR_AVX2_FN static void row16_f32_avx2(const uint32_t *t, const uint32_t *cs, ui
 }
 #endif
 
-/* Row i's exact sums, the dense tile value minus zeff[i] colsum[j] plus the
- * outliers, each as int32 into yi (when not NULL) or as float times scale
- * into yf. */
-static void igemm8_row(int i, const uint8_t *ap, const int32_t *zeff, const gwr_ku_ig8b *b, const uint32_t *c, int32_t *yi, float *yf,
-                       const float *scale, int nscale) {
-    int kp = rup(b->K, 4), np = rup(b->N, NR), N = b->N;
-    const uint8_t *ar = ap + (size_t)i * kp;
-    uint32_t z = (uint32_t)zeff[i];
-    const uint32_t *cs = (const uint32_t *)b->colsum;
+/* Where a product goes: int32 sums into yi, or float sums times scale into yf. */
+typedef struct out8 {
+    int M, ldy, nscale, avx2;
+    const uint8_t *ap;
+    const int32_t *zeff;
+    const gwr_ku_ig8b *b;
+    int32_t *yi;
+    float *yf;
+    const float *scale;
+} out8;
+
+/* Tile (i0, p) of the dense product (MR8 rows x NR columns; its values are
+ * changed) written out: the outliers of the panel's columns added, minus
+ * zeff[i] colsum[j], as int32 or converted and scaled. */
+static void tile_out(const out8 *o, int i0, int p, uint32_t *t) {
+    const gwr_ku_ig8b *b = o->b;
+    int kp = rup(b->K, 4), N = b->N, j0 = p * NR, nj = N - j0 < NR ? N - j0 : NR;
+    const uint32_t *cs = (const uint32_t *)b->colsum + j0;
+    const float *sc = o->nscale == 1 ? o->scale : o->scale ? o->scale + j0 : NULL;
+    for (int r = 0; r < MR8 && i0 + r < o->M; r++) {
+        int i = i0 + r;
+        uint32_t *tr = t + r * NR, z = (uint32_t)o->zeff[i];
+        const uint8_t *ar = o->ap + (size_t)i * kp;
+        for (int32_t oc = b->pcol[p]; oc < b->pcol[p + 1]; oc++) tr[b->ocol[oc] - j0] += outliers(b, ar, b->ocol[oc]);
+        if (o->yi) {
+            int32_t *y = o->yi + (size_t)i * o->ldy + j0;
+            for (int j = 0; j < nj; j++) y[j] = (int32_t)(tr[j] - z * cs[j]);
+            continue;
+        }
+        float *y = o->yf + (size_t)i * o->ldy + j0;
 #ifdef GWR_VEC8_X86
-    int avx2 = gwr_ku_cnn_avx2();
-#endif
-    for (int p = 0; p < np / NR; p++) {
-        const uint32_t *t = c + ((size_t)(i / MR8) * (np / NR) + p) * MR8 * NR + (i % MR8) * NR;
-        int nj = N - p * NR < NR ? N - p * NR : NR, j0 = p * NR;
-#ifdef GWR_VEC8_X86
-        if (nj == NR && !yi && avx2) {
-            row16_f32_avx2(t, cs + j0, z, nscale == 1 ? scale : scale + j0, nscale == 1, yf + j0);
+        if (nj == NR && o->avx2) {
+            row16_f32_avx2(tr, cs, z, sc, o->nscale == 1, y);
             continue;
         }
 #endif
-        if (yi)
-            for (int j = 0; j < nj; j++) yi[j0 + j] = (int32_t)(t[j] - z * cs[j0 + j]);
-        else if (nscale == 1)
-            for (int j = 0; j < nj; j++) yf[j0 + j] = (float)(int32_t)(t[j] - z * cs[j0 + j]) * scale[0];
-        else
-            for (int j = 0; j < nj; j++) yf[j0 + j] = (float)(int32_t)(t[j] - z * cs[j0 + j]) * scale[j0 + j];
+        for (int j = 0; j < nj; j++) y[j] = (float)(int32_t)(tr[j] - z * cs[j]) * sc[o->nscale == 1 ? 0 : j];
     }
-    for (int32_t oc = 0; oc < b->nocol; oc++) { /* these columns again, with their outliers */
-        int j = b->ocol[oc];
-        const uint32_t *t = c + ((size_t)(i / MR8) * (np / NR) + j / NR) * MR8 * NR + (i % MR8) * NR;
-        uint32_t v = t[j % NR] - z * cs[j] + outliers(b, ar, j);
-        if (yi) yi[j] = (int32_t)v;
-        else yf[j] = (float)(int32_t)v * scale[nscale == 1 ? 0 : j];
+}
+
+/* The product written out through tile_out. K within one block (the
+ * encoders' K <= 512): each tile written out as the kernel leaves it, no
+ * buffer of the whole product; else in tiles of a buffer across the K
+ * blocks (tile (i, p) at (i / MR8 * np / NR + p) * MR8 * NR). -1 when out of
+ * memory. */
+static int igemm8_run(const out8 *o) {
+    const gwr_ku_ig8b *b = o->b;
+    int kp = rup(b->K, 4), ng = kp / 4, mp = rup(o->M, MR8), np = rup(b->N, NR);
+    kern8_fn kern = kern8_for(b);
+    if (ng <= KCG) {
+        uint32_t t[MR8 * NR];
+        for (int p = 0; p < np / NR; p++)
+            for (int i = 0; i < mp; i += MR8) {
+                kern(ng, o->ap + (size_t)i * kp, kp, b->bp + (size_t)p * kp * NR, t, 0);
+                tile_out(o, i, p, t);
+            }
+        return 0;
     }
+    uint32_t *c = gwr_malloc((size_t)mp * (size_t)np * sizeof *c);
+    if (!c) return -1;
+    for (int g0 = 0; g0 < ng; g0 += KCG) {
+        int n = ng - g0 < KCG ? ng - g0 : KCG;
+        for (int p = 0; p < np / NR; p++) {
+            const int8_t *bpan = b->bp + (size_t)p * kp * NR + (size_t)g0 * 64;
+            for (int i = 0; i < mp; i += MR8)
+                kern(n, o->ap + (size_t)i * kp + 4 * (size_t)g0, kp, bpan, c + ((size_t)(i / MR8) * (np / NR) + p) * MR8 * NR, g0 > 0);
+        }
+    }
+    for (int i = 0; i < mp; i += MR8)
+        for (int p = 0; p < np / NR; p++) tile_out(o, i, p, c + ((size_t)(i / MR8) * (np / NR) + p) * MR8 * NR);
+    gwr_free(c);
+    return 0;
 }
 
 int gwr_ku_igemm8(int M, const uint8_t *ap, const int32_t *zeff, const gwr_ku_ig8b *b, int32_t *y, int ldy) {
     if (M <= 0) return 0;
-    uint32_t *c = igemm8_tiles(M, ap, b);
-    if (!c) return -1;
-    for (int i = 0; i < M; i++) igemm8_row(i, ap, zeff, b, c, y + (size_t)i * ldy, NULL, NULL, 0);
-    gwr_free(c);
-    return 0;
+    out8 o = {.M = M, .ldy = ldy, .ap = ap, .zeff = zeff, .b = b, .yi = y};
+    return igemm8_run(&o);
 }
 
 int gwr_ku_igemm8_f32(int M, const uint8_t *ap, const int32_t *zeff, const gwr_ku_ig8b *b, const float *scale, int nscale,
                       const float *bias, float *y, int ldy) {
     if (M <= 0) return 0;
-    uint32_t *c = igemm8_tiles(M, ap, b);
-    if (!c) return -1;
-    for (int i = 0; i < M; i++) {
-        float *yr = y + (size_t)i * ldy;
-        igemm8_row(i, ap, zeff, b, c, NULL, yr, scale, nscale);
-        /* a loop of its own: the sum rounds the product first, as Mul then Add do */
-        if (bias)
-            for (int j = 0; j < b->N; j++) yr[j] += bias[j];
-    }
-    gwr_free(c);
+    out8 o = {.M = M, .ldy = ldy, .nscale = nscale, .avx2 = gwr_ku_cnn_avx2(), .ap = ap, .zeff = zeff, .b = b, .yf = y, .scale = scale};
+    if (igemm8_run(&o)) return -1;
+    /* a pass of its own: the sum rounds the product first, as Mul then Add do */
+    if (bias)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < b->N; j++) y[(size_t)i * ldy + j] += bias[j];
     return 0;
 }

@@ -54,7 +54,8 @@ typedef struct gwr_ku_ig8b {
     int K, N, kind;
     int8_t *bp;
     int32_t *colsum, *optr, *orow, *oval; /* column j's outliers: orow/oval[optr[j] .. optr[j + 1]) */
-    int32_t *ocol, nocol;                 /* the columns that have some */
+    int32_t *ocol, nocol;                 /* the columns that have some, ascending */
+    int32_t *pcol;                        /* panel p's (16 columns) among them: ocol[pcol[p] .. pcol[p + 1]) */
 } gwr_ku_ig8b;
 gwr_ku_ig8b *gwr_ku_ig8b_make(const void *b, int sgn, int K, int N, const int32_t *zp, int nzp, int kind);
 void gwr_ku_ig8b_free(gwr_ku_ig8b *p);

@@ -8,7 +8,9 @@
  * layers with subgraphs, plugins and ops without a kernel, and outputs over
  * the size limit (manager arg fold_max_bytes, default 16 MiB), so that a
  * Tile or a ConstantOfShape cannot blow a model up: when the output types
- * are known the limit is checked before anything runs.
+ * are known the limit is checked before anything runs. Nor the
+ * DequantizeLinear of a quantized weight that fuse_qdq will fuse, when it
+ * is planned (manager arg "fuse_qdq", gwr_ps_qdq_takes).
  *
  * Not a rule file: it runs the executor's kernel of any op whose inputs are all constants; there is
  * no pattern, only the test 'every input constant'.
@@ -18,6 +20,7 @@
 
 #include "gwr/exec.h"
 #include "gwr/passes.h"
+#include "passes/pass_util.h"
 #include "util/util.h"
 
 #define DEFAULT_MAX_BYTES ((int64_t)16 << 20)
@@ -70,6 +73,9 @@ static int shape_known(const gwr_layer *l) {
 
 static int fold_match(gwr_rewrite_ctx *c, gwr_layer *l) {
     if (gwr_layer_type(l) == GWR_LAYER_CONSTANT) return gwr_rewrite_no_match(c, "already a constant");
+    int64_t qdq = 0;
+    if (!gwr_args_get_int(gwr_rewrite_ctx_args(c), "fuse_qdq", &qdq) && qdq && gwr_ps_qdq_takes(l, (int)qdq))
+        return gwr_rewrite_no_match(c, "a quantized weight fuse_qdq takes");
     for (const char *const *r = random_ops; *r; r++)
         if (!strcmp(gwr_layer_op(l), *r)) return gwr_rewrite_no_match(c, "a random op");
     for (int a = 0; a < gwr_layer_num_attrs(l); a++)

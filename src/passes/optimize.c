@@ -13,6 +13,7 @@
 #include "gwr/optimize.h"
 #include "ir/ir_api.h"
 #include "optimize_internal.h"
+#include "passes/pass_util.h"
 #include "rewrite/rewrite_api.h"
 
 struct gwr_optimize_report {
@@ -221,6 +222,19 @@ static gwr_status drop_unread_defaults(gwr_network *net, gwr_optimize_report *r)
     return GWR_OK;
 }
 
+/* Manager arg "fuse_qdq": which of fuse_qdq / fuse_qdq_conv are planned
+ * (GWR_PS_QDQ_* bits), so that fold_constants leaves them the quantized
+ * weights they take (fold.c). */
+static gwr_status mark_qdq(gwr_args *args, const gwr_optimize_report *r) {
+    int64_t which = 0;
+    for (int i = 0; i < r->n; i++)
+        if (r->passes[i].label && !r->passes[i].skipped)
+            which |= !strcmp(r->passes[i].label, "fuse_qdq")        ? GWR_PS_QDQ_MATMUL
+                     : !strcmp(r->passes[i].label, "fuse_qdq_conv") ? GWR_PS_QDQ_CONV
+                                                                    : 0;
+    return which ? gwr_args_set_int(args, "fuse_qdq", which) : GWR_OK;
+}
+
 gwr_status gwr_optimize(gwr_network *net, const gwr_optimize_options *opt, gwr_optimize_report **report) {
     static const gwr_optimize_options defaults;
     const gwr_optimize_options *o = opt ? opt : &defaults;
@@ -240,7 +254,7 @@ gwr_status gwr_optimize(gwr_network *net, const gwr_optimize_options *opt, gwr_o
                !(s = gwr_opt_bind_dims(net, o->bind, o->nbind))) {
         gwr_opt_guard *guard = gwr_opt_guard_take(net);
         r->before = gwr_network_num_live_layers(net);
-        if (!guard) s = gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_optimize: out of memory");
+        if (!guard || mark_qdq(args, r)) s = gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_optimize: out of memory");
         else if (!(s = run_to_fixpoint(m, net, args, r)) && !(s = drop_unread_defaults(net, r)))
             s = gwr_opt_guard_check(guard, net);
         r->after = gwr_network_num_live_layers(net);

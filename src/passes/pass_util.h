@@ -29,6 +29,14 @@ static inline int gwr_ps_target_contrib(gwr_rewrite_ctx *c) {
     return (gwr_match_target(c) & (GWR_TARGET_ORT | GWR_TARGET_GWR)) != 0;
 }
 
+/* fuse_qdq.c: is DequantizeLinear dq the weight's (or a Conv's int32
+ * bias's) of groups that the planned rows `which` (GWR_PS_QDQ_*) fuse, at
+ * every reader? fold_constants leaves such a one unfolded (manager arg
+ * "fuse_qdq": which rows gwr_optimize planned), so that the weights reach
+ * the fusion still quantized. */
+enum { GWR_PS_QDQ_MATMUL = 1, GWR_PS_QDQ_CONV = 2 };
+int gwr_ps_qdq_takes(gwr_layer *dq, int which);
+
 /* ReduceMean l reduces exactly the last axis of a rank-r input: its axes
  * attribute, or else its constant axes input (from opset 18; int64 or
  * int32), is [-1] or [r - 1] (not both, not neither). */

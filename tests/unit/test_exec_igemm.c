@@ -11,23 +11,13 @@
 #include <string.h>
 
 #include "check.h"
+#include "igemm_ref.h"
 #include "exec/kernels/cnn_isa.h"
 #include "exec/kernels/igemm.h"
 #include "gwr/gwr.h"
 
 static unsigned rng = 12345;
 static unsigned urand(void) { return rng = rng * 1103515245u + 12345u, (rng >> 8) & 0xffffu; }
-
-/* The reference: (a - za) (b - zb) summed in int64, then wrapped to int32. */
-static int32_t ref(const uint8_t *a, int sa, const uint8_t *b, int sb, int N, int K, int i, int j, int za, int zb) {
-    int64_t s = 0;
-    for (int q = 0; q < K; q++) {
-        int64_t x = sa ? (int8_t)a[(size_t)i * K + q] : a[(size_t)i * K + q];
-        int64_t w = sb ? (int8_t)b[(size_t)q * N + j] : b[(size_t)q * N + j];
-        s += (x - za) * (w - zb);
-    }
-    return (int32_t)(uint32_t)(uint64_t)s;
-}
 
 /* zmode 0: no zero points; 1: scalars; 2: per row of A and column of B. */
 static void one_case(int M, int N, int K, int sa, int sb, int zmode, int fill255) {

@@ -464,6 +464,48 @@ static gwr_network *qmm_idle(void) { return qmm_net(0, 1); }
 static gwr_network *dqmm_fires(void) { return qmm_net(1, 0); }
 static gwr_network *dqmm_idle(void) { return qmm_net(1, 1); }
 
+/* QDQ: DQ(Q(x)) and DQ(W int8 per output channel) -> MatMul or Conv -> Q -> DQ.
+ * MatMul (fuse_qdq): x [4, 6], W [6, 5] per column; fires: QLinearMatMul. Conv
+ * (fuse_qdq_conv): x [1, 2, 4, 4], W [3, 2, 3, 3] per output channel, pads 1;
+ * fires: QLinearConv. One y step (0.05, 0.2) apart at most, within the table's
+ * 1. idle: W_q a network input, not a constant. */
+static gwr_network *qdq_net(int conv, int idle) {
+    static int8_t w[54];
+    for (int i = 0; i < 54; i++) w[i] = (int8_t)((i * 37) % 255 - 127);
+    static const float xs = 0.01f, ws[5] = {0.01f, 0.02f, 0.015f, 0.012f, 0.03f};
+    static const uint8_t xz = 128, yz = 120;
+    static const int64_t pads[4] = {1, 1, 1, 1};
+    const float ys = conv ? 0.2f : 0.05f;
+    int64_t wd[4] = {3, 2, 3, 3}, nch = conv ? 3 : 5;
+    gwr_dim xd[4] = {1, 2, 4, 4}, wdd[4] = {3, 2, 3, 3};
+    int rank = conv ? 4 : 2;
+    if (!conv) xd[0] = 4, xd[1] = 6, wd[0] = wdd[0] = 6, wd[1] = wdd[1] = 5;
+    gwr_network *net = gwr_network_new("qdq");
+    gwr_tensor *x = input(net, "x", rank, xd);
+    gwr_tensor *W = idle ? gwr_network_add_input(net, "wq", GWR_INT8, rank, wdd) : gwr_constant(net, GWR_INT8, rank, wd, w);
+    gwr_tensor *XS = gwr_constant(net, GWR_FLOAT32, 0, NULL, &xs), *XZ = gwr_constant(net, GWR_UINT8, 0, NULL, &xz);
+    gwr_tensor *YS = gwr_constant(net, GWR_FLOAT32, 0, NULL, &ys), *YZ = gwr_constant(net, GWR_UINT8, 0, NULL, &yz);
+    gwr_tensor *WS = gwr_constant(net, GWR_FLOAT32, 1, &nch, ws), *t[6] = {NULL};
+    gwr_tensor *q0[3] = {x, XS, XZ}, *w0[2] = {W, WS};
+    gwr_args *a = gwr_args_new(), *ca = gwr_args_new();
+    int bad = !a || !ca || gwr_args_set_int(a, "axis", conv ? 0 : 1) || gwr_args_set_ints(ca, "pads", 4, pads) ||
+              !gwr_op_call(net, "", "QuantizeLinear", 3, q0, NULL, 1, &t[0]);
+    gwr_tensor *d0[3] = {t[0], XS, XZ};
+    bad = bad || !gwr_op_call(net, "", "DequantizeLinear", 3, d0, NULL, 1, &t[1]) || !gwr_op_call(net, "", "DequantizeLinear", 2, w0, a, 1, &t[2]);
+    gwr_tensor *m[2] = {t[1], t[2]};
+    bad = bad || !gwr_op_call(net, "", conv ? "Conv" : "MatMul", 2, m, conv ? ca : NULL, 1, &t[3]);
+    gwr_tensor *q1[3] = {t[3], YS, YZ};
+    bad = bad || !gwr_op_call(net, "", "QuantizeLinear", 3, q1, NULL, 1, &t[4]);
+    gwr_tensor *d1[3] = {t[4], YS, YZ};
+    bad = bad || !gwr_op_call(net, "", "DequantizeLinear", 3, d1, NULL, 1, &t[5]);
+    gwr_args_free(a), gwr_args_free(ca);
+    return finish(net, bad ? NULL : t[5]);
+}
+static gwr_network *qdq_fires(void) { return qdq_net(0, 0); }
+static gwr_network *qdq_idle(void) { return qdq_net(0, 1); }
+static gwr_network *qdq_conv_fires(void) { return qdq_net(1, 0); }
+static gwr_network *qdq_conv_idle(void) { return qdq_net(1, 1); }
+
 /* Sigmoid(Relu(x) + 1); idle: the Relu also a network output (links of one) */
 static gwr_network *ew_chain(int shared) {
     gwr_dim d[2] = {3, 5};
@@ -690,6 +732,8 @@ static const pass_cases cases[] = {
     {"lower_attention", gpt_sdpa, gpt_onnx, 1, 0},
     {"merge_qkv_matmuls", qkv_fires, qkv_idle, 1, 0},
     {"fuse_elementwise_chain", ew_chain_fires, ew_chain_idle, 1, 0},
+    {"fuse_qdq", qdq_fires, qdq_idle, 1, 0},
+    {"fuse_qdq_conv", qdq_conv_fires, qdq_conv_idle, 1, 0},
     {"fuse_matmul_integer_to_float", qmm_fires, qmm_idle, 1, 0},
     {"fuse_dynamic_quantize_matmul", dqmm_fires, dqmm_idle, 1, 0},
 };

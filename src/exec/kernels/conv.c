@@ -723,7 +723,10 @@ static int conv_integer_igemm(gwr_kctx *k, const cprob *p, const gwr_value *x, c
     if (!zw || !xs || !col || !bp || !ap) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     else {
         for (int64_t m = 0; m < p->M; m++) zw[m] = !wzp ? 0 : (int32_t)gwr_ku_q8(wzp, wzp->numel == 1 ? 0 : m);
-        for (int64_t i = 0; i < x->numel; i++) xs[i] = (int16_t)((int32_t)gwr_ku_q8(x, i) - zx);
+        if (x->dtype == GWR_INT8)
+            for (int64_t i = 0; i < x->numel; i++) xs[i] = (int16_t)(((const int8_t *)x->data)[i] - zx);
+        else
+            for (int64_t i = 0; i < x->numel; i++) xs[i] = (int16_t)(((const uint8_t *)x->data)[i] - zx);
         size_t asz = gwr_ku_igemm_a_size((int)Mg, (int)rows), wsz = gwr_dtype_size(w->dtype);
         for (int64_t gi = 0; gi < G; gi++)
             gwr_ku_igemm_pack_a((const char *)w->data + (size_t)(gi * Mg * rows) * wsz, w->dtype == GWR_INT8, (int)Mg, (int)rows,
@@ -795,30 +798,44 @@ static gwr_status k_qlinear_conv(gwr_kctx *k) {
         return gwr_k_fail(k, GWR_ERR_INVALID_ARG, "B must be int32 of shape [%lld]", (long long)p.M);
     gwr_value *y = gwr_k_out(k, 0, yzp->dtype, p.rank, p.ydims);
     if (!y) return GWR_ERR_NOMEM;
-    double *xd, *wd, *yd = gwr_malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yd);
-    if (!yd) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
-    if ((st = q_operands(k, x, xzp, w, wzp, p.M, &xd, &wd))) {
+    if (!y->numel) return GWR_OK;
+    /* the exact int32 sums: igemm.c's product where the sizes fit it, else float64 (exact too) */
+    int32_t *acc = gwr_malloc((size_t)y->numel * sizeof *acc);
+    if (!acc) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+    int fast = conv_integer_igemm(k, &p, x, xzp, w, wzp, acc);
+    if (fast > 0) st = (gwr_status)fast;
+    else if (fast < 0) {
+        double *xd, *wd, *yd = gwr_malloc((size_t)y->numel * sizeof *yd);
+        if (!yd) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+        else if (!(st = q_operands(k, x, xzp, w, wzp, p.M, &xd, &wd))) {
+            if (!(st = conv_run(k, &OPS_F64, &p, xd, wd, NULL, yd, NULL, NULL)))
+                for (int64_t i = 0; i < y->numel; i++) acc[i] = gwr_ku_wrap_i32(yd[i]);
+            gwr_free(xd), gwr_free(wd);
+        }
         gwr_free(yd);
-        return st;
     }
-    if (!(st = conv_run(k, &OPS_F64, &p, xd, wd, NULL, yd, NULL, NULL))) {
-        /* the int32 accumulator (sum plus bias) times x_scale * w_scale /
-         * y_scale, in float32; a zero y_scale saturates (NaN: 0 / 0 gives the
-         * low end) */
+    if (!st) {
+        /* the int32 accumulator (sum plus bias, wrapping) times x_scale *
+         * w_scale / y_scale, in float32; a zero y_scale saturates (NaN: 0 / 0
+         * gives the low end) */
         float xsc = ((const float *)xs->data)[0], ysc = ((const float *)ys->data)[0];
         double zy = gwr_ku_q8(yzp, 0), lo, hi;
         gwr_ku_qrange(yzp->dtype, &lo, &hi);
-        int64_t plane = p.YS;
-        for (int64_t i = 0; i < y->numel; i++) {
-            int64_t m = p.M ? (i / plane) % p.M : 0;
+        int64_t plane = p.YS, nplanes = plane ? y->numel / plane : 0;
+        for (int64_t pl = 0; pl < nplanes; pl++) { /* one output channel's plane: one scale, one bias */
+            int64_t m = pl % p.M;
             float scale = xsc * ((const float *)ws->data)[ws->numel == 1 ? 0 : m] / ysc;
-            double acc = yd[i] + (b ? (double)((const int32_t *)b->data)[m] : 0.0);
-            double q = gwr_ku_requant(gwr_ku_wrap_i32(acc), scale, zy, lo, hi);
-            if (y->dtype == GWR_INT8) ((int8_t *)y->data)[i] = (int8_t)q;
-            else ((uint8_t *)y->data)[i] = (uint8_t)q;
+            uint32_t bm = b ? (uint32_t)((const int32_t *)b->data)[m] : 0u;
+            const int32_t *ar = acc + pl * plane;
+            if (y->dtype == GWR_INT8)
+                for (int64_t i = 0; i < plane; i++)
+                    ((int8_t *)y->data)[pl * plane + i] = (int8_t)gwr_ku_requant8((int32_t)((uint32_t)ar[i] + bm), scale, (float)zy, -128.0f, 127.0f);
+            else
+                for (int64_t i = 0; i < plane; i++)
+                    ((uint8_t *)y->data)[pl * plane + i] = (uint8_t)gwr_ku_requant8((int32_t)((uint32_t)ar[i] + bm), scale, (float)zy, 0.0f, 255.0f);
         }
     }
-    gwr_free(xd), gwr_free(wd), gwr_free(yd);
+    gwr_free(acc);
     return st;
 }
 

@@ -41,12 +41,44 @@ int gwr_ku_igemm_f32(int M, int N, int K, const int16_t *ap, const int16_t *bp, 
  * packs: DynamicQuantizeLinear fused with the packing. */
 void gwr_ku_igemm_pack_a_dql(const float *x, int M, int K, float scale, int zp, int16_t *out);
 
+/* B [K, N] minus its zero point, constant, prepared for the u8 x s8
+ * kernels (igemm.c): a dense int8 part in panels, the rest as a list per
+ * column, and column sums for A's zero point. kind: 0 portable, 2 AVX-512
+ * VNNI vpdpbusd (dense values within [-127, 127]), 1 AVX2 vpmaddubsw (also
+ * |d0| + |d1| <= 128 for each pair of K of a column, the bound under which
+ * its int16 pair sums cannot saturate); -1 picks the best the CPU runs.
+ * NULL when out of memory or when more than 1/1024 of B' has to go to the
+ * lists (the int16 path is then the faster). A packing runs on any CPU: a
+ * kernel the CPU lacks falls back to the portable one. */
+typedef struct gwr_ku_ig8b {
+    int K, N, kind;
+    int8_t *bp;
+    int32_t *colsum, *optr, *orow, *oval; /* column j's outliers: orow/oval[optr[j] .. optr[j + 1]) */
+    int32_t *ocol, nocol;                 /* the columns that have some, ascending */
+    int32_t *pcol;                        /* panel p's (16 columns) among them: ocol[pcol[p] .. pcol[p + 1]) */
+} gwr_ku_ig8b;
+gwr_ku_ig8b *gwr_ku_ig8b_make(const void *b, int sgn, int K, int N, const int32_t *zp, int nzp, int kind);
+void gwr_ku_ig8b_free(gwr_ku_ig8b *p);
+/* uint8 bytes of A [M, K] packed for those kernels (rows padded to 4, K
+ * to a multiple of 4): uint8 as is, int8 plus 128; zeff[i] (M values) the
+ * zero point to subtract then (zp + 128 for int8). */
+size_t gwr_ku_igemm8_a_size(int M, int K);
+void gwr_ku_igemm8_pack_a(const void *a, int sgn, int M, int K, const int32_t *zp, int nzp, uint8_t *out, int32_t *zeff);
+/* DynamicQuantizeLinear of x fused with that packing (zeff[i] = zp). */
+void gwr_ku_igemm8_pack_a_dql(const float *x, int M, int K, float scale, int zp, uint8_t *out, int32_t *zeff);
+/* gwr_ku_igemm's and gwr_ku_igemm_f32's products, the same bits, on a
+ * prepared B. -1 when out of memory. */
+int gwr_ku_igemm8(int M, const uint8_t *ap, const int32_t *zeff, const gwr_ku_ig8b *b, int32_t *y, int ldy);
+int gwr_ku_igemm8_f32(int M, const uint8_t *ap, const int32_t *zeff, const gwr_ku_ig8b *b, const float *scale, int nscale,
+                      const float *bias, float *y, int ldy);
+
 /* MatMulInteger-like kernels' state from a constant 2-D B (input ib) and a
  * constant or absent zero point (input izp): B minus its zero point packed
  * for gwr_ku_igemm once (linalg.c). */
 typedef struct gwr_ku_qmm_prep {
     int64_t K, N;
     int16_t *bp;
+    gwr_ku_ig8b *b8; /* the u8 x s8 form where it pays (then bp is NULL) */
 } gwr_ku_qmm_prep;
 gwr_status gwr_ku_qmm_prepare_at(gwr_kctx *k, int ib, int izp, void **state);
 void gwr_ku_qmm_prep_free(void *state);

@@ -69,6 +69,10 @@ static inline int gwr_ku_dql_one(float x, float scale, int zp) {
     return v >= 0.0f ? (v <= 255.0f ? (int)v : 255) : 0;
 }
 
+/* gwr_ku_dql_one over n values into out (AVX2 where the CPU has it, the
+ * same bits; quant.c). */
+void gwr_ku_dql_row(const float *x, int64_t n, float scale, int zp, uint8_t *out);
+
 /* An exact integer sum (|v| < 2^63) wrapped to int32 the way 32-bit
  * two's-complement accumulation wraps: the spec's MatMulInteger /
  * ConvInteger / QLinear* accumulators ("may overflow if and only if in 32
@@ -83,6 +87,15 @@ static inline int32_t gwr_ku_wrap_i32(double v) {
  * scales' type, as onnxruntime computes it), then gwr_ku_qround. */
 static inline double gwr_ku_requant(int32_t acc, float mult, double zp, double lo, double hi) {
     return gwr_ku_qround((double)((float)acc * mult), zp, lo, hi);
+}
+/* The same for an 8-bit y (zp, lo, hi within [-128, 255]), all in float32:
+ * |q| < 2^22 rounds half to even through 1.5 * 2^23 exactly as the double
+ * path does, a larger |q| saturates either way, NaN gives lo. */
+static inline int gwr_ku_requant8(int32_t acc, float mult, float zp, float lo, float hi) {
+    float q = (float)acc * mult;
+    float r = fabsf(q) < 0x1p22f ? (q + 0x1.8p23f) - 0x1.8p23f : q;
+    float v = r + zp;
+    return (int)(v >= lo ? (v <= hi ? v : hi) : lo);
 }
 
 /* Element i as double / set from a double, float32 without a call (any

@@ -219,15 +219,22 @@ static int32_t *q_zp(const gwr_value *zp, int *n) {
  * the spec's int32 accumulation: igemm.c); azp per row of A (M values) or
  * scalar, bzp per column of B (N values) or scalar. */
 static gwr_status q_matmul(gwr_kctx *k, const gwr_value *a, const gwr_value *azp, const gwr_value *b, const gwr_value *bzp,
-                           const int16_t *bprep, mmshape *p, int32_t **acc) {
+                           const gwr_ku_qmm_prep *qp, mmshape *p, int32_t **acc) {
     int M = (int)p->M, N = (int)p->N, K = (int)p->K, nbatch = (int)(p->fold ? 1 : p->batch);
     int Mf = p->fold ? (int)(p->batch * p->M) : M, naz, nbz;
     int64_t ynum = p->batch * p->M * p->N;
     int sa = a->dtype == GWR_INT8, sb = b->dtype == GWR_INT8;
-    int32_t *az = q_zp(azp, &naz), *bz = bprep ? NULL : q_zp(bzp, &nbz), *azf = NULL;
-    int16_t *ap = gwr_malloc(gwr_ku_igemm_a_size(Mf, K) * sizeof *ap), *bpk = bprep ? NULL : gwr_malloc(gwr_ku_igemm_b_size(K, N) * sizeof *bpk);
+    if (qp && !(b->rank == 2 && qp->K == p->K && qp->N == p->N)) qp = NULL;
+    const int16_t *bprep = qp ? qp->bp : NULL;
+    const gwr_ku_ig8b *b8 = qp ? qp->b8 : NULL;
+    int pre = bprep || b8;
+    int32_t *az = q_zp(azp, &naz), *bz = pre ? NULL : q_zp(bzp, &nbz), *azf = NULL, *zeff = NULL;
+    int16_t *ap = NULL, *bpk = pre ? NULL : gwr_malloc(gwr_ku_igemm_b_size(K, N) * sizeof *bpk);
+    uint8_t *ap8 = NULL;
+    if (b8) ap8 = gwr_malloc(gwr_ku_igemm8_a_size(Mf, K)), zeff = gwr_malloc((size_t)(Mf ? Mf : 1) * sizeof *zeff);
+    else ap = gwr_malloc(gwr_ku_igemm_a_size(Mf, K) * sizeof *ap);
     *acc = gwr_malloc((size_t)(ynum ? ynum : 1) * sizeof **acc);
-    int bad = !ap || (!bprep && !bpk) || !*acc || (azp && !az) || (bzp && !bprep && !bz);
+    int bad = (b8 ? !ap8 || !zeff : !ap) || (!pre && !bpk) || !*acc || (azp && !az) || (bzp && !pre && !bz);
     if (!bad && p->fold && naz > 1 && p->batch > 1) { /* a per-row zero point repeats over the folded batch */
         if ((azf = gwr_malloc((size_t)Mf * sizeof *azf)))
             for (int i = 0; i < Mf; i++) azf[i] = az[i % M];
@@ -237,11 +244,17 @@ static gwr_status q_matmul(gwr_kctx *k, const gwr_value *a, const gwr_value *azp
     size_t esz = 1;
     for (int64_t t = 0; !bad && t < nbatch; t++) {
         int64_t ao = p->fold ? 0 : p->aoff[t], bo = p->fold ? 0 : p->boff[t];
-        if (!bprep && (t == 0 || p->boff[t] != p->boff[t - 1])) gwr_ku_igemm_pack_b(bd + bo * esz, sb, K, N, bz, nbz, bpk);
+        int32_t *yt = *acc + t * p->M * p->N;
+        if (b8) {
+            gwr_ku_igemm8_pack_a(ad + ao * esz, sa, Mf, K, azf ? azf : az, azf ? Mf : naz, ap8, zeff);
+            bad = gwr_ku_igemm8(Mf, ap8, zeff, b8, yt, N) != 0;
+            continue;
+        }
+        if (!pre && (t == 0 || p->boff[t] != p->boff[t - 1])) gwr_ku_igemm_pack_b(bd + bo * esz, sb, K, N, bz, nbz, bpk);
         gwr_ku_igemm_pack_a(ad + ao * esz, sa, Mf, K, azf ? azf : az, azf ? Mf : naz, ap);
-        bad = gwr_ku_igemm(Mf, N, K, ap, bprep ? bprep : bpk, *acc + t * p->M * p->N, N) != 0;
+        bad = gwr_ku_igemm(Mf, N, K, ap, bprep ? bprep : bpk, yt, N) != 0;
     }
-    gwr_free(az), gwr_free(bz), gwr_free(azf), gwr_free(ap), gwr_free(bpk);
+    gwr_free(az), gwr_free(bz), gwr_free(azf), gwr_free(ap), gwr_free(bpk), gwr_free(ap8), gwr_free(zeff);
     if (bad) {
         gwr_free(*acc);
         *acc = NULL;
@@ -255,7 +268,7 @@ static gwr_status q_matmul(gwr_kctx *k, const gwr_value *a, const gwr_value *azp
  * MatMulIntegerToFloat's and DynamicQuantizeMatMul's (qmatmul.c). */
 void gwr_ku_qmm_prep_free(void *state) {
     gwr_ku_qmm_prep *q = state;
-    if (q) gwr_free(q->bp), gwr_free(q);
+    if (q) gwr_free(q->bp), gwr_ku_ig8b_free(q->b8), gwr_free(q);
 }
 
 gwr_status gwr_ku_qmm_prepare_at(gwr_kctx *k, int ib, int izp, void **state) {
@@ -269,19 +282,21 @@ gwr_status gwr_ku_qmm_prepare_at(gwr_kctx *k, int ib, int izp, void **state) {
     int nbz;
     int32_t *bz = q_zp(bzp, &nbz);
     gwr_ku_qmm_prep *q = gwr_calloc(1, sizeof *q);
-    if (q) q->bp = gwr_malloc(gwr_ku_igemm_b_size((int)K, (int)N) * sizeof *q->bp);
-    if (!q || !q->bp || (bzp && !bz)) {
+    if (q && (!bzp || bz)) q->b8 = gwr_ku_ig8b_make(b->data, b->dtype == GWR_INT8, (int)K, (int)N, bz, nbz, -1);
+    if (q && !q->b8) q->bp = gwr_malloc(gwr_ku_igemm_b_size((int)K, (int)N) * sizeof *q->bp);
+    if (!q || (!q->bp && !q->b8) || (bzp && !bz)) {
         gwr_free(bz), gwr_ku_qmm_prep_free(q);
         return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory preparing B");
     }
     q->K = K, q->N = N;
-    gwr_ku_igemm_pack_b(b->data, b->dtype == GWR_INT8, (int)K, (int)N, bz, nbz, q->bp);
+    if (q->bp) gwr_ku_igemm_pack_b(b->data, b->dtype == GWR_INT8, (int)K, (int)N, bz, nbz, q->bp);
     gwr_free(bz);
     *state = q;
     return GWR_OK;
 }
 
 static gwr_status qmm_prepare(gwr_kctx *k, void **state) { return gwr_ku_qmm_prepare_at(k, 1, 3, state); }
+static gwr_status qlmm_prepare(gwr_kctx *k, void **state) { return gwr_ku_qmm_prepare_at(k, 3, 5, state); }
 
 static gwr_status k_matmul_integer(gwr_kctx *k) {
     const gwr_value *a = k->nin > 0 ? k->in[0] : NULL, *b = k->nin > 1 ? k->in[1] : NULL;
@@ -297,7 +312,7 @@ static gwr_status k_matmul_integer(gwr_kctx *k) {
     gwr_value *y;
     if (qparam(k, azp, "a_zero_point", a->dtype, p.M) < 0 || qparam(k, bzp, "b_zero_point", b->dtype, p.N) < 0) st = GWR_ERR_INVALID_ARG;
     else if (!(y = gwr_k_out(k, 0, GWR_INT32, p.orank, p.odims))) st = GWR_ERR_NOMEM;
-    else if (!(st = q_matmul(k, a, azp, b, bzp, qp && b->rank == 2 && qp->K == p.K && qp->N == p.N ? qp->bp : NULL, &p, &acc)))
+    else if (!(st = q_matmul(k, a, azp, b, bzp, qp, &p, &acc)))
         memcpy(y->data, acc, (size_t)y->numel * sizeof *acc);
     gwr_free(acc);
     mm_free(&p);
@@ -326,7 +341,7 @@ static gwr_status k_qlinear_matmul(gwr_kctx *k) {
         qparam(k, ys, "y_scale", sdt, -1) < 0 || qparam(k, yzp, "y_zero_point", GWR_UNDEFINED, -1) < 0)
         st = GWR_ERR_INVALID_ARG;
     else if (!(y = gwr_k_out(k, 0, yzp->dtype, p.orank, p.odims))) st = GWR_ERR_NOMEM;
-    else if (!(st = q_matmul(k, a, azp, b, bzp, NULL, &p, &acc))) {
+    else if (!(st = q_matmul(k, a, azp, b, bzp, k->prep, &p, &acc))) {
         /* the int32 accumulator times a_scale * b_scale / y_scale, in
          * float32; a zero y_scale saturates (NaN: 0 / 0 gives the low end) */
         float ysc = (float)gwr_ku_get(ys, 0); /* float16 / bfloat16 scales widened: exact */
@@ -733,7 +748,7 @@ const gwr_kernel_entry gwr_kernels_linalg[] = {
     GWR_KERNEL(Gemm, gwr_ku_gemm_kernel, .flags = GWR_KF_BLAS, .prepare = gwr_ku_mm_prepare,
                .prep_free = gwr_ku_mm_prep_free),
     GWR_KERNEL(MatMulInteger, k_matmul_integer, .prepare = qmm_prepare, .prep_free = gwr_ku_qmm_prep_free),
-    GWR_KERNEL(QLinearMatMul, k_qlinear_matmul, .flags = GWR_KF_BLAS),
+    GWR_KERNEL(QLinearMatMul, k_qlinear_matmul, .flags = GWR_KF_BLAS, .prepare = qlmm_prepare, .prep_free = gwr_ku_qmm_prep_free),
     GWR_KERNEL(Einsum, k_einsum),
     GWR_KERNEL(Det, k_det),
     {.fn = NULL},

@@ -75,33 +75,41 @@ static gwr_status qmm_float(gwr_kctx *k, int dyn) {
     int32_t *az = NULL, *bz = NULL;
     int naz = 0, nbz = 0;
     const gwr_ku_qmm_prep *qp = k->prep;
-    const int16_t *bprep = qp && qp->K == K && qp->N == N ? qp->bp : NULL;
+    if (qp && !(qp->K == K && qp->N == N)) qp = NULL;
+    const int16_t *bprep = qp ? qp->bp : NULL;
+    const gwr_ku_ig8b *b8 = qp ? qp->b8 : NULL;
     if (!zp_ok(k, azp, "a_zero_point", a->dtype, -1, &az, &naz) || !zp_ok(k, bzp, "b_zero_point", b->dtype, N, &bz, &nbz)) {
         gwr_free(az);
         return GWR_ERR_INVALID_ARG;
     }
     gwr_value *y = gwr_k_out(k, 0, GWR_FLOAT32, a->rank, odims);
-    int16_t *ap = gwr_malloc(gwr_ku_igemm_a_size((int)M, (int)K) * sizeof *ap);
-    int16_t *bpk = bprep ? NULL : gwr_malloc(gwr_ku_igemm_b_size((int)K, (int)N) * sizeof *bpk);
+    int16_t *ap = NULL, *bpk = bprep || b8 ? NULL : gwr_malloc(gwr_ku_igemm_b_size((int)K, (int)N) * sizeof *bpk);
+    uint8_t *ap8 = NULL;
+    int32_t *zeff = NULL;
+    if (b8) ap8 = gwr_malloc(gwr_ku_igemm8_a_size((int)M, (int)K)), zeff = gwr_malloc((size_t)(M ? M : 1) * sizeof *zeff);
+    else ap = gwr_malloc(gwr_ku_igemm_a_size((int)M, (int)K) * sizeof *ap);
     float *sc = gwr_malloc((size_t)(N ? N : 1) * sizeof *sc);
-    gwr_status st = !y ? GWR_ERR_NOMEM : !ap || !sc || (!bprep && !bpk) ? gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory") : GWR_OK;
+    int nomem = (b8 ? !ap8 || !zeff : !ap || (!bprep && !bpk)) || !sc;
+    gwr_status st = !y ? GWR_ERR_NOMEM : nomem ? gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory") : GWR_OK;
     if (!st) {
         float a_scale;
-        if (dyn) {
-            int zp;
-            gwr_ku_dql_params(a->data, a->numel, &a_scale, &zp);
-            gwr_ku_igemm_pack_a_dql(a->data, (int)M, (int)K, a_scale, zp, ap);
-        } else {
-            a_scale = *(const float *)as->data;
-            gwr_ku_igemm_pack_a(a->data, a->dtype == GWR_INT8, (int)M, (int)K, az, naz, ap);
-        }
+        int zp = 0;
+        if (dyn) gwr_ku_dql_params(a->data, a->numel, &a_scale, &zp);
+        else a_scale = *(const float *)as->data;
+        if (b8 && dyn) gwr_ku_igemm8_pack_a_dql(a->data, (int)M, (int)K, a_scale, zp, ap8, zeff);
+        else if (b8) gwr_ku_igemm8_pack_a(a->data, a->dtype == GWR_INT8, (int)M, (int)K, az, naz, ap8, zeff);
+        else if (dyn) gwr_ku_igemm_pack_a_dql(a->data, (int)M, (int)K, a_scale, zp, ap);
+        else gwr_ku_igemm_pack_a(a->data, a->dtype == GWR_INT8, (int)M, (int)K, az, naz, ap);
         const float *bsd = bs->data;
         int nsc = bs->numel == 1 ? 1 : (int)N;
         for (int j = 0; j < nsc; j++) sc[j] = a_scale * bsd[j];
-        if (!bprep) gwr_ku_igemm_pack_b(b->data, b->dtype == GWR_INT8, (int)K, (int)N, bz, nbz, bpk);
-        if (gwr_ku_igemm_f32((int)M, (int)N, (int)K, ap, bprep ? bprep : bpk, sc, nsc, bias ? bias->data : NULL, y->data, (int)N))
+        const float *bi = bias ? bias->data : NULL;
+        if (!b8 && !bprep) gwr_ku_igemm_pack_b(b->data, b->dtype == GWR_INT8, (int)K, (int)N, bz, nbz, bpk);
+        if (b8 ? gwr_ku_igemm8_f32((int)M, ap8, zeff, b8, sc, nsc, bi, y->data, (int)N)
+               : gwr_ku_igemm_f32((int)M, (int)N, (int)K, ap, bprep ? bprep : bpk, sc, nsc, bi, y->data, (int)N))
             st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
     }
+    gwr_free(ap8), gwr_free(zeff);
     gwr_free(az), gwr_free(bz), gwr_free(ap), gwr_free(bpk), gwr_free(sc);
     return st;
 }

@@ -11,8 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/kernels/cnn_isa.h"
 #include "exec/kernels/kernel_util.h"
+#include "exec/kernels/vec8.h"
 #include "util/util.h"
+
+#ifdef GWR_VEC8_X86
+#include <immintrin.h>
+#endif
 
 /* Which scale and zero point element applies to element i of x: per
  * tensor (kind 0), per axis (1: the index along the axis) or blocked (2:
@@ -229,9 +235,59 @@ static gwr_status k_dequantize(gwr_kctx *k) {
  * scale 1 and zero point 0; a NaN zero point (an infinite range) is 255.
  * A range past FLT_MAX (max - min overflowing float32, where onnxruntime
  * returns an infinite scale) takes the exact difference: the spec's value. */
+#ifdef GWR_VEC8_X86
+/* min(x < m ? x : m) and max over 8 lanes at a time: vminps / vmaxps
+ * return their second operand when the first is NaN or both are zeros,
+ * which is the scalar loop's "NaN compares false, 0 stays +0". */
+GWR_AVX2_FN static int64_t minmax_avx2(const float *x, int64_t n, float *mn, float *mx) {
+    __m256 lo = _mm256_setzero_ps(), hi = lo;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        lo = _mm256_min_ps(v, lo), hi = _mm256_max_ps(v, hi);
+    }
+    float l[8], h[8];
+    _mm256_storeu_ps(l, lo), _mm256_storeu_ps(h, hi);
+    for (int k = 0; k < 8; k++) {
+        if (l[k] < *mn) *mn = l[k];
+        if (h[k] > *mx) *mx = h[k];
+    }
+    return i;
+}
+
+/* gwr_ku_dql_one on 8 lanes: the same float32 division, rounding through
+ * 1.5 * 2^23, + zp, clamp to [0, 255] (vmaxps gives 0 for NaN). */
+GWR_AVX2_FN static int64_t dql_avx2(const float *x, int64_t n, float scale, int zp, uint8_t *out) {
+    const __m256 s = _mm256_set1_ps(scale), magic = _mm256_set1_ps(0x1.8p23f), lim = _mm256_set1_ps(0x1p22f), z = _mm256_set1_ps((float)zp);
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), top = _mm256_set1_ps(255.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 q = _mm256_div_ps(_mm256_loadu_ps(x + i), s);
+        __m256 r = _mm256_blendv_ps(q, _mm256_sub_ps(_mm256_add_ps(q, magic), magic), _mm256_cmp_ps(_mm256_and_ps(q, absm), lim, _CMP_LT_OQ));
+        __m256 v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(r, z), _mm256_setzero_ps()), top);
+        __m256i k = _mm256_cvttps_epi32(v);
+        __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(k), _mm256_extracti128_si256(k, 1));
+        _mm_storel_epi64((__m128i *)(out + i), _mm_packus_epi16(w, w));
+    }
+    return i;
+}
+#endif
+
+void gwr_ku_dql_row(const float *x, int64_t n, float scale, int zp, uint8_t *out) {
+    int64_t i = 0;
+#ifdef GWR_VEC8_X86
+    if (gwr_ku_cnn_avx2()) i = dql_avx2(x, n, scale, zp, out);
+#endif
+    for (; i < n; i++) out[i] = (uint8_t)gwr_ku_dql_one(x[i], scale, zp);
+}
+
 void gwr_ku_dql_params(const float *xd, int64_t n, float *scale_out, int *zp_out) {
     float mn = 0, mx = 0; /* the range always includes 0; NaN compares false */
-    for (int64_t i = 0; i < n; i++) {
+    int64_t i0 = 0;
+#ifdef GWR_VEC8_X86
+    if (gwr_ku_cnn_avx2()) i0 = minmax_avx2(xd, n, &mn, &mx);
+#endif
+    for (int64_t i = i0; i < n; i++) {
         if (xd[i] < mn) mn = xd[i];
         if (xd[i] > mx) mx = xd[i];
     }
@@ -257,7 +313,7 @@ static gwr_status k_dynamic_quantize(gwr_kctx *k) {
     *(float *)ys->data = scale;
     *(uint8_t *)yz->data = (uint8_t)zp;
     uint8_t *yd = y->data;
-    for (int64_t i = 0; i < x->numel; i++) yd[i] = (uint8_t)gwr_ku_dql_one(xd[i], scale, zp);
+    gwr_ku_dql_row(xd, x->numel, scale, zp, yd);
     return GWR_OK;
 }
 

@@ -136,16 +136,20 @@ expect_report() {  # the model and the report both, or neither
 }
 "$GWR" quantize "$tmp/m.onnx" -o "$O" --report "$tmp/rep.txt" >"$tmp/out" 2>"$tmp/err"
 code=$?
-if [ $code -eq 0 ]; then
-    hasf out "wrote $O: dynamic int8" "dynamic: the summary line"
-    hasf out "bytes" "dynamic: the summary names the weight bytes"
-else
-    # the mode or the report is not written yet: one line, exit 1, nothing left
-    lines err 1 "dynamic (not yet written): one line"
-    absent "$O" "dynamic (not yet written): no output"
-fi
+ok "dynamic --report FILE: exit 0" -- test $code -eq 0
+hasf out "wrote $O: dynamic int8" "dynamic: the summary line"
+hasf out "bytes" "dynamic: the summary names the weight bytes"
 expect_report "dynamic --report FILE"
 rm -f "$O" "$tmp/rep.txt"
+
+# --shape / --seed: the random samples' shapes (the model's input is [1, 4])
+bad "--shape of no input" "'y=1'" "$tmp/m.onnx" -o "$O" --mode static --shape y=1
+bad "--shape with --calibration" "--shape" "$tmp/m.onnx" -o "$O" --calibration "$tmp/good_npz" --shape x=1,4
+bad "--seed not a number" "--seed" "$tmp/m.onnx" -o "$O" --seed x
+bad "--shape against a known dim" "x" "$tmp/m.onnx" -o "$O" --mode static --shape x=2,4
+expect 0 "static with --shape and --seed" -- "$GWR" quantize "$tmp/m.onnx" -o "$O" --mode static --shape x=1,4 --seed 7
+ok "static with --shape and --seed: the model" -- test -s "$O"
+rm -f "$O"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

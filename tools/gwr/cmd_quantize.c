@@ -12,6 +12,7 @@ static void help(FILE *out) {
     fprintf(out,
             "usage: gwr quantize MODEL -o OUT [--mode dynamic|static|weight-only] [--target onnx|ort|gwr]\n"
             "                    [--format qdq|qoperator] [--calibration DIR | --samples N]\n"
+            "                    [--shape INPUT=D0,D1,... | SYMBOL=N ...] [--seed N]\n"
             "                    [--method minmax|percentile|entropy|mse] [--percentile P]\n"
             "                    [--activations uint8|int8] [--per-tensor] [--bits 4|8] [--block-size N]\n"
             "                    [--algo rtn|gptq] [--smoothquant ALPHA] [--exclude OP,...|NODE,...]\n"
@@ -32,6 +33,8 @@ static void help(FILE *out) {
             "                   each) or ONNX test-data directories (input_N.pb TensorProto\n"
             "                   files, one directory a sample), read in file-name order\n"
             "  --samples N      without --calibration: N seeded random samples (default 8)\n"
+            "  --shape INPUT=D0,... | SYM=N  the shapes of the random samples (as gwr run's)\n"
+            "  --seed N         the random samples' seed (default 0)\n"
             "  --method M       static: activation ranges by minmax (default), percentile,\n"
             "                   entropy or mse\n"
             "  --percentile P   the percentile method's P, in (50, 100] (default 99.999)\n"
@@ -75,7 +78,9 @@ static int parse_num(const char *v, double *out) {
 
 typedef struct qargs {
     const char *in, *out, *calib_dir, *report_file;
-    int samples, report, json, format_set;
+    int samples, report, json, format_set, seed_set;
+    int64_t seed;
+    cli_shapes shapes; /* --shape: the random samples' shapes */
     gwr_quantize_options o;
 } qargs;
 
@@ -142,6 +147,13 @@ static int option(qargs *q, int argc, char **argv, int *i) {
     } else if (!strcmp(a, "--exclude")) {
         if (!v || !*v) return USAGE("--exclude needs a comma-separated list of ops or layer names");
         o->exclude = v;
+    } else if (!strcmp(a, "--shape")) {
+        if (!v) return USAGE("--shape needs INPUT=D0,D1,... or SYMBOL=N");
+        int rc = cli_shapes_add(&q->shapes, "quantize", v);
+        if (rc) return rc;
+    } else if (!strcmp(a, "--seed")) {
+        if (!v || cli_parse_int(v, &q->seed, &why)) return USAGE("--seed '%s': %s", v ? v : "", why);
+        q->seed_set = 1;
     } else if (!strcmp(a, "--threads")) {
         if (!v || cli_parse_int(v, &n, &why) || n < 1 || n > GWR_SESSION_MAX_THREADS)
             return USAGE("--threads '%s': a count from 1 to %d", v ? v : "", GWR_SESSION_MAX_THREADS);
@@ -201,79 +213,94 @@ static void summary(const gwr_quant_report *r, const char *out, const qargs *q) 
     printf("\n");
 }
 
+static int parse_and_run(qargs *q, int argc, char **argv);
+
 static int run(int argc, char **argv) {
     qargs q = {0};
-    q.o.mode = GWR_QUANT_DYNAMIC;
-    q.o.threads = 1;
+    int rc = parse_and_run(&q, argc, argv);
+    cli_shapes_free(&q.shapes);
+    return rc;
+}
+
+static int parse_and_run(qargs *q, int argc, char **argv) {
+    q->o.mode = GWR_QUANT_DYNAMIC;
+    q->o.threads = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int rc;
         if (a[0] == '-' && a[1]) {
-            if ((rc = option(&q, argc, argv, &i))) return rc;
-        } else if (!q.in) {
-            q.in = a;
+            if ((rc = option(q, argc, argv, &i))) return rc;
+        } else if (!q->in) {
+            q->in = a;
         } else {
             return USAGE("unexpected argument '%s': one MODEL only", a);
         }
     }
-    if (!q.in || !q.out) return USAGE("missing %s", !q.in ? "MODEL" : "-o OUT");
-    if (q.calib_dir && q.samples) return USAGE("--samples makes random samples: not with --calibration");
-    if (q.json && !q.report) return USAGE("--json is the form of --report: give --report too");
-    if (!q.format_set) q.o.format = q.o.mode == GWR_QUANT_DYNAMIC ? GWR_QFORMAT_QOPERATOR : GWR_QFORMAT_QDQ;
-    q.o.report = q.report;
+    if (!q->in || !q->out) return USAGE("missing %s", !q->in ? "MODEL" : "-o OUT");
+    if (q->calib_dir && (q->samples || q->shapes.nargs || q->seed_set))
+        return USAGE("--samples, --shape and --seed make random samples: not with --calibration");
+    if (q->json && !q->report) return USAGE("--json is the form of --report: give --report too");
+    if (!q->format_set) q->o.format = q->o.mode == GWR_QUANT_DYNAMIC ? GWR_QFORMAT_QOPERATOR : GWR_QFORMAT_QDQ;
+    q->o.report = q->report;
 
     /* External data is copied: OUT may overwrite the file it lives in. */
     gwr_onnx_load_options lo = {.copy_external_data = 1, .infer_shapes = 1};
-    gwr_network *net = cli_load(q.in, &lo);
+    gwr_network *net = cli_load(q->in, &lo);
     if (!net) return CLI_FAIL;
     gwr_calib *calib = NULL;
     int rc = CLI_FAIL;
-    if (q.calib_dir) {
-        if (!(calib = gwr_calib_load(q.calib_dir, net))) {
+    if (q->calib_dir) {
+        if (!(calib = gwr_calib_load(q->calib_dir, net))) {
             /* The message names the file in DIR ("DIR/s1.npz: ..."), or DIR. */
             const char *m = gwr_last_errmsg(), *colon = strstr(m, ": ");
-            size_t nd = strlen(q.calib_dir);
+            size_t nd = strlen(q->calib_dir);
             char what[512];
-            if (!strncmp(m, q.calib_dir, nd) && colon && (size_t)(colon - m) < sizeof what)
+            if (!strncmp(m, q->calib_dir, nd) && colon && (size_t)(colon - m) < sizeof what)
                 snprintf(what, sizeof what, "%.*s", (int)(colon - m), m);
             else
-                snprintf(what, sizeof what, "%s", q.calib_dir);
+                snprintf(what, sizeof what, "%s", q->calib_dir);
             cli_error(what, m);
             rc = gwr_last_status() == GWR_ERR_NOMEM ? CLI_FAIL : CLI_USAGE;
             goto done;
         }
-    } else if (q.samples && !(calib = gwr_calib_random(net, q.samples, NULL))) {
+    } else if ((q->shapes.nargs && (rc = cli_shapes_resolve(&q->shapes, "quantize", net, NULL)))) {
+        goto done;
+    } else if ((q->samples || q->shapes.nargs || q->seed_set) &&
+               !(calib = gwr_calib_random(net, q->samples ? q->samples : 8,
+                                          &(gwr_input_options){.seed = (uint64_t)q->seed, .nshapes = q->shapes.ninputs,
+                                                               .shapes = q->shapes.inputs, .nbind = q->shapes.nbind,
+                                                               .bind = q->shapes.bind}))) {
         char m[600];
         snprintf(m, sizeof m, "random calibration inputs: %s", gwr_last_errmsg());
-        cli_error(q.in, m);
+        cli_error(q->in, m);
         rc = CLI_USAGE;
         goto done;
     }
-    q.o.calib = calib;
+    q->o.calib = calib;
     gwr_quant_report *rep = NULL;
-    gwr_status s = gwr_quantize(net, &q.o, &rep);
+    gwr_status s = gwr_quantize(net, &q->o, &rep);
     if (s) {
         /* The refusals (an option, a calibration set that does not fit, a
          * model already quantized) are bad input; the rest failures. */
         const char *m = gwr_network_errmsg(net);
         if (!strncmp(m, "gwr_quantize: ", 14)) m += 14;
-        cli_error(q.in, m);
+        cli_error(q->in, m);
         rc = s == GWR_ERR_INVALID_ARG || s == GWR_ERR_UNSUPPORTED ? CLI_USAGE : CLI_FAIL;
     } else {
-        char *tmp = q.report_file ? report_temp(rep, q.report_file, q.json) : NULL;
-        if (q.report_file && !tmp) {
+        char *tmp = q->report_file ? report_temp(rep, q->report_file, q->json) : NULL;
+        if (q->report_file && !tmp) {
             /* printed; nothing written */
-        } else if (gwr_onnx_save(net, q.out, NULL)) {
-            cli_error(q.out, gwr_network_errmsg(net));
-        } else if (tmp && rename(tmp, q.report_file)) {
+        } else if (gwr_onnx_save(net, q->out, NULL)) {
+            cli_error(q->out, gwr_network_errmsg(net));
+        } else if (tmp && rename(tmp, q->report_file)) {
             char m[300];
             snprintf(m, sizeof m, "cannot write the report: %s", strerror(errno));
-            cli_error(q.report_file, m);
-            remove(q.out);
+            cli_error(q->report_file, m);
+            remove(q->out);
         } else {
             rc = CLI_OK;
-            if (q.report && !q.report_file) gwr_quant_report_write(rep, stdout, q.json);
-            if (!(q.json && q.report && !q.report_file)) summary(rep, q.out, &q);
+            if (q->report && !q->report_file) gwr_quant_report_write(rep, stdout, q->json);
+            if (!(q->json && q->report && !q->report_file)) summary(rep, q->out, q);
         }
         if (tmp && rc) remove(tmp);
         free(tmp);

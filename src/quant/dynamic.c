@@ -62,24 +62,6 @@ static dql *dql_of(dyn *c, gwr_tensor *x) {
     return d;
 }
 
-/* Symmetric int8 quantization of nch channels of cnt weights each, channel
- * c's element e at w[c * cs + e * es] (q at the same place): scale
- * max|w| / qmax (1 for an all-zero channel), q = w / scale rounded to
- * nearest, ties to even, within [-qmax, qmax] (gwr_q_weight_qmax). */
-static void quant_sym8(const float *w, int64_t nch, int64_t cnt, int64_t cs, int64_t es, int qmax, int8_t *q,
-                       float *scale) {
-    for (int64_t c = 0; c < nch; c++) {
-        float amax = 0;
-        for (int64_t e = 0; e < cnt; e++) amax = fmaxf(amax, fabsf(w[c * cs + e * es]));
-        float s = amax > 0 ? amax / (float)qmax : 1.0f;
-        for (int64_t e = 0; e < cnt; e++) {
-            float v = nearbyintf(w[c * cs + e * es] / s);
-            q[c * cs + e * es] = (int8_t)(v > qmax ? qmax : v < -qmax ? -qmax : v);
-        }
-        scale[c] = s;
-    }
-}
-
 /* qoperator: the MatMul / Gemm q as MatMulInteger -> Cast -> Mul [-> Add]. */
 static gwr_status matmul_integer(dyn *c, const gwr_q_linear *q, dql *d, int64_t *bytes) {
     gwr_network *net = c->net;
@@ -90,8 +72,8 @@ static gwr_status matmul_integer(dyn *c, const gwr_q_linear *q, dql *d, int64_t 
     gwr_status st = GWR_OK;
     if (!w || !sc || !wq) st = oom(net);
     if (!st) {
-        if (pt) quant_sym8(w, 1, K * N, 0, 1, gwr_q_weight_qmax(c->o), wq, sc);
-        else quant_sym8(w, N, K, 1, N, gwr_q_weight_qmax(c->o), wq, sc);
+        if (pt) gwr_q_sym8(w, 1, K * N, 0, 1, gwr_q_weight_qmax(c->o), wq, sc);
+        else gwr_q_sym8(w, N, K, 1, N, gwr_q_weight_qmax(c->o), wq, sc);
         for (int64_t i = 0; i < nsc; i++) sc[i] *= q->alpha;
         const char *wn = gwr_tensor_name(q->w);
         int64_t dims[2] = {K, N};
@@ -140,8 +122,8 @@ static gwr_status conv_integer(dyn *c, const gwr_q_linear *q, dql *d, int64_t *b
         gwr_free(sc), gwr_free(wq);
         return oom(net);
     }
-    if (pt) quant_sym8(q->wk.data, 1, K * N, 0, 1, gwr_q_weight_qmax(c->o), wq, sc);
-    else quant_sym8(q->wk.data, N, K, K, 1, gwr_q_weight_qmax(c->o), wq, sc);
+    if (pt) gwr_q_sym8(q->wk.data, 1, K * N, 0, 1, gwr_q_weight_qmax(c->o), wq, sc);
+    else gwr_q_sym8(q->wk.data, N, K, K, 1, gwr_q_weight_qmax(c->o), wq, sc);
     /* per channel: the scale (and the bias) over the output's axis 1, [N, 1, ...] */
     int64_t cdims[GWR_MAX_RANK];
     cdims[0] = N;
@@ -184,9 +166,9 @@ static gwr_status qdq(dyn *c, const gwr_q_linear *q, dql *d, int64_t *bytes) {
         gwr_free(sc), gwr_free(wq), gwr_free(zp);
         return oom(net);
     }
-    if (pt) quant_sym8(q->wk.data, 1, n, 0, 1, gwr_q_weight_qmax(c->o), wq, sc);
-    else if (axis == 0) quant_sym8(q->wk.data, N, inner, inner, 1, gwr_q_weight_qmax(c->o), wq, sc);
-    else quant_sym8(q->wk.data, N, D0, 1, N, gwr_q_weight_qmax(c->o), wq, sc);
+    if (pt) gwr_q_sym8(q->wk.data, 1, n, 0, 1, gwr_q_weight_qmax(c->o), wq, sc);
+    else if (axis == 0) gwr_q_sym8(q->wk.data, N, inner, inner, 1, gwr_q_weight_qmax(c->o), wq, sc);
+    else gwr_q_sym8(q->wk.data, N, D0, 1, N, gwr_q_weight_qmax(c->o), wq, sc);
     const char *wn = gwr_tensor_name(q->w);
     gwr_tensor *tq = gwr_q_const(net, wn, "_quantized", GWR_INT8, q->wk.rank, q->wk.dims, wq);
     gwr_tensor *ts = tq ? gwr_q_const(net, wn, "_scale", GWR_FLOAT32, pt ? 0 : 1, &N, sc) : NULL;

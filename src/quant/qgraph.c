@@ -1,5 +1,6 @@
 /* qgraph.c - the linear layers the weight-quantizing modes rewrite, and
  * the small builders they share (qgraph.h). */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -128,4 +129,22 @@ gwr_status gwr_q_need_opset(gwr_network *net, int64_t v, const char *what) {
 gwr_status gwr_q_finish(gwr_network *net) {
     gwr_status s = gwr_network_prune(net, NULL);
     return s ? s : gwr_network_toposort(net);
+}
+
+/* Symmetric int8 quantization of nch channels of cnt weights each, channel
+ * c's element e at w[c * cs + e * es] (q at the same place): scale
+ * max|w| / qmax (1 for an all-zero channel), q = w / scale rounded to
+ * nearest, ties to even, within [-qmax, qmax] (gwr_q_weight_qmax). */
+void gwr_q_sym8(const float *w, int64_t nch, int64_t cnt, int64_t cs, int64_t es, int qmax, int8_t *q,
+                float *scale) {
+    for (int64_t c = 0; c < nch; c++) {
+        float amax = 0;
+        for (int64_t e = 0; e < cnt; e++) amax = fmaxf(amax, fabsf(w[c * cs + e * es]));
+        float s = amax > 0 ? amax / (float)qmax : 1.0f;
+        for (int64_t e = 0; e < cnt; e++) {
+            float v = nearbyintf(w[c * cs + e * es] / s);
+            q[c * cs + e * es] = (int8_t)(v > qmax ? qmax : v < -qmax ? -qmax : v);
+        }
+        scale[c] = s;
+    }
 }

@@ -66,4 +66,11 @@ gwr_status gwr_q_need_opset(gwr_network *net, int64_t v, const char *what);
  * no one reads any more, and puts the layers back in topological order. */
 gwr_status gwr_q_finish(gwr_network *net);
 
+/* Symmetric int8 codes of nch channels of cnt weights each (channel c's
+ * element e at w[c * cs + e * es], its code at the same place of q):
+ * scale[c] = max|w| / qmax (1 for an all-zero channel), codes rounded to
+ * nearest even within [-qmax, qmax]. The one weight quantizer of the
+ * dynamic and static modes. */
+void gwr_q_sym8(const float *w, int64_t nch, int64_t cnt, int64_t cs, int64_t es, int qmax, int8_t *q, float *scale);
+
 #endif

@@ -35,6 +35,7 @@
 
 #include "gwr/match.h"
 #include "passes/passes_api.h"
+#include "quant/qgraph.h"
 #include "quant/quant_internal.h"
 
 enum { K_CONV, K_MATMUL, K_GEMM };
@@ -322,25 +323,12 @@ static int quantize_weight(st *s, const qlayer *q, qweight *w) {
     w->data = gwr_malloc((size_t)k.numel + 1);
     w->scale = gwr_malloc((size_t)w->nch * sizeof *w->scale);
     if (!w->data || !w->scale) return -1;
-    const float *f = k.data;
     int64_t inner = 1; /* elements per step of the axis, for axis 0 */
     for (int d = 1; d < k.rank; d++) inner *= k.dims[d];
-    int64_t n1 = k.rank == 2 ? k.dims[1] : 1;
-#define CH(i) (w->nch == 1 ? 0 : w->axis == 0 ? (i) / inner : (i) % n1)
-    double *amax = gwr_calloc((size_t)w->nch, sizeof *amax);
-    if (!amax) return -1;
-    for (int64_t i = 0; i < k.numel; i++) {
-        double v = fabs((double)f[i]);
-        if (v > amax[CH(i)]) amax[CH(i)] = v;
-    }
     int qmax = gwr_q_weight_qmax(s->o); /* 64 for onnxruntime: see quant_internal.h */
-    for (int64_t c = 0; c < w->nch; c++) w->scale[c] = amax[c] > 0 ? (float)(amax[c] / qmax) : 1.0f;
-    for (int64_t i = 0; i < k.numel; i++) {
-        double v = nearbyint((double)f[i] / (double)w->scale[CH(i)]);
-        w->data[i] = (int8_t)(v < -qmax ? -qmax : v > qmax ? qmax : v);
-    }
-#undef CH
-    gwr_free(amax);
+    if (w->nch == 1) gwr_q_sym8(k.data, 1, k.numel, 0, 1, qmax, w->data, w->scale);
+    else if (w->axis == 0) gwr_q_sym8(k.data, w->nch, inner, inner, 1, qmax, w->data, w->scale);
+    else gwr_q_sym8(k.data, w->nch, k.dims[0], 1, w->nch, qmax, w->data, w->scale); /* [K, N], axis 1 */
     return 0;
 }
 

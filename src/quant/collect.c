@@ -91,23 +91,30 @@ static const char *const quantized_ops[] = {
     "QLinearConv", "QLinearMatMul", "MatMulNBits", "MatMulIntegerToFloat", "DynamicQuantizeMatMul",
     "QLinearAdd", "QLinearMul", "QGemm", "QAttention", "DynamicQuantizeLSTM", "GatherBlockQuantized", NULL};
 
-int gwr_q_is_quantized(const gwr_network *net) {
+int gwr_q_any_layer(const gwr_network *net, int (*pred)(const gwr_layer *)) {
     for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
         gwr_layer *l = gwr_network_layer(net, i);
         if (gwr_layer_is_removed(l)) continue;
-        for (const char *const *q = quantized_ops; *q; q++)
-            if (!strcmp(gwr_layer_op(l), *q)) return 1;
+        if (pred(l)) return 1;
         for (int a = 0; a < gwr_layer_num_attrs(l); a++) {
             const char *an = gwr_layer_attr_name(l, a);
             gwr_attr_type at = gwr_layer_attr_type(l, a);
             gwr_network *g = NULL;
             gwr_network *const *gs = NULL;
             int64_t ng = 0;
-            if (at == GWR_ATTR_GRAPH && !gwr_layer_get_graph(l, an, &g) && g && gwr_q_is_quantized(g)) return 1;
+            if (at == GWR_ATTR_GRAPH && !gwr_layer_get_graph(l, an, &g) && g && gwr_q_any_layer(g, pred)) return 1;
             if (at == GWR_ATTR_GRAPHS && !gwr_layer_get_graphs(l, an, &gs, &ng))
                 for (int64_t k = 0; k < ng; k++)
-                    if (gs[k] && gwr_q_is_quantized(gs[k])) return 1;
+                    if (gs[k] && gwr_q_any_layer(gs[k], pred)) return 1;
         }
     }
     return 0;
 }
+
+static int quantized_op(const gwr_layer *l) {
+    for (const char *const *q = quantized_ops; *q; q++)
+        if (!strcmp(gwr_layer_op(l), *q)) return 1;
+    return 0;
+}
+
+int gwr_q_is_quantized(const gwr_network *net) { return gwr_q_any_layer(net, quantized_op); }

@@ -458,31 +458,22 @@ done:
     return s;
 }
 
-/* 1 when some tensor of net (or of its bodies) is already half. */
+static int half_output(const gwr_layer *l) {
+    for (int k = 0; k < gwr_layer_num_outputs(l); k++) {
+        gwr_dtype t = gwr_tensor_dtype(gwr_layer_output(l, k));
+        if (t == GWR_FLOAT16 || t == GWR_BFLOAT16) return 1;
+    }
+    return 0;
+}
+
+/* 1 when an input of net or a layer output of net or its bodies is
+ * already half. */
 static int is_half(const gwr_network *net) {
     for (int k = 0; k < gwr_network_num_inputs(net); k++) {
         gwr_dtype t = gwr_tensor_dtype(gwr_network_input(net, k));
         if (t == GWR_FLOAT16 || t == GWR_BFLOAT16) return 1;
     }
-    for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
-        gwr_layer *l = gwr_network_layer(net, i);
-        if (gwr_layer_is_removed(l)) continue;
-        for (int k = 0; k < gwr_layer_num_outputs(l); k++) {
-            gwr_dtype t = gwr_tensor_dtype(gwr_layer_output(l, k));
-            if (t == GWR_FLOAT16 || t == GWR_BFLOAT16) return 1;
-        }
-        for (int a = 0; a < gwr_layer_num_attrs(l); a++) {
-            const char *an = gwr_layer_attr_name(l, a);
-            gwr_network *g = NULL;
-            gwr_network *const *gs = NULL;
-            int64_t ng = 0;
-            if (gwr_layer_attr_type(l, a) == GWR_ATTR_GRAPH && !gwr_layer_get_graph(l, an, &g) && g && is_half(g)) return 1;
-            if (gwr_layer_attr_type(l, a) == GWR_ATTR_GRAPHS && !gwr_layer_get_graphs(l, an, &gs, &ng))
-                for (int64_t q = 0; q < ng; q++)
-                    if (gs[q] && is_half(gs[q])) return 1;
-        }
-    }
-    return 0;
+    return gwr_q_any_layer(net, half_output);
 }
 
 gwr_status gwr_precision(gwr_network *net, const gwr_precision_options *opt, gwr_quant_report **rep) {

@@ -71,6 +71,9 @@ void gwr_q_error(const float *a, const float *b, int64_t n, double *rel, double 
 /* 1 when layer l's op is in the comma-separated list `ops` (op names) or
  * its name is in it (exclusion lists mix both). */
 int gwr_q_listed(const char *list, const gwr_layer *l);
+/* 1 when pred holds for a live layer of net or of the If/Loop/Scan
+ * bodies in it. */
+int gwr_q_any_layer(const gwr_network *net, int (*pred)(const gwr_layer *));
 /* 1 when net already holds quantized layers (QuantizeLinear,
  * DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, ConvInteger,
  * QLinear*, MatMulNBits, ...), in its bodies too. */

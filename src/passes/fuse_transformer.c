@@ -3,12 +3,12 @@
  * Transpose into Gemm's flags (every target).
  *
  *   fuse_skip_layer_norm      LayerNormalization(a + b [+ bias])      -> SkipLayerNormalization
- *                             SimplifiedLayerNormalization(a + b)     -> SkipSimplifiedLayerNormalization
  *   fuse_bias_gelu            Gelu(x + bias)                          -> BiasGelu / FastGelu(x, bias)
  *   fuse_matmul_scale         s * MatMul(Transpose(a), Transpose(b))  -> FusedMatMul(a, b; alpha, transA, transB)
  *   fuse_transpose_into_gemm  Gemm(Transpose(A), Transpose(B))        -> Gemm(A, B) with transA / transB flipped
  *   fuse_rms_norm             x / Sqrt(ReduceMean(x^2) + eps) * gamma -> SimplifiedLayerNormalization (default domain)
- *                             (or x * Reciprocal(Sqrt(..)), x * (1 / Sqrt(..)))
+ *                             (or x * Reciprocal(Sqrt(..)), x * (1 / Sqrt(..)), x * Pow(.., -0.5); fp16 between Casts)
+ *   fuse_skip_rms_norm        SimplifiedLayerNormalization(a + b)     -> SkipSimplifiedLayerNormalization
  *   fuse_silu                 x * Sigmoid(x)                          -> QuickGelu(x; alpha 1)
  *
  * Every intermediate a fusion swallows must have no reader outside it and
@@ -181,11 +181,18 @@ static int fuse_skip_ln(gwr_rewrite_ctx *c, gwr_layer *l) {
     return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
 }
 
-static const char *const ln_roots[] = {"LayerNormalization", "SimplifiedLayerNormalization", NULL};
+static const char *const ln_roots[] = {"LayerNormalization", NULL}, *const sln_roots[] = {"SimplifiedLayerNormalization", NULL};
 
 const gwr_pattern_rewriter gwr_pattern_fuse_skip_layer_norm = {
     .name = "fuse_skip_layer_norm",
     .root_ops = ln_roots,
+    .match_and_rewrite = fuse_skip_ln,
+};
+
+/* The RMSNorm form, its own row: a different level (the pass table's rows below). */
+static const gwr_pattern_rewriter gwr_pattern_fuse_skip_rms_norm = {
+    .name = "fuse_skip_rms_norm",
+    .root_ops = sln_roots,
     .match_and_rewrite = fuse_skip_ln,
 };
 
@@ -342,22 +349,34 @@ const gwr_pattern_rewriter gwr_pattern_fuse_transpose_into_gemm = {
  *
  * The exporters' RMSNorm over the last axis,
  *
- *   x / Sqrt(ReduceMean(Pow(x, 2), axes=[-1]) + eps)          (or x * Reciprocal(Sqrt(...)), or
- *                                                              x * (1 / Sqrt(...)); x * x for Pow)
+ *   x / Sqrt(ReduceMean(Pow(x, 2), axes=[-1]) + eps)          (or x * Reciprocal(Sqrt(...)),
+ *                                                              x * (1 / Sqrt(...)), x * Pow(..., -0.5);
+ *                                                              x * x for Pow)
  *   [* gamma]                                                  (a 1-D constant over the last axis)
  *
  * becomes onnxruntime's SimplifiedLayerNormalization(x, gamma or ones;
  * axis -1, epsilon eps), which it registers in the default domain (targets
- * ort and gwr). Casts around the chain are not looked through. */
+ * ort and gwr). The half-precision exports normalize in float32 between
+ * two Casts (Hugging Face's LlamaRMSNorm: weight * x.float().norm().to(half)):
+ *
+ *   x = Cast(x16, float)  ->  chain  ->  Cast(half)  ->  * gamma16
+ *
+ * becomes SimplifiedLayerNormalization(x16, gamma16) in the half type when
+ * the first Cast is read only by the chain (the kernels of both normalize
+ * in float: the product with gamma rounds once to half instead of twice),
+ * else SimplifiedLayerNormalization(x, float(gamma16)) + Cast(half) (the
+ * exporter's float32 residual stream: fuse_skip_rms_norm then takes the
+ * residual Add). */
 
-enum { RX, RP2, RAX, REPS, RONE, RNCAP };
+enum { RX, RP2, RAX, REPS, RONE, RHALF, RNCAP };
 
-enum { R_POW, R_SQUARE, R_MEAN, R_ADD, R_SQRT, R_RECIP, R_ONE_OVER, R_ROOT };
+enum { R_POW, R_SQUARE, R_MEAN, R_ADD, R_SQRT, R_RECIP, R_ONE_OVER, R_RSQRT, R_ROOT };
 
-/* The root is Div(x, Sqrt(..)) or Mul(x, Reciprocal(Sqrt(..)) or 1 / Sqrt(..)), not a mix. */
+/* The root is Div(x, Sqrt(..)) or Mul(x, Reciprocal(Sqrt(..)), 1 / Sqrt(..) or Pow(.., -0.5)), not a mix. */
 static int rms_root_pairs(const gwr_match *m, void *user) {
     (void)user;
-    return gwr_match_is_op(m->layers[R_ROOT], "Div") == !(m->layers[R_RECIP] || m->layers[R_ONE_OVER]);
+    return gwr_match_is_op(m->layers[R_ROOT], "Div") ==
+           !(m->layers[R_RECIP] || m->layers[R_ONE_OVER] || m->layers[R_RSQRT]);
 }
 
 static int fuse_rms_norm(gwr_rewrite_ctx *c, const gwr_match *m);
@@ -373,10 +392,52 @@ static const gwr_match_node rms_nodes[] = {
     [R_RECIP] = GWR_M_OP("Reciprocal", GWR_M_NODE(R_SQRT)),
     /* x * (1 / Sqrt(...)): PyTorch's torch.rsqrt as T5 and Llama exports write it */
     [R_ONE_OVER] = GWR_M_OP("Div", GWR_M_SPLAT(RONE, 1.0), GWR_M_NODE(R_SQRT)),
-    [R_ROOT] = {.ops = rms_roots, .in = {GWR_M_CAP(RX), GWR_M_EITHER(R_SQRT, R_RECIP, R_ONE_OVER)}, .where = rms_root_pairs,
-                .targets = GWR_TARGET_ORT | GWR_TARGET_GWR},
+    /* x * Pow(..., -0.5): rsqrt written as a power (onnxscript, hand-written exports) */
+    [R_RSQRT] = GWR_M_OP("Pow", GWR_M_NODE(R_ADD), GWR_M_SPLAT(RHALF, -0.5)),
+    [R_ROOT] = {.ops = rms_roots, .in = {GWR_M_CAP(RX), GWR_M_EITHER(R_SQRT, R_RECIP, R_ONE_OVER, R_RSQRT)},
+                .where = rms_root_pairs, .targets = GWR_TARGET_ORT | GWR_TARGET_GWR},
 };
 static const gwr_match_pattern rms_table = {"fuse_rms_norm", GWR_M_NODES(rms_nodes), fuse_rms_norm, NULL};
+
+/* Is every live reader of t one of the match's layers? */
+static int read_only_in(const gwr_tensor *t, const gwr_match *m) {
+    if (gwr_tensor_output_index(t) >= 0) return 0;
+    for (int64_t i = 0; i < gwr_tensor_num_users(t); i++) {
+        gwr_layer *u = gwr_tensor_user(t, i, NULL);
+        if (!u || gwr_layer_is_removed(u)) continue;
+        int in = 0;
+        for (int j = 0; j < m->nlayers && !in; j++) in = m->layers[j] == u;
+        if (!in) return 0;
+    }
+    return 1;
+}
+
+/* The half-precision tail: tail's sole reader is Cast(to float16 or
+ * bfloat16) whose sole reader is Mul(that, gamma) with gamma a 1-D constant
+ * of the half type and h elements. The Cast in *cast, the Mul in *mul,
+ * gamma returned; NULL when not. */
+static gwr_tensor *half_tail(gwr_tensor *tail, int64_t h, gwr_layer **cast, gwr_layer **mul) {
+    gwr_layer *cl = gwr_match_sole_reader(tail);
+    int64_t to = 0;
+    if (!gwr_match_is_op(cl, "Cast") || gwr_layer_attr_int(cl, "to", 0, &to) || (to != GWR_FLOAT16 && to != GWR_BFLOAT16))
+        return NULL;
+    gwr_tensor *ct = gwr_layer_output(cl, 0);
+    gwr_layer *ml = gwr_match_sole_reader(ct);
+    if (!gwr_match_is_op(ml, "Mul") || gwr_layer_num_inputs(ml) != 2) return NULL;
+    gwr_tensor *a = gwr_layer_input(ml, 0), *b = gwr_layer_input(ml, 1), *g = a == ct ? b : a;
+    if ((a == ct) == (b == ct) || !vec_const(g, (gwr_dtype)to, h) || gwr_tensor_dtype(gwr_layer_output(ml, 0)) != (gwr_dtype)to)
+        return NULL;
+    *cast = cl, *mul = ml;
+    return g;
+}
+
+/* A float32 copy of the 1-D constant g (h elements); NULL on failure. */
+static gwr_tensor *widened(gwr_network *net, const gwr_tensor *g, int64_t h) {
+    double *v = gwr_calloc((size_t)h, sizeof *v);
+    gwr_tensor *t = v && !gwr_match_const_f64(g, v, h, NULL, NULL, NULL) ? gwr_ps_const_new(net, GWR_FLOAT32, 1, &h, v, 0) : NULL;
+    gwr_free(v);
+    return t;
+}
 
 static int fuse_rms_norm(gwr_rewrite_ctx *c, const gwr_match *m) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
@@ -391,30 +452,41 @@ static int fuse_rms_norm(gwr_rewrite_ctx *c, const gwr_match *m) {
     if (!gwr_match_const_scalar(m->captures[REPS], &eps) || !isfinite(eps) || eps < 0)
         return gwr_rewrite_no_match(c, "epsilon is not one finite non-negative constant");
     int64_t h = gwr_tensor_dim(x, -1);
-    gwr_layer *mul = gwr_match_sole_reader(tail), *last = l;
-    gwr_tensor *gamma = NULL;
+    gwr_layer *mul = gwr_match_sole_reader(tail), *last = l, *cast_out = NULL, *cast_in = NULL;
+    gwr_tensor *gamma = NULL, *xin = x;
+    gwr_dtype ydt = dt;
     if (gwr_match_is_op(mul, "Mul") && gwr_layer_num_inputs(mul) == 2) {
         gwr_tensor *a = gwr_layer_input(mul, 0), *b = gwr_layer_input(mul, 1), *g = a == tail ? b : a;
         if ((a == tail) != (b == tail) && vec_const(g, dt, h)) gamma = g, last = mul;
     }
+    if (!gamma && dt == GWR_FLOAT32 && (gamma = half_tail(tail, h, &cast_out, &mul))) {
+        ydt = gwr_tensor_dtype(gamma), last = mul;
+        gwr_layer *ci = producer(x, "Cast");
+        gwr_tensor *x16 = ci ? gwr_layer_input(ci, 0) : NULL;
+        if (x16 && gwr_tensor_dtype(x16) == ydt && same_shape(x16, x) && read_only_in(x, m)) xin = x16, cast_in = ci;
+        else if (!(gamma = widened(net, gamma, h))) return built_fail(c, net);
+    }
     if (!gamma && !(gamma = gwr_ps_const_new(net, dt, 1, &h, NULL, 1.0))) return built_fail(c, net);
     gwr_args *a = gwr_args_new();
-    gwr_tensor *in[2] = {x, gamma}, *out = NULL;
+    gwr_tensor *in[2] = {xin, gamma}, *out = NULL;
     gwr_layer *f = NULL;
     if (a && !gwr_args_set_int(a, "axis", -1) && !gwr_args_set_float(a, "epsilon", eps))
         f = gwr_op_call(net, "", "SimplifiedLayerNormalization", 2, in, a, 1, &out);
     gwr_args_free(a);
     if (!f) return built_fail(c, net);
+    if (cast_out && !cast_in && !(out = gwr_cast(net, out, ydt))) return built_fail(c, net);
     /* The result is the value the chain's end computed: it keeps that
      * tensor's type, whose symbols may be the model's interface names where
      * x's are an exporter's (onnxruntime's quantization tool writes
      * unk__N dims inside T5, and the graph output is [batch_size, ...]). */
     const gwr_tensor *old = gwr_layer_output(last, 0);
-    int known = gwr_tensor_rank(old) == r && gwr_tensor_dtype(old) == dt;
+    int known = gwr_tensor_rank(old) == r && gwr_tensor_dtype(old) == ydt;
     for (int i = 0; known && i < r; i++) known = gwr_tensor_dim(old, i) != GWR_DIM_UNKNOWN; /* a value or a symbol */
-    gwr_status st = known ? gwr_tensor_set_type(out, dt, r, gwr_tensor_dims(old)) : GWR_OK;
+    gwr_status st = known ? gwr_tensor_set_type(out, ydt, r, gwr_tensor_dims(old)) : GWR_OK;
     if (!st) st = gwr_match_replace_layer(last, 1, &out);
     if (!st && last != l) st = gwr_layer_mark_as_removed(l);
+    if (!st && cast_out) st = gwr_layer_mark_as_removed(cast_out);
+    if (!st && cast_in) st = gwr_layer_mark_as_removed(cast_in);
     for (int i = 0; !st && i < m->nlayers - 1; i++)
         if (m->layers[i]) st = gwr_layer_mark_as_removed(m->layers[i]);
     return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
@@ -440,9 +512,15 @@ GWR_PASS(fuse_rms_norm, LOWER, .pattern = &gwr_pattern_fuse_rms_norm, .level = G
 GWR_PASS(fuse_skip_layer_norm, LOWER, .pattern = &gwr_pattern_fuse_skip_layer_norm, .level = GWR_LEVEL_ALL,
          .level_gwr = GWR_LEVEL_EXTENDED, .targets = GWR_TARGET_ORT | GWR_TARGET_GWR,
          .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-4,
-         .summary = "turn LayerNormalization(a + b [+ bias]) into SkipLayerNormalization "
-                    "(SimplifiedLayerNormalization(a + b) into SkipSimplifiedLayerNormalization), also when the sum "
-                    "has other readers (they read its input_skip_bias_sum output)");
+         .summary = "turn LayerNormalization(a + b [+ bias]) into SkipLayerNormalization, also when the sum has "
+                    "other readers (they read its input_skip_bias_sum output)");
+
+/* extended for both targets: the decoders' residual RMSNorm (every norm but the first of a Llama-style
+ * export), which onnxruntime's transformers optimizer fuses too (docs/optimize.md has the timings) */
+GWR_PASS(fuse_skip_rms_norm, LOWER, .pattern = &gwr_pattern_fuse_skip_rms_norm, .level = GWR_LEVEL_EXTENDED,
+         .targets = GWR_TARGET_ORT | GWR_TARGET_GWR, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-4,
+         .summary = "turn SimplifiedLayerNormalization(a + b) into SkipSimplifiedLayerNormalization, also when the "
+                    "sum has other readers (the next block's residual: they read its output 3)");
 
 GWR_PASS(fuse_silu, LOWER, .pattern = &gwr_ps_pattern_fuse_silu, .level = GWR_LEVEL_EXTENDED,
          .targets = GWR_TARGET_ORT | GWR_TARGET_GWR, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,

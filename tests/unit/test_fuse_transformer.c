@@ -558,7 +558,8 @@ TEST(kernel_simplified_layer_norm) {
 }
 
 enum { RMS_RECIP, RMS_DIV_SQUARE, RMS_NO_GAMMA, RMS_AXIS0, RMS_SHARED, RMS_GAMMA_INPUT, RMS_ONE_OVER, RMS_TWO_OVER,
-       RMS_MUL_SQRT, RMS_DIV_RECIP, RMS_DIV_ONE_OVER }; /* the last three: a Div/Mul mixed with the other form: not RMS */
+       RMS_MUL_SQRT, RMS_DIV_RECIP, RMS_DIV_ONE_OVER, /* these three: a Div/Mul mixed with the other form: not RMS */
+       RMS_POW_HALF, RMS_POW_QUARTER, RMS_DIV_POW_HALF }; /* x * Pow(.., -0.5); -0.25: not RMS; Div by it: not either */
 
 static gwr_network *rms(int form) {
     int64_t d[3] = {2, 4, 8};
@@ -586,6 +587,10 @@ static gwr_network *rms(int form) {
         if (form == RMS_DIV_RECIP) gwr_op_call(net, "", "Reciprocal", 1, &s, NULL, 1, &r);
         else r = gwr_div(net, gwr_constant_f32(net, 1), s);
         n = gwr_div(net, x, r);
+    } else if (form == RMS_POW_HALF || form == RMS_POW_QUARTER || form == RMS_DIV_POW_HALF) {
+        gwr_tensor *in[2] = {e, gwr_constant_f32(net, form == RMS_POW_QUARTER ? -0.25f : -0.5f)}, *r = NULL;
+        gwr_op_call(net, "", "Pow", 2, in, NULL, 1, &r);
+        n = form == RMS_DIV_POW_HALF ? gwr_div(net, x, r) : gwr_mul(net, x, r);
     } else if (form == RMS_ONE_OVER || form == RMS_TWO_OVER) { /* T5's x * (1 / Sqrt(...)); 2 / ...: not one */
         n = gwr_mul(net, x, gwr_div(net, gwr_constant_f32(net, form == RMS_ONE_OVER ? 1 : 2), s));
     } else {
@@ -596,12 +601,13 @@ static gwr_network *rms(int form) {
     if (form == RMS_SHARED) gwr_network_mark_output(net, s);
     gwr_tensor *g = form == RMS_GAMMA_INPUT ? input(net, "g", 1, d + 2) : rconst(net, 1, d + 2, 0.5, 1.5);
     gwr_network_mark_output(net, form == RMS_NO_GAMMA ? n : gwr_mul(net, g, n));
+    gwr_network_prune(net, NULL); /* the Pow forms leave the Sqrt unread */
     return net;
 }
 
 TEST(rms_norm_cases) {
     static const struct { int form; int64_t muls; } fires[] = {
-        {RMS_RECIP, 0}, {RMS_DIV_SQUARE, 0}, {RMS_NO_GAMMA, 0}, {RMS_GAMMA_INPUT, 1}, {RMS_ONE_OVER, 0}};
+        {RMS_RECIP, 0}, {RMS_DIV_SQUARE, 0}, {RMS_NO_GAMMA, 0}, {RMS_GAMMA_INPUT, 1}, {RMS_ONE_OVER, 0}, {RMS_POW_HALF, 0}};
     for (size_t i = 0; i < sizeof fires / sizeof *fires; i++) {
         expect(rms(fires[i].form), "fuse_rms_norm", GWR_TARGET_ORT, 1, 4);
         gwr_network *net = rms(fires[i].form);
@@ -618,7 +624,77 @@ TEST(rms_norm_cases) {
     expect(rms(RMS_MUL_SQRT), "fuse_rms_norm", GWR_TARGET_ORT, 0, 4);
     expect(rms(RMS_DIV_RECIP), "fuse_rms_norm", GWR_TARGET_ORT, 0, 4);
     expect(rms(RMS_DIV_ONE_OVER), "fuse_rms_norm", GWR_TARGET_ORT, 0, 4);
+    expect(rms(RMS_POW_QUARTER), "fuse_rms_norm", GWR_TARGET_ORT, 0, 4);
+    expect(rms(RMS_DIV_POW_HALF), "fuse_rms_norm", GWR_TARGET_ORT, 0, 4);
     not_for_onnx(rms(RMS_RECIP), rms(RMS_RECIP), "fuse_rms_norm");
+}
+
+/* The half-precision exports' RMSNorm (Hugging Face's LlamaRMSNorm in float16):
+ *   g16 * Cast(Cast(x, float) * Div(1, Sqrt(ReduceMean(Pow(Cast(x, float), 2)) + eps)), float16)
+ * x a float16 input (HALF_IN), or float32 (HALF_F32: the exporters' float32 residual stream, no
+ * Cast in), or float16 with its float Cast also read elsewhere (HALF_CAST_SHARED). Must not take
+ * the tail: the Cast to float16 read elsewhere (HALF_TAIL_SHARED), gamma an input (HALF_GAMMA_INPUT),
+ * a Cast to float64 (HALF_TO_DOUBLE). */
+enum { HALF_IN, HALF_F32, HALF_CAST_SHARED, HALF_TAIL_SHARED, HALF_GAMMA_INPUT, HALF_TO_DOUBLE };
+
+static gwr_network *rms_half(int form) {
+    /* 1, 0.5, 1.5, 1.25, 0.75, 2, 0.625, 1.125: exact in float16 */
+    static const uint16_t g16[8] = {0x3C00, 0x3800, 0x3E00, 0x3D00, 0x3A00, 0x4000, 0x3900, 0x3C80};
+    static const int64_t last[1] = {-1}, h = 8;
+    gwr_dim d[3] = {2, 4, 8};
+    gwr_network *net = gwr_network_new("rms_half");
+    gwr_dtype half = form == HALF_TO_DOUBLE ? GWR_FLOAT64 : GWR_FLOAT16;
+    gwr_tensor *x = gwr_network_add_input(net, "x", form == HALF_F32 ? GWR_FLOAT32 : GWR_FLOAT16, 3, d);
+    gwr_tensor *xf = form == HALF_F32 ? x : gwr_cast(net, x, GWR_FLOAT32), *sq = NULL, *m = NULL, *s = NULL;
+    gwr_tensor *pin[2] = {xf, gwr_constant_f32(net, 2)};
+    gwr_op_call(net, "", "Pow", 2, pin, NULL, 1, &sq);
+    gwr_args *a = gwr_args_new();
+    gwr_args_set_ints(a, "axes", 1, last);
+    gwr_op_call(net, "", "ReduceMean", 1, &sq, a, 1, &m);
+    gwr_args_free(a);
+    gwr_tensor *e = gwr_add(net, m, gwr_constant_f32(net, 1e-6f));
+    gwr_op_call(net, "", "Sqrt", 1, &e, NULL, 1, &s);
+    gwr_tensor *n = gwr_mul(net, xf, gwr_div(net, gwr_constant_f32(net, 1), s)), *c = gwr_cast(net, n, half);
+    gwr_tensor *g = form == HALF_GAMMA_INPUT ? gwr_network_add_input(net, "g", GWR_FLOAT16, 1, d + 2)
+                  : form == HALF_TO_DOUBLE   ? gwr_constant(net, GWR_FLOAT64, 1, &h, (const double[8]){1, 0.5, 1.5, 1, 1, 2, 1, 1})
+                                             : gwr_constant(net, GWR_FLOAT16, 1, &h, g16);
+    gwr_network_mark_output(net, gwr_mul(net, g, c));
+    if (form == HALF_CAST_SHARED) gwr_network_mark_output(net, gwr_relu(net, xf));
+    if (form == HALF_TAIL_SHARED) gwr_network_mark_output(net, gwr_relu(net, c));
+    return net;
+}
+
+TEST(rms_norm_half_casts) {
+    static const struct { int form; gwr_dtype x_dtype; int64_t casts, muls; } cases[] = {
+        {HALF_IN, GWR_FLOAT16, 0, 0},          /* SimplifiedLayerNormalization(x16, g16) */
+        {HALF_F32, GWR_FLOAT32, 1, 0},         /* SimplifiedLayerNormalization(x, float(g16)) + Cast */
+        {HALF_CAST_SHARED, GWR_FLOAT32, 2, 0}, /* the same, x's Cast kept for its other reader */
+        {HALF_TAIL_SHARED, GWR_FLOAT32, 2, 1}, /* the float chain only: the tail stays */
+        {HALF_GAMMA_INPUT, GWR_FLOAT32, 2, 1},
+        {HALF_TO_DOUBLE, GWR_FLOAT32, 2, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        gwr_network *net = rms_half(cases[i].form), *before = gwr_network_clone(net);
+        CHECK_EQ_INT(run_pass(net, "fuse_rms_norm", GWR_TARGET_ORT), 1);
+        CHECK_OK(gwr_network_prune(net, NULL));
+        CHECK_EQ_INT(count_op(net, "SimplifiedLayerNormalization"), 1);
+        CHECK_EQ_INT(count_op(net, "ReduceMean") + count_op(net, "Div") + count_op(net, "Sqrt"), 0);
+        if (!CHECK_EQ_INT(count_op(net, "Cast"), cases[i].casts) | !CHECK_EQ_INT(count_op(net, "Mul"), cases[i].muls))
+            fprintf(stderr, "  half form %d\n", cases[i].form);
+        for (int l = 0; l < gwr_network_num_layers(net); l++) {
+            gwr_layer *ly = gwr_network_layer(net, l);
+            if (!gwr_layer_is_removed(ly) && !strcmp(gwr_layer_op(ly), "SimplifiedLayerNormalization"))
+                CHECK_EQ_INT(gwr_tensor_dtype(gwr_layer_input(ly, 0)), cases[i].x_dtype);
+        }
+        /* the product with gamma rounds once to float16 instead of twice: within a step of the type
+         * (outputs up to 2 * sqrt(8): steps of 2^-8) */
+        for (unsigned seed = 1; seed <= 3; seed++) {
+            double dd = max_diff(before, net, seed * 7919u, 4, 0, NULL);
+            if (!CHECK(dd >= 0 && dd <= 4e-3)) fprintf(stderr, "  half form %d: difference %g\n", cases[i].form, dd);
+        }
+        gwr_network_free(before);
+        gwr_network_free(net);
+    }
 }
 
 /* Add + SimplifiedLayerNormalization -> SkipSimplifiedLayerNormalization,
@@ -639,16 +715,30 @@ static gwr_network *skip_rms(int bias, int shared) {
 
 TEST(skip_simplified_layer_norm_cases) {
     for (int shared = 0; shared <= 1; shared++) {
-        expect(skip_rms(0, shared), "fuse_skip_layer_norm", GWR_TARGET_ORT, 1, 3);
+        expect(skip_rms(0, shared), "fuse_skip_rms_norm", GWR_TARGET_ORT, 1, 3);
+        expect(skip_rms(0, shared), "fuse_skip_layer_norm", GWR_TARGET_ORT, 0, 3); /* LayerNormalization's row */
         gwr_network *net = skip_rms(0, shared);
-        CHECK_EQ_INT(run_pass(net, "fuse_skip_layer_norm", GWR_TARGET_ORT), 1);
+        CHECK_EQ_INT(run_pass(net, "fuse_skip_rms_norm", GWR_TARGET_ORT), 1);
         CHECK_OK(gwr_network_prune(net, NULL));
         CHECK_EQ_INT(count_op(net, "SkipSimplifiedLayerNormalization"), 1);
         CHECK_EQ_INT(count_op(net, "Add") + count_op(net, "SimplifiedLayerNormalization"), 0);
         gwr_network_free(net);
     }
     /* x + r + bias: the bias Add is not folded into SkipSimplifiedLayerNormalization */
-    expect(skip_rms(1, 0), "fuse_skip_layer_norm", GWR_TARGET_ORT, 0, 3);
+    expect(skip_rms(1, 0), "fuse_skip_rms_norm", GWR_TARGET_ORT, 0, 3);
+    /* the default level (extended) fuses it for both targets (onnxruntime's transformers optimizer
+     * does too), level basic for neither */
+    static const struct { gwr_pass_level level; unsigned target; int fused; } runs[] = {
+        {GWR_LEVEL_EXTENDED, GWR_TARGET_ORT, 1}, {GWR_LEVEL_EXTENDED, GWR_TARGET_GWR, 1},
+        {GWR_LEVEL_BASIC, GWR_TARGET_ORT, 0}, {GWR_LEVEL_EXTENDED, GWR_TARGET_ONNX, 0}};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        gwr_network *net = skip_rms(0, 1);
+        gwr_optimize_options o = {.level = runs[i].level, .target = runs[i].target};
+        CHECK_OK(gwr_optimize(net, &o, NULL));
+        if (!CHECK_EQ_INT(count_op(net, "SkipSimplifiedLayerNormalization"), runs[i].fused))
+            fprintf(stderr, "  level %d target %u\n", (int)runs[i].level, runs[i].target);
+        gwr_network_free(net);
+    }
 }
 
 int main(void) {
@@ -656,6 +746,7 @@ int main(void) {
     RUN(skip_simplified_layer_norm_cases);
     RUN(kernel_simplified_layer_norm);
     RUN(rms_norm_cases);
+    RUN(rms_norm_half_casts);
     RUN(kernel_gelus);
     RUN(kernel_skip_layer_norm);
     RUN(kernel_fused_matmul);

@@ -391,6 +391,21 @@ static gwr_network *skip_ln(int other_axis) {
 static gwr_network *skip_ln_fires(void) { return skip_ln(0); }
 static gwr_network *skip_ln_idle(void) { return skip_ln(1); }
 
+/* SimplifiedLayerNormalization(x + r) over the last axis; with `other_axis`, over axis 1 */
+static gwr_network *skip_rms(int other_axis) {
+    gwr_dim d[3] = {2, 4, 8};
+    gwr_network *net = gwr_network_new("skip_rms");
+    gwr_tensor *in[2] = {gwr_add(net, input(net, "x", 3, d), input(net, "r", 3, d)),
+                         other_axis ? gwr_constant(net, GWR_FLOAT32, 2, (int64_t[]){4, 8}, (float[32]){1}) : ramp(net, 8, 0.5f, 0.1f)};
+    gwr_tensor *y = NULL;
+    gwr_args *a = gwr_args_new();
+    if (a && !gwr_args_set_int(a, "axis", other_axis ? 1 : -1)) gwr_op_call(net, "", "SimplifiedLayerNormalization", 2, in, a, 1, &y);
+    gwr_args_free(a);
+    return finish(net, y);
+}
+static gwr_network *skip_rms_fires(void) { return skip_rms(0); }
+static gwr_network *skip_rms_idle(void) { return skip_rms(1); }
+
 /* Gelu(x + bias [8]); with `wide`, the bias [2, 8] */
 static gwr_network *bias_gelu(int wide) {
     gwr_dim d[2] = {3, 8};
@@ -715,6 +730,7 @@ static const pass_cases cases[] = {
     {"fold_scalar_around_matmul", scalar_mm_fires, scalar_mm_idle, 1, 0},
     {"fold_pad_into_conv", pad_conv_fires, pad_pool_idle, 1, 0},
     {"fuse_skip_layer_norm", skip_ln_fires, skip_ln_idle, 1, 0},
+    {"fuse_skip_rms_norm", skip_rms_fires, skip_rms_idle, 1, 0},
     {"fuse_bias_gelu", bias_gelu_fires, bias_gelu_idle, 1, 0},
     {"fuse_matmul_scale", matmul_scale_fires, matmul_scale_idle, 1, 0},
     {"fuse_silu", silu_fires, silu_idle, 1, 0},

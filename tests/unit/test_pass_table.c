@@ -406,6 +406,24 @@ static gwr_network *skip_rms(int other_axis) {
 static gwr_network *skip_rms_fires(void) { return skip_rms(0); }
 static gwr_network *skip_rms_idle(void) { return skip_rms(1); }
 
+/* rotate-half rotary, opset 23: q * Unsqueeze(Cos(Concat(f, f)), [1]) + Concat(-q2, q1) * Unsqueeze(Sin(..));
+ * idle: Concat(q1, -q2) */
+static gwr_network *rotary(int swapped) {
+    gwr_dim xd[4] = {2, 3, 5, 8}, fd[3] = {2, 5, 4};
+    static const int64_t one = 1;
+    gwr_network *net = gwr_network_new("rotary");
+    gwr_network_set_opset(net, "", 23);
+    gwr_tensor *q = input(net, "q", 4, xd), *f = input(net, "f", 3, fd), *ff[2] = {f, f}, *h[2] = {NULL, NULL};
+    gwr_tensor *e = gwr_concat(net, 2, ff, -1), *c = gwr_unsqueeze(net, gwr_cos(net, e), 1, &one);
+    gwr_tensor *sn = gwr_unsqueeze(net, gwr_sin(net, e), 1, &one);
+    gwr_split(net, q, -1, 2, NULL, h);
+    gwr_tensor *parts[2] = {gwr_neg(net, h[1]), h[0]};
+    if (swapped) parts[0] = h[0], parts[1] = gwr_neg(net, h[1]);
+    return finish(net, gwr_add(net, gwr_mul(net, q, c), gwr_mul(net, gwr_concat(net, 2, parts, -1), sn)));
+}
+static gwr_network *rotary_fires(void) { return rotary(0); }
+static gwr_network *rotary_idle(void) { return rotary(1); }
+
 /* Gelu(x + bias [8]); with `wide`, the bias [2, 8] */
 static gwr_network *bias_gelu(int wide) {
     gwr_dim d[2] = {3, 8};
@@ -731,6 +749,7 @@ static const pass_cases cases[] = {
     {"fold_pad_into_conv", pad_conv_fires, pad_pool_idle, 1, 0},
     {"fuse_skip_layer_norm", skip_ln_fires, skip_ln_idle, 1, 0},
     {"fuse_skip_rms_norm", skip_rms_fires, skip_rms_idle, 1, 0},
+    {"fuse_rotary", rotary_fires, rotary_idle, 1, 0},
     {"fuse_bias_gelu", bias_gelu_fires, bias_gelu_idle, 1, 0},
     {"fuse_matmul_scale", matmul_scale_fires, matmul_scale_idle, 1, 0},
     {"fuse_silu", silu_fires, silu_idle, 1, 0},

@@ -1,0 +1,267 @@
+/* fuse_rotary.c - the exporters' rotary position embedding as one layer.
+ *
+ * fuse_rotary (phase fuse), at the Add of Hugging Face's apply_rotary_pos_emb (rotate-half):
+ *
+ *   y = x * C + Concat(Neg(x2), x1, axis -1) * S     (either operand order of the Add and Muls)
+ *   x1, x2 = the two halves of x's last axis          (Split into two equal parts, or two Slices
+ *                                                      with constant bounds [0, D/2) and [D/2, D))
+ *   C = Unsqueeze(c, axes [1]),  c = [Cast(] [Mul(] Cos(Concat(F, F, axis -1)) [, k)] [)]
+ *   S = the same over Sin, from the same F (and k, and Cast)
+ *
+ * with x (B, N, S, D) and F (B, S, D/2) (the position ids times inv_freq, as the exporter computes
+ * them in the graph), becomes ONNX RotaryEmbedding(x, cos_half, sin_half; interleaved 0) (opset
+ * 23 semantics, no position_ids: the caches are per batch row and position), cos_half =
+ * [Cast(] [Mul(] Cos(F) [, k)] [)], the model's own computation before its Concat, built once
+ * per F and shared by every layer (found by name). For target onnx only at opset >= 23; target
+ * gwr at any opset (its executor runs it). Target ort below opset 23 (onnxruntime has no
+ * RotaryEmbedding before 23 in the ONNX domain) gets com.microsoft RotaryEmbedding(x,
+ * position_ids, cos_cache, sin_cache) instead: the (B, S, D/2) caches reshaped to (B * S, D/2)
+ * rows and position_ids = Range(0, B * S) as (B, S), row b * S + s for token (b, s), built once
+ * per cache and shared (gwr's executor has no kernel for that op: tests/llm/norm_rope_ort.py
+ * checks it on onnxruntime).
+ *
+ * Not a rule file: the halves are checked against D (Slice bounds or Split sizes), the trig
+ * chain is walked through optional layers and rebuilt on F, and the caches are shared by name.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gwr/match.h"
+#include "gwr/passes.h"
+#include "passes/pass_util.h"
+#include "util/util.h"
+
+#define MS "com.microsoft"
+
+/* t's producer when it is a live default-domain `op` with one output. */
+static gwr_layer *prod(const gwr_tensor *t, const char *op) {
+    gwr_layer *p = t ? gwr_tensor_parent(t) : NULL;
+    return gwr_match_is_op(p, op) && gwr_layer_num_outputs(p) == 1 ? p : NULL;
+}
+
+/* Is the axis attribute (default def) of l the last of rank r? */
+static int last_axis_attr(const gwr_layer *l, int64_t def, int r) {
+    int64_t a = def;
+    return !gwr_layer_attr_int(l, "axis", def, &a) && (a == -1 || a == r - 1);
+}
+
+/* The one axis of Unsqueeze u (attribute or constant input), or -100. */
+static int64_t unsqueeze_axis(const gwr_layer *u) {
+    int64_t ax[2];
+    const int64_t *pa;
+    int64_t n = 0;
+    if (gwr_layer_num_inputs(u) > 1) return gwr_match_const_ints(gwr_layer_input(u, 1), ax, 2) == 1 ? ax[0] : -100;
+    return !gwr_layer_attr_ints(u, "axes", &pa, &n) && n == 1 ? pa[0] : -100;
+}
+
+/* The trig chain: t = Unsqueeze([Cast(][Mul(] trig(Concat(F, F)) [, k)][)], axis 1). */
+typedef struct trig {
+    gwr_tensor *f, *k;  /* F (B, S, D/2); the scale constant or NULL */
+    gwr_layer *cast;    /* the Cast or NULL */
+    gwr_layer *mul;     /* the Mul by k or NULL */
+    gwr_layer *fn;      /* the Cos or Sin */
+    gwr_tensor *out;    /* the chain's (B, S, D) result (before the Unsqueeze) */
+} trig;
+
+static int trig_chain(gwr_tensor *t, const char *fn, trig *tr) {
+    memset(tr, 0, sizeof *tr);
+    gwr_layer *u = prod(t, "Unsqueeze");
+    if (!u || unsqueeze_axis(u) != 1) return 0;
+    gwr_tensor *v = tr->out = gwr_layer_input(u, 0);
+    if ((tr->cast = prod(v, "Cast"))) v = gwr_layer_input(tr->cast, 0);
+    if ((tr->mul = prod(v, "Mul"))) {
+        for (int i = 0; i < 2 && !tr->k; i++) {
+            double k;
+            gwr_tensor *a = gwr_layer_input(tr->mul, i), *b = gwr_layer_input(tr->mul, 1 - i);
+            if (gwr_match_const_scalar(b, &k) && gwr_tensor_rank(b) <= 3 && prod(a, fn)) tr->k = b, v = a;
+        }
+        if (!tr->k) return 0;
+    }
+    if (!(tr->fn = prod(v, fn))) return 0;
+    gwr_layer *cat = prod(gwr_layer_input(tr->fn, 0), "Concat");
+    if (!cat || gwr_layer_num_inputs(cat) != 2 || gwr_layer_input(cat, 0) != gwr_layer_input(cat, 1)) return 0;
+    tr->f = gwr_layer_input(cat, 0);
+    return gwr_tensor_rank(tr->f) == 3 && last_axis_attr(cat, 0, 3);
+}
+
+/* x1 and x2 are the first and second halves of one x's last axis (D
+ * known, even): outputs 0 and 1 of a two-way Split, or two Slices. x in *x,
+ * the layers in dead[] (*n). */
+static int halves(gwr_tensor *x1, gwr_tensor *x2, gwr_tensor **x, gwr_layer **dead, int *n) {
+    gwr_layer *p1 = x1 ? gwr_tensor_parent(x1) : NULL, *p2 = x2 ? gwr_tensor_parent(x2) : NULL;
+    if (!p1 || !p2) return 0;
+    gwr_tensor *src = gwr_layer_input(p1, 0);
+    int r = gwr_tensor_rank(src);
+    gwr_dim d = r > 0 ? gwr_tensor_dim(src, r - 1) : GWR_DIM_UNKNOWN;
+    if (r < 1 || !GWR_DIM_IS_KNOWN(d) || d % 2 || d < 2) return 0;
+    if (p1 == p2 && gwr_match_is_op(p1, "Split")) {
+        int64_t sz[3];
+        if (gwr_layer_num_outputs(p1) != 2 || gwr_tensor_parent_output_index(x1) != 0 || gwr_tensor_parent_output_index(x2) != 1 ||
+            !last_axis_attr(p1, 0, r))
+            return 0;
+        if (gwr_layer_num_inputs(p1) > 1 && gwr_layer_input(p1, 1) &&
+            (gwr_match_const_ints(gwr_layer_input(p1, 1), sz, 3) != 2 || sz[0] != d / 2 || sz[1] != d / 2))
+            return 0;
+        const int64_t *ps;
+        int64_t ns = 0;
+        if (gwr_layer_find_attr(p1, "split") >= 0 &&
+            (gwr_layer_attr_ints(p1, "split", &ps, &ns) || ns != 2 || ps[0] != d / 2 || ps[1] != d / 2))
+            return 0;
+        *x = src, dead[(*n)++] = p1;
+        return 1;
+    }
+    if (!gwr_match_is_op(p1, "Slice") || !gwr_match_is_op(p2, "Slice") || gwr_layer_input(p2, 0) != src) return 0;
+    for (int k = 0; k < 2; k++) {
+        gwr_layer *s = k ? p2 : p1;
+        int64_t st, en, ax, step = 1;
+        int ni = gwr_layer_num_inputs(s);
+        if (ni < 4 || gwr_match_const_ints(gwr_layer_input(s, 1), &st, 1) != 1 ||
+            gwr_match_const_ints(gwr_layer_input(s, 2), &en, 1) != 1 || gwr_match_const_ints(gwr_layer_input(s, 3), &ax, 1) != 1 ||
+            (ni > 4 && gwr_layer_input(s, 4) && gwr_match_const_ints(gwr_layer_input(s, 4), &step, 1) != 1))
+            return 0;
+        if ((ax != -1 && ax != r - 1) || step != 1) return 0;
+        if (k == 0 && !(st == 0 && en == d / 2)) return 0;
+        if (k == 1 && !(st == d / 2 && en >= d)) return 0;
+    }
+    *x = src, dead[(*n)++] = p1, dead[(*n)++] = p2;
+    return 1;
+}
+
+/* The same dim, or both symbolic (the exporter's names for B and S may
+ * differ between position_ids and input_ids). */
+static int dim_fits(gwr_dim a, gwr_dim b) {
+    return a == b || (!GWR_DIM_IS_KNOWN(a) && !GWR_DIM_IS_KNOWN(b) && a != GWR_DIM_UNKNOWN && b != GWR_DIM_UNKNOWN);
+}
+
+/* x (B, N, S, D) is the result's shape (y's dims where known) and F's
+ * (B, S, D/2) fits it (an unknown dim of F's, as an exporter's Expand to a
+ * computed shape leaves its batch, fits). */
+static int fits_x(const gwr_tensor *x, const gwr_tensor *y, const gwr_tensor *f, gwr_dim d) {
+    if (gwr_tensor_dtype(x) != gwr_tensor_dtype(y) || gwr_tensor_rank(y) != 4 || !gwr_match_dtype_real_float(gwr_tensor_dtype(x)))
+        return 0;
+    for (int i = 0; i < 4; i++)
+        if (gwr_tensor_dim(y, i) != GWR_DIM_UNKNOWN && !dim_fits(gwr_tensor_dim(y, i), gwr_tensor_dim(x, i))) return 0;
+    gwr_dim fb = gwr_tensor_dim(f, 0), fs = gwr_tensor_dim(f, 1);
+    return gwr_tensor_dim(f, 2) == d / 2 && (fb == GWR_DIM_UNKNOWN || dim_fits(fb, gwr_tensor_dim(x, 0))) &&
+           (fs == GWR_DIM_UNKNOWN || dim_fits(fs, gwr_tensor_dim(x, 2)));
+}
+
+/* cos_half (or sin_half) for chain tr: [Cast(][Mul(] fn(F) [, k)][)], one
+ * per chain output, found by its name when an earlier rewrite built it. */
+static gwr_tensor *half_cache(gwr_network *net, const trig *tr, const char *fn) {
+    char name[512];
+    snprintf(name, sizeof name, "%s/rotary_half", gwr_tensor_name(tr->out));
+    gwr_tensor *t = gwr_network_find_tensor(net, name);
+    if (t && gwr_tensor_parent(t) && !gwr_layer_is_removed(gwr_tensor_parent(t))) return t;
+    if (t) return NULL; /* the name is taken */
+    t = !strcmp(fn, "Cos") ? gwr_cos(net, tr->f) : gwr_sin(net, tr->f);
+    if (t && tr->k) t = gwr_mul(net, t, tr->k);
+    if (t && tr->cast) {
+        int64_t to = 0;
+        t = gwr_layer_attr_int(tr->cast, "to", 0, &to) ? NULL : gwr_cast(net, t, (gwr_dtype)to);
+    }
+    return t && !gwr_tensor_set_name(t, name) ? t : NULL;
+}
+
+/* t (B, S, H) as (B * S, H) rows, and *pos = Range(0, B * S) as (B, S);
+ * both built once per t (by name). */
+static gwr_tensor *rows_of(gwr_network *net, gwr_tensor *t, gwr_tensor **pos, int want_pos) {
+    char name[512], pname[512];
+    snprintf(name, sizeof name, "%s/rows", gwr_tensor_name(t));
+    snprintf(pname, sizeof pname, "%s/row_ids", gwr_tensor_name(t));
+    gwr_tensor *r = gwr_network_find_tensor(net, name);
+    if (!r) {
+        int64_t shp[2] = {-1, gwr_tensor_dim(t, 2)};
+        if (!(r = gwr_reshape(net, t, 2, shp)) || gwr_tensor_set_name(r, name)) return NULL;
+    }
+    if (!want_pos) return r;
+    if ((*pos = gwr_network_find_tensor(net, pname))) return r;
+    static const int64_t zero = 0, one = 1, two = 2;
+    gwr_tensor *shape = gwr_shape_of(net, r), *n = NULL, *rg = NULL;
+    gwr_tensor *gi[2] = {shape, gwr_ps_const_new(net, GWR_INT64, 0, NULL, NULL, 0)};
+    gwr_args *a = gwr_args_new();
+    if (gi[1] && a && !gwr_args_set_int(a, "axis", 0)) gwr_op_call(net, "", "Gather", 2, gi, a, 1, &n);
+    gwr_args_free(a);
+    gwr_tensor *ri[3] = {gwr_ps_const_new(net, GWR_INT64, 0, NULL, NULL, 0), n, gwr_ps_const_new(net, GWR_INT64, 0, NULL, NULL, 1)};
+    if (n && ri[0] && ri[2]) gwr_op_call(net, "", "Range", 3, ri, NULL, 1, &rg);
+    gwr_tensor *bs = gwr_slice(net, gwr_shape_of(net, t), 1, &zero, &two, &zero, &one), *p = NULL;
+    gwr_tensor *pi[2] = {rg, bs};
+    if (rg && bs) gwr_op_call(net, "", "Reshape", 2, pi, NULL, 1, &p);
+    if (!p || gwr_tensor_set_name(p, pname)) return NULL;
+    *pos = p;
+    return r;
+}
+
+static int fuse_rotary(gwr_rewrite_ctx *c, gwr_layer *l) {
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    int64_t opset = gwr_network_opset(net, "");
+    if (opset >= 0 && opset < 23 && !gwr_ps_target_contrib(c))
+        return gwr_rewrite_no_match(c, "ONNX RotaryEmbedding needs opset 23 (target onnx)");
+    if (*gwr_layer_domain(l) || gwr_layer_num_inputs(l) != 2) return gwr_rewrite_no_match(c, "not an ONNX Add");
+    gwr_tensor *y = gwr_layer_output(l, 0);
+    for (int side = 0; side < 2; side++) {
+        gwr_tensor *ta = gwr_layer_input(l, side), *tb = gwr_layer_input(l, 1 - side);
+        gwr_layer *ma = prod(ta, "Mul"), *mb = prod(tb, "Mul");
+        if (!ma || !mb || gwr_match_sole_reader(ta) != l || gwr_match_sole_reader(tb) != l) continue;
+        for (int i = 0; i < 2; i++) {
+            for (int j = 0; j < 2; j++) {
+                trig tc, ts;
+                gwr_tensor *x = gwr_layer_input(ma, i), *rot = gwr_layer_input(mb, j);
+                if (!trig_chain(gwr_layer_input(ma, 1 - i), "Cos", &tc) || !trig_chain(gwr_layer_input(mb, 1 - j), "Sin", &ts))
+                    continue;
+                if (tc.f != ts.f || !tc.cast != !ts.cast) continue;
+                gwr_layer *cat = prod(rot, "Concat"), *neg, *dead[8];
+                int nd = 0;
+                gwr_tensor *xs = NULL;
+                int r = gwr_tensor_rank(x);
+                if (!cat || gwr_layer_num_inputs(cat) != 2 || gwr_match_sole_reader(rot) != mb || !last_axis_attr(cat, 0, r)) continue;
+                gwr_tensor *nx2 = gwr_layer_input(cat, 0), *x1 = gwr_layer_input(cat, 1);
+                if (!(neg = prod(nx2, "Neg")) || gwr_match_sole_reader(nx2) != cat) continue;
+                gwr_tensor *x2 = gwr_layer_input(neg, 0);
+                if (!halves(x1, x2, &xs, dead, &nd) || xs != x) continue;
+                if (gwr_match_sole_reader(x1) != cat || gwr_match_sole_reader(x2) != neg) continue;
+                gwr_dim d = gwr_tensor_dim(x, 3);
+                if (r != 4 || !fits_x(x, y, tc.f, d))
+                    return gwr_rewrite_no_match(c, "x is not (B, N, S, D) with the caches (B, S, D/2) and the result of its shape");
+                gwr_tensor *in[3] = {x, half_cache(net, &tc, "Cos"), half_cache(net, &ts, "Sin")}, *out = NULL;
+                if (!in[1] || !in[2]) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "fuse_rotary: %s", gwr_network_errmsg(net));
+                if (gwr_tensor_dtype(in[1]) != gwr_tensor_dtype(x))
+                    return gwr_rewrite_no_match(c, "the caches are not of x's dtype");
+                /* target ort below opset 23: onnxruntime's own, on (B * S) rows of the caches */
+                int ms = (gwr_ps_target(c) & GWR_TARGET_ORT) && opset >= 0 && opset < 23;
+                gwr_tensor *pos = NULL, *cr = ms ? rows_of(net, in[1], &pos, 1) : NULL, *sr = cr ? rows_of(net, in[2], NULL, 0) : NULL;
+                gwr_tensor *msin[4] = {x, pos, cr, sr};
+                if (ms && !sr) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "fuse_rotary: %s", gwr_network_errmsg(net));
+                gwr_args *a = gwr_args_new();
+                if (a && !gwr_args_set_int(a, "interleaved", 0))
+                    gwr_op_call(net, ms ? MS : "", "RotaryEmbedding", ms ? 4 : 3, ms ? msin : in, a, 1, &out);
+                gwr_args_free(a);
+                if (!out) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "fuse_rotary: %s", gwr_network_errmsg(net));
+                gwr_status st = gwr_match_replace_layer(l, 1, &out);
+                gwr_layer *more[4] = {ma, mb, cat, neg};
+                for (int k = 0; !st && k < 4; k++) st = gwr_layer_mark_as_removed(more[k]);
+                for (int k = 0; !st && k < nd; k++) st = gwr_layer_mark_as_removed(dead[k]);
+                return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
+            }
+        }
+    }
+    return gwr_rewrite_no_match(c, "not x * Unsqueeze(cos) + Concat(-x2, x1) * Unsqueeze(sin) over the model's Cos/Sin(Concat(F, F))");
+}
+
+static const char *const fuse_roots[] = {"Add", NULL};
+
+static const gwr_pattern_rewriter gwr_pattern_fuse_rotary = {
+    .name = "fuse_rotary",
+    .root_ops = fuse_roots,
+    .match_and_rewrite = fuse_rotary,
+};
+
+/* ---- the pass table's rows (pass_table.h) ---- */
+#include "passes/pass_table.h"
+
+GWR_PASS(fuse_rotary, FUSE, .pattern = &gwr_pattern_fuse_rotary, .level = GWR_LEVEL_EXTENDED, .targets = GWR_TARGET_ANY,
+         .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
+         .summary = "turn the exporters' rotate-half rotary embedding x * cos + Concat(-x2, x1) * sin, cos/sin computed "
+                    "in the graph from Concat(F, F), into ONNX RotaryEmbedding(x, cos(F), sin(F)) (opset >= 23; any "
+                    "opset for target gwr; com.microsoft RotaryEmbedding for target ort below 23), the caches built once and shared");

@@ -1,0 +1,124 @@
+"""Issue 25, helper norm-rope: `gwr optimize` on the decoder fixtures (tests/llm/decoder_fixture.py,
+the real exporters' graphs with seeded weights) against onnxruntime 1.31 running the unfused model.
+
+For each fixture and target (ort, gwr): the optimized file loads in onnxruntime, and its logits
+and present.* match the unfused model's (onnxruntime on both) for a prefill (past length 0, 5
+tokens) and a decode step (past length 6, one token, batch 2 with a left-padded row); the
+counts of the fused ops are asserted: 2L+1 RMSNorms as 1 SimplifiedLayerNormalization + 2L
+SkipSimplifiedLayerNormalization, no ReduceMean left, 2L rotary embeddings (q and k of each
+layer) as ONNX RotaryEmbedding (target gwr: the file carries it; target ort: what onnxruntime
+runs, com.microsoft RotaryEmbedding when the model's opset is below 23), and no Sin/Cos
+computed per layer.
+
+usage: norm_rope_ort.py GWR [FIXTURE...]
+"""
+import collections
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = ["llama-tiny", "llama-tiny-fp16", "qwen2-tiny", "phi3-tiny"]
+LAYERS = 2
+
+
+def counts(path):
+    m = onnx.load(path)
+    return collections.Counter((n.domain + "::" if n.domain else "") + n.op_type for n in m.graph.node), m
+
+
+def feeds(model, batch, past, seq, seed):
+    rng = np.random.default_rng(seed)
+    dt = {1: np.float32, 10: np.float16}
+    f = {}
+    ins = {i.name: i for i in model.graph.input}
+    vocab = 512
+    f["input_ids"] = rng.integers(0, vocab, size=(batch, seq)).astype(np.int64)
+    mask = np.ones((batch, past + seq), np.int64)
+    pos = np.tile(np.arange(past, past + seq, dtype=np.int64), (batch, 1))
+    if batch > 1 and past > 2:  # row 1 left-padded by 2: its positions start at 0 after the padding
+        mask[1, :2] = 0
+        pos[1] -= 2
+    f["attention_mask"] = mask
+    if "position_ids" in ins:
+        f["position_ids"] = pos
+    for name, i in ins.items():
+        if name.startswith("past_key_values"):
+            shp = [d.dim_value for d in i.type.tensor_type.shape.dim]
+            heads, hd = shp[1], shp[3]
+            f[name] = (rng.standard_normal((batch, heads, past, hd)) * 0.5).astype(dt[i.type.tensor_type.elem_type])
+    return f
+
+
+def run(path, f):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in s.get_outputs()], s.run(None, f)))
+
+
+def main():
+    gwr = sys.argv[1]
+    names = sys.argv[2:] or FIXTURES
+    fails = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            src = os.path.join(tmp, name + ".onnx")
+            subprocess.run(["/usr/bin/python3", os.path.join(HERE, "decoder_fixture.py"), name, src],
+                           check=True)
+            base_counts, base = counts(src)
+            half = "fp16" in name
+            tol = 2e-2 if half else 1e-4
+            for target in ("ort", "gwr"):
+                out = os.path.join(tmp, f"{name}.{target}.onnx")
+                r = subprocess.run([gwr, "optimize", "--target", target, src, "-o", out], capture_output=True, text=True)
+                if r.returncode:
+                    fails.append(f"{name} {target}: gwr optimize exit {r.returncode}: {r.stderr.strip()}")
+                    continue
+                c, _ = counts(out)
+                want = {
+                    "SimplifiedLayerNormalization": 1,
+                    "com.microsoft::SkipSimplifiedLayerNormalization": 2 * LAYERS,
+                    "ReduceMean": 0,
+                }
+                rot = c["RotaryEmbedding"] + c["com.microsoft::RotaryEmbedding"]
+                for op, n in want.items():
+                    if c[op] != n:
+                        fails.append(f"{name} {target}: {c[op]} {op}, want {n}")
+                if rot != 2 * LAYERS:
+                    fails.append(f"{name} {target}: {rot} RotaryEmbedding, want {2 * LAYERS}")
+                if c["Sin"] + c["Cos"] > 2 or c["Neg"]:
+                    fails.append(f"{name} {target}: {c['Sin']} Sin, {c['Cos']} Cos, {c['Neg']} Neg left")
+                print(f"{name} {target}: {sum(base_counts.values())} -> {sum(c.values())} nodes; "
+                      f"SimplifiedLayerNormalization {c['SimplifiedLayerNormalization']}, "
+                      f"SkipSimplifiedLayerNormalization {c['com.microsoft::SkipSimplifiedLayerNormalization']}, "
+                      f"RotaryEmbedding {c['RotaryEmbedding']} (com.microsoft {c['com.microsoft::RotaryEmbedding']})")
+                if target == "gwr":
+                    continue  # gwr's own ops (the executor's); onnxruntime runs the ort file
+                for case, (batch, past, seq) in {"prefill": (1, 0, 5), "decode": (2, 6, 1)}.items():
+                    f = feeds(base, batch, past, seq, 7)
+                    want_o = run(src, f)
+                    try:
+                        got = run(out, f)
+                    except Exception as e:  # noqa: BLE001 - reported as a failure
+                        fails.append(f"{name} {target} {case}: onnxruntime refuses the file: {e}")
+                        break
+                    for k, w in want_o.items():
+                        g = got[k].astype(np.float32)
+                        w = w.astype(np.float32)
+                        d = float(np.abs(g - w).max()) if g.shape == w.shape else float("inf")
+                        lim = tol * max(1.0, float(np.abs(w).max()))
+                        if not d <= lim:
+                            fails.append(f"{name} {target} {case}: {k} differs by {d} (> {lim}), shapes {g.shape} {w.shape}")
+    for f in fails:
+        print("FAIL", f)
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+/* test_fuse_rotary.c - fuse_rotary and lower_rotary (src/passes/fuse_rotary.c) on hand-built
+ * graphs of Hugging Face's apply_rotary_pos_emb (rotate-half): where they fire, with the
+ * outputs of the unfused graph (gwr's executor) within the pass's tolerance, and where they must
+ * not. tests/llm/norm_rope_ort.py runs the decoder fixtures' results on onnxruntime. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "gwr/gwr.h"
+#include "pass_test.h"
+
+enum {
+    R_SPLIT = 0,     /* the halves by one Split */
+    R_SLICE = 1,     /* by two Slices */
+    R_SCALE = 2,     /* cos and sin times the attention scaling */
+    R_TWO = 4,       /* q and k: two rotations sharing the caches */
+    /* must not fire */
+    R_SWAPPED = 8,   /* Concat(x1, -x2): the other rotation */
+    R_NO_NEG = 16,   /* Concat(x2, x1) */
+    R_UNEQUAL = 32,  /* Split [3, 5] */
+    R_ROT_OUT = 64,  /* the rotated half also an output */
+    R_OTHER_F = 128, /* sin from another F */
+    R_AXIS2 = 256,   /* the caches unsqueezed at axis 2 */
+};
+
+static unsigned flags;
+
+/* Unsqueeze(fn(Concat(f, f)) [* 0.75], axes [ax]) */
+static gwr_tensor *trig(gwr_network *net, gwr_tensor *f, int cosine, int64_t ax) {
+    gwr_tensor *ff[2] = {f, f}, *t = gwr_concat(net, 2, ff, -1);
+    t = cosine ? gwr_cos(net, t) : gwr_sin(net, t);
+    if (flags & R_SCALE) t = gwr_mul(net, t, gwr_constant_f32(net, 0.75f));
+    return gwr_unsqueeze(net, t, 1, &ax);
+}
+
+static gwr_tensor *rotate(gwr_network *net, gwr_tensor *x, gwr_tensor *c, gwr_tensor *s) {
+    static const int64_t z[1] = {0}, h[1] = {4}, e[1] = {8}, last[1] = {-1};
+    gwr_tensor *x1, *x2;
+    if (flags & R_SLICE) {
+        x1 = gwr_slice(net, x, 1, z, h, last, NULL);
+        x2 = gwr_slice(net, x, 1, h, e, last, NULL);
+    } else {
+        gwr_tensor *o[2] = {NULL, NULL};
+        static const int64_t eq[2] = {4, 4}, uneq[2] = {3, 5};
+        gwr_split(net, x, -1, 2, flags & R_UNEQUAL ? uneq : eq, o);
+        x1 = o[0], x2 = o[1];
+    }
+    gwr_tensor *n = flags & R_NO_NEG ? x2 : gwr_neg(net, x2);
+    gwr_tensor *parts[2] = {n, x1};
+    if (flags & R_SWAPPED) parts[0] = x1, parts[1] = n;
+    gwr_tensor *rot = gwr_concat(net, 2, parts, -1);
+    if (flags & R_ROT_OUT) gwr_network_mark_output(net, gwr_relu(net, rot));
+    return gwr_add(net, gwr_mul(net, x, c), gwr_mul(net, rot, s));
+}
+
+static gwr_network *rotary(void) {
+    gwr_dim xd[4] = {2, 3, 5, 8}, fd[3] = {2, 5, 4};
+    gwr_network *net = gwr_network_new("rotary");
+    gwr_tensor *q = gwr_network_add_input(net, "q", GWR_FLOAT32, 4, xd);
+    gwr_tensor *f = gwr_network_add_input(net, "f", GWR_FLOAT32, 3, fd);
+    gwr_tensor *f2 = flags & R_OTHER_F ? gwr_network_add_input(net, "f2", GWR_FLOAT32, 3, fd) : f;
+    int64_t ax = flags & R_AXIS2 ? 2 : 1;
+    gwr_tensor *c = trig(net, f, 1, ax), *s = trig(net, f2, 0, ax);
+    gwr_network_mark_output(net, rotate(net, q, c, s));
+    if (flags & R_TWO) {
+        xd[1] = 2;
+        gwr_network_mark_output(net, rotate(net, gwr_network_add_input(net, "k", GWR_FLOAT32, 4, xd), c, s));
+    }
+    return net;
+}
+
+static int64_t live(gwr_network *net, const char *op) {
+    CHECK_OK(gwr_network_prune(net, NULL));
+    return count_op(net, op);
+}
+
+TEST(rotary_fires) {
+
+    static const unsigned forms[] = {R_SPLIT, R_SLICE, R_SCALE, R_SLICE | R_SCALE, R_TWO, R_TWO | R_SCALE};
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+        flags = forms[i];
+        int n = flags & R_TWO ? 2 : 1;
+        expect(rotary(), "fuse_rotary", GWR_TARGET_GWR, n, 3);
+        gwr_network *net = rotary();
+        CHECK_EQ_INT(run_pass(net, "fuse_rotary", GWR_TARGET_GWR), n);
+        if (!CHECK_EQ_INT(live(net, "RotaryEmbedding"), n)) fprintf(stderr, "  form %u\n", flags);
+        /* one Cos and one Sin, on F itself (no Concat), shared by both rotations */
+        CHECK_EQ_INT(count_op(net, "Cos"), 1);
+        CHECK_EQ_INT(count_op(net, "Sin"), 1);
+        CHECK_EQ_INT(count_op(net, "Concat") + count_op(net, "Neg") + count_op(net, "Split") + count_op(net, "Slice"), 0);
+        CHECK_EQ_INT(count_op(net, "Mul"), flags & R_SCALE ? 2 : 0);
+        gwr_network_free(net);
+    }
+}
+
+TEST(rotary_must_not_fire) {
+    static const unsigned forms[] = {R_SWAPPED, R_NO_NEG, R_UNEQUAL, R_ROT_OUT, R_OTHER_F, R_AXIS2, R_SLICE | R_SWAPPED};
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+        flags = forms[i];
+        if (!CHECK_EQ_INT(expect(rotary(), "fuse_rotary", GWR_TARGET_GWR, 0, 3), 0)) fprintf(stderr, "  form %u\n", flags);
+    }
+    /* target onnx: only from opset 23, where ONNX has RotaryEmbedding */
+    flags = R_SPLIT;
+    gwr_network *net = rotary();
+    gwr_network_set_opset(net, "", 18);
+    expect(net, "fuse_rotary", GWR_TARGET_ONNX, 0, 3);
+    net = rotary();
+    gwr_network_set_opset(net, "", 23);
+    expect(net, "fuse_rotary", GWR_TARGET_ONNX, 1, 3);
+}
+
+/* target ort below opset 23: com.microsoft RotaryEmbedding on (B * S) rows of the caches (gwr's
+ * executor has no kernel for it: tests/llm/norm_rope_ort.py runs it on onnxruntime); at opset 23
+ * the ONNX op. */
+TEST(rotary_for_ort) {
+    static const int64_t opsets[2] = {18, 23};
+    for (int k = 0; k < 2; k++) {
+        flags = R_TWO | R_SCALE;
+        gwr_network *net = rotary();
+        gwr_network_set_opset(net, "", opsets[k]);
+        CHECK_EQ_INT(run_pass(net, "fuse_rotary", GWR_TARGET_ORT), 2);
+        CHECK_EQ_INT(live(net, "RotaryEmbedding"), 2);
+        int ms = 0;
+        for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
+            gwr_layer *l = gwr_network_layer(net, i);
+            if (!gwr_layer_is_removed(l) && !strcmp(gwr_layer_op(l), "RotaryEmbedding"))
+                ms += !strcmp(gwr_layer_domain(l), "com.microsoft");
+        }
+        CHECK_EQ_INT(ms, k ? 0 : 2);
+        CHECK_EQ_INT(count_op(net, "Range"), k ? 0 : 1); /* the row ids, once */
+        gwr_network_free(net);
+    }
+}
+
+int main(void) {
+    RUN(rotary_fires);
+    RUN(rotary_must_not_fire);
+    RUN(rotary_for_ort);
+    return check_report();
+}

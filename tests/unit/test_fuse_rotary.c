@@ -95,6 +95,14 @@ TEST(rotary_fires) {
     }
 }
 
+/* target gwr in an opset-18 model (the stock exports'): gwr's executor runs the result */
+TEST(rotary_gwr_opset18_runs) {
+    flags = R_TWO;
+    gwr_network *net = rotary();
+    gwr_network_set_opset(net, "", 18);
+    expect(net, "fuse_rotary", GWR_TARGET_GWR, 2, 3);
+}
+
 TEST(rotary_must_not_fire) {
     static const unsigned forms[] = {R_SWAPPED, R_NO_NEG, R_UNEQUAL, R_ROT_OUT, R_OTHER_F, R_AXIS2, R_SLICE | R_SWAPPED};
     for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
@@ -136,6 +144,7 @@ TEST(rotary_for_ort) {
 
 int main(void) {
     RUN(rotary_fires);
+    RUN(rotary_gwr_opset18_runs);
     RUN(rotary_must_not_fire);
     RUN(rotary_for_ort);
     return check_report();

@@ -587,7 +587,8 @@ const gwr_kernel_entry gwr_kernels_attention[] = {
     GWR_KERNEL(MS_MultiHeadAttention, k_multi_head_attention, .flags = GWR_KF_BLAS),
     GWR_KERNEL(MS_Attention, k_attention, .flags = GWR_KF_BLAS, .prepare = gwr_ku_mm_prepare,
                .prep_free = gwr_ku_mm_prep_free),
-    GWR_KERNEL(RotaryEmbedding, k_rotary_embedding),
+    /* at every opset: fuse_rotary emits it into older models for target gwr */
+    GWR_KERNEL(RotaryEmbedding, k_rotary_embedding, .first_opset = 1),
     GWR_KERNEL(Attention, k_onnx_attention),
     {.fn = NULL},
 };

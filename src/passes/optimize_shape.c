@@ -13,7 +13,36 @@
 
 /* ---- binding ------------------------------------------------------------------ */
 
-/* Gives t's dims bound in b their values. */
+/* A dim named as a sum of bound names and integers ("past_sequence_length
+ * + sequence_length", as optimum names an attention mask's dim): 1 and its
+ * value in *v when every term is bound (or a non-negative integer). */
+static int bound_sum(const char *name, const gwr_dim_binding *b, int nb, int64_t *v) {
+    int64_t sum = 0;
+    int terms = 0;
+    for (const char *p = name; *p;) {
+        while (*p == ' ') p++;
+        const char *e = p;
+        while (*e && *e != '+') e++;
+        const char *t = e;
+        while (t > p && t[-1] == ' ') t--;
+        size_t n = (size_t)(t - p);
+        int found = 0;
+        if (n && strspn(p, "0123456789") == n && n < 18) {
+            int64_t k = 0;
+            for (size_t i = 0; i < n; i++) k = 10 * k + (p[i] - '0');
+            sum += k, found = 1;
+        }
+        for (int k = 0; !found && n && k < nb; k++)
+            if (strlen(b[k].name) == n && !strncmp(b[k].name, p, n) && b[k].value >= 0) sum += b[k].value, found = 1;
+        if (!found) return 0;
+        terms++;
+        p = *e ? e + 1 : e;
+    }
+    return terms > 1 ? (*v = sum, 1) : 0;
+}
+
+/* Gives t's dims bound in b their values (and the dims named as a sum of
+ * bound ones, bound_sum). */
 static gwr_status bind_tensor(gwr_network *root, gwr_tensor *t, const gwr_dim_binding *b, int nb) {
     int r = gwr_tensor_rank(t), hit = 0;
     if (r <= 0 || gwr_tensor_kind(t) != GWR_VALUE_TENSOR) return GWR_OK;
@@ -21,8 +50,10 @@ static gwr_status bind_tensor(gwr_network *root, gwr_tensor *t, const gwr_dim_bi
     for (int i = 0; i < r && i < GWR_MAX_RANK; i++) {
         d[i] = gwr_tensor_dim(t, i);
         const char *name = d[i] <= GWR_DIM_SYM_BASE ? gwr_network_dim_name(root, d[i]) : NULL;
+        int64_t v;
         for (int k = 0; name && k < nb; k++)
             if (!strcmp(name, b[k].name)) d[i] = b[k].value, hit = 1;
+        if (name && d[i] <= GWR_DIM_SYM_BASE && strchr(name, '+') && bound_sum(name, b, nb, &v)) d[i] = v, hit = 1;
     }
     return hit ? gwr_tensor_set_type(t, gwr_tensor_dtype(t), r, d) : GWR_OK;
 }

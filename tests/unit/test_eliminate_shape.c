@@ -500,6 +500,33 @@ TEST(report_and_bind) {
     gwr_network_free(net);
 }
 
+/* A dim named as a sum ("past + seq", optimum's attention_mask dim) takes
+ * the sum of the bound terms (integers allowed); a term left unbound keeps
+ * the symbol. */
+static gwr_network *sum_dim(const char *name) {
+    gwr_network *net = new_net(13);
+    gwr_dim d[2] = {2, gwr_network_dim_sym(net, name)};
+    gwr_tensor *x = gwr_network_add_input(net, "mask", GWR_FLOAT32, 2, d);
+    return finish(net, call(net, "Shape", 1, &x, NULL));
+}
+
+TEST(bind_sum_dims) {
+    static const gwr_dim_binding both[] = {{"past", 3}, {"seq", 2}}, one[] = {{"past", 3}};
+    static const struct { const char *name; const gwr_dim_binding *b; int nb; int64_t want; } sums[] = {
+        {"past + seq", both, 2, 5}, {"past+seq", both, 2, 5}, {"past + 2", one, 1, 5},
+        {"past + seq", one, 1, -1}, {"past + other", both, 2, -1}, {"past", one, 1, 3}, {"past + ", both, 2, -1}};
+    for (size_t i = 0; i < sizeof sums / sizeof *sums; i++) {
+        gwr_network *net = sum_dim(sums[i].name);
+        gwr_optimize_options o = {.level = GWR_LEVEL_BASIC, .bind = sums[i].b, .nbind = sums[i].nb};
+        CHECK(net && !gwr_optimize(net, &o, NULL));
+        gwr_dim d = gwr_tensor_dim(gwr_network_input(net, 0), 1);
+        if (!CHECK(sums[i].want < 0 ? !GWR_DIM_IS_KNOWN(d) : d == sums[i].want) |
+            !CHECK_EQ_INT(count_op(net, "Shape"), sums[i].want < 0))
+            fprintf(stderr, "  '%s': dim %lld\n", sums[i].name, (long long)d);
+        gwr_network_free(net);
+    }
+}
+
 /* --opset through the API: Unsqueeze's axes attribute becomes an input at
  * 13 (and the opset is 13); a Softmax (changed at 13) refuses, naming it,
  * and changes nothing; lowering is refused. */
@@ -546,6 +573,7 @@ int main(void) {
     RUN(slice_bounds_exact);
     RUN(huge_dims);
     RUN(report_and_bind);
+    RUN(bind_sum_dims);
     RUN(opset_raise);
     return check_report();
 }

@@ -422,6 +422,38 @@ static gwr_network *rotary(int swapped) {
     return finish(net, gwr_add(net, gwr_mul(net, q, c), gwr_mul(net, gwr_concat(net, 2, parts, -1), sn)));
 }
 static gwr_network *rotary_fires(void) { return rotary(0); }
+
+/* Expand(c [1, 4, 1], Where(Equal(k, [-1, -1, -1]), [1, 1, 1], k)), k = Concat(Shape(x)[0:1], [-1], [1]);
+ * idle: k's first piece an int64 input (any value) */
+static gwr_network *where_guard(int from_input) {
+    static const int64_t z[1] = {0}, one[1] = {1}, m1[1] = {-1}, ones[3] = {1, 1, 1}, negs[3] = {-1, -1, -1};
+    gwr_dim xd[2] = {2, 3}, nd[1] = {1};
+    gwr_network *net = gwr_network_new("where_guard");
+    gwr_tensor *x = input(net, "x", 2, xd);
+    gwr_tensor *first = from_input ? gwr_network_add_input(net, "n", GWR_INT64, 1, nd)
+                                   : gwr_slice(net, gwr_shape_of(net, x), 1, z, one, z, NULL);
+    gwr_tensor *parts[3] = {first, gwr_constant_i64s(net, 1, m1), gwr_constant_i64s(net, 1, one)};
+    gwr_tensor *k = gwr_concat(net, 3, parts, 0), *eq = NULL, *w = NULL;
+    gwr_tensor *ein[2] = {k, gwr_constant_i64s(net, 3, negs)};
+    gwr_op_call(net, "", "Equal", 2, ein, NULL, 1, &eq);
+    gwr_tensor *win[3] = {eq, gwr_constant_i64s(net, 3, ones), k};
+    if (eq) gwr_op_call(net, "", "Where", 3, win, NULL, 1, &w);
+    return finish(net, w);
+}
+static gwr_network *where_guard_fires(void) { return where_guard(0); }
+static gwr_network *where_guard_idle(void) { return where_guard(1); }
+
+/* Transpose(MatMul(c [1, 4, 1], p [2, 1, 5]), [0, 2, 1]); idle: perm [0, 1, 2] */
+static gwr_network *freqs(int idle) {
+    static const float cv[4] = {1.0f, 0.5f, 0.25f, 0.125f};
+    static const int64_t cd[3] = {1, 4, 1}, p021[3] = {0, 2, 1}, p012[3] = {0, 1, 2};
+    gwr_dim pd[3] = {2, 1, 5};
+    gwr_network *net = gwr_network_new("freqs");
+    gwr_tensor *m = gwr_matmul(net, gwr_constant(net, GWR_FLOAT32, 3, cd, cv), input(net, "p", 3, pd));
+    return finish(net, gwr_transpose(net, m, 3, idle ? p012 : p021));
+}
+static gwr_network *freqs_fires(void) { return freqs(0); }
+static gwr_network *freqs_idle(void) { return freqs(1); }
 static gwr_network *rotary_idle(void) { return rotary(1); }
 
 /* Gelu(x + bias [8]); with `wide`, the bias [2, 8] */
@@ -750,6 +782,8 @@ static const pass_cases cases[] = {
     {"fuse_skip_layer_norm", skip_ln_fires, skip_ln_idle, 1, 0},
     {"fuse_skip_rms_norm", skip_rms_fires, skip_rms_idle, 1, 0},
     {"fuse_rotary", rotary_fires, rotary_idle, 1, 0},
+    {"fold_where_nonneg", where_guard_fires, where_guard_idle, 1, 0},
+    {"fold_rotary_freqs", freqs_fires, freqs_idle, 1, 0},
     {"fuse_bias_gelu", bias_gelu_fires, bias_gelu_idle, 1, 0},
     {"fuse_matmul_scale", matmul_scale_fires, matmul_scale_idle, 1, 0},
     {"fuse_silu", silu_fires, silu_idle, 1, 0},

@@ -20,6 +20,9 @@
  * per cache and shared (gwr's executor has no kernel for that op: tests/llm/norm_rope_ort.py
  * checks it on onnxruntime).
  *
+ * Partial rotary (GPT-NeoX, Phi): Concat(RotaryEmbedding(x[..., :R], ...), x[..., R:], axis -1) ->
+ * RotaryEmbedding(x, ...; rotary_embedding_dim R) (com.microsoft's with num_heads too).
+ *
  * Not a rule file: the halves are checked against D (Slice bounds or Split sizes), the trig
  * chain is walked through optional layers and rebuilt on F, and the caches are shared by name.
  */
@@ -85,30 +88,37 @@ static int trig_chain(gwr_tensor *t, const char *fn, trig *tr) {
     return gwr_tensor_rank(tr->f) == 3 && last_axis_attr(cat, 0, 3);
 }
 
-/* x1 and x2 are the first and second halves of one x's last axis (D
- * known, even): outputs 0 and 1 of a two-way Split, or two Slices. x in *x,
- * the layers in dead[] (*n). */
-static int halves(gwr_tensor *x1, gwr_tensor *x2, gwr_tensor **x, gwr_layer **dead, int *n) {
+/* x1 and x2 are the first len and the remaining elements of one x's last
+ * axis (D known; len = D/2 when *len is -1 on entry, D even; any 0 < len <
+ * D otherwise, set in *len): outputs 0 and 1 of a two-way Split, or two
+ * Slices with constant bounds. x in *x, the layers in dead[] (*n). */
+static int parts(gwr_tensor *x1, gwr_tensor *x2, int64_t *len, gwr_tensor **x, gwr_layer **dead, int *n) {
     gwr_layer *p1 = x1 ? gwr_tensor_parent(x1) : NULL, *p2 = x2 ? gwr_tensor_parent(x2) : NULL;
     if (!p1 || !p2) return 0;
     gwr_tensor *src = gwr_layer_input(p1, 0);
-    int r = gwr_tensor_rank(src);
+    int r = gwr_tensor_rank(src), half = *len < 0;
     gwr_dim d = r > 0 ? gwr_tensor_dim(src, r - 1) : GWR_DIM_UNKNOWN;
-    if (r < 1 || !GWR_DIM_IS_KNOWN(d) || d % 2 || d < 2) return 0;
+    if (r < 1 || !GWR_DIM_IS_KNOWN(d) || d < 2 || (half && d % 2)) return 0;
+    int64_t l1 = half ? d / 2 : -1;
     if (p1 == p2 && gwr_match_is_op(p1, "Split")) {
         int64_t sz[3];
+        const int64_t *ps;
+        int64_t ns = 0;
         if (gwr_layer_num_outputs(p1) != 2 || gwr_tensor_parent_output_index(x1) != 0 || gwr_tensor_parent_output_index(x2) != 1 ||
             !last_axis_attr(p1, 0, r))
             return 0;
-        if (gwr_layer_num_inputs(p1) > 1 && gwr_layer_input(p1, 1) &&
-            (gwr_match_const_ints(gwr_layer_input(p1, 1), sz, 3) != 2 || sz[0] != d / 2 || sz[1] != d / 2))
+        if (gwr_layer_num_inputs(p1) > 1 && gwr_layer_input(p1, 1)) {
+            if (gwr_match_const_ints(gwr_layer_input(p1, 1), sz, 3) != 2) return 0;
+        } else if (gwr_layer_find_attr(p1, "split") >= 0) {
+            if (gwr_layer_attr_ints(p1, "split", &ps, &ns) || ns != 2) return 0;
+            sz[0] = ps[0], sz[1] = ps[1];
+        } else if (d % 2) {
             return 0;
-        const int64_t *ps;
-        int64_t ns = 0;
-        if (gwr_layer_find_attr(p1, "split") >= 0 &&
-            (gwr_layer_attr_ints(p1, "split", &ps, &ns) || ns != 2 || ps[0] != d / 2 || ps[1] != d / 2))
-            return 0;
-        *x = src, dead[(*n)++] = p1;
+        } else {
+            sz[0] = sz[1] = d / 2; /* equal parts */
+        }
+        if (sz[0] + sz[1] != d || sz[0] <= 0 || sz[1] <= 0 || (half && sz[0] != l1)) return 0;
+        *x = src, *len = sz[0], dead[(*n)++] = p1;
         return 1;
     }
     if (!gwr_match_is_op(p1, "Slice") || !gwr_match_is_op(p2, "Slice") || gwr_layer_input(p2, 0) != src) return 0;
@@ -121,10 +131,11 @@ static int halves(gwr_tensor *x1, gwr_tensor *x2, gwr_tensor **x, gwr_layer **de
             (ni > 4 && gwr_layer_input(s, 4) && gwr_match_const_ints(gwr_layer_input(s, 4), &step, 1) != 1))
             return 0;
         if ((ax != -1 && ax != r - 1) || step != 1) return 0;
-        if (k == 0 && !(st == 0 && en == d / 2)) return 0;
-        if (k == 1 && !(st == d / 2 && en >= d)) return 0;
+        if (k == 0 && !(st == 0 && en > 0 && en < d && (!half || en == l1))) return 0;
+        if (k == 0) l1 = en;
+        if (k == 1 && !(st == l1 && en >= d)) return 0;
     }
-    *x = src, dead[(*n)++] = p1, dead[(*n)++] = p2;
+    *x = src, *len = l1, dead[(*n)++] = p1, dead[(*n)++] = p2;
     return 1;
 }
 
@@ -193,7 +204,7 @@ static gwr_tensor *rows_of(gwr_network *net, gwr_tensor *t, gwr_tensor **pos, in
     return r;
 }
 
-static int fuse_rotary(gwr_rewrite_ctx *c, gwr_layer *l) {
+static int rotate_half(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
     int64_t opset = gwr_network_opset(net, "");
     if (opset >= 0 && opset < 23 && !gwr_ps_target_contrib(c))
@@ -219,7 +230,8 @@ static int fuse_rotary(gwr_rewrite_ctx *c, gwr_layer *l) {
                 gwr_tensor *nx2 = gwr_layer_input(cat, 0), *x1 = gwr_layer_input(cat, 1);
                 if (!(neg = prod(nx2, "Neg")) || gwr_match_sole_reader(nx2) != cat) continue;
                 gwr_tensor *x2 = gwr_layer_input(neg, 0);
-                if (!halves(x1, x2, &xs, dead, &nd) || xs != x) continue;
+                int64_t hl = -1;
+                if (!parts(x1, x2, &hl, &xs, dead, &nd) || xs != x) continue;
                 if (gwr_match_sole_reader(x1) != cat || gwr_match_sole_reader(x2) != neg) continue;
                 gwr_dim d = gwr_tensor_dim(x, 3);
                 if (r != 4 || !fits_x(x, y, tc.f, d))
@@ -249,7 +261,43 @@ static int fuse_rotary(gwr_rewrite_ctx *c, gwr_layer *l) {
     return gwr_rewrite_no_match(c, "not x * Unsqueeze(cos) + Concat(-x2, x1) * Unsqueeze(sin) over the model's Cos/Sin(Concat(F, F))");
 }
 
-static const char *const fuse_roots[] = {"Add", NULL};
+/* Partial rotary (GPT-NeoX, Phi): Concat(RotaryEmbedding(x_rot, ...), x_pass, axis -1) with x_rot,
+ * x_pass the first R and the remaining elements of x's last axis -> RotaryEmbedding(x, ...;
+ * rotary_embedding_dim R); the com.microsoft form (target ort below opset 23) with num_heads too. */
+static int partial(gwr_rewrite_ctx *c, gwr_layer *l) {
+    if (*gwr_layer_domain(l) || gwr_layer_num_inputs(l) != 2) return gwr_rewrite_no_match(c, "not a two-input ONNX Concat");
+    gwr_tensor *rot = gwr_layer_input(l, 0), *pass = gwr_layer_input(l, 1), *x = NULL, *y = gwr_layer_output(l, 0);
+    gwr_layer *re = gwr_tensor_parent(rot), *dead[2];
+    int ms = gwr_match_is_op(re, "com.microsoft::RotaryEmbedding"), nd = 0;
+    int64_t rd = 0, len = 0;
+    if (!ms && !gwr_match_is_op(re, "RotaryEmbedding")) return gwr_rewrite_no_match(c, "input 0 is not a RotaryEmbedding's");
+    if (gwr_ps_sole_reader(rot) != l || gwr_layer_num_outputs(re) != 1 || gwr_layer_attr_int(re, "rotary_embedding_dim", 0, &rd) || rd ||
+        (!ms && gwr_layer_num_inputs(re) != 3) || !last_axis_attr(l, 0, gwr_tensor_rank(y)))
+        return gwr_rewrite_no_match(c, "not a whole RotaryEmbedding read only by a Concat over the last axis");
+    gwr_tensor *xr = gwr_layer_input(re, 0);
+    if (!parts(xr, pass, &len, &x, dead, &nd) || gwr_ps_sole_reader(xr) != re || gwr_ps_sole_reader(pass) != l)
+        return gwr_rewrite_no_match(c, "the rotated part and the rest are not the first R and the last D - R of one x, read only here");
+    if (gwr_tensor_rank(x) != 4 || !gwr_match_same_type(x, y) || len % 2 || (ms && !GWR_DIM_IS_KNOWN(gwr_tensor_dim(x, 1))))
+        return gwr_rewrite_no_match(c, "x is not (B, N, S, D) of the result's type with an even R");
+    gwr_tensor *in[4];
+    for (int i = 0; i < gwr_layer_num_inputs(re); i++) in[i] = gwr_layer_input(re, i);
+    in[0] = x;
+    gwr_layer *f = gwr_match_clone_layer(re, gwr_layer_num_inputs(re), in);
+    gwr_status st = f ? gwr_layer_set_int(f, "rotary_embedding_dim", len) : GWR_ERR_NOMEM;
+    if (!st && ms) st = gwr_layer_set_int(f, "num_heads", gwr_tensor_dim(x, 1));
+    if (!st) st = gwr_layer_infer(f);
+    gwr_tensor *out = f ? gwr_layer_output(f, 0) : NULL;
+    if (!st) st = gwr_match_replace_layer(l, 1, &out);
+    if (!st) st = gwr_layer_mark_as_removed(re);
+    for (int k = 0; !st && k < nd; k++) st = gwr_layer_mark_as_removed(dead[k]);
+    return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
+}
+
+static int fuse_rotary(gwr_rewrite_ctx *c, gwr_layer *l) {
+    return gwr_match_is_op(l, "Concat") ? partial(c, l) : rotate_half(c, l);
+}
+
+static const char *const fuse_roots[] = {"Add", "Concat", NULL};
 
 static const gwr_pattern_rewriter gwr_pattern_fuse_rotary = {
     .name = "fuse_rotary",
@@ -264,4 +312,5 @@ GWR_PASS(fuse_rotary, FUSE, .pattern = &gwr_pattern_fuse_rotary, .level = GWR_LE
          .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
          .summary = "turn the exporters' rotate-half rotary embedding x * cos + Concat(-x2, x1) * sin, cos/sin computed "
                     "in the graph from Concat(F, F), into ONNX RotaryEmbedding(x, cos(F), sin(F)) (opset >= 23; any "
-                    "opset for target gwr; com.microsoft RotaryEmbedding for target ort below 23), the caches built once and shared");
+                    "opset for target gwr; com.microsoft RotaryEmbedding for target ort below 23), the caches built once and shared; "
+                    "partial rotary (the rest of x Concat'ed back) as rotary_embedding_dim");

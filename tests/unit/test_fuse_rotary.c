@@ -23,6 +23,10 @@ enum {
     R_ROT_OUT = 64,  /* the rotated half also an output */
     R_OTHER_F = 128, /* sin from another F */
     R_AXIS2 = 256,   /* the caches unsqueezed at axis 2 */
+    /* partial rotary (GPT-NeoX, Phi): q of 12, the first 8 rotated, the last 4 passed */
+    R_PARTIAL = 512,       /* by two Slices */
+    R_PARTIAL_SPLIT = 1024, /* by Split [8, 4] */
+    R_PASS_SWAPPED = 2048,  /* Concat(pass, rotated): must not take the Concat */
 };
 
 static unsigned flags;
@@ -55,15 +59,27 @@ static gwr_tensor *rotate(gwr_network *net, gwr_tensor *x, gwr_tensor *c, gwr_te
     return gwr_add(net, gwr_mul(net, x, c), gwr_mul(net, rot, s));
 }
 
+/* q's first 8 rotated, the rest passed (R_PARTIAL*); else q rotated whole */
+static gwr_tensor *rotate_q(gwr_network *net, gwr_tensor *q, gwr_tensor *c, gwr_tensor *s) {
+    if (!(flags & (R_PARTIAL | R_PARTIAL_SPLIT))) return rotate(net, q, c, s);
+    static const int64_t z[1] = {0}, r[1] = {8}, e[1] = {12}, last[1] = {-1}, sizes[2] = {8, 4};
+    gwr_tensor *o[2] = {NULL, NULL};
+    if (flags & R_PARTIAL_SPLIT) gwr_split(net, q, -1, 2, sizes, o);
+    else o[0] = gwr_slice(net, q, 1, z, r, last, NULL), o[1] = gwr_slice(net, q, 1, r, e, last, NULL);
+    gwr_tensor *rot = rotate(net, o[0], c, s), *parts[2] = {rot, o[1]};
+    if (flags & R_PASS_SWAPPED) parts[0] = o[1], parts[1] = rot;
+    return gwr_concat(net, 2, parts, -1);
+}
+
 static gwr_network *rotary(void) {
-    gwr_dim xd[4] = {2, 3, 5, 8}, fd[3] = {2, 5, 4};
+    gwr_dim xd[4] = {2, 3, 5, flags & (R_PARTIAL | R_PARTIAL_SPLIT) ? 12 : 8}, fd[3] = {2, 5, 4};
     gwr_network *net = gwr_network_new("rotary");
     gwr_tensor *q = gwr_network_add_input(net, "q", GWR_FLOAT32, 4, xd);
     gwr_tensor *f = gwr_network_add_input(net, "f", GWR_FLOAT32, 3, fd);
     gwr_tensor *f2 = flags & R_OTHER_F ? gwr_network_add_input(net, "f2", GWR_FLOAT32, 3, fd) : f;
     int64_t ax = flags & R_AXIS2 ? 2 : 1;
     gwr_tensor *c = trig(net, f, 1, ax), *s = trig(net, f2, 0, ax);
-    gwr_network_mark_output(net, rotate(net, q, c, s));
+    gwr_network_mark_output(net, rotate_q(net, q, c, s));
     if (flags & R_TWO) {
         xd[1] = 2;
         gwr_network_mark_output(net, rotate(net, gwr_network_add_input(net, "k", GWR_FLOAT32, 4, xd), c, s));
@@ -142,10 +158,35 @@ TEST(rotary_for_ort) {
     }
 }
 
+/* partial rotary: one RotaryEmbedding over q whole with rotary_embedding_dim 8 (gwr's kernel passes
+ * the last 4 through); with the Concat the other way round, only the inner rotation fuses */
+TEST(rotary_partial) {
+    static const unsigned forms[] = {R_PARTIAL, R_PARTIAL_SPLIT, R_PARTIAL | R_SCALE, R_PARTIAL | R_PASS_SWAPPED};
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+        flags = forms[i];
+        int whole = !(flags & R_PASS_SWAPPED);
+        expect(rotary(), "fuse_rotary", GWR_TARGET_GWR, whole ? 2 : 1, 3); /* the rotation, then the Concat */
+        gwr_network *net = rotary();
+        CHECK_EQ_INT(run_pass(net, "fuse_rotary", GWR_TARGET_GWR), whole ? 2 : 1);
+        CHECK_EQ_INT(live(net, "RotaryEmbedding"), 1);
+        CHECK_EQ_INT(count_op(net, "Concat") + count_op(net, "Slice") + count_op(net, "Split"), whole ? 0 : 3);
+        for (int64_t l = 0; l < gwr_network_num_layers(net); l++) {
+            gwr_layer *ly = gwr_network_layer(net, l);
+            int64_t rd = -1;
+            if (gwr_layer_is_removed(ly) || strcmp(gwr_layer_op(ly), "RotaryEmbedding")) continue;
+            gwr_layer_attr_int(ly, "rotary_embedding_dim", 0, &rd);
+            if (!CHECK_EQ_INT(rd, whole ? 8 : 0)) fprintf(stderr, "  form %u\n", flags);
+            CHECK_EQ_INT(gwr_tensor_dim(gwr_layer_input(ly, 0), 3), whole ? 12 : 8);
+        }
+        gwr_network_free(net);
+    }
+}
+
 int main(void) {
     RUN(rotary_fires);
     RUN(rotary_gwr_opset18_runs);
     RUN(rotary_must_not_fire);
+    RUN(rotary_partial);
     RUN(rotary_for_ort);
     return check_report();
 }

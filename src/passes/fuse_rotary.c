@@ -20,6 +20,10 @@
  * per cache and shared (gwr's executor has no kernel for that op: tests/llm/norm_rope_ort.py
  * checks it on onnxruntime).
  *
+ * The cached form (older exports): C = Unsqueeze([Cast(] Gather(T, position_ids) [)], axes [1]) with T
+ * a constant table (max, D) whose halves are equal -> RotaryEmbedding(x, T_cos[:, :D/2],
+ * T_sin[:, :D/2], position_ids) (com.microsoft's input order for target ort below opset 23).
+ *
  * Partial rotary (GPT-NeoX, Phi): Concat(RotaryEmbedding(x[..., :R], ...), x[..., R:], axis -1) ->
  * RotaryEmbedding(x, ...; rotary_embedding_dim R) (com.microsoft's with num_heads too).
  *
@@ -58,8 +62,11 @@ static int64_t unsqueeze_axis(const gwr_layer *u) {
     return !gwr_layer_attr_ints(u, "axes", &pa, &n) && n == 1 ? pa[0] : -100;
 }
 
-/* The trig chain: t = Unsqueeze([Cast(][Mul(] trig(Concat(F, F)) [, k)][)], axis 1). */
+/* The trig chain: t = Unsqueeze([Cast(][Mul(] trig(Concat(F, F)) [, k)][)], axis 1), or
+ * Unsqueeze([Cast(] Gather(T, position_ids, axis 0) [)], axis 1) with T a constant table
+ * (max_position, D) whose two halves are equal (the cached form). */
 typedef struct trig {
+    gwr_tensor *table, *pos; /* the cached form: T, position_ids (else NULL) */
     gwr_tensor *f, *k;  /* F (B, S, D/2); the scale constant or NULL */
     gwr_layer *cast;    /* the Cast or NULL */
     gwr_layer *mul;     /* the Mul by k or NULL */
@@ -73,6 +80,15 @@ static int trig_chain(gwr_tensor *t, const char *fn, trig *tr) {
     if (!u || unsqueeze_axis(u) != 1) return 0;
     gwr_tensor *v = tr->out = gwr_layer_input(u, 0);
     if ((tr->cast = prod(v, "Cast"))) v = gwr_layer_input(tr->cast, 0);
+    gwr_layer *g = prod(v, "Gather");
+    if (g) { /* the cached form */
+        int64_t ax = 0;
+        gwr_match_const k;
+        tr->table = gwr_layer_input(g, 0), tr->pos = gwr_layer_input(g, 1);
+        return !gwr_layer_attr_int(g, "axis", 0, &ax) && ax == 0 && gwr_match_const_get(tr->table, &k) && k.rank == 2 &&
+               k.dims[1] >= 2 && k.dims[1] % 2 == 0 && gwr_tensor_rank(tr->pos) == 2 &&
+               (gwr_tensor_dtype(tr->pos) == GWR_INT64 || gwr_tensor_dtype(tr->pos) == GWR_INT32);
+    }
     if ((tr->mul = prod(v, "Mul"))) {
         for (int i = 0; i < 2 && !tr->k; i++) {
             double k;
@@ -175,6 +191,34 @@ static gwr_tensor *half_cache(gwr_network *net, const trig *tr, const char *fn) 
     return t && !gwr_tensor_set_name(t, name) ? t : NULL;
 }
 
+/* The cached form's table T (max, D) as doubles, *err on a failure to
+ * allocate; NULL (no error) unless its two halves are equal (bit for bit). */
+static double *table_values(const gwr_tensor *table, gwr_match_const *k, int *err) {
+    if (!gwr_match_const_get(table, k) || k->rank != 2 || k->numel > ((int64_t)1 << 26)) return NULL;
+    int64_t rows = k->dims[0], d = k->dims[1], h = d / 2;
+    double *v = gwr_calloc((size_t)k->numel, sizeof *v);
+    int same = v && !gwr_match_const_f64(table, v, k->numel, NULL, NULL, NULL);
+    for (int64_t r = 0; same && r < rows; r++)
+        for (int64_t j = 0; same && j < h; j++) same = v[r * d + j] == v[r * d + h + j];
+    if (!v) *err = 1;
+    if (!same) gwr_free(v), v = NULL;
+    return v;
+}
+
+/* The first half of the cached form's table T (max, D) as a constant (max,
+ * D/2) of dtype dt from its values v (table_values); one per table and
+ * dtype (by name). */
+static gwr_tensor *half_table(gwr_network *net, const gwr_tensor *table, const gwr_match_const *k, double *v, gwr_dtype dt) {
+    char name[512];
+    snprintf(name, sizeof name, "%s/rotary_half_%d", gwr_tensor_name(table), (int)dt);
+    gwr_tensor *t = gwr_network_find_tensor(net, name);
+    if (t) return gwr_tensor_parent(t) && !gwr_layer_is_removed(gwr_tensor_parent(t)) ? t : NULL;
+    int64_t rows = k->dims[0], d = k->dims[1], h = d / 2, dims[2] = {rows, h};
+    for (int64_t r = 0; r < rows; r++) memmove(v + r * h, v + r * d, (size_t)h * sizeof *v);
+    t = gwr_ps_const_new(net, dt, 2, dims, v, 0);
+    return t && !gwr_tensor_set_name(t, name) ? t : NULL;
+}
+
 /* t (B, S, H) as (B * S, H) rows, and *pos = Range(0, B * S) as (B, S);
  * both built once per t (by name). */
 static gwr_tensor *rows_of(gwr_network *net, gwr_tensor *t, gwr_tensor **pos, int want_pos) {
@@ -204,6 +248,27 @@ static gwr_tensor *rows_of(gwr_network *net, gwr_tensor *t, gwr_tensor **pos, in
     return r;
 }
 
+/* The cached form: x (B, N, S, D) is the result's shape, position_ids (B, S) fits it, the table's D. */
+static int fits_pos(const gwr_tensor *x, const gwr_tensor *y, const gwr_tensor *pos, const gwr_tensor *table, gwr_dim d) {
+    if (gwr_tensor_dtype(x) != gwr_tensor_dtype(y) || gwr_tensor_rank(y) != 4 || !gwr_match_dtype_real_float(gwr_tensor_dtype(x)) ||
+        gwr_tensor_dim(table, 1) != d)
+        return 0;
+    for (int i = 0; i < 4; i++)
+        if (gwr_tensor_dim(y, i) != GWR_DIM_UNKNOWN && !dim_fits(gwr_tensor_dim(y, i), gwr_tensor_dim(x, i))) return 0;
+    return dim_fits(gwr_tensor_dim(pos, 0), gwr_tensor_dim(x, 0)) && dim_fits(gwr_tensor_dim(pos, 1), gwr_tensor_dim(x, 2));
+}
+
+/* The root's readers read out; the rotation's layers go. */
+static int replace_rotation(gwr_rewrite_ctx *c, gwr_layer *l, gwr_tensor *out, gwr_layer *ma, gwr_layer *mb, gwr_layer *cat,
+                            gwr_layer *neg, gwr_layer *const *dead, int nd) {
+    if (!out) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "fuse_rotary: %s", gwr_network_errmsg(gwr_rewrite_ctx_network(c)));
+    gwr_status st = gwr_match_replace_layer(l, 1, &out);
+    gwr_layer *more[4] = {ma, mb, cat, neg};
+    for (int k = 0; !st && k < 4; k++) st = gwr_layer_mark_as_removed(more[k]);
+    for (int k = 0; !st && k < nd; k++) st = gwr_layer_mark_as_removed(dead[k]);
+    return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
+}
+
 static int rotate_half(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
     int64_t opset = gwr_network_opset(net, "");
@@ -221,7 +286,7 @@ static int rotate_half(gwr_rewrite_ctx *c, gwr_layer *l) {
                 gwr_tensor *x = gwr_layer_input(ma, i), *rot = gwr_layer_input(mb, j);
                 if (!trig_chain(gwr_layer_input(ma, 1 - i), "Cos", &tc) || !trig_chain(gwr_layer_input(mb, 1 - j), "Sin", &ts))
                     continue;
-                if (tc.f != ts.f || !tc.cast != !ts.cast) continue;
+                if (tc.f != ts.f || tc.pos != ts.pos || !tc.table != !ts.table || !tc.cast != !ts.cast) continue;
                 gwr_layer *cat = prod(rot, "Concat"), *neg, *dead[8];
                 int nd = 0;
                 gwr_tensor *xs = NULL;
@@ -234,6 +299,26 @@ static int rotate_half(gwr_rewrite_ctx *c, gwr_layer *l) {
                 if (!parts(x1, x2, &hl, &xs, dead, &nd) || xs != x) continue;
                 if (gwr_match_sole_reader(x1) != cat || gwr_match_sole_reader(x2) != neg) continue;
                 gwr_dim d = gwr_tensor_dim(x, 3);
+                if (tc.table) {
+                    int err = 0;
+                    if (r != 4 || !fits_pos(x, y, tc.pos, tc.table, d))
+                        return gwr_rewrite_no_match(c, "x is not (B, N, S, D) with position_ids (B, S) and tables (max, D)");
+                    gwr_match_const kc, ks;
+                    double *vc = table_values(tc.table, &kc, &err), *vs = vc ? table_values(ts.table, &ks, &err) : NULL;
+                    gwr_tensor *tin[4] = {x, vs ? half_table(net, tc.table, &kc, vc, gwr_tensor_dtype(x)) : NULL,
+                                          vs ? half_table(net, ts.table, &ks, vs, gwr_tensor_dtype(x)) : NULL, tc.pos}, *tout = NULL;
+                    gwr_free(vc), gwr_free(vs);
+                    if (err || (vs && (!tin[1] || !tin[2])))
+                        return gwr_rewrite_fail(c, GWR_ERR_NOMEM, "fuse_rotary: %s", gwr_network_errmsg(net));
+                    if (!vs) return gwr_rewrite_no_match(c, "a table's two halves differ (not rotate-half's)");
+                    int ms = (gwr_ps_target(c) & GWR_TARGET_ORT) && opset >= 0 && opset < 23;
+                    gwr_tensor *msin[4] = {x, tc.pos, tin[1], tin[2]};
+                    gwr_args *a = gwr_args_new();
+                    if (a && !gwr_args_set_int(a, "interleaved", 0))
+                        gwr_op_call(net, ms ? MS : "", "RotaryEmbedding", 4, ms ? msin : tin, a, 1, &tout);
+                    gwr_args_free(a);
+                    return replace_rotation(c, l, tout, ma, mb, cat, neg, dead, nd);
+                }
                 if (r != 4 || !fits_x(x, y, tc.f, d))
                     return gwr_rewrite_no_match(c, "x is not (B, N, S, D) with the caches (B, S, D/2) and the result of its shape");
                 gwr_tensor *in[3] = {x, half_cache(net, &tc, "Cos"), half_cache(net, &ts, "Sin")}, *out = NULL;
@@ -249,12 +334,7 @@ static int rotate_half(gwr_rewrite_ctx *c, gwr_layer *l) {
                 if (a && !gwr_args_set_int(a, "interleaved", 0))
                     gwr_op_call(net, ms ? MS : "", "RotaryEmbedding", ms ? 4 : 3, ms ? msin : in, a, 1, &out);
                 gwr_args_free(a);
-                if (!out) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "fuse_rotary: %s", gwr_network_errmsg(net));
-                gwr_status st = gwr_match_replace_layer(l, 1, &out);
-                gwr_layer *more[4] = {ma, mb, cat, neg};
-                for (int k = 0; !st && k < 4; k++) st = gwr_layer_mark_as_removed(more[k]);
-                for (int k = 0; !st && k < nd; k++) st = gwr_layer_mark_as_removed(dead[k]);
-                return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
+                return replace_rotation(c, l, out, ma, mb, cat, neg, dead, nd);
             }
         }
     }
@@ -313,4 +393,5 @@ GWR_PASS(fuse_rotary, FUSE, .pattern = &gwr_pattern_fuse_rotary, .level = GWR_LE
          .summary = "turn the exporters' rotate-half rotary embedding x * cos + Concat(-x2, x1) * sin, cos/sin computed "
                     "in the graph from Concat(F, F), into ONNX RotaryEmbedding(x, cos(F), sin(F)) (opset >= 23; any "
                     "opset for target gwr; com.microsoft RotaryEmbedding for target ort below 23), the caches built once and shared; "
-                    "partial rotary (the rest of x Concat'ed back) as rotary_embedding_dim");
+                    "partial rotary (the rest of x Concat'ed back) as rotary_embedding_dim; cos/sin tables gathered by "
+                    "position_ids as position_ids");

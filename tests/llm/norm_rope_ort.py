@@ -111,7 +111,174 @@ def partial_model(path, opset):
     onnx.save(m, path)
 
 
-def check_partial(gwr, tmp, fails):
+def cached_model(path, opset):
+    """The cached form (older exports, Phi-2): cos = Gather(cos_cached (32, 8), position_ids), the tables
+    computed ahead as Cos/Sin(Concat(freqs, freqs)); q (B, 3, S, 8) rotated by rotate-half."""
+    from onnx import TensorProto as T, helper as h
+
+    def c(name, v, dt=np.int64):
+        return h.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(v, dt), name))
+
+    freqs = np.outer(np.arange(32), 1.0 / 10000 ** (np.arange(0, 8, 2) / 8)).astype(np.float32)
+    emb = np.concatenate([freqs, freqs], -1)
+    nodes = [c("z", [0]), c("h", [4]), c("e", [8]), c("m1", [-1]), c("ax1", [1]),
+             c("tc", np.cos(emb), np.float32), c("ts", np.sin(emb), np.float32),
+             h.make_node("Gather", ["tc", "position_ids"], ["cos"]), h.make_node("Gather", ["ts", "position_ids"], ["sin"]),
+             h.make_node("Unsqueeze", ["cos", "ax1"], ["cu"]), h.make_node("Unsqueeze", ["sin", "ax1"], ["su"]),
+             h.make_node("Slice", ["q", "z", "h", "m1"], ["x1"]), h.make_node("Slice", ["q", "h", "e", "m1"], ["x2"]),
+             h.make_node("Neg", ["x2"], ["nx2"]), h.make_node("Concat", ["nx2", "x1"], ["rh"], axis=-1),
+             h.make_node("Mul", ["q", "cu"], ["a"]), h.make_node("Mul", ["rh", "su"], ["b"]), h.make_node("Add", ["a", "b"], ["y"])]
+    g = h.make_graph(nodes, "cached", [h.make_tensor_value_info("q", T.FLOAT, ["B", 3, "S", 8]),
+                                       h.make_tensor_value_info("position_ids", T.INT64, ["B", "S"])],
+                     [h.make_tensor_value_info("y", T.FLOAT, ["B", 3, "S", 8])])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+    m.ir_version = 9
+    onnx.save(m, path)
+
+
+def check_forms(gwr, tmp, fails):
+    """partial rotary and the cached tables, opsets 18 and 23, both targets"""
+    rng = np.random.default_rng(5)
+    pos = np.array([[3, 4, 5, 6, 7], [0, 1, 2, 3, 4]], np.int64)
+    forms = {"partial": (partial_model, {"q": rng.standard_normal((2, 3, 5, 12)).astype(np.float32),
+                                         "f": rng.standard_normal((2, 5, 4)).astype(np.float32) * 3}, 12, 8),
+             "cached": (cached_model, {"q": rng.standard_normal((2, 3, 5, 8)).astype(np.float32), "position_ids": pos}, 6, 0)}
+    for form, (make, f, most, rd) in forms.items():
+        for opset in (18, 23):
+            src = os.path.join(tmp, f"{form}{opset}.onnx")
+            make(src, opset)
+            want = run(src, f)["y"]
+            for target in ("ort", "gwr"):
+                out = os.path.join(tmp, f"{form}{opset}.{target}.onnx")
+                r = subprocess.run([gwr, "optimize", "--target", target, src, "-o", out], capture_output=True, text=True)
+                if r.returncode:
+                    fails.append(f"{form} rotary opset {opset} {target}: gwr optimize exit {r.returncode}: {r.stderr.strip()}")
+                    continue
+                m = onnx.load(out)
+                res = [n for n in m.graph.node if n.op_type == "RotaryEmbedding"]
+                dims = [a.i for n in res for a in n.attribute if a.name == "rotary_embedding_dim"] or [0]
+                if len(m.graph.node) > most or len(res) != 1 or dims != [rd]:
+                    fails.append(f"{form} rotary opset {opset} {target}: {len(m.graph.node)} nodes, RotaryEmbedding {len(res)} "
+                                 f"with rotary_embedding_dim {dims}, want one with {rd}")
+                try:
+                    got = run(out, f)["y"] if target == "ort" or opset >= 23 else run_gwr(gwr, out, f, os.path.join(tmp, f"{form}{opset}"))["y"]
+                except Exception as e:  # noqa: BLE001 - reported as a failure
+                    fails.append(f"{form} rotary opset {opset} {target}: the file does not run: {e}")
+                    continue
+                d = float(np.abs(got - want).max())
+                print(f"{form} rotary opset {opset} {target}: {len(m.graph.node)} nodes, worst difference {d:.3g}")
+                if not d <= 1e-5:
+                    fails.append(f"{form} rotary opset {opset} {target}: differs by {d}")
+
+
+def run_gwr(gwr, path, f, d):
+    """gwr run --no-optimize on the inputs f (TensorProto files); the outputs by name."""
+    os.makedirs(d, exist_ok=True)
+    args = [gwr, "run", path, "--no-optimize", "-o", os.path.join(d, "out")]
+    for k, v in f.items():
+        p = os.path.join(d, k.replace("/", "_") + ".pb")
+        with open(p, "wb") as fh:
+            fh.write(numpy_helper.from_array(v, k).SerializeToString())
+        args += ["--input", f"{k}={p}"]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(r.stderr.strip() or r.stdout.strip())
+    outs = {}
+    for fn in sorted(os.listdir(os.path.join(d, "out"))):
+        if fn.startswith("output_"):
+            t = onnx.TensorProto()
+            with open(os.path.join(d, "out", fn), "rb") as fh:
+                t.ParseFromString(fh.read())
+            outs[t.name] = numpy_helper.to_array(t)
+    return outs
+
+
+def partial_model(path, opset):
+    """Partial rotary as GPT-NeoX / Phi write it: q (B, N, S, 12), the first 8 rotated (rotate-half, the caches
+    from F (B, S, 4) as Cos/Sin(Concat(F, F))), the last 4 passed, Concat'ed back."""
+    from onnx import TensorProto as T, helper as h
+
+    def c(name, v, dt=np.int64):
+        return h.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(v, dt), name))
+
+    nodes = [c("z", [0]), c("r", [8]), c("e", [12]), c("m1", [-1]), c("h", [4]), c("ax1", [1]),
+             h.make_node("Concat", ["f", "f"], ["ff"], axis=-1),
+             h.make_node("Cos", ["ff"], ["cos"]), h.make_node("Sin", ["ff"], ["sin"]),
+             h.make_node("Unsqueeze", ["cos", "ax1"], ["cu"]), h.make_node("Unsqueeze", ["sin", "ax1"], ["su"]),
+             h.make_node("Slice", ["q", "z", "r", "m1"], ["qr"]), h.make_node("Slice", ["q", "r", "e", "m1"], ["qp"]),
+             h.make_node("Slice", ["qr", "z", "h", "m1"], ["x1"]), h.make_node("Slice", ["qr", "h", "r", "m1"], ["x2"]),
+             h.make_node("Neg", ["x2"], ["nx2"]), h.make_node("Concat", ["nx2", "x1"], ["rh"], axis=-1),
+             h.make_node("Mul", ["qr", "cu"], ["a"]), h.make_node("Mul", ["rh", "su"], ["b"]),
+             h.make_node("Add", ["a", "b"], ["rot"]), h.make_node("Concat", ["rot", "qp"], ["y"], axis=-1)]
+    g = h.make_graph(nodes, "partial", [h.make_tensor_value_info("q", T.FLOAT, ["B", 3, "S", 12]),
+                                         h.make_tensor_value_info("f", T.FLOAT, ["B", "S", 4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, ["B", 3, "S", 12])])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+    m.ir_version = 9
+    onnx.save(m, path)
+
+
+def cached_model(path, opset):
+    """The cached form (older exports, Phi-2): cos = Gather(cos_cached (32, 8), position_ids), the tables
+    computed ahead as Cos/Sin(Concat(freqs, freqs)); q (B, 3, S, 8) rotated by rotate-half."""
+    from onnx import TensorProto as T, helper as h
+
+    def c(name, v, dt=np.int64):
+        return h.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(v, dt), name))
+
+    freqs = np.outer(np.arange(32), 1.0 / 10000 ** (np.arange(0, 8, 2) / 8)).astype(np.float32)
+    emb = np.concatenate([freqs, freqs], -1)
+    nodes = [c("z", [0]), c("h", [4]), c("e", [8]), c("m1", [-1]), c("ax1", [1]),
+             c("tc", np.cos(emb), np.float32), c("ts", np.sin(emb), np.float32),
+             h.make_node("Gather", ["tc", "position_ids"], ["cos"]), h.make_node("Gather", ["ts", "position_ids"], ["sin"]),
+             h.make_node("Unsqueeze", ["cos", "ax1"], ["cu"]), h.make_node("Unsqueeze", ["sin", "ax1"], ["su"]),
+             h.make_node("Slice", ["q", "z", "h", "m1"], ["x1"]), h.make_node("Slice", ["q", "h", "e", "m1"], ["x2"]),
+             h.make_node("Neg", ["x2"], ["nx2"]), h.make_node("Concat", ["nx2", "x1"], ["rh"], axis=-1),
+             h.make_node("Mul", ["q", "cu"], ["a"]), h.make_node("Mul", ["rh", "su"], ["b"]), h.make_node("Add", ["a", "b"], ["y"])]
+    g = h.make_graph(nodes, "cached", [h.make_tensor_value_info("q", T.FLOAT, ["B", 3, "S", 8]),
+                                       h.make_tensor_value_info("position_ids", T.INT64, ["B", "S"])],
+                     [h.make_tensor_value_info("y", T.FLOAT, ["B", 3, "S", 8])])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+    m.ir_version = 9
+    onnx.save(m, path)
+
+
+def check_forms(gwr, tmp, fails):
+    """partial rotary and the cached tables, opsets 18 and 23, both targets"""
+    rng = np.random.default_rng(5)
+    pos = np.array([[3, 4, 5, 6, 7], [0, 1, 2, 3, 4]], np.int64)
+    forms = {"partial": (partial_model, {"q": rng.standard_normal((2, 3, 5, 12)).astype(np.float32),
+                                         "f": rng.standard_normal((2, 5, 4)).astype(np.float32) * 3}, 12, 8),
+             "cached": (cached_model, {"q": rng.standard_normal((2, 3, 5, 8)).astype(np.float32), "position_ids": pos}, 6, 0)}
+    for form, (make, f, most, rd) in forms.items():
+        for opset in (18, 23):
+            src = os.path.join(tmp, f"{form}{opset}.onnx")
+            make(src, opset)
+            want = run(src, f)["y"]
+            for target in ("ort", "gwr"):
+                out = os.path.join(tmp, f"{form}{opset}.{target}.onnx")
+                r = subprocess.run([gwr, "optimize", "--target", target, src, "-o", out], capture_output=True, text=True)
+                if r.returncode:
+                    fails.append(f"{form} rotary opset {opset} {target}: gwr optimize exit {r.returncode}: {r.stderr.strip()}")
+                    continue
+                m = onnx.load(out)
+                res = [n for n in m.graph.node if n.op_type == "RotaryEmbedding"]
+                dims = [a.i for n in res for a in n.attribute if a.name == "rotary_embedding_dim"] or [0]
+                if len(m.graph.node) > most or len(res) != 1 or dims != [rd]:
+                    fails.append(f"{form} rotary opset {opset} {target}: {len(m.graph.node)} nodes, RotaryEmbedding {len(res)} "
+                                 f"with rotary_embedding_dim {dims}, want one with {rd}")
+                try:
+                    got = run(out, f)["y"] if target == "ort" or opset >= 23 else run_gwr(gwr, out, f, os.path.join(tmp, f"{form}{opset}"))["y"]
+                except Exception as e:  # noqa: BLE001 - reported as a failure
+                    fails.append(f"{form} rotary opset {opset} {target}: the file does not run: {e}")
+                    continue
+                d = float(np.abs(got - want).max())
+                print(f"{form} rotary opset {opset} {target}: {len(m.graph.node)} nodes, worst difference {d:.3g}")
+                if not d <= 1e-5:
+                    fails.append(f"{form} rotary opset {opset} {target}: differs by {d}")
+
+
+def check_partial_unused(gwr, tmp, fails):
     rng = np.random.default_rng(5)
     f = {"q": rng.standard_normal((2, 3, 5, 12)).astype(np.float32), "f": rng.standard_normal((2, 5, 4)).astype(np.float32) * 3}
     for opset in (18, 23):
@@ -192,7 +359,7 @@ def main():
                         lim = tol * max(1.0, float(np.abs(w).max()))
                         if not d <= lim:
                             fails.append(f"{name} {target} {case}: {k} differs by {d} (> {lim}), shapes {g.shape} {w.shape}")
-        check_partial(gwr, tmp, fails)
+        check_forms(gwr, tmp, fails)
     for f in fails:
         print("FAIL", f)
     return 1 if fails else 0

@@ -87,6 +87,11 @@ static gwr_network *rotary(void) {
     return net;
 }
 
+static gwr_tensor *op1(gwr_network *net, const char *op, int nin, gwr_tensor *const *in) {
+    gwr_tensor *y = NULL;
+    return gwr_op_call(net, "", op, nin, in, NULL, 1, &y) ? y : NULL;
+}
+
 static int64_t live(gwr_network *net, const char *op) {
     CHECK_OK(gwr_network_prune(net, NULL));
     return count_op(net, op);
@@ -182,11 +187,58 @@ TEST(rotary_partial) {
     }
 }
 
+/* The cached form (older exports, Phi-2): c = Gather(T_cos, position_ids), T (16, 8) with equal halves
+ * (cos of Concat(freqs, freqs) computed ahead); position_ids = Abs(p) (indices in range). Fires:
+ * RotaryEmbedding(q, T_cos[:, :4], T_sin[:, :4], position_ids); must not: the halves differ, or
+ * cos and sin gathered by different positions. */
+enum { T_PLAIN, T_UNEQUAL, T_OTHER_POS };
+static int table_form;
+static gwr_network *table_net(void) {
+    float tc[16 * 8], ts[16 * 8];
+    for (int r = 0; r < 16; r++)
+        for (int j = 0; j < 4; j++) {
+            float a = (float)r * (j ? 1.0f / (float)(10 * j) : 1.0f);
+            tc[r * 8 + j] = tc[r * 8 + 4 + j] = cosf(a), ts[r * 8 + j] = ts[r * 8 + 4 + j] = sinf(a);
+        }
+    if (table_form == T_UNEQUAL) tc[8 * 3 + 5] += 0.5f;
+    gwr_network *net = gwr_network_new("rotary_table");
+    gwr_dim xd[4] = {2, 3, 5, 8}, pd[2] = {2, 5};
+    int64_t td[2] = {16, 8}, one = 1;
+    gwr_tensor *q = gwr_network_add_input(net, "q", GWR_FLOAT32, 4, xd);
+    gwr_tensor *p = gwr_network_add_input(net, "p", GWR_INT64, 2, pd), *pos = op1(net, "Abs", 1, &p), *pos2 = pos;
+    if (table_form == T_OTHER_POS) pos2 = op1(net, "Abs", 1, &pos);
+    gwr_tensor *gc[2] = {gwr_constant(net, GWR_FLOAT32, 2, td, tc), pos}, *gs[2] = {gwr_constant(net, GWR_FLOAT32, 2, td, ts), pos2};
+    gwr_tensor *c = gwr_unsqueeze(net, op1(net, "Gather", 2, gc), 1, &one), *s = gwr_unsqueeze(net, op1(net, "Gather", 2, gs), 1, &one);
+    flags = R_SPLIT;
+    gwr_network_mark_output(net, rotate(net, q, c, s));
+    return net;
+}
+
+TEST(rotary_cached_tables) {
+    for (table_form = T_PLAIN; table_form <= T_OTHER_POS; table_form++) {
+        int fires = table_form == T_PLAIN;
+        expect(table_net(), "fuse_rotary", GWR_TARGET_GWR, fires, 3);
+        gwr_network *net = table_net();
+        CHECK_EQ_INT(run_pass(net, "fuse_rotary", GWR_TARGET_GWR), fires);
+        CHECK_EQ_INT(live(net, "RotaryEmbedding"), fires);
+        CHECK_EQ_INT(count_op(net, "Gather"), fires ? 0 : 2);
+        gwr_network_free(net);
+    }
+    table_form = T_PLAIN; /* target ort below 23: com.microsoft's, position_ids its input 1 */
+    gwr_network *net = table_net();
+    gwr_network_set_opset(net, "", 18);
+    CHECK_EQ_INT(run_pass(net, "fuse_rotary", GWR_TARGET_ORT), 1);
+    CHECK_EQ_INT(live(net, "RotaryEmbedding"), 1);
+    CHECK_EQ_INT(count_op(net, "Range"), 0);
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(rotary_fires);
     RUN(rotary_gwr_opset18_runs);
     RUN(rotary_must_not_fire);
     RUN(rotary_partial);
+    RUN(rotary_cached_tables);
     RUN(rotary_for_ort);
     return check_report();
 }

@@ -679,7 +679,9 @@ TEST(rms_norm_half_casts) {
         CHECK_OK(gwr_network_prune(net, NULL));
         CHECK_EQ_INT(count_op(net, "SimplifiedLayerNormalization"), 1);
         CHECK_EQ_INT(count_op(net, "ReduceMean") + count_op(net, "Div") + count_op(net, "Sqrt"), 0);
-        if (!CHECK_EQ_INT(count_op(net, "Cast"), cases[i].casts) | !CHECK_EQ_INT(count_op(net, "Mul"), cases[i].muls))
+        int ok = CHECK_EQ_INT(count_op(net, "Cast"), cases[i].casts);
+        ok &= CHECK_EQ_INT(count_op(net, "Mul"), cases[i].muls);
+        if (!ok)
             fprintf(stderr, "  half form %d\n", cases[i].form);
         for (int l = 0; l < gwr_network_num_layers(net); l++) {
             gwr_layer *ly = gwr_network_layer(net, l);

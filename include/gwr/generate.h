@@ -30,6 +30,11 @@ typedef struct gwr_generate_options {
      * chose it. A nonzero return stops the loop there (not an error). */
     int (*on_token)(void *user, int64_t index, int64_t id, double ms);
     void *user;
+    /* May be NULL: room for max_new * vocab floats (vocab as
+     * gwr_generate_check gives it; a model that does not declare it is
+     * refused), row i the last logits row, as float32, of the run that
+     * chose new token i. */
+    float *logits;
 } gwr_generate_options;
 
 typedef struct gwr_generate_stats {

@@ -171,11 +171,25 @@ static gwr_value *new_row(int64_t n, const int64_t *src, int64_t start, int64_t 
     return v;
 }
 
-/* The first index of the largest element of logits' last row (NaN counts
- * as largest, as numpy's argmax has it); -1 on a bad shape. */
-static int64_t argmax_last(const gwr_value *logits) {
+/* logits' last row as float32 into row (v of them). */
+static void copy_last(const gwr_value *logits, float *row) {
     const int64_t *dims = gwr_value_dims(logits);
-    if (gwr_value_rank(logits) != 3 || dims[0] != 1 || dims[1] < 1 || dims[2] < 1) return -1;
+    int64_t v = dims[2], off = (dims[1] - 1) * v;
+    gwr_dtype dt = gwr_value_dtype(logits);
+    const void *base = gwr_value_cdata(logits);
+    for (int64_t i = 0; i < v; i++)
+        row[i] = dt == GWR_FLOAT32   ? ((const float *)base)[off + i]
+                 : dt == GWR_FLOAT16 ? gwr_f16_to_f32(((const uint16_t *)base)[off + i])
+                                     : (float)gwr_value_get_f64(logits, off + i);
+}
+
+/* The first index of the largest element of logits' last row (NaN counts
+ * as largest, as numpy's argmax has it); -1 on a bad shape (not [1, len,
+ * vocab] with vocab as declared, when it is). */
+static int64_t argmax_last(const gwr_value *logits, int64_t len, int64_t vocab) {
+    const int64_t *dims = gwr_value_dims(logits);
+    if (gwr_value_rank(logits) != 3 || dims[0] != 1 || dims[1] != len || dims[2] < 1 || (vocab >= 0 && dims[2] != vocab))
+        return -1;
     int64_t v = dims[2], off = (dims[1] - 1) * v, best = 0;
     gwr_dtype dt = gwr_value_dtype(logits);
     const void *base = gwr_value_cdata(logits);
@@ -232,6 +246,11 @@ gwr_status gwr_generate(gwr_session *s, const gwr_generate_options *opt, const i
             decoder_free(&d);
             return st;
         }
+    if (opt->logits && d.vocab < 0) {
+        decoder_free(&d);
+        return gwr_set_last_error(GWR_ERR_INVALID_ARG,
+                                  "gwr_generate: logits asked for, but the model does not declare its vocabulary size");
+    }
     int ncache = 2 * d.nlayers;
     int64_t cap = n + opt->max_new;
     gwr_value **in = gwr_calloc((size_t)d.nin, sizeof *in);
@@ -261,12 +280,16 @@ gwr_status gwr_generate(gwr_session *s, const gwr_generate_options *opt, const i
         int64_t t0 = gwr_clock_ns();
         st = gwr_session_run(s, d.nin, d.in_names, in, d.nout, d.out_names, res);
         if (st) goto done; /* the session's message is gwr_last_errmsg() */
-        int64_t tok = argmax_last(res[0]);
+        int64_t tok = argmax_last(res[0], len, d.vocab);
         double ms = (double)(gwr_clock_ns() - t0) * 1e-6;
         if (tok < 0) {
-            st = gwr_set_last_error(GWR_ERR_SHAPE, "gwr_generate: the logits are not [1, %lld, vocab]", (long long)len);
+            char ty[128];
+            gwr_value_type_str(res[0], ty, sizeof ty);
+            st = gwr_set_last_error(GWR_ERR_SHAPE, "gwr_generate: the logits are %s, not [1, %lld, vocab]", ty,
+                                    (long long)len);
             goto done;
         }
+        if (opt->logits) copy_last(res[0], opt->logits + made * d.vocab);
         if (made) decode_ms += ms;
         else prefill_ms = ms;
         /* present becomes past; the run's inputs and logits go */

@@ -89,6 +89,12 @@ def main(gwr):
                   and len(j.get("decode_step_ms", [])) == 19 and len(j.get("rss_kb", [])) == 20
                   and len(j.get("peak_rss_kb", [])) == 20 and not j.get("stopped_at_eos"), out)
             check("toy --json: speeds", j.get("prefill_tokens_per_s", 0) > 0 and j.get("decode_tokens_per_s", 0) > 0, out)
+        # --logits: the last logits row of each run, one-hot at the next id
+        npy = os.path.join(d, "l.npy")
+        rc, out, err = run(gwr, m, "--tokens", "3,9,14", "--max-new", "5", "--logits", npy)
+        a = np.load(npy) if rc == 0 else None
+        check("toy --logits", a is not None and a.dtype == np.float32 and a.shape == (5, V)
+              and (a == np.eye(V, dtype=np.float32)[[15, 0, 1, 2, 3]]).all(), repr(a) + err)
         # --eos: stops after generating it, which is returned
         rc, out, err = run(gwr, m, "--tokens", "1,2", "--max-new", "10", "--eos", "5")
         check("toy --eos: ids", rc == 0 and "tokens: 3,4,5 (eos)\n" in out, repr(out) + err)

@@ -12,7 +12,7 @@
 static void help(FILE *out) {
     fprintf(out,
             "usage: gwr generate MODEL --tokens ID,ID,... --max-new N [--threads N] [--eos ID]\n"
-            "                    [--no-optimize] [--json]\n"
+            "                    [--no-optimize] [--json] [--logits FILE.npy]\n"
             "\n"
             "Greedy decoding on gwr's CPU executor over a decoder with a KV cache exported\n"
             "the Hugging Face way (inputs input_ids, attention_mask, position_ids,\n"
@@ -31,6 +31,8 @@ static void help(FILE *out) {
             "  --json           one JSON object: the ids, the times, per decode step its\n"
             "                   time, and the process's resident and peak memory after each\n"
             "                   new token\n"
+            "  --logits FILE.npy  write the last logits row of every run, float32 [new\n"
+            "                   tokens, vocab], as a NumPy .npy file\n"
             "\n"
             "Prints the generated ids (comma-separated), then the prefill's and the decode's\n"
             "tokens per second: prefill = the run over the prompt (which gives the first new\n"
@@ -102,6 +104,30 @@ static int on_token(void *user, int64_t i, int64_t id, double ms) {
     return 0;
 }
 
+/* rows x cols float32 as a NumPy .npy file (format 1.0, little-endian),
+ * written atomically; CLI_OK, or CLI_FAIL after one line naming path. */
+static int write_npy(const char *path, const float *v, int64_t rows, int64_t cols) {
+    char hdr[128];
+    int n = snprintf(hdr, sizeof hdr, "{'descr': '<f4', 'fortran_order': False, 'shape': (%lld, %lld), }",
+                     (long long)rows, (long long)cols);
+    int total = (10 + n + 1 + 63) / 64 * 64; /* magic, version, length, header, '\n': a multiple of 64 */
+    while (10 + n + 1 < total) hdr[n++] = ' ';
+    hdr[n++] = '\n';
+    char *tmp = cli_temp_name(path);
+    FILE *f = tmp ? fopen(tmp, "wb") : NULL;
+    size_t count = (size_t)(rows * cols);
+    int ok = f && fwrite("\x93NUMPY\x01\x00", 1, 8, f) == 8 && fputc(n & 0xff, f) != EOF && fputc(n >> 8, f) != EOF &&
+             fwrite(hdr, 1, (size_t)n, f) == (size_t)n && fwrite(v, sizeof *v, count, f) == count;
+    if (f && fclose(f)) ok = 0;
+    if (ok && rename(tmp, path)) ok = 0;
+    if (!ok) {
+        if (tmp) remove(tmp);
+        cli_error(path, "cannot write the logits file");
+    }
+    free(tmp);
+    return ok ? CLI_OK : CLI_FAIL;
+}
+
 static void json_array_d(const char *name, const double *v, int64_t from, int64_t n) {
     printf(",\"%s\":[", name);
     for (int64_t i = from; i < n; i++) printf("%s%.4f", i > from ? "," : "", v[i]);
@@ -115,7 +141,7 @@ static void json_array_l(const char *name, const long *v, int64_t n) {
 }
 
 static int generate_cmd(int argc, char **argv) {
-    const char *model = NULL, *tokens = NULL;
+    const char *model = NULL, *tokens = NULL, *logits_file = NULL;
     int64_t max_new = -1, eos = -1, threads = 1;
     int json = 0, raw = 0, rc = CLI_OK;
     for (int i = 1; i < argc && rc == CLI_OK; i++) {
@@ -123,6 +149,7 @@ static int generate_cmd(int argc, char **argv) {
         if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--no-optimize")) raw = 1;
         else if (!strcmp(a, "--tokens") && i + 1 < argc) tokens = argv[++i];
+        else if (!strcmp(a, "--logits") && i + 1 < argc) logits_file = argv[++i];
         else if ((!strcmp(a, "--max-new") || !strcmp(a, "--threads") || !strcmp(a, "--eos")) && i + 1 < argc) {
             int64_t v = 0;
             const char *why = "below 1";
@@ -143,6 +170,7 @@ static int generate_cmd(int argc, char **argv) {
     if (rc == CLI_OK && !tokens) rc = cli_usage("generate", "no --tokens given (the prompt's ids, e.g. --tokens 1,2,3)");
     if (rc == CLI_OK && max_new < 0) rc = cli_usage("generate", "no --max-new given (tokens to generate)");
     int64_t *prompt = NULL, n = 0, *out = NULL;
+    float *logits = NULL;
     trace tr = {0};
     gwr_network *net = NULL;
     gwr_session *s = NULL;
@@ -175,17 +203,24 @@ static int generate_cmd(int argc, char **argv) {
     tr.ms = calloc((size_t)max_new, sizeof *tr.ms);
     tr.rss = calloc((size_t)max_new, sizeof *tr.rss);
     tr.peak = calloc((size_t)max_new, sizeof *tr.peak);
-    if (!out || !tr.ms || !tr.rss || !tr.peak) {
+    if (logits_file && vocab < 0) {
+        cli_error(model, "--logits: the model does not declare its vocabulary size (the logits' last dim)");
+        rc = CLI_USAGE;
+        goto done;
+    }
+    if (logits_file) logits = malloc((size_t)max_new * (size_t)vocab * sizeof *logits);
+    if (!out || !tr.ms || !tr.rss || !tr.peak || (logits_file && !logits)) {
         cli_error(model, "out of memory");
         goto done;
     }
     gwr_generate_options go = {.max_new = max_new, .stop_at_eos = eos >= 0, .eos = eos,
-                               .on_token = json ? on_token : NULL, .user = &tr};
+                               .on_token = json ? on_token : NULL, .user = &tr, .logits = logits};
     gwr_generate_stats st;
     if (gwr_generate(s, &go, prompt, n, out, &st)) {
         cli_error(model, gwr_last_errmsg());
         goto done;
     }
+    if (logits_file && write_npy(logits_file, logits, st.new_tokens, vocab)) goto done;
     if (json) {
         printf("{\"model\":");
         gwr_json_str(stdout, model, strlen(model));
@@ -216,7 +251,7 @@ static int generate_cmd(int argc, char **argv) {
     }
     rc = fflush(stdout) || ferror(stdout) ? CLI_FAIL : CLI_OK;
 done:
-    free(prompt), free(out), free(tr.ms), free(tr.rss), free(tr.peak);
+    free(prompt), free(out), free(logits), free(tr.ms), free(tr.rss), free(tr.peak);
     gwr_session_free(s);
     cli_free_at_exit(net);
     return rc;

@@ -30,7 +30,7 @@ static void help(FILE *out) {
             "                   private copy, as gwr run does)\n"
             "  --json           one JSON object: the ids, the times, per decode step its\n"
             "                   time, and the process's resident and peak memory after each\n"
-            "                   new token\n"
+            "                   new token (/proc/self/statm, VmHWM of /proc/self/status)\n"
             "  --logits FILE.npy  write the last logits row of every run, float32 [new\n"
             "                   tokens, vocab], as a NumPy .npy file\n"
             "\n"
@@ -84,9 +84,23 @@ static long rss_now_kb(void) {
     return res < 0 ? -1 : res * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+/* The process's peak resident memory, in kB: VmHWM of /proc/self/status
+ * (this process's own: getrusage's ru_maxrss keeps the parent's peak
+ * across exec, which a benchmark's Python parent inflates), else
+ * getrusage's; -1 where there is neither. */
 static long rss_peak_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6)) {
+            kb = strtol(line + 6, NULL, 10);
+            break;
+        }
+    if (f) fclose(f);
     struct rusage ru;
-    return getrusage(RUSAGE_SELF, &ru) ? -1 : ru.ru_maxrss; /* kB on Linux */
+    if (kb < 0 && !getrusage(RUSAGE_SELF, &ru)) kb = ru.ru_maxrss; /* kB on Linux */
+    return kb;
 }
 
 /* What --json records per new token. */

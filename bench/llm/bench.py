@@ -204,8 +204,8 @@ def figure_nodes(args, gwr, work, models):
     say("### Nodes: `gwr optimize --target ort` vs onnxruntime's transformers optimizer")
     say()
     say("Graph nodes of each file (the main graph; the export's own count first); onnxruntime's decode step "
-        f"on each file at cache 128 (a prompt of 128 tokens, then the median of {args.steps} one-token runs), "
-        f"{'/'.join(map(str, args.threads))} thread(s).")
+        f"on each file at cache 128 (a prompt of 128 tokens, then the median of {args.steps} one-token runs; "
+        f"the best of {args.reps} rounds, the two files interleaved), {'/'.join(map(str, args.threads))} thread(s).")
     say()
     hdr = "| model | export | gwr --target ort | transformers optimizer | gwr <= optimizer |"
     sep = "| --- | ---: | ---: | ---: | --- |"
@@ -226,14 +226,18 @@ def figure_nodes(args, gwr, work, models):
             _, _, vocab = config(name)
             prompt = prompt_of(128, vocab)
             for t in args.threads:
-                step = {}
+                step, sess = {}, {}
                 for which, path in (("gwr", g), ("ort", o)):
                     try:
-                        _, _, _, steps = ort_greedy(ort_session(path, t), prompt, args.steps + 1)
-                        step[which] = float(np.median(steps))
+                        sess[which] = ort_session(path, t)
+                        ort_greedy(sess[which], prompt[:8], 2)  # warm-up
+                        step[which] = float("inf")
                     except Exception as e:  # noqa: BLE001  (a file onnxruntime cannot run)
                         step[which] = None
                         details.append(f"{name}: onnxruntime on {os.path.basename(path)}: {str(e).splitlines()[0]}")
+                for _ in range(args.reps):  # interleaved, the best of the rounds' medians
+                    for which in sess:
+                        step[which] = min(step[which], ort_run(args, sess[which], prompt)[1])
                 fmt = lambda v: "n/a" if v is None else f"{v:.3f}"
                 ratio = step["gwr"] / step["ort"] if step["gwr"] and step["ort"] else None
                 row += f" {fmt(step['gwr'])} | {fmt(step['ort'])} | {'n/a' if ratio is None else f'{ratio:.2f}x'} |"
@@ -252,35 +256,37 @@ def figure_nodes(args, gwr, work, models):
     say()
 
 
-def gwr_latency(args, gwr, path, vocab, threads, cache):
-    """(prefill ms of the prompt, decode step ms): the best over REPS processes of the prefill and of
-    the median step."""
-    prompt = prompt_of(cache, vocab)
-    pre, step = [], []
-    for _ in range(args.reps):
-        j = gwr_generate(gwr, path, prompt, args.steps + 1, threads)
-        pre.append(j["prefill_ms"])
-        step.append(float(np.median(j["decode_step_ms"])))
-    return min(pre), min(step)
+def gwr_run(args, gwr, path, prompt, threads):
+    """One `gwr generate` process: (prefill ms, median decode step ms)."""
+    j = gwr_generate(gwr, path, prompt, args.steps + 1, threads)
+    return j["prefill_ms"], float(np.median(j["decode_step_ms"]))
 
 
-def ort_latency(args, path, vocab, threads, cache):
+def ort_run(args, sess, prompt):
+    _, _, p, s = ort_greedy(sess, prompt, args.steps + 1)
+    return p, float(np.median(s))
+
+
+def latency_pair(args, gwr, gpath, opath, vocab, threads, cache):
+    """gwr's and onnxruntime's (prefill ms, decode step ms), each the best over REPS rounds; the
+    two are interleaved round by round, so that a load on the machine falls on both alike."""
     prompt = prompt_of(cache, vocab)
-    sess = ort_session(path, threads)
+    sess = ort_session(opath, threads)
     ort_greedy(sess, prompt[:8], 2)  # warm-up
-    pre, step = [], []
+    g, o = [], []
     for _ in range(args.reps):
-        _, _, p, s = ort_greedy(sess, prompt, args.steps + 1)
-        pre.append(p)
-        step.append(float(np.median(s)))
-    return min(pre), min(step)
+        g.append(gwr_run(args, gwr, gpath, prompt, threads))
+        o.append(ort_run(args, sess, prompt))
+    best = lambda v: (min(x[0] for x in v), min(x[1] for x in v))
+    return best(g), best(o)
 
 
 def figure_latency(args, gwr, work, models):
     say("### Latency: gwr's decode step and prefill vs onnxruntime on its optimized model")
     say()
     say(f"ms; decode step = median of {args.steps} one-token runs after a prompt of 128 / 1024 tokens, "
-        f"best of {args.reps} runs; prefill = 128 tokens, best of {args.reps}. gwr: `gwr generate` on the export "
+        f"best of {args.reps} rounds; prefill = 128 tokens, best of {args.reps}; gwr and onnxruntime interleaved "
+        "round by round. gwr: `gwr generate` on the export "
         "(fp32) or on `gwr quantize --mode weight-only` of it (4-bit); onnxruntime: the transformers optimizer's "
         "output (fp32) or MatMulNBitsQuantizer of it (4-bit). ratio = gwr / onnxruntime (issue: decode <= 0.9x, "
         "prefill <= 1.0x).")
@@ -300,8 +306,7 @@ def figure_latency(args, gwr, work, models):
             for t in args.threads:
                 for cache in args.caches:
                     try:
-                        gp, gs = gwr_latency(args, gwr, gpath, vocab, t, cache)
-                        op, os_ = ort_latency(args, opath, vocab, t, cache)
+                        (gp, gs), (op, os_) = latency_pair(args, gwr, gpath, opath, vocab, t, cache)
                     except Exception as e:  # noqa: BLE001
                         say(f"| {name} | {wname} | {t} | cache {cache} | failed: {str(e).splitlines()[0][:100]} | | |")
                         continue
@@ -364,7 +369,7 @@ def figure_memory(args, gwr, work, name):
         for wname, path in files:
             j = gwr_generate(gwr, path, prompt_of(8, vocab), 256)
             r, p = j["rss_kb"], j["peak_rss_kb"]
-            g = lambda a, b: f"{100 * (b - a) / a:+.1f}%"
+            g = lambda a, b: f"{100 * (b - a) / a:+.1f}%{'' if abs(b - a) <= 0.05 * a else ' (> 5%)'}"
             say(f"| {name} | {wname} | {r[15] / 1024:.1f} | {r[255] / 1024:.1f} | {g(r[15], r[255])} | "
                 f"{p[15] / 1024:.1f} | {p[255] / 1024:.1f} | {g(p[15], p[255])} |")
     except Exception as e:  # noqa: BLE001
@@ -380,7 +385,7 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--caches", default="128,1024")
     ap.add_argument("--steps", type=int, default=16, help="decode steps timed per run")
-    ap.add_argument("--reps", type=int, default=2, help="runs per latency figure (the best is kept)")
+    ap.add_argument("--reps", type=int, default=3, help="rounds per latency figure (the best is kept)")
     ap.add_argument("--only", default="nodes,latency,greedy,memory")
     ap.add_argument("--no-4bit", action="store_true")
     ap.add_argument("--quick", action="store_true", help="1 rep, 8 steps, cache 128 only")
@@ -412,6 +417,10 @@ def main():
         f"onnxruntime {onnxruntime.__version__}, {os.cpu_count()} CPUs "
         f"({open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip() if os.path.exists('/proc/cpuinfo') else '?'}).")
     say()
+    load = lambda: open("/proc/loadavg").read().split()[0] if os.path.exists("/proc/loadavg") else "?"
+    say(f"Load average at the start: {load()} (timings on a machine shared with other work are noisy; the "
+        "ratios of the same run are what to read).")
+    say()
     want = set(args.only.split(","))
     t0 = time.time()
     for fig, fn in (("nodes", lambda: figure_nodes(args, gwr, args.work, models)),
@@ -424,7 +433,7 @@ def main():
             except Exception:  # noqa: BLE001  (one figure failing leaves the others)
                 say(f"{fig}: failed:")
                 say("```\n" + traceback.format_exc() + "```")
-    say(f"({time.time() - t0:.0f} s)")
+    say(f"({time.time() - t0:.0f} s; load average at the end {load()})")
     if args.md:
         with open(args.md, "w") as f:
             f.write("\n".join(OUT) + "\n")

@@ -14,5 +14,6 @@
 #include "gwr/onnx.h"
 #include "gwr/exec.h"
 #include "gwr/quantize.h"
+#include "gwr/generate.h"
 
 #endif

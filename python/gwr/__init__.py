@@ -68,6 +68,8 @@ _export([
     "FLayerInfo", "Session",
     # quant.c
     "quantize", "precision", "Calib",
+    # generate.c
+    "generate",
 ])
 
 # The pure-Python parts: the memo and the decorator of the seed, the

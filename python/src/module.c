@@ -342,7 +342,7 @@ PyMODINIT_FUNC PyInit__gwr(void) {
     /* Each part adds its types and functions (pygwr.h lists them). */
     if (pg_init_errors(m) < 0 || init_enums(m) < 0 || pg_init_core(m) < 0 || pg_init_patterns(m) < 0 ||
         pg_init_functional(m) < 0 || pg_init_session(m) < 0 || pg_init_analysis(m) < 0 ||
-        pg_init_rules(m) < 0 || pg_init_quant(m) < 0) {
+        pg_init_rules(m) < 0 || pg_init_quant(m) < 0 || pg_init_generate(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -147,5 +147,16 @@ int pg_init_session(PyObject *m);    /* session.c (numpy, Session, onnx) */
 int pg_init_analysis(PyObject *m);   /* analysis.c (gwr.analyze) */
 int pg_init_rules(PyObject *m);      /* rules.c (RuleSet, CompiledRule) */
 int pg_init_quant(PyObject *m);      /* quant.c (gwr.quantize, gwr.precision) */
+int pg_init_generate(PyObject *m);   /* generate.c (gwr.generate) */
+/* 0 when threads is from 1 to GWR_SESSION_MAX_THREADS; else -1 with
+ * InvalidArgumentError naming fn (quant.c). */
+int pg_check_threads(int threads, const char *fn);
+/* A Session object's session, marked running until pg_session_release
+ * (session.c): NULL without an exception when o is not a Session; NULL
+ * with one (naming fn) when it cannot run now (running, its network
+ * closed or changed). *on_user_net: it planned the caller's network as
+ * written (run it with the GIL held). */
+gwr_session *pg_session_acquire(PyObject *o, const char *fn, int *on_user_net);
+void pg_session_release(PyObject *o);
 
 #endif

@@ -317,7 +317,7 @@ static int opt_float(PyObject *o, const char *fn, const char *what, double *out)
     return 0;
 }
 
-static int check_threads(int threads, const char *fn) {
+int pg_check_threads(int threads, const char *fn) {
     if (threads >= 1 && threads <= GWR_SESSION_MAX_THREADS) return 0;
     pg_raisef(GWR_ERR_INVALID_ARG, "%s: threads must be from 1 to %d, not %d", fn, GWR_SESSION_MAX_THREADS, threads);
     return -1;
@@ -375,7 +375,7 @@ static PyObject *py_quantize(PyObject *mod, PyObject *args, PyObject *kw) {
     /* bits, block_size, percentile and smoothquant go to the C checks as given */
     if (opt_int(bits, fn, "bits", &o.bits) < 0 || opt_int(block, fn, "block_size", &o.block_size) < 0 ||
         opt_float(percentile, fn, "percentile", &o.percentile) < 0 ||
-        opt_float(smooth, fn, "smoothquant", &o.smoothquant_alpha) < 0 || check_threads(threads, fn) < 0)
+        opt_float(smooth, fn, "smoothquant", &o.smoothquant_alpha) < 0 || pg_check_threads(threads, fn) < 0)
         return NULL;
     o.per_tensor = per_tensor, o.report = report, o.threads = threads;
     gwr_network *net = pg_network_get(netobj);
@@ -415,7 +415,7 @@ static PyObject *py_precision(PyObject *mod, PyObject *args, PyObject *kw) {
     if ((k = choice(to, tos, fn, "to")) < 0) return NULL;
     o.to = k ? GWR_BFLOAT16 : GWR_FLOAT16;
     o.keep_io = keep_io;
-    if (opt_float(autotol, fn, "auto", &o.auto_tol) < 0 || check_threads(threads, fn) < 0) return NULL;
+    if (opt_float(autotol, fn, "auto", &o.auto_tol) < 0 || pg_check_threads(threads, fn) < 0) return NULL;
     o.threads = threads;
     gwr_network *net = pg_network_get(netobj);
     if (!net) return NULL;

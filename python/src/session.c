@@ -755,6 +755,23 @@ static PyMethodDef session_functions[] = {
     {"_onnx_save_bytes", onnx_save_bytes, METH_O, "_onnx_save_bytes(network) -> bytes (gwr.onnx.save_bytes)."},
     {NULL, NULL, 0, NULL}};
 
+gwr_session *pg_session_acquire(PyObject *o, const char *fn, int *on_user_net) {
+    if (!PyObject_TypeCheck(o, &Session_Type)) return NULL;
+    Session *self = (Session *)o;
+    gwr_session *s = session_get(self);
+    if (!s) return NULL;
+    if (self->running) return pg_raisef(GWR_ERR_STATE, "%s: the session is running in another thread", fn), NULL;
+    if (!pg_network_get(self->net)) return NULL;
+    if (self->on_user_net && pg_network_generation(self->net) != self->generation)
+        return pg_raisef(GWR_ERR_STATE, "%s: the network changed since the session planned it; make a new Session", fn),
+               NULL;
+    self->running = 1;
+    *on_user_net = self->on_user_net;
+    return s;
+}
+
+void pg_session_release(PyObject *o) { ((Session *)o)->running = 0; }
+
 int pg_init_session(PyObject *m) {
     if (_import_array() < 0) return -1;
     if (PyType_Ready(&Session_Type) < 0) return -1;

@@ -32,6 +32,7 @@ extern const cli_command cli_verify;
 extern const cli_command cli_rules;
 extern const cli_command cli_quantize;
 extern const cli_command cli_precision;
+extern const cli_command cli_generate;
 
 /* Prints the layer table of net: one line per live layer with its class,
  * op, inputs and outputs (with types). */

@@ -70,6 +70,15 @@ def say(line=""):
 # ---- models ----------------------------------------------------------------------------------
 
 
+def run_checked(cmd):
+    """Runs cmd; RuntimeError with its last stderr line when it fails."""
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        last = (r.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise RuntimeError(f"{os.path.basename(cmd[0])} {cmd[1]}: exit {r.returncode}: {last}")
+    return r
+
+
 def model_path(name):
     return os.path.join(CACHE, name, "model.onnx")
 
@@ -106,15 +115,14 @@ def ort_optimized(work, name):
 
 def gwr_optimized(gwr, work, name):
     def make(dst):
-        subprocess.run([gwr, "optimize", model_path(name), "-o", dst, "--target", "ort"], check=True,
-                       capture_output=True, text=True)
+        run_checked([gwr, "optimize", model_path(name), "-o", dst, "--target", "ort"])
     return made(work, name, "gwr-ort", make)
 
 
 def gwr_q4(gwr, work, name):
     def make(dst):
-        subprocess.run([gwr, "quantize", model_path(name), "-o", dst, "--mode", "weight-only", "--bits", "4",
-                        "--block-size", "32"], check=True, capture_output=True, text=True)
+        run_checked([gwr, "quantize", model_path(name), "-o", dst, "--mode", "weight-only", "--bits", "4",
+                     "--block-size", "32"])
     return made(work, name, "gwr-q4", make)
 
 
@@ -129,7 +137,7 @@ def ort_q4(work, name):
                 "q = MatMulNBitsQuantizer(onnx.load(sys.argv[1]), bits=4, block_size=32, is_symmetric=True)\n"
                 "q.process()\n"
                 "q.model.save_model_to_file(sys.argv[2], False)\n")
-        subprocess.run([VENV_PY, "-c", code, src, dst], check=True, capture_output=True, text=True)
+        run_checked([VENV_PY, "-c", code, src, dst])
     return made(work, name, "ort-transformers-q4", make)
 
 

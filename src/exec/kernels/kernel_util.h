@@ -282,6 +282,12 @@ int gwr_ku_mm_packed(const gwr_kctx *k, const gwr_value *b, int ta, int M, const
 gwr_status gwr_ku_conv_kernel(gwr_kctx *k);
 gwr_status gwr_ku_gemm_kernel(gwr_kctx *k);
 
+/* ONNX Attention (opset 23 to 25) in double, every form and output
+ * (attention.c): the reference that attention_cache.c's float32 kernel
+ * runs what it does not cover with, and that its tests compare against.
+ * Its inputs must be dense (no strided KV-cache view). */
+gwr_status gwr_ku_attention_ref(gwr_kctx *k);
+
 /* ---- the convolution epilogue and its algorithms --------------------------- */
 
 /* An activation as FusedConv / FusedGemm name it (fused_cnn.c), with its

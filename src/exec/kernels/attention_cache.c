@@ -147,38 +147,66 @@ static gwr_value *fa_present(gwr_kctx *k, const fa_dims *d, int pi, int ci, int 
 
 /* ---- the rows ---- */
 
-/* sum a[d] b[d] in eight lanes (the loop vectorizes), summed in a fixed order. */
-static inline float fa_dot(const float *restrict a, const float *restrict b, int64_t n) {
-    float acc[8] = {0}, s = 0;
-    int64_t d = 0;
-    for (; d + 8 <= n; d += 8)
-        for (int q = 0; q < 8; q++) acc[q] += a[d + q] * b[d + q];
-    for (; d < n; d++) s += a[d] * b[d];
-    return s + (((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])));
-}
+/* The eight lanes of a[] summed in a fixed order. */
+#define FA_HSUM(a) ((((a)[0] + (a)[4]) + ((a)[1] + (a)[5])) + (((a)[2] + (a)[6]) + ((a)[3] + (a)[7])))
 
 /* sc[r][j] = scale q_r.K_j for nr rows q (Dh apart) and T keys, by blocks
- * of keys that stay in L1 while every row visits them. */
+ * of keys that stay in L1 while every row visits them: four keys at once
+ * (four eight-lane accumulators; the row of q loaded once), each dot
+ * product's lanes summed in a fixed order (FA_HSUM). */
 GWR_VEC_CLONES static void fa_qk(const float *q, int64_t nr, int64_t Dh, const float *K, int64_t T, float scale, float *sc) {
+    int64_t D8 = Dh / 8 * 8;
     for (int64_t j0 = 0; j0 < T; j0 += FA_JB) {
         int64_t j1 = j0 + FA_JB < T ? j0 + FA_JB : T;
-        for (int64_t r = 0; r < nr; r++)
-            for (int64_t j = j0; j < j1; j++) sc[r * T + j] = scale * fa_dot(q + r * Dh, K + j * Dh, Dh);
+        for (int64_t r = 0; r < nr; r++) {
+            const float *restrict a = q + r * Dh;
+            for (int64_t j = j0; j < j1; j += 4) {
+                int nk = j1 - j < 4 ? (int)(j1 - j) : 4;
+                const float *restrict b0 = K + j * Dh, *restrict b1 = b0 + (nk > 1 ? Dh : 0);
+                const float *restrict b2 = b0 + (nk > 2 ? 2 * Dh : 0), *restrict b3 = b0 + (nk > 3 ? 3 * Dh : 0);
+                float a0[8] = {0}, a1[8] = {0}, a2[8] = {0}, a3[8] = {0}, s[4] = {0};
+                for (int64_t d = 0; d < D8; d += 8)
+                    for (int l = 0; l < 8; l++) {
+                        float x = a[d + l];
+                        a0[l] += x * b0[d + l], a1[l] += x * b1[d + l], a2[l] += x * b2[d + l], a3[l] += x * b3[d + l];
+                    }
+                for (int64_t d = D8; d < Dh; d++) s[0] += a[d] * b0[d], s[1] += a[d] * b1[d], s[2] += a[d] * b2[d], s[3] += a[d] * b3[d];
+                float t[4] = {s[0] + FA_HSUM(a0), s[1] + FA_HSUM(a1), s[2] + FA_HSUM(a2), s[3] + FA_HSUM(a3)};
+                for (int k = 0; k < nk; k++) sc[r * T + j + k] = scale * t[k];
+            }
+        }
     }
 }
 
-/* o[r] = sum_j p[r][j] V_j (rows of T probabilities; zero ones skipped). */
+/* o[r] = sum_j p[r][j] V_j (rows of T probabilities; zero ones skipped),
+ * 32 columns of a row in four eight-lane accumulators over a block of keys. */
 GWR_VEC_CLONES static void fa_pv(const float *p, int64_t nr, const float *V, int64_t T, int64_t Dv, float *restrict o) {
     memset(o, 0, (size_t)(nr * Dv) * sizeof *o);
     for (int64_t j0 = 0; j0 < T; j0 += FA_JB) {
         int64_t j1 = j0 + FA_JB < T ? j0 + FA_JB : T;
         for (int64_t r = 0; r < nr; r++) {
-            float *restrict orow = o + r * Dv;
-            for (int64_t j = j0; j < j1; j++) {
-                float pj = p[r * T + j];
-                if (pj == 0.0f) continue;
-                const float *restrict v = V + j * Dv;
-                for (int64_t c = 0; c < Dv; c++) orow[c] += pj * v[c];
+            const float *pr = p + r * T;
+            int64_t c0 = 0;
+            for (; c0 + 32 <= Dv; c0 += 32) {
+                float *restrict orow = o + r * Dv + c0, a0[8], a1[8], a2[8], a3[8];
+                for (int l = 0; l < 8; l++) a0[l] = orow[l], a1[l] = orow[8 + l], a2[l] = orow[16 + l], a3[l] = orow[24 + l];
+                for (int64_t j = j0; j < j1; j++) {
+                    float pj = pr[j];
+                    if (pj == 0.0f) continue;
+                    const float *restrict v = V + j * Dv + c0;
+                    for (int l = 0; l < 8; l++)
+                        a0[l] += pj * v[l], a1[l] += pj * v[8 + l], a2[l] += pj * v[16 + l], a3[l] += pj * v[24 + l];
+                }
+                for (int l = 0; l < 8; l++) orow[l] = a0[l], orow[8 + l] = a1[l], orow[16 + l] = a2[l], orow[24 + l] = a3[l];
+            }
+            if (c0 < Dv) {
+                float *restrict orow = o + r * Dv;
+                for (int64_t j = j0; j < j1; j++) {
+                    float pj = pr[j];
+                    if (pj == 0.0f) continue;
+                    const float *restrict v = V + j * Dv;
+                    for (int64_t c = c0; c < Dv; c++) orow[c] += pj * v[c];
+                }
             }
         }
     }

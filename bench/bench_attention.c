@@ -3,7 +3,7 @@
  *
  *   bench_attention MODEL P THREADS [STEPS [REPS [dense]]]
  *
- * MODEL: one Attention (opset 23) with inputs Q (1, qh, 1, D), K and V
+ * MODEL: one Attention (opset 23), float32 or float16, with inputs Q (1, qh, 1, D), K and V
  * (1, kvh, 1, D), past_key and past_value (1, kvh, P, D) and outputs Y,
  * present_key, present_value. Each rep starts a cache of length P - STEPS/2
  * (capacity P + STEPS, random rows) and runs STEPS decode steps, feeding
@@ -25,8 +25,10 @@ static float urand(void) {
     return (float)((rng * 0x2545f4914f6cdd1dULL) >> 40) / (float)(1 << 24) * 2.0f - 1.0f;
 }
 
-static void fill(gwr_value *v, int64_t n) { /* the storage's first n floats */
-    for (int64_t i = 0; i < n; i++) ((float *)v->data)[i] = urand();
+static void fill(gwr_value *v, int64_t n) { /* the storage's first n elements (float32 or float16) */
+    for (int64_t i = 0; i < n; i++)
+        if (v->dtype == GWR_FLOAT32) ((float *)v->data)[i] = urand();
+        else ((uint16_t *)v->data)[i] = gwr_f32_to_f16(urand());
 }
 
 static int cmp(const void *a, const void *b) {
@@ -45,19 +47,20 @@ int main(int argc, char **argv) {
     if (!net) return fprintf(stderr, "bench_attention: %s\n", gwr_last_errmsg()), 1;
     gwr_tensor *q = gwr_network_input(net, 0), *pk = gwr_network_input(net, 3);
     int64_t qh = gwr_tensor_dim(q, 1), D = gwr_tensor_dim(q, 3), kvh = gwr_tensor_dim(pk, 1);
+    gwr_dtype dt = gwr_tensor_dtype(q);
     gwr_session_options so = {.threads = threads};
     gwr_session *s = gwr_session_new_raw(net, &so);
     if (!s) return fprintf(stderr, "bench_attention: %s\n", gwr_last_errmsg()), 1;
     const char *names[5] = {"Q", "K", "V", "past_key", "past_value"};
     int64_t qd[4] = {1, qh, 1, D}, kd[4] = {1, kvh, 1, D};
-    gwr_value *qv = gwr_value_new(GWR_FLOAT32, 4, qd), *kv = gwr_value_new(GWR_FLOAT32, 4, kd), *vv = gwr_value_new(GWR_FLOAT32, 4, kd);
+    gwr_value *qv = gwr_value_new(dt, 4, qd), *kv = gwr_value_new(dt, 4, kd), *vv = gwr_value_new(dt, 4, kd);
     fill(qv, qh * D), fill(kv, kvh * D), fill(vv, kvh * D);
     double *t = malloc((size_t)(steps * reps) * sizeof *t);
     int64_t nt = 0;
     for (int64_t r = 0; r < reps; r++) {
         int64_t p0 = dense ? P : P - steps / 2, pd[4] = {1, kvh, p0, D};
-        gwr_value *k0 = dense ? gwr_value_new(GWR_FLOAT32, 4, pd) : gwr_value_new_cache(GWR_FLOAT32, pd, P + steps);
-        gwr_value *v0 = dense ? gwr_value_new(GWR_FLOAT32, 4, pd) : gwr_value_new_cache(GWR_FLOAT32, pd, P + steps);
+        gwr_value *k0 = dense ? gwr_value_new(dt, 4, pd) : gwr_value_new_cache(dt, pd, P + steps);
+        gwr_value *v0 = dense ? gwr_value_new(dt, 4, pd) : gwr_value_new_cache(dt, pd, P + steps);
         fill(k0, kvh * (dense ? P : P + steps) * D), fill(v0, kvh * (dense ? P : P + steps) * D);
         for (int64_t i = 0; i < steps; i++) {
             gwr_value *in[5] = {qv, kv, vv, k0, v0}, *out[3];

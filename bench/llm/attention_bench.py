@@ -1,7 +1,7 @@
 """The decode step of one attention layer: gwr vs onnxruntime.
 
     .venv/bin/python bench/llm/attention_bench.py [--gwr-bench build/bench/bench_attention]
-        [--caches 128,1024] [--threads 1,2] [--heads 8] [--kv-heads 2] [--head-size 64]
+        [--caches 128,1024] [--threads 1,2] [--heads 8] [--kv-heads 2] [--head-size 64] [--dtype float16]
 
 One query token against a cache of P keys, qh query heads sharing kvh key
 heads (GQA). gwr runs an ONNX Attention (opset 23) layer on its executor
@@ -30,8 +30,7 @@ from onnx import TensorProto, helper
 import onnxruntime as ort
 
 
-def attention_model(path, qh, kvh, D):
-    f = TensorProto.FLOAT
+def attention_model(path, qh, kvh, D, f=TensorProto.FLOAT):
     ins = [helper.make_tensor_value_info("Q", f, [1, qh, 1, D]),
            helper.make_tensor_value_info("K", f, [1, kvh, 1, D]),
            helper.make_tensor_value_info("V", f, [1, kvh, 1, D]),
@@ -47,8 +46,8 @@ def attention_model(path, qh, kvh, D):
     onnx.save(m, path)
 
 
-def gqa_model(path, qh, kvh, D):
-    f, i32 = TensorProto.FLOAT, TensorProto.INT32
+def gqa_model(path, qh, kvh, D, f=TensorProto.FLOAT):
+    i32 = TensorProto.INT32
     ins = [helper.make_tensor_value_info("query", f, [1, 1, qh * D]),
            helper.make_tensor_value_info("key", f, [1, 1, kvh * D]),
            helper.make_tensor_value_info("value", f, [1, 1, kvh * D]),
@@ -110,20 +109,22 @@ def main():
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--kv-heads", type=int, default=2)
     ap.add_argument("--head-size", type=int, default=64)
+    ap.add_argument("--dtype", choices=["float32", "float16"], default="float32")
     a = ap.parse_args()
+    tp, npt = (TensorProto.FLOAT, np.float32) if a.dtype == "float32" else (TensorProto.FLOAT16, np.float16)
     qh, kvh, D = a.heads, a.kv_heads, a.head_size
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         att, gqa, idm = (os.path.join(tmp, n) for n in ("attention.onnx", "gqa.onnx", "identity.onnx"))
-        attention_model(att, qh, kvh, D)
-        gqa_model(gqa, qh, kvh, D)
+        attention_model(att, qh, kvh, D, tp)
+        gqa_model(gqa, qh, kvh, D, tp)
         identity_model(idm)
-        print(f"decode step, one layer: {qh} query heads, {kvh} kv heads, head size {D}; onnxruntime {ort.__version__}")
+        print(f"decode step, one layer, {a.dtype}: {qh} query heads, {kvh} kv heads, head size {D}; onnxruntime {ort.__version__}")
         print("| cache | threads | gwr Attention (cache in place) | gwr Attention (dense past) | ort GroupQueryAttention "
               "| ort Attention-23 | ort Python call (Identity) | gwr / ort GQA |")
         print("|---|---|---|---|---|---|---|---|")
         for P in (int(x) for x in a.caches.split(",")):
-            r = lambda *s: rng.standard_normal(s).astype(np.float32)
+            r = lambda *s: rng.standard_normal(s).astype(npt)
             gq = {"query": r(1, 1, qh * D), "key": r(1, 1, kvh * D), "value": r(1, 1, kvh * D),
                   "past_key": r(1, kvh, P, D), "past_value": r(1, kvh, P, D),
                   "seqlens_k": np.array([P], np.int32), "total_sequence_length": np.array(P + 1, np.int32)}

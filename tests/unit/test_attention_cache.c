@@ -385,6 +385,16 @@ TEST(other_kernels_see_dense) {
     }
     release_all(out, 3);
     gwr_session_free(ses);
+    /* gwr_exec_layer (constant folding's way in) gives Relu a dense copy too */
+    gwr_value *view = gwr_value_cache_view(pk, 2), *r = NULL;
+    if (CHECK(gwr_value_strided(view)) && CHECK_OK(gwr_exec_layer(relu, &view, &r))) {
+        for (int64_t i = 0; i < gwr_value_numel(r); i++) {
+            double x = gwr_value_get_f64(view, i);
+            CHECK(gwr_value_get_f64(r, i) == (x > 0 ? x : 0));
+        }
+        CHECK(gwr_value_strided(view)); /* the caller's view untouched */
+    }
+    gwr_value_release(r), gwr_value_release(view);
     gwr_network_free(net);
     step_free(&s);
     gwr_value_release(pk), gwr_value_release(pv);

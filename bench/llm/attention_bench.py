@@ -9,8 +9,9 @@ heads (GQA). gwr runs an ONNX Attention (opset 23) layer on its executor
 step, appended in place; and, for comparison, plain tensors of length P,
 which the kernel copies into a new cache every step). onnxruntime 1.31 runs
 com.microsoft GroupQueryAttention (query/key/value (1, 1, N*D), past of
-length P, seqlens_k, total_sequence_length) and the same ONNX Attention
-model, both with past given as a tensor of length P each step (present is a
+length P, seqlens_k, total_sequence_length), the same ONNX Attention
+model, and the exporters' unfused form (Concat, repeat_kv by Expand,
+MatMul, Softmax, MatMul), both with past given as a tensor of length P each step (present is a
 new tensor of P + 1) through IOBinding with inputs bound once; its Python
 call overhead is measured on an Identity model and reported apart. Times
 are the median step in microseconds over a few thousand steps; each figure
@@ -26,6 +27,7 @@ import time
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 from onnx import TensorProto, helper
 import onnxruntime as ort
 
@@ -66,6 +68,33 @@ def gqa_model(path, qh, kvh, D, f=TensorProto.FLOAT):
     onnx.save(m, path)
 
 
+def unfused_model(path, qh, kvh, D, f=TensorProto.FLOAT):
+    """The exporters' form: Concat past and new, repeat_kv (Unsqueeze, Expand, Reshape), MatMul, scale, Softmax, MatMul."""
+    ins = [helper.make_tensor_value_info("Q", f, [1, qh, 1, D]),
+           helper.make_tensor_value_info("K", f, [1, kvh, 1, D]),
+           helper.make_tensor_value_info("V", f, [1, kvh, 1, D]),
+           helper.make_tensor_value_info("past_key", f, [1, kvh, "P", D]),
+           helper.make_tensor_value_info("past_value", f, [1, kvh, "P", D])]
+    outs = [helper.make_tensor_value_info("Y", f, [1, qh, 1, D]),
+            helper.make_tensor_value_info("present_key", f, [1, kvh, "T", D]),
+            helper.make_tensor_value_info("present_value", f, [1, kvh, "T", D])]
+    i64 = TensorProto.INT64
+    inits = [helper.make_tensor("ax2", i64, [1], [2]), helper.make_tensor("rep", i64, [5], [1, kvh, qh // kvh, 1, 1]),
+             helper.make_tensor("shp", i64, [4], [1, qh, -1, D]),
+             helper.make_tensor("scale", f, [], [1.0 / np.sqrt(D)])]
+    nodes = [helper.make_node("Concat", ["past_key", "K"], ["present_key"], axis=2),
+             helper.make_node("Concat", ["past_value", "V"], ["present_value"], axis=2)]
+    for n in ("key", "value"):
+        nodes += [helper.make_node("Unsqueeze", [f"present_{n}", "ax2"], [f"{n}5"]),
+                  helper.make_node("Expand", [f"{n}5", "rep"], [f"{n}x"]),
+                  helper.make_node("Reshape", [f"{n}x", "shp"], [f"{n}r"])]
+    nodes += [helper.make_node("Transpose", ["keyr"], ["kt"], perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["Q", "kt"], ["s"]), helper.make_node("Mul", ["s", "scale"], ["ss"]),
+              helper.make_node("Softmax", ["ss"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "valuer"], ["Y"])]
+    g = helper.make_graph(nodes, "unfused_step", ins, outs, inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10), path)
+
+
 def identity_model(path):
     f = TensorProto.FLOAT
     g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "id",
@@ -101,9 +130,20 @@ def gwr_step_us(exe, model, P, threads, dense):
     return float(out.split()[1])
 
 
+def check_against_ort(gwr, att, unf, P, tmp):
+    """gwr's Attention on random inputs (gwr run -o) against onnxruntime's unfused model: max |diff| of Y and present."""
+    out = os.path.join(tmp, f"check{P}")
+    subprocess.run([gwr, "run", att, "--random", "1", "--shape", f"P={P}", "-o", out], check=True, capture_output=True)
+    load = lambda f: onnx.numpy_helper.to_array(onnx.load_tensor(os.path.join(out, f)))
+    feeds = {n: load(f"input_{i}.pb") for i, n in enumerate(["Q", "K", "V", "past_key", "past_value"])}
+    want = ort.InferenceSession(unf, providers=["CPUExecutionProvider"]).run(["Y", "present_key", "present_value"], feeds)
+    return max(float(np.max(np.abs(load(f"output_{i}.pb").astype(np.float64) - w.astype(np.float64)))) for i, w in enumerate(want))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gwr-bench", default="build/bench/bench_attention")
+    ap.add_argument("--gwr", default="build/gwr")
     ap.add_argument("--caches", default="128,1024")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--heads", type=int, default=8)
@@ -115,15 +155,18 @@ def main():
     qh, kvh, D = a.heads, a.kv_heads, a.head_size
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
-        att, gqa, idm = (os.path.join(tmp, n) for n in ("attention.onnx", "gqa.onnx", "identity.onnx"))
+        att, gqa, unf, idm = (os.path.join(tmp, n) for n in ("attention.onnx", "gqa.onnx", "unfused.onnx", "identity.onnx"))
         attention_model(att, qh, kvh, D, tp)
         gqa_model(gqa, qh, kvh, D, tp)
+        unfused_model(unf, qh, kvh, D, tp)
         identity_model(idm)
         print(f"decode step, one layer, {a.dtype}: {qh} query heads, {kvh} kv heads, head size {D}; onnxruntime {ort.__version__}")
         print("| cache | threads | gwr Attention (cache in place) | gwr Attention (dense past) | ort GroupQueryAttention "
-              "| ort Attention-23 | ort Python call (Identity) | gwr / ort GQA |")
-        print("|---|---|---|---|---|---|---|---|")
+              "| ort Attention-23 | ort unfused | ort Python call (Identity) | gwr / ort GQA |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for P in (int(x) for x in a.caches.split(",")):
+            print(f"cache {P}: gwr's Y and present against onnxruntime's unfused model: max |diff| "
+                  f"{check_against_ort(a.gwr, att, unf, P, tmp):.2e}", file=sys.stderr)
             r = lambda *s: rng.standard_normal(s).astype(npt)
             gq = {"query": r(1, 1, qh * D), "key": r(1, 1, kvh * D), "value": r(1, 1, kvh * D),
                   "past_key": r(1, kvh, P, D), "past_value": r(1, kvh, P, D),
@@ -139,8 +182,9 @@ def main():
                 except Exception as e:  # noqa: BLE001 - an ORT without the op
                     print(f"(ort Attention-23: {str(e).splitlines()[0]})", file=sys.stderr)
                     o_att = float("nan")
+                o_unf = ort_step_us(unf, at, ["Y", "present_key", "present_value"], t)
                 o_id = ort_step_us(idm, {"x": np.zeros(1, np.float32)}, ["y"], t, seconds=0.5)
-                print(f"| {P} | {t} | {g_in:.1f} | {g_dn:.1f} | {o_gqa:.1f} | {o_att:.1f} | {o_id:.1f} | {g_in / o_gqa:.2f}x |")
+                print(f"| {P} | {t} | {g_in:.1f} | {g_dn:.1f} | {o_gqa:.1f} | {o_att:.1f} | {o_unf:.1f} | {o_id:.1f} | {g_in / o_gqa:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -36,11 +36,52 @@ GWR_API int gwr_value_rank(const gwr_value *v);
 GWR_API const int64_t *gwr_value_dims(const gwr_value *v);
 GWR_API int64_t gwr_value_numel(const gwr_value *v);
 GWR_API size_t gwr_value_nbytes(const gwr_value *v);
-/* The elements (for STRING, gwr_bytes entries). Writing through it is for
- * the value's owner only: a value may share its bytes with weights or with
- * other values (a Reshape's output shares its input's). */
+/* The elements (for STRING, gwr_bytes entries), dense in row-major order.
+ * Writing through it is for the value's owner only: a value may share its
+ * bytes with weights or with other values (a Reshape's output shares its
+ * input's, a KV-cache view its cache's). A strided KV-cache view (below)
+ * is first made dense in place: it gets its own bytes, a copy, and is no
+ * longer a view of the cache (so the pointer stays valid, and writes reach
+ * this value only); NULL when that copy finds no memory. Not thread-safe
+ * against other calls on the same strided view. */
 GWR_API void *gwr_value_data(gwr_value *v);
 GWR_API const void *gwr_value_cdata(const gwr_value *v);
+/* ---- KV caches ---- */
+/* A rank-4 value (d0, d1, d2, d3) = dims stored with room for cap >= d2
+ * entries along axis 2 (zero-filled): a decoder's past key or value
+ * (batch, kv heads, past length, head size) that the ONNX Attention kernel
+ * appends to in place. Element (a, b, t, c) lies at ((a * d1 + b) * cap +
+ * t) * d3 + c of the storage, which is shared by the views of the cache.
+ * The rules:
+ * - Attention given past_key / past_value that are cache views with room
+ *   for the L new rows, and that nobody has appended past (the cache's
+ *   fill mark, shared by its views and moved atomically, equals their
+ *   d2), writes the new rows in place and returns present_key /
+ *   present_value as new views of the same storage, d2 = P + L: no copy
+ *   of the cache per step. The past view stays valid (its rows are not
+ *   touched) but is now stale.
+ * - Otherwise (a dense past, a stale view, one that a sibling input
+ *   already appended through, no room left) present is a new cache that
+ *   holds a copy: of capacity P + L for a dense or absent past, twice
+ *   the old capacity (at least P + L) when the cache was full, and the
+ *   old capacity (at least P + L) for a stale view. The answer is the
+ *   same either way.
+ * - Views are reference-counted like any value and may be released in any
+ *   order; the storage goes with the last one.
+ * - A view is strided when d0 * d1 > 1 and d2 < cap: its rows lie apart.
+ *   Kernels that do not declare they take such values (all but Attention,
+ *   Shape, Size and Identity) are given a dense copy by the session;
+ *   gwr_value_data / gwr_value_cdata / gwr_value_to_weights make the view
+ *   dense in place (above); gwr_value_get_f64 / _get_i64 read it where it
+ *   is; gwr_value_set_f64 makes it dense first. A view that is not strided
+ *   is dense already: its data is the cache's first rows, shared.
+ * NULL (and gwr_last_errmsg) on a bad dtype (strings and the types of
+ * less than a byte are refused), a negative dim, cap < dims[2], or no
+ * memory. */
+GWR_API gwr_value *gwr_value_new_cache(gwr_dtype dtype, const int64_t dims[4], int64_t cap);
+/* The room along axis 2: cap for a KV-cache view, dims[2] for a dense
+ * rank-4 tensor, -1 for anything else. */
+GWR_API int64_t gwr_value_capacity(const gwr_value *v);
 /* Sets STRING element i to a copy of len bytes. */
 GWR_API gwr_status gwr_value_set_string(gwr_value *v, int64_t i, const void *data, size_t len);
 /* A weights view of v (w->buffer is a new reference the caller releases;

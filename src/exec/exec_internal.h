@@ -20,6 +20,18 @@
 #include "gwr/exec.h"
 #include "util/util.h"
 
+/* The shared part of a KV cache's views (gwr_value_new_cache, the
+ * Attention kernel's present outputs): the rows of storage along axis 2
+ * (cap) and how many of them have been written (fill, the longest view's
+ * length). A view whose length is fill may append in place: it claims the
+ * next rows by moving fill (gwr_value_cache_claim), so a stale view (one
+ * that someone appended past) or a second claimer gets a copy instead. */
+typedef struct gwr_kv_store {
+    atomic_long refs;
+    _Atomic int64_t fill;
+    int64_t cap;
+} gwr_kv_store;
+
 struct gwr_value {
     atomic_long refs;
     gwr_dtype dtype;
@@ -37,15 +49,44 @@ struct gwr_value {
     gwr_value_kind kind;
     int64_t nelems;
     gwr_value **elems;
+    /* A KV-cache view (rank 4, dims (d0, d1, d2, d3)): element (a, b, t, c)
+     * at data[((a * d1 + b) * kv->cap + t) * d3 + c]; buf holds all cap
+     * rows. NULL: a dense value. */
+    gwr_kv_store *kv;
 };
 
 static inline int gwr_value_is_tensor(const gwr_value *v) { return v->kind == GWR_VALUE_TENSOR; }
 
+/* ---- KV-cache views (value.c) ---- */
+
+typedef struct gwr_exec_pool gwr_exec_pool;
+
+/* Is v a cache view whose elements are not dense at v->data (rows of
+ * several (d0, d1) heads with room between them)? Only kernels flagged
+ * GWR_KF_CACHE are given such values. */
+static inline int gwr_value_strided(const gwr_value *v) {
+    return v->kv && v->numel > 0 && v->dims[2] != v->kv->cap && v->dims[0] * v->dims[1] > 1;
+}
+/* v's elements densely into dst (v->nbytes bytes). */
+void gwr_value_gather(const gwr_value *v, void *dst);
+/* A dense value of v's elements: v itself (a new reference) unless it is
+ * strided, else a copy (bytes from pool, or malloc'd when pool is NULL);
+ * NULL when out of memory. */
+gwr_value *gwr_value_dense(gwr_value *v, gwr_exec_pool *pool);
+/* A view of the store of cache value `of` (its buffer, data and kv) with
+ * axis-2 length len (<= the store's cap); NULL when out of memory. */
+gwr_value *gwr_value_cache_view(const gwr_value *of, int64_t len);
+/* A cache value over buf (retained; d0 * d1 * cap * d3 elements at data)
+ * with a new store of cap rows, dims[2] of them filled. */
+gwr_value *gwr_value_cache_over(gwr_buffer *buf, void *data, gwr_dtype dtype, const int64_t dims[4], int64_t cap);
+/* Rows [dims[2], dims[2] + n) of v's store for the caller to write, when
+ * v is a cache view that nobody appended past and that has room for n
+ * more: 1, and the store's fill moved (atomically) to dims[2] + n; else 0. */
+int gwr_value_cache_claim(const gwr_value *v, int64_t n);
+
 /* A value of numel elements over bytes of `buf` at `data` (retained), with
  * a copy of dims. */
 gwr_value *gwr_value_over(gwr_buffer *buf, void *data, gwr_dtype dtype, int rank, const int64_t *dims);
-
-typedef struct gwr_exec_pool gwr_exec_pool;
 
 /* ---- intra-op threads (threads.c) ------------------------------------------ */
 
@@ -169,6 +210,8 @@ typedef void (*gwr_kprep_free_fn)(void *state);
 #define GWR_KF_ALIAS 2u /* an output may share an input's bytes (gwr_k_set_out of an input, gwr_k_alias) */
 #define GWR_KF_VALUES 4u /* takes sequences and optionals too; other kernels are given tensors only (the
                           * session refuses the layer otherwise) */
+#define GWR_KF_CACHE 8u  /* takes KV-cache views as they are (gwr_value_strided: rows cap apart); other
+                          * kernels are given a dense copy of a strided input (session.c) */
 
 /* One kernel. Family files list theirs in a table gwr_kernels_<family>[],
  * ended by an entry with no fn, written with GWR_KERNEL (ops of ops.def) or
@@ -218,6 +261,10 @@ gwr_value *gwr_k_value(gwr_kctx *k, gwr_dtype dtype, int rank, const int64_t *di
  * o[i] then runs in place, and the run's peak memory does not grow by an
  * output. Otherwise a fresh output, as gwr_k_out. */
 gwr_value *gwr_k_out_over(gwr_kctx *k, int i, int j, gwr_dtype dtype, int rank, const int64_t *dims);
+/* A KV-cache value from the pool that is not (yet) an output: dims
+ * (d0, d1, d2, d3) with room for cap >= d2 rows along axis 2, d2 of them
+ * filled (the bytes are not initialized). NULL after gwr_k_fail. */
+gwr_value *gwr_k_cache_value(gwr_kctx *k, gwr_dtype dtype, const int64_t dims[4], int64_t cap);
 /* Output i is v (a new reference is taken). */
 void gwr_k_set_out(gwr_kctx *k, int i, gwr_value *v);
 /* Output i shares v's bytes with another shape of the same element count. */

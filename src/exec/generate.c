@@ -157,8 +157,7 @@ gwr_status gwr_generate_check(gwr_network *net, int64_t *vocab) {
 /* The cache entries a decoder starts from: empty along axis 2, with room
  * for cap entries. The one place that makes them. */
 static gwr_value *new_past(gwr_dtype dtype, const int64_t dims[4], int64_t cap) {
-    (void)cap; /* gwr_value_new_cache(dtype, dims, cap) once the executor has cache values */
-    return gwr_value_new(dtype, 4, dims);
+    return gwr_value_new_cache(dtype, dims, cap);
 }
 
 /* [1, n] int64 of start, start + step, ... */

@@ -44,6 +44,20 @@ gwr_value *gwr_k_value(gwr_kctx *k, gwr_dtype dtype, int rank, const int64_t *di
     return pool_value(k, -1, dtype, rank, dims);
 }
 
+gwr_value *gwr_k_cache_value(gwr_kctx *k, gwr_dtype dtype, const int64_t dims[4], int64_t cap) {
+    int64_t room[4] = {dims[0], dims[1], cap, dims[3]}, n = gwr_shape_numel(4, room);
+    int bits = gwr_dtype_bits(dtype);
+    if (dtype == GWR_STRING || n < 0 || cap < dims[2] || !bits || bits % 8 || (uint64_t)n > ((uint64_t)1 << 56) / (uint64_t)bits) {
+        gwr_k_fail(k, GWR_ERR_INVALID_ARG, "a cache value: bad shape or dtype");
+        return NULL;
+    }
+    gwr_buffer *b = gwr_exec_pool_alloc(k->pool, (size_t)n * (size_t)(bits / 8));
+    gwr_value *v = b ? gwr_value_cache_over(b, (void *)(uintptr_t)gwr_buffer_data(b), dtype, dims, cap) : NULL;
+    gwr_buffer_release(b);
+    if (!v) gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory for a cache value");
+    return v;
+}
+
 gwr_value *gwr_k_out(gwr_kctx *k, int i, gwr_dtype dtype, int rank, const int64_t *dims) {
     if (i < 0 || i >= k->nout) {
         gwr_k_fail(k, GWR_ERR_INVALID_ARG, "internal: output %d of %d", i, k->nout);

@@ -608,6 +608,16 @@ static gwr_status run_steps(gwr_session *s, gwr_frame *f) {
                 rc = sess_error(s, GWR_ERR_STATE, "layer '%s' (%s): input %d ('%s') has no value", gwr_layer_name(st->l),
                                 gwr_layer_op(st->l), j, gwr_tensor_name(gwr_layer_input(st->l, j)));
         }
+        /* A KV-cache view whose rows lie apart goes to a kernel that does
+         * not take them (GWR_KF_CACHE) as a dense copy, released after the
+         * step; the frame keeps the view. */
+        int ndense = 0;
+        for (int j = 0; j < st->nin && !rc && !(st->flags & GWR_KF_CACHE); j++)
+            if (in[j] && gwr_value_strided(in[j])) {
+                if (!(in[j] = gwr_value_dense(in[j], s->pool)))
+                    rc = sess_error(s, GWR_ERR_NOMEM, "layer '%s' (%s): out of memory", gwr_layer_name(st->l), gwr_layer_op(st->l));
+                else ndense++;
+            }
         int bad = rc ? -1 : first_non_tensor(st->flags, st->nin, in);
         if (bad >= 0)
             rc = sess_error(s, GWR_ERR_TYPE, "layer '%s' (%s): input %d ('%s') is a %s; the kernel takes tensors only",
@@ -644,6 +654,10 @@ static gwr_status run_steps(gwr_session *s, gwr_frame *f) {
                                         gwr_layer_name(st->l), gwr_layer_op(st->l), o);
             }
         }
+        for (int j = 0; ndense && j < st->nin; j++) /* the dense copies: the values the slots do not hold */
+            if (in[j] && st->in[j] != IN_ABSENT &&
+                in[j] != (st->in[j] >= 0 ? f->vals[st->in[j]] : find_outer(f->parent, p->outer[-2 - st->in[j]])))
+                gwr_value_release(in[j]);
         for (int o = 0; o < st->nout; o++) {
             if (!rc) gwr_value_release(f->vals[st->out[o]]), f->vals[st->out[o]] = out[o];
             else gwr_value_release(out[o]);
@@ -811,9 +825,18 @@ gwr_status gwr_exec_layer(gwr_layer *l, gwr_value *const *inputs, gwr_value **ou
     gwr_exec_pool *pool = gwr_exec_pool_new();
     if (!pool) return gwr_set_last_error(GWR_ERR_NOMEM, "gwr_exec_layer: out of memory");
     gwr_kmsg km = {GWR_OK, ""};
-    gwr_kctx kc = {.layer = l, .opset = opset, .nin = nin, .nout = nout, .in = inputs, .out = outputs,
+    /* strided KV-cache views as dense copies, as a session gives them */
+    gwr_value **in = nin ? gwr_calloc((size_t)nin, sizeof *in) : NULL;
+    gwr_status rc = nin && !in ? GWR_ERR_NOMEM : GWR_OK;
+    for (int j = 0; j < nin && !rc; j++)
+        if (inputs[j] && !(in[j] = e->flags & GWR_KF_CACHE ? gwr_value_retain(inputs[j]) : gwr_value_dense(inputs[j], pool)))
+            rc = GWR_ERR_NOMEM;
+    gwr_kctx kc = {.layer = l, .opset = opset, .nin = nin, .nout = nout, .in = in, .out = outputs,
                    .threads = 1, .pool = pool, .msg = &km};
-    gwr_status rc = e->fn(&kc);
+    if (rc) snprintf(km.text, sizeof km.text, "out of memory");
+    else rc = e->fn(&kc);
+    for (int j = 0; in && j < nin; j++) gwr_value_release(in[j]);
+    gwr_free(in);
     if (rc && km.status) rc = km.status;
     if (rc) {
         for (int o = 0; o < nout; o++) gwr_value_release(outputs[o]), outputs[o] = NULL;

@@ -101,6 +101,10 @@ gwr_value *gwr_value_from_weights(const gwr_weights *w) {
     return v;
 }
 
+static void kv_unref(gwr_kv_store *kv) {
+    if (kv && atomic_fetch_sub(&kv->refs, 1) == 1) gwr_free(kv);
+}
+
 gwr_value *gwr_value_retain(gwr_value *v) {
     if (v) atomic_fetch_add(&v->refs, 1);
     return v;
@@ -116,6 +120,7 @@ void gwr_value_release(gwr_value *v) {
         gwr_free(v->data);
     }
     gwr_buffer_release(v->buf);
+    kv_unref(v->kv);
     if (v->dims != v->dims_small) gwr_free(v->dims);
     gwr_free(v);
 }
@@ -184,8 +189,111 @@ int gwr_value_rank(const gwr_value *v) { return v ? v->rank : -1; }
 const int64_t *gwr_value_dims(const gwr_value *v) { return v ? v->dims : NULL; }
 int64_t gwr_value_numel(const gwr_value *v) { return v ? v->numel : -1; }
 size_t gwr_value_nbytes(const gwr_value *v) { return v ? v->nbytes : 0; }
-void *gwr_value_data(gwr_value *v) { return v ? v->data : NULL; }
-const void *gwr_value_cdata(const gwr_value *v) { return v ? v->data : NULL; }
+/* ---- KV-cache values ------------------------------------------------------ */
+
+gwr_value *gwr_value_cache_over(gwr_buffer *buf, void *data, gwr_dtype dtype, const int64_t dims[4], int64_t cap) {
+    gwr_kv_store *kv = gwr_calloc(1, sizeof *kv);
+    gwr_value *v = kv ? gwr_value_over(buf, data, dtype, 4, dims) : NULL;
+    if (!v) {
+        gwr_free(kv);
+        if (!kv) gwr_set_last_error(GWR_ERR_NOMEM, "value: out of memory");
+        return NULL;
+    }
+    atomic_init(&kv->refs, 1);
+    atomic_init(&kv->fill, dims[2]);
+    kv->cap = cap;
+    v->kv = kv;
+    return v;
+}
+
+gwr_value *gwr_value_new_cache(gwr_dtype dtype, const int64_t dims[4], int64_t cap) {
+    int64_t numel;
+    size_t nbytes;
+    if (!dims) {
+        gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_value_new_cache: NULL dims");
+        return NULL;
+    }
+    if (check_type(dtype, 4, dims, &numel, &nbytes)) return NULL;
+    if (dtype == GWR_STRING || gwr_dtype_bits(dtype) % 8) {
+        gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_value_new_cache: %s elements are not whole bytes", gwr_dtype_name(dtype));
+        return NULL;
+    }
+    if (cap < dims[2]) {
+        gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_value_new_cache: capacity %lld is less than dim 2 (%lld)", (long long)cap,
+                           (long long)dims[2]);
+        return NULL;
+    }
+    int64_t room[4] = {dims[0], dims[1], cap, dims[3]};
+    if (check_type(dtype, 4, room, &numel, &nbytes)) return NULL;
+    gwr_buffer *b = gwr_buffer_new_copy(NULL, nbytes ? nbytes : 1);
+    if (!b) return NULL;
+    gwr_value *v = gwr_value_cache_over(b, (void *)(uintptr_t)gwr_buffer_data(b), dtype, dims, cap);
+    gwr_buffer_release(b);
+    return v;
+}
+
+int64_t gwr_value_capacity(const gwr_value *v) {
+    if (!v || !gwr_value_is_tensor(v) || v->rank != 4) return -1;
+    return v->kv ? v->kv->cap : v->dims[2];
+}
+
+gwr_value *gwr_value_cache_view(const gwr_value *of, int64_t len) {
+    int64_t d[4] = {of->dims[0], of->dims[1], len, of->dims[3]};
+    gwr_value *v = gwr_value_over(of->buf, of->data, of->dtype, 4, d);
+    if (v) atomic_fetch_add(&of->kv->refs, 1), v->kv = of->kv;
+    return v;
+}
+
+int gwr_value_cache_claim(const gwr_value *v, int64_t n) {
+    if (!v->kv || n < 0 || v->dims[2] > v->kv->cap - n) return 0;
+    int64_t want = v->dims[2];
+    return atomic_compare_exchange_strong(&v->kv->fill, &want, v->dims[2] + n);
+}
+
+void gwr_value_gather(const gwr_value *v, void *dst) {
+    if (!gwr_value_strided(v)) {
+        if (v->nbytes) memcpy(dst, v->data, v->nbytes);
+        return;
+    }
+    size_t row = (size_t)(v->dims[2] * v->dims[3]) * (size_t)gwr_dtype_bits(v->dtype) / 8;
+    size_t stride = (size_t)(v->kv->cap * v->dims[3]) * (size_t)gwr_dtype_bits(v->dtype) / 8;
+    for (int64_t h = 0; h < v->dims[0] * v->dims[1]; h++)
+        memcpy((char *)dst + (size_t)h * row, (const char *)v->data + (size_t)h * stride, row);
+}
+
+gwr_value *gwr_value_dense(gwr_value *v, gwr_exec_pool *pool) {
+    if (!gwr_value_strided(v)) return gwr_value_retain(v);
+    gwr_buffer *b = pool ? gwr_exec_pool_alloc(pool, v->nbytes) : gwr_buffer_new_copy(NULL, v->nbytes);
+    gwr_value *d = b ? gwr_value_over(b, (void *)(uintptr_t)gwr_buffer_data(b), v->dtype, v->rank, v->dims) : NULL;
+    gwr_buffer_release(b);
+    if (d) gwr_value_gather(v, d->data);
+    return d;
+}
+
+/* A strided view made dense in place: its own bytes, no longer a view of
+ * the cache (which it can then no longer append to). NULL when out of
+ * memory (v unchanged). */
+static void *detach(gwr_value *v) {
+    if (!gwr_value_strided(v)) return v->data;
+    gwr_buffer *b = gwr_buffer_new_copy(NULL, v->nbytes);
+    if (!b) return NULL;
+    void *d = (void *)(uintptr_t)gwr_buffer_data(b);
+    gwr_value_gather(v, d);
+    gwr_buffer_release(v->buf);
+    kv_unref(v->kv);
+    v->buf = b, v->data = d, v->kv = NULL;
+    return d;
+}
+
+/* The element index of dense index i in v's bytes. */
+static int64_t elem_at(const gwr_value *v, int64_t i) {
+    if (!gwr_value_strided(v)) return i;
+    int64_t row = i / v->dims[3];
+    return ((row / v->dims[2]) * v->kv->cap + row % v->dims[2]) * v->dims[3] + i % v->dims[3];
+}
+
+void *gwr_value_data(gwr_value *v) { return v ? detach(v) : NULL; }
+const void *gwr_value_cdata(const gwr_value *v) { return v ? detach((gwr_value *)(uintptr_t)v) : NULL; }
 
 gwr_status gwr_value_set_string(gwr_value *v, int64_t i, const void *data, size_t len) {
     if (!v || v->dtype != GWR_STRING || i < 0 || i >= v->numel || (!data && len))
@@ -204,6 +312,7 @@ gwr_status gwr_value_to_weights(const gwr_value *v, gwr_weights *w) {
     if (!v || !w) return gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_value_to_weights: NULL argument");
     if (!gwr_value_is_tensor(v))
         return gwr_set_last_error(GWR_ERR_TYPE, "gwr_value_to_weights: a %s is not a tensor", gwr_value_kind_name(v->kind));
+    if (!detach((gwr_value *)(uintptr_t)v)) return gwr_set_last_error(GWR_ERR_NOMEM, "gwr_value_to_weights: out of memory");
     memset(w, 0, sizeof *w);
     w->dtype = v->dtype, w->rank = v->rank, w->dims = v->dims;
     if (v->dtype != GWR_STRING) {
@@ -420,8 +529,8 @@ static int numeric(const gwr_value *v, int64_t i) {
                                           gwr_small_is_small(v->dtype));
 }
 
-double gwr_value_get_f64(const gwr_value *v, int64_t i) { return numeric(v, i) ? gwr_v_get_f64(v, i) : NAN; }
-int64_t gwr_value_get_i64(const gwr_value *v, int64_t i) { return numeric(v, i) ? gwr_v_get_i64(v, i) : 0; }
+double gwr_value_get_f64(const gwr_value *v, int64_t i) { return numeric(v, i) ? gwr_v_get_f64(v, elem_at(v, i)) : NAN; }
+int64_t gwr_value_get_i64(const gwr_value *v, int64_t i) { return numeric(v, i) ? gwr_v_get_i64(v, elem_at(v, i)) : 0; }
 void gwr_value_set_f64(gwr_value *v, int64_t i, double x) {
-    if (numeric(v, i)) gwr_v_set_f64(v, i, x);
+    if (numeric(v, i) && detach(v)) gwr_v_set_f64(v, i, x);
 }

@@ -393,7 +393,10 @@ static gwr_status k_rotary_embedding(gwr_kctx *k) {
     return st;
 }
 
-/* ---- Attention (ONNX opset 23 and 24) ----------------------------------------- */
+/* ---- Attention (ONNX opset 23 and 24): the reference -------------------------- */
+
+/* attention_cache.c registers the Attention kernel: its float32 path runs the
+ * decoder forms, and it calls this (gwr_ku_attention_ref) for the rest. */
 
 /* Q (B, qh, S, Dh), K (B, kvh, L, Dh), V (B, kvh, L, Dv), or the 3-D (B, S,
  * qh * Dh) forms with q_num_heads and kv_num_heads; past_key and past_value
@@ -471,7 +474,7 @@ static void att_present(const onnx_att *a, const gwr_value *past, const gwr_valu
 /* x rounded to the half type t (bfloat16, float16); other types: x. */
 static double att_rnd(gwr_dtype t, double x) { return gwr_ku_is_half(t) ? gwr_ku_round(t, x) : x; }
 
-static gwr_status k_onnx_attention(gwr_kctx *k) {
+gwr_status gwr_ku_attention_ref(gwr_kctx *k) {
     const gwr_value *in[7] = {0};
     for (int i = 0; i < 7; i++) in[i] = gwr_ku_opt(k, i);
     static const char *const names[] = {"Q", "K", "V"};
@@ -589,6 +592,5 @@ const gwr_kernel_entry gwr_kernels_attention[] = {
                .prep_free = gwr_ku_mm_prep_free),
     /* at every opset: fuse_rotary emits it into older models for target gwr */
     GWR_KERNEL(RotaryEmbedding, k_rotary_embedding, .first_opset = 1),
-    GWR_KERNEL(Attention, k_onnx_attention),
     {.fn = NULL},
 };

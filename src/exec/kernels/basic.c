@@ -57,6 +57,6 @@ static gwr_status k_identity(gwr_kctx *k) {
 
 const gwr_kernel_entry gwr_kernels_basic[] = {
     GWR_KERNEL(Constant, k_constant),
-    GWR_KERNEL(Identity, k_identity, .flags = GWR_KF_ALIAS | GWR_KF_VALUES),
+    GWR_KERNEL(Identity, k_identity, .flags = GWR_KF_ALIAS | GWR_KF_VALUES | GWR_KF_CACHE),
     {.fn = NULL},
 };

@@ -114,7 +114,12 @@ int64_t gwr_ku_elem_size(gwr_kctx *k, gwr_dtype dt);
 
 /* ---- conversion by rows -------------------------------------------------- */
 
-/* n float16 / bfloat16 (type t) elements, stride apart, to float32 and back. */
+/* n float16 elements to float32 and back with the F16C instructions (the
+ * portable functions' bits): 1 when done, 0 when the CPU lacks them. */
+int gwr_ku_f16_to_f32_fast(const uint16_t *s, float *d, int64_t n);
+int gwr_ku_f32_to_f16_fast(const float *s, uint16_t *d, int64_t n);
+/* n float16 / bfloat16 (type t) elements, stride apart, to float32 and back
+ * (float16 in rows: F16C where the CPU has it). */
 void gwr_ku_half_to_f32(gwr_dtype t, const uint16_t *h, int64_t stride, float *f, int64_t n);
 void gwr_ku_f32_to_half(gwr_dtype t, const float *f, uint16_t *h, int64_t n);
 /* A malloc'd float32 copy of a float32, float16, bfloat16, int8 or uint8
@@ -281,6 +286,12 @@ int gwr_ku_mm_packed(const gwr_kctx *k, const gwr_value *b, int ta, int M, const
  * so that a fused layer computes what the unfused pair computes. */
 gwr_status gwr_ku_conv_kernel(gwr_kctx *k);
 gwr_status gwr_ku_gemm_kernel(gwr_kctx *k);
+
+/* ONNX Attention (opset 23 to 25) in double, every form and output
+ * (attention.c): the reference that attention_cache.c's float32 kernel
+ * runs what it does not cover with, and that its tests compare against.
+ * Its inputs must be dense (no strided KV-cache view). */
+gwr_status gwr_ku_attention_ref(gwr_kctx *k);
 
 /* ---- the convolution epilogue and its algorithms --------------------------- */
 

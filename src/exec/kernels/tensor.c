@@ -1066,8 +1066,8 @@ const gwr_kernel_entry gwr_kernels_tensor[] = {
     GWR_KERNEL(Expand, k_expand, .flags = GWR_KF_ALIAS),
     GWR_KERNEL(Tile, k_tile),
     GWR_KERNEL(Pad, k_pad),
-    GWR_KERNEL(Shape, k_shape),
-    GWR_KERNEL(Size, k_size),
+    GWR_KERNEL(Shape, k_shape, .flags = GWR_KF_CACHE), /* they read dims only: a KV cache is not copied */
+    GWR_KERNEL(Size, k_size, .flags = GWR_KF_CACHE),
     GWR_KERNEL(ConstantOfShape, k_constant_of_shape),
     GWR_KERNEL(Range, k_range),
     GWR_KERNEL(EyeLike, k_eye_like),

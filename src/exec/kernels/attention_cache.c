@@ -383,6 +383,7 @@ static gwr_status k_attention(gwr_kctx *k) {
 }
 
 const gwr_kernel_entry gwr_kernels_attention_cache[] = {
-    GWR_KERNEL(Attention, k_attention, .flags = GWR_KF_BLAS | GWR_KF_CACHE),
+    /* at every opset: fuse_attention emits it into older models for target gwr */
+    GWR_KERNEL(Attention, k_attention, .flags = GWR_KF_BLAS | GWR_KF_CACHE, .first_opset = 1),
     {.fn = NULL},
 };

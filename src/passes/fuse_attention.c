@@ -630,45 +630,56 @@ static const gwr_match_pattern l_pat = {"attention.lower", GWR_M_NODES(l_att), N
 
 /* ---- lower_attention: the cache form to com.microsoft GroupQueryAttention (target ort) ---- */
 
-/* t (B, N, S, D) as (B, S, N * D): x of t = Transpose(Reshape(x, [B|0|-1, S|0|-1, N, D]), [0, 2, 1, 3]);
- * RotaryEmbedding(that, cos, sin) (opset 23, no position_ids) moved onto x
- * with num_heads; else Reshape(Transpose(t, [0, 2, 1, 3]), [0, 0, N * D]).
- * NULL on a failure to build. */
+/* Is l a rotary embedding over the whole of its input 0 that can move to
+ * the (B, S, N * D) side: ONNX RotaryEmbedding (x, cos, sin: no
+ * position_ids) or com.microsoft's (x, position_ids, cos, sin), no
+ * num_heads yet? 1 ONNX, 2 com.microsoft. */
+static int rotary_kind(const gwr_layer *l) {
+    int64_t nh = 0;
+    int k = OP(l, RotaryEmbedding) && gwr_layer_num_inputs(l) == 3 ? 1 : gwr_match_is_op(l, "com.microsoft::RotaryEmbedding") &&
+                                                                            gwr_layer_num_inputs(l) == 4 ? 2 : 0;
+    return k && !gwr_layer_attr_int(l, "num_heads", 0, &nh) && nh == 0 ? k : 0;
+}
+
+/* t (B, N, S, D) as (B, S, N * D): x of t = Transpose(Reshape(x, [B|0|-1, S|0|-1, N|-1, D]), [0, 2, 1, 3]);
+ * a rotary embedding of that (rotary_kind) moved onto x with num_heads (both
+ * runtimes take the 3-D form: opset 23's and onnxruntime's contrib op);
+ * else Reshape(Transpose(t, [0, 2, 1, 3]), [0, 0, N * D]). NULL on a
+ * failure to build. Shape layers may read the head split and the rotary
+ * (dead ones the exporters' rotate-half left): the layers are left to the
+ * final prune, which drops them unless such a Shape is live. */
 static gwr_tensor *bsh(att *a, gwr_tensor *t, int64_t nh, int64_t d) {
     gwr_layer *rot = gwr_tensor_parent(t), *tr;
-    gwr_tensor *h = t;
-    int64_t p[GWR_MAX_RANK], s[4], ir = 0;
-    if (OP(rot, RotaryEmbedding) && gwr_ps_sole_reader(t) && gwr_layer_num_inputs(rot) == 3 &&
-        !gwr_layer_attr_int(rot, "num_heads", 0, &ir) && ir == 0)
-        h = gwr_layer_input(rot, 0);
-    else
-        rot = NULL;
+    int rk = one_reader_but_shapes(t) ? rotary_kind(rot) : 0;
+    gwr_tensor *h = rk ? gwr_layer_input(rot, 0) : t;
+    int64_t p[GWR_MAX_RANK], s[4];
     gwr_match m;
-    tr = gwr_ps_sole_reader(h) ? gwr_tensor_parent(h) : NULL;
+    tr = one_reader_but_shapes(h) ? gwr_tensor_parent(h) : NULL;
     gwr_tensor *x = NULL;
     if (tr && gwr_match_layer(&splits[0], tr, &m) > 0 && gwr_ps_transpose_perm(tr, 4, p) == 4 && !memcmp(p, P0213, sizeof P0213) &&
-        shape_of(&m, s, 4) == 4 && s[2] == nh && s[3] == d && gwr_tensor_rank(m.captures[X]) == 3 &&
-        !known_ne(gwr_tensor_dim(m.captures[X], 2), nh * d) && lead_ok(s[0], m.captures[X], 0, s[1] != -1) &&
-        lead_ok(s[1], m.captures[X], 1, s[0] != -1) && kill(a, m.layers[0]) && kill(a, m.layers[1]))
+        shape_of(&m, s, 4) == 4 && s[3] == d && gwr_tensor_rank(m.captures[X]) == 3 &&
+        !known_ne(gwr_tensor_dim(m.captures[X], 2), nh * d) && (s[2] == nh || (s[2] == -1 && s[0] != -1 && s[1] != -1)) &&
+        lead_ok(s[0], m.captures[X], 0, s[1] != -1 && s[2] != -1) && lead_ok(s[1], m.captures[X], 1, s[0] != -1 && s[2] != -1))
         x = m.captures[X];
     if (!x) {
         static const int64_t back[3] = {0, 0, -1};
-        gwr_tensor *u = rot ? h : t;
-        x = gwr_reshape(a->net, gwr_transpose(a->net, u, 4, P0213), 3, back);
+        x = gwr_reshape(a->net, gwr_transpose(a->net, h, 4, P0213), 3, back);
         if (!x) return NULL;
     }
-    if (!rot) return x;
+    if (!rk) return x;
     gwr_args *at = gwr_args_new();
-    gwr_tensor *in[3] = {x, gwr_layer_input(rot, 1), gwr_layer_input(rot, 2)}, *y = NULL;
+    gwr_tensor *in[4] = {x, gwr_layer_input(rot, 1), gwr_layer_input(rot, 2), rk == 2 ? gwr_layer_input(rot, 3) : NULL}, *y = NULL;
+    static const char *const ints[3] = {"interleaved", "rotary_embedding_dim", "is_packed_batching"};
     int64_t v;
+    float f;
     int ok = at && !gwr_args_set_int(at, "num_heads", nh);
-    for (int i = 0; ok && i < 2; i++) {
-        const char *an = i ? "rotary_embedding_dim" : "interleaved";
-        if (gwr_layer_find_attr(rot, an) >= 0) ok = !gwr_layer_attr_int(rot, an, 0, &v) && !gwr_args_set_int(at, an, v);
-    }
-    if (ok) gwr_op_call(a->net, "", "RotaryEmbedding", 3, in, at, 1, &y);
+    for (int i = 0; ok && i < 3; i++)
+        if (gwr_layer_find_attr(rot, ints[i]) >= 0) ok = !gwr_layer_attr_int(rot, ints[i], 0, &v) && !gwr_args_set_int(at, ints[i], v);
+    if (ok && gwr_layer_find_attr(rot, "scale") >= 0) ok = !gwr_layer_attr_float(rot, "scale", 1, &f) && !gwr_args_set_float(at, "scale", f);
+    if (ok) gwr_op_call(a->net, rk == 2 ? "com.microsoft" : "", "RotaryEmbedding", rk == 2 ? 4 : 3, in, at, 1, &y);
     gwr_args_free(at);
-    return y && kill(a, rot) ? y : NULL;
+    if (y && rk == 2) gwr_tensor_set_type(y, gwr_tensor_dtype(x), 3, gwr_tensor_dims(x)); /* no shape rule here */
+    return y;
 }
 
 /* seqlens_k = ReduceSum(mask, 1) - 1 and total_sequence_length = Shape(mask)[1],
@@ -710,6 +721,26 @@ static const char *gqa_match(att *a, gwr_layer *l, gwr_tensor **am, int64_t *nh,
     return NULL;
 }
 
+/* Is t = Unsqueeze(Gather(Shape(z), i), [0]) with z's dim i x's (known or the same symbol)? */
+static int dim_of(const gwr_tensor *t, int i, const gwr_tensor *x) {
+    gwr_layer *u = gwr_tensor_parent(t), *g = OP(u, Unsqueeze) ? gwr_tensor_parent(gwr_layer_input(u, 0)) : NULL, *sh;
+    int64_t v[2], ax = 0;
+    if (!OP(g, Gather) || gwr_layer_attr_int(g, "axis", 0, &ax) || ax || gwr_match_const_ints(gwr_layer_input(g, 1), v, 2) != 1 ||
+        v[0] != i || !OP(sh = gwr_tensor_parent(gwr_layer_input(g, 0)), Shape) || gwr_layer_num_attrs(sh))
+        return 0;
+    return same(gwr_tensor_dim(gwr_layer_input(sh, 0), i), gwr_tensor_dim(x, i));
+}
+
+/* The exporters' computed merge shape Concat(B, S, [hid]) of x (B, S, hid): B and S read from
+ * a tensor of x's leading dims (dim_of). */
+static int shape_bs(const gwr_tensor *shape, const gwr_tensor *x, int64_t hid) {
+    gwr_layer *cat = gwr_tensor_parent(shape);
+    int64_t v[2], ax = 0;
+    return OP(cat, Concat) && gwr_layer_num_inputs(cat) == 3 && !gwr_layer_attr_int(cat, "axis", 0, &ax) && ax == 0 &&
+           dim_of(gwr_layer_input(cat, 0), 0, x) && dim_of(gwr_layer_input(cat, 1), 1, x) &&
+           gwr_match_const_ints(gwr_layer_input(cat, 2), v, 2) == 1 && (v[0] == hid || v[0] == -1);
+}
+
 static int lower_cached(gwr_rewrite_ctx *c, gwr_layer *l) {
     if (!(gwr_ps_target(c) & GWR_TARGET_ORT)) return gwr_rewrite_no_match(c, "the cache form stays ONNX Attention (target gwr)");
     gwr_tensor *y = gwr_layer_output(l, 0), *am = NULL;
@@ -720,17 +751,26 @@ static int lower_cached(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_dim d = gwr_tensor_dim(gwr_layer_input(l, 0), 3);
     float sc = (float)(1.0 / sqrt((double)d)), dflt = sc;
     gwr_layer_attr_float(l, "scale", sc, &sc);
-    /* the output's merge Reshape(Transpose(y, [0, 2, 1, 3]), [B, S, N D]) when there */
-    gwr_layer *tr = gwr_ps_sole_reader(y), *rs = tr ? gwr_ps_sole_reader(gwr_layer_output(tr, 0)) : NULL;
-    gwr_match mm;
-    int64_t p[GWR_MAX_RANK], s3[3];
-    if (!rs || gwr_match_layer(&merge, rs, &mm) <= 0 || mm.captures[X] != y || gwr_ps_transpose_perm(tr, 4, p) != 4 ||
-        memcmp(p, P0213, sizeof P0213) || shape_of(&mm, s3, 3) != 3 || known_ne(gwr_tensor_dim(gwr_layer_output(rs, 0), 2), nh * d) ||
-        (s3[2] != nh * d && s3[2] != -1) || !kill(&a, tr))
-        rs = NULL;
     gwr_tensor *in[7] = {NULL}, *out[3] = {NULL, NULL, NULL};
     for (int i = 0; i < 3; i++)
         if (!(in[i] = bsh(&a, gwr_layer_input(l, i), i ? kvh : nh, d))) goto fail;
+    /* the output's merge Reshape(Transpose(y, [0, 2, 1, 3]), [B, S, N D]) when there: a constant
+     * shape [0|B|-1, 0|S|-1, N D|-1], or a computed one whose result has query's dims (symbols) */
+    gwr_layer *tr = gwr_ps_sole_reader(y), *rs = tr ? gwr_ps_sole_reader(gwr_layer_output(tr, 0)) : NULL;
+    gwr_tensor *ro = rs ? gwr_layer_output(rs, 0) : NULL;
+    int64_t p[GWR_MAX_RANK], s3[3];
+    int sn = OP(rs, Reshape) ? gwr_match_const_ints(gwr_layer_input(rs, 1), s3, 3) : 0;
+    gwr_tensor *bs = in[0]; /* q, k or v: the one whose (B, S) shape inference knows best */
+    for (int i = 1; i < 3; i++)
+        if (gwr_tensor_dim(bs, 0) == GWR_DIM_UNKNOWN || gwr_tensor_dim(bs, 1) == GWR_DIM_UNKNOWN) bs = in[i];
+    if (!OP(rs, Reshape) || gwr_ps_transpose_perm(tr, 4, p) != 4 || memcmp(p, P0213, sizeof P0213) ||
+        gwr_tensor_rank(ro) != 3 || known_ne(gwr_tensor_dim(ro, 2), nh * d) ||
+        !(sn == 3 ? (s3[2] == nh * d || s3[2] == -1) && lead_ok(s3[0], in[0], 0, s3[1] != -1 && s3[2] != -1) &&
+                        lead_ok(s3[1], in[0], 1, s3[0] != -1 && s3[2] != -1)
+                  : (same(gwr_tensor_dim(ro, 0), gwr_tensor_dim(bs, 0)) && same(gwr_tensor_dim(ro, 1), gwr_tensor_dim(bs, 1)) &&
+                     gwr_tensor_dim(ro, 2) == nh * d) || shape_bs(gwr_layer_input(rs, 1), bs, nh * d)) ||
+        !kill(&a, tr))
+        rs = NULL;
     in[3] = gwr_layer_input(l, 4), in[4] = gwr_layer_input(l, 5);
     if (!(in[5] = gqa_lens(a.net, am, 0)) || !(in[6] = gqa_lens(a.net, am, 1))) goto fail;
     gwr_args *at = gwr_args_new();

@@ -346,7 +346,8 @@ static int one_reader_but_shapes(const gwr_tensor *t) {
 
 /* t (B, qh, T, D) = HF's repeat_kv of x (B, kvh, T, D): Reshape(Expand(
  * Unsqueeze(x, [2]), [B, kvh, qh / kvh, T, D]), [B, qh, T, D]); x. t
- * itself when it has qh heads already; NULL else. The Expand's and
+ * itself when it has qh heads already, or 1 (the MatMuls broadcast it: one
+ * kv head for all); NULL else. The Expand's and
  * Reshape's shapes are computed (from Shape(x)); the ranks and head counts
  * are checked: head h reads kv head h / (qh / kvh), as Attention's grouping
  * does. The three layers are left to the final prune: the mask's cut reads
@@ -364,8 +365,8 @@ static gwr_tensor *unrepeat(gwr_tensor *t, int64_t qh, int64_t *kvh) {
             return NULL;
         return x;
     }
-    *kvh = gwr_tensor_dim(t, 1);
-    return *kvh == qh ? t : NULL;
+    *kvh = gwr_tensor_dim(t, 1); /* no repeat: qh heads, or 1 the scores' MatMul broadcasts */
+    return *kvh == qh || *kvh == 1 ? t : NULL;
 }
 
 /* x = Concat(past, new) over axis 2 of rank 4 (-2): side i of *kc. */

@@ -106,6 +106,7 @@ static const gwr_match_pattern cores[] = {{"attention.add", GWR_M_NODES(c_add), 
 static int mm_out(gwr_tensor *t) { return OP(gwr_tensor_parent(t), MatMul) || OP(gwr_tensor_parent(t), MS_FusedMatMul); }
 static int from_scores(gwr_tensor *t) {
     gwr_layer *p = gwr_tensor_parent(t);
+    if (OP(p, Cast)) t = gwr_layer_input(p, 0), p = gwr_tensor_parent(t); /* fp16 exports' upcast scores */
     return mm_out(t) || ((OP(p, Mul) || OP(p, Div)) && (mm_out(gwr_layer_input(p, 0)) || mm_out(gwr_layer_input(p, 1))));
 }
 static int scores_side(const gwr_match *m, int node, void *user) {
@@ -237,7 +238,9 @@ static int heads(att *a, gwr_tensor *t, int i, const int64_t *perm) {
 static const char *lower_match(att *a, gwr_tensor *const *qkv, const int64_t *kperm, gwr_tensor *y) {
     for (int i = 0; i < 3; i++)
         if (!heads(a, qkv[i], i, i == 1 ? kperm : P0213)) return "q, k or v is not Transpose(Reshape(x, [B, S, N, D]), [0, 2, 1, 3])";
-    gwr_layer *tr = gwr_ps_sole_reader(y), *rs = tr ? gwr_ps_sole_reader(gwr_layer_output(tr, 0)) : NULL;
+    gwr_layer *tr = gwr_ps_sole_reader(y), *cst = NULL, *rs;
+    if (OP(tr, Cast)) cst = tr, tr = gwr_ps_sole_reader(gwr_layer_output(cst, 0)); /* the float16 exports' Cast to float */
+    rs = tr ? gwr_ps_sole_reader(gwr_layer_output(tr, 0)) : NULL;
     gwr_match m;
     int64_t p[GWR_MAX_RANK], s3[3];
     if (!rs || gwr_match_layer(&merge, rs, &m) <= 0 || m.captures[X] != y || gwr_ps_transpose_perm(tr, 4, p) != 4 ||
@@ -433,7 +436,7 @@ static gwr_tensor *cache_mask(att *a, const kvc *kc, const gwr_tensor *q, const 
     return t;
 }
 
-static int fuse_cached(gwr_rewrite_ctx *c, const gwr_match *m, att *a, gwr_tensor *q, kvc *kc, int ort_only);
+static int fuse_cached(gwr_rewrite_ctx *c, const gwr_match *m, att *a, gwr_tensor *q, kvc *kc, int ort_only, int half);
 
 /* ---- fuse_attention ---------------------------------------------------------- */
 
@@ -463,7 +466,14 @@ static int fuse(gwr_rewrite_ctx *c, gwr_layer *l) {
     if (a.where && (!gwr_match_const_scalar(m.captures[F], &a.fill) || !(a.fill <= -1e30) || gwr_tensor_dtype(a.mask) != GWR_BOOL ||
                     gwr_tensor_dtype(m.captures[F]) != a.dt || !gwr_match_const_get(a.mask, &cc)))
         return gwr_rewrite_no_match(c, "a Where mask needs a constant condition and a fill <= -1e30");
-    gwr_tensor *s = a.scores = peel(&a, m.captures[S]);
+    /* float16 exports: Softmax in float over Cast(q k^T) and Cast(v), both float16 (the cache form only) */
+    gwr_tensor *s0 = m.captures[S], *v0 = m.captures[V];
+    gwr_layer *up = gwr_tensor_parent(s0), *vup = gwr_tensor_parent(v0);
+    int half = OP(up, Cast) && a.dt == GWR_FLOAT32 && gwr_ps_sole_reader(s0) && gwr_tensor_dtype(gwr_layer_input(up, 0)) == GWR_FLOAT16 &&
+               OP(vup, Cast) && gwr_ps_sole_reader(v0) && gwr_tensor_dtype(gwr_layer_input(vup, 0)) == GWR_FLOAT16 && kill(&a, up) &&
+               kill(&a, vup);
+    if (half) s0 = gwr_layer_input(up, 0), v0 = gwr_layer_input(vup, 0), a.dt = GWR_FLOAT16;
+    gwr_tensor *s = a.scores = peel(&a, s0);
     gwr_layer *mm = gwr_ps_sole_reader(s) ? gwr_tensor_parent(s) : NULL;
     float alpha = 1;
     rc = mm && gwr_match_layer(&qk[0], mm, &sm) > 0 ? 1 : mm && gwr_match_layer(&qk[1], mm, &sm) > 0 ? 2 : 0;
@@ -472,7 +482,7 @@ static int fuse(gwr_rewrite_ctx *c, gwr_layer *l) {
         return gwr_rewrite_no_match(c, "no q k^T scores (scaled by constants)");
     a.scale *= alpha;
     /* k: kT's Transpose with its last two axes swapped back (none left when they cancel) */
-    gwr_tensor *q = peel(&a, sm.captures[X]), *kt = peel(&a, sm.captures[K]), *v = m.captures[V], *kk = kt, *kb = tb ? kt : NULL;
+    gwr_tensor *q = peel(&a, sm.captures[X]), *kt = peel(&a, sm.captures[K]), *v = v0, *kk = kt, *kb = tb ? kt : NULL;
     gwr_layer *kl = gwr_tensor_parent(kt);
     const int64_t *kperm = P0213;
     int newk = !tb;
@@ -487,7 +497,8 @@ static int fuse(gwr_rewrite_ctx *c, gwr_layer *l) {
     kvc kc = {0};
     if (!newk && kk == kb && gwr_tensor_rank(q) == 4 && gwr_tensor_rank(kk) == 4 && gwr_tensor_rank(v) == 4 &&
         gwr_tensor_dtype(q) == a.dt && cache_form(&a, q, kk, v, &kc))
-        return fuse_cached(c, &m, &a, q, &kc, old && !(gwr_ps_target(c) & GWR_TARGET_GWR));
+        return fuse_cached(c, &m, &a, q, &kc, old && !(gwr_ps_target(c) & GWR_TARGET_GWR), half);
+    if (half) return gwr_rewrite_no_match(c, "float16 scores upcast to float: only the KV-cache form is taken");
     const gwr_dim *qd = gwr_tensor_dims(q), *kd = gwr_tensor_dims(kt), *vd = gwr_tensor_dims(v);
     if (gwr_tensor_rank(q) != 4 || gwr_tensor_rank(kt) != 4 || gwr_tensor_rank(v) != 4 || gwr_tensor_rank(s) != 4)
         return gwr_rewrite_no_match(c, "q, k, v or the scores not of rank 4");
@@ -517,8 +528,10 @@ static int fuse(gwr_rewrite_ctx *c, gwr_layer *l) {
  * Y, present_key, present_value (the Concats' tensors: network outputs keep
  * their names); q_num_heads, kv_num_heads; scale when not 1/sqrt(D). Below
  * opset 23 for target ort only where lower_attention makes it
- * GroupQueryAttention (ort_only). */
-static int fuse_cached(gwr_rewrite_ctx *c, const gwr_match *m, att *a, gwr_tensor *q, kvc *kc, int ort_only) {
+ * GroupQueryAttention (ort_only). half: the model upcast float16 scores and
+ * v to float for the Softmax; the Attention is float16 (its kernels
+ * accumulate and take the softmax in float) and Y is cast to float. */
+static int fuse_cached(gwr_rewrite_ctx *c, const gwr_match *m, att *a, gwr_tensor *q, kvc *kc, int ort_only, int half) {
     const char *why = NULL;
     gwr_tensor *am = a->mask ? cache_mask(a, kc, q, &why) : NULL;
     if (a->mask && !am) return gwr_rewrite_no_match(c, "%s", why);
@@ -533,10 +546,11 @@ static int fuse_cached(gwr_rewrite_ctx *c, const gwr_match *m, att *a, gwr_tenso
         (d > 0 && (float)a->scale == (float)(1.0 / sqrt((double)d)) ? 1 : !gwr_args_set_float(at, "scale", (float)a->scale)))
         gwr_op_call(a->net, "", "Attention", 6, in, at, 3, out);
     gwr_args_free(at);
-    if (!out[2]) return gwr_rewrite_fail(c, GWR_ERR_NOMEM, "fuse_attention: %s", gwr_network_errmsg(a->net));
+    gwr_tensor *y = half && out[2] ? gwr_cast(a->net, out[0], GWR_FLOAT32) : out[0];
+    if (!out[2] || !y) return gwr_rewrite_fail(c, GWR_ERR_NOMEM, "fuse_attention: %s", gwr_network_errmsg(a->net));
     gwr_status st = gwr_match_replace_layer(kc->cat[0], 1, &out[1]);
     if (!st) st = gwr_match_replace_layer(kc->cat[1], 1, &out[2]);
-    if (!st) st = gwr_match_replace(m, 1, &out[0]);
+    if (!st) st = gwr_match_replace(m, 1, &y);
     for (int i = 0; !st && i < a->ndead; i++) st = gwr_layer_mark_as_removed(a->dead[i]);
     return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
 }
@@ -757,10 +771,12 @@ static int lower_cached(gwr_rewrite_ctx *c, gwr_layer *l) {
         if (!(in[i] = bsh(&a, gwr_layer_input(l, i), i ? kvh : nh, d))) goto fail;
     /* the output's merge Reshape(Transpose(y, [0, 2, 1, 3]), [B, S, N D]) when there: a constant
      * shape [0|B|-1, 0|S|-1, N D|-1], or a computed one whose result has query's dims (symbols) */
-    gwr_layer *tr = gwr_ps_sole_reader(y), *rs = tr ? gwr_ps_sole_reader(gwr_layer_output(tr, 0)) : NULL;
+    gwr_layer *tr = gwr_ps_sole_reader(y), *cst = NULL, *rs;
+    if (OP(tr, Cast)) cst = tr, tr = gwr_ps_sole_reader(gwr_layer_output(cst, 0)); /* the float16 exports' Cast to float */
+    rs = tr ? gwr_ps_sole_reader(gwr_layer_output(tr, 0)) : NULL;
     gwr_tensor *ro = rs ? gwr_layer_output(rs, 0) : NULL;
     int64_t p[GWR_MAX_RANK], s3[3];
-    int sn = OP(rs, Reshape) ? gwr_match_const_ints(gwr_layer_input(rs, 1), s3, 3) : 0;
+    int sn = OP(rs, Reshape) ? gwr_match_const_ints(gwr_layer_input(rs, 1), s3, 3) : 0, nd0 = a.ndead;
     gwr_tensor *bs = in[0]; /* q, k or v: the one whose (B, S) shape inference knows best */
     for (int i = 1; i < 3; i++)
         if (gwr_tensor_dim(bs, 0) == GWR_DIM_UNKNOWN || gwr_tensor_dim(bs, 1) == GWR_DIM_UNKNOWN) bs = in[i];
@@ -770,8 +786,8 @@ static int lower_cached(gwr_rewrite_ctx *c, gwr_layer *l) {
                         lead_ok(s3[1], in[0], 1, s3[0] != -1 && s3[2] != -1)
                   : (same(gwr_tensor_dim(ro, 0), gwr_tensor_dim(bs, 0)) && same(gwr_tensor_dim(ro, 1), gwr_tensor_dim(bs, 1)) &&
                      gwr_tensor_dim(ro, 2) == nh * d) || shape_bs(gwr_layer_input(rs, 1), bs, nh * d)) ||
-        !kill(&a, tr))
-        rs = NULL;
+        !kill(&a, tr) || (cst && !kill(&a, cst)))
+        rs = NULL, a.ndead = nd0;
     in[3] = gwr_layer_input(l, 4), in[4] = gwr_layer_input(l, 5);
     if (!(in[5] = gqa_lens(a.net, am, 0)) || !(in[6] = gqa_lens(a.net, am, 1))) goto fail;
     gwr_args *at = gwr_args_new();
@@ -785,7 +801,7 @@ static int lower_cached(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_status st = gwr_tensor_set_type(out[0], a.dt, 3, od);
     for (int i = 1; !st && i < 3; i++)
         if (i < gwr_layer_num_outputs(l)) st = gwr_tensor_set_type(out[i], a.dt, 4, gwr_tensor_dims(gwr_layer_output(l, i)));
-    gwr_tensor *yb = rs ? out[0] : gwr_transpose(a.net, gwr_reshape(a.net, out[0], 4, (const int64_t[]){0, 0, nh, d}), 4, P0213);
+    gwr_tensor *yb = rs ? (cst ? gwr_cast(a.net, out[0], gwr_tensor_dtype(gwr_layer_output(cst, 0))) : out[0]) : gwr_transpose(a.net, gwr_reshape(a.net, out[0], 4, (const int64_t[]){0, 0, nh, d}), 4, P0213);
     if (!st && !yb) st = GWR_ERR_NOMEM;
     for (int i = 1; !st && i < gwr_layer_num_outputs(l); i++) st = gwr_tensor_replace_all_uses_with(gwr_layer_output(l, i), out[i]);
     if (!st) st = rs ? gwr_match_replace_layer(rs, 1, &yb) : gwr_tensor_replace_all_uses_with(y, yb);

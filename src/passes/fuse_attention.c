@@ -436,6 +436,34 @@ static gwr_tensor *cache_mask(att *a, const kvc *kc, const gwr_tensor *q, const 
     return t;
 }
 
+/* onnxruntime's RotaryEmbedding (com.microsoft: fuse_rotary's form for target ort below opset 23)
+ * has no shape rule here: its output, of x's type as the op keeps the shape, is left unknown,
+ * and so is what reads it. Gives t (such an output) x's type and re-infers the layers below
+ * whose first output is still unknown, a few levels deep (the present's Concat, repeat_kv). */
+static void type_rotary(gwr_tensor *t, int depth) {
+    gwr_layer *r = gwr_tensor_parent(t);
+    if (!depth) {
+        gwr_tensor *x = gwr_match_is_op(r, "com.microsoft::RotaryEmbedding") ? gwr_layer_input(r, 0) : NULL;
+        if (gwr_tensor_rank(t) >= 0 || !x || gwr_tensor_rank(x) < 0 ||
+            gwr_tensor_set_type(t, gwr_tensor_dtype(x), gwr_tensor_rank(x), gwr_tensor_dims(x)))
+            return;
+    }
+    for (int64_t i = 0; depth < 6 && i < gwr_tensor_num_users(t); i++) {
+        gwr_layer *u = gwr_tensor_user(t, i, NULL);
+        if (!u || gwr_layer_is_removed(u) || gwr_tensor_rank(gwr_layer_output(u, 0)) >= 0 || gwr_layer_infer(u)) continue;
+        for (int o = 0; o < gwr_layer_num_outputs(u); o++) type_rotary(gwr_layer_output(u, o), depth + 1);
+    }
+}
+
+/* type_rotary for q and for the new k under k = [repeat_kv(]Concat(past, new)[)]. */
+static void type_rotaries(gwr_tensor *q, gwr_tensor *k) {
+    type_rotary(q, 0);
+    for (int i = 0; i < 3 && (OP(gwr_tensor_parent(k), Reshape) || OP(gwr_tensor_parent(k), Expand) || OP(gwr_tensor_parent(k), Unsqueeze)); i++)
+        k = gwr_layer_input(gwr_tensor_parent(k), 0);
+    if (OP(gwr_tensor_parent(k), Concat) && gwr_layer_num_inputs(gwr_tensor_parent(k)) == 2)
+        type_rotary(gwr_layer_input(gwr_tensor_parent(k), 1), 0);
+}
+
 static int fuse_cached(gwr_rewrite_ctx *c, const gwr_match *m, att *a, gwr_tensor *q, kvc *kc, int ort_only, int half);
 
 /* ---- fuse_attention ---------------------------------------------------------- */
@@ -495,6 +523,7 @@ static int fuse(gwr_rewrite_ctx *c, gwr_layer *l) {
         p[0] = 0, p[1] = 1, p[2] = 3, p[3] = 2;
     }
     kvc kc = {0};
+    if (!newk && kk == kb) type_rotaries(q, kk);
     if (!newk && kk == kb && gwr_tensor_rank(q) == 4 && gwr_tensor_rank(kk) == 4 && gwr_tensor_rank(v) == 4 &&
         gwr_tensor_dtype(q) == a.dt && cache_form(&a, q, kk, v, &kc))
         return fuse_cached(c, &m, &a, q, &kc, old && !(gwr_ps_target(c) & GWR_TARGET_GWR), half);

@@ -31,6 +31,7 @@ enum {
     C_ADDITIVE = 1 << 2, /* an additive float mask input (B, 1, S, T), no Where */
     C_NOSLICE = 1 << 3,  /* the mask not cut by a Slice */
     C_MQA = 1 << 4,      /* 1 kv head broadcast by the MatMuls (no repeat_kv) */
+    C_MSROT = 1 << 5,    /* q and the new k through com.microsoft RotaryEmbedding (no shape rule: untyped) */
     /* must not fire */
     C_AXIS = 1 << 8,     /* the past Concat over the heads axis (P = S there) */
     C_KREAD = 1 << 9,    /* the repeated K also read by a network output */
@@ -67,6 +68,7 @@ static gwr_network *cache_model(unsigned f, int64_t opset) {
     gwr_tensor *am = f & C_ADDITIVE ? gwr_network_add_input(net, "mask", GWR_FLOAT32, f & C_MASK_RANK5 ? 5 : 4, md)
                                     : gwr_network_add_input(net, "attention_mask", GWR_INT64, 2, ad);
     gwr_tensor *q = heads(net, x, nh), *kn = heads(net, x, kvh), *vn = heads(net, x, kvh);
+
     gwr_tensor *k = gwr_concat(net, 2, (gwr_tensor *[]){pk, kn}, f & C_AXIS ? 1 : -2);
     gwr_tensor *v = gwr_concat(net, 2, (gwr_tensor *[]){pv, vn}, f & C_AXIS ? 1 : -2);
     gwr_network_mark_output(net, k), gwr_network_mark_output(net, v);
@@ -94,6 +96,18 @@ static gwr_network *cache_model(unsigned f, int64_t opset) {
     }
     int64_t merged[3] = {0, 0, nh * HD};
     gwr_tensor *o = gwr_matmul(net, pr, vr), *y = f & C_MASK_RANK5 ? o : gwr_reshape(net, gwr_transpose(net, o, 4, p0213), 3, merged);
+    if (y && f & C_MSROT) {
+        /* fuse_rotary's form for target ort below opset 23 (cache rows by position ids), put in as
+         * that pass does: the readers of q and k, typed, read the untyped rotation */
+        int64_t pd2[2] = {b, S}, cd[2] = {b * S, HD / 2};
+        gwr_tensor *pos = gwr_network_add_input(net, "position_ids", GWR_INT64, 2, pd2);
+        gwr_tensor *cs = rconst(net, 2, cd, -1, 1), *sn = rconst(net, 2, cd, -1, 1), *r;
+        for (int i = 0; i < 2; i++) {
+            gwr_tensor *hx = i ? kn : q;
+            gwr_layer *l = gwr_op_call(net, "com.microsoft", "RotaryEmbedding", 4, (gwr_tensor *[]){hx, pos, cs, sn}, NULL, 1, &r);
+            if (!l || gwr_tensor_replace_all_uses_except(hx, r, l)) y = NULL;
+        }
+    }
     if (!y || gwr_network_mark_output(net, y)) {
         fprintf(stderr, "build %#x: %s\n", f, gwr_network_errmsg(net));
         gwr_network_free(net);
@@ -171,8 +185,31 @@ TEST(cache_attention_must_not_fire) {
     cache_case(C_GQA | C_ADDITIVE | C_MASK_RANK5, 0);
 }
 
+/* q and the new k from onnxruntime's RotaryEmbedding (left untyped by gwr: no shape rule): the
+ * fusion types them as their inputs and fires for target ort; the rotary moves onto the
+ * (B, S, N*D) side of GroupQueryAttention's query and key with num_heads. */
+TEST(cache_attention_contrib_rotary) {
+    gwr_network *net = cache_model(C_GQA | C_NAN | C_MSROT, 17);
+    if (!CHECK(net)) return;
+    CHECK_EQ_INT(run_both(net, GWR_TARGET_ORT), 1);
+    gwr_network_prune(net, NULL);
+    CHECK_EQ_INT(count_in(net, "com.microsoft", "GroupQueryAttention", 7), 1);
+    int moved = 0;
+    for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
+        gwr_layer *l = gwr_network_layer(net, i);
+        int64_t nh = 0;
+        if (gwr_layer_is_removed(l) || strcmp(gwr_layer_op(l), "RotaryEmbedding")) continue;
+        gwr_layer_attr_int(l, "num_heads", 0, &nh);
+        moved += gwr_tensor_rank(gwr_layer_input(l, 0)) == 3 && (nh == 4 || nh == 2);
+    }
+    CHECK_EQ_INT(moved, 2);
+    CHECK_EQ_INT(count_op(net, "Transpose"), 0);
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(cache_attention_fires);
     RUN(cache_attention_must_not_fire);
+    RUN(cache_attention_contrib_rotary);
     return check_report();
 }

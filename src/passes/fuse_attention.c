@@ -565,9 +565,11 @@ static int fuse_cached(gwr_rewrite_ctx *c, const gwr_match *m, att *a, gwr_tenso
     gwr_tensor *am = a->mask ? cache_mask(a, kc, q, &why) : NULL;
     if (a->mask && !am) return gwr_rewrite_no_match(c, "%s", why);
     if (!(a->scale > 0) || !isfinite(a->scale)) return gwr_rewrite_no_match(c, "the scale is not finite and > 0");
-    if (ort_only && (!am || !mask_input(am) || (a->dt != GWR_FLOAT32 && a->dt != GWR_FLOAT16)))
+    gwr_dim hd = gwr_tensor_dim(q, 3);
+    if (ort_only && (!am || !mask_input(am) || (a->dt != GWR_FLOAT32 && a->dt != GWR_FLOAT16) || hd <= 0 ||
+                     gwr_tensor_dim(kc->cur[0], 3) != hd || gwr_tensor_dim(kc->cur[1], 3) != hd || gwr_tensor_dim(kc->cur[1], 1) != kc->kvh))
         return gwr_rewrite_no_match(c, "below opset 23, target ort: GroupQueryAttention needs the model's mask "
-                                       "(from an integer attention_mask input) and float or float16");
+                                       "(from an integer attention_mask input), float or float16, and one known head size");
     gwr_tensor *in[6] = {q, kc->cur[0], kc->cur[1], am, kc->past[0], kc->past[1]}, *out[3] = {NULL, NULL, NULL};
     gwr_dim d = gwr_tensor_dim(q, 3);
     gwr_args *at = gwr_args_new();

@@ -174,21 +174,34 @@ static int fits_x(const gwr_tensor *x, const gwr_tensor *y, const gwr_tensor *f,
            (fs == GWR_DIM_UNKNOWN || dim_fits(fs, gwr_tensor_dim(x, 2)));
 }
 
+/* The live tensor an earlier rewrite built and named `name`, or NULL. */
+static gwr_tensor *shared(gwr_network *net, const char *name) {
+    gwr_tensor *t = gwr_network_find_tensor(net, name);
+    gwr_layer *p = t ? gwr_tensor_parent(t) : NULL;
+    return p && !gwr_layer_is_removed(p) ? t : NULL;
+}
+
+/* Names t `name` for the next rewrite to share, unless the name is taken
+ * (it is then not shared); t. */
+static gwr_tensor *named(gwr_network *net, gwr_tensor *t, const char *name) {
+    if (t && !gwr_network_find_tensor(net, name)) gwr_tensor_set_name(t, name);
+    return t;
+}
+
 /* cos_half (or sin_half) for chain tr: [Cast(][Mul(] fn(F) [, k)][)], one
  * per chain output, found by its name when an earlier rewrite built it. */
 static gwr_tensor *half_cache(gwr_network *net, const trig *tr, const char *fn) {
     char name[512];
     snprintf(name, sizeof name, "%s/rotary_half", gwr_tensor_name(tr->out));
-    gwr_tensor *t = gwr_network_find_tensor(net, name);
-    if (t && gwr_tensor_parent(t) && !gwr_layer_is_removed(gwr_tensor_parent(t))) return t;
-    if (t) return NULL; /* the name is taken */
+    gwr_tensor *t = shared(net, name);
+    if (t) return t;
     t = !strcmp(fn, "Cos") ? gwr_cos(net, tr->f) : gwr_sin(net, tr->f);
     if (t && tr->k) t = gwr_mul(net, t, tr->k);
     if (t && tr->cast) {
         int64_t to = 0;
         t = gwr_layer_attr_int(tr->cast, "to", 0, &to) ? NULL : gwr_cast(net, t, (gwr_dtype)to);
     }
-    return t && !gwr_tensor_set_name(t, name) ? t : NULL;
+    return named(net, t, name);
 }
 
 /* The cached form's table T (max, D) as doubles, *err on a failure to
@@ -211,12 +224,11 @@ static double *table_values(const gwr_tensor *table, gwr_match_const *k, int *er
 static gwr_tensor *half_table(gwr_network *net, const gwr_tensor *table, const gwr_match_const *k, double *v, gwr_dtype dt) {
     char name[512];
     snprintf(name, sizeof name, "%s/rotary_half_%d", gwr_tensor_name(table), (int)dt);
-    gwr_tensor *t = gwr_network_find_tensor(net, name);
-    if (t) return gwr_tensor_parent(t) && !gwr_layer_is_removed(gwr_tensor_parent(t)) ? t : NULL;
+    gwr_tensor *t = shared(net, name);
+    if (t) return t;
     int64_t rows = k->dims[0], d = k->dims[1], h = d / 2, dims[2] = {rows, h};
     for (int64_t r = 0; r < rows; r++) memmove(v + r * h, v + r * d, (size_t)h * sizeof *v);
-    t = gwr_ps_const_new(net, dt, 2, dims, v, 0);
-    return t && !gwr_tensor_set_name(t, name) ? t : NULL;
+    return named(net, gwr_ps_const_new(net, dt, 2, dims, v, 0), name);
 }
 
 /* t (B, S, H) as (B * S, H) rows, and *pos = Range(0, B * S) as (B, S);
@@ -225,13 +237,13 @@ static gwr_tensor *rows_of(gwr_network *net, gwr_tensor *t, gwr_tensor **pos, in
     char name[512], pname[512];
     snprintf(name, sizeof name, "%s/rows", gwr_tensor_name(t));
     snprintf(pname, sizeof pname, "%s/row_ids", gwr_tensor_name(t));
-    gwr_tensor *r = gwr_network_find_tensor(net, name);
+    gwr_tensor *r = shared(net, name);
     if (!r) {
         int64_t shp[2] = {-1, gwr_tensor_dim(t, 2)};
-        if (!(r = gwr_reshape(net, t, 2, shp)) || gwr_tensor_set_name(r, name)) return NULL;
+        if (!(r = named(net, gwr_reshape(net, t, 2, shp), name))) return NULL;
     }
     if (!want_pos) return r;
-    if ((*pos = gwr_network_find_tensor(net, pname))) return r;
+    if ((*pos = shared(net, pname))) return r;
     static const int64_t zero = 0, one = 1, two = 2;
     gwr_tensor *shape = gwr_shape_of(net, r), *n = NULL, *rg = NULL;
     gwr_tensor *gi[2] = {shape, gwr_ps_const_new(net, GWR_INT64, 0, NULL, NULL, 0)};
@@ -243,8 +255,7 @@ static gwr_tensor *rows_of(gwr_network *net, gwr_tensor *t, gwr_tensor **pos, in
     gwr_tensor *bs = gwr_slice(net, gwr_shape_of(net, t), 1, &zero, &two, &zero, &one), *p = NULL;
     gwr_tensor *pi[2] = {rg, bs};
     if (rg && bs) gwr_op_call(net, "", "Reshape", 2, pi, NULL, 1, &p);
-    if (!p || gwr_tensor_set_name(p, pname)) return NULL;
-    *pos = p;
+    if (!(*pos = named(net, p, pname))) return NULL;
     return r;
 }
 

@@ -453,6 +453,24 @@ static gwr_network *freqs(int idle) {
     return finish(net, gwr_transpose(net, m, 3, idle ? p012 : p021));
 }
 static gwr_network *freqs_fires(void) { return freqs(0); }
+
+/* Gather(Shape(Range(n0, n0 + n1, 1)), 0) with n0, n1 = x's dims; idle: step 2 */
+static gwr_network *range_len(int step2) {
+    static const int64_t z = 0, one = 1, two = 2;
+    gwr_dim xd[2] = {3, 4};
+    gwr_network *net = gwr_network_new("range_len");
+    gwr_tensor *sh = gwr_shape_of(net, input(net, "x", 2, xd)), *a = NULL, *b = NULL, *r = NULL, *y = NULL;
+    gwr_tensor *g0[2] = {sh, gwr_constant(net, GWR_INT64, 0, NULL, &z)}, *g1[2] = {sh, gwr_constant(net, GWR_INT64, 0, NULL, &one)};
+    gwr_op_call(net, "", "Gather", 2, g0, NULL, 1, &a);
+    gwr_op_call(net, "", "Gather", 2, g1, NULL, 1, &b);
+    gwr_tensor *rin[3] = {a, gwr_add(net, a, b), gwr_constant(net, GWR_INT64, 0, NULL, step2 ? &two : &one)};
+    gwr_op_call(net, "", "Range", 3, rin, NULL, 1, &r);
+    gwr_tensor *gi[2] = {gwr_shape_of(net, r), gwr_constant(net, GWR_INT64, 0, NULL, &z)};
+    gwr_op_call(net, "", "Gather", 2, gi, NULL, 1, &y);
+    return finish(net, y);
+}
+static gwr_network *range_len_fires(void) { return range_len(0); }
+static gwr_network *range_len_idle(void) { return range_len(1); }
 static gwr_network *freqs_idle(void) { return freqs(1); }
 static gwr_network *rotary_idle(void) { return rotary(1); }
 
@@ -784,6 +802,7 @@ static const pass_cases cases[] = {
     {"fuse_rotary", rotary_fires, rotary_idle, 1, 0},
     {"fold_where_nonneg", where_guard_fires, where_guard_idle, 1, 0},
     {"fold_rotary_freqs", freqs_fires, freqs_idle, 1, 0},
+    {"fold_range_length", range_len_fires, range_len_idle, -1, 0},
     {"fuse_bias_gelu", bias_gelu_fires, bias_gelu_idle, 1, 0},
     {"fuse_matmul_scale", matmul_scale_fires, matmul_scale_idle, 1, 0},
     {"fuse_silu", silu_fires, silu_idle, 1, 0},

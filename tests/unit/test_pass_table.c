@@ -423,6 +423,18 @@ static gwr_network *rotary(int swapped) {
 }
 static gwr_network *rotary_fires(void) { return rotary(0); }
 
+/* RotaryEmbedding(q [2, 3, 5, 8], cos, sin [2, 5, 4]) at opset 18 (lower_rotary, target ort); idle: opset 23 */
+static gwr_network *rotary_op(int opset23) {
+    gwr_dim xd[4] = {2, 3, 5, 8}, cd[3] = {2, 5, 4};
+    gwr_network *net = gwr_network_new("rotary_op");
+    gwr_network_set_opset(net, "", opset23 ? 23 : 18);
+    gwr_tensor *in[3] = {input(net, "q", 4, xd), input(net, "c", 3, cd), input(net, "s", 3, cd)}, *y = NULL;
+    gwr_op_call(net, "", "RotaryEmbedding", 3, in, NULL, 1, &y);
+    return finish(net, y);
+}
+static gwr_network *rotary_op_fires(void) { return rotary_op(0); }
+static gwr_network *rotary_op_idle(void) { return rotary_op(1); }
+
 /* Expand(c [1, 4, 1], Where(Equal(k, [-1, -1, -1]), [1, 1, 1], k)), k = Concat(Shape(x)[0:1], [-1], [1]);
  * idle: k's first piece an int64 input (any value) */
 static gwr_network *where_guard(int from_input) {
@@ -800,6 +812,7 @@ static const pass_cases cases[] = {
     {"fuse_skip_layer_norm", skip_ln_fires, skip_ln_idle, 1, 0},
     {"fuse_skip_rms_norm", skip_rms_fires, skip_rms_idle, 1, 0},
     {"fuse_rotary", rotary_fires, rotary_idle, 1, 0},
+    {"lower_rotary", rotary_op_fires, rotary_op_idle, 1, 0},
     {"fold_where_nonneg", where_guard_fires, where_guard_idle, 1, 0},
     {"fold_rotary_freqs", freqs_fires, freqs_idle, 1, 0},
     {"fold_range_length", range_len_fires, range_len_idle, -1, 0},

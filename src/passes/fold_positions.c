@@ -10,6 +10,9 @@
  *                       expand(B, -1, 1)), which leaves the Expand's result of unknown dims; without
  *                       it the Expand's result has the shape's symbols, which the passes after it
  *                       can prove things with.
+ *   fold_range_length   Shape(Range(a, a + n, 1)) -> Unsqueeze(n, [0]), Gather(that Shape, 0) -> n, with n a
+ *                       scalar provably >= 0 (a dim): the exporters' length of the cache positions
+ *                       past .. past + S is S; Gather(Unsqueeze(n, [0]), 0) -> n for any scalar n.
  *   fold_rotary_freqs   Transpose(MatMul(Expand(c, s) or c, p), [0, 2, 1]) -> Mul(Transpose(p, [0, 2, 1]), c')
  *                       with c a constant (1, H, 1) or (H, 1) (Hugging Face's inv_freq), p (B, 1, S)
  *                       (the positions), the Expand only repeating c over p's batch: the outer
@@ -144,6 +147,77 @@ static const gwr_pattern_rewriter gwr_pattern_fold_where_nonneg = {
     .match_and_rewrite = fold_where_nonneg,
 };
 
+/* ---- fold_range_length ------------------------------------------------------------ */
+
+/* The range's length n when Shape layer l is Shape(Range(a, a + n, 1)) of
+ * integers with n a scalar provably >= 0; else NULL and why in *why. */
+static gwr_tensor *range_length(gwr_layer *l, const char **why) {
+    if (!gwr_match_is_op(l, "Shape") || gwr_layer_num_inputs(l) != 1 || gwr_layer_find_attr(l, "start") >= 0 ||
+        gwr_layer_find_attr(l, "end") >= 0)
+        return *why = "not a whole ONNX Shape", NULL;
+    gwr_layer *rg = gwr_tensor_parent(gwr_layer_input(l, 0));
+    if (!gwr_match_is_op(rg, "Range") || gwr_layer_num_inputs(rg) != 3) return *why = "not the Shape of a Range", NULL;
+    gwr_tensor *a = gwr_layer_input(rg, 0), *lim = gwr_layer_input(rg, 1), *n = NULL;
+    double delta;
+    gwr_dtype dt = gwr_tensor_dtype(a);
+    if ((dt != GWR_INT64 && dt != GWR_INT32) || !gwr_match_const_scalar(gwr_layer_input(rg, 2), &delta) || delta != 1)
+        return *why = "not an integer Range of step 1", NULL;
+    gwr_layer *add = gwr_tensor_parent(lim);
+    for (int i = 0; gwr_match_is_op(add, "Add") && !n && i < 2; i++)
+        if (gwr_layer_input(add, i) == a) n = gwr_layer_input(add, 1 - i);
+    if (!n || gwr_tensor_rank(n) != 0 || gwr_tensor_dtype(n) != dt || !nonneg(n, 0))
+        return *why = "the limit is not start + n with n a scalar provably >= 0", NULL;
+    return n;
+}
+
+/* Is u an Unsqueeze at axes [0] only? */
+static int unsqueeze_axes0(const gwr_layer *u) {
+    int64_t ax[2];
+    const int64_t *pa;
+    int64_t n = 0;
+    if (gwr_layer_num_inputs(u) > 1) return gwr_match_const_ints(gwr_layer_input(u, 1), ax, 2) == 1 && (ax[0] == 0 || ax[0] == -1);
+    return !gwr_layer_attr_ints(u, "axes", &pa, &n) && n == 1 && (pa[0] == 0 || pa[0] == -1);
+}
+
+/* Shape(Range(a, a + n, 1)) -> Unsqueeze(n, [0]) (a Cast to int64 for int32), and Gather(that Shape,
+ * 0 or -1) -> n, or Gather(Unsqueeze(n, [0]), 0 or -1) -> n for any scalar n: the length of the
+ * positions past .. past + S is S (the exporters' Shape of the cache positions). */
+static int fold_range_length(gwr_rewrite_ctx *c, gwr_layer *l) {
+    const char *why = NULL;
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    gwr_tensor *n, *y = NULL;
+    if (gwr_match_is_op(l, "Gather")) {
+        int64_t ax = 0, idx[2];
+        if (gwr_layer_attr_int(l, "axis", 0, &ax) || ax != 0 || gwr_match_const_ints(gwr_layer_input(l, 1), idx, 2) != 1 ||
+            gwr_tensor_rank(gwr_layer_input(l, 1)) != 0 || (idx[0] != 0 && idx[0] != -1))
+            return gwr_rewrite_no_match(c, "not Gather(.., scalar 0, axis 0)");
+        gwr_layer *u = gwr_tensor_parent(gwr_layer_input(l, 0));
+        if (gwr_match_is_op(u, "Unsqueeze") && gwr_tensor_rank(gwr_layer_input(u, 0)) == 0 && unsqueeze_axes0(u)) {
+            y = gwr_layer_input(u, 0); /* [n][0] is n */
+        } else {
+            if (!(n = range_length(u, &why))) return gwr_rewrite_no_match(c, "%s (nor an Unsqueeze of a scalar)", why);
+            y = gwr_tensor_dtype(n) == GWR_INT64 ? n : gwr_cast(net, n, GWR_INT64);
+        }
+        if (y && gwr_tensor_dtype(y) != gwr_tensor_dtype(gwr_layer_output(l, 0))) return gwr_rewrite_no_match(c, "another dtype");
+    } else {
+        if (!(n = range_length(l, &why))) return gwr_rewrite_no_match(c, "%s", why);
+        static const int64_t zero = 0;
+        y = gwr_unsqueeze(net, n, 1, &zero);
+        if (y && gwr_tensor_dtype(n) != GWR_INT64) y = gwr_cast(net, y, GWR_INT64);
+    }
+    if (!y) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "fold_range_length: %s", gwr_network_errmsg(net));
+    gwr_status st = gwr_match_replace_layer(l, 1, &y);
+    return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
+}
+
+static const char *const shape_roots[] = {"Shape", "Gather", NULL};
+
+static const gwr_pattern_rewriter gwr_pattern_fold_range_length = {
+    .name = "fold_range_length",
+    .root_ops = shape_roots,
+    .match_and_rewrite = fold_range_length,
+};
+
 /* ---- fold_rotary_freqs --------------------------------------------------------------- */
 
 static int perm021(const gwr_layer *t) {
@@ -203,6 +277,11 @@ GWR_PASS(fold_where_nonneg, FOLD, .pattern = &gwr_pattern_fold_where_nonneg, .le
          .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
          .summary = "turn Where(Equal(k, c), a, k), c and a constants, into k's pieces: those provably non-negative "
                     "(dims) where c < 0 kept, constant ones computed (the exporters' -1 guard of an Expand's shape)");
+
+GWR_PASS(fold_range_length, FOLD, .pattern = &gwr_pattern_fold_range_length, .level = GWR_LEVEL_BASIC,
+         .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,
+         .summary = "turn Shape(Range(a, a + n, 1)), n an integer scalar provably >= 0 (a dim), into [n], and its "
+                    "Gather(.., 0) (or of any Unsqueeze(scalar, [0])) into n");
 
 GWR_PASS(fold_rotary_freqs, FOLD, .pattern = &gwr_pattern_fold_rotary_freqs, .level = GWR_LEVEL_EXTENDED,
          .targets = GWR_TARGET_ANY, .numerics = GWR_NUMERICS_EXACT,

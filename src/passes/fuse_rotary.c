@@ -12,20 +12,22 @@
  * them in the graph), becomes ONNX RotaryEmbedding(x, cos_half, sin_half; interleaved 0) (opset
  * 23 semantics, no position_ids: the caches are per batch row and position), cos_half =
  * [Cast(] [Mul(] Cos(F) [, k)] [)], the model's own computation before its Concat, built once
- * per F and shared by every layer (found by name). For target onnx only at opset >= 23; target
- * gwr at any opset (its executor runs it). Target ort below opset 23 (onnxruntime has no
- * RotaryEmbedding before 23 in the ONNX domain) gets com.microsoft RotaryEmbedding(x,
- * position_ids, cos_cache, sin_cache) instead: the (B, S, D/2) caches reshaped to (B * S, D/2)
- * rows and position_ids = Range(0, B * S) as (B, S), row b * S + s for token (b, s), built once
- * per cache and shared (gwr's executor has no kernel for that op: tests/llm/norm_rope_ort.py
- * checks it on onnxruntime).
+ * per F and shared by every layer (found by name). For target onnx only at opset >= 23; targets
+ * ort and gwr at any opset, as fuse_attention does (gwr's executor runs it at every opset).
+ *
+ * lower_rotary (phase kernel, after the attention lowering has had its chance; target ort below
+ * opset 23: onnxruntime has no RotaryEmbedding before 23 in the ONNX domain) makes com.microsoft
+ * RotaryEmbedding(x, position_ids, cos_cache, sin_cache): the (B, S, D/2) caches reshaped to
+ * (B * S, D/2) rows and position_ids = Range(0, B * S) as (B, S), row b * S + s for token (b, s),
+ * built once per cache and shared; the cached form's (max, D/2) tables and position_ids as they
+ * are; a partial rotation with num_heads.
  *
  * The cached form (older exports): C = Unsqueeze([Cast(] Gather(T, position_ids) [)], axes [1]) with T
  * a constant table (max, D) whose halves are equal -> RotaryEmbedding(x, T_cos[:, :D/2],
- * T_sin[:, :D/2], position_ids) (com.microsoft's input order for target ort below opset 23).
+ * T_sin[:, :D/2], position_ids).
  *
  * Partial rotary (GPT-NeoX, Phi): Concat(RotaryEmbedding(x[..., :R], ...), x[..., R:], axis -1) ->
- * RotaryEmbedding(x, ...; rotary_embedding_dim R) (com.microsoft's with num_heads too).
+ * RotaryEmbedding(x, ...; rotary_embedding_dim R).
  *
  * Not a rule file: the halves are checked against D (Slice bounds or Split sizes), the trig
  * chain is walked through optional layers and rebuilt on F, and the caches are shared by name.
@@ -174,21 +176,34 @@ static int fits_x(const gwr_tensor *x, const gwr_tensor *y, const gwr_tensor *f,
            (fs == GWR_DIM_UNKNOWN || dim_fits(fs, gwr_tensor_dim(x, 2)));
 }
 
+/* The live tensor an earlier rewrite built and named `name`, or NULL. */
+static gwr_tensor *shared(gwr_network *net, const char *name) {
+    gwr_tensor *t = gwr_network_find_tensor(net, name);
+    gwr_layer *p = t ? gwr_tensor_parent(t) : NULL;
+    return p && !gwr_layer_is_removed(p) ? t : NULL;
+}
+
+/* Names t `name` for the next rewrite to share, unless the name is taken
+ * (it is then not shared); t. */
+static gwr_tensor *named(gwr_network *net, gwr_tensor *t, const char *name) {
+    if (t && !gwr_network_find_tensor(net, name)) gwr_tensor_set_name(t, name);
+    return t;
+}
+
 /* cos_half (or sin_half) for chain tr: [Cast(][Mul(] fn(F) [, k)][)], one
  * per chain output, found by its name when an earlier rewrite built it. */
 static gwr_tensor *half_cache(gwr_network *net, const trig *tr, const char *fn) {
     char name[512];
     snprintf(name, sizeof name, "%s/rotary_half", gwr_tensor_name(tr->out));
-    gwr_tensor *t = gwr_network_find_tensor(net, name);
-    if (t && gwr_tensor_parent(t) && !gwr_layer_is_removed(gwr_tensor_parent(t))) return t;
-    if (t) return NULL; /* the name is taken */
+    gwr_tensor *t = shared(net, name);
+    if (t) return t;
     t = !strcmp(fn, "Cos") ? gwr_cos(net, tr->f) : gwr_sin(net, tr->f);
     if (t && tr->k) t = gwr_mul(net, t, tr->k);
     if (t && tr->cast) {
         int64_t to = 0;
         t = gwr_layer_attr_int(tr->cast, "to", 0, &to) ? NULL : gwr_cast(net, t, (gwr_dtype)to);
     }
-    return t && !gwr_tensor_set_name(t, name) ? t : NULL;
+    return named(net, t, name);
 }
 
 /* The cached form's table T (max, D) as doubles, *err on a failure to
@@ -211,12 +226,11 @@ static double *table_values(const gwr_tensor *table, gwr_match_const *k, int *er
 static gwr_tensor *half_table(gwr_network *net, const gwr_tensor *table, const gwr_match_const *k, double *v, gwr_dtype dt) {
     char name[512];
     snprintf(name, sizeof name, "%s/rotary_half_%d", gwr_tensor_name(table), (int)dt);
-    gwr_tensor *t = gwr_network_find_tensor(net, name);
-    if (t) return gwr_tensor_parent(t) && !gwr_layer_is_removed(gwr_tensor_parent(t)) ? t : NULL;
+    gwr_tensor *t = shared(net, name);
+    if (t) return t;
     int64_t rows = k->dims[0], d = k->dims[1], h = d / 2, dims[2] = {rows, h};
     for (int64_t r = 0; r < rows; r++) memmove(v + r * h, v + r * d, (size_t)h * sizeof *v);
-    t = gwr_ps_const_new(net, dt, 2, dims, v, 0);
-    return t && !gwr_tensor_set_name(t, name) ? t : NULL;
+    return named(net, gwr_ps_const_new(net, dt, 2, dims, v, 0), name);
 }
 
 /* t (B, S, H) as (B * S, H) rows, and *pos = Range(0, B * S) as (B, S);
@@ -225,13 +239,13 @@ static gwr_tensor *rows_of(gwr_network *net, gwr_tensor *t, gwr_tensor **pos, in
     char name[512], pname[512];
     snprintf(name, sizeof name, "%s/rows", gwr_tensor_name(t));
     snprintf(pname, sizeof pname, "%s/row_ids", gwr_tensor_name(t));
-    gwr_tensor *r = gwr_network_find_tensor(net, name);
+    gwr_tensor *r = shared(net, name);
     if (!r) {
         int64_t shp[2] = {-1, gwr_tensor_dim(t, 2)};
-        if (!(r = gwr_reshape(net, t, 2, shp)) || gwr_tensor_set_name(r, name)) return NULL;
+        if (!(r = named(net, gwr_reshape(net, t, 2, shp), name))) return NULL;
     }
     if (!want_pos) return r;
-    if ((*pos = gwr_network_find_tensor(net, pname))) return r;
+    if ((*pos = shared(net, pname))) return r;
     static const int64_t zero = 0, one = 1, two = 2;
     gwr_tensor *shape = gwr_shape_of(net, r), *n = NULL, *rg = NULL;
     gwr_tensor *gi[2] = {shape, gwr_ps_const_new(net, GWR_INT64, 0, NULL, NULL, 0)};
@@ -243,8 +257,7 @@ static gwr_tensor *rows_of(gwr_network *net, gwr_tensor *t, gwr_tensor **pos, in
     gwr_tensor *bs = gwr_slice(net, gwr_shape_of(net, t), 1, &zero, &two, &zero, &one), *p = NULL;
     gwr_tensor *pi[2] = {rg, bs};
     if (rg && bs) gwr_op_call(net, "", "Reshape", 2, pi, NULL, 1, &p);
-    if (!p || gwr_tensor_set_name(p, pname)) return NULL;
-    *pos = p;
+    if (!(*pos = named(net, p, pname))) return NULL;
     return r;
 }
 
@@ -311,11 +324,8 @@ static int rotate_half(gwr_rewrite_ctx *c, gwr_layer *l) {
                     if (err || (vs && (!tin[1] || !tin[2])))
                         return gwr_rewrite_fail(c, GWR_ERR_NOMEM, "fuse_rotary: %s", gwr_network_errmsg(net));
                     if (!vs) return gwr_rewrite_no_match(c, "a table's two halves differ (not rotate-half's)");
-                    int ms = (gwr_ps_target(c) & GWR_TARGET_ORT) && opset >= 0 && opset < 23;
-                    gwr_tensor *msin[4] = {x, tc.pos, tin[1], tin[2]};
                     gwr_args *a = gwr_args_new();
-                    if (a && !gwr_args_set_int(a, "interleaved", 0))
-                        gwr_op_call(net, ms ? MS : "", "RotaryEmbedding", 4, ms ? msin : tin, a, 1, &tout);
+                    if (a && !gwr_args_set_int(a, "interleaved", 0)) gwr_op_call(net, "", "RotaryEmbedding", 4, tin, a, 1, &tout);
                     gwr_args_free(a);
                     return replace_rotation(c, l, tout, ma, mb, cat, neg, dead, nd);
                 }
@@ -325,14 +335,8 @@ static int rotate_half(gwr_rewrite_ctx *c, gwr_layer *l) {
                 if (!in[1] || !in[2]) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "fuse_rotary: %s", gwr_network_errmsg(net));
                 if (gwr_tensor_dtype(in[1]) != gwr_tensor_dtype(x))
                     return gwr_rewrite_no_match(c, "the caches are not of x's dtype");
-                /* target ort below opset 23: onnxruntime's own, on (B * S) rows of the caches */
-                int ms = (gwr_ps_target(c) & GWR_TARGET_ORT) && opset >= 0 && opset < 23;
-                gwr_tensor *pos = NULL, *cr = ms ? rows_of(net, in[1], &pos, 1) : NULL, *sr = cr ? rows_of(net, in[2], NULL, 0) : NULL;
-                gwr_tensor *msin[4] = {x, pos, cr, sr};
-                if (ms && !sr) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "fuse_rotary: %s", gwr_network_errmsg(net));
                 gwr_args *a = gwr_args_new();
-                if (a && !gwr_args_set_int(a, "interleaved", 0))
-                    gwr_op_call(net, ms ? MS : "", "RotaryEmbedding", ms ? 4 : 3, ms ? msin : in, a, 1, &out);
+                if (a && !gwr_args_set_int(a, "interleaved", 0)) gwr_op_call(net, "", "RotaryEmbedding", 3, in, a, 1, &out);
                 gwr_args_free(a);
                 return replace_rotation(c, l, out, ma, mb, cat, neg, dead, nd);
             }
@@ -377,6 +381,43 @@ static int fuse_rotary(gwr_rewrite_ctx *c, gwr_layer *l) {
     return gwr_match_is_op(l, "Concat") ? partial(c, l) : rotate_half(c, l);
 }
 
+/* ---- lower_rotary ---------------------------------------------------------------- */
+
+static int lower_rotary(gwr_rewrite_ctx *c, gwr_layer *l) {
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    int64_t opset = gwr_network_opset(net, ""), il = 0, rd = 0;
+    if (opset < 0 || opset >= 23) return gwr_rewrite_no_match(c, "onnxruntime runs ONNX RotaryEmbedding at this opset");
+    if (*gwr_layer_domain(l) || gwr_layer_num_inputs(l) < 3 || gwr_layer_num_outputs(l) != 1)
+        return gwr_rewrite_no_match(c, "not an ONNX RotaryEmbedding");
+    gwr_tensor *x = gwr_layer_input(l, 0), *cs = gwr_layer_input(l, 1), *sn = gwr_layer_input(l, 2);
+    gwr_tensor *pos = gwr_layer_num_inputs(l) > 3 ? gwr_layer_input(l, 3) : NULL;
+    if (gwr_layer_attr_int(l, "interleaved", 0, &il) || gwr_layer_attr_int(l, "rotary_embedding_dim", 0, &rd) ||
+        gwr_tensor_rank(x) != 4 || gwr_layer_find_attr(l, "num_heads") >= 0 || (rd && !GWR_DIM_IS_KNOWN(gwr_tensor_dim(x, 1))))
+        return gwr_rewrite_no_match(c, "not the 4-D form (with its heads known for a partial rotation)");
+    int rows = !pos;
+    if (rows ? gwr_tensor_rank(cs) != 3 || gwr_tensor_rank(sn) != 3 || !GWR_DIM_IS_KNOWN(gwr_tensor_dim(cs, 2))
+             : gwr_tensor_rank(cs) != 2 || gwr_tensor_rank(sn) != 2 || gwr_tensor_rank(pos) != 2 || gwr_tensor_dtype(pos) != GWR_INT64)
+        return gwr_rewrite_no_match(c, "not caches (B, S, R/2), or (max, R/2) with int64 position_ids (B, S)");
+    gwr_tensor *cr = rows ? rows_of(net, cs, &pos, 1) : cs, *sr = !cr ? NULL : rows ? rows_of(net, sn, NULL, 0) : sn, *out = NULL;
+    gwr_tensor *in[4] = {x, pos, cr, sr};
+    gwr_args *a = sr ? gwr_args_new() : NULL;
+    if (a && !gwr_args_set_int(a, "interleaved", il) &&
+        (!rd || (!gwr_args_set_int(a, "rotary_embedding_dim", rd) && !gwr_args_set_int(a, "num_heads", gwr_tensor_dim(x, 1)))))
+        gwr_op_call(net, MS, "RotaryEmbedding", 4, in, a, 1, &out);
+    gwr_args_free(a);
+    if (!out) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "lower_rotary: %s", gwr_network_errmsg(net));
+    gwr_status st = gwr_match_replace_layer(l, 1, &out);
+    return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
+}
+
+static const char *const lower_roots[] = {"RotaryEmbedding", NULL};
+
+static const gwr_pattern_rewriter gwr_pattern_lower_rotary = {
+    .name = "lower_rotary",
+    .root_ops = lower_roots,
+    .match_and_rewrite = lower_rotary,
+};
+
 static const char *const fuse_roots[] = {"Add", "Concat", NULL};
 
 static const gwr_pattern_rewriter gwr_pattern_fuse_rotary = {
@@ -392,6 +433,13 @@ GWR_PASS(fuse_rotary, FUSE, .pattern = &gwr_pattern_fuse_rotary, .level = GWR_LE
          .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
          .summary = "turn the exporters' rotate-half rotary embedding x * cos + Concat(-x2, x1) * sin, cos/sin computed "
                     "in the graph from Concat(F, F), into ONNX RotaryEmbedding(x, cos(F), sin(F)) (opset >= 23; any "
-                    "opset for target gwr; com.microsoft RotaryEmbedding for target ort below 23), the caches built once and shared; "
+                    "opset for targets ort and gwr; lower_rotary then makes it onnxruntime's below 23), the caches built once and shared; "
                     "partial rotary (the rest of x Concat'ed back) as rotary_embedding_dim; cos/sin tables gathered by "
                     "position_ids as position_ids");
+
+/* in kernel, after lower: the attention lowering (lower_attention) may take the ONNX RotaryEmbedding first */
+GWR_PASS(lower_rotary, KERNEL, .pattern = &gwr_pattern_lower_rotary, .level = GWR_LEVEL_EXTENDED, .targets = GWR_TARGET_ORT,
+         .numerics = GWR_NUMERICS_EXACT,
+         .summary = "below opset 23 (onnxruntime has no ONNX RotaryEmbedding there), turn RotaryEmbedding into "
+                    "com.microsoft RotaryEmbedding: (B, S, R/2) caches as (B * S) rows with position_ids their row "
+                    "numbers, built once; (max, R/2) caches with their position_ids as they are");

@@ -113,8 +113,42 @@ TEST(rotary_freqs_cases) {
     }
 }
 
+/* Shape(Range(p, p + s, 1)) with p = Shape(x)[0], s = Shape(y)[1] (dims) -> [s]; its Gather(.., 0) -> s.
+ * forms: 0 fires (the Shape, then the Gather of what replaced it: 2); 1 step 2 (must not); 2 s an int64
+ * input (maybe negative: must not); 3 limit p + s read from another p (must not) */
+static int range_form;
+static gwr_network *range_len(void) {
+    static const int64_t z = 0, one = 1;
+    gwr_network *net = gwr_network_new("range_len");
+    gwr_dim xd[2] = {3, 2}, yd[2] = {2, 4}; /* known (inputs to compare on), but no pass here folds a Shape */
+    gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 2, xd), *yy = gwr_network_add_input(net, "y", GWR_FLOAT32, 2, yd);
+    gwr_tensor *g0[2] = {gwr_shape_of(net, x), gwr_constant(net, GWR_INT64, 0, NULL, &z)};
+    gwr_tensor *g1[2] = {gwr_shape_of(net, yy), gwr_constant(net, GWR_INT64, 0, NULL, &one)};
+    gwr_tensor *p = op1(net, "Gather", 2, g0), *sd = range_form == 2 ? gwr_network_add_input(net, "s", GWR_INT64, 0, NULL)
+                                                                      : op1(net, "Gather", 2, g1);
+    gwr_tensor *start = range_form == 3 ? gwr_add(net, p, gwr_constant(net, GWR_INT64, 0, NULL, &z)) : p;
+    int64_t step = range_form == 1 ? 2 : 1;
+    gwr_tensor *rin[3] = {start, gwr_add(net, p, sd), gwr_constant(net, GWR_INT64, 0, NULL, &step)};
+    gwr_tensor *gi[2] = {gwr_shape_of(net, op1(net, "Range", 3, rin)), gwr_constant(net, GWR_INT64, 0, NULL, &z)};
+    gwr_network_mark_output(net, op1(net, "Gather", 2, gi));
+    return net;
+}
+
+TEST(range_length_cases) {
+    for (range_form = 0; range_form <= 3; range_form++) {
+        int fires = range_form == 0 ? 2 : 0;
+        if (range_form != 2) expect(range_len(), "fold_range_length", GWR_TARGET_ONNX, fires, 1); /* 2: s random */
+        gwr_network *net = range_len();
+        CHECK_EQ_INT(run_pass(net, "fold_range_length", GWR_TARGET_ONNX), fires);
+        CHECK_OK(gwr_network_prune(net, NULL));
+        if (!CHECK_EQ_INT(count_op(net, "Range"), !fires)) fprintf(stderr, "  form %d\n", range_form);
+        gwr_network_free(net);
+    }
+}
+
 int main(void) {
     RUN(where_nonneg_cases);
     RUN(rotary_freqs_cases);
+    RUN(range_length_cases);
     return check_report();
 }

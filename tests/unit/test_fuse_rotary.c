@@ -140,27 +140,40 @@ TEST(rotary_must_not_fire) {
     expect(net, "fuse_rotary", GWR_TARGET_ONNX, 1, 3);
 }
 
-/* target ort below opset 23: com.microsoft RotaryEmbedding on (B * S) rows of the caches (gwr's
- * executor has no kernel for it: tests/llm/norm_rope_ort.py runs it on onnxruntime); at opset 23
- * the ONNX op. */
+/* lower_rotary: target ort below opset 23, com.microsoft RotaryEmbedding on (B * S) rows of the
+ * caches, built once for both rotations, the same numbers (gwr's kernels of both ops; onnxruntime
+ * runs the result in tests/llm/norm_rope_ort.py); at opset 23 the ONNX op stays. */
+static int64_t ms_rotaries(gwr_network *net) {
+    int64_t n = 0;
+    for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
+        gwr_layer *l = gwr_network_layer(net, i);
+        n += !gwr_layer_is_removed(l) && !strcmp(gwr_layer_op(l), "RotaryEmbedding") && !strcmp(gwr_layer_domain(l), "com.microsoft");
+    }
+    return n;
+}
+
 TEST(rotary_for_ort) {
     static const int64_t opsets[2] = {18, 23};
-    for (int k = 0; k < 2; k++) {
-        flags = R_TWO | R_SCALE;
-        gwr_network *net = rotary();
-        gwr_network_set_opset(net, "", opsets[k]);
-        CHECK_EQ_INT(run_pass(net, "fuse_rotary", GWR_TARGET_ORT), 2);
-        CHECK_EQ_INT(live(net, "RotaryEmbedding"), 2);
-        int ms = 0;
-        for (int64_t i = 0; i < gwr_network_num_layers(net); i++) {
-            gwr_layer *l = gwr_network_layer(net, i);
-            if (!gwr_layer_is_removed(l) && !strcmp(gwr_layer_op(l), "RotaryEmbedding"))
-                ms += !strcmp(gwr_layer_domain(l), "com.microsoft");
+    static const unsigned forms[3] = {R_TWO | R_SCALE, R_PARTIAL, R_TWO};
+    for (int f = 0; f < 3; f++)
+        for (int k = 0; k < 2; k++) {
+            flags = forms[f];
+            gwr_network *net = rotary();
+            gwr_network_set_opset(net, "", opsets[k]);
+            gwr_network *before = gwr_network_clone(net);
+            gwr_optimize_options o = {.only = "fuse_rotary,lower_rotary", .target = GWR_TARGET_ORT, .debug = 1};
+            CHECK_OK(gwr_optimize(net, &o, NULL));
+            int n = flags & R_TWO ? 2 : 1;
+            CHECK_EQ_INT(live(net, "RotaryEmbedding"), n);
+            if (!CHECK_EQ_INT(ms_rotaries(net), k ? 0 : n)) fprintf(stderr, "  form %u opset %lld\n", flags, (long long)opsets[k]);
+            CHECK_EQ_INT(count_op(net, "Range"), k ? 0 : 1); /* the row ids, once */
+            for (unsigned seed = 1; seed <= 3; seed++) {
+                double d = max_diff(before, net, seed * 7919u, 3, 0, NULL);
+                if (!CHECK(d >= 0 && d <= 1e-5)) fprintf(stderr, "  form %u opset %lld: difference %g\n", flags, (long long)opsets[k], d);
+            }
+            gwr_network_free(before);
+            gwr_network_free(net);
         }
-        CHECK_EQ_INT(ms, k ? 0 : 2);
-        CHECK_EQ_INT(count_op(net, "Range"), k ? 0 : 1); /* the row ids, once */
-        gwr_network_free(net);
-    }
 }
 
 /* partial rotary: one RotaryEmbedding over q whole with rotary_embedding_dim 8 (gwr's kernel passes
@@ -224,13 +237,48 @@ TEST(rotary_cached_tables) {
         CHECK_EQ_INT(count_op(net, "Gather"), fires ? 0 : 2);
         gwr_network_free(net);
     }
-    table_form = T_PLAIN; /* target ort below 23: com.microsoft's, position_ids its input 1 */
+    table_form = T_PLAIN; /* target ort below 23: com.microsoft's, position_ids its input 1, no row ids */
     gwr_network *net = table_net();
     gwr_network_set_opset(net, "", 18);
-    CHECK_EQ_INT(run_pass(net, "fuse_rotary", GWR_TARGET_ORT), 1);
-    CHECK_EQ_INT(live(net, "RotaryEmbedding"), 1);
+    gwr_network *before = gwr_network_clone(net);
+    gwr_optimize_options o = {.only = "fuse_rotary,lower_rotary", .target = GWR_TARGET_ORT, .debug = 1};
+    CHECK_OK(gwr_optimize(net, &o, NULL));
+    CHECK_EQ_INT(ms_rotaries(net), 1);
     CHECK_EQ_INT(count_op(net, "Range"), 0);
+    double d = max_diff(before, net, 7919u, 3, 0, NULL);
+    if (!CHECK(d >= 0 && d <= 1e-5)) fprintf(stderr, "  cached, lowered: difference %g\n", d);
+    gwr_network_free(before);
     gwr_network_free(net);
+}
+
+/* gwr's com.microsoft RotaryEmbedding kernel: position_ids (B, S), and the one-element offset form
+ * (positions offset + s), against ONNX RotaryEmbedding with the positions written out (B = 1). */
+TEST(ms_kernel_offset_form) {
+    float cv[8 * 4], sv[8 * 4];
+    for (int i = 0; i < 32; i++) cv[i] = cosf(0.3f * (float)i), sv[i] = sinf(0.3f * (float)i);
+    static const int64_t off[1] = {2}, full[3] = {2, 3, 4};
+    int64_t cd[2] = {8, 4}, p1 = 1, p2[2] = {1, 3};
+    for (int form = 0; form < 2; form++) {
+        gwr_network *net = gwr_network_new("ms_rotary");
+        gwr_dim xd[4] = {1, 2, 3, 8};
+        gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 4, xd);
+        gwr_tensor *c = gwr_constant(net, GWR_FLOAT32, 2, cd, cv), *s = gwr_constant(net, GWR_FLOAT32, 2, cd, sv);
+        gwr_tensor *pos = form ? gwr_constant(net, GWR_INT64, 1, &p1, off) : gwr_constant(net, GWR_INT64, 2, p2, full);
+        gwr_tensor *ms_in[4] = {x, pos, c, s}, *onnx_in[4] = {x, c, s, gwr_constant(net, GWR_INT64, 2, p2, full)}, *a = NULL, *b = NULL;
+        CHECK(gwr_op_call(net, "com.microsoft", "RotaryEmbedding", 4, ms_in, NULL, 1, &a) != NULL);
+        CHECK(gwr_op_call(net, "", "RotaryEmbedding", 4, onnx_in, NULL, 1, &b) != NULL);
+        gwr_network_mark_output(net, a);
+        gwr_network_mark_output(net, b);
+        gwr_value *in = gwr_value_new(GWR_FLOAT32, 4, (const int64_t[]){1, 2, 3, 8}), *out[8] = {0};
+        for (int64_t i = 0; i < 48; i++) gwr_value_set_f64(in, i, 0.1 * (double)(i % 7) - 0.3);
+        const char *names[1] = {"x"};
+        if (CHECK_EQ_INT(run_net(net, 1, names, &in, out), 2))
+            for (int64_t i = 0; i < 48; i++)
+                if (!CHECK(gwr_value_get_f64(out[0], i) == gwr_value_get_f64(out[1], i))) break;
+        for (int i = 0; i < 8; i++) gwr_value_release(out[i]);
+        gwr_value_release(in);
+        gwr_network_free(net);
+    }
 }
 
 int main(void) {
@@ -239,6 +287,7 @@ int main(void) {
     RUN(rotary_must_not_fire);
     RUN(rotary_partial);
     RUN(rotary_cached_tables);
+    RUN(ms_kernel_offset_form);
     RUN(rotary_for_ort);
     return check_report();
 }

@@ -423,6 +423,18 @@ static gwr_network *rotary(int swapped) {
 }
 static gwr_network *rotary_fires(void) { return rotary(0); }
 
+/* RotaryEmbedding(q [2, 3, 5, 8], cos, sin [2, 5, 4]) at opset 18 (lower_rotary, target ort); idle: opset 23 */
+static gwr_network *rotary_op(int opset23) {
+    gwr_dim xd[4] = {2, 3, 5, 8}, cd[3] = {2, 5, 4};
+    gwr_network *net = gwr_network_new("rotary_op");
+    gwr_network_set_opset(net, "", opset23 ? 23 : 18);
+    gwr_tensor *in[3] = {input(net, "q", 4, xd), input(net, "c", 3, cd), input(net, "s", 3, cd)}, *y = NULL;
+    gwr_op_call(net, "", "RotaryEmbedding", 3, in, NULL, 1, &y);
+    return finish(net, y);
+}
+static gwr_network *rotary_op_fires(void) { return rotary_op(0); }
+static gwr_network *rotary_op_idle(void) { return rotary_op(1); }
+
 /* Expand(c [1, 4, 1], Where(Equal(k, [-1, -1, -1]), [1, 1, 1], k)), k = Concat(Shape(x)[0:1], [-1], [1]);
  * idle: k's first piece an int64 input (any value) */
 static gwr_network *where_guard(int from_input) {
@@ -453,6 +465,24 @@ static gwr_network *freqs(int idle) {
     return finish(net, gwr_transpose(net, m, 3, idle ? p012 : p021));
 }
 static gwr_network *freqs_fires(void) { return freqs(0); }
+
+/* Gather(Shape(Range(n0, n0 + n1, 1)), 0) with n0, n1 = x's dims; idle: step 2 */
+static gwr_network *range_len(int step2) {
+    static const int64_t z = 0, one = 1, two = 2;
+    gwr_dim xd[2] = {3, 4};
+    gwr_network *net = gwr_network_new("range_len");
+    gwr_tensor *sh = gwr_shape_of(net, input(net, "x", 2, xd)), *a = NULL, *b = NULL, *r = NULL, *y = NULL;
+    gwr_tensor *g0[2] = {sh, gwr_constant(net, GWR_INT64, 0, NULL, &z)}, *g1[2] = {sh, gwr_constant(net, GWR_INT64, 0, NULL, &one)};
+    gwr_op_call(net, "", "Gather", 2, g0, NULL, 1, &a);
+    gwr_op_call(net, "", "Gather", 2, g1, NULL, 1, &b);
+    gwr_tensor *rin[3] = {a, gwr_add(net, a, b), gwr_constant(net, GWR_INT64, 0, NULL, step2 ? &two : &one)};
+    gwr_op_call(net, "", "Range", 3, rin, NULL, 1, &r);
+    gwr_tensor *gi[2] = {gwr_shape_of(net, r), gwr_constant(net, GWR_INT64, 0, NULL, &z)};
+    gwr_op_call(net, "", "Gather", 2, gi, NULL, 1, &y);
+    return finish(net, y);
+}
+static gwr_network *range_len_fires(void) { return range_len(0); }
+static gwr_network *range_len_idle(void) { return range_len(1); }
 static gwr_network *freqs_idle(void) { return freqs(1); }
 static gwr_network *rotary_idle(void) { return rotary(1); }
 
@@ -782,8 +812,10 @@ static const pass_cases cases[] = {
     {"fuse_skip_layer_norm", skip_ln_fires, skip_ln_idle, 1, 0},
     {"fuse_skip_rms_norm", skip_rms_fires, skip_rms_idle, 1, 0},
     {"fuse_rotary", rotary_fires, rotary_idle, 1, 0},
+    {"lower_rotary", rotary_op_fires, rotary_op_idle, 1, 0},
     {"fold_where_nonneg", where_guard_fires, where_guard_idle, 1, 0},
     {"fold_rotary_freqs", freqs_fires, freqs_idle, 1, 0},
+    {"fold_range_length", range_len_fires, range_len_idle, -1, 0},
     {"fuse_bias_gelu", bias_gelu_fires, bias_gelu_idle, 1, 0},
     {"fuse_matmul_scale", matmul_scale_fires, matmul_scale_idle, 1, 0},
     {"fuse_silu", silu_fires, silu_idle, 1, 0},

@@ -391,9 +391,14 @@ static int lower_rotary(gwr_rewrite_ctx *c, gwr_layer *l) {
         return gwr_rewrite_no_match(c, "not an ONNX RotaryEmbedding");
     gwr_tensor *x = gwr_layer_input(l, 0), *cs = gwr_layer_input(l, 1), *sn = gwr_layer_input(l, 2);
     gwr_tensor *pos = gwr_layer_num_inputs(l) > 3 ? gwr_layer_input(l, 3) : NULL;
+    /* (B, N, S, D) without num_heads, or (B, S, N * D) with it (lower_attention moves a
+     * rotary to that side for GroupQueryAttention) */
+    int r = gwr_tensor_rank(x);
+    int64_t nh = r == 4 ? gwr_tensor_dim(x, 1) : 0;
     if (gwr_layer_attr_int(l, "interleaved", 0, &il) || gwr_layer_attr_int(l, "rotary_embedding_dim", 0, &rd) ||
-        gwr_tensor_rank(x) != 4 || gwr_layer_find_attr(l, "num_heads") >= 0 || (rd && !GWR_DIM_IS_KNOWN(gwr_tensor_dim(x, 1))))
-        return gwr_rewrite_no_match(c, "not the 4-D form (with its heads known for a partial rotation)");
+        (r == 4 ? gwr_layer_find_attr(l, "num_heads") >= 0 || (rd && !GWR_DIM_IS_KNOWN(nh))
+                : r != 3 || gwr_layer_attr_int(l, "num_heads", 0, &nh) || nh <= 0))
+        return gwr_rewrite_no_match(c, "not the 4-D form (with its heads known for a partial rotation) or the 3-D one with num_heads");
     int rows = !pos;
     if (rows ? gwr_tensor_rank(cs) != 3 || gwr_tensor_rank(sn) != 3 || !GWR_DIM_IS_KNOWN(gwr_tensor_dim(cs, 2))
              : gwr_tensor_rank(cs) != 2 || gwr_tensor_rank(sn) != 2 || gwr_tensor_rank(pos) != 2 || gwr_tensor_dtype(pos) != GWR_INT64)
@@ -402,10 +407,11 @@ static int lower_rotary(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_tensor *in[4] = {x, pos, cr, sr};
     gwr_args *a = sr ? gwr_args_new() : NULL;
     if (a && !gwr_args_set_int(a, "interleaved", il) &&
-        (!rd || (!gwr_args_set_int(a, "rotary_embedding_dim", rd) && !gwr_args_set_int(a, "num_heads", gwr_tensor_dim(x, 1)))))
+        (!rd || !gwr_args_set_int(a, "rotary_embedding_dim", rd)) && ((!rd && r == 4) || !gwr_args_set_int(a, "num_heads", nh)))
         gwr_op_call(net, MS, "RotaryEmbedding", 4, in, a, 1, &out);
     gwr_args_free(a);
     if (!out) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "lower_rotary: %s", gwr_network_errmsg(net));
+    gwr_tensor_set_type(out, gwr_tensor_dtype(x), r, gwr_tensor_dims(x)); /* the contrib op has no shape rule */
     gwr_status st = gwr_match_replace_layer(l, 1, &out);
     return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
 }

@@ -55,6 +55,14 @@ void gwr_sgemm_kern_avx2(int mr, int kc, const float *a, ptrdiff_t lda, const fl
     gwr_sgemm_kern_vec(mr, kc, a, lda, b, ldb, c, ldc, nr, alpha, beta);
 }
 float gwr_sgemm_dot_avx512(const float *a, const float *b, int n) { return gwr_sgemm_dot_vec(a, b, n); }
+void gwr_sgemv_kern_avx512(int m, int np, int K, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t pstride, float *c,
+                           ptrdiff_t ldc, const int *ncols, float alpha, float beta) {
+    gwr_sgemv_kern_vec(m, np, K, a, lda, b, pstride, c, ldc, ncols, alpha, beta);
+}
+void gwr_sgemv_kern_avx2(int m, int np, int K, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t pstride, float *c,
+                         ptrdiff_t ldc, const int *ncols, float alpha, float beta) {
+    gwr_sgemv_kern_vec(m, np, K, a, lda, b, pstride, c, ldc, ncols, alpha, beta);
+}
 float gwr_sgemm_dot_avx2(const float *a, const float *b, int n) { return gwr_sgemm_dot_vec(a, b, n); }
 #endif
 

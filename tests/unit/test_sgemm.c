@@ -248,11 +248,10 @@ TEST(split_rows_on_a_pool) {
 }
 
 /* gwr_sgemv_pb, the products of 1 to 4 rows over packed panels: against
- * the reference at N around the panel edges (one panel, a pair, a pair
- * and a lone last panel), K odd and even (its two partial sums), alpha
- * and beta varied, padded rows; on pools of 2 and 3 threads, every pair
- * of panels its own chunk (GWR_TPOOL_GRAIN_ONE), bit-identical to one
- * thread. */
+ * the reference at N around the panel edges (one panel, groups of 2 to 4
+ * and a short last group), alpha and beta varied, padded rows; on pools
+ * of 2 and 3 threads, every group of panels its own chunk
+ * (GWR_TPOOL_GRAIN_ONE), bit-identical to one thread. */
 TEST(gemv_rows) {
     setenv("GWR_TPOOL_GRAIN_ONE", "1", 1);
     gwr_tpool *tps[2] = {gwr_tpool_new(2), gwr_tpool_new(3)};
@@ -260,7 +259,7 @@ TEST(gemv_rows) {
     for (int isa = 0; isa < GWR_SGEMM_NISA; isa++) {
         if (gwr_sgemm_force_isa((gwr_sgemm_isa)isa)) continue;
         int nr = TILE_NR[isa], c = 0;
-        int Ns[] = {1, 5, nr - 1, nr, nr + 1, 2 * nr, 2 * nr + 3, 3 * nr, 5 * nr + 7};
+        int Ns[] = {1, 5, nr - 1, nr, nr + 1, 2 * nr, 2 * nr + 3, 3 * nr, 4 * nr, 5 * nr + 7, 9 * nr - 2};
         int Ks[] = {1, 2, 3, 17, 64, 515};
         for (int M = 1; M <= GWR_SGEMV_MAX_ROWS; M++)
             for (size_t j = 0; j < sizeof Ns / sizeof *Ns; j++)

@@ -316,12 +316,13 @@ typedef struct gemv_job {
     ptrdiff_t ldc;
 } gemv_job;
 
-/* Pairs of panels [q0, q1): panels 2q and 2q + 1 (the last pair may be one). */
+/* Groups of GEMV_GROUP panels [q0, q1) (the last group may be short). */
+#define GEMV_GROUP 4
 static void run_gemv(void *ctx, int64_t q0, int64_t q1) {
     const gemv_job *j = ctx;
     int nr = j->is->nr, npan = cdiv(j->N, nr);
     for (int64_t q = q0; q < q1; q++) {
-        int p = (int)q * 2, np = npan - p < 2 ? 1 : 2, ncols[2];
+        int p = (int)q * GEMV_GROUP, np = npan - p < GEMV_GROUP ? npan - p : GEMV_GROUP, ncols[GEMV_GROUP];
         for (int i = 0; i < np; i++) ncols[i] = j->N - (p + i) * nr < nr ? j->N - (p + i) * nr : nr;
         j->is->gemv(j->M, np, j->K, j->A, j->lda, j->bp + (size_t)p * nr * j->K, (ptrdiff_t)nr * j->K, j->C + (size_t)p * nr, j->ldc,
                     ncols, j->alpha, j->beta);
@@ -332,10 +333,9 @@ int gwr_sgemv_pb(gwr_tpool *tp, int M, const float *A, int lda, const gwr_sgemm_
     if (M < 1 || M > GWR_SGEMV_MAX_ROWS) return -1;
     const isa_info *is = &ISAS[pb->isa];
     gemv_job j = {is, M, pb->N, pb->K, A, lda, pb->p, alpha, beta, C, ldc};
-    int64_t npair = cdiv(cdiv(pb->N, is->nr), 2);
-    /* a pair reads 2 NR K floats; a worker is worth waking for some 64 KB */
-    int64_t grain = (16384 + 2 * (int64_t)is->nr * pb->K - 1) / (2 * (int64_t)is->nr * pb->K);
-    gwr_tpool_parallel(tp, npair, grain, run_gemv, &j);
+    int64_t ngroup = cdiv(cdiv(pb->N, is->nr), GEMV_GROUP), per = (int64_t)GEMV_GROUP * is->nr * pb->K;
+    /* a group reads `per` floats; a worker is worth waking for some 64 KB */
+    gwr_tpool_parallel(tp, ngroup, (16384 + per - 1) / per, run_gemv, &j);
     return 0;
 }
 

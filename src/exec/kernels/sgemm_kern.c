@@ -28,6 +28,7 @@
 #define KFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define KMR 8
 #define KNV 3
+#define GEMV_ACC 24
 #include "exec/kernels/sgemm_kern.h"
 
 #define KSFX avx2
@@ -43,6 +44,7 @@
 #define KFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define KMR 6
 #define KNV 2
+#define GEMV_ACC 12
 #include "exec/kernels/sgemm_kern.h"
 #else
 /* Never selected off x86 (sgemm.c): defined so that the table links. */
@@ -81,4 +83,5 @@ static inline v4f splat4(float x) { return (v4f){x, x, x, x}; }
 #define KFMA(a, b, c) ((a) * (b) + (c))
 #define KMR 4
 #define KNV 2
+#define GEMV_ACC 12
 #include "exec/kernels/sgemm_kern.h"

@@ -5,7 +5,8 @@
  *   KV        the vector type, KVL its floats
  *   KLOAD(p), KSTORE(p, v), KSPLAT(x), KZERO(), KMUL(a, b), KADD(a, b),
  *   KFMA(a, b, c) = a * b + c
- *   KMR       rows of a tile (the broadcast side), KNV vectors across it.
+ *   KMR       rows of a tile (the broadcast side), KNV vectors across it;
+ *   GEMV_ACC  the accumulators the products of few rows may hold.
  * It defines gwr_sgemm_kern_<KSFX> (see gwr_sgemm_kern_fn in sgemm.h) and
  * undefines all of the above, ready for the next instruction set.
  *
@@ -141,56 +142,42 @@ KTARGET void KCAT(gwr_sgemm_kern_, KSFX)(int mr, int kc, const float *a, ptrdiff
 
 /* The products of few rows over packed panels (gwr_sgemv_pb, sgemm.c):
  * C[m x np panels] = alpha A B + beta C, A's m rows in place (lda apart),
- * np (1 or 2) panels of B side by side (pstride floats apart, each K x
- * KNR, zero-padded: read whole), the last ncols[p] wide. Every product
- * reads its panels once, from memory: the loads of two panels are two
- * streams, and a prefetch GEMV_PF panel rows ahead of each keeps lines in
- * flight across page boundaries, where the hardware's stream prefetcher
- * stops. A panel's sums are the same whether it runs alone or paired
- * (ks partial sums over k, added in one order), so the split over
- * threads changes no bits. */
-#define GEMV_PF 32
-static inline KTARGET __attribute__((always_inline)) void KCAT(gemv_tile_, KSFX)(const int m, const int ks, const int np, int K,
-                                                                               const float *a, ptrdiff_t lda, const float *b,
-                                                                               ptrdiff_t pstride, float *c, ptrdiff_t ldc,
-                                                                               const int *ncols, float alpha, float beta) {
-    KV acc[KMAXS][4][2][KNV];
-    KUNROLL for (int s = 0; s < ks; s++)
-        KUNROLL for (int i = 0; i < m; i++)
-            KUNROLL for (int p = 0; p < np; p++)
-                KUNROLL for (int v = 0; v < KNV; v++) acc[s][i][p][v] = KZERO();
-    int k = 0;
-    for (; k + ks <= K; k += ks)
-        KUNROLL for (int s = 0; s < ks; s++) {
-            KUNROLL for (int p = 0; p < np; p++) {
-                const float *bk = b + p * pstride + (ptrdiff_t)(k + s) * KNR;
-                KUNROLL for (int q = 0; q < KNR; q += 64 / (int)sizeof(float)) __builtin_prefetch(bk + GEMV_PF * KNR + q);
-                KV bv[KNV];
-                KUNROLL for (int v = 0; v < KNV; v++) bv[v] = KLOAD(bk + v * KVL);
-                KUNROLL for (int i = 0; i < m; i++) {
-                    KV av = KSPLAT(a[i * lda + k + s]);
-                    KUNROLL for (int v = 0; v < KNV; v++) acc[s][i][p][v] = KFMA(av, bv[v], acc[s][i][p][v]);
-                }
-            }
-        }
-    for (; k < K; k++)
+ * np (1 to 4) panels of B side by side (pstride floats apart, each K x
+ * KNR, zero-padded: read whole), the last ncols[p] wide. The panels are
+ * read once, from memory, as concurrent streams: one core reads memory
+ * fastest with several streams in flight (a 512 x 8192 weight on an AMD
+ * EPYC, one thread: 10.5 GB/s for one panel at a time, 14.5 for two, 20
+ * for four, 21 for eight, where OpenBLAS's sgemv reads 4 to 8 rows of B at
+ * once at 18-22; software prefetches ahead of each stream only slowed four
+ * streams down, to 17), so as many panels go together as the registers
+ * hold sums for (GEMV_ACC accumulators: m KNV per panel). Each column's
+ * sum runs over k in order in one accumulator, the same instructions
+ * whatever panels it goes with: a split over threads changes no bits. */
+static inline KTARGET __attribute__((always_inline)) void KCAT(gemv_tile_, KSFX)(const int m, const int np, int K, const float *a,
+                                                                               ptrdiff_t lda, const float *b, ptrdiff_t pstride,
+                                                                               float *c, ptrdiff_t ldc, const int *ncols,
+                                                                               float alpha, float beta) {
+    KV acc[4][4][KNV];
+    KUNROLL for (int i = 0; i < m; i++)
+        KUNROLL for (int p = 0; p < np; p++)
+            KUNROLL for (int v = 0; v < KNV; v++) acc[i][p][v] = KZERO();
+    for (int k = 0; k < K; k++) {
+        KV av[4];
+        KUNROLL for (int i = 0; i < m; i++) av[i] = KSPLAT(a[i * lda + k]);
         KUNROLL for (int p = 0; p < np; p++) {
             const float *bk = b + p * pstride + (ptrdiff_t)k * KNR;
-            KUNROLL for (int i = 0; i < m; i++) {
-                KV av = KSPLAT(a[i * lda + k]);
-                KUNROLL for (int v = 0; v < KNV; v++) acc[0][i][p][v] = KFMA(av, KLOAD(bk + v * KVL), acc[0][i][p][v]);
+            KUNROLL for (int v = 0; v < KNV; v++) {
+                KV bv = KLOAD(bk + v * KVL);
+                KUNROLL for (int i = 0; i < m; i++) acc[i][p][v] = KFMA(av[i], bv, acc[i][p][v]);
             }
         }
-    KUNROLL for (int s = 1; s < ks; s++)
-        KUNROLL for (int i = 0; i < m; i++)
-            KUNROLL for (int p = 0; p < np; p++)
-                KUNROLL for (int v = 0; v < KNV; v++) acc[0][i][p][v] = KADD(acc[0][i][p][v], acc[s][i][p][v]);
+    }
     KV va = KSPLAT(alpha), vb = KSPLAT(beta);
     for (int p = 0; p < np; p++)
         for (int i = 0; i < m; i++) {
             float t[KNR], *cp = c + i * ldc + p * KNR;
             for (int v = 0; v < KNV; v++) {
-                KV r = alpha == 1.0f ? acc[0][i][p][v] : KMUL(va, acc[0][i][p][v]);
+                KV r = alpha == 1.0f ? acc[i][p][v] : KMUL(va, acc[i][p][v]);
                 if (ncols[p] == KNR && beta != 0) r = KFMA(vb, KLOAD(cp + v * KVL), r);
                 if (ncols[p] == KNR) KSTORE(cp + v * KVL, r);
                 else KSTORE(t + v * KVL, r);
@@ -203,30 +190,34 @@ static inline KTARGET __attribute__((always_inline)) void KCAT(gemv_tile_, KSFX)
 /* See gwr_sgemv_kern_fn (sgemm.h). */
 KTARGET void KCAT(gwr_sgemv_kern_, KSFX)(int m, int np, int K, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t pstride,
                                          float *c, ptrdiff_t ldc, const int *ncols, float alpha, float beta) {
-#define GCALL(mm, s, p) KCAT(gemv_tile_, KSFX)(mm, s, p, K, a, lda, b, pstride, c, ldc, ncols, alpha, beta)
-#define GCASE(mm, s)                   \
-    case mm:                           \
-        if (np == 2) GCALL(mm, s, 2);  \
-        else GCALL(mm, s, 1);          \
+    /* panels at once for m rows: what GEMV_ACC accumulators hold, 1 to 4 */
+    int most = GEMV_ACC / (m * KNV);
+    most = most < 1 ? 1 : most > 4 ? 4 : most;
+    for (int p0 = 0; p0 < np; p0 += most) {
+        int n = np - p0 < most ? np - p0 : most;
+        const float *bp = b + p0 * pstride;
+        float *cp = c + p0 * KNR;
+        const int *nc = ncols + p0;
+#define GCALL(mm, pp) KCAT(gemv_tile_, KSFX)(mm, pp, K, a, lda, bp, pstride, cp, ldc, nc, alpha, beta)
+#define GCASE(mm)                                  \
+    case mm:                                       \
+        if (n == 4) GCALL(mm, 4);                  \
+        else if (n == 3) GCALL(mm, 3);             \
+        else if (n == 2) GCALL(mm, 2);             \
+        else GCALL(mm, 1);                         \
         break;
-    /* Three or four rows hold one panel's sums at a time (16 vector
-     * registers): a pair runs as two panels in turn, the same sums. */
-    if (m > 2 && np == 2) {
-        KCAT(gwr_sgemv_kern_, KSFX)(m, 1, K, a, lda, b, pstride, c, ldc, ncols, alpha, beta);
-        KCAT(gwr_sgemv_kern_, KSFX)(m, 1, K, a, lda, b + pstride, pstride, c + KNR, ldc, ncols + 1, alpha, beta);
-        return;
-    }
-    switch (m) {
-        GCASE(1, 2)
-        GCASE(2, 1)
-        GCASE(3, 1)
-        GCASE(4, 1)
-    default: break;
-    }
+        switch (m) {
+            GCASE(1)
+            GCASE(2)
+            GCASE(3)
+            GCASE(4)
+        default: break;
+        }
 #undef GCASE
 #undef GCALL
+    }
 }
-#undef GEMV_PF
+#undef GEMV_ACC
 
 /* sum_k a[k] b[k] over n floats, in four vectors of partial sums: the
  * dot products of a narrow last panel (sgemm.c). */

@@ -1,6 +1,6 @@
 /* fuse_swiglu.c - the gated MLP of Llama-style decoders (SwiGLU):
  *
- *   merge_gate_up_matmuls (fuse, target gwr):
+ *   merge_gate_up_matmuls (fuse, targets gwr and ort):
  *     SiLU(MatMul(x, W1)) * MatMul(x, W3)
  *     ->  G, U = Split(MatMul(x, [W1 | W3]), [F, F], axis -1);  SiLU(G) * U
  *   fuse_swiglu (lower, target gwr):
@@ -22,8 +22,11 @@
  * read elsewhere would be copied: the model would grow), and no bias
  * between the MatMuls and the SiLU and the product (a biased projection
  * is not this shape and stays). The merged weight is the two weights'
- * bytes side by side, row by row: exact. onnxruntime has no SwiGLU, and
- * targets onnx and ort keep the two projections (docs/optimize.md).
+ * bytes side by side, row by row: exact. onnxruntime has no SwiGLU, but
+ * its MatMul runs the merged product faster too (llama-gqa's decode step,
+ * per-node minimum over 150 runs: 1.51 against 1.55 ms on one thread, 1.01
+ * against 1.19 on two), so target ort gets the merge and keeps its SiLU
+ * (QuickGelu) and the product; target onnx keeps the two projections. 
  *
  * Not rules: the merge builds a constant from two (rows interleaved), and
  * the halves are a Split or two Slices of computed bounds. */
@@ -112,7 +115,7 @@ static int projection(gwr_layer *l, gwr_match_const *w) {
 }
 
 static int merge_gate_up(gwr_rewrite_ctx *c, gwr_layer *l) {
-    if (!(gwr_ps_target(c) & GWR_TARGET_GWR)) return gwr_rewrite_no_match(c, "the merge is for target gwr");
+    if (!(gwr_ps_target(c) & (GWR_TARGET_GWR | GWR_TARGET_ORT))) return gwr_rewrite_no_match(c, "the merge is for targets gwr and ort");
     silu_m m;
     const char *why = NULL;
     int side = gated(l, &m, &why);
@@ -242,7 +245,7 @@ const gwr_pattern_rewriter gwr_pattern_fuse_swiglu = {
 #include "passes/pass_table.h"
 
 GWR_PASS(merge_gate_up_matmuls, FUSE, .pattern = &gwr_pattern_merge_gate_up_matmuls, .level = GWR_LEVEL_EXTENDED,
-         .targets = GWR_TARGET_GWR, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
+         .targets = GWR_TARGET_ORT | GWR_TARGET_GWR, .numerics = GWR_NUMERICS_APPROX, .tolerance = 1e-5,
          .summary = "turn a gated MLP's gate and up projections, SiLU(x W1) * (x W3), into one MatMul of [W1 | W3] "
                     "and a Split");
 GWR_PASS(fuse_swiglu, LOWER, .pattern = &gwr_pattern_fuse_swiglu, .level = GWR_LEVEL_EXTENDED, .targets = GWR_TARGET_GWR,

@@ -5,7 +5,8 @@ the gated MLPs become one MatMul of [W_gate | W_up] and gwr::SwiGLU
 too), every layer's, and gwr's executor runs the optimized model to
 onnxruntime's results on the model as exported (a decode step over a
 cache and a prefill), within 1e-4 in float32; at 1 and 2 threads with the
-same bits.
+same bits. gwr optimize --target ort merges the gate and up projections
+too (SiLU kept), and onnxruntime runs that model to the same results.
 
     test_swiglu_e2e.py GWR
 """
@@ -81,7 +82,16 @@ def one(name, tmp):
     mm1 = sum(1 for n in m1.graph.node if n.op_type == "MatMul")
     merged = "phi3" not in name  # Phi-3 exports gate_up_proj merged already
     check(mm1 <= mm0 - (layers if merged else 0), f"{name}: MatMuls {mm0} -> {mm1}")
+    opt_ort = os.path.join(tmp, name + ".ort.onnx")
+    subprocess.run([GWR, "optimize", src, "-o", opt_ort, "--target", "ort"], check=True, stdout=subprocess.DEVNULL)
+    m2 = onnx.load(opt_ort)
+    mm2 = sum(1 for n in m2.graph.node if n.op_type == "MatMul")
+    check(not any(n.domain == "gwr" for n in m2.graph.node), f"{name}: no gwr ops for target ort")
+    if merged:
+        gu = [n for n in m2.graph.node if n.op_type == "MatMul" and ("gate_proj" in n.name or "up_proj" in n.name)]
+        check(not gu and mm2 <= mm0 - layers, f"{name}: target ort merged the gate and up projections (MatMuls {mm0} -> {mm2})")
     sess = ort.InferenceSession(src, providers=["CPUExecutionProvider"])
+    sess_ort = ort.InferenceSession(opt_ort, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(7)
     for past, seq in ((9, 1), (0, 5), (6, 3)):
         feeds = inputs(m0, past, seq, rng)
@@ -90,7 +100,13 @@ def one(name, tmp):
         got2 = gwr_run(opt, feeds, tmp, 2)
         worst = max(float(np.max(np.abs(got1[k].astype(np.float64) - want[k].astype(np.float64)))) for k in want)
         check(set(got1) == set(want) and worst <= 1e-4, f"{name} past {past} seq {seq}: |gwr - onnxruntime| {worst:.2e} <= 1e-4")
+        # the fixture's logits are small (weights N(0, 0.02)): relative to their scale too
+        rel = float(np.max(np.abs(got1["logits"] - want["logits"])) / np.max(np.abs(want["logits"])))
+        check(rel <= 2e-5, f"{name} past {past} seq {seq}: logits within {rel:.2e} <= 2e-5 of their largest")
         check(all(np.array_equal(got1[k], got2[k]) for k in got1), f"{name} past {past} seq {seq}: same bits on 1 and 2 threads")
+        got3 = dict(zip([o.name for o in sess_ort.get_outputs()], sess_ort.run(None, feeds)))
+        worst = max(float(np.max(np.abs(got3[k].astype(np.float64) - want[k].astype(np.float64)))) for k in want)
+        check(worst <= 1e-4, f"{name} past {past} seq {seq}: onnxruntime on the target-ort model {worst:.2e} <= 1e-4")
 
 
 def main():

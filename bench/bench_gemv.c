@@ -78,8 +78,9 @@ int main(int argc, char **argv) {
     gwr_tpool *tp = threads > 1 ? gwr_tpool_new(threads) : NULL;
     printf("GB/s of B read (best of %d): OpenBLAS sgemv per row over B in place; gwr_sgemm_pb (1 thread);\n"
            "gwr_sgemv_pb on 1 and on %d threads\n", reps, threads);
-    printf("%-14s %2s %5s %5s | %6s %6s %6s %6s | %6s %6s %6s %6s\n", "shape", "M", "N", "K", "hot:", "sgemm", "gemv", "gemvT", "cold:",
-           "sgemm", "gemv", "gemvT");
+    printf("%-14s %2s %5s %5s | %-27s | %-27s\n", "", "", "", "", "B in cache (hot)", "B from memory (cold)");
+    printf("%-14s %2s %5s %5s | %6s %6s %6s %6s | %6s %6s %6s %6s\n", "shape", "M", "N", "K", "sgemv", "sgemm", "gemv", "gemvT",
+           "sgemv", "sgemm", "gemv", "gemvT");
     for (size_t i = 0; i < sizeof SHAPES / sizeof *SHAPES; i++) {
         const shape *s = &SHAPES[i];
         size_t nb = (size_t)s->K * s->N;

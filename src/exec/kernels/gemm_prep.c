@@ -13,10 +13,12 @@
  *     5%), and an untransposed float32 B is read in place: no state.
  * B is then always float32 [K, N] row-major: op(B) of the layer.
  *
- * Float32 layers (not Attention, whose products are per head) also get B
- * packed into panels for gwr's own sgemm (sgemm.h), which then multiplies
- * without repacking: that is what the run uses, p->b / B in place stay
- * for the products it declines (out of scratch, other dtypes). */
+ * Float32 and half layers (not Attention, whose products are per head)
+ * also get B packed into panels for gwr's own sgemm (sgemm.h), a half B
+ * from its float32 widening, which then multiplies without repacking (a
+ * half layer's A widened per run): that is what the run uses, p->b / B
+ * in place stay for the products it declines (out of scratch, FusedMatMul
+ * in half). */
 #include <string.h>
 
 #include "exec/kernels/kernel_util.h"
@@ -55,14 +57,16 @@ gwr_status gwr_ku_mm_prepare(gwr_kctx *k, void **state) {
     int tb = mm_transb(k);
     int64_t K = tb ? b->dims[1] : b->dims[0], N = tb ? b->dims[0] : b->dims[1];
     int need_b = b->dtype != GWR_FLOAT32 || (tb && K > N);
-    int pack = b->dtype == GWR_FLOAT32 && op != GWR_OP_MS_Attention && gwr_sgemm_enabled() && K > 0 && N > 0 &&
-               gwr_ku_fits_int(K) && gwr_ku_fits_int(N);
+    int pack = op != GWR_OP_MS_Attention && gwr_sgemm_enabled() && K > 0 && N > 0 && gwr_ku_fits_int(K) && gwr_ku_fits_int(N);
     if (!need_b && !pack) return GWR_OK; /* read in place */
     gwr_mm_prep *p = gwr_calloc(1, sizeof *p);
     if (!p) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory preparing B");
     p->K = K, p->N = N, p->dtype = b->dtype;
     gwr_status st = need_b ? prep_b(k, b, tb, p) : GWR_OK;
-    if (!st && pack && !(p->pk = gwr_sgemm_pack_b(tb, (int)K, (int)N, b->data, (int)b->dims[1])))
+    /* a half B packs from its float32 widening, [K, N] */
+    int half = b->dtype != GWR_FLOAT32;
+    if (!st && pack &&
+        !(p->pk = gwr_sgemm_pack_b(half ? 0 : tb, (int)K, (int)N, half ? p->b : (const float *)b->data, half ? (int)N : (int)b->dims[1])))
         st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory packing B");
     if (st) {
         gwr_ku_mm_prep_free(p);

@@ -1105,52 +1105,6 @@ static const cast_fn cast_tab[NDT] = {
     [GWR_BOOL] = cast_b,
 };
 
-/* float32 <-> float16 with the F16C instructions where the CPU has them
- * (the same rounding as gwr_f32_to_f16: to nearest even, overflow to
- * infinity, subnormals kept, NaN quiet with its top payload bits): 0 when
- * it has not, and the portable loop runs. Casts to and from float16 are
- * half of what a float16 network (or gwr precision --auto's simulation of
- * one) spends. */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
-#include <immintrin.h>
-__attribute__((target("avx,f16c"))) static void f32_f16_f16c(const float *s, uint16_t *d, int64_t n) {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
-    for (; i < n; i++) d[i] = gwr_f32_to_f16(s[i]);
-}
-__attribute__((target("avx,f16c"))) static void f16_f32_f16c(const uint16_t *s, float *d, int64_t n) {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
-    for (; i < n; i++) d[i] = gwr_f16_to_f32(s[i]);
-}
-static int have_f16c(void) {
-    /* CPUID leaf 1: ECX bit 29 F16C, bit 28 AVX, bit 27 OSXSAVE (the OS
-     * saves the AVX registers); __builtin_cpu_supports lacks "f16c" in clang */
-    static int have = -1;
-    if (have < 0) {
-        unsigned eax, ebx, ecx = 0, edx;
-        have = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) && (ecx & (1u << 28)) &&
-               (ecx & (1u << 27)) && __builtin_cpu_supports("avx");
-    }
-    return have;
-}
-static int cast_f32_f16_fast(const void *s, void *d, int64_t n) {
-    if (!have_f16c()) return 0;
-    f32_f16_f16c(s, d, n);
-    return 1;
-}
-static int cast_f16_f32_fast(const void *s, void *d, int64_t n) {
-    if (!have_f16c()) return 0;
-    f16_f32_f16c(s, d, n);
-    return 1;
-}
-#else
-static int cast_f32_f16_fast(const void *s, void *d, int64_t n) { return (void)s, (void)d, (void)n, 0; }
-static int cast_f16_f32_fast(const void *s, void *d, int64_t n) { return (void)s, (void)d, (void)n, 0; }
-#endif
-
 /* Does text (the %.*e form of x) read back as x in dtype t? */
 static int round_trips(const char *text, double x, gwr_dtype t) {
     double y = strtod(text, NULL);
@@ -1324,8 +1278,9 @@ static gwr_status cast_to(gwr_kctx *k, gwr_dtype to) {
     if (to == GWR_STRING) return cast_to_string(k, x, o);
     if (x->dtype == GWR_STRING) return cast_from_string(k, x, o);
     if (gwr_small_is_small(x->dtype) || gwr_small_is_small(to)) return cast_small(k, x, o);
-    if (x->dtype == GWR_FLOAT32 && to == GWR_FLOAT16 && cast_f32_f16_fast(x->data, o->data, x->numel)) return GWR_OK;
-    if (x->dtype == GWR_FLOAT16 && to == GWR_FLOAT32 && cast_f16_f32_fast(x->data, o->data, x->numel)) return GWR_OK;
+    /* float32 <-> float16: kernel_util.c's conversions (F16C where the CPU has it) */
+    if (x->dtype == GWR_FLOAT32 && to == GWR_FLOAT16) return gwr_ku_f32_to_half(GWR_FLOAT16, x->data, o->data, x->numel), GWR_OK;
+    if (x->dtype == GWR_FLOAT16 && to == GWR_FLOAT32) return gwr_ku_half_to_f32(GWR_FLOAT16, x->data, 1, o->data, x->numel), GWR_OK;
     cast_tab[to](x->dtype, x->data, o->data, x->numel);
     return GWR_OK;
 }

@@ -16,7 +16,55 @@ int64_t gwr_ku_elem_size(gwr_kctx *k, gwr_dtype dt) {
 
 /* ---- conversion by rows -------------------------------------------------- */
 
+/* float32 <-> float16 with the F16C instructions where the CPU has them
+ * (the same rounding as gwr_f32_to_f16: to nearest even, overflow to
+ * infinity, subnormals kept, NaN quiet with its top payload bits): 0 when
+ * it has not, and the portable loop runs. Casts to and from float16 are
+ * half of what a float16 network (or gwr precision --auto's simulation of
+ * one) spends; the kernels that widen float16 rows (a half MatMul's A,
+ * SwiGLU's rows, gwr_ku_widen) convert through the same loops. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+__attribute__((target("avx,f16c"))) static void f32_f16_f16c(const float *s, uint16_t *d, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) d[i] = gwr_f32_to_f16(s[i]);
+}
+__attribute__((target("avx,f16c"))) static void f16_f32_f16c(const uint16_t *s, float *d, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+    for (; i < n; i++) d[i] = gwr_f16_to_f32(s[i]);
+}
+static int have_f16c(void) {
+    /* CPUID leaf 1: ECX bit 29 F16C, bit 28 AVX, bit 27 OSXSAVE (the OS
+     * saves the AVX registers); __builtin_cpu_supports lacks "f16c" in clang */
+    static int have = -1;
+    if (have < 0) {
+        unsigned eax, ebx, ecx = 0, edx;
+        have = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) && (ecx & (1u << 28)) &&
+               (ecx & (1u << 27)) && __builtin_cpu_supports("avx");
+    }
+    return have;
+}
+static int cast_f32_f16_fast(const void *s, void *d, int64_t n) {
+    if (!have_f16c()) return 0;
+    f32_f16_f16c(s, d, n);
+    return 1;
+}
+static int cast_f16_f32_fast(const void *s, void *d, int64_t n) {
+    if (!have_f16c()) return 0;
+    f16_f32_f16c(s, d, n);
+    return 1;
+}
+#else
+static int cast_f32_f16_fast(const void *s, void *d, int64_t n) { return (void)s, (void)d, (void)n, 0; }
+static int cast_f16_f32_fast(const void *s, void *d, int64_t n) { return (void)s, (void)d, (void)n, 0; }
+#endif
+
 void gwr_ku_half_to_f32(gwr_dtype t, const uint16_t *h, int64_t stride, float *f, int64_t n) {
+    if (t == GWR_FLOAT16 && stride == 1 && cast_f16_f32_fast(h, f, n)) return;
     if (t == GWR_FLOAT16)
         for (int64_t i = 0; i < n; i++) f[i] = gwr_f16_to_f32(h[i * stride]);
     else
@@ -24,6 +72,7 @@ void gwr_ku_half_to_f32(gwr_dtype t, const uint16_t *h, int64_t stride, float *f
 }
 
 void gwr_ku_f32_to_half(gwr_dtype t, const float *f, uint16_t *h, int64_t n) {
+    if (t == GWR_FLOAT16 && cast_f32_f16_fast(f, h, n)) return;
     if (t == GWR_FLOAT16)
         for (int64_t i = 0; i < n; i++) h[i] = gwr_f32_to_f16(f[i]);
     else

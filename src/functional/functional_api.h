@@ -24,6 +24,14 @@
 #include "gwr/gwr.h"
 
 #define GWR_EWC_OP "ElementwiseChain"
+
+/* gwr::SwiGLU, gwr's own op for a gated MLP's activation after the gate
+ * and up projections were merged into one MatMul (the fuse_swiglu pass
+ * makes it, kernels/swiglu.c runs it, swiglu.c here is its shape rule):
+ *   input    X (..., 2F), float32, float16, bfloat16 or float64;
+ *   output   Y (..., F) of X's dtype, Y[..., j] = silu(X[..., j]) X[..., F + j],
+ *            silu(g) = g sigmoid(g). */
+#define GWR_SWIGLU_OP "SwiGLU"
 #define GWR_EWC_MAX_LINKS 64
 
 /* Link codes (stable: they are saved in models). Binary codes B apply

@@ -23,6 +23,8 @@ int gwr_fn_infer_has_rule(gwr_op_id id);
 gwr_status gwr_fn_infer_plugin(gwr_layer *l, int *found);
 /* ew_chain.c: the shape rule of the built-in plugin gwr::ElementwiseChain. */
 gwr_status gwr_fn_ew_chain_infer(gwr_layer *l, void *user);
+/* swiglu.c: the shape rule of the built-in plugin gwr::SwiGLU. */
+gwr_status gwr_fn_swiglu_infer(gwr_layer *l, void *user);
 
 /* args.c: copies every INT, FLOAT, STRING, INTS, FLOATS value of `attrs`
  * to a layer attribute of the same name (FLOAT -> float32). A NONE value

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <threads.h>
 
+#include "functional/functional_api.h"
 #include "functional/functional_internal.h"
 #include "ir/ir_api.h"
 
@@ -255,6 +256,9 @@ static gwr_status register_builtins(void) {
         return GWR_ERR_NOMEM;
     if (!plugin_find_locked(GWR_PLUGIN_DOMAIN, "ElementwiseChain") &&
         plugin_register_locked(GWR_PLUGIN_DOMAIN, "ElementwiseChain", 1, gwr_fn_ew_chain_infer, NULL))
+        return GWR_ERR_NOMEM;
+    if (!plugin_find_locked(GWR_PLUGIN_DOMAIN, GWR_SWIGLU_OP) &&
+        plugin_register_locked(GWR_PLUGIN_DOMAIN, GWR_SWIGLU_OP, 1, gwr_fn_swiglu_infer, NULL))
         return GWR_ERR_NOMEM;
     for (int64_t i = 0; i < reg.nfns; i++)
         if (!strcmp(reg.fns[i]->kind, GWR_GPT_ATTENTION)) return GWR_OK;

@@ -1,15 +1,15 @@
 /* test_exec_prepare.c - the kernels' prepare hook (a GEMM's constant B
  * prepared once at planning) and the kernels rewritten for speed: GEMMs of
- * one to four rows through sgemv, the float32 GELUs and
- * SkipLayerNormalization.
+ * one to four rows over the packed B (gwr_sgemv_pb), the float32 GELUs
+ * and SkipLayerNormalization.
  *
  * Expected values are the ops' formulas computed here in double from the
  * same inputs (naive triple loops, erf from libm), never the executor's.
  * Which layers prepared is read with gwr_session_prepared_layers: a
- * constant float16 B, or a transposed float32 one with K > N, prepares; so
- * does any constant float32 B (packed for sgemm.c) unless the graph fixes
- * A at one row (that product goes to sgemv over B in place); a B that is a
- * graph input does not. */
+ * constant float16 B (widened and packed), or a transposed float32 one with
+ * K > N, prepares; so does any constant float32 B (packed for sgemm.c),
+ * also where the graph fixes A at one row (gwr_sgemv_pb reads the packed
+ * panels); a B that is a graph input does not. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -111,7 +111,7 @@ TEST(matmul_half_b_prepared) {
         matmul_case(GWR_BFLOAT16, 1, 2, M, 9, 3, 1, 1e-2); /* batched A over one B */
     }
     matmul_case(GWR_FLOAT32, 1, 0, 3, 7, 5, 1, 1e-6);     /* float32 B packed for sgemm.c */
-    matmul_case(GWR_FLOAT32, 1, 0, 1, 7, 5, 0, 1e-6);     /* one row: sgemv reads B in place */
+    matmul_case(GWR_FLOAT32, 1, 0, 1, 7, 5, 1, 1e-6);     /* one row: packed too (gwr_sgemv_pb) */
     matmul_case(GWR_FLOAT32, 1, 4, 1, 7, 5, 1, 1e-6);     /* a batch of one-row matrices: one product of 4 rows */
 }
 
@@ -138,8 +138,8 @@ static void gemm_case(const char *op, int64_t M, int64_t K, int64_t N, int tb, i
 TEST(gemm_transposed_b_prepared) {
     for (int64_t M = 1; M <= 5; M += 2) {
         gemm_case("Gemm", M, 9, 4, 1, 1, 2.0f);       /* K > N: laid out [K, N] */
-        gemm_case("Gemm", M, 3, 6, 1, M > 1, 1.0f);   /* K <= N: packed as it is (one row: read in place) */
-        gemm_case("Gemm", M, 9, 4, 0, M > 1, 2.0f);
+        gemm_case("Gemm", M, 3, 6, 1, 1, 1.0f);       /* K <= N: packed as it is */
+        gemm_case("Gemm", M, 9, 4, 0, 1, 2.0f);
         gemm_case("FusedGemm", M, 11, 5, 1, 1, 1.0f); /* the fused layer shares the hook */
     }
 }
@@ -162,9 +162,11 @@ TEST(fused_matmul_prepared) {
     }
 }
 
-/* One to four rows against a B of 256K values or more: the sgemv path. */
+/* One to four rows against a B of 256K values or more: gwr_sgemv_pb over
+ * the packed B (five rows: sgemm.c); float16 too, B widened and packed. */
 TEST(gemv_rows) {
-    for (int64_t M = 1; M <= 5; M++) matmul_case(GWR_FLOAT32, 1, 0, M, 517, 513, M > 1, 1e-6);
+    for (int64_t M = 1; M <= 5; M++) matmul_case(GWR_FLOAT32, 1, 0, M, 517, 513, 1, 1e-6);
+    for (int64_t M = 1; M <= 5; M += 2) matmul_case(GWR_FLOAT16, 1, 0, M, 517, 513, 1, 2e-3);
     matmul_case(GWR_FLOAT32, 0, 3, 1, 33, 7, 0, 1e-6); /* three batch matrices of one row, B an input */
     gemm_case("Gemm", 1, 600, 520, 1, 1, 2.0f);
     gemm_case("Gemm", 2, 520, 600, 1, 1, 1.0f);

@@ -758,6 +758,32 @@ static gwr_network *projections(int n) {
 }
 static gwr_network *qkv_fires(void) { return projections(3); }
 static gwr_network *qkv_idle(void) { return projections(2); }
+/* x [2, 3, 4], a gated MLP SiLU(x W1) * (x W3), W [4, 5]: the merge fires,
+ * not with a bias after the gate projection (form 1); form 2 is the
+ * merged product's halves (a Split), which fuse_swiglu takes, and form 0,
+ * unmerged, it leaves */
+static gwr_network *gated_mlp(int form) {
+    static float w[4 * 10], b[5];
+    for (int i = 0; i < 40; i++) w[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
+    for (int i = 0; i < 5; i++) b[i] = 0.1f * (float)i - 0.2f;
+    int64_t wd[2] = {4, 5}, w2[2] = {4, 10}, bd = 5;
+    gwr_dim xd[3] = {2, 3, 4};
+    gwr_network *net = gwr_network_new("mlp");
+    gwr_tensor *x = input(net, "x", 3, xd), *g, *u;
+    if (form == 2) {
+        gwr_tensor *h[2];
+        gwr_split(net, gwr_matmul(net, x, gwr_constant(net, GWR_FLOAT32, 2, w2, w)), -1, 2, NULL, h);
+        g = h[0], u = h[1];
+    } else {
+        g = gwr_matmul(net, x, gwr_constant(net, GWR_FLOAT32, 2, wd, w));
+        u = gwr_matmul(net, x, gwr_constant(net, GWR_FLOAT32, 2, wd, w + 20));
+        if (form == 1) g = gwr_add(net, g, gwr_constant(net, GWR_FLOAT32, 1, &bd, b));
+    }
+    return finish(net, gwr_mul(net, gwr_mul(net, g, gwr_sigmoid(net, g)), u));
+}
+static gwr_network *gate_up_fires(void) { return gated_mlp(0); }
+static gwr_network *gate_up_idle(void) { return gated_mlp(1); }
+static gwr_network *swiglu_fires(void) { return gated_mlp(2); }
 
 /* ---- the cases of each pass ------------------------------------------------------ */
 
@@ -832,6 +858,8 @@ static const pass_cases cases[] = {
     {"fuse_attention", gpt_onnx23, gpt_plugin, 1, 0},
     {"lower_attention", gpt_sdpa, gpt_onnx, 1, 0},
     {"merge_qkv_matmuls", qkv_fires, qkv_idle, 1, 0},
+    {"merge_gate_up_matmuls", gate_up_fires, gate_up_idle, 1, 0},
+    {"fuse_swiglu", swiglu_fires, gate_up_fires, 1, 0},
     {"fuse_elementwise_chain", ew_chain_fires, ew_chain_idle, 1, 0},
     {"fuse_qdq", qdq_fires, qdq_idle, 1, 0},
     {"fuse_qdq_conv", qdq_conv_fires, qdq_conv_idle, 1, 0},

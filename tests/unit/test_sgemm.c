@@ -247,11 +247,62 @@ TEST(split_rows_on_a_pool) {
     gwr_tpool_free(tps[0]), gwr_tpool_free(tps[1]);
 }
 
+/* gwr_sgemv_pb, the products of 1 to 4 rows over packed panels: against
+ * the reference at N around the panel edges (one panel, groups of 2 to 4
+ * and a short last group), alpha and beta varied, padded rows; on pools
+ * of 2 and 3 threads, every group of panels its own chunk
+ * (GWR_TPOOL_GRAIN_ONE), bit-identical to one thread. */
+TEST(gemv_rows) {
+    setenv("GWR_TPOOL_GRAIN_ONE", "1", 1);
+    gwr_tpool *tps[2] = {gwr_tpool_new(2), gwr_tpool_new(3)};
+    unsetenv("GWR_TPOOL_GRAIN_ONE");
+    for (int isa = 0; isa < GWR_SGEMM_NISA; isa++) {
+        if (gwr_sgemm_force_isa((gwr_sgemm_isa)isa)) continue;
+        int nr = TILE_NR[isa], c = 0;
+        int Ns[] = {1, 5, nr - 1, nr, nr + 1, 2 * nr, 2 * nr + 3, 3 * nr, 4 * nr, 5 * nr + 7, 9 * nr - 2};
+        int Ks[] = {1, 2, 3, 17, 64, 515};
+        for (int M = 1; M <= GWR_SGEMV_MAX_ROWS; M++)
+            for (size_t j = 0; j < sizeof Ns / sizeof *Ns; j++)
+                for (size_t q = 0; q < sizeof Ks / sizeof *Ks; q++, c++) {
+                    float betas[] = {0.0f, 1.0f, 0.5f}, alphas[] = {1.0f, -0.75f};
+                    gcase g = make(0, c & 1, M, Ns[j], Ks[q], c % 3 == 0 ? 3 : 0, alphas[c % 2], betas[c % 3]);
+                    size_t nb = g.tb ? (size_t)g.N * g.ldb : (size_t)g.K * g.ldb, cb = (size_t)g.M * g.ldc * sizeof(float);
+                    float *A = rand_buf((size_t)g.M * g.lda), *B = rand_buf(nb), *C0 = make_c(&g), *C = malloc(cb), *C2 = malloc(cb);
+                    gwr_sgemm_pack *pb = gwr_sgemm_pack_b(g.tb, g.K, g.N, B, g.ldb);
+                    if (CHECK(pb != NULL)) {
+                        memcpy(C, C0, cb);
+                        CHECK_EQ_INT(gwr_sgemv_pb(NULL, g.M, A, g.lda, pb, g.alpha, g.beta, C, g.ldc), 0);
+                        check_c(&g, A, B, C0, C, "gemv", isa);
+                        for (int t = 0; t < 2; t++) {
+                            memcpy(C2, C0, cb);
+                            CHECK_EQ_INT(gwr_sgemv_pb(tps[t], g.M, A, g.lda, pb, g.alpha, g.beta, C2, g.ldc), 0);
+                            if (!CHECK(memcmp(C, C2, cb) == 0))
+                                fprintf(stderr, "  isa %d M %d N %d K %d: gemv bits differ on %d threads\n", isa, g.M, g.N, g.K, t + 2);
+                        }
+                    }
+                    gwr_sgemm_pack_free(pb);
+                    free(A), free(B), free(C0), free(C), free(C2);
+                }
+        /* rows outside 1..4: refused, C untouched */
+        float a[5 * 8] = {0}, b[8 * 8] = {0}, y[5 * 8] = {1};
+        gwr_sgemm_pack *pb = gwr_sgemm_pack_b(0, 8, 8, b, 8);
+        if (CHECK(pb != NULL)) {
+            CHECK_EQ_INT(gwr_sgemv_pb(NULL, 0, a, 8, pb, 1.0f, 0.0f, y, 8), -1);
+            CHECK_EQ_INT(gwr_sgemv_pb(NULL, 5, a, 8, pb, 1.0f, 0.0f, y, 8), -1);
+            CHECK(y[0] == 1.0f);
+        }
+        gwr_sgemm_pack_free(pb);
+    }
+    CHECK_EQ_INT(gwr_sgemm_force_isa(GWR_SGEMM_NISA), 0);
+    gwr_tpool_free(tps[0]), gwr_tpool_free(tps[1]);
+}
+
 int main(void) {
     RUN(portable_always_available);
     RUN(degenerate_shapes);
     RUN(every_isa);
     RUN(ku_sgemm_dispatch);
     RUN(split_rows_on_a_pool);
+    RUN(gemv_rows);
     return check_report();
 }

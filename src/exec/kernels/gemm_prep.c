@@ -13,10 +13,12 @@
  *     5%), and an untransposed float32 B is read in place: no state.
  * B is then always float32 [K, N] row-major: op(B) of the layer.
  *
- * Float32 layers (not Attention, whose products are per head) also get B
- * packed into panels for gwr's own sgemm (sgemm.h), which then multiplies
- * without repacking: that is what the run uses, p->b / B in place stay
- * for the products it declines (out of scratch, other dtypes). */
+ * Float32 and half layers (not Attention, whose products are per head)
+ * also get B packed into panels for gwr's own sgemm (sgemm.h), a half B
+ * from its float32 widening, which then multiplies without repacking (a
+ * half layer's A widened per run): that is what the run uses, p->b / B
+ * in place stay for the products it declines (out of scratch, FusedMatMul
+ * in half). */
 #include <string.h>
 
 #include "exec/kernels/kernel_util.h"
@@ -28,20 +30,6 @@ static int mm_transb(const gwr_kctx *k) {
     if (op == GWR_OP_Gemm || op == GWR_OP_MS_FusedGemm || op == GWR_OP_MS_FusedMatMul)
         return gwr_k_int(k, "transB", 0) != 0;
     return 0;
-}
-
-/* The rows of op(A) when the graph fixes them (every dim but K's), else -1. */
-static int64_t static_rows(const gwr_kctx *k) {
-    const gwr_tensor *a = gwr_layer_input(k->layer, 0);
-    int r = a ? gwr_tensor_rank(a) : -1, ta = gwr_layer_op_id(k->layer) != GWR_OP_MatMul && gwr_k_int(k, "transA", 0);
-    if (r < 1) return -1;
-    int64_t rows = 1;
-    for (int i = 0; i < r; i++) {
-        gwr_dim d = gwr_tensor_dim(a, i);
-        if (d < 0) return -1;
-        if (i != (ta ? r - 2 : r - 1)) rows *= d;
-    }
-    return rows;
 }
 
 /* p->b: B widened and / or transposed to [K, N]. */
@@ -69,14 +57,16 @@ gwr_status gwr_ku_mm_prepare(gwr_kctx *k, void **state) {
     int tb = mm_transb(k);
     int64_t K = tb ? b->dims[1] : b->dims[0], N = tb ? b->dims[0] : b->dims[1];
     int need_b = b->dtype != GWR_FLOAT32 || (tb && K > N);
-    int pack = b->dtype == GWR_FLOAT32 && op != GWR_OP_MS_Attention && gwr_sgemm_enabled() && K > 0 && N > 0 &&
-               gwr_ku_fits_int(K) && gwr_ku_fits_int(N) && static_rows(k) != 1; /* one row goes to sgemv (below) */
+    int pack = op != GWR_OP_MS_Attention && gwr_sgemm_enabled() && K > 0 && N > 0 && gwr_ku_fits_int(K) && gwr_ku_fits_int(N);
     if (!need_b && !pack) return GWR_OK; /* read in place */
     gwr_mm_prep *p = gwr_calloc(1, sizeof *p);
     if (!p) return gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory preparing B");
     p->K = K, p->N = N, p->dtype = b->dtype;
     gwr_status st = need_b ? prep_b(k, b, tb, p) : GWR_OK;
-    if (!st && pack && !(p->pk = gwr_sgemm_pack_b(tb, (int)K, (int)N, b->data, (int)b->dims[1])))
+    /* a half B packs from its float32 widening, [K, N] */
+    int half = b->dtype != GWR_FLOAT32;
+    if (!st && pack &&
+        !(p->pk = gwr_sgemm_pack_b(half ? 0 : tb, (int)K, (int)N, half ? p->b : (const float *)b->data, half ? (int)N : (int)b->dims[1])))
         st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory packing B");
     if (st) {
         gwr_ku_mm_prep_free(p);
@@ -109,13 +99,13 @@ const gwr_mm_prep *gwr_ku_mm_prep(const gwr_kctx *k, const gwr_value *b) {
 int gwr_ku_mm_packed(const gwr_kctx *k, const gwr_value *b, int ta, int M, const float *A, int lda, float alpha, float beta, float *C,
                      int ldc) {
     const gwr_mm_prep *p = prep_of(k, b);
-    /* One row: OpenBLAS's sgemv over B in place. The packed panels win in
-     * bench_sgemm (47 against 40 GFLOP/s at gpt_dec_s1's shapes, even
-     * from memory at 4096 x 4096), but not in the model, whose 75 MB of
-     * weights stream from memory each step: 3.45-3.53 against 3.35-3.46 ms,
-     * best of 30 runs, interleaved; so planning packs no B for a layer
-     * whose A the graph fixes at one row. From two rows on the panels win
-     * (4 rows: 2.9 ms against 10 to 13 for 4 sgemv, 4096 x 4096). */
-    if (!p || !p->pk || (M == 1 && !ta) || !gwr_sgemm_for(k)) return -1;
+    /* Few rows (a decode step's token): gwr_sgemv_pb streams the packed
+     * panels once, split over the pool by pairs of panels (OpenBLAS's
+     * sgemv, B in place, ran at one thread inside a pooled run and gave
+     * other bits for other column ranges). bench_gemv, one thread, B from
+     * memory: both at the memory's 17-20 GB/s on one core; the panels
+     * split over two threads where sgemv cannot. */
+    if (!p || !p->pk || !gwr_sgemm_for(k)) return -1;
+    if (!ta && M <= GWR_SGEMV_MAX_ROWS) return gwr_sgemv_pb(k->tpool, M, A, lda, p->pk, alpha, beta, C, ldc);
     return gwr_sgemm_pb(k->tpool, ta, M, A, lda, p->pk, alpha, beta, C, ldc);
 }

@@ -177,10 +177,16 @@ static gwr_status k_matmul(gwr_kctx *k) {
     } else if (dt == GWR_FLOAT64) {
         mm_f64(&p, a->data, b->data, y->data);
     } else if (dt == GWR_FLOAT16 || dt == GWR_BFLOAT16) {
+        /* B widened (and packed) at planning: only A is widened here */
         float *af = gwr_ku_widen(a), *bf = pp ? pp->b : gwr_ku_widen(b);
         float *yf = gwr_malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yf);
-        if (!af || !bf || !yf) st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
-        else mm_f32(&p, af, bf, yf), gwr_ku_narrow(yf, y);
+        if (!af || !bf || !yf) {
+            st = gwr_k_fail(k, GWR_ERR_NOMEM, "out of memory");
+        } else {
+            if (!p.fold || gwr_ku_mm_packed(k, b, 0, (int)(p.batch * p.M), af, (int)p.K, 1.0f, 0.0f, yf, (int)p.N))
+                mm_f32(&p, af, bf, yf);
+            gwr_ku_narrow(yf, y);
+        }
         gwr_free(af), gwr_free(yf);
         if (!pp) gwr_free(bf);
     } else {
@@ -413,7 +419,7 @@ gwr_status gwr_ku_gemm_kernel(gwr_kctx *k) {
             else if (use_c)
                 for (int64_t i = 0; i < M; i++)
                     for (int64_t j = 0; j < N; j++) yf[i * N + j] = beta * cv[i * cs[0] + j * cs[1]];
-            if (wide || gwr_ku_mm_packed(k, b, ta, (int)M, af, lda, alpha, use_c ? 1.0f : 0.0f, yf, (int)N))
+            if (gwr_ku_mm_packed(k, b, ta, (int)M, af, lda, alpha, use_c ? 1.0f : 0.0f, yf, (int)N))
                 gwr_ku_sgemm(ta, tb, (int)M, (int)N, (int)K, alpha, af, lda, bf, ldb, use_c ? 1.0f : 0.0f, yf, (int)N);
             if (wide) gwr_ku_narrow(yf, y);
         }

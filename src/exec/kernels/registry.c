@@ -17,7 +17,7 @@
     X(basic) X(elementwise) X(activation) X(linalg) X(conv) X(pool) X(norm) X(reduce) X(tensor) X(gather) \
         X(resize) X(rnn) X(control) X(plugins) X(loss) X(quant) X(signal) X(text) X(image) X(fused_cnn) X(contrib) X(attention) X(ew_chain) \
         X(state_ops) X(attention_linear) X(rotary) X(training) X(geometry) X(strings) X(ml) X(sequence) X(qmatmul) X(dq_lstm) X(nbits) \
-        X(attention_cache)
+        X(attention_cache) X(swiglu)
 
 #define DECLARE(f) extern const gwr_kernel_entry gwr_kernels_##f[];
 FAMILIES(DECLARE)

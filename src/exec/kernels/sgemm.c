@@ -25,12 +25,13 @@ typedef struct isa_info {
     int vl;         /* floats per vector: the narrowest panel the kernel computes */
     gwr_sgemm_kern_fn kern;
     gwr_sgemm_dot_fn dot;
+    gwr_sgemv_kern_fn gemv;
 } isa_info;
 
 static const isa_info ISAS[GWR_SGEMM_NISA] = {
-    {8, 48, 160, 16, gwr_sgemm_kern_avx512, gwr_sgemm_dot_avx512},
-    {6, 16, 256, 8, gwr_sgemm_kern_avx2, gwr_sgemm_dot_avx2},
-    {4, 8, 256, 4, gwr_sgemm_kern_vec, gwr_sgemm_dot_vec},
+    {8, 48, 160, 16, gwr_sgemm_kern_avx512, gwr_sgemm_dot_avx512, gwr_sgemv_kern_avx512},
+    {6, 16, 256, 8, gwr_sgemm_kern_avx2, gwr_sgemm_dot_avx2, gwr_sgemv_kern_avx2},
+    {4, 8, 256, 4, gwr_sgemm_kern_vec, gwr_sgemm_dot_vec, gwr_sgemv_kern_vec},
 };
 
 static int isa_ok(gwr_sgemm_isa isa) {
@@ -299,6 +300,42 @@ int gwr_sgemm_pb(gwr_tpool *tp, int ta, int M, const float *A, int lda, const gw
     job j = {is, M, pb->N, pb->K, ta ? ap : A, ta ? 0 : lda, pb->p, NULL, 0, alpha, beta, C, ldc, 0};
     run_job(tp, &j);
     gwr_free(ap);
+    return 0;
+}
+
+/* ---- the products of few rows ------------------------------------------- */
+
+typedef struct gemv_job {
+    const isa_info *is;
+    int M, N, K;
+    const float *A;
+    ptrdiff_t lda;
+    const float *bp;
+    float alpha, beta;
+    float *C;
+    ptrdiff_t ldc;
+} gemv_job;
+
+/* Groups of GEMV_GROUP panels [q0, q1) (the last group may be short). */
+#define GEMV_GROUP 4
+static void run_gemv(void *ctx, int64_t q0, int64_t q1) {
+    const gemv_job *j = ctx;
+    int nr = j->is->nr, npan = cdiv(j->N, nr);
+    for (int64_t q = q0; q < q1; q++) {
+        int p = (int)q * GEMV_GROUP, np = npan - p < GEMV_GROUP ? npan - p : GEMV_GROUP, ncols[GEMV_GROUP];
+        for (int i = 0; i < np; i++) ncols[i] = j->N - (p + i) * nr < nr ? j->N - (p + i) * nr : nr;
+        j->is->gemv(j->M, np, j->K, j->A, j->lda, j->bp + (size_t)p * nr * j->K, (ptrdiff_t)nr * j->K, j->C + (size_t)p * nr, j->ldc,
+                    ncols, j->alpha, j->beta);
+    }
+}
+
+int gwr_sgemv_pb(gwr_tpool *tp, int M, const float *A, int lda, const gwr_sgemm_pack *pb, float alpha, float beta, float *C, int ldc) {
+    if (M < 1 || M > GWR_SGEMV_MAX_ROWS) return -1;
+    const isa_info *is = &ISAS[pb->isa];
+    gemv_job j = {is, M, pb->N, pb->K, A, lda, pb->p, alpha, beta, C, ldc};
+    int64_t ngroup = cdiv(cdiv(pb->N, is->nr), GEMV_GROUP), per = (int64_t)GEMV_GROUP * is->nr * pb->K;
+    /* a group reads `per` floats; a worker is worth waking for some 64 KB */
+    gwr_tpool_parallel(tp, ngroup, (16384 + per - 1) / per, run_gemv, &j);
     return 0;
 }
 

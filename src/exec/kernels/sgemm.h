@@ -37,6 +37,19 @@ void gwr_sgemm_kern_avx2(int mr, int kc, const float *a, ptrdiff_t lda, const fl
 void gwr_sgemm_kern_vec(int mr, int kc, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, int nr,
                         float alpha, float beta);
 
+/* The products of few rows (sgemm_kern.h): C [m x np panels] = alpha A
+ * B + beta C for m (1 to 4) rows of A in place (lda apart) and np (1 to
+ * 4) packed panels of B [K x NR], pstride floats apart, the last ncols[p]
+ * columns of C each (up to NR; the panels are zero-padded). */
+typedef void (*gwr_sgemv_kern_fn)(int m, int np, int K, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t pstride, float *c,
+                                  ptrdiff_t ldc, const int *ncols, float alpha, float beta);
+void gwr_sgemv_kern_avx512(int m, int np, int K, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t pstride, float *c,
+                           ptrdiff_t ldc, const int *ncols, float alpha, float beta);
+void gwr_sgemv_kern_avx2(int m, int np, int K, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t pstride, float *c,
+                         ptrdiff_t ldc, const int *ncols, float alpha, float beta);
+void gwr_sgemv_kern_vec(int m, int np, int K, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t pstride, float *c,
+                        ptrdiff_t ldc, const int *ncols, float alpha, float beta);
+
 /* sum_k a[k] b[k] over n floats (sgemm_kern.h). */
 typedef float (*gwr_sgemm_dot_fn)(const float *a, const float *b, int n);
 float gwr_sgemm_dot_avx512(const float *a, const float *b, int n);
@@ -78,6 +91,14 @@ void gwr_sgemm_pack_free(gwr_sgemm_pack *pk);
 /* C = alpha op(A) PB + beta C, PB a packed B (M rows of A). */
 int gwr_sgemm_pb(gwr_tpool *tp, int ta, int M, const float *A, int lda, const gwr_sgemm_pack *pb, float alpha, float beta, float *C,
                  int ldc);
+/* The rows up to which gwr_sgemv_pb computes a product. */
+enum { GWR_SGEMV_MAX_ROWS = 4 };
+/* C = alpha A PB + beta C for M <= GWR_SGEMV_MAX_ROWS rows of A in place
+ * (a decode step's token): PB's panels stream once from memory, up to
+ * four at a time, groups of four panels split over tp's threads. Every column of C is
+ * computed the same way whatever the split: the same bits for any
+ * thread count. Allocates nothing: 0, or -1 for M outside 1..4. */
+int gwr_sgemv_pb(gwr_tpool *tp, int M, const float *A, int lda, const gwr_sgemm_pack *pb, float alpha, float beta, float *C, int ldc);
 /* The fewest columns gwr_sgemm is worth calling for with B in place:
  * under it, one vector's width, the kernel computes mostly padding and
  * OpenBLAS is faster (bench_sgemm, squeeze-excite's 576 x 1 x 144: 3.4

@@ -28,6 +28,7 @@
 #define KFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define KMR 8
 #define KNV 3
+#define GEMV_ACC 24
 #include "exec/kernels/sgemm_kern.h"
 
 #define KSFX avx2
@@ -43,6 +44,7 @@
 #define KFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define KMR 6
 #define KNV 2
+#define GEMV_ACC 12
 #include "exec/kernels/sgemm_kern.h"
 #else
 /* Never selected off x86 (sgemm.c): defined so that the table links. */
@@ -55,6 +57,14 @@ void gwr_sgemm_kern_avx2(int mr, int kc, const float *a, ptrdiff_t lda, const fl
     gwr_sgemm_kern_vec(mr, kc, a, lda, b, ldb, c, ldc, nr, alpha, beta);
 }
 float gwr_sgemm_dot_avx512(const float *a, const float *b, int n) { return gwr_sgemm_dot_vec(a, b, n); }
+void gwr_sgemv_kern_avx512(int m, int np, int K, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t pstride, float *c,
+                           ptrdiff_t ldc, const int *ncols, float alpha, float beta) {
+    gwr_sgemv_kern_vec(m, np, K, a, lda, b, pstride, c, ldc, ncols, alpha, beta);
+}
+void gwr_sgemv_kern_avx2(int m, int np, int K, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t pstride, float *c,
+                         ptrdiff_t ldc, const int *ncols, float alpha, float beta) {
+    gwr_sgemv_kern_vec(m, np, K, a, lda, b, pstride, c, ldc, ncols, alpha, beta);
+}
 float gwr_sgemm_dot_avx2(const float *a, const float *b, int n) { return gwr_sgemm_dot_vec(a, b, n); }
 #endif
 
@@ -73,4 +83,5 @@ static inline v4f splat4(float x) { return (v4f){x, x, x, x}; }
 #define KFMA(a, b, c) ((a) * (b) + (c))
 #define KMR 4
 #define KNV 2
+#define GEMV_ACC 12
 #include "exec/kernels/sgemm_kern.h"

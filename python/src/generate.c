@@ -119,6 +119,11 @@ static PyObject *py_generate(PyObject *mod, PyObject *args, PyObject *kw) {
         /* A session on the caller's Network as written reads it while it
          * runs: keep the GIL then, so no other thread changes it. */
         on_user_net = !owned && gwr_session_network(s) == net;
+        if (owned && gwr_session_optimized(s)) {
+            /* the session runs its own copy: the weights it replaced go now */
+            gwr_network_free(owned);
+            owned = net = NULL;
+        }
     }
     if (!(out = PyMem_Calloc((size_t)max_new, sizeof *out))) {
         PyErr_NoMemory();

@@ -146,9 +146,13 @@ gwr_exec_pool *gwr_exec_pool_new(void);
 void gwr_exec_pool_close(gwr_exec_pool *p);
 /* A buffer of n bytes (64-byte aligned), or NULL when out of memory. */
 gwr_buffer *gwr_exec_pool_alloc(gwr_exec_pool *p, size_t n);
-/* Starts a run's figures: total 0, peak the bytes out now. */
+/* Starts a run's figures: total 0, peak the bytes out now; frees the free
+ * blocks of each size class beyond what the last runs needed of it at once
+ * (pool.c). */
 void gwr_exec_pool_begin_run(gwr_exec_pool *p);
 void gwr_exec_pool_stats(const gwr_exec_pool *p, int64_t *peak, int64_t *total);
+/* Bytes the pool keeps on its free lists (whole blocks). */
+int64_t gwr_exec_pool_held(const gwr_exec_pool *p);
 /* Is b a buffer of p that nothing but its one holder references? */
 int gwr_exec_pool_owns_sole(const gwr_exec_pool *p, const gwr_buffer *b);
 

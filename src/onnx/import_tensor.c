@@ -26,6 +26,7 @@ struct gwr_oi_map {
     atomic_long refs;
     void *base;
     size_t size;
+    int shared; /* a chunk of several tensors' raw_data (raw_room) */
 };
 
 static void map_unref(gwr_oi_map *m) {
@@ -34,9 +35,19 @@ static void map_unref(gwr_oi_map *m) {
     gwr_free(m);
 }
 
+/* A tensor of a shared chunk released: the whole pages inside its bytes
+ * hold nothing else (the chunk never hands out a range twice), so they go
+ * back to the system now rather than when the last tensor of the chunk
+ * goes (a rewrite that drops or replaces a weight, a merged Q/K/V, would
+ * otherwise keep it resident as long as any neighbour lives). */
 static void map_release(void *ctx, const void *data, size_t size) {
-    (void)data, (void)size;
-    map_unref(ctx);
+    gwr_oi_map *m = ctx;
+    if (m && m->shared && size) {
+        uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), b = (uintptr_t)data, e = b + size;
+        b = (b + pg - 1) / pg * pg, e = e / pg * pg;
+        if (pg > 1 && e > b) (void)madvise((void *)b, e - b, MADV_DONTNEED);
+    }
+    map_unref(m);
 }
 
 static void free_release(void *ctx, const void *data, size_t size) {
@@ -447,9 +458,10 @@ gwr_status gwr_oi_tensor(gwr_oi_ctx *c, Onnx__TensorProto *t, const char *what, 
  * a 64-byte aligned offset and holding a reference on its chunk: a few
  * allocations and page faults per chunk, where a malloc per tensor faulted
  * its pages one by one. A chunk is unmapped when its last tensor is
- * released, so a rewrite that drops a weight frees its bytes only with
- * its neighbours'. Tensors of at least RAW_OWN bytes get a mapping of
- * their own. */
+ * released; before, a released tensor's whole pages are given back
+ * (map_release), so a rewrite that drops a weight frees all but the
+ * partial pages at its ends. Tensors of at least RAW_OWN bytes get a
+ * mapping of their own. */
 #define RAW_CHUNK ((size_t)32 << 20)
 #define RAW_OWN ((size_t)4 << 20)
 #define RAW_ALIGN 64
@@ -486,6 +498,7 @@ static char *raw_room(gwr_oi_ctx *c, size_t len, gwr_oi_map **m) {
     if (!c->raw_chunk || at + len > c->raw_chunk->size) {
         drop_chunk(c);
         if (!(c->raw_chunk = new_mapping(RAW_CHUNK))) return NULL;
+        c->raw_chunk->shared = 1;
         at = 0;
     }
     c->raw_used = at + len;

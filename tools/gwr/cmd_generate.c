@@ -213,6 +213,13 @@ static int generate_cmd(int argc, char **argv) {
     }
     if (!raw && !gwr_session_optimized(s))
         fprintf(stderr, "gwr: %s: running the model as written: %s\n", model, gwr_session_optimize_msg(s));
+    if (gwr_session_optimized(s)) {
+        /* The session runs its own optimized copy, which shares the weights
+         * it kept with net; the ones it replaced (merged Q/K/V, gate/up, ...)
+         * would stay resident with net for the whole loop. */
+        gwr_network_free(net);
+        net = NULL;
+    }
     out = calloc((size_t)max_new, sizeof *out);
     tr.ms = calloc((size_t)max_new, sizeof *tr.ms);
     tr.rss = calloc((size_t)max_new, sizeof *tr.rss);

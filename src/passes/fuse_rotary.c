@@ -450,7 +450,7 @@ static int interleaved(gwr_rewrite_ctx *c, gwr_layer *l) {
             for (int j = 0; j < 2; j++) {
                 gwr_tensor *x = gwr_layer_input(ma, i), *rot = gwr_layer_input(mb, j), *cs, *sn, *out = NULL;
                 int64_t axc = 0, axs = 0;
-                if (rotate_every_two(rot) != x || !(cs = repeat_two(gwr_layer_input(ma, 1 - i), x, &axc)) ||
+                if (gwr_match_sole_reader(rot) != mb || rotate_every_two(rot) != x || !(cs = repeat_two(gwr_layer_input(ma, 1 - i), x, &axc)) ||
                     !(sn = repeat_two(gwr_layer_input(mb, 1 - j), x, &axs)) || axc != axs)
                     continue;
                 if (gwr_tensor_dtype(x) != gwr_tensor_dtype(y) || !gwr_match_dtype_real_float(gwr_tensor_dtype(x)) ||

@@ -29,6 +29,19 @@
  * Partial rotary (GPT-NeoX, Phi): Concat(RotaryEmbedding(x[..., :R], ...), x[..., R:], axis -1) ->
  * RotaryEmbedding(x, ...; rotary_embedding_dim R).
  *
+ * The interleaved form (GPT-J's rotate_every_two, as torch exports it):
+ *
+ *   y = x * Rep(c) + Reshape(Concat(Unsqueeze(Neg(x[..., 1::2]), -1), Unsqueeze(x[..., 0::2], -1), axis -1)) * Rep(s)
+ *   Rep(c) = Reshape(Tile(Unsqueeze(c, [a, 4]), [1, 1, 1, 1, 2]))   (repeat_interleave; the Reshapes merge
+ *            the last two axes: a constant (0 | d, 0 | d, 0 | d, -1) or Concat(Slice(Shape(.), 0, 3 | -2), [-1]))
+ *
+ * c, s (B, S, R/2) whatever computes them (GPT-J gathers them from a sin|cos table by position_ids)
+ * -> RotaryEmbedding(x, c, s; interleaved 1): a = 1, x (B, N, S, R) as it is; a = 2, x (B, S, N, R)
+ * (GPT-J rotates before its head Transpose) as Reshape(RotaryEmbedding(Reshape(x, (0, 0, N * R));
+ * num_heads N), (0, 0, N, R)), whose partial Concat becomes rotary_embedding_dim over the whole
+ * head the same way. The layers left dead are dropped at once (drop_dead) so that the partial
+ * rule sees single readers.
+ *
  * Not a rule file: the halves are checked against D (Slice bounds or Split sizes), the trig
  * chain is walked through optional layers and rebuilt on F, and the caches are shared by name.
  */
@@ -674,7 +687,8 @@ GWR_PASS(fuse_rotary, FUSE, .pattern = &gwr_pattern_fuse_rotary, .level = GWR_LE
                     "in the graph from Concat(F, F), into ONNX RotaryEmbedding(x, cos(F), sin(F)) (opset >= 23; any "
                     "opset for targets ort and gwr; lower_rotary then makes it onnxruntime's below 23), the caches built once and shared; "
                     "partial rotary (the rest of x Concat'ed back) as rotary_embedding_dim; cos/sin tables gathered by "
-                    "position_ids as position_ids");
+                    "position_ids as position_ids; the interleaved form (GPT-J's rotate_every_two: stack(-x_odd, x_even) "
+                    "times repeat_interleave(sin)) as interleaved 1, over (B, S, N, D) heads through the 3-D form with num_heads");
 
 /* in kernel, after lower: the attention lowering (lower_attention) may take the ONNX RotaryEmbedding first */
 GWR_PASS(lower_rotary, KERNEL, .pattern = &gwr_pattern_lower_rotary, .level = GWR_LEVEL_EXTENDED, .targets = GWR_TARGET_ORT,

@@ -38,12 +38,15 @@ MODELS = {
     "mistral": ("MistralConfig", dict(SMALL, sliding_window=None), "fp32"),
     "phi3": ("Phi3Config", dict(SMALL, num_key_value_heads=8, pad_token_id=0), "fp32"),
     "gpt2": ("GPT2Config", dict(n_embd=512, n_layer=4, n_head=8, vocab_size=8192, n_positions=4096), "fp32"),
+    # interleaved rotary (rotate_every_two), partial (rotary_dim < head size), sin/cos gathered by position_ids
+    "gptj": ("GPTJConfig", dict(n_embd=512, n_layer=4, n_head=8, rotary_dim=32, vocab_size=8192, n_positions=4096), "fp32"),
     # the fixtures of `make test` (--skeleton): 2 layers, hidden 64
     "llama-tiny": ("LlamaConfig", TINY, "fp32"),
     "llama-tiny-fp16": ("LlamaConfig", TINY, "fp16"),
     "qwen2-tiny": ("Qwen2Config", TINY, "fp32"),
     "phi3-tiny": ("Phi3Config", dict(TINY, num_key_value_heads=4, pad_token_id=0), "fp32"),
     "gpt2-tiny": ("GPT2Config", dict(n_embd=64, n_layer=2, n_head=4, vocab_size=512, n_positions=2048), "fp32"),
+    "gptj-tiny": ("GPTJConfig", dict(n_embd=64, n_layer=2, n_head=4, rotary_dim=8, vocab_size=512, n_positions=512), "fp32"),  # its sin|cos table kept: 512 rows
 }
 FIXTURES = os.path.join(HERE, "..", "..", "tests", "llm", "fixtures")
 

@@ -29,6 +29,19 @@
  * Partial rotary (GPT-NeoX, Phi): Concat(RotaryEmbedding(x[..., :R], ...), x[..., R:], axis -1) ->
  * RotaryEmbedding(x, ...; rotary_embedding_dim R).
  *
+ * The interleaved form (GPT-J's rotate_every_two, as torch exports it):
+ *
+ *   y = x * Rep(c) + Reshape(Concat(Unsqueeze(Neg(x[..., 1::2]), -1), Unsqueeze(x[..., 0::2], -1), axis -1)) * Rep(s)
+ *   Rep(c) = Reshape(Tile(Unsqueeze(c, [a, 4]), [1, 1, 1, 1, 2]))   (repeat_interleave; the Reshapes merge
+ *            the last two axes: a constant (0 | d, 0 | d, 0 | d, -1) or Concat(Slice(Shape(.), 0, 3 | -2), [-1]))
+ *
+ * c, s (B, S, R/2) whatever computes them (GPT-J gathers them from a sin|cos table by position_ids)
+ * -> RotaryEmbedding(x, c, s; interleaved 1): a = 1, x (B, N, S, R) as it is; a = 2, x (B, S, N, R)
+ * (GPT-J rotates before its head Transpose) as Reshape(RotaryEmbedding(Reshape(x, (0, 0, N * R));
+ * num_heads N), (0, 0, N, R)), whose partial Concat becomes rotary_embedding_dim over the whole
+ * head the same way. The layers left dead are dropped at once (drop_dead) so that the partial
+ * rule sees single readers.
+ *
  * Not a rule file: the halves are checked against D (Slice bounds or Split sizes), the trig
  * chain is walked through optional layers and rebuilt on F, and the caches are shared by name.
  */
@@ -282,6 +295,198 @@ static int replace_rotation(gwr_rewrite_ctx *c, gwr_layer *l, gwr_tensor *out, g
     return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
 }
 
+/* ---- the interleaved form (GPT-J's rotate_every_two) ---------------------------------- */
+
+/* Does nothing live read l's outputs (readers only dead themselves: an exporter's shape
+ * subgraph whose Reshape an earlier rewrite replaced stays until the prune)? */
+static int is_dead(const gwr_layer *l, int depth) {
+    if (gwr_layer_is_removed(l)) return 1;
+    if (depth > 8) return 0;
+    for (int o = 0; o < gwr_layer_num_outputs(l); o++) {
+        gwr_tensor *u = gwr_layer_output(l, o);
+        if (gwr_tensor_output_index(u) >= 0) return 0;
+        for (int64_t k = 0; k < gwr_tensor_num_users(u); k++)
+            if (!is_dead(gwr_tensor_user(u, k, NULL), depth + 1)) return 0;
+    }
+    return 1;
+}
+
+/* Marks l (dead: is_dead) removed, its readers first. */
+static gwr_status remove_dead(gwr_layer *l) {
+    gwr_status st = GWR_OK;
+    for (int o = 0; !st && o < gwr_layer_num_outputs(l); o++) {
+        gwr_tensor *u = gwr_layer_output(l, o);
+        for (int64_t k = 0; !st && k < gwr_tensor_num_users(u); k++)
+            if (!gwr_layer_is_removed(gwr_tensor_user(u, k, NULL))) st = remove_dead(gwr_tensor_user(u, k, NULL));
+    }
+    return st || gwr_layer_is_removed(l) ? st : gwr_layer_mark_as_removed(l);
+}
+
+/* Marks l removed and then every producer of its inputs that nothing live reads any more, so
+ * that a later match sees the single readers the rewrite left. */
+static gwr_status drop_dead(gwr_layer *l, int depth) {
+    gwr_status st = remove_dead(l);
+    for (int i = 0; !st && depth < 64 && i < gwr_layer_num_inputs(l); i++) {
+        gwr_tensor *t = gwr_layer_input(l, i);
+        gwr_layer *p = t ? gwr_tensor_parent(t) : NULL;
+        if (p && !gwr_layer_is_removed(p) && is_dead(p, 0)) st = drop_dead(p, depth + 1);
+    }
+    return st;
+}
+
+/* t = Slice(x, start, end >= D, last axis, step 2), x's last dim D known: x, else NULL. */
+static gwr_tensor *every_two(gwr_tensor *t, int64_t start) {
+    gwr_layer *s = prod(t, "Slice");
+    if (!s || gwr_layer_num_inputs(s) < 5) return NULL;
+    gwr_tensor *x = gwr_layer_input(s, 0);
+    int r = gwr_tensor_rank(x);
+    gwr_dim d = r > 0 ? gwr_tensor_dim(x, r - 1) : GWR_DIM_UNKNOWN;
+    int64_t st, en, ax, step;
+    if (!GWR_DIM_IS_KNOWN(d) || gwr_match_const_ints(gwr_layer_input(s, 1), &st, 1) != 1 ||
+        gwr_match_const_ints(gwr_layer_input(s, 2), &en, 1) != 1 || gwr_match_const_ints(gwr_layer_input(s, 3), &ax, 1) != 1 ||
+        gwr_match_const_ints(gwr_layer_input(s, 4), &step, 1) != 1)
+        return NULL;
+    return st == start && en >= d && (ax == -1 || ax == r - 1) && step == 2 ? x : NULL;
+}
+
+/* t = Unsqueeze(a, the new last axis): a, else NULL. */
+static gwr_tensor *unsqueeze_last(gwr_tensor *t) {
+    gwr_layer *u = prod(t, "Unsqueeze");
+    int64_t ax = u ? unsqueeze_axis(u) : -100;
+    gwr_tensor *a = u ? gwr_layer_input(u, 0) : NULL;
+    return a && (ax == -1 || (gwr_tensor_rank(a) >= 0 && ax == gwr_tensor_rank(a))) ? a : NULL;
+}
+
+/* The 4-D t's dims fit x's (known ones equal, symbolic ones of the same name; t's first three
+ * may be unknown when `loose`, an exporter's Reshape to a computed shape leaving them so); the
+ * last is x's known D. */
+static int dims_fit(const gwr_tensor *t, const gwr_tensor *x, int loose) {
+    if (gwr_tensor_rank(t) != 4 || gwr_tensor_rank(x) != 4 || !GWR_DIM_IS_KNOWN(gwr_tensor_dim(x, 3)) ||
+        gwr_tensor_dim(t, 3) != gwr_tensor_dim(x, 3))
+        return 0;
+    for (int i = 0; i < 3; i++)
+        if (!(loose && gwr_tensor_dim(t, i) == GWR_DIM_UNKNOWN) && !dim_fits(gwr_tensor_dim(t, i), gwr_tensor_dim(x, i))) return 0;
+    return 1;
+}
+
+/* rs = Reshape(a, shape) with a rank 5 merges a's last two axes: shape the constant
+ * (d0, d1, d2, -1) with each di 0 or a's known dim i (allowzero 0), or the exporter's
+ * Concat(Slice(Shape(a), 0, 3 or -2), [-1]). */
+static int merges_last(const gwr_layer *rs) {
+    gwr_tensor *a = gwr_layer_input(rs, 0), *shape = gwr_layer_input(rs, 1);
+    int64_t v[5], az = 0;
+    if (gwr_tensor_rank(a) != 5 || gwr_layer_attr_int(rs, "allowzero", 0, &az) || az) return 0;
+    if (gwr_match_const_ints(shape, v, 5) == 4) {
+        for (int i = 0; i < 3; i++)
+            if (v[i] != 0 && !(GWR_DIM_IS_KNOWN(gwr_tensor_dim(a, i)) && v[i] == gwr_tensor_dim(a, i))) return 0;
+        return v[3] == -1 || (GWR_DIM_IS_KNOWN(gwr_tensor_dim(a, 3)) && GWR_DIM_IS_KNOWN(gwr_tensor_dim(a, 4)) &&
+                              v[3] == gwr_tensor_dim(a, 3) * gwr_tensor_dim(a, 4));
+    }
+    gwr_layer *cat = prod(shape, "Concat"), *sl = cat && gwr_layer_num_inputs(cat) == 2 ? prod(gwr_layer_input(cat, 0), "Slice") : NULL;
+    gwr_layer *sh = sl && gwr_layer_num_inputs(sl) >= 3 ? prod(gwr_layer_input(sl, 0), "Shape") : NULL;
+    int64_t st = -1, en = 0, ax = 0, step = 1, m1 = 0;
+    int ni = sl ? gwr_layer_num_inputs(sl) : 0;
+    if (!sh || gwr_layer_input(sh, 0) != a || gwr_layer_num_inputs(sh) != 1 || gwr_layer_find_attr(sh, "start") >= 0 ||
+        gwr_layer_find_attr(sh, "end") >= 0 || gwr_match_const_ints(gwr_layer_input(cat, 1), &m1, 1) != 1 || m1 != -1 ||
+        gwr_match_const_ints(gwr_layer_input(sl, 1), &st, 1) != 1 || gwr_match_const_ints(gwr_layer_input(sl, 2), &en, 1) != 1 ||
+        (ni > 3 && gwr_layer_input(sl, 3) && gwr_match_const_ints(gwr_layer_input(sl, 3), &ax, 1) != 1) ||
+        (ni > 4 && gwr_layer_input(sl, 4) && gwr_match_const_ints(gwr_layer_input(sl, 4), &step, 1) != 1))
+        return 0;
+    return st == 0 && (en == 3 || en == -2) && ax == 0 && step == 1;
+}
+
+/* The axes of Unsqueeze u (attribute or constant input), sorted, in ax[] (at most 2); how many, or 0. */
+static int unsqueeze_axes(const gwr_layer *u, int64_t ax[2]) {
+    const int64_t *pa;
+    int64_t n = 0, v[3];
+    if (gwr_layer_num_inputs(u) > 1) {
+        n = gwr_match_const_ints(gwr_layer_input(u, 1), v, 3);
+    } else if (!gwr_layer_attr_ints(u, "axes", &pa, &n) && n >= 1 && n <= 2) {
+        for (int i = 0; i < n; i++) v[i] = pa[i];
+    } else {
+        n = 0;
+    }
+    if (n < 1 || n > 2) return 0;
+    int r = gwr_tensor_rank(gwr_layer_output(u, 0));
+    for (int i = 0; i < n; i++) ax[i] = v[i] < 0 && r > 0 ? v[i] + r : v[i];
+    if (n == 2 && ax[0] > ax[1]) v[0] = ax[0], ax[0] = ax[1], ax[1] = v[0];
+    return (int)n;
+}
+
+/* rot = Reshape(Concat(Unsqueeze(Neg(x[..., 1::2]), -1), Unsqueeze(x[..., 0::2], -1), axis -1), x's shape): x, else NULL. */
+static gwr_tensor *rotate_every_two(gwr_tensor *rot) {
+    gwr_layer *rs = prod(rot, "Reshape"), *cat = rs ? prod(gwr_layer_input(rs, 0), "Concat") : NULL, *neg;
+    if (!cat || gwr_layer_num_inputs(cat) != 2 || !last_axis_attr(cat, 0, 5) || !merges_last(rs)) return NULL;
+    gwr_tensor *no = unsqueeze_last(gwr_layer_input(cat, 0)), *xe = unsqueeze_last(gwr_layer_input(cat, 1));
+    if (!no || !xe || !(neg = prod(no, "Neg"))) return NULL;
+    gwr_tensor *x = every_two(xe, 0);
+    /* (B, S, N, D / 2, 2) merged back: x's shape for an even D */
+    if (!x || every_two(gwr_layer_input(neg, 0), 1) != x || gwr_tensor_rank(x) != 4 || gwr_tensor_dim(x, 3) % 2) return NULL;
+    return x;
+}
+
+/* t = Reshape(Tile(Unsqueeze(c, [axis, 4]), [1, 1, 1, 1, 2]), merging the last two axes) (the
+ * Unsqueeze possibly two), Torch's repeat_interleave(c[:, :, None, :], 2, 3) (axis 2: x (B, S,
+ * N, R)) or of c[:, None] (axis 1: x (B, N, S, R)), c (B, S, R/2): c and *axis, else NULL. */
+static gwr_tensor *repeat_two(gwr_tensor *t, const gwr_tensor *x, int64_t *axis) {
+    gwr_layer *rs = prod(t, "Reshape"), *tile = rs ? prod(gwr_layer_input(rs, 0), "Tile") : NULL;
+    int64_t reps[6], ax[2];
+    if (!tile || !merges_last(rs) || gwr_match_const_ints(gwr_layer_input(tile, 1), reps, 6) != 5 || reps[0] != 1 || reps[1] != 1 ||
+        reps[2] != 1 || reps[3] != 1 || reps[4] != 2)
+        return NULL;
+    gwr_layer *u = prod(gwr_layer_input(tile, 0), "Unsqueeze"), *u2;
+    int n = u ? unsqueeze_axes(u, ax) : 0;
+    if (n == 1 && ax[0] == 4 && (u2 = prod(gwr_layer_input(u, 0), "Unsqueeze")) && unsqueeze_axes(u2, ax) == 1) ax[1] = 4, u = u2;
+    else if (n != 2 || ax[1] != 4) return NULL;
+    gwr_tensor *c = gwr_layer_input(u, 0);
+    if (gwr_tensor_rank(c) != 3 || (ax[0] != 1 && ax[0] != 2) || gwr_tensor_rank(t) != 4 || gwr_tensor_rank(x) != 4 ||
+        !GWR_DIM_IS_KNOWN(gwr_tensor_dim(c, 2)) || gwr_tensor_dim(c, 2) * 2 != gwr_tensor_dim(x, 3))
+        return NULL;
+    /* c's (B, S) are x's dims 0 and 3 - axis where known */
+    gwr_dim cb = gwr_tensor_dim(c, 0), cs = gwr_tensor_dim(c, 1);
+    if ((cb != GWR_DIM_UNKNOWN && !dim_fits(cb, gwr_tensor_dim(x, 0))) || (cs != GWR_DIM_UNKNOWN && !dim_fits(cs, gwr_tensor_dim(x, 3 - ax[0]))))
+        return NULL;
+    *axis = ax[0];
+    return c;
+}
+
+/* y = x * repeat_two(c) + rotate_every_two(x) * repeat_two(s) -> RotaryEmbedding(x, c, s; interleaved 1); x (B, S, N, D)
+ * through Reshape to (B, S, N * D) and num_heads N (ONNX RotaryEmbedding's 4-D input is (B, N, S, D)). */
+static int interleaved(gwr_rewrite_ctx *c, gwr_layer *l) {
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    gwr_tensor *y = gwr_layer_output(l, 0);
+    for (int side = 0; side < 2; side++) {
+        gwr_tensor *ta = gwr_layer_input(l, side), *tb = gwr_layer_input(l, 1 - side);
+        gwr_layer *ma = prod(ta, "Mul"), *mb = prod(tb, "Mul");
+        if (!ma || !mb || gwr_match_sole_reader(ta) != l || gwr_match_sole_reader(tb) != l) continue;
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++) {
+                gwr_tensor *x = gwr_layer_input(ma, i), *rot = gwr_layer_input(mb, j), *cs, *sn, *out = NULL;
+                int64_t axc = 0, axs = 0;
+                if (gwr_match_sole_reader(rot) != mb || rotate_every_two(rot) != x || !(cs = repeat_two(gwr_layer_input(ma, 1 - i), x, &axc)) ||
+                    !(sn = repeat_two(gwr_layer_input(mb, 1 - j), x, &axs)) || axc != axs)
+                    continue;
+                if (gwr_tensor_dtype(x) != gwr_tensor_dtype(y) || !gwr_match_dtype_real_float(gwr_tensor_dtype(x)) ||
+                    gwr_tensor_dtype(cs) != gwr_tensor_dtype(x) || gwr_tensor_dtype(sn) != gwr_tensor_dtype(x) || !dims_fit(y, x, 1) ||
+                    (axc == 2 && !GWR_DIM_IS_KNOWN(gwr_tensor_dim(x, 2))))
+                    return gwr_rewrite_no_match(c, "x is not (B, N, S, D) or (B, S, N, D) with N known, of the caches' and result's type");
+                int64_t nh = gwr_tensor_dim(x, 2), d = gwr_tensor_dim(x, 3), flat[3] = {0, 0, nh * d}, back[4] = {0, 0, nh, d};
+                gwr_tensor *in[3] = {axc == 2 ? gwr_reshape(net, x, 3, flat) : x, cs, sn};
+                gwr_args *a = in[0] ? gwr_args_new() : NULL;
+                if (a && !gwr_args_set_int(a, "interleaved", 1) && (axc == 1 || !gwr_args_set_int(a, "num_heads", nh)))
+                    gwr_op_call(net, "", "RotaryEmbedding", 3, in, a, 1, &out);
+                gwr_args_free(a);
+                if (out && axc == 2) out = gwr_reshape(net, out, 4, back);
+                if (!out) return gwr_rewrite_fail(c, GWR_ERR_SHAPE, "fuse_rotary: %s", gwr_network_errmsg(net));
+                gwr_status st = gwr_match_replace_layer(l, 1, &out);
+                if (!st) st = drop_dead(ma, 0);
+                if (!st) st = drop_dead(mb, 0);
+                return st ? gwr_rewrite_fail(c, st, "%s", gwr_last_errmsg()) : 1;
+            }
+    }
+    return gwr_rewrite_no_match(c, "not x * repeat_interleave(cos) + stack(-x[..., 1::2], x[..., 0::2]).flatten(-2) * repeat_interleave(sin)");
+}
+
 static int rotate_half(gwr_rewrite_ctx *c, gwr_layer *l) {
     gwr_network *net = gwr_rewrite_ctx_network(c);
     int64_t opset = gwr_network_opset(net, "");
@@ -345,6 +550,42 @@ static int rotate_half(gwr_rewrite_ctx *c, gwr_layer *l) {
     return gwr_rewrite_no_match(c, "not x * Unsqueeze(cos) + Concat(-x2, x1) * Unsqueeze(sin) over the model's Cos/Sin(Concat(F, F))");
 }
 
+/* Partial rotary over heads (B, S, N, D) (GPT-J: the interleaved form fused through the 3-D
+ * input): Concat(Reshape(RotaryEmbedding(Reshape(x_rot, (0, 0, N * R)); num_heads N), (0, 0, N,
+ * R)), x_pass, axis -1) -> Reshape(RotaryEmbedding(Reshape(x, (0, 0, N * D)); num_heads N,
+ * rotary_embedding_dim R), (0, 0, N, D)). */
+static int partial_heads(gwr_rewrite_ctx *c, gwr_layer *l, gwr_layer *back) {
+    gwr_network *net = gwr_rewrite_ctx_network(c);
+    gwr_tensor *rot = gwr_layer_input(l, 0), *pass = gwr_layer_input(l, 1), *y = gwr_layer_output(l, 0), *x = NULL;
+    gwr_layer *re = prod(gwr_layer_input(back, 0), "RotaryEmbedding"), *flat, *dead[2];
+    int64_t nh = 0, rd = 0, v[5], len = 0;
+    int nd = 0;
+    if (!re || gwr_ps_sole_reader(rot) != l || gwr_ps_sole_reader(gwr_layer_input(back, 0)) != back || gwr_layer_num_inputs(re) != 3 ||
+        gwr_layer_attr_int(re, "num_heads", 0, &nh) || nh <= 0 || gwr_layer_attr_int(re, "rotary_embedding_dim", 0, &rd) || rd ||
+        !(flat = prod(gwr_layer_input(re, 0), "Reshape")) || gwr_ps_sole_reader(gwr_layer_input(re, 0)) != re ||
+        !last_axis_attr(l, 0, gwr_tensor_rank(y)))
+        return gwr_rewrite_no_match(c, "not Reshape(a whole 3-D RotaryEmbedding of Reshape(x_rot)) read only by a Concat over the last axis");
+    gwr_tensor *xr = gwr_layer_input(flat, 0);
+    gwr_dim r = gwr_tensor_rank(xr) == 4 ? gwr_tensor_dim(xr, 3) : GWR_DIM_UNKNOWN;
+    if (!GWR_DIM_IS_KNOWN(r) || gwr_tensor_dim(xr, 2) != nh || gwr_match_const_ints(gwr_layer_input(flat, 1), v, 5) != 3 || v[0] ||
+        v[1] || v[2] != nh * r || gwr_match_const_ints(gwr_layer_input(back, 1), v, 5) != 4 || v[0] || v[1] || v[2] != nh || v[3] != r)
+        return gwr_rewrite_no_match(c, "the Reshapes around the RotaryEmbedding are not (B, S, N, R) <-> (B, S, N * R)");
+    if (!parts(xr, pass, &len, &x, dead, &nd) || gwr_ps_sole_reader(xr) != flat || gwr_ps_sole_reader(pass) != l || len != r)
+        return gwr_rewrite_no_match(c, "the rotated part and the rest are not the first R and the last D - R of one x, read only here");
+    gwr_dim d = gwr_tensor_dim(x, 3);
+    if (gwr_tensor_rank(x) != 4 || !gwr_match_same_type(x, y) || gwr_tensor_dim(x, 2) != nh || !GWR_DIM_IS_KNOWN(d))
+        return gwr_rewrite_no_match(c, "x is not (B, S, N, D) of the result's type");
+    int64_t fs[3] = {0, 0, nh * d}, bs[4] = {0, 0, nh, d};
+    gwr_tensor *in[3] = {gwr_reshape(net, x, 3, fs), gwr_layer_input(re, 1), gwr_layer_input(re, 2)}, *out = NULL;
+    gwr_layer *f = in[0] ? gwr_match_clone_layer(re, 3, in) : NULL;
+    gwr_status st = f ? gwr_layer_set_int(f, "rotary_embedding_dim", r) : GWR_ERR_NOMEM;
+    if (!st) st = gwr_layer_infer(f);
+    if (!st && !(out = gwr_reshape(net, gwr_layer_output(f, 0), 4, bs))) st = GWR_ERR_SHAPE;
+    if (!st) st = gwr_match_replace_layer(l, 1, &out);
+    if (!st) st = drop_dead(back, 0);
+    return st ? gwr_rewrite_fail(c, st, "fuse_rotary: %s", gwr_last_errmsg()) : 1;
+}
+
 /* Partial rotary (GPT-NeoX, Phi): Concat(RotaryEmbedding(x_rot, ...), x_pass, axis -1) with x_rot,
  * x_pass the first R and the remaining elements of x's last axis -> RotaryEmbedding(x, ...;
  * rotary_embedding_dim R); the com.microsoft form (target ort below opset 23) with num_heads too. */
@@ -352,6 +593,7 @@ static int partial(gwr_rewrite_ctx *c, gwr_layer *l) {
     if (*gwr_layer_domain(l) || gwr_layer_num_inputs(l) != 2) return gwr_rewrite_no_match(c, "not a two-input ONNX Concat");
     gwr_tensor *rot = gwr_layer_input(l, 0), *pass = gwr_layer_input(l, 1), *x = NULL, *y = gwr_layer_output(l, 0);
     gwr_layer *re = gwr_tensor_parent(rot), *dead[2];
+    if (prod(rot, "Reshape")) return partial_heads(c, l, re);
     int ms = gwr_match_is_op(re, "com.microsoft::RotaryEmbedding"), nd = 0;
     int64_t rd = 0, len = 0;
     if (!ms && !gwr_match_is_op(re, "RotaryEmbedding")) return gwr_rewrite_no_match(c, "input 0 is not a RotaryEmbedding's");
@@ -378,7 +620,11 @@ static int partial(gwr_rewrite_ctx *c, gwr_layer *l) {
 }
 
 static int fuse_rotary(gwr_rewrite_ctx *c, gwr_layer *l) {
-    return gwr_match_is_op(l, "Concat") ? partial(c, l) : rotate_half(c, l);
+    if (gwr_match_is_op(l, "Concat")) return partial(c, l);
+    int r = rotate_half(c, l);
+    int64_t opset = gwr_network_opset(gwr_rewrite_ctx_network(c), "");
+    if (r || *gwr_layer_domain(l) || gwr_layer_num_inputs(l) != 2 || (opset >= 0 && opset < 23 && !gwr_ps_target_contrib(c))) return r;
+    return interleaved(c, l);
 }
 
 /* ---- lower_rotary ---------------------------------------------------------------- */
@@ -441,7 +687,8 @@ GWR_PASS(fuse_rotary, FUSE, .pattern = &gwr_pattern_fuse_rotary, .level = GWR_LE
                     "in the graph from Concat(F, F), into ONNX RotaryEmbedding(x, cos(F), sin(F)) (opset >= 23; any "
                     "opset for targets ort and gwr; lower_rotary then makes it onnxruntime's below 23), the caches built once and shared; "
                     "partial rotary (the rest of x Concat'ed back) as rotary_embedding_dim; cos/sin tables gathered by "
-                    "position_ids as position_ids");
+                    "position_ids as position_ids; the interleaved form (GPT-J's rotate_every_two: stack(-x_odd, x_even) "
+                    "times repeat_interleave(sin)) as interleaved 1, over (B, S, N, D) heads through the 3-D form with num_heads");
 
 /* in kernel, after lower: the attention lowering (lower_attention) may take the ONNX RotaryEmbedding first */
 GWR_PASS(lower_rotary, KERNEL, .pattern = &gwr_pattern_lower_rotary, .level = GWR_LEVEL_EXTENDED, .targets = GWR_TARGET_ORT,

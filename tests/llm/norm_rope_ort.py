@@ -25,7 +25,10 @@ from onnx import numpy_helper
 import onnxruntime as ort
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = ["llama-tiny", "llama-tiny-fp16", "qwen2-tiny", "phi3-tiny"]
+FIXTURES = ["llama-tiny", "llama-tiny-fp16", "qwen2-tiny", "phi3-tiny", "gptj-tiny"]
+# GPT-J: LayerNorm (no RMSNorm), the interleaved rotary (rotate_every_two) on the first 8 of each
+# head's 16, sin/cos gathered from a table by position_ids
+INTERLEAVED = {"gptj-tiny": 8}
 LAYERS = 2
 
 
@@ -219,12 +222,18 @@ def main():
                 if r.returncode:
                     fails.append(f"{name} {target}: gwr optimize exit {r.returncode}: {r.stderr.strip()}")
                     continue
-                c, _ = counts(out)
+                c, om = counts(out)
                 want = {
                     "SimplifiedLayerNormalization": 1,
                     "com.microsoft::SkipSimplifiedLayerNormalization": 2 * LAYERS,
                     "ReduceMean": 0,
-                }
+                } if name not in INTERLEAVED else {"ReduceMean": 0}
+                if name in INTERLEAVED:  # every rotary interleaved, over the first R of each head
+                    for n in om.graph.node:
+                        if n.op_type == "RotaryEmbedding":
+                            a = {x.name: onnx.helper.get_attribute_value(x) for x in n.attribute}
+                            if a.get("interleaved") != 1 or a.get("rotary_embedding_dim") != INTERLEAVED[name]:
+                                fails.append(f"{name} {target}: {n.domain or 'ONNX'} RotaryEmbedding with {a}")
                 rot = c["RotaryEmbedding"] + c["com.microsoft::RotaryEmbedding"]
                 for op, n in want.items():
                     if c[op] != n:

@@ -281,6 +281,144 @@ TEST(ms_kernel_offset_form) {
     }
 }
 
+/* The interleaved form (GPT-J's rotate_every_two, as torch exports it):
+ *   y = x * R(c) + Reshape(Concat(Unsqueeze(Neg(x[..., 1::2]), -1), Unsqueeze(x[..., 0::2], -1), axis -1)) * R(s)
+ *   R(c) = Reshape(Tile(Unsqueeze(c, [ax, 4]), [1, 1, 1, 1, 2]), (0, 0, k, -1))   (repeat_interleave)
+ * with c, s inputs (B, S, R/2). I_HEADS: GPT-J's x (B, S, N, D) = (2, 5, 3, 12), its first 8 rotated
+ * (ax 2) and the last 4 Concat'ed back; else x (B, N, S, D) = (2, 3, 5, 8) whole (ax 1). */
+enum {
+    I_HEADS = 1,
+    /* must not fire */
+    I_SWAPPED = 2, /* stack(x_even, -x_odd): the other rotation */
+    I_SAME = 4,    /* both halves x[..., 0::2] */
+    I_REPEAT = 8,  /* Tile [1, 1, 1, 2, 1]: repeat, not repeat_interleave */
+    I_AXES = 16,   /* sin unsqueezed for the other layout */
+    I_ROT_OUT = 32 /* the rotated x also an output */
+};
+static unsigned iflags;
+
+static gwr_tensor *repeat2(gwr_network *net, gwr_tensor *c, int64_t ax) {
+    static const int64_t inter[5] = {1, 1, 1, 1, 2}, rep[5] = {1, 1, 1, 2, 1};
+    int64_t axes[2] = {ax, 4}, five = 5, shp[4] = {0, 0, ax == 2 ? 1 : 0, -1};
+    gwr_tensor *ti[2] = {gwr_unsqueeze(net, c, 2, axes), gwr_constant(net, GWR_INT64, 1, &five, iflags & I_REPEAT ? rep : inter)};
+    return gwr_reshape(net, op1(net, "Tile", 2, ti), 4, shp);
+}
+
+static gwr_tensor *rotate_every_two(gwr_network *net, gwr_tensor *x, gwr_tensor *c, gwr_tensor *s) {
+    static const int64_t zero = 0, one = 1, big = INT64_MAX, last = -1, two = 2, four = 4;
+    int heads = iflags & I_HEADS;
+    int64_t shp[4] = {0, 0, 0, -1};
+    gwr_tensor *xe = gwr_slice(net, x, 1, &zero, &big, &last, &two), *xo = gwr_slice(net, x, 1, iflags & I_SAME ? &zero : &one, &big, &last, &two);
+    gwr_tensor *parts[2] = {gwr_unsqueeze(net, gwr_neg(net, xo), 1, &four), gwr_unsqueeze(net, xe, 1, &four)};
+    if (iflags & I_SWAPPED) parts[0] = gwr_unsqueeze(net, xe, 1, &four), parts[1] = gwr_unsqueeze(net, gwr_neg(net, xo), 1, &four);
+    gwr_tensor *rot = gwr_reshape(net, gwr_concat(net, 2, parts, -1), 4, shp);
+    if (iflags & I_ROT_OUT) gwr_network_mark_output(net, gwr_relu(net, rot));
+    int64_t ax = heads ? 2 : 1, sax = iflags & I_AXES ? 3 - ax : ax;
+    return gwr_add(net, gwr_mul(net, x, repeat2(net, c, ax)), gwr_mul(net, rot, repeat2(net, s, sax)));
+}
+
+static gwr_network *interleaved_net(void) {
+    int heads = iflags & I_HEADS;
+    /* I_AXES: N = S = 5, so that both layouts broadcast */
+    gwr_dim xd[4] = {2, heads || iflags & I_AXES ? 5 : 3, heads && !(iflags & I_AXES) ? 3 : 5, heads ? 12 : 8}, cd[3] = {2, 5, 4};
+    gwr_network *net = gwr_network_new("rotary_interleaved");
+    gwr_tensor *q = gwr_network_add_input(net, "q", GWR_FLOAT32, 4, xd);
+    gwr_tensor *c = gwr_network_add_input(net, "c", GWR_FLOAT32, 3, cd), *s = gwr_network_add_input(net, "s", GWR_FLOAT32, 3, cd);
+    if (!heads) {
+        gwr_network_mark_output(net, rotate_every_two(net, q, c, s));
+        return net;
+    }
+    static const int64_t z[1] = {0}, r[1] = {8}, e[1] = {INT64_MAX}, lastax[1] = {-1};
+    gwr_tensor *parts[2] = {rotate_every_two(net, gwr_slice(net, q, 1, z, r, lastax, NULL), c, s), gwr_slice(net, q, 1, r, e, lastax, NULL)};
+    gwr_network_mark_output(net, gwr_concat(net, 2, parts, -1));
+    return net;
+}
+
+/* the one RotaryEmbedding's attributes: interleaved, rotary_embedding_dim, num_heads (-1: absent) */
+static void rotary_attrs(gwr_network *net, int64_t a[3]) {
+    static const char *const names[3] = {"interleaved", "rotary_embedding_dim", "num_heads"};
+    a[0] = a[1] = a[2] = -2;
+    for (int64_t l = 0; l < gwr_network_num_layers(net); l++) {
+        gwr_layer *ly = gwr_network_layer(net, l);
+        if (gwr_layer_is_removed(ly) || strcmp(gwr_layer_op(ly), "RotaryEmbedding")) continue;
+        for (int k = 0; k < 3; k++) gwr_layer_attr_int(ly, names[k], -1, &a[k]);
+    }
+}
+
+TEST(rotary_interleaved) {
+    for (int heads = 0; heads < 2; heads++) {
+        iflags = heads ? I_HEADS : 0;
+        int n = heads ? 2 : 1; /* the rotation, then (heads) the partial Concat */
+        expect(interleaved_net(), "fuse_rotary", GWR_TARGET_GWR, n, 3);
+        gwr_network *net = interleaved_net();
+        CHECK_EQ_INT(run_pass(net, "fuse_rotary", GWR_TARGET_GWR), n);
+        CHECK_EQ_INT(live(net, "RotaryEmbedding"), 1);
+        CHECK_EQ_INT(count_op(net, "Neg") + count_op(net, "Tile") + count_op(net, "Slice") + count_op(net, "Concat"), 0);
+        int64_t a[3];
+        rotary_attrs(net, a);
+        CHECK_EQ_INT(a[0], 1);
+        CHECK_EQ_INT(a[1], heads ? 8 : -1);
+        CHECK_EQ_INT(a[2], heads ? 3 : -1);
+        gwr_network_free(net);
+        /* target ort at opset 18: com.microsoft's, the same numbers */
+        net = interleaved_net();
+        gwr_network_set_opset(net, "", 18);
+        gwr_network *before = gwr_network_clone(net);
+        gwr_optimize_options o = {.only = "fuse_rotary,lower_rotary", .target = GWR_TARGET_ORT, .debug = 1};
+        CHECK_OK(gwr_optimize(net, &o, NULL));
+        CHECK_EQ_INT(ms_rotaries(net), 1);
+        double d = max_diff(before, net, 7919u, 3, 0, NULL);
+        if (!CHECK(d >= 0 && d <= 1e-5)) fprintf(stderr, "  interleaved heads %d, lowered: difference %g\n", heads, d);
+        gwr_network_free(before);
+        gwr_network_free(net);
+    }
+}
+
+TEST(rotary_interleaved_must_not_fire) {
+    static const unsigned forms[] = {I_SWAPPED, I_SAME, I_REPEAT, I_AXES, I_ROT_OUT, I_HEADS | I_SWAPPED, I_HEADS | I_REPEAT, I_HEADS | I_AXES};
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+        iflags = forms[i];
+        gwr_network *net = interleaved_net();
+        CHECK_EQ_INT(count_op(net, "Add"), 1); /* built whole */
+        if (!CHECK_EQ_INT(run_pass(net, "fuse_rotary", GWR_TARGET_GWR), 0)) fprintf(stderr, "  form %u\n", iflags);
+        CHECK_EQ_INT(count_op(net, "RotaryEmbedding"), 0);
+        gwr_network_free(net);
+    }
+}
+
+/* gwr's kernel, interleaved (ONNX RotaryEmbedding-23: pairs (x[2i], x[2i + 1]) turned by cos[i], sin[i]),
+ * against the spec's formula written out, partial (the rest copied), x (B, N, S, D) = (1, 1, 2, 6), R 4 */
+TEST(kernel_interleaved) {
+    float cv[2 * 2] = {0.5f, -0.25f, 0.75f, 1.0f}, sv[2 * 2] = {0.125f, 2.0f, -1.0f, 0.5f};
+    int64_t cd[3] = {1, 2, 2};
+    gwr_network *net = gwr_network_new("kernel_interleaved");
+    gwr_dim xd[4] = {1, 1, 2, 6};
+    gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 4, xd), *y = NULL;
+    gwr_tensor *in[3] = {x, gwr_constant(net, GWR_FLOAT32, 3, cd, cv), gwr_constant(net, GWR_FLOAT32, 3, cd, sv)};
+    gwr_args *a = gwr_args_new();
+    CHECK_OK(gwr_args_set_int(a, "interleaved", 1));
+    CHECK_OK(gwr_args_set_int(a, "rotary_embedding_dim", 4));
+    CHECK(gwr_op_call(net, "", "RotaryEmbedding", 3, in, a, 1, &y) != NULL);
+    gwr_args_free(a);
+    gwr_network_mark_output(net, y);
+    gwr_value *v = gwr_value_new(GWR_FLOAT32, 4, (const int64_t[]){1, 1, 2, 6}), *out[2] = {0};
+    double xs[12];
+    for (int i = 0; i < 12; i++) gwr_value_set_f64(v, i, xs[i] = (double)(i + 1));
+    const char *names[1] = {"x"};
+    if (CHECK_EQ_INT(run_net(net, 1, names, &v, out), 1))
+        for (int s = 0; s < 2; s++)
+            for (int j = 0; j < 6; j++) {
+                const double *r = xs + s * 6;
+                int i = j / 2;
+                double c = cv[s * 2 + (i < 2 ? i : 0)], sn = sv[s * 2 + (i < 2 ? i : 0)];
+                double want = j >= 4 ? r[j] : j % 2 == 0 ? c * r[j] - sn * r[j + 1] : sn * r[j - 1] + c * r[j];
+                if (!CHECK(fabs(gwr_value_get_f64(out[0], s * 6 + j) - want) < 1e-6)) fprintf(stderr, "  s %d j %d\n", s, j);
+            }
+    gwr_value_release(out[0]);
+    gwr_value_release(v);
+    gwr_network_free(net);
+}
+
 int main(void) {
     RUN(rotary_fires);
     RUN(rotary_gwr_opset18_runs);
@@ -289,5 +427,8 @@ int main(void) {
     RUN(rotary_cached_tables);
     RUN(ms_kernel_offset_form);
     RUN(rotary_for_ort);
+    RUN(rotary_interleaved);
+    RUN(rotary_interleaved_must_not_fire);
+    RUN(kernel_interleaved);
     return check_report();
 }

@@ -57,7 +57,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 CACHE = os.environ.get("GWR_LLM_CACHE", os.path.join(HERE, "cache"))
 # The project venv (scripts/setup.sh): onnxruntime's MatMulNBitsQuantizer runs there.
 VENV_PY = os.environ.get("GWR_VENV_PY", os.path.join(ROOT, ".venv", "bin", "python"))
-STOCK = ["llama-gqa", "llama-gqa-fp16", "qwen2", "qwen2-fp16", "mistral", "phi3", "gpt2"]
+STOCK = ["llama-gqa", "llama-gqa-fp16", "qwen2", "qwen2-fp16", "mistral", "phi3", "gpt2", "gptj"]
 
 OUT = []  # the markdown lines printed, for --md
 

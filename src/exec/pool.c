@@ -11,13 +11,6 @@
 
 #define POOL_CLASSES 48
 #define POOL_MIN_LOG2 6
-/* Blocks of 2 MB and more start on a 2 MB boundary, advised into huge
- * pages (where the kernel's transparent huge pages are "madvise"): a new
- * block's first touch, the first run over a long prompt, faulted 4 KB at
- * a time (llama-gqa's prefill of 128 tokens: some 2400 faults, its 4 MB of
- * logits and 2 MB blocks of the MLP, at a few microseconds each); a huge
- * page faults once. */
-#define POOL_HUGE_LOG2 21
 
 struct gwr_exec_pool {
     atomic_long refs;
@@ -74,10 +67,7 @@ gwr_buffer *gwr_exec_pool_alloc(gwr_exec_pool *p, size_t n) {
     if ((size_t)1 << c < n) return NULL; /* beyond the largest class */
     void *b = p->free_list[c];
     if (b) p->free_list[c] = *(void **)b;
-    else if (gwr_alloc_fails() || !(b = aligned_alloc(c >= POOL_HUGE_LOG2 ? (size_t)1 << POOL_HUGE_LOG2 : 64, (size_t)1 << c)))
-        return NULL;
-    else if (c >= POOL_HUGE_LOG2)
-        gwr_advise_huge(b, (size_t)1 << c);
+    else if (gwr_alloc_fails() || !(b = aligned_alloc(64, (size_t)1 << c))) return NULL;
     gwr_buffer *buf = gwr_buffer_wrap(b, n, pool_release, p);
     if (!buf) {
         gwr_free(b);

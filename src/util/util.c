@@ -1,5 +1,4 @@
 /* util.c - see util.h. */
-#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE: without it gwr_advise_huge compiled to nothing */
 #include "util/util.h"
 
 #include <stdatomic.h>
@@ -277,7 +276,7 @@ void gwr_strmap_del(gwr_strmap *m, const char *key, const void *val) {
 void gwr_advise_huge(void *p, size_t n) {
 #ifdef MADV_HUGEPAGE
     const uintptr_t huge = (uintptr_t)2 << 20;
-    if (!p || n < huge) return;
+    if (!p || n < 2 * huge) return;
     uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + n) & ~(huge - 1);
     if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
 #else

@@ -76,7 +76,7 @@ char *gwr_memdup(const void *p, size_t n);
 
 /* Asks the kernel for huge pages under the 2 MB-aligned part of [p, p+n)
  * (a big hash table probed at random: one TLB entry per 2 MB instead of
- * per 4 KB; a block faulted once, not per 4 KB). Only for memory not touched yet (2 MB and
+ * per 4 KB). Only for memory not touched yet (fresh calloc of 4 MB and
  * more, which glibc maps anew); a hint, ignored where unsupported. */
 void gwr_advise_huge(void *p, size_t n);
 

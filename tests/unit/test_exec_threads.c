@@ -251,50 +251,6 @@ TEST(openblas_timeout_shortest_unless_set) {
     CHECK(strcmp(now, timeout_was_set ? timeout_at_start : "4") == 0);
 }
 
-/* The AnonHugePages of the mapping /proc/self/smaps lists around address a, in kB (-1: none). */
-static long anon_huge_kb(uintptr_t a) {
-    FILE *f = fopen("/proc/self/smaps", "r");
-    if (!f) return -1;
-    char line[512];
-    long kb = -1;
-    int in = 0;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') == line + strspn(line, "0123456789abcdef")) in = a >= lo && a < hi;
-        else if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1) break;
-    }
-    fclose(f);
-    return kb;
-}
-
-/* The executor's pool: a block of 2 MB and more starts on a 2 MB boundary,
- * a small one on 64 bytes; where the kernel offers transparent huge pages
- * (its setting [always] or [madvise]), a touched 4 MB block lies in them
- * (before, gwr_advise_huge compiled to nothing: MADV_HUGEPAGE unseen under
- * -std=c11). */
-TEST(pool_big_blocks_in_huge_pages) {
-    gwr_exec_pool *p = gwr_exec_pool_new();
-    if (!CHECK(p != NULL)) return;
-    gwr_buffer *small = gwr_exec_pool_alloc(p, 1000), *big = gwr_exec_pool_alloc(p, (size_t)3 << 20);
-    if (CHECK(small && big)) {
-        CHECK_EQ_INT((int)((uintptr_t)gwr_buffer_data(small) % 64), 0);
-        CHECK_EQ_INT((int)((uintptr_t)gwr_buffer_data(big) % ((uintptr_t)2 << 20)), 0);
-        char thp[128] = "";
-        FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-        if (f) {
-            if (!fgets(thp, sizeof thp, f)) thp[0] = 0;
-            fclose(f);
-        }
-        if (strstr(thp, "[always]") || strstr(thp, "[madvise]")) {
-            memset((void *)(uintptr_t)gwr_buffer_data(big), 1, (size_t)3 << 20);
-            CHECK(anon_huge_kb((uintptr_t)gwr_buffer_data(big)) >= 2048);
-        }
-    }
-    gwr_buffer_release(small);
-    gwr_buffer_release(big);
-    gwr_exec_pool_close(p);
-}
-
 int main(void) {
     const char *t = getenv("OPENBLAS_THREAD_TIMEOUT");
     static char saved[64];
@@ -305,6 +261,5 @@ int main(void) {
     RUN(pool_runs_cap_blas_at_one);
     RUN(kernels_identical_on_threads);
     RUN(kernels_identical_on_split_loops);
-    RUN(pool_big_blocks_in_huge_pages);
     return check_report();
 }

@@ -167,6 +167,8 @@ static const ncase cases[] = {
     {8, 32, 40, 300, ZP_FLOAT, 1, 1, 1},  {4, 16, 33, 3, ZP_U8, 1, 2, 1},     {4, 32, 5000, 300, ZP_U8, 1, 1, 1},
     {4, 32, 77, 65, ZP_U8, 1, 1, 9},      {8, 16, 17, 130, ZP_NONE, 0, 3, 3},  {4, 32, 100, 300, ZP_FLOAT, 1, 3, 1},
     {8, 32, 64, 300, ZP_U8, 1, 4, 1},
+    /* a prefill's rows: several panels, the last narrower than the packed panels, rows past whole tiles */
+    {4, 32, 100, 300, ZP_FLOAT, 1, 10, 13}, {4, 32, 512, 200, ZP_U8, 0, 1, 128},
 };
 
 TEST(nbits_vs_reference) {

@@ -603,6 +603,41 @@ TEST(rotary_embedding) {
     rel(4, in);
 }
 
+/* RotaryEmbedding on float32 with several heads and positions and a
+ * partial rotary_embedding_dim (4 of 6: the last two values of each head
+ * copied), halves and interleaved, against the formula of the ONNX spec
+ * computed here in double: x1 cos - x2 sin, x1 sin + x2 cos. */
+TEST(rotary_embedding_partial_f32) {
+    enum { H = 2, S = 3, D = 6, R = 4, P = 4 };
+    int64_t xd[4] = {1, H, S, D}, cd[2] = {P, R / 2}, pd[2] = {1, S}, pos[S] = {2, 0, 3};
+    float x[H * S * D], c[P * R / 2], sn[P * R / 2];
+    for (int i = 0; i < H * S * D; i++) x[i] = (float)((i * 7 % 13) - 6) / 4;
+    for (int i = 0; i < P * R / 2; i++) c[i] = (float)cos(0.3 * i + 0.1), sn[i] = (float)sin(0.3 * i + 0.1);
+    gwr_value *in[4] = {vf(4, xd, x), vf(2, cd, c), vf(2, cd, sn), vi(2, pd, pos)}, *out[1];
+    for (int il = 0; il < 2; il++) {
+        gwr_layer *l = layer("RotaryEmbedding", 4, in, 1);
+        gwr_layer_set_int(l, "rotary_embedding_dim", R);
+        gwr_layer_set_int(l, "interleaved", il);
+        if (!CHECK_OK(run(23, 4, in, 1, out))) continue;
+        int bad = 0;
+        for (int h = 0; h < H; h++)
+            for (int s = 0; s < S; s++) {
+                const float *xr = x + (h * S + s) * D;
+                double want[D];
+                for (int d = 0; d < D; d++) want[d] = xr[d];
+                for (int i = 0; i < R / 2; i++) {
+                    int i1 = il ? 2 * i : i, i2 = il ? 2 * i + 1 : i + R / 2;
+                    double cc = c[pos[s] * R / 2 + i], ss = sn[pos[s] * R / 2 + i];
+                    want[i1] = xr[i1] * cc - xr[i2] * ss, want[i2] = xr[i1] * ss + xr[i2] * cc;
+                }
+                for (int d = 0; d < D; d++) bad += fabs(at(out[0], (h * S + s) * D + d) - want[d]) > 1e-5;
+            }
+        CHECK_EQ_INT(bad, 0);
+        rel(1, out);
+    }
+    rel(4, in);
+}
+
 /* Attention (opset 23), one head of size 1, scale 1: queries [1, 1] against
  * keys [0, ln 3] weigh values [4, 8] by softmax [1/4, 3/4], giving 7; causal,
  * query 0 sees key 0 alone (4); a bool mask [true, false] keeps key 0 for
@@ -823,6 +858,7 @@ int main(void) {
     RUN(resize_nearest_rows);
     RUN(rms_norm);
     RUN(rotary_embedding);
+    RUN(rotary_embedding_partial_f32);
     RUN(onnx_attention);
     return check_report();
 }

@@ -190,9 +190,9 @@ def ort_greedy(sess, prompt, steps):
     return made_ids, np.array(rows), times[0], times[1:]
 
 
-def gwr_generate(gwr, path, prompt, steps, threads=1, logits=None):
+def gwr_generate(gwr, path, prompt, steps, threads=1, logits=None, warmup=0):
     cmd = [gwr, "generate", path, "--tokens", ",".join(map(str, prompt)), "--max-new", str(steps), "--threads",
-           str(threads), "--json"]
+           str(threads), "--json", "--warmup", str(warmup)]
     if logits:
         cmd += ["--logits", logits]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -265,8 +265,9 @@ def figure_nodes(args, gwr, work, models):
 
 
 def gwr_run(args, gwr, path, prompt, threads):
-    """One `gwr generate` process: (prefill ms, median decode step ms)."""
-    j = gwr_generate(gwr, path, prompt, args.steps + 1, threads)
+    """One `gwr generate` process, timed after one untimed generation in the same session
+    (--warmup 1: onnxruntime's session is warm too): (prefill ms, median decode step ms)."""
+    j = gwr_generate(gwr, path, prompt, args.steps + 1, threads, warmup=1)
     return j["prefill_ms"], float(np.median(j["decode_step_ms"]))
 
 
@@ -280,7 +281,7 @@ def latency_pair(args, gwr, gpath, opath, vocab, threads, cache):
     two are interleaved round by round, so that a load on the machine falls on both alike."""
     prompt = prompt_of(cache, vocab)
     sess = ort_session(opath, threads)
-    ort_greedy(sess, prompt[:8], 2)  # warm-up
+    ort_greedy(sess, prompt, args.steps + 1)  # warm-up: one whole generation, as gwr's --warmup 1
     g, o = [], []
     for _ in range(args.reps):
         g.append(gwr_run(args, gwr, gpath, prompt, threads))
@@ -294,7 +295,8 @@ def figure_latency(args, gwr, work, models):
     say()
     say(f"ms; decode step = median of {args.steps} one-token runs after a prompt of 128 / 1024 tokens, "
         f"best of {args.reps} rounds; prefill = 128 tokens, best of {args.reps}; gwr and onnxruntime interleaved "
-        "round by round. gwr: `gwr generate` on the export "
+        "round by round, each timed in a warm session (gwr: `gwr generate --warmup 1`, one untimed generation "
+        "first in the same session; onnxruntime: its session ran one whole generation first). gwr: on the export "
         "(fp32) or on `gwr quantize --mode weight-only` of it (4-bit); onnxruntime: the transformers optimizer's "
         "output (fp32) or MatMulNBitsQuantizer of it (4-bit). ratio = gwr / onnxruntime (issue: decode <= 0.9x, "
         "prefill <= 1.0x).")

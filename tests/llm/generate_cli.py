@@ -95,6 +95,9 @@ def main(gwr):
         a = np.load(npy) if rc == 0 else None
         check("toy --logits", a is not None and a.dtype == np.float32 and a.shape == (5, V)
               and (a == np.eye(V, dtype=np.float32)[[15, 0, 1, 2, 3]]).all(), repr(a) + err)
+        # --warmup: untimed runs first in the same session; the timed run's ids are the same
+        rc, out, err = run(gwr, m, "--tokens", "1,2", "--max-new", "10", "--eos", "5", "--warmup", "2")
+        check("toy --warmup 2: ids", rc == 0 and "tokens: 3,4,5 (eos)\n" in out, repr(out) + err)
         # --eos: stops after generating it, which is returned
         rc, out, err = run(gwr, m, "--tokens", "1,2", "--max-new", "10", "--eos", "5")
         check("toy --eos: ids", rc == 0 and "tokens: 3,4,5 (eos)\n" in out, repr(out) + err)
@@ -121,6 +124,7 @@ def main(gwr):
         refused(gwr, "no --tokens", "--tokens", m, "--max-new", "3")
         refused(gwr, "--threads 0", "--threads", m, "--tokens", "1", "--max-new", "3", "--threads", "0")
         refused(gwr, "--eos x", "--eos", m, "--tokens", "1", "--max-new", "3", "--eos", "x")
+        refused(gwr, "--warmup -1", "--warmup", m, "--tokens", "1", "--max-new", "3", "--warmup", "-1")
         refused(gwr, "no model", "MODEL", "--tokens", "1", "--max-new", "3")
         refused(gwr, "missing file", "nope.onnx", os.path.join(d, "nope.onnx"), "--tokens", "1", "--max-new", "3",
                 code=1)

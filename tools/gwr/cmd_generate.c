@@ -12,7 +12,7 @@
 static void help(FILE *out) {
     fprintf(out,
             "usage: gwr generate MODEL --tokens ID,ID,... --max-new N [--threads N] [--eos ID]\n"
-            "                    [--no-optimize] [--json] [--logits FILE.npy]\n"
+            "                    [--warmup N] [--no-optimize] [--json] [--logits FILE.npy]\n"
             "\n"
             "Greedy decoding on gwr's CPU executor over a decoder with a KV cache exported\n"
             "the Hugging Face way (inputs input_ids, attention_mask, position_ids,\n"
@@ -26,6 +26,9 @@ static void help(FILE *out) {
             "  --max-new N      tokens to generate, >= 1\n"
             "  --threads N      intra-op threads (default 1)\n"
             "  --eos ID         stop after generating ID\n"
+            "  --warmup N       first run the whole generation N times untimed in the same\n"
+            "                   session (a server's warm session; default 0: the times are\n"
+            "                   of the session's first runs)\n"
             "  --no-optimize    run the model as written (default: the session optimizes a\n"
             "                   private copy, as gwr run does)\n"
             "  --json           one JSON object: the ids, the times, per decode step its\n"
@@ -156,7 +159,7 @@ static void json_array_l(const char *name, const long *v, int64_t n) {
 
 static int generate_cmd(int argc, char **argv) {
     const char *model = NULL, *tokens = NULL, *logits_file = NULL;
-    int64_t max_new = -1, eos = -1, threads = 1;
+    int64_t max_new = -1, eos = -1, threads = 1, warmup = 0;
     int json = 0, raw = 0, rc = CLI_OK;
     for (int i = 1; i < argc && rc == CLI_OK; i++) {
         const char *a = argv[i];
@@ -164,17 +167,19 @@ static int generate_cmd(int argc, char **argv) {
         else if (!strcmp(a, "--no-optimize")) raw = 1;
         else if (!strcmp(a, "--tokens") && i + 1 < argc) tokens = argv[++i];
         else if (!strcmp(a, "--logits") && i + 1 < argc) logits_file = argv[++i];
-        else if ((!strcmp(a, "--max-new") || !strcmp(a, "--threads") || !strcmp(a, "--eos")) && i + 1 < argc) {
+        else if ((!strcmp(a, "--max-new") || !strcmp(a, "--threads") || !strcmp(a, "--eos") || !strcmp(a, "--warmup")) &&
+                 i + 1 < argc) {
             int64_t v = 0;
             const char *why = "below 1";
-            int is_eos = a[2] == 'e';
-            if (cli_parse_int(argv[++i], &v, &why) || (!is_eos && v < 1))
-                rc = cli_usage("generate", "%s '%s': %s; an integer >= %d", a, argv[i], why, is_eos ? 0 : 1);
+            int is_eos = a[2] == 'e', from0 = is_eos || a[2] == 'w';
+            if (cli_parse_int(argv[++i], &v, &why) || (!from0 && v < 1) || v < 0)
+                rc = cli_usage("generate", "%s '%s': %s; an integer >= %d", a, argv[i], v < 0 ? "negative" : why, from0 ? 0 : 1);
             else if (a[2] == 't' && v > GWR_SESSION_MAX_THREADS)
                 rc = cli_usage("generate", "--threads '%s': at most %d threads (GWR_SESSION_MAX_THREADS)", argv[i],
                                GWR_SESSION_MAX_THREADS);
             else if (a[2] == 't') threads = v;
             else if (is_eos) eos = v;
+            else if (a[2] == 'w') warmup = v;
             else max_new = v;
         } else if (a[0] == '-' && a[1]) rc = cli_usage("generate", "unknown option or missing value: '%s'", a);
         else if (!model) model = a;
@@ -237,6 +242,12 @@ static int generate_cmd(int argc, char **argv) {
     gwr_generate_options go = {.max_new = max_new, .stop_at_eos = eos >= 0, .eos = eos,
                                .on_token = json ? on_token : NULL, .user = &tr, .logits = logits};
     gwr_generate_stats st;
+    gwr_generate_options wo = {.max_new = max_new, .stop_at_eos = eos >= 0, .eos = eos};
+    for (int64_t w = 0; w < warmup; w++)
+        if (gwr_generate(s, &wo, prompt, n, out, &st)) {
+            cli_error(model, gwr_last_errmsg());
+            goto done;
+        }
     if (gwr_generate(s, &go, prompt, n, out, &st)) {
         cli_error(model, gwr_last_errmsg());
         goto done;

@@ -26,7 +26,7 @@
 
 #define POOL_CLASSES 48
 #define POOL_MIN_LOG2 6
-#define POOL_KEEP_RUNS 4 /* the runs whose needs a class's free blocks cover */
+#define POOL_KEEP_RUNS 32 /* the runs whose needs a class's free blocks cover: a decoder's prefill blocks outlive a burst of decode steps */
 #define POOL_MAP_MIN_LOG2 14
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -32,7 +32,8 @@ from onnx import TensorProto, helper
 import onnxruntime as ort
 
 
-def attention_model(path, qh, kvh, D, f=TensorProto.FLOAT):
+def step_io(qh, kvh, D, f):
+    """One decode step's graph inputs (Q, K, V, past_key, past_value) and outputs (Y, presents), (B, heads, S, D)."""
     ins = [helper.make_tensor_value_info("Q", f, [1, qh, 1, D]),
            helper.make_tensor_value_info("K", f, [1, kvh, 1, D]),
            helper.make_tensor_value_info("V", f, [1, kvh, 1, D]),
@@ -41,6 +42,11 @@ def attention_model(path, qh, kvh, D, f=TensorProto.FLOAT):
     outs = [helper.make_tensor_value_info("Y", f, [1, qh, 1, D]),
             helper.make_tensor_value_info("present_key", f, [1, kvh, "T", D]),
             helper.make_tensor_value_info("present_value", f, [1, kvh, "T", D])]
+    return ins, outs
+
+
+def attention_model(path, qh, kvh, D, f=TensorProto.FLOAT):
+    ins, outs = step_io(qh, kvh, D, f)
     node = helper.make_node("Attention", ["Q", "K", "V", "", "past_key", "past_value"], ["Y", "present_key", "present_value"],
                             is_causal=1)
     g = helper.make_graph([node], "attention_step", ins, outs)
@@ -70,14 +76,7 @@ def gqa_model(path, qh, kvh, D, f=TensorProto.FLOAT):
 
 def unfused_model(path, qh, kvh, D, f=TensorProto.FLOAT):
     """The exporters' form: Concat past and new, repeat_kv (Unsqueeze, Expand, Reshape), MatMul, scale, Softmax, MatMul."""
-    ins = [helper.make_tensor_value_info("Q", f, [1, qh, 1, D]),
-           helper.make_tensor_value_info("K", f, [1, kvh, 1, D]),
-           helper.make_tensor_value_info("V", f, [1, kvh, 1, D]),
-           helper.make_tensor_value_info("past_key", f, [1, kvh, "P", D]),
-           helper.make_tensor_value_info("past_value", f, [1, kvh, "P", D])]
-    outs = [helper.make_tensor_value_info("Y", f, [1, qh, 1, D]),
-            helper.make_tensor_value_info("present_key", f, [1, kvh, "T", D]),
-            helper.make_tensor_value_info("present_value", f, [1, kvh, "T", D])]
+    ins, outs = step_io(qh, kvh, D, f)
     i64 = TensorProto.INT64
     inits = [helper.make_tensor("ax2", i64, [1], [2]), helper.make_tensor("rep", i64, [5], [1, kvh, qh // kvh, 1, 1]),
              helper.make_tensor("shp", i64, [4], [1, qh, -1, D]),

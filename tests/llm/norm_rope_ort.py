@@ -174,36 +174,6 @@ def check_forms(gwr, tmp, fails):
                     fails.append(f"{form} rotary opset {opset} {target}: differs by {d}")
 
 
-def check_partial_unused(gwr, tmp, fails):
-    rng = np.random.default_rng(5)
-    f = {"q": rng.standard_normal((2, 3, 5, 12)).astype(np.float32), "f": rng.standard_normal((2, 5, 4)).astype(np.float32) * 3}
-    for opset in (18, 23):
-        src = os.path.join(tmp, f"partial{opset}.onnx")
-        partial_model(src, opset)
-        want = run(src, f)["y"]
-        for target in ("ort", "gwr"):
-            out = os.path.join(tmp, f"partial{opset}.{target}.onnx")
-            r = subprocess.run([gwr, "optimize", "--target", target, src, "-o", out], capture_output=True, text=True)
-            if r.returncode:
-                fails.append(f"partial rotary opset {opset} {target}: gwr optimize exit {r.returncode}: {r.stderr.strip()}")
-                continue
-            m = onnx.load(out)
-            res = [n for n in m.graph.node if n.op_type == "RotaryEmbedding"]
-            dims = [a.i for n in res for a in n.attribute if a.name == "rotary_embedding_dim"]
-            if len(m.graph.node) > 12 or len(res) != 1 or dims != [8]:
-                fails.append(f"partial rotary opset {opset} {target}: {len(m.graph.node)} nodes, RotaryEmbedding {len(res)} "
-                             f"with rotary_embedding_dim {dims}, want one with 8")
-            try:
-                got = run(out, f)["y"] if target == "ort" or opset >= 23 else run_gwr(gwr, out, f, os.path.join(tmp, f"p{opset}"))["y"]
-            except Exception as e:  # noqa: BLE001 - reported as a failure
-                fails.append(f"partial rotary opset {opset} {target}: the file does not run: {e}")
-                continue
-            d = float(np.abs(got - want).max())
-            print(f"partial rotary opset {opset} {target}: {len(m.graph.node)} nodes, worst difference {d:.3g}")
-            if not d <= 1e-5:
-                fails.append(f"partial rotary opset {opset} {target}: differs by {d}")
-
-
 def main():
     gwr = sys.argv[1]
     names = sys.argv[2:] or FIXTURES

@@ -28,7 +28,7 @@ import tempfile
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import numpy_helper
+from gwr_io import gwr_run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOL = 1e-4
@@ -92,29 +92,6 @@ def compare(tag, ref, got, fails):
     print(f"{tag}: max abs difference {worst:.2e}")
 
 
-def gwr_run(gwr, model, feeds, tmp, tag):
-    d = os.path.join(tmp, tag)
-    os.makedirs(d, exist_ok=True)
-    args = [gwr, "run", model, "-o", os.path.join(d, "out")]
-    for k, v in feeds.items():
-        p = os.path.join(d, k + ".pb")
-        with open(p, "wb") as fh:
-            fh.write(numpy_helper.from_array(v, k).SerializeToString())
-        args += ["--input", f"{k}={p}"]
-    r = subprocess.run(args, capture_output=True, text=True)
-    if r.returncode:
-        raise RuntimeError(f"gwr run {model}: {r.stderr.strip() or r.stdout.strip()}")
-    out = {}
-    od = os.path.join(d, "out")
-    for f in sorted(os.listdir(od)):
-        if f.startswith("output_"):
-            t = onnx.TensorProto()
-            with open(os.path.join(od, f), "rb") as fh:
-                t.ParseFromString(fh.read())
-            out[t.name] = numpy_helper.to_array(t)
-    return out
-
-
 def opset23(path):
     m = onnx.load(path)
     for o in m.opset_import:
@@ -159,7 +136,7 @@ def check(gwr, name, tmp, fails):
             except Exception as e:  # noqa: BLE001 - reported as a failure
                 fails.append(f"{tag}: {e}")
         try:
-            compare(f"{name} {step} gwr-run", ref, gwr_run(gwr, p23, feeds, tmp, f"{name}-{step}"), fails)
+            compare(f"{name} {step} gwr-run", ref, gwr_run(gwr, p23, feeds, os.path.join(tmp, f"{name}-{step}")), fails)
         except Exception as e:  # noqa: BLE001
             fails.append(f"{name} {step} gwr-run: {e}")
 

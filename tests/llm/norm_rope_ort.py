@@ -23,6 +23,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 import onnxruntime as ort
+from gwr_io import gwr_run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = ["llama-tiny", "llama-tiny-fp16", "qwen2-tiny", "phi3-tiny", "gptj-tiny"]
@@ -68,25 +69,8 @@ def run(path, f):
 
 
 def run_gwr(gwr, path, f, d):
-    """gwr run --no-optimize on the inputs f (TensorProto files); the outputs by name."""
-    os.makedirs(d, exist_ok=True)
-    args = [gwr, "run", path, "--no-optimize", "-o", os.path.join(d, "out")]
-    for k, v in f.items():
-        p = os.path.join(d, k.replace("/", "_") + ".pb")
-        with open(p, "wb") as fh:
-            fh.write(numpy_helper.from_array(v, k).SerializeToString())
-        args += ["--input", f"{k}={p}"]
-    r = subprocess.run(args, capture_output=True, text=True)
-    if r.returncode:
-        raise RuntimeError(r.stderr.strip() or r.stdout.strip())
-    outs = {}
-    for fn in sorted(os.listdir(os.path.join(d, "out"))):
-        if fn.startswith("output_"):
-            t = onnx.TensorProto()
-            with open(os.path.join(d, "out", fn), "rb") as fh:
-                t.ParseFromString(fh.read())
-            outs[t.name] = numpy_helper.to_array(t)
-    return outs
+    """gwr run --no-optimize on the inputs f; the outputs by name."""
+    return gwr_run(gwr, path, f, d, "--no-optimize")
 
 
 def partial_model(path, opset):

@@ -18,7 +18,7 @@ import tempfile
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import numpy_helper
+from gwr_io import gwr_run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GWR = sys.argv[1]
@@ -46,25 +46,6 @@ def inputs(model, past, seq, rng):
             dt = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
             feeds[inp.name] = (0.5 * rng.standard_normal((1, dims[1], past, dims[3]))).astype(dt)
     return feeds
-
-
-def gwr_run(path, feeds, tmp, threads):
-    out = tempfile.mkdtemp(dir=tmp)
-    args = [GWR, "run", path, "--no-optimize", "--threads", str(threads), "-o", out]
-    for name, a in feeds.items():
-        f = os.path.join(out, name + ".in.pb")
-        with open(f, "wb") as fh:
-            fh.write(numpy_helper.from_array(a, name).SerializeToString())
-        args += ["--input", f"{name}={f}"]
-    subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
-    res = {}
-    for fn in sorted(os.listdir(out)):
-        if fn.startswith("output_"):
-            t = onnx.TensorProto()
-            with open(os.path.join(out, fn), "rb") as fh:
-                t.ParseFromString(fh.read())
-            res[t.name] = numpy_helper.to_array(t)
-    return res
 
 
 def one(name, tmp):
@@ -96,8 +77,8 @@ def one(name, tmp):
     for past, seq in ((9, 1), (0, 5), (6, 3)):
         feeds = inputs(m0, past, seq, rng)
         want = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
-        got1 = gwr_run(opt, feeds, tmp, 1)
-        got2 = gwr_run(opt, feeds, tmp, 2)
+        got1 = gwr_run(GWR, opt, feeds, tempfile.mkdtemp(dir=tmp), "--no-optimize", "--threads", "1")
+        got2 = gwr_run(GWR, opt, feeds, tempfile.mkdtemp(dir=tmp), "--no-optimize", "--threads", "2")
         worst = max(float(np.max(np.abs(got1[k].astype(np.float64) - want[k].astype(np.float64)))) for k in want)
         check(set(got1) == set(want) and worst <= 1e-4, f"{name} past {past} seq {seq}: |gwr - onnxruntime| {worst:.2e} <= 1e-4")
         # the fixture's logits are small (weights N(0, 0.02)): relative to their scale too

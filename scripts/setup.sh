@@ -5,7 +5,8 @@ set -eu
 
 PKGS="build-essential cmake clang libclang-rt-14-dev pkg-config graphviz python3 python3-onnx
       libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libonnx-dev libonnx-testdata libopenblas-dev
-      python3-dev python3-numpy python3-pytest python3-setuptools python3-pip python3-wheel python3-venv"
+      python3-dev python3-numpy python3-pytest python3-setuptools python3-pip python3-wheel python3-venv
+      chromium"
 # The Python package (python/): python3-dev (headers) and numpy's C API build
 # it, pytest runs its tests; setuptools, wheel and pip are what
 # `pip install --no-build-isolation .` uses (pyproject.toml, setup.py), and venv
@@ -15,7 +16,9 @@ PKGS="build-essential cmake clang libclang-rt-14-dev pkg-config graphviz python3
 # generated cases, and the unit and CLI tests that name single 1.12 test
 # models; the conformance tests and the onnx/onnxruntime checks of what gwr
 # writes use the venv's onnx 1.23 and onnxruntime 1.31 instead.
-# Node.js (npm onnxruntime-node) is now used only by the benchmark scripts
+# chromium (Debian's, never a downloaded browser) runs the viewer's browser
+# tests headless (tests/view), driven by npm playwright-core.
+# Node.js (npm onnxruntime-node) is used by the benchmark scripts
 # (bench/*.js); Debian's is used only when the machine has none.
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 
@@ -52,7 +55,9 @@ if [ ! -f .venv/.gwr-requirements ] || [ scripts/requirements.txt -nt .venv/.gwr
 fi
 
 # npm packages (package.json / package-lock.json): onnxruntime-node ships its
-# CPU library inside the package, so no install script is needed.
+# CPU library inside the package, @dagrejs/dagre is the layout library the
+# viewer page bundles at build time (gwr view), playwright-core drives
+# Debian's chromium in the browser tests; none needs an install script.
 if [ ! -f node_modules/onnxruntime-node/package.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
     echo "setup: npm install --ignore-scripts"
     npm install --ignore-scripts --no-audit --no-fund

@@ -227,7 +227,9 @@ int view_trace_read(view_trace *t, const char *path) {
         line++;
         char *q = p;
         while (q < end && (*q == ' ' || *q == '\t' || *q == '\r')) q++;
-        if (q < end) {
+        /* gwr rewrite's own last line, printed after the trace on stdout. */
+        int wrote = end - q > 6 && !memcmp(q, "wrote ", 6);
+        if (q < end && !wrote) {
             char err[200];
             cli_json_doc *d = cli_json_parse(p, (size_t)(end - p), err, sizeof err);
             const cli_json *o = cli_json_root(d);
@@ -1335,11 +1337,14 @@ static void put_script(FILE *f, const char *s) {
     fputs(s, f);
 }
 
+int view_available(void) {
+    if (gwr_view_have_dagre) return CLI_OK;
+    cli_error("view", "built without the viewer's layout library: run npm install --ignore-scripts, then rebuild");
+    return CLI_FAIL;
+}
+
 int view_write(const char *file, const view_page *pg) {
-    if (!gwr_view_have_dagre) {
-        cli_error("view", "built without the viewer's layout library: run npm install --ignore-scripts, then rebuild");
-        return CLI_FAIL;
-    }
+    if (view_available()) return CLI_FAIL;
     static const char *const marks[3] = {"<!--GWR:STYLE-->", "<!--GWR:DATA-->", "<!--GWR:SCRIPT-->"};
     const char *at[3];
     for (int k = 0; k < 3; k++)

@@ -74,7 +74,8 @@ def check_groups(model, what):
         check(g["layers"] == inside[i], f"{what}: group {g['name']} counts {g['layers']} layers, holds {inside[i]}")
 
 
-tmp = tempfile.mkdtemp(prefix="gwr-view-")
+tmp_dir = tempfile.TemporaryDirectory(prefix="gwr-view-")
+tmp = tmp_dir.name
 os.chdir(tmp)
 
 # ---- a decoder without hierarchical names: blocks found by structure ----
@@ -170,6 +171,27 @@ check(all(g["layers"] == 3 for g in layers_g), "layers.N hold 3 layers each")
 top = [g for g in m["groups"] if g["parent"] == -1]
 check([g["name"] for g in top] == ["model"] and top[0]["layers"] == 13, "one top group 'model' of 13 layers")
 check(m["inputs"][0]["shape"] == "batchx4", "symbolic dims by name in shape text")
+
+# ---- an If: its two bodies, each a model of its own reading the outer x ----
+then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"], name="then_relu")], "then", [],
+                           [helper.make_tensor_value_info("t", TensorProto.FLOAT, [4])])
+else_g = helper.make_graph([helper.make_node("Sigmoid", ["x"], ["e"], name="else_sigmoid")], "else", [],
+                           [helper.make_tensor_value_info("e", TensorProto.FLOAT, [4])])
+g = helper.make_graph([helper.make_node("If", ["c"], ["y"], name="the_if", then_branch=then_g, else_branch=else_g)],
+                      "cond", [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                               helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "if.onnx")
+r = gwr("view", "if.onnx", "-o", "if.html")
+check(r.returncode == 0, f"view if: {r.stderr}")
+_, data = page_data("if.html")
+l = data["models"][0]["layers"][0]
+check(l["op"] == "If" and sorted(b["attr"] for b in l["bodies"]) == ["else_branch", "then_branch"], "If: two bodies")
+body = [b["model"] for b in l["bodies"] if b["attr"] == "then_branch"][0]
+check("file" not in body and [x["name"] for x in body["layers"]] == ["then_relu"], "then body: its layer")
+xin = body["layers"][0]["in"][0]
+check(body["tensors"][xin]["name"] == "x" and body["tensors"][xin]["kind"] == "outer", "then body reads the outer x")
+check(data["models"][0]["inputs"][0]["shape"] == "", "a scalar's shape is empty text")
 
 # ---- two models and a trace (gwr demo's rewrite): the diff agrees with the trace ----
 subprocess.run([GWR, "demo", "--dir", tmp], capture_output=True, check=True)

@@ -122,6 +122,12 @@ check(kinds["input"] == 1 and kinds["weight"] + kinds["const"] == onnx.load("gpt
 mm = [l for l in m0["layers"] if l["op"] == "MatMul" and l["params"] > 0]
 check(mm and all(l["flops"] > 0 for l in mm), "MatMuls with weights have FLOPs and params")
 
+r = gwr("view", "gpt2.onnx", "-o", "gpt2.html")
+_, data = page_data("gpt2.html")
+blocks = [g for g in data["models"][0]["groups"] if g["parent"] == -1]
+check(len(blocks) == 2 and blocks[0]["sig"] == blocks[1]["sig"] and blocks[0]["layers"] == per_block,
+      "gpt2: its 2 blocks found, of one signature")
+
 # ---- the 1,000-block decoder: bounded levels, equal signatures ----
 subprocess.run([BENCH, "gen-gpt", "1000", "32", "gpt1000.onnx", "--static"], capture_output=True, check=True)
 r = gwr("view", "gpt1000.onnx", "-o", "gpt1000.html")

@@ -637,21 +637,43 @@ static void groups_by_structure(minfo *m) {
     }
     for (int64_t i = 0; i < m->n; i++)
         if (!is_const(m->ord[i])) s[k] = i, h[k] = mix(op_hash(m->ord[i]), attr_hash(m->ord[i])), k++;
-    int64_t p = 0;
-    for (int64_t c = 3; c <= k / 2 && c <= 4096 && !p; c++) {
-        int64_t miss = 0, limit = (k - c) / 8;
-        int64_t j = 0;
-        for (; j < k - c; j++)
-            if (h[j] != h[j + c] && ++miss > limit) break;
-        if (j == k - c) p = c;
-    }
-    if (!p) goto out;
     const uint64_t B = 0x100000001b3ULL;
-    uint64_t pw = 1;
     pre[0] = 0;
     for (int64_t j = 0; j < k; j++) pre[j + 1] = pre[j] * B + h[j];
-    for (int64_t j = 0; j < p; j++) pw *= B;
+    uint64_t pw = 1;
+    int64_t p = 0;
 #define WIN(j) (pre[(j) + p] - pre[j] * pw)
+    if (k <= 4096) {
+        /* Few layers: the period whose runs of equal windows cover the
+         * most layers (half of them at least), the shortest on a tie. */
+        int64_t best = 0, bestp = 0;
+        for (p = 3, pw = B * B * B; p <= k / 2; p++, pw *= B) {
+            int64_t cover = 0;
+            for (int64_t j = 0; j + 2 * p <= k;) {
+                if (WIN(j) != WIN(j + p)) {
+                    j++;
+                    continue;
+                }
+                uint64_t w = WIN(j);
+                while (j + p <= k && WIN(j) == w) cover += p, j += p;
+            }
+            if (cover > best) best = cover, bestp = p;
+        }
+        p = best * 2 >= k ? bestp : 0;
+    } else {
+        /* Many: the shortest period at which 7 in 8 layers or more repeat
+         * the op of the layer p before (prologue and epilogue aside). */
+        for (int64_t c = 3; c <= k / 2 && c <= 4096 && !p; c++) {
+            int64_t miss = 0, limit = (k - c) / 8;
+            int64_t j = 0;
+            for (; j < k - c; j++)
+                if (h[j] != h[j + c] && ++miss > limit) break;
+            if (j == k - c) p = c;
+        }
+    }
+    if (!p) goto out;
+    pw = 1;
+    for (int64_t j = 0; j < p; j++) pw *= B;
     int64_t nblock = 0;
     for (int64_t j = 0; j + 2 * p <= k;) {
         if (WIN(j) != WIN(j + p)) {

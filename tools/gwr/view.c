@@ -899,7 +899,7 @@ static void compute_groups(minfo *m) {
             ng[k] = m->g[ids[k]];
             if (ng[k].parent >= 0) ng[k].parent = newid[ng[k].parent];
         }
-        memcpy(m->g, ng, (size_t)m->ng * sizeof *ng);
+        if (m->ng) memcpy(m->g, ng, (size_t)m->ng * sizeof *ng);
         free(ng);
         for (int64_t i = 0; i < n; i++)
             if (m->lgroup[i] >= 0) m->lgroup[i] = newid[m->lgroup[i]];

@@ -178,6 +178,17 @@ top = [g for g in m["groups"] if g["parent"] == -1]
 check([g["name"] for g in top] == ["model"] and top[0]["layers"] == 13, "one top group 'model' of 13 layers")
 check(m["inputs"][0]["shape"] == "batchx4", "symbolic dims by name in shape text")
 
+# one prefix on every name (paddle2onnx's "p2o.Relu.3") is no hierarchy: no group "p2o"
+nodes = [helper.make_node("Relu" if i % 2 else "Sigmoid", [f"t{i}"], [f"t{i + 1}"], name=f"p2o.Op.{i}") for i in range(300)]
+g = helper.make_graph(nodes, "p2o", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [4])],
+                      [helper.make_tensor_value_info("t300", TensorProto.FLOAT, [4])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "p2o.onnx")
+r = gwr("view", "p2o.onnx", "-o", "p2o.html")
+check(r.returncode == 0, f"view p2o: {r.stderr}")
+_, data = page_data("p2o.html")
+check_groups(data["models"][0], "p2o")
+check("p2o" not in [g["name"] for g in data["models"][0]["groups"]], "p2o: one common prefix makes no group")
+
 # ---- an If: its two bodies, each a model of its own reading the outer x ----
 then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"], name="then_relu")], "then", [],
                            [helper.make_tensor_value_info("t", TensorProto.FLOAT, [4])])

@@ -582,8 +582,8 @@ static int name_tokens(const char *s, int64_t (*tok)[2], int max) {
 }
 
 /* Groups from the names' hierarchy. Returns 1 when the names give one
- * (half the non-constant layers or more have a path), else 0 (no groups
- * kept); -1 out of memory. */
+ * (half the non-constant layers or more have a path, and the paths split
+ * somewhere), else 0 (no groups kept); -1 out of memory. */
 static int groups_by_name(minfo *m) {
     gwr_strmap keys = {0};
     char key[4096];
@@ -617,7 +617,15 @@ static int groups_by_name(minfo *m) {
     }
     gwr_strmap_free(&keys);
     if (m->oom) return -1;
-    if (m->ng && named * 2 >= plain && named) return 1;
+    /* A hierarchy splits somewhere: some level holds two groups or more
+     * (one prefix on every name, "p2o.Conv.3", is no hierarchy). */
+    int splits = 0;
+    int64_t *nsub = calloc((size_t)m->ng + 1, sizeof *nsub);
+    if (!nsub) return m->oom = 1, -1;
+    for (int64_t g = 0; g < m->ng; g++)
+        if (++nsub[m->g[g].parent + 1] >= 2) splits = 1;
+    free(nsub);
+    if (splits && named * 2 >= plain && named) return 1;
     m->ng = 0;
     for (int64_t i = 0; i < m->n; i++) m->lgroup[i] = -1;
     return 0;

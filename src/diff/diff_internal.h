@@ -62,9 +62,9 @@ static inline int gwr_df_is_weight(const gwr_layer *l) { return l->op_id == GWR_
  * *rule gets the top object's "rule" (malloc'd, NULL when absent) and
  * name(ctx, s) is called for every layer name the tree holds (the string
  * items of every "from" and the "name" of every nested object), depth
- * first in text order. 0, or -1 when the text is not such an object or on
- * allocation failure (*rule freed then); name's nonzero return stops the
- * walk with -1. */
+ * first in text order. 0; -1 when the text is not such an object; -2 on
+ * allocation failure or when name returns nonzero (which stops the walk);
+ * *rule is NULL after a failure. */
 int gwr_df_prov_parse(const char *s, size_t len, char **rule, int (*name)(void *ctx, const char *s), void *ctx);
 
 #endif

@@ -13,6 +13,7 @@ typedef struct walker {
     const char *p, *end;
     char *buf; /* the last string read, unescaped, NUL-terminated */
     int64_t len, cap;
+    int oom;
 } walker;
 
 static void skip_ws(walker *w) {
@@ -20,7 +21,7 @@ static void skip_ws(walker *w) {
 }
 
 static int put(walker *w, const char *s, int64_t n) {
-    if (gwr_grow((void **)&w->buf, 1, &w->cap, w->len + n + 1)) return -1;
+    if (gwr_grow((void **)&w->buf, 1, &w->cap, w->len + n + 1)) return w->oom = 1, -1;
     memcpy(w->buf + w->len, s, (size_t)n);
     w->len += n;
     w->buf[w->len] = 0;
@@ -137,7 +138,10 @@ int gwr_df_prov_parse(const char *s, size_t len, char **rule, int (*name)(void *
         if (w.p >= w.end) goto out;
         frame *top = n ? &st[n - 1] : NULL;
         if (*w.p == '{' || *w.p == '[') {
-            if (gwr_grow((void **)&st, sizeof *st, &cap, n + 1)) goto out;
+            if (gwr_grow((void **)&st, sizeof *st, &cap, n + 1)) {
+                w.oom = 1;
+                goto out;
+            }
             int from = top && top->obj && top->key == K_FROM;
             st[n++] = (frame){*w.p == '{', (char)(*w.p == '[' ? from : K_OTHER), 1};
             w.p++;
@@ -145,9 +149,15 @@ int gwr_df_prov_parse(const char *s, size_t len, char **rule, int (*name)(void *
             if (!top || read_string(&w)) goto out;
             if (top->obj && top->key == K_RULE && n == 1) {
                 gwr_free(*rule);
-                if (!(*rule = gwr_strdup(w.buf))) goto out;
+                if (!(*rule = gwr_strdup(w.buf))) {
+                    w.oom = 1;
+                    goto out;
+                }
             } else if ((top->obj && top->key == K_NAME && n > 1) || (!top->obj && top->key)) {
-                if (name(ctx, w.buf)) goto out;
+                if (name(ctx, w.buf)) {
+                    w.oom = 1;
+                    goto out;
+                }
             }
         } else if (!top || skip_scalar(&w)) {
             goto out;
@@ -187,6 +197,7 @@ int gwr_df_prov_parse(const char *s, size_t len, char **rule, int (*name)(void *
 out:
     gwr_free(st);
     gwr_free(w.buf);
+    if (w.oom) rc = -2;
     if (rc) gwr_free(*rule), *rule = NULL;
     return rc;
 }

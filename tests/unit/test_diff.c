@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "gwr/gwr.h"
+#include "util/util.h" /* the allocation hook */
 
 typedef enum {
     V_NONE = 0,
@@ -360,6 +361,32 @@ TEST(bad_arguments) {
     gwr_network_free(a);
 }
 
+/* Every allocation of a diff failing in turn, for every variant: NULL and
+ * GWR_ERR_NOMEM, never a crash or a leak (LeakSanitizer in build-san),
+ * until one run completes. */
+TEST(allocation_failures) {
+    for (variant v = V_NONE; v <= V_PROV_RENAME; v++) {
+        gwr_network *a = build(V_NONE), *b = build(v);
+        int completed = 0;
+        for (int64_t n = 1; n < 100000 && !completed; n++) {
+            gwr_alloc_hook_arm(n, 1);
+            gwr_diff *d = gwr_diff_networks(a, b, NULL);
+            int64_t failures = gwr_alloc_hook_failures();
+            gwr_alloc_hook_arm(0, 0);
+            if (!failures) {
+                completed = CHECK(d != NULL);
+            } else if (!CHECK(d == NULL) || !CHECK_EQ_INT(gwr_last_status(), GWR_ERR_NOMEM)) {
+                fprintf(stderr, "  variant %d, allocation %lld\n", (int)v, (long long)n);
+                completed = 1;
+            }
+            gwr_diff_free(d);
+        }
+        CHECK(completed);
+        gwr_network_free(a);
+        gwr_network_free(b);
+    }
+}
+
 int main(void) {
     RUN(identical_all_same);
     RUN(fused_pair_removed_added);
@@ -372,5 +399,6 @@ int main(void) {
     RUN(weights_tolerance);
     RUN(interface_changes);
     RUN(bad_arguments);
+    RUN(allocation_failures);
     return check_report();
 }

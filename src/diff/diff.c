@@ -121,21 +121,27 @@ static void match_names(gwr_diff *d) {
 /* ---- 3. structure ---- */
 
 /* Does tensor ta of a stand where tb of b does: both absent, graph inputs
- * of one name, or the same output of matched producers? */
+ * of one name, tensors of enclosing networks (a and b are bodies) of one
+ * name, or the same output of matched producers? */
 static int corresponds(const gwr_diff *d, const gwr_tensor *ta, const gwr_tensor *tb) {
     if (!ta || !tb) return !ta && !tb;
+    int outer_a = gwr_ir_tnet(ta) != d->a, outer_b = gwr_ir_tnet(tb) != d->b;
+    if (outer_a || outer_b) return outer_a && outer_b && !strcmp(ta->name, tb->name);
     if (!tb->producer) return !ta->producer && !strcmp(ta->name, tb->name);
-    if (!ta->producer || tb->producer->net != d->b || ta->producer->net != d->a) return 0;
+    if (!ta->producer) return 0;
     return d->match_b[tb->producer->index] == ta->producer->index && ta->out_index == tb->out_index;
 }
 
 /* The tensor of a that corresponds to tb, or NULL. */
 static const gwr_tensor *a_tensor_of(const gwr_diff *d, const gwr_tensor *tb) {
+    if (gwr_ir_tnet(tb) != d->b) {
+        const gwr_tensor *t = gwr_network_lookup_tensor(d->a, tb->name);
+        return t && gwr_ir_tnet(t) != d->a ? t : NULL;
+    }
     if (!tb->producer) {
         const gwr_tensor *t = gwr_network_find_tensor(d->a, tb->name);
         return t && !t->producer ? t : NULL;
     }
-    if (tb->producer->net != d->b) return NULL;
     int64_t i = d->match_b[tb->producer->index];
     if (i < 0 || tb->out_index >= d->a->layers[i]->noutputs) return NULL;
     return &gwr_ir_outputs(d->a->layers[i])[tb->out_index];

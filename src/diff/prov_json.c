@@ -111,7 +111,7 @@ static int skip_scalar(walker *w) {
         if ((size_t)(w->end - w->p) >= n && !memcmp(w->p, words[i], n)) return w->p += n, 0;
     }
     const char *s = w->p;
-    while (w->p < w->end && strchr("+-0123456789.eE", *w->p)) w->p++;
+    while (w->p < w->end && *w->p && strchr("+-0123456789.eE", *w->p)) w->p++;
     return w->p > s ? 0 : -1;
 }
 

@@ -361,6 +361,75 @@ TEST(bad_arguments) {
     gwr_network_free(a);
 }
 
+/* x, cond -> If(cond) with then = Relu(x) (x of the enclosing graph),
+ * else = Neg(x); rel names the then branch's Relu. */
+static gwr_network *with_if(const char *rel) {
+    gwr_network *net = gwr_network_new("g");
+    gwr_dim d[1] = {4};
+    gwr_tensor *x = gwr_network_add_input(net, "x", GWR_FLOAT32, 1, d);
+    gwr_tensor *c = gwr_network_add_input(net, "cond", GWR_BOOL, 0, NULL);
+    gwr_layer *iff = gwr_network_add_layer(net, "If", "", "if", 1, &c, 1, NULL);
+    const char *names[2] = {"then_branch", "else_branch"};
+    for (int k = 0; k < 2; k++) {
+        gwr_network *g = gwr_network_new_subgraph(net, names[k]);
+        gwr_network_mark_output(g, op(g, k ? "Neg" : "Relu", k ? "neg" : rel, x, NULL));
+        gwr_layer_set_graph(iff, names[k], g);
+    }
+    gwr_network_mark_output(net, gwr_layer_output(iff, 0));
+    return net;
+}
+
+/* Bodies diffed on their own: tensors of the enclosing graph match by
+ * name (a renamed layer reading one is found by structure); a body that
+ * differs makes its If CHANGED. */
+TEST(bodies) {
+    gwr_network *a = with_if("relu"), *b = with_if("relu_renamed");
+    gwr_network *ta, *tb;
+    gwr_layer_get_graph(gwr_network_find_layer(a, "if"), "then_branch", &ta);
+    gwr_layer_get_graph(gwr_network_find_layer(b, "if"), "then_branch", &tb);
+    gwr_diff *d = gwr_diff_networks(ta, tb, NULL);
+    if (CHECK(d)) {
+        CHECK_EQ_INT(gwr_diff_match_b(d, idx(tb, "relu_renamed")), idx(ta, "relu"));
+        CHECK_EQ_INT(gwr_diff_kind_b(d, idx(tb, "relu_renamed")), GWR_DIFF_SAME);
+    }
+    gwr_diff_free(d);
+    d = gwr_diff_networks(a, b, NULL);
+    if (CHECK(d)) CHECK_STR(gwr_diff_why_b(d, idx(b, "if")), "attr then_branch");
+    gwr_diff_free(d);
+    gwr_network_free(a);
+    gwr_network_free(b);
+}
+
+/* The record comes from model files: every prefix of a valid one, and
+ * every byte of it replaced by JSON's punctuation, reads or is refused,
+ * never read out of bounds (AddressSanitizer in build-san), and a diff
+ * results either way. */
+TEST(provenance_mutations) {
+    gwr_network *a = build(V_NONE), *b = build(V_FUSED_PROV);
+    gwr_layer *g = gwr_network_find_layer(b, "gelu");
+    size_t n = strlen(PROV);
+    char buf[256];
+    static const char subst[] = "{}[],:\\\"u0 ";
+    int ok = 1;
+    for (size_t k = 0; k <= n && ok; k++) {
+        gwr_layer_set_prop(g, "gwr.provenance", PROV, k);
+        gwr_diff *d = gwr_diff_networks(a, b, NULL);
+        ok = CHECK(d != NULL);
+        gwr_diff_free(d);
+    }
+    for (size_t k = 0; k < n && ok; k++)
+        for (size_t c = 0; c < sizeof subst - 1 && ok; c++) {
+            memcpy(buf, PROV, n);
+            buf[k] = subst[c];
+            gwr_layer_set_prop(g, "gwr.provenance", buf, n);
+            gwr_diff *d = gwr_diff_networks(a, b, NULL);
+            ok = CHECK(d != NULL);
+            gwr_diff_free(d);
+        }
+    gwr_network_free(a);
+    gwr_network_free(b);
+}
+
 /* Every allocation of a diff failing in turn, for every variant: NULL and
  * GWR_ERR_NOMEM, never a crash or a leak (LeakSanitizer in build-san),
  * until one run completes. */
@@ -399,6 +468,8 @@ int main(void) {
     RUN(weights_tolerance);
     RUN(interface_changes);
     RUN(bad_arguments);
+    RUN(bodies);
+    RUN(provenance_mutations);
     RUN(allocation_failures);
     return check_report();
 }

@@ -59,6 +59,8 @@ typedef struct prov_ctx {
     gwr_diff *d;
     int64_t *from;
     int64_t n, cap;
+    int64_t *seen; /* per layer of a: the last b layer whose record named it */
+    int64_t j;     /* the b layer read now */
 } prov_ctx;
 
 /* A name of the tree: a live layer of a, unless b still has a live layer
@@ -68,8 +70,8 @@ static int prov_name(void *ctx, const char *s) {
     const gwr_layer *la = gwr_network_find_layer(c->d->a, s), *lb;
     if (!la || !live(la)) return 0;
     if ((lb = gwr_network_find_layer(c->d->b, s)) && live(lb) && same_op(la, lb)) return 0;
-    for (int64_t k = 0; k < c->n; k++)
-        if (c->from[k] == la->index) return 0;
+    if (c->seen[la->index] == c->j) return 0; /* named twice in one tree */
+    c->seen[la->index] = c->j;
     if (gwr_grow((void **)&c->from, sizeof *c->from, &c->cap, c->n + 1)) return -1;
     c->from[c->n++] = la->index;
     return 0;
@@ -77,25 +79,31 @@ static int prov_name(void *ctx, const char *s) {
 
 static int match_provenance(run *r) {
     gwr_diff *d = r->d;
+    int64_t *seen = NULL;
     for (int64_t j = 0; j < d->nb; j++) {
         const gwr_layer *lb = d->b->layers[j];
         size_t len;
         const char *p = live(lb) ? gwr_layer_prop(lb, PROV_KEY, &len) : NULL;
         if (!p) continue;
-        prov_ctx c = {.d = d};
+        if (!seen) {
+            if (!(seen = gwr_malloc((size_t)(d->na ? d->na : 1) * sizeof *seen))) return r->oom = 1, -1;
+            for (int64_t i = 0; i < d->na; i++) seen[i] = -1;
+        }
+        prov_ctx c = {.d = d, .seen = seen, .j = j};
         char *rule = NULL;
         int rc = gwr_df_prov_parse(p, len, &rule, prov_name, &c);
         if (rc || !c.n) {
             /* Unreadable, or naming no layer of a: matched as if it had none. */
             gwr_free(c.from);
             gwr_free(rule);
-            if (rc == -2) return r->oom = 1, -1;
+            if (rc == -2) return gwr_free(seen), r->oom = 1, -1;
             continue;
         }
         const char *arule = gwr_arena_strdup(&d->arena, rule ? rule : "a rewrite");
         gwr_free(rule);
         if (!arule || gwr_grow((void **)&d->prov, sizeof *d->prov, &d->prov_cap, d->nprov + 1)) {
             gwr_free(c.from);
+            gwr_free(seen);
             return r->oom = 1, -1;
         }
         d->prov[d->nprov] = (gwr_df_prov){j, arule, c.from, c.n};
@@ -104,6 +112,7 @@ static int match_provenance(run *r) {
             if (d->prov_a[c.from[k]] < 0) d->prov_a[c.from[k]] = d->nprov;
         d->nprov++;
     }
+    gwr_free(seen);
     return 0;
 }
 

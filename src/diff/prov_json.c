@@ -138,11 +138,11 @@ int gwr_df_prov_parse(const char *s, size_t len, char **rule, int (*name)(void *
         if (w.p >= w.end) goto out;
         frame *top = n ? &st[n - 1] : NULL;
         if (*w.p == '{' || *w.p == '[') {
+            int from = top && top->obj && top->key == K_FROM; /* before growing moves the stack */
             if (gwr_grow((void **)&st, sizeof *st, &cap, n + 1)) {
                 w.oom = 1;
                 goto out;
             }
-            int from = top && top->obj && top->key == K_FROM;
             st[n++] = (frame){*w.p == '{', (char)(*w.p == '[' ? from : K_OTHER), 1};
             w.p++;
         } else if (*w.p == '"') {

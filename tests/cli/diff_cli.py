@@ -141,6 +141,44 @@ with tempfile.TemporaryDirectory() as tmp:
         check(re.search(r"^  \+ \S+ \(Gelu\) new$", text, re.M), "text summary: the Gelu added")
         check(re.search(r"^  - div \(Div\) gone$", text, re.M), "text summary: div removed")
 
+    # provenance written into the file (gwr optimize --provenance, helper
+    # prov's part of issue 26; checked once that flag exists): each fused
+    # layer is made by its rule from the layers of A its record names
+    if "--provenance" in gwr("optimize", "--help")[1]:
+        P = os.path.join(tmp, "p.onnx")
+        rc, out, err = gwr("optimize", A, "-o", P, "--provenance")
+        check(rc == 0, f"gwr optimize --provenance: {err}")
+        d = diff_sets(A, P, "provenance")
+        if d:
+            records = {n.name: json.loads(e.value) for n in onnx.load(P).graph.node
+                       for e in n.metadata_props if e.key == "gwr.provenance"}
+
+            def names(tree):
+                for x in tree.get("from", []):
+                    if isinstance(x, str):
+                        yield x
+                    else:
+                        yield x["name"]
+                        yield from names(x)
+            def layers(path):  # nodes and initializers: gwr's layers
+                g = onnx.load(path).graph
+                return {n.name for n in g.node} | {i.name for i in g.initializer}
+            nodes_a = layers(A) - layers(P)  # what the records may name
+            added = {l["name"]: l for l in d["layers"] if l["kind"] == "added"}
+            check(set(records) == set(added), f"provenance: the added layers are those with a record ({sorted(records)})")
+            for name, rec in records.items():
+                want = [n for n in dict.fromkeys(names(rec)) if n in nodes_a]
+                got = added.get(name, {})
+                check(got.get("rule") == rec["rule"] and got.get("from") == want,
+                      f"provenance: {name} made by {rec['rule']} from {want}, diff says {got}")
+            gelu = [l for l in added.values() if l["op"] == "Gelu"]
+            check(gelu and {"div", "erf", "add1", "mul1", "mul2"} <= set(gelu[0].get("from", [])),
+                  "provenance: the Gelu comes from the erf form's layers")
+            removed = [l for l in d["layers"] if l["kind"] == "removed"]
+            check(all(l.get("by") in added for l in removed), "provenance: every removed layer names what replaced it")
+            rc, text, _ = gwr("diff", A, P)
+            check(re.search(r"^  \+ \S+ \(Gelu\) made by fuse_gelu from ", text, re.M), "provenance: the text line")
+
     # identical
     rc, out, err = gwr("diff", A, A)
     check(rc == 0 and "identical" in out, f"a model against itself: exit 0, identical ({rc}, {out})")

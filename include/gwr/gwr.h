@@ -15,5 +15,6 @@
 #include "gwr/exec.h"
 #include "gwr/quantize.h"
 #include "gwr/generate.h"
+#include "gwr/diff.h"
 
 #endif

@@ -437,3 +437,17 @@ int gwr_network_equal(gwr_network *a, gwr_network *b, char *why, size_t size) {
     if (a == b) return 1;
     return net_eq(&c, a, b, 1);
 }
+
+/* ---- for the diff room (ir_api.h) ---- */
+
+int gwr_ir_attr_equal(const gwr_attr *a, const gwr_attr *b) {
+    cmp c = {.quiet = 1};
+    return attr_eq(&c, "", a, b);
+}
+
+int gwr_ir_type_equal(const gwr_tensor *a, const gwr_tensor *b) {
+    gwr_type ta, tb;
+    gwr_tensor_value_type(a, &ta);
+    gwr_tensor_value_type(b, &tb);
+    return type_eq(gwr_ir_tnet(a), &ta, gwr_ir_tnet(b), &tb);
+}

@@ -261,4 +261,12 @@ gwr_status gwr_ir_replace_check(gwr_tensor *old, gwr_tensor *nw, const gwr_layer
 int gwr_ir_buffer_is_sole(const gwr_buffer *b, void (*release)(void *ctx, const void *data, size_t size),
                           const void *ctx);
 
+/* ---- comparison (compare.c), for the diff room ---- */
+/* Are two attributes' values equal as gwr_network_equal compares them
+ * (exactly; subgraphs recursively)? Their names are not compared. */
+int gwr_ir_attr_equal(const gwr_attr *a, const gwr_attr *b);
+/* Do two tensors (of any networks) have the same value type, symbolic
+ * dims compared by name? */
+int gwr_ir_type_equal(const gwr_tensor *a, const gwr_tensor *b);
+
 #endif

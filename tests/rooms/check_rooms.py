@@ -23,6 +23,7 @@ BELOW = {
     "functional": {"util", "ir"},
     "rewrite": {"util", "ir", "functional"},
     "match": {"util", "ir", "functional", "rewrite"},
+    "diff": {"util", "ir", "functional", "rewrite", "match"},
     "exec": {"util", "ir", "functional"},
     "onnx": {"util", "ir", "functional"},
     "rules": {"util", "ir", "functional", "rewrite", "match", "exec"},

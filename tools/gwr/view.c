@@ -924,43 +924,36 @@ out:
 
 /* ---- the diff of two models ------------------------------------------------ */
 
-/* Why layer a (of one model) and b (of the other, same name) differ, or
- * NULL when they do not. */
-static const char *differs(const gwr_layer *a, const gwr_layer *b) {
-    if (strcmp(gwr_layer_op(a), gwr_layer_op(b)) || strcmp(gwr_layer_domain(a), gwr_layer_domain(b))) return "op";
-    if (gwr_layer_num_inputs(a) != gwr_layer_num_inputs(b)) return "inputs";
-    for (int k = 0; k < gwr_layer_num_inputs(a); k++) {
-        gwr_tensor *x = gwr_layer_input(a, k), *y = gwr_layer_input(b, k);
-        if (!x != !y || (x && strcmp(gwr_tensor_name(x), gwr_tensor_name(y)))) return "inputs";
-    }
-    if (gwr_layer_num_attrs(a) != gwr_layer_num_attrs(b) || attr_hash(a) != attr_hash(b)) return "attrs";
-    return NULL;
+/* The diff fields of both models from gwr_diff_networks (include/gwr/
+ * diff.h: provenance, then name and op, then structure). Its indices are
+ * network order; the page's are positions in ord (lidx). The reasons are
+ * the diff's strings: d lives until the page is written. */
+static const char *kind_name(gwr_diff_kind k) {
+    return k == GWR_DIFF_SAME ? "same" : k == GWR_DIFF_CHANGED ? "changed" : k == GWR_DIFF_REMOVED ? "removed" : "added";
 }
 
-/* TODO(lead): when v-diff (include/gwr/diff.h, contract 2) is merged, fill
- * these fields from gwr_diff_networks instead (kind_a/kind_b, match_a/
- * match_b, why_b; its indices are network order: map them through lidx).
- * Until then layers are matched by name: a layer of the other model of the
- * same name is the match (same, or changed with the reason), else the
- * layer is removed (model 0) or added (model 1). */
-static int diff_by_name(minfo *a, minfo *b) {
+static gwr_diff *diff_models(minfo *a, minfo *b) {
+    gwr_diff *d = gwr_diff_networks(a->net, b->net, NULL);
+    if (!d) return NULL;
     minfo *m2[2] = {a, b};
     for (int s = 0; s < 2; s++) {
         minfo *m = m2[s], *o = m2[1 - s];
         size_t n1 = (size_t)(m->n ? m->n : 1);
         if (!(m->diff = malloc(n1 * sizeof *m->diff)) || !(m->why = malloc(n1 * sizeof *m->why)) ||
-            !(m->match = malloc(n1 * sizeof *m->match)))
-            return -1;
+            !(m->match = malloc(n1 * sizeof *m->match))) {
+            gwr_diff_free(d);
+            return NULL;
+        }
         for (int64_t i = 0; i < m->n; i++) {
-            gwr_layer *x = gwr_network_find_layer(o->net, gwr_layer_name(m->ord[i]));
-            int64_t j = x && !gwr_layer_is_removed(x) ? o->lidx[gwr_layer_index(x)] : -1;
-            m->match[i] = j;
-            const char *why = j >= 0 ? differs(m->ord[i], x) : NULL;
-            m->diff[i] = j < 0 ? (s ? "added" : "removed") : why ? "changed" : "same";
+            int64_t x = gwr_layer_index(m->ord[i]);
+            int64_t j = s ? gwr_diff_match_b(d, x) : gwr_diff_match_a(d, x);
+            const char *why = s ? gwr_diff_why_b(d, x) : gwr_diff_why_a(d, x);
+            m->match[i] = j >= 0 ? o->lidx[j] : -1;
+            m->diff[i] = kind_name(s ? gwr_diff_kind_b(d, x) : gwr_diff_kind_a(d, x));
             m->why[i] = why ? why : "";
         }
     }
-    return 0;
+    return d;
 }
 
 /* ---- writing a model ---------------------------------------------------------- */
@@ -1356,7 +1349,8 @@ static int build_json(sbuf *b, const view_page *pg) {
         compute_groups(&m[k]);
         if (m[k].oom) rc = -1;
     }
-    if (!rc && n == 2 && diff_by_name(&m[0], &m[1])) rc = -1;
+    gwr_diff *d = NULL;
+    if (!rc && n == 2 && !(d = diff_models(&m[0], &m[1]))) rc = -1;
     sb_s(b, "{\"version\":1,\"title\":");
     char title[1024];
     snprintf(title, sizeof title, n == 2 ? "%s -> %s" : "%s", base_name(pg->files[0]), n == 2 ? base_name(pg->files[1]) : "");
@@ -1378,6 +1372,7 @@ static int build_json(sbuf *b, const view_page *pg) {
     sb_s(b, pg->profile ? pg->profile : "null");
     sb_s(b, "}");
     for (int k = 0; k < ninit; k++) minfo_free(&m[k]);
+    gwr_diff_free(d);
     return rc || b->oom ? -1 : 0;
 }
 

@@ -138,7 +138,9 @@ typedef struct gwr_optimize_round {
 typedef struct gwr_optimize_pass_round {
     int64_t attempts, matches, rewrites;
     /* Layers its rewrites added and marked removed (the events' added and
-     * removed, bodies included): removed - added is its reduction. */
+     * removed, bodies included): removed - added is its own reduction;
+     * what the final prune drops (layers left dead) shows only in the
+     * round's layers_after. */
     int64_t layers_added, layers_removed;
     double seconds;               /* with options.profile; else 0 */
 } gwr_optimize_pass_round;

@@ -48,29 +48,6 @@ static int exports(gwr_network *net) {
 
 /* ---- one manager ---- */
 
-/* Add -> Sub on the same inputs (a swap that the manager then sees done). */
-static int add_to_sub(gwr_rewrite_ctx *c, gwr_layer *l) {
-    gwr_network *net = gwr_rewrite_ctx_network(c);
-    gwr_tensor *ins[2] = {gwr_layer_input(l, 0), gwr_layer_input(l, 1)};
-    gwr_tensor *out = NULL;
-    if (!gwr_op_call(net, "", "Sub", 2, ins, NULL, 1, &out)) return -1;
-    if (gwr_tensor_replace_all_uses_with(gwr_layer_output(l, 0), out)) return -1;
-    gwr_layer_mark_as_removed(l);
-    return 1;
-}
-
-/* Neg(Neg(x)) -> x, rooted on the outer Neg. */
-static int double_neg(gwr_rewrite_ctx *c, gwr_layer *l) {
-    gwr_layer *inner = gwr_tensor_parent(gwr_layer_input(l, 0));
-    if (!inner || strcmp(gwr_layer_op(inner), "Neg")) return gwr_rewrite_no_match(c, "input is not a Neg");
-    if (gwr_tensor_replace_all_uses_with(gwr_layer_output(l, 0), gwr_layer_input(inner, 0))) return -1;
-    gwr_layer_mark_as_removed(l);
-    return 1;
-}
-
-static const char *const ADD[] = {"Add", NULL};
-static const char *const NEG[] = {"Neg", NULL};
-
 /* Relu(Neg(Neg(Add(Neg(Neg(Add(x, y))), y)))): two Adds, two Neg pairs,
  * so N = 4. */
 static gwr_network *chain(void) {
@@ -86,12 +63,12 @@ static gwr_network *chain(void) {
     return net;
 }
 
+/* The built-in patterns replace_add_with_sub (Add -> Sub, the tutorial's)
+ * and rules_cleanup (Neg(Neg(x)) -> x among others), and the log. */
 static gwr_rewrite_manager *chain_manager(log_t *g) {
     gwr_rewrite_manager *m = gwr_rewrite_manager_new();
-    gwr_pattern_rewriter p = {.name = "add_to_sub", .root_ops = ADD, .match_and_rewrite = add_to_sub};
-    gwr_pattern_rewriter q = {.name = "double_neg", .root_ops = NEG, .match_and_rewrite = double_neg};
     gwr_rewrite_listener ls = {.pattern_applied = on_applied, .ctx = g};
-    if (!m || gwr_rewrite_manager_add(m, "to_sub", &p, 1) || gwr_rewrite_manager_add(m, "neg", &q, 2) ||
+    if (!m || gwr_passes_add(m, "replace_add_with_sub") || gwr_passes_add(m, "rules_cleanup") ||
         gwr_rewrite_manager_add_listener(m, &ls) < 0) {
         gwr_rewrite_manager_free(m);
         return NULL;

@@ -33,6 +33,28 @@ def test_stop_after_k():
         gwr.optimize(build(), stop_after=-1)
 
 
+def test_manager_stop_after():
+    """RewritePatternManager.rewrite(stop_after=K) with the built-in rules_cleanup
+    on Neg(Neg(Neg(Neg(x)))): one Neg pair per rewrite."""
+    def chain():
+        net = gwr.Network("negs")
+        x = net.add_input("x", gwr.float32, (2, 3))
+        net.mark_output(-(-(-(-x))) * 2.0)
+        return net
+    m = gwr.RewritePatternManager()
+    m.add("rules_cleanup", gwr.passes.get("rules_cleanup"))
+    full = m.rewrite(chain())
+    assert full["rewrites"] == 2 and full["converged"] and not full["stopped"]
+    for k in range(0, 3):
+        net = chain()
+        s = m.rewrite(net, stop_after=k)
+        assert s["rewrites"] == k and s["stopped"] and not s["converged"]
+        assert [l.op for l in net.layers if not l.is_removed].count("Neg") == 4 - 2 * k
+        net.verify()
+    with pytest.raises(ValueError):
+        m.rewrite(chain(), stop_after=-3)
+
+
 def test_rounds_add_up():
     net = build()
     rep = gwr.optimize(net, level="basic", profile=True)

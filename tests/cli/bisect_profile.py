@@ -12,6 +12,7 @@ construction: the one layer a deliberately wrong rewrite can touch.
   against numpy), after.onnx holds a Sub where before.onnx holds the Add.
 - rules mode: a plausible but wrong rule (Relu(a + b) => Relu(a) + Relu(b))
   in a normal optimize; the culprit must be it at the model's Relu.
+- a wrong rule that makes the result fail to run: that rewrite is named.
 - nothing differs: exit 0, nothing written.
 - bad input: exit 2, one line naming the file, nothing written.
 - the replays stay within ceil(log2 N) + 2.
@@ -163,6 +164,34 @@ def test_rules_mode(tmp):
     check(not os.path.exists(clean_dir), "clean optimize: %s was written" % clean_dir)
 
 
+def test_run_fails(tmp):
+    """A wrong rule that leaves the types alone and breaks the run: Gather's
+    index + 1 goes out of range. The culprit is where the rewritten model
+    stops running; the exact Neg pair before it changes nothing."""
+    nodes = [
+        helper.make_node("Neg", ["x"], ["n1"], name="neg1"),
+        helper.make_node("Neg", ["n1"], ["n2"], name="neg2"),
+        helper.make_node("Identity", ["i"], ["ii"], name="id"),
+        helper.make_node("Gather", ["n2", "ii"], ["y"], name="the_gather", axis=0),
+    ]
+    g = helper.make_graph(nodes, "g", [vin("x", [3, 4]), helper.make_tensor_value_info("i", TensorProto.INT64, [1])],
+                          [vin("y", [1, 4])])
+    model = save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                 os.path.join(tmp, "g.onnx"))
+    idx = os.path.join(tmp, "i.pb")
+    with open(idx, "wb") as f:
+        f.write(numpy_helper.from_array(np.array([2], np.int64), "i").SerializeToString())
+    rules = os.path.join(tmp, "g.rules")
+    with open(rules, "w") as f:
+        f.write("rule next_row phase cleanup benefit 100:\n  Gather(x, Identity(i)) => Gather(x, Add(i, 1))\n")
+    rc, out, err = gwr("bisect", model, "--pattern", "rules_cleanup", "--rules", rules, "--input", "i=" + idx,
+                       "-o", os.path.join(tmp, "gout"))
+    n, r, c = parse_bisect(out)
+    check(rc == 1 and n == 2 and c is not None and c.group(3) == "next_row" and c.group(4) == "the_gather",
+          "run fails: exit %d, expected the culprit next_row at 'the_gather': %s %s" % (rc, out, err))
+    check("after it: it fails to run" in out and "out of range" in out, "run fails: the failure is not named: %s" % out)
+
+
 def test_bad_input(tmp):
     out_dir = os.path.join(tmp, "bad")
     good = pattern_model(os.path.join(tmp, "good.onnx"))
@@ -240,7 +269,7 @@ def main():
     global GWR
     GWR = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
-        for t in (test_pattern_mode, test_rules_mode, test_bad_input, test_profile):
+        for t in (test_pattern_mode, test_rules_mode, test_run_fails, test_bad_input, test_profile):
             sub = os.path.join(tmp, t.__name__)
             os.mkdir(sub)
             t(sub)

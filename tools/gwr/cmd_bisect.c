@@ -2,7 +2,8 @@
  * the outputs. The run (gwr_optimize with the options given, or only the
  * --pattern labels) is made once with a listener that logs its N rewrites;
  * when its outputs differ from the model's on the executor (as `gwr
- * verify` compares them), the first K after which they differ is found by
+ * verify` compares them), or the result no longer runs there or has
+ * another interface, the first K after which they differ is found by
  * binary search over the log: each replay is a fresh copy of the model
  * optimized with stop_after K (gwr_optimize_options), run and compared.
  * Good K stay good and bad K bad as the rewrites pile up (the search
@@ -28,7 +29,8 @@ static void help(FILE *out) {
             "phase by phase, over the graph and every If/Loop/Scan body), logging each one,\n"
             "then runs the model and the result on gwr's executor (as written, no session\n"
             "optimization) on the same inputs and compares the outputs as gwr verify does.\n"
-            "When they differ beyond tolerance it replays the run from a fresh copy of the\n"
+            "When they differ beyond tolerance (or the result no longer runs, or its inputs\n"
+            "or outputs changed) it replays the run from a fresh copy of the\n"
             "model, stopped after K rewrites, binary-searching K over the log, and names the\n"
             "first rewrite after which the outputs differ: its number, pattern, root layer and\n"
             "the layers it added and removed. At most ceil(log2 N) + 2 replays for N rewrites\n"
@@ -167,11 +169,13 @@ static int same_prefix(const bisect *b, const steplog *g, int64_t k) {
     return 0;
 }
 
-/* What a comparison found: 1 an output differs, 0 none, -1 the run
- * failed (one line). worst/max_abs describe it. */
+/* What a comparison found: 1 an output differs (or the rewritten model
+ * no longer runs, or its interface changed: `fails` says why), 0 none, -1
+ * the model itself cannot run (one line). worst/max_abs describe it. */
 typedef struct verdict {
     int differs;
     char worst[256];
+    char fails[512];
     double max_abs;
     int64_t nbad, numel;
 } verdict;
@@ -182,7 +186,15 @@ static int compare(bisect *b, gwr_network *net, verdict *v) {
                                          .given_values = b->in.in.values}};
     gwr_compare_report rep = {0};
     memset(v, 0, sizeof *v);
-    if (gwr_exec_compare(b->orig, net, &co, &rep)) {
+    gwr_status st = gwr_exec_compare(b->orig, net, &co, &rep);
+    if (st && (rep.error_in == 2 || (rep.error_in == 0 && st == GWR_ERR_TYPE))) {
+        /* the rewrites broke it: as bad as a wrong output */
+        snprintf(v->fails, sizeof v->fails, "%s: %s", rep.error_in == 2 ? "it fails to run" : "its interface changed",
+                 gwr_last_errmsg());
+        gwr_compare_report_free(&rep);
+        return v->differs = 1;
+    }
+    if (st) {
         char msg[700];
         snprintf(msg, sizeof msg, "%s: %s the rewrites: %s", b->model, rep.error_in == 1 ? "running the model before"
                                                                                      : "running the model after",
@@ -211,7 +223,9 @@ static int ceil_log2(int64_t n) {
 }
 
 static void print_verdict(const char *what, const verdict *v) {
-    if (v->differs)
+    if (v->fails[0])
+        printf("%s: %s\n", what, v->fails);
+    else if (v->differs)
         printf("%s: outputs differ (worst '%s': %lld of %lld elements beyond tolerance, max abs %g)\n", what,
                v->worst, (long long)v->nbad, (long long)v->numel, v->max_abs);
     else
@@ -276,8 +290,11 @@ static int search(bisect *b, gwr_network *bad_net, const verdict *bad_v, const c
            c->removed);
     printf("  before it (%lld rewrite%s): outputs match (max abs %g)\n", (long long)lo, lo == 1 ? "" : "s",
            lo_v.max_abs);
-    printf("  after it: '%s' differs, %lld of %lld elements beyond tolerance (max abs %g)\n", hi_v.worst,
-           (long long)hi_v.nbad, (long long)hi_v.numel, hi_v.max_abs);
+    if (hi_v.fails[0])
+        printf("  after it: %s\n", hi_v.fails);
+    else
+        printf("  after it: '%s' differs, %lld of %lld elements beyond tolerance (max abs %g)\n", hi_v.worst,
+               (long long)hi_v.nbad, (long long)hi_v.numel, hi_v.max_abs);
     printf("replays: %d (at most ceil(log2 %lld) + 2 = %d)\n", b->replays, (long long)n, ceil_log2(n) + 2);
     if (cli_mkdir_p(dir)) {
         char msg[300];

@@ -64,10 +64,26 @@ typedef struct gwr_optimize_options {
      * --rules FILE`); the report lists them after the passes. NULL: none.
      * A rule named as a pass is GWR_ERR_DUPLICATE. */
     const gwr_rules *rules;
-    /* Told of every change and rewrite of the run, in the manager's order
-     * (gwr_rewrite_manager_add_listener; the struct is copied): `gwr
-     * optimize --view` records the trace with it. NULL: none. */
+    /* Stop after this many rewrites of the whole run (as
+     * gwr_rewrite_options.stop_after), counted over the rounds, the phases
+     * and the bodies in the order they run: the run with stop_after K holds
+     * exactly the first K rewrites of the run without it (runs are
+     * deterministic: the same model and options make the same rewrites in
+     * the same order), then the steps after the passes as usual (unread
+     * input defaults dropped, the outputs' types checked); GWR_OK, and
+     * gwr_optimize_report_stopped says so. `gwr bisect` replays with it.
+     * 0: no stop; GWR_STOP_BEFORE_FIRST: no rewrite at all (the model as
+     * the passes first see it: --shape bound, --opset raised). */
+    int64_t stop_after;
+    /* Told of every change of the run (NULL: none). Its pattern_applied
+     * events carry seq counted over the whole run (1, 2, ... across rounds
+     * and bodies), not per network as one manager run numbers them. The
+     * struct is copied; ctx stays the caller's. */
     const gwr_rewrite_listener *listener;
+    /* Time each pass (two clock reads per attempt) for the report's rounds
+     * and gwr_optimize_report_write_trace (`gwr optimize --profile`);
+     * without it the passes' seconds are 0, the rest is recorded. */
+    int profile;
 } gwr_optimize_options;
 
 /* What a run did: per pass of the table, whether it ran (or why not) and
@@ -103,6 +119,48 @@ GWR_API void gwr_optimize_report_layers(const gwr_optimize_report *r, int64_t *b
                                         int64_t *networks);
 /* The report as a table, one line per pass. */
 GWR_API void gwr_optimize_report_print(const gwr_optimize_report *r, FILE *out);
+
+/* The rewrites of the run (the pattern_applied events; fold_input_defaults'
+ * dropped inputs are not rewrites of a manager and not counted), and
+ * whether the run ended at options.stop_after. */
+GWR_API int64_t gwr_optimize_report_rewrites(const gwr_optimize_report *r);
+GWR_API int gwr_optimize_report_stopped(const gwr_optimize_report *r);
+
+/* The rounds: each is one manager run over the network and then its
+ * bodies; gwr_optimize runs another while a round made types known (at
+ * most 8). Within a round the passes run interleaved (phase by phase,
+ * layer by layer), so a pass's time is the sum of its attempts. */
+typedef struct gwr_optimize_round {
+    double start, seconds;        /* from the start of the first round; its wall time */
+    int64_t layers_before, layers_after; /* live layers of the network itself */
+    int64_t rewrites;
+} gwr_optimize_round;
+typedef struct gwr_optimize_pass_round {
+    int64_t attempts, matches, rewrites;
+    /* Layers its rewrites added and marked removed (the events' added and
+     * removed, bodies included): removed - added is its own reduction;
+     * what the final prune drops (layers left dead) shows only in the
+     * round's layers_after. */
+    int64_t layers_added, layers_removed;
+    double seconds;               /* with options.profile; else 0 */
+} gwr_optimize_pass_round;
+GWR_API int gwr_optimize_report_rounds(const gwr_optimize_report *r);
+/* NULL for a round out of range. */
+GWR_API const gwr_optimize_round *gwr_optimize_report_round(const gwr_optimize_report *r, int round);
+/* Pass i (the index of gwr_optimize_report_pass) in round `round`; NULL
+ * out of range. A skipped pass has zeros. */
+GWR_API const gwr_optimize_pass_round *gwr_optimize_report_round_pass(const gwr_optimize_report *r, int round,
+                                                                     int i);
+/* The rounds as a Chrome trace (the format of `gwr run --profile`; open it
+ * in chrome://tracing or Perfetto): per round one complete event ("ph":"X",
+ * "cat":"round", "name":"round N", tid 0, args round, rewrites,
+ * layers_before, layers_after) and one per pass that ran ("cat":"pass",
+ * "name" its label, tid 1, args round, rewrites, matches, attempts,
+ * layers_removed, layers_added), the passes laid end to end in table order
+ * inside their round's span, each as long as its measured time; a counter
+ * "layers" ("ph":"C", args {"layers": N}) at the start and after each
+ * round. Times in microseconds. GWR_ERR_IO when out fails. */
+GWR_API gwr_status gwr_optimize_report_write_trace(const gwr_optimize_report *r, FILE *out);
 
 #ifdef __cplusplus
 }

@@ -166,7 +166,20 @@ typedef struct gwr_rewrite_options {
      * binding, or a time budget. */
     int (*interrupt)(void *ctx);
     void *interrupt_ctx;
+    /* Stop cleanly after this many rewrites (the replays of `gwr bisect`):
+     * the run returns GWR_OK with summary.stopped set and converged 0, the
+     * network holding exactly the first stop_after rewrites of the run
+     * without it (the same order of visits, so the same rewrites) and
+     * pruned as after a fixpoint (unless keep_dead): it verifies and
+     * exports. 0 (the default) means no stop; GWR_STOP_BEFORE_FIRST (any
+     * negative value) stops before the first rewrite. A stop at or below
+     * max_rewrites comes first. */
+    int64_t stop_after;
 } gwr_rewrite_options;
+
+/* gwr_rewrite_options.stop_after (and gwr_optimize_options.stop_after):
+ * no rewrite at all. */
+#define GWR_STOP_BEFORE_FIRST INT64_C(-1)
 
 /* Counters of one pattern over the last run. */
 typedef struct gwr_pattern_stats {
@@ -184,6 +197,7 @@ typedef struct gwr_rewrite_summary {
     int64_t pruned;
     int converged;
     double seconds;      /* the whole call, prune included */
+    int stopped;         /* the run ended at options.stop_after (GWR_OK, not converged) */
 } gwr_rewrite_summary;
 
 /* NULL on allocation failure (gwr_last_errmsg). */

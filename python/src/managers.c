@@ -323,6 +323,7 @@ static PyObject *summary_dict(pg_manager *m) {
         pg_dict_set_steal(d, "layers_after", PyLong_FromLongLong(su.layers_after)) < 0 ||
         pg_dict_set_steal(d, "pruned", PyLong_FromLongLong(su.pruned)) < 0 ||
         pg_dict_set_steal(d, "converged", PyBool_FromLong(su.converged)) < 0 ||
+        pg_dict_set_steal(d, "stopped", PyBool_FromLong(su.stopped)) < 0 ||
         pg_dict_set_steal(d, "seconds", PyFloat_FromDouble(su.seconds)) < 0) {
         Py_XDECREF(d);
         return NULL;
@@ -558,6 +559,16 @@ static int parse_options(PyObject *kw, gwr_rewrite_options *o) {
     while (PyDict_Next(kw, &pos, &k, &v)) {
         const char *n = PyUnicode_AsUTF8(k);
         if (!n) return -1;
+        if (!strcmp(n, "stop_after")) { /* the first K rewrites only (0: none); None: no stop */
+            long long x = v == Py_None ? 0 : PyLong_Check(v) && !PyBool_Check(v) ? PyLong_AsLongLong(v) : -2;
+            if (x == -1 && PyErr_Occurred()) return -1;
+            if (x < 0) {
+                PyErr_SetString(PyExc_ValueError, "rewrite: stop_after must be None or an int >= 0");
+                return -1;
+            }
+            o->stop_after = v == Py_None ? 0 : x ? x : GWR_STOP_BEFORE_FIRST;
+            continue;
+        }
         if (!strcmp(n, "max_rewrites") || !strcmp(n, "shuffle_seed")) {
             if (!PyLong_Check(v) || PyBool_Check(v)) {
                 PyErr_Format(PyExc_TypeError, "rewrite: %s must be an int", n);
@@ -583,7 +594,7 @@ static int parse_options(PyObject *kw, gwr_rewrite_options *o) {
         if (!flag) {
             PyErr_Format(PyExc_TypeError,
                          "rewrite: unknown option '%s' (single_pass, max_rewrites, keep_dead, debug, shuffle_seed, "
-                         "time_patterns, full_rescan)",
+                         "time_patterns, full_rescan, stop_after)",
                          n);
             return -1;
         }
@@ -788,8 +799,8 @@ static PyMethodDef rm_methods[] = {
      "rewrite(net, args=None, **options) -> dict\n\nApplies the patterns to net until none matches. Every "
      "Python pattern sees args as self.args during the run; built-in patterns get args converted to C (when a "
      "value cannot be converted they get none). Options: single_pass, max_rewrites, keep_dead, debug, "
-     "shuffle_seed, time_patterns, full_rescan. Returns the summary (visited, rewrites, layers_before, "
-     "layers_after, pruned, converged, seconds). A Python exception raised by a pattern or listener stops the "
+     "shuffle_seed, time_patterns, full_rescan, stop_after (the first K rewrites only). Returns the summary "
+     "(visited, rewrites, layers_before, layers_after, pruned, converged, stopped, seconds). A Python exception raised by a pattern or listener stops the "
      "run and is re-raised as is; the network still verifies (it holds the rewrites done before). Fails with "
      "NotConvergedError past max_rewrites, StateError when called from inside its own run."},
     {"stats", manager_stats, METH_NOARGS,

@@ -175,6 +175,43 @@ int pg_str_list(PyObject *o, const char *fn, const char *what, char **out) {
     return *out ? 0 : -1;
 }
 
+/* The report's rounds: [{round, seconds, layers_before, layers_after,
+ * rewrites, passes: [{label, attempts, matches, rewrites, layers_added,
+ * layers_removed, seconds}]}] (the passes that ran). */
+static PyObject *rounds_list(const gwr_optimize_report *r) {
+    PyObject *rounds = PyList_New(0);
+    for (int k = 0; rounds && k < gwr_optimize_report_rounds(r); k++) {
+        const gwr_optimize_round *rd = gwr_optimize_report_round(r, k);
+        PyObject *ps = PyList_New(0), *d = PyDict_New();
+        int bad = !ps || !d;
+        for (int i = 0; !bad && i < gwr_optimize_report_count(r); i++) {
+            const gwr_optimize_pass *p = gwr_optimize_report_pass(r, i);
+            const gwr_optimize_pass_round *pr = gwr_optimize_report_round_pass(r, k, i);
+            if (p->skipped) continue;
+            PyObject *e = PyDict_New();
+            bad = !e || pg_dict_set_steal(e, "label", PyUnicode_FromString(p->label)) < 0 ||
+                  pg_dict_set_steal(e, "attempts", PyLong_FromLongLong(pr->attempts)) < 0 ||
+                  pg_dict_set_steal(e, "matches", PyLong_FromLongLong(pr->matches)) < 0 ||
+                  pg_dict_set_steal(e, "rewrites", PyLong_FromLongLong(pr->rewrites)) < 0 ||
+                  pg_dict_set_steal(e, "layers_added", PyLong_FromLongLong(pr->layers_added)) < 0 ||
+                  pg_dict_set_steal(e, "layers_removed", PyLong_FromLongLong(pr->layers_removed)) < 0 ||
+                  pg_dict_set_steal(e, "seconds", PyFloat_FromDouble(pr->seconds)) < 0 || PyList_Append(ps, e) < 0;
+            Py_XDECREF(e);
+        }
+        if (!bad)
+            bad = pg_dict_set_steal(d, "round", PyLong_FromLong(k)) < 0 ||
+                  pg_dict_set_steal(d, "seconds", PyFloat_FromDouble(rd->seconds)) < 0 ||
+                  pg_dict_set_steal(d, "layers_before", PyLong_FromLongLong(rd->layers_before)) < 0 ||
+                  pg_dict_set_steal(d, "layers_after", PyLong_FromLongLong(rd->layers_after)) < 0 ||
+                  pg_dict_set_steal(d, "rewrites", PyLong_FromLongLong(rd->rewrites)) < 0 ||
+                  PyDict_SetItemString(d, "passes", ps) < 0 || PyList_Append(rounds, d) < 0;
+        Py_XDECREF(ps);
+        Py_XDECREF(d);
+        if (bad) Py_CLEAR(rounds);
+    }
+    return rounds;
+}
+
 static PyObject *report_dict(const gwr_optimize_report *r) {
     int n = gwr_optimize_report_count(r);
     PyObject *passes = PyList_New(0);
@@ -202,7 +239,10 @@ static PyObject *report_dict(const gwr_optimize_report *r) {
     if (!d || pg_dict_set_steal(d, "passes", passes) < 0 ||
         pg_dict_set_steal(d, "layers_before", PyLong_FromLongLong(before)) < 0 ||
         pg_dict_set_steal(d, "layers_after", PyLong_FromLongLong(after)) < 0 ||
-        pg_dict_set_steal(d, "networks", PyLong_FromLongLong(nets)) < 0) {
+        pg_dict_set_steal(d, "networks", PyLong_FromLongLong(nets)) < 0 ||
+        pg_dict_set_steal(d, "rewrites", PyLong_FromLongLong(gwr_optimize_report_rewrites(r))) < 0 ||
+        pg_dict_set_steal(d, "stopped", PyBool_FromLong(gwr_optimize_report_stopped(r))) < 0 ||
+        pg_dict_set_steal(d, "rounds", rounds_list(r)) < 0) {
         if (!d) Py_DECREF(passes);
         Py_XDECREF(d);
         return NULL;
@@ -223,16 +263,27 @@ static int optimize_interrupt(void *ctx) {
 static PyObject *py_optimize(PyObject *mod, PyObject *args, PyObject *kw) {
     (void)mod;
     static char *kwlist[] = {"net", "level", "target", "only", "disable", "opset", "bind", "debug", "input_defaults",
-                             "rules", NULL};
-    PyObject *netobj, *only = Py_None, *disable = Py_None, *bind = Py_None, *rules = Py_None;
+                             "rules", "stop_after", "profile", NULL};
+    PyObject *netobj, *only = Py_None, *disable = Py_None, *bind = Py_None, *rules = Py_None, *stop = Py_None;
     const char *level = "extended", *target = "onnx", *defaults = "auto";
     long long opset = 0;
-    int debug = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|ssOOLOpsO:optimize", kwlist, &netobj, &level, &target, &only,
-                                     &disable, &opset, &bind, &debug, &defaults, &rules))
+    int debug = 0, profile = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|ssOOLOpsOOp:optimize", kwlist, &netobj, &level, &target, &only,
+                                     &disable, &opset, &bind, &debug, &defaults, &rules, &stop, &profile))
         return NULL;
     gwr_optimize_options o;
     memset(&o, 0, sizeof o);
+    o.profile = profile;
+    /* stop_after=None: no stop; K >= 0: the first K rewrites (0: none) */
+    if (stop != Py_None) {
+        long long k = PyLong_Check(stop) && !PyBool_Check(stop) ? PyLong_AsLongLong(stop) : -2;
+        if (k == -1 && PyErr_Occurred()) return NULL;
+        if (k < 0) {
+            PyErr_SetString(PyExc_ValueError, "optimize: stop_after must be None or an int >= 0");
+            return NULL;
+        }
+        o.stop_after = k ? k : GWR_STOP_BEFORE_FIRST;
+    }
     int lv = -1;
     for (int l = GWR_LEVEL_BASIC; l <= GWR_LEVEL_ALL; l++)
         if (!strcmp(level, gwr_pass_level_name((gwr_pass_level)l))) lv = l;

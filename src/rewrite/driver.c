@@ -82,6 +82,8 @@ typedef struct rw_run {
     int64_t nreplaced, nmodified, nevents;
     int64_t change_base;          /* net->nlayers when the change began */
     int64_t rewrites, limit;
+    int64_t stop;                 /* options.stop_after: stop at this many rewrites; -1 never */
+    int stopped;
     int last[LAST_N];             /* indices of the patterns that fired last */
 } rw_run;
 
@@ -525,6 +527,10 @@ static int offer(rw_run *r, gwr_layer *l, rw_pattern *const *cands) {
                                        l->name, gwr_network_errmsg(r->net));
         if (r->revisit) push(r, l);
         if (r->nomem) return -(int)gwr_fmt_error(m->errmsg, GWR_ERR_NOMEM, "out of memory");
+        if (r->rewrites == r->stop) {
+            r->stopped = 1;
+            return 1;
+        }
         if (r->limit >= 0 && r->rewrites > r->limit) {
             char names[300];
             name_last(r, names, sizeof names);
@@ -607,6 +613,7 @@ static int run_worklist(rw_run *r) {
             int ret = interrupted(r);
             if (!ret) ret = visit(r, l);
             if (ret < 0) return ret;
+            if (r->stopped) return 0;
         }
         idle = r->rewrites == before ? idle + 1 : 0;
     }
@@ -624,6 +631,7 @@ static int run_rescan(rw_run *r) {
         int ret = interrupted(r);
         if (!ret) ret = visit(r, l);
         if (ret < 0) return ret;
+        if (r->stopped) return 0;
         if (ret > 0) i = 0;
     }
     return 0;
@@ -648,6 +656,8 @@ gwr_status gwr_rewrite_manager_rewrite(gwr_rewrite_manager *m, gwr_network *net,
     int64_t live = gwr_network_num_live_layers(net);
     m->summary.layers_before = live;
     r.limit = o->max_rewrites ? o->max_rewrites : 8 * net->nlayers + 64;
+    r.stop = o->stop_after > 0 ? o->stop_after : o->stop_after < 0 ? 0 : -1;
+    r.stopped = r.stop == 0;
     gwr_listener ls = {.layer_added = on_added,
                        .layer_removed = on_removed,
                        .layer_dropped = on_dropped,
@@ -668,7 +678,7 @@ gwr_status gwr_rewrite_manager_rewrite(gwr_rewrite_manager *m, gwr_network *net,
     }
     m->running = 1;
     gwr_ir_network_set_driven(net, 1);
-    int ret = o->full_rescan ? run_rescan(&r) : run_worklist(&r);
+    int ret = r.stopped ? 0 : o->full_rescan ? run_rescan(&r) : run_worklist(&r);
     gwr_ir_network_set_driven(net, 0);
     m->running = 0;
     gwr_network_remove_listener(net, id);
@@ -686,7 +696,8 @@ gwr_status gwr_rewrite_manager_rewrite(gwr_rewrite_manager *m, gwr_network *net,
         if (s) gwr_fmt_error(m->errmsg, s, "after the rewrites: %s", gwr_network_errmsg(net));
         m->summary.pruned = pruned;
     }
-    m->summary.converged = s == GWR_OK;
+    m->summary.stopped = r.stopped && s == GWR_OK;
+    m->summary.converged = s == GWR_OK && !r.stopped;
     m->summary.layers_after = gwr_network_num_live_layers(net);
     m->summary.seconds = rw_now() - t0;
     return s;

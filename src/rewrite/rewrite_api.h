@@ -29,4 +29,8 @@ int rw_ctx_wants_reason(const gwr_rewrite_ctx *c);
  * GWR_ERR_INVALID_ARG, GWR_ERR_STATE while running. */
 gwr_status rw_manager_set_phase(gwr_rewrite_manager *m, const char *label, int phase);
 
+/* Seconds on the monotonic clock (the managers' time_patterns; the
+ * optimizer's rounds). */
+double rw_now(void);
+
 #endif

@@ -132,6 +132,5 @@ static inline void rw_ctx_begin(gwr_rewrite_ctx *c, rw_pattern *p, gwr_layer *l)
  * int: GWR_ERR_STATE) and the network's message. */
 const char *rw_ctx_failure(const gwr_rewrite_ctx *c, gwr_status returned, gwr_status *status);
 
-double rw_now(void);
 
 #endif

@@ -35,6 +35,7 @@ extern const cli_command cli_precision;
 extern const cli_command cli_generate;
 extern const cli_command cli_view;
 extern const cli_command cli_diff;
+extern const cli_command cli_bisect;
 
 /* Prints the layer table of net: one line per live layer with its class,
  * op, inputs and outputs (with types). */
@@ -125,6 +126,47 @@ int cli_shapes_need_known(const cli_shapes *sh, const char *cmd, gwr_network *ne
  * (never losing a rank or a dtype the model had). */
 int cli_shapes_apply(const cli_shapes *sh, const char *cmd, const char *path, gwr_network *net);
 void cli_shapes_free(cli_shapes *sh);
+
+/* --level basic|extended|all and --target onnx|ort|gwr (cmd_optimize.c):
+ * 0, or -1 for another word. */
+int cli_parse_level(const char *v, gwr_pass_level *out);
+int cli_parse_target(const char *v, unsigned *out);
+
+/* ---- the inputs of gwr run, verify and bisect (cmd_run.c) ---- */
+
+typedef struct cli_named {
+    const char *arg;  /* "NAME=..." as given */
+    size_t namelen;
+    const char *rest; /* after '=' */
+    int used;
+} cli_named;
+
+/* --input NAME=FILE.pb ..., --shape, --random SEED as given. */
+typedef struct cli_input_spec {
+    cli_named *files;
+    int nfiles;
+    cli_shapes shapes;
+    uint64_t seed;
+} cli_input_spec;
+
+typedef struct cli_inputs {
+    gwr_inputs in;                /* the library's: names and values */
+    gwr_value **files;            /* the values read from --input files (NULL: names no input) */
+    char **file_names;
+    int nfiles;
+} cli_inputs;
+
+/* Takes argv[*i] when it is --shape, --input or --random/--seed (with its
+ * value, *i advanced): 1, *rc a CLI_* code (usage printed); else 0. */
+int cli_input_option(const char *cmd, int argc, char **argv, int *i, cli_input_spec *spec, int *rc);
+/* Values for every input of net without a default (and those given):
+ * from --input files, else random of the --shape given or the declared
+ * dims (gwr_exec_make_inputs). Resolves spec->shapes on net. A CLI_* code
+ * (one line printed). */
+int cli_make_inputs(const char *cmd, gwr_network *net, cli_input_spec *spec, cli_inputs *out);
+void cli_inputs_free(cli_inputs *in);
+/* mkdir -p: 0, or -1 with errno. */
+int cli_mkdir_p(const char *dir);
 
 /* ---- gwr run --profile (profile.c) ---- */
 

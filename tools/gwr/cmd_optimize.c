@@ -1,5 +1,6 @@
 /* cmd_optimize.c - `gwr optimize MODEL -o OUT`: the optimizer
  * (gwr/optimize.h) on an ONNX model. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,8 @@ static void help(FILE *out) {
             "usage: gwr optimize MODEL -o OUT [--level basic|extended|all] [--target onnx|ort|gwr]\n"
             "                    [--only PASS,...] [--disable PASS,...] [--report] [--debug]\n"
             "                    [--shape INPUT=D0,D1,... | SYMBOL=N ...] [--opset N] [--verify [--seed N]]\n"
-            "                    [--input-defaults auto|keep|fold] [--rules FILE] [--view VIEW.html]\n"
+            "                    [--input-defaults auto|keep|fold] [--rules FILE] [--profile FILE.json]\n"
+            "                    [--view VIEW.html]\n"
             "       gwr optimize --list\n"
             "\n"
             "Loads the ONNX model MODEL, runs the optimizer's passes that the level and the\n"
@@ -49,6 +51,10 @@ static void help(FILE *out) {
             "                   over the graph and every body; --report lists them after\n"
             "                   the passes. A file the language refuses: exit 1, with\n"
             "                   FILE:LINE:COL and the reason\n"
+            "  --profile F.json write the passes' profile as a Chrome trace (as gwr run\n"
+            "                   --profile): per round an event, per pass and round one with\n"
+            "                   its time, rewrites, matches, attempts, layers removed and\n"
+            "                   added, and a counter of the live layers after each round\n"
             "  --seed N         the inputs' seed (default 0)\n"
             "  --view FILE      also write the page of 'gwr view' for the run: the model\n"
             "                   before and after, and the trace of its rewrites\n"
@@ -58,14 +64,14 @@ static void help(FILE *out) {
             "2 bad usage (an unknown pass, level or target, an --opset that cannot be had).\n");
 }
 
-static int parse_level(const char *v, gwr_pass_level *out) {
+int cli_parse_level(const char *v, gwr_pass_level *out) {
     static const char *const names[] = {"basic", "extended", "all"};
     for (int i = 0; i < 3; i++)
         if (!strcmp(v, names[i])) return *out = (gwr_pass_level)(GWR_LEVEL_BASIC + i), 0;
     return -1;
 }
 
-static int parse_target(const char *v, unsigned *out) {
+int cli_parse_target(const char *v, unsigned *out) {
     if (!strcmp(v, "onnx")) *out = GWR_TARGET_ONNX;
     else if (!strcmp(v, "ort")) *out = GWR_TARGET_ORT;
     else if (!strcmp(v, "gwr")) *out = GWR_TARGET_GWR;
@@ -115,11 +121,31 @@ static int verify(gwr_network *before, gwr_network *after, const char *in, const
     return rc;
 }
 
+/* --profile: the report's rounds as a Chrome trace, written atomically.
+ * 0, or 1 after one line naming the file. */
+static int write_profile(const gwr_optimize_report *r, const char *file) {
+    char *tmp = cli_temp_name(file);
+    FILE *f = tmp ? fopen(tmp, "w") : NULL;
+    gwr_status st = f ? gwr_optimize_report_write_trace(r, f) : GWR_ERR_IO;
+    if (!f || fclose(f) || st || rename(tmp, file)) {
+        char m[300];
+        snprintf(m, sizeof m, "cannot write the profile: %s", tmp ? strerror(errno) : "out of memory");
+        cli_error(file, m);
+        if (tmp) remove(tmp);
+        free(tmp);
+        return 1;
+    }
+    free(tmp);
+    printf("wrote the profile to %s (%d round%s)\n", file, gwr_optimize_report_rounds(r),
+           gwr_optimize_report_rounds(r) == 1 ? "" : "s");
+    return 0;
+}
+
 static int run(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     gwr_optimize_options o = {0};
     int report = 0, check = 0;
-    const char *rules_path = NULL;
+    const char *rules_path = NULL, *profile = NULL;
     const char *view = NULL;
     gwr_rules *rules = NULL;
     cli_shapes shapes = {0};
@@ -132,10 +158,10 @@ static int run(int argc, char **argv) {
             gwr_passes_print(stdout, 0);
             return cli_shapes_free(&shapes), CLI_OK;
         } else if (!strcmp(a, "--level")) {
-            if (!v || parse_level(v, &o.level)) return cli_shapes_free(&shapes), cli_usage("optimize", "--level needs basic, extended or all");
+            if (!v || cli_parse_level(v, &o.level)) return cli_shapes_free(&shapes), cli_usage("optimize", "--level needs basic, extended or all");
             i++;
         } else if (!strcmp(a, "--target")) {
-            if (!v || parse_target(v, &o.target)) return cli_shapes_free(&shapes), cli_usage("optimize", "--target needs onnx, ort or gwr");
+            if (!v || cli_parse_target(v, &o.target)) return cli_shapes_free(&shapes), cli_usage("optimize", "--target needs onnx, ort or gwr");
             i++;
         } else if (!strcmp(a, "--only") || !strcmp(a, "--disable")) {
             if (!v || !*v) return cli_shapes_free(&shapes), cli_usage("optimize", "%s needs a comma-separated list of passes", a);
@@ -174,6 +200,9 @@ static int run(int argc, char **argv) {
         } else if (!strcmp(a, "--view")) {
             if (!v) return cli_shapes_free(&shapes), cli_usage("optimize", "--view needs a file name");
             view = v, i++;
+        } else if (!strcmp(a, "--profile")) {
+            if (!v) return cli_shapes_free(&shapes), cli_usage("optimize", "--profile needs a file name (FILE.json)");
+            profile = v, o.profile = 1, i++;
         } else if (!strcmp(a, "--seed")) {
             int64_t n = 0;
             const char *why = "missing";
@@ -234,7 +263,9 @@ static int run(int argc, char **argv) {
         if (report) gwr_optimize_report_print(r, stdout);
         int64_t nb, na;
         gwr_optimize_report_layers(r, &nb, &na, NULL);
-        if (check && verify(before, net, in, shapes.bind, shapes.nbind, seed)) {
+        if (profile && write_profile(r, profile)) {
+            /* printed */
+        } else if (check && verify(before, net, in, shapes.bind, shapes.nbind, seed)) {
             /* an output differs: no file is written */
         } else if (gwr_onnx_save(net, out, NULL)) {
             cli_error(out, gwr_network_errmsg(net));

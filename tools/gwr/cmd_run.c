@@ -19,49 +19,28 @@ static double now_s(void) {
 
 /* ---- inputs -------------------------------------------------------------- */
 
-typedef struct named {
-    const char *arg;  /* "NAME=..." as given */
-    size_t namelen;
-    const char *rest; /* after '=' */
-    int used;
-} named;
-
-typedef struct input_spec {
-    named *files;
-    int nfiles;
-    cli_shapes shapes;
-    uint64_t seed;
-} input_spec;
-
 /* Splits "NAME=REST" (NAME non-empty); -1 on a bad form. */
-static int split_named(const char *arg, named *out) {
+static int split_named(const char *arg, cli_named *out) {
     const char *eq = strchr(arg, '=');
     if (!eq || eq == arg || !eq[1]) return -1;
-    *out = (named){arg, (size_t)(eq - arg), eq + 1, 0};
+    *out = (cli_named){arg, (size_t)(eq - arg), eq + 1, 0};
     return 0;
 }
 
-static named *find_named(named *v, int n, const char *name) {
+static cli_named *find_named(cli_named *v, int n, const char *name) {
     for (int i = 0; i < n; i++)
         if (strlen(name) == v[i].namelen && !strncmp(v[i].arg, name, v[i].namelen)) return &v[i];
     return NULL;
 }
 
-typedef struct inputs {
-    gwr_inputs in;                /* the library's: names and values */
-    gwr_value **files;            /* the values read from --input files (NULL: names no input) */
-    char **file_names;
-    int nfiles;
-} inputs;
-
-static void inputs_free(inputs *in) {
+void cli_inputs_free(cli_inputs *in) {
     gwr_inputs_free(&in->in);
     for (int i = 0; i < in->nfiles; i++) gwr_value_release(in->files[i]), free(in->file_names[i]);
     free(in->files), free(in->file_names);
     memset(in, 0, sizeof *in);
 }
 
-static char *name_of(const named *nm) {
+static char *name_of(const cli_named *nm) {
     char *s = malloc(nm->namelen + 1);
     if (s) memcpy(s, nm->arg, nm->namelen), s[nm->namelen] = 0;
     return s;
@@ -72,7 +51,7 @@ static char *name_of(const named *nm) {
  * given (whole shapes, symbolic dims bound) or the declared dims (unbound
  * symbols 1; an unknown unnamed dim is refused, naming the input and the
  * dim). One line on error. */
-static int make_inputs(const char *cmd, gwr_network *net, input_spec *spec, inputs *out) {
+int cli_make_inputs(const char *cmd, gwr_network *net, cli_input_spec *spec, cli_inputs *out) {
     out->nfiles = spec->nfiles;
     out->files = calloc((size_t)spec->nfiles + 1, sizeof *out->files);
     out->file_names = calloc((size_t)spec->nfiles + 1, sizeof *out->file_names);
@@ -98,7 +77,7 @@ static int make_inputs(const char *cmd, gwr_network *net, input_spec *spec, inpu
     if ((rc = cli_shapes_need_known(sh, cmd, net, (const char *const *)out->file_names, spec->nfiles))) return rc;
     for (int k = 0; k < gwr_network_num_inputs(net); k++) {
         const char *name = gwr_tensor_name(gwr_network_input(net, k));
-        named *f = find_named(spec->files, spec->nfiles, name);
+        cli_named *f = find_named(spec->files, spec->nfiles, name);
         if (!f) continue;
         int read_failed;
         gwr_value *v = cli_read_value(f->rest, NULL, gwr_network_input(net, k), NULL, &read_failed);
@@ -133,7 +112,7 @@ static int make_inputs(const char *cmd, gwr_network *net, input_spec *spec, inpu
 }
 
 /* Parses the options run and verify share; 1 when argv[*i] was one. */
-static int input_option(const char *cmd, int argc, char **argv, int *i, input_spec *spec, int *rc) {
+int cli_input_option(const char *cmd, int argc, char **argv, int *i, cli_input_spec *spec, int *rc) {
     const char *a = argv[*i];
     int more = *i + 1 < argc;
     if (!strcmp(a, "--shape") && more) {
@@ -141,7 +120,7 @@ static int input_option(const char *cmd, int argc, char **argv, int *i, input_sp
         return 1;
     }
     if (!strcmp(a, "--input") && more) {
-        named nm;
+        cli_named nm;
         if (split_named(argv[++*i], &nm)) {
             *rc = cli_usage(cmd, "--input '%s': expected NAME=FILE.pb", argv[*i]);
             return 1;
@@ -151,7 +130,7 @@ static int input_option(const char *cmd, int argc, char **argv, int *i, input_sp
                 *rc = cli_usage(cmd, "--input '%s': input given twice", nm.arg);
                 return 1;
             }
-        named *nv = realloc(spec->files, (size_t)(spec->nfiles + 1) * sizeof *nv);
+        cli_named *nv = realloc(spec->files, (size_t)(spec->nfiles + 1) * sizeof *nv);
         if (!nv) {
             cli_error(cmd, "out of memory");
             *rc = CLI_FAIL;
@@ -243,7 +222,7 @@ static int cmp_d(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static int mkdir_p(const char *dir) {
+int cli_mkdir_p(const char *dir) {
     char *p = gwr_strdup(dir);
     if (!p) return -1;
     for (char *q = p + 1; *q; q++)
@@ -264,7 +243,7 @@ static int mkdir_p(const char *dir) {
  * inputs (cli_shapes_apply). The passes that need known dims then fire
  * (magika's GELU chains became gwr::ElementwiseChains only so). The
  * bindings' names point into the network. */
-static int specialize(const char *model, gwr_network *net, const inputs *in, cli_shapes *sh) {
+static int specialize(const char *model, gwr_network *net, const cli_inputs *in, cli_shapes *sh) {
     int n = in->in.n;
     sh->inputs = calloc((size_t)n + 1, sizeof *sh->inputs);
     sh->bind = calloc((size_t)n * GWR_MAX_RANK + 1, sizeof *sh->bind);
@@ -304,11 +283,11 @@ static int run_cmd(int argc, char **argv) {
         return CLI_OK;
     }
     const char *model = NULL, *odir = NULL, *profile = NULL;
-    input_spec spec = {0};
+    cli_input_spec spec = {0};
     int threads = 1, repeat = 1, rc = CLI_OK, raw = 0;
     for (int i = 1; i < argc && rc == CLI_OK; i++) {
         const char *a = argv[i];
-        if (input_option("run", argc, argv, &i, &spec, &rc)) continue;
+        if (cli_input_option("run", argc, argv, &i, &spec, &rc)) continue;
         if (!strcmp(a, "-o") && i + 1 < argc) odir = argv[++i];
         else if (!strcmp(a, "--profile") && i + 1 < argc) profile = argv[++i];
         else if (!strcmp(a, "--no-optimize")) raw = 1;
@@ -330,7 +309,7 @@ static int run_cmd(int argc, char **argv) {
     if (rc == CLI_OK && !model) rc = cli_usage("run", "no MODEL given");
     gwr_network *net = NULL;
     gwr_session *s = NULL;
-    inputs in = {0};
+    cli_inputs in = {0};
     cli_shapes known = {0}; /* the inputs' shapes, for the session (specialize) */
     gwr_value **outs = NULL;
     double *times = NULL;
@@ -340,7 +319,7 @@ static int run_cmd(int argc, char **argv) {
     int64_t load_start = gwr_clock_ns();
     if (!(net = cli_load(model, &lo))) goto done;
     int64_t load_end = gwr_clock_ns();
-    if ((rc = make_inputs("run", net, &spec, &in))) goto done;
+    if ((rc = cli_make_inputs("run", net, &spec, &in))) goto done;
     rc = CLI_FAIL;
     if (!raw && specialize(model, net, &in, &known)) goto done;
     double t0 = now_s();
@@ -386,7 +365,7 @@ static int run_cmd(int argc, char **argv) {
            (long long)gwr_session_peak_bytes(s), (long long)gwr_session_total_bytes(s));
     if (profile && cli_profile_finish(s, profile, 10)) goto done;
     if (odir) {
-        if (mkdir_p(odir)) {
+        if (cli_mkdir_p(odir)) {
             char m[300];
             snprintf(m, sizeof m, "cannot create the directory: %s", strerror(errno));
             cli_error(odir, m);
@@ -417,7 +396,7 @@ done:
     for (int i = 0; outs && net && i < gwr_network_num_outputs(net); i++) gwr_value_release(outs[i]);
     free(outs), free(times);
     free(known.inputs), free(known.bind); /* names and dims point into the network and the inputs */
-    inputs_free(&in);
+    cli_inputs_free(&in);
     gwr_session_free(s);
     gwr_network_free(net);
     free(spec.files), cli_shapes_free(&spec.shapes);
@@ -451,12 +430,12 @@ static int verify_cmd(int argc, char **argv) {
         return CLI_OK;
     }
     const char *pa = NULL, *pb = NULL;
-    input_spec spec = {0};
+    cli_input_spec spec = {0};
     double rtol = 1e-4, atol = 1e-5;
     int rc = CLI_OK, raw = 0;
     for (int i = 1; i < argc && rc == CLI_OK; i++) {
         const char *a = argv[i];
-        if (input_option("verify", argc, argv, &i, &spec, &rc)) continue;
+        if (cli_input_option("verify", argc, argv, &i, &spec, &rc)) continue;
         if (!strcmp(a, "--no-optimize")) raw = 1;
         else if ((!strcmp(a, "--rtol") || !strcmp(a, "--atol")) && i + 1 < argc) {
             char *end;
@@ -471,13 +450,13 @@ static int verify_cmd(int argc, char **argv) {
     }
     if (rc == CLI_OK && !pb) rc = cli_usage("verify", "two models needed, A and B");
     gwr_network *na = NULL, *nb = NULL;
-    inputs in = {0};
+    cli_inputs in = {0};
     gwr_compare_report rep = {0};
     if (rc) goto done;
     rc = CLI_FAIL;
     gwr_onnx_load_options lo = {.infer_shapes = 1};
     if (!(na = cli_load(pa, &lo)) || !(nb = cli_load(pb, &lo))) goto done;
-    if ((rc = make_inputs("verify", na, &spec, &in))) goto done;
+    if ((rc = cli_make_inputs("verify", na, &spec, &in))) goto done;
     rc = CLI_FAIL;
     /* Every input made: the library runs both on exactly these. */
     gwr_compare_options co = {.atol = atol, .rtol = rtol,
@@ -506,7 +485,7 @@ static int verify_cmd(int argc, char **argv) {
     rc = rep.pass ? CLI_OK : CLI_FAIL;
 done:
     gwr_compare_report_free(&rep);
-    inputs_free(&in);
+    cli_inputs_free(&in);
     gwr_network_free(na), gwr_network_free(nb);
     free(spec.files), cli_shapes_free(&spec.shapes);
     return rc;

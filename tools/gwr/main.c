@@ -9,6 +9,7 @@ static const cli_command *const commands[] = {
     &cli_generate, &cli_verify, &cli_test_onnx, &cli_rules,  &cli_quantize, &cli_precision, &cli_demo,
     &cli_view,
     &cli_diff,
+    &cli_bisect,
 };
 #define NCOMMANDS (sizeof commands / sizeof *commands)
 

@@ -36,9 +36,9 @@
   var prof = data.profile || null;
   var profMax = 0;
   if (prof && prof.layers) for (var pn in prof.layers) profMax = Math.max(profMax, prof.layers[pn].us || 0);
-  function heat(us) {                      /* yellow (cold) -> red (hot), log scale */
-    var t = profMax > 0 ? Math.log(1 + us) / Math.log(1 + profMax) : 0;
-    return 'hsl(' + (60 - 60 * t).toFixed(0) + ',100%,' + (85 - 40 * t).toFixed(0) + '%)';
+  function heat(us) {                      /* yellow (cold) -> red (hot), square-root scale */
+    var t = profMax > 0 ? Math.sqrt(Math.min(1, us / profMax)) : 0;
+    return 'hsl(' + (60 - 60 * t).toFixed(0) + ',100%,' + (88 - 30 * t).toFixed(0) + '%)';
   }
 
   /* ---------- one model (or body) as a scope of one pane ---------- */
@@ -686,7 +686,7 @@
     $('profile').hidden = false;
     var h = [];
     if (prof.layers && profMax > 0) {
-      h.push('<div>time per layer (' + (prof.kind || 'run') + ', log scale, total over all calls)</div><div class="gwr-scale"></div><div class="gwr-ends"><span>0</span><span>' + fmtUs(profMax) + '</span></div>');
+      h.push('<div>time per layer (' + (prof.kind || 'run') + ', square-root scale, total over all calls)</div><div class="gwr-scale"></div><div class="gwr-ends"><span>0</span><span>' + fmtUs(profMax) + '</span></div>');
       var top = Object.keys(prof.layers).sort(function (x, y) { return prof.layers[y].us - prof.layers[x].us; }).slice(0, 10);
       var tl = top.map(function (n) {
         var i = panes[0].top.find(n);

@@ -1,6 +1,7 @@
 """Facts about an ONNX model's main graph, read with the onnx package (independent of gwr), for
 the browser tests of `gwr view` (tests/view/view_test.js): the nodes' names, ops and their integer
-and string attributes, as JSON on stdout."""
+and string attributes, and the initializers' names (gwr imports each initializer as one Constant
+layer of that name, so the model's layers are its nodes and its initializers), as JSON on stdout."""
 import json
 import sys
 
@@ -21,7 +22,9 @@ def facts(path):
             elif a.type == AttributeProto.INTS:
                 attrs[a.name] = list(a.ints)
         nodes.append({"name": n.name, "op": n.op_type, "attrs": attrs})
-    return {"nodes": nodes, "count": len(nodes)}
+    weights = [w.name for w in m.graph.initializer]
+    return {"nodes": nodes, "weights": weights, "layers": [n["name"] for n in nodes] + weights,
+            "count": len(nodes) + len(weights)}
 
 
 if __name__ == "__main__":

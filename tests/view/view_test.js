@@ -2,9 +2,10 @@
 // playwright-core (never a downloaded browser). Usage:
 //   node tests/view/view_test.js GWR BENCH_ONNX OUTDIR [DOCS_IMG_DIR]
 // Models: `gwr demo`'s decoder, its rewrite by the demo's three patterns with --trace-json, a
-// profile of it (`gwr run --profile`), and a generated decoder of ~4,000 nodes (bench_onnx
-// gen-gpt 150) for the collapsed start. Expected values come from the models themselves, read by
-// the onnx package (tests/view/onnx_facts.py), and from the trace, never from the page.
+// profile of it (`gwr run --profile`), and a generated decoder of ~6,800 layers (bench_onnx
+// gen-gpt 150, ~6,800 layers) for the collapsed start. Expected values come from the models themselves, read by
+// the onnx package (tests/view/onnx_facts.py: gwr's layers are the nodes and the initializers, each
+// initializer a Constant layer of its name), and from the trace, never from the page.
 // Screenshots of each view go to OUTDIR (and, with DOCS_IMG_DIR, the docs' pictures there).
 'use strict';
 const path = require('path');
@@ -83,12 +84,12 @@ const big = facts(path.join(W, 'big.onnx'));
   {
     const page = await open('one.html');
     const names = await nodeNames(page, 0);
-    check(names.length === demo.count, 'demo: ' + names.length + ' layer elements, the model has ' + demo.count + ' nodes');
-    check(sameSet(names, demo.nodes.map((n) => n.name)), 'demo: the layer elements are the model\'s nodes ' + showDiff(names, demo.nodes.map((n) => n.name)));
+    check(names.length === demo.count, 'demo: ' + names.length + ' layer elements, the model has ' + demo.nodes.length + ' nodes and ' + demo.weights.length + ' initializers');
+    check(sameSet(names, demo.layers), 'demo: the layer elements are the model\'s nodes and initializers ' + showDiff(names, demo.layers));
     const status = await page.textContent('#status');
     check(status.trim() === demo.count + ' layers', 'demo: #status says "' + status.trim() + '"');
     const text = await page.$eval('#panes', (e) => e.innerText);
-    check(demo.nodes.every((n) => text.includes(n.name)), 'demo: every node name is text of the page (the browser\'s find sees it)');
+    check(demo.layers.every((n) => text.includes(n)), 'demo: every layer name is text of the page (the browser\'s find sees it)');
 
     const target = demo.nodes[Math.floor(demo.nodes.length * 2 / 3)];
     await page.fill('#search', target.name);
@@ -121,8 +122,8 @@ const big = facts(path.join(W, 'big.onnx'));
     const page = await open('diff.html');
     const removedByTrace = new Set(trace.flatMap((e) => e.removed));
     const addedByTrace = new Set(trace.flatMap((e) => e.added));
-    const expRemoved = demo.nodes.map((n) => n.name).filter((n) => removedByTrace.has(n));
-    const expAdded = demoRw.nodes.map((n) => n.name).filter((n) => addedByTrace.has(n));
+    const expRemoved = demo.layers.filter((n) => removedByTrace.has(n));
+    const expAdded = demoRw.layers.filter((n) => addedByTrace.has(n));
     check(expRemoved.length > 0 && expAdded.length > 0, 'diff: the trace removes ' + expRemoved.length + ' and adds ' + expAdded.length + ' layers of the models');
     const shownRemoved = await page.$$eval('.gwr-node.gwr-removed', (els) => els.map((e) => e.getAttribute('data-model') + ':' + e.getAttribute('data-name')));
     const shownAdded = await page.$$eval('.gwr-node.gwr-added', (els) => els.map((e) => e.getAttribute('data-model') + ':' + e.getAttribute('data-name')));
@@ -132,11 +133,11 @@ const big = facts(path.join(W, 'big.onnx'));
     check(names1.length === demoRw.count, 'diff: model 1 shows ' + names1.length + ' layers, it has ' + demoRw.count);
     const seqs = await page.$$eval('#trace-list li[data-seq]', (els) => els.map((e) => +e.getAttribute('data-seq')));
     check(sameSet(seqs, trace.map((e) => e.seq)), 'diff: the trace list holds the ' + trace.length + ' rewrites');
-    const r = trace.find((e) => e.removed.some((n) => demo.nodes.some((d) => d.name === n)) && e.added.some((n) => demoRw.nodes.some((d) => d.name === n)));
+    const r = trace.find((e) => e.removed.some((n) => demo.layers.includes(n)) && e.added.some((n) => demoRw.layers.includes(n)));
     await page.click('#trace-list li[data-seq="' + r.seq + '"]');
     const hl = await page.$$eval('.gwr-node.gwr-hl', (els) => els.map((e) => e.getAttribute('data-model') + ':' + e.getAttribute('data-name')));
-    const expHl = r.removed.filter((n) => demo.nodes.some((d) => d.name === n)).map((n) => '0:' + n)
-      .concat(r.added.filter((n) => demoRw.nodes.some((d) => d.name === n)).map((n) => '1:' + n));
+    const expHl = r.removed.filter((n) => demo.layers.includes(n)).map((n) => '0:' + n)
+      .concat(r.added.filter((n) => demoRw.layers.includes(n)).map((n) => '1:' + n));
     check(sameSet(hl, expHl), 'diff: a click on rewrite #' + r.seq + ' highlights what it removed and added ' + showDiff(hl, expHl));
     await shot(page, 'view-diff.png', 'view_diff.png');
     await page.click('#overlay');
@@ -152,10 +153,11 @@ const big = facts(path.join(W, 'big.onnx'));
   {
     const page = await open('prof.html');
     const ev = JSON.parse(fs.readFileSync(path.join(W, 'prof.json'), 'utf8')).traceEvents.filter((e) => e.cat === 'layer' && (e.args || {}).depth === 0);
-    const us = {}, nodes = new Set(demo.nodes.map((n) => n.name));
-    ev.forEach((e) => { if (nodes.has(e.name)) us[e.name] = (us[e.name] || 0) + e.dur; });  // gwr also times its weights' layers
+    const us = {};
+    ev.forEach((e) => { us[e.name] = (us[e.name] || 0) + e.dur; });
+    check(Object.keys(us).every((n) => demo.layers.includes(n)), 'profile: the profile names layers of the model');
     const shown = await page.$$eval('.gwr-node[data-model="0"][data-us]', (els) => els.map((e) => [e.getAttribute('data-name'), +e.getAttribute('data-us'), e.style.background]));
-    check(sameSet(shown.map((s) => s[0]), Object.keys(us)), 'profile: the ' + Object.keys(us).length + ' profiled nodes are coloured ' + showDiff(shown.map((s) => s[0]), Object.keys(us)));
+    check(sameSet(shown.map((s) => s[0]), Object.keys(us)), 'profile: the ' + Object.keys(us).length + ' profiled layers are coloured ' + showDiff(shown.map((s) => s[0]), Object.keys(us)));
     check(shown.every((s) => Math.abs(s[1] - us[s[0]]) <= 0.01 * us[s[0]] + 0.01 && s[2] !== ''), 'profile: each one\'s time is the sum of its events');
     check(await page.$('#legend .gwr-scale') !== null, 'profile: a legend');
     await shot(page, 'view-profile.png', 'view_profile.png');
@@ -167,7 +169,7 @@ const big = facts(path.join(W, 'big.onnx'));
   {
     const page = await open('big.html');
     const status = (await page.textContent('#status')).trim();
-    check(big.count > 3000 && status === big.count + ' layers', 'big: #status "' + status + '" for ' + big.count + ' nodes');
+    check(big.count > 3000 && status === big.count + ' layers', 'big: #status "' + status + '" for ' + big.nodes.length + ' nodes and ' + big.weights.length + ' initializers');
     const shownNodes = await page.$$eval('.gwr-node', (els) => els.length);
     const groups = await page.$$eval('.gwr-group.collapsed', (els) => els.length);
     check(shownNodes < 300 && groups > 0, 'big: opens collapsed (' + shownNodes + ' layer elements, ' + groups + ' collapsed groups)');

@@ -10,7 +10,9 @@
   var EXPAND_LIMIT = 3000;     /* up to this many layers everything starts expanded */
   var REVEAL_LIMIT = 50;       /* search: expand the groups of at most this many matches */
   var CH = 6.7;                /* width of one character of the node font (11px monospace) */
+  var timing = {};
   var data = JSON.parse(document.getElementById('gwr-data').textContent);
+  timing.parse = performance.now() - T0;
   var models = data.models || [];
   var $ = function (id) { return document.getElementById(id); };
 
@@ -723,6 +725,7 @@
     s.L.forEach(function (l) { if (c[l.diff] != null) c[l.diff]++; });
     p.head.textContent += ': ' + n + ' layers' + (models.length > 1 ? ', ' + (p.index === 0 ? c.removed + ' removed' : c.added + ' added') + ', ' + c.changed + ' changed' : '');
   });
+  timing.prepare = performance.now() - T0 - timing.parse;
   buildTrace();
   buildProfile();
   if (models.length > 1) {
@@ -731,7 +734,11 @@
   }
   $('expand-all').addEventListener('click', function () { visiblePanes().forEach(function (p) { p.top.setAll(true); p.render(); }); });
   $('collapse-all').addEventListener('click', function () { visiblePanes().forEach(function (p) { p.top.setAll(false); p.render(); }); });
+  var tl = performance.now();
+  panes.forEach(function (p) { p.top.layout('r'); });
+  timing.layout = performance.now() - tl;
   panes.forEach(function (p) { p.render(); p.fitZoom(); });
+  timing.dom = performance.now() - tl - timing.layout;
   var st = $('status');
   st.textContent = (models[0] ? models[0].layers.length : 0) + ' layers';
   requestAnimationFrame(function () {
@@ -741,5 +748,5 @@
       st.setAttribute('data-rendered', '1');
     });
   });
-  window.gwrView = { panes: panes, data: data, search: runSearch, showRewrite: showRewrite, setOverlay: setOverlay };
+  window.gwrView = { timing: timing, panes: panes, data: data, search: runSearch, showRewrite: showRewrite, setOverlay: setOverlay };
 })();

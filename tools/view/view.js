@@ -67,8 +67,23 @@
     var gdepth = new Int32Array(G.length);
     for (g = 0; g < G.length; g++) { var d = 0, x = G[g].parent; while (x >= 0 && d < 1000) { d++; x = G[x].parent; } gdepth[g] = d + 1; }
     this.gdepth = gdepth;
+    /* a weight read by one layer of its own group is drawn inside that layer's box (a line of
+     * it, still an element .gwr-node with its name), not as a node of the layout */
+    var Tt = model.tensors || [], nUse = new Int32Array(Tt.length), lastUse = new Int32Array(Tt.length);
+    for (i = 0; i < L.length; i++) (L[i].in || []).forEach(function (t) { if (t >= 0) { nUse[t]++; lastUse[t] = i; } });
+    this.attachedTo = new Int32Array(L.length).fill(-1);
+    this.attached = new Map();
+    for (i = 0; i < L.length; i++) {
+      if (!this.isWeight(i) || L[i].out.length !== 1) continue;
+      var wt = L[i].out[0], user = lastUse[wt];
+      if (nUse[wt] !== 1 || L[user].group !== L[i].group || (model.outputs || []).some(function (o) { return o.name === Tt[wt].name; })) continue;
+      this.attachedTo[i] = user;
+      if (!this.attached.has(user)) this.attached.set(user, []);
+      this.attached.get(user).push(i);
+    }
     for (i = 0; i < L.length; i++) {
       var lg = L[i].group;
+      if (this.attachedTo[i] >= 0) { for (x = lg; x >= 0 && gFirst[x] > i; x = G[x].parent) gFirst[x] = i; continue; }
       if (lg >= 0) kids[lg].push(i); else root.push(i);
       for (x = lg; x >= 0 && gFirst[x] > i; x = G[x].parent) gFirst[x] = i;
     }
@@ -103,7 +118,7 @@
         var t = ins[j];
         if (t < 0 || !T[t] || T[t].producer == null || T[t].producer < 0) continue;
         var pr = T[t].producer;
-        if (pr === i) continue;
+        if (pr === i || self.attachedTo[pr] >= 0) continue;
         if (ins.length > 1) { seen = seen || new Set(); if (seen.has(pr)) continue; seen.add(pr); }
         var ra = pr, a = L[pr].group, rb = i, b = L[i].group;
         while (a !== b) {
@@ -220,12 +235,17 @@
   };
 
   /* ---------- sizes and nested layout ---------- */
-  var NODE_H = 50, GROUP_H = 54, HEAD = 22, PAD = 8;
+  var NODE_H = 50, WEIGHT_H = 36, ATT_H = 14, GROUP_H = 54, HEAD = 22, PAD = 8;
   function textW(n) { return Math.ceil(n * CH) + 16; }
   function clampW(w) { return Math.max(70, Math.min(w, 300)); }
   Scope.prototype.outShape = function (i) {
     var o = this.L[i].out || [], t = o.length ? (this.m.tensors || [])[o[0]] : null;
     return t ? typeText(t) + (o.length > 1 ? ' +' + (o.length - 1) : '') : '';
+  };
+  /* a weight or constant (gwr imports each initializer as a Constant layer): drawn small */
+  Scope.prototype.isWeight = function (i) {
+    var l = this.L[i], o = l.out || [], t = o.length ? (this.m.tensors || [])[o[0]] : null;
+    return l.op === 'Constant' && !(l.in || []).length && !!t && (t.kind === 'weight' || t.kind === 'const');
   };
   Scope.prototype.groupLabel = function (g) {
     var G = this.G[g], n = this.runLen[g];
@@ -235,7 +255,10 @@
     if (code >= 0) {
       if (this.bodies.has(code) && this.lExp[code]) { var lb = this.layout(code); return { w: lb.w, h: lb.h }; }
       var l = this.L[code];
-      return { w: clampW(textW(Math.max((l.op || '').length + 2, l.name.length, this.outShape(code).length))), h: NODE_H };
+      if (this.isWeight(code)) return { w: clampW(textW(Math.max(l.name.length, this.outShape(code).length))), h: WEIGHT_H };
+      var wl = this.attached.get(code) || [], n = Math.max((l.op || '').length + 2, l.name.length, this.outShape(code).length), self = this;
+      wl.forEach(function (w) { n = Math.max(n, self.L[w].name.length + self.outShape(w).length + 1); });
+      return { w: clampW(textW(n)), h: NODE_H + ATT_H * wl.length };
     }
     var g = -code - 1;
     if (this.gExp[g]) { var lg = this.layout(code); return { w: lg.w, h: lg.h }; }
@@ -377,8 +400,21 @@
         if (open) {
           html.push('<div class="' + cls + '"' + attrs + ' style="' + st + '"><div class="gwr-ghead"><b>' + esc(l.op) + '</b> ' + esc(l.name) + ' (bodies)</div></div>');
           self.place(s, code, x, y, html);
+        } else if (s.isWeight(code)) {
+          html.push('<div class="' + cls + ' gwr-weight"' + attrs + ' style="' + st + '" title="' + esc(l.op + ' ' + l.name) + '"><span>' + esc(l.name) + '</span><i>' + esc(s.outShape(code)) + '</i></div>');
         } else {
-          html.push('<div class="' + cls + '"' + attrs + ' style="' + st + '" title="' + esc(l.name) + '"><b>' + esc(l.op) + (s.bodies.has(code) ? ' +' : '') + '</b><span>' + esc(l.name) + '</span><i>' + esc(s.outShape(code)) + '</i></div>');
+          html.push('<div class="' + cls + '"' + attrs + ' style="' + st + '" title="' + esc(l.name) + '"><b>' + esc(l.op) + (s.bodies.has(code) ? ' +' : '') + '</b><span>' + esc(l.name) + '</span><i>' + esc(s.outShape(code)) + '</i>');
+          (s.attached.get(code) || []).forEach(function (w) {
+            var wl = s.L[w], wk = s.id + ':' + w, wc = 'gwr-node gwr-weight gwr-attached';
+            if (wl.diff && wl.diff !== 'same') wc += ' gwr-' + wl.diff;
+            if (self.marks.match.has(wk)) wc += ' gwr-match';
+            if (self.marks.hl.has(wk)) wc += ' gwr-hl';
+            if (self.sel === wk) wc += ' gwr-sel';
+            var wus = s.layerUs(w);
+            s.pos.set(w, { x: x, y: y, w: r.w, h: r.h });
+            html.push('<div class="' + wc + '" data-k="' + wk + '" data-name="' + esc(wl.name) + '" data-model="' + self.modelAttr(s, w) + '"' + (s.owner ? ' data-body="1"' : '') + (wus ? ' data-us="' + wus + '" style="background:' + heat(wus) + '"' : '') + '><span>' + esc(wl.name) + '</span> <i>' + esc(s.outShape(w)) + '</i></div>');
+          });
+          html.push('</div>');
         }
       } else {
         var g = -code - 1, G = s.G[g], gc = 'gwr-group' + (s.gExp[g] ? '' : ' collapsed') + (s.gDiff[g] ? ' gwr-has-diff' : '');
@@ -404,8 +440,10 @@
   };
   Pane.prototype.fitZoom = function () {
     var w = this.el.clientWidth || 800;
-    this.z = Math.max(0.6, Math.min(1, (w - 10) / Math.max(1, this.W)));
+    this.z = Math.max(0.4, Math.min(1, (w - 10) / Math.max(1, this.W)));
     this.applyZoom();
+    this.el.scrollLeft = Math.max(0, (this.W * this.z - w) / 2);
+    this.el.scrollTop = 0;
   };
   Pane.prototype.centerOn = function (s, code) {
     var p = s.pos.get(code);

@@ -448,6 +448,7 @@
   Pane.prototype.centerOn = function (s, code) {
     var p = s.pos.get(code);
     if (!p) return;
+    if (this.z < 0.75) { this.z = 1; this.applyZoom(); }   /* readable where it lands */
     this.el.scrollLeft = Math.max(0, (p.x + p.w / 2) * this.z - this.el.clientWidth / 2);
     this.el.scrollTop = Math.max(0, (p.y + p.h / 2) * this.z - this.el.clientHeight / 2);
   };

@@ -64,6 +64,10 @@ typedef struct gwr_optimize_options {
      * --rules FILE`); the report lists them after the passes. NULL: none.
      * A rule named as a pass is GWR_ERR_DUPLICATE. */
     const gwr_rules *rules;
+    /* Told of every change and rewrite of the run, in the manager's order
+     * (gwr_rewrite_manager_add_listener; the struct is copied): `gwr
+     * optimize --view` records the trace with it. NULL: none. */
+    const gwr_rewrite_listener *listener;
 } gwr_optimize_options;
 
 /* What a run did: per pass of the table, whether it ran (or why not) and

@@ -5,13 +5,14 @@
 #include <string.h>
 
 #include "cli.h"
+#include "view.h"
 
 static void help(FILE *out) {
     fprintf(out,
             "usage: gwr optimize MODEL -o OUT [--level basic|extended|all] [--target onnx|ort|gwr]\n"
             "                    [--only PASS,...] [--disable PASS,...] [--report] [--debug]\n"
             "                    [--shape INPUT=D0,D1,... | SYMBOL=N ...] [--opset N] [--verify [--seed N]]\n"
-            "                    [--input-defaults auto|keep|fold] [--rules FILE]\n"
+            "                    [--input-defaults auto|keep|fold] [--rules FILE] [--view VIEW.html]\n"
             "       gwr optimize --list\n"
             "\n"
             "Loads the ONNX model MODEL, runs the optimizer's passes that the level and the\n"
@@ -49,6 +50,8 @@ static void help(FILE *out) {
             "                   the passes. A file the language refuses: exit 1, with\n"
             "                   FILE:LINE:COL and the reason\n"
             "  --seed N         the inputs' seed (default 0)\n"
+            "  --view FILE      also write the page of 'gwr view' for the run: the model\n"
+            "                   before and after, and the trace of its rewrites\n"
             "  --list           the passes, with level, targets and numerics\n"
             "\n"
             "Exit status: 0 success, 1 the model cannot be read or written or a pass failed,\n"
@@ -117,6 +120,7 @@ static int run(int argc, char **argv) {
     gwr_optimize_options o = {0};
     int report = 0, check = 0;
     const char *rules_path = NULL;
+    const char *view = NULL;
     gwr_rules *rules = NULL;
     cli_shapes shapes = {0};
     uint64_t seed = 0;
@@ -167,6 +171,9 @@ static int run(int argc, char **argv) {
             if (!v) return cli_shapes_free(&shapes), cli_usage("optimize", "--rules needs a rules file");
             if (rules_path) return cli_shapes_free(&shapes), cli_usage("optimize", "--rules given twice (one file; it may hold many rules)");
             rules_path = v, i++;
+        } else if (!strcmp(a, "--view")) {
+            if (!v) return cli_shapes_free(&shapes), cli_usage("optimize", "--view needs a file name");
+            view = v, i++;
         } else if (!strcmp(a, "--seed")) {
             int64_t n = 0;
             const char *why = "missing";
@@ -185,6 +192,7 @@ static int run(int argc, char **argv) {
         cli_shapes_free(&shapes);
         return cli_usage("optimize", "missing %s", !in ? "MODEL" : "-o OUT");
     }
+    if (view && view_available()) return cli_shapes_free(&shapes), CLI_FAIL;
     if (rules_path && cli_load_rules(rules_path, &rules)) return cli_shapes_free(&shapes), CLI_FAIL;
     o.rules = rules;
     /* External data is copied: OUT may overwrite the file it lives in.
@@ -202,7 +210,11 @@ static int run(int argc, char **argv) {
         return rc;
     }
     gwr_network *before = NULL;
-    if (check && !(before = gwr_network_clone(net))) {
+    view_trace *vtrace = view ? view_trace_new() : NULL;
+    gwr_rewrite_listener vls;
+    if (vtrace) vls = view_trace_listener(vtrace), o.listener = &vls;
+    if ((view && !vtrace) || ((check || view) && !(before = gwr_network_clone(net)))) {
+        view_trace_free(vtrace);
         cli_error(in, gwr_last_errmsg());
         cli_shapes_free(&shapes);
         gwr_rules_free(rules);
@@ -229,9 +241,14 @@ static int run(int argc, char **argv) {
         } else {
             printf("wrote %s: %lld -> %lld layers\n", out, (long long)nb, (long long)na);
             rc = CLI_OK;
+            if (view) {
+                view_page pg = {.models = {before, net}, .files = {in, out}, .nmodels = 2, .trace = vtrace};
+                if (!(rc = view_write(view, &pg))) printf("wrote %s\n", view);
+            }
         }
     }
     gwr_optimize_report_free(r);
+    view_trace_free(vtrace);
     gwr_rules_free(rules);
     cli_shapes_free(&shapes);
     cli_free_at_exit(before);

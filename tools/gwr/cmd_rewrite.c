@@ -5,12 +5,14 @@
 #include <string.h>
 
 #include "cli.h"
+#include "view.h"
 
 static void help(FILE *out) {
     fprintf(out,
             "usage: gwr rewrite MODEL (--pattern LABEL... | --rules FILE) -o OUT\n"
             "                   [--arg NAME=INT...] [--trace | --trace-json] [--stats]\n"
             "                   [--explain] [--max-rewrites N] [--single-pass] [--keep-dead] [--debug] [--seed N]\n"
+            "                   [--view VIEW.html]\n"
             "       gwr rewrite --list [--markdown]\n"
             "\n"
             "Loads the ONNX model MODEL, applies the built-in patterns named by --pattern\n"
@@ -35,6 +37,8 @@ static void help(FILE *out) {
             "  --debug           verify the network after every rewrite and check that\n"
             "                    patterns report their changes truthfully\n"
             "  --seed N          visit layers in a random order drawn from seed N\n"
+            "  --view FILE       also write the page of 'gwr view' for the run: the model\n"
+            "                    before and after, and the trace of its rewrites\n"
             "\n"
             "Exit status: 0 success, 1 the model cannot be read or written or a pattern failed\n"
             "or did not converge, 2 bad usage.\n");
@@ -94,6 +98,9 @@ static int run(int argc, char **argv) {
     gwr_rewrite_manager *m = gwr_rewrite_manager_new();
     gwr_args *args = gwr_args_new();
     gwr_network *net = NULL;
+    gwr_network *before = NULL; /* --view: the model as loaded */
+    const char *view = NULL;
+    view_trace *vtrace = NULL;
     int rc = CLI_USAGE;
     if (!m || !args) {
         cli_error("rewrite", "out of memory");
@@ -158,6 +165,9 @@ static int run(int argc, char **argv) {
             if (a[2] == 'm') ro.max_rewrites = n;
             else ro.shuffle_seed = (uint64_t)n + 1;
             i++;
+        } else if (!strcmp(a, "--view")) {
+            if (!v) USAGE("--view needs a file name");
+            view = argv[++i];
         } else if (!strcmp(a, "--single-pass")) {
             ro.single_pass = 1;
         } else if (!strcmp(a, "--keep-dead")) {
@@ -175,6 +185,10 @@ static int run(int argc, char **argv) {
     if (!in) USAGE("missing MODEL");
     if (!nopts) USAGE("no --pattern or --rules given (see 'gwr rewrite --list')");
     if (!out) USAGE("missing -o OUT");
+    if (view && view_available()) {
+        rc = CLI_FAIL;
+        goto done;
+    }
     ro.time_patterns = stats;
     gwr_rewrite_manager_set_options(m, &ro);
     if (explain && trace < 0) trace = GWR_TRACE_TEXT;
@@ -192,6 +206,14 @@ static int run(int argc, char **argv) {
     if (gwr_passes_recover_flayers(net, NULL)) {
         cli_error(in, gwr_network_errmsg(net));
         goto done;
+    }
+    if (view) {
+        gwr_rewrite_listener ls;
+        if (!(vtrace = view_trace_new()) || (ls = view_trace_listener(vtrace), gwr_rewrite_manager_add_listener(m, &ls) < 0) ||
+            !(before = gwr_network_clone(net))) {
+            cli_error(in, "out of memory");
+            goto done;
+        }
     }
     gwr_status s = gwr_rewrite_manager_rewrite(m, net, args);
     if (stats) gwr_rewrite_manager_print_stats(m, stdout);
@@ -212,8 +234,14 @@ static int run(int argc, char **argv) {
     printf("wrote %s: %lld rewrites, %lld -> %lld layers\n", out, (long long)nrewrites, (long long)sum.layers_before,
            (long long)gwr_network_num_live_layers(net));
     rc = CLI_OK;
+    if (view) {
+        view_page pg = {.models = {before, net}, .files = {in, out}, .nmodels = 2, .trace = vtrace};
+        if (!(rc = view_write(view, &pg))) printf("wrote %s\n", view);
+    }
 done:
     cli_free_at_exit(net);
+    cli_free_at_exit(before);
+    view_trace_free(vtrace);
     gwr_args_free(args);
     gwr_rewrite_manager_free(m);
     gwr_rules_free(rules); /* after the manager: its rewriters point into the rules */

@@ -51,10 +51,7 @@ static int run(int argc, char **argv) {
     }
     if (!nfiles) return cli_usage("view", "missing MODEL");
     if (!out) return cli_usage("view", "missing -o VIEW.html");
-    if (!gwr_view_have_dagre) {
-        cli_error("view", "built without the viewer's layout library: run npm install --ignore-scripts, then rebuild");
-        return CLI_FAIL;
-    }
+    if (view_available()) return CLI_FAIL;
     view_page pg = {.nmodels = nfiles};
     view_trace *trace = NULL;
     char *profile = NULL;

@@ -227,7 +227,9 @@ int view_trace_read(view_trace *t, const char *path) {
         line++;
         char *q = p;
         while (q < end && (*q == ' ' || *q == '\t' || *q == '\r')) q++;
-        if (q < end) {
+        /* gwr rewrite's own last line, printed after the trace on stdout. */
+        int wrote = end - q > 6 && !memcmp(q, "wrote ", 6);
+        if (q < end && !wrote) {
             char err[200];
             cli_json_doc *d = cli_json_parse(p, (size_t)(end - p), err, sizeof err);
             const cli_json *o = cli_json_root(d);
@@ -935,9 +937,15 @@ static int diff_by_name(minfo *a, minfo *b) {
 
 typedef struct wctx {
     sbuf *b;
-    gwr_ptrmap costs; /* layer -> const gwr_layer_cost * (the root's analysis) */
-    int oom;
+    gwr_network *root;
+    const gwr_layer_cost **root_cost; /* by network index of the root's layers */
+    gwr_ptrmap costs;                 /* body layer -> const gwr_layer_cost * */
 } wctx;
+
+static const gwr_layer_cost *cost_of(const wctx *w, const gwr_layer *l) {
+    if (gwr_layer_network(l) == w->root) return w->root_cost ? w->root_cost[gwr_layer_index(l)] : NULL;
+    return gwr_ptrmap_get(&w->costs, l);
+}
 
 static void shape_text(sbuf *b, gwr_network *net, const gwr_tensor *t) {
     int rank = gwr_tensor_rank(t);
@@ -1080,7 +1088,17 @@ static int64_t layer_params(const gwr_layer *l) {
     return sum;
 }
 
-static void io_list(sbuf *b, gwr_network *net, int out, gwr_ptrmap *tmap) {
+/* The index of t in the model's tensor list: the outputs of the model's
+ * own live layers by position (obase), the rest (graph inputs, enclosing
+ * tensors) from the map; -1 when not listed. */
+static int64_t tensor_index(const minfo *m, const int64_t *obase, const gwr_ptrmap *tmap, const gwr_tensor *t) {
+    int64_t j = producer_pos(m, t);
+    if (j >= 0) return obase[j] + gwr_tensor_parent_output_index(t);
+    return (int64_t)(intptr_t)gwr_ptrmap_get(tmap, t) - 1;
+}
+
+static void io_list(sbuf *b, const minfo *m, const int64_t *obase, int out, gwr_ptrmap *tmap) {
+    gwr_network *net = m->net;
     int n = out ? gwr_network_num_outputs(net) : gwr_network_num_inputs(net);
     sb_c(b, '[');
     for (int i = 0; i < n; i++) {
@@ -1092,7 +1110,7 @@ static void io_list(sbuf *b, gwr_network *net, int out, gwr_ptrmap *tmap) {
         sb_s(b, ",\"shape\":");
         shape_text(b, net, t);
         sb_s(b, ",\"tensor\":");
-        sb_i(b, (int64_t)(intptr_t)gwr_ptrmap_get(tmap, t) - 1);
+        sb_i(b, tensor_index(m, obase, tmap, t));
         sb_c(b, '}');
     }
     sb_c(b, ']');
@@ -1117,14 +1135,19 @@ static int write_model(wctx *w, gwr_network *net, minfo *m, const char *file, in
     /* Tensors: graph inputs, the layers' outputs in order, then the
      * enclosing networks' tensors a body reads. Map: tensor -> index + 1. */
     gwr_ptrmap tmap = {0};
+    int64_t *obase = malloc((size_t)(m->n + 1) * sizeof *obase);
     gwr_tensor **tv = NULL;
     const char **kind = NULL;
     int64_t nt = 0, cap = 0, kcap = 0;
     int rc = 0;
-#define ADD_TENSOR(t, k)                                                                                       \
+    if (!obase) {
+        rc = -1;
+        goto out;
+    }
+#define ADD_TENSOR(t, k, map)                                                                                  \
     do {                                                                                                       \
         if (gwr_grow((void **)&tv, sizeof *tv, &cap, nt + 1) || gwr_grow((void **)&kind, sizeof *kind, &kcap, nt + 1) || \
-            gwr_ptrmap_put(&tmap, (t), (void *)(intptr_t)(nt + 1))) {                                          \
+            ((map) && gwr_ptrmap_put(&tmap, (t), (void *)(intptr_t)(nt + 1)))) {                               \
             rc = -1;                                                                                           \
             goto out;                                                                                          \
         }                                                                                                      \
@@ -1132,19 +1155,20 @@ static int write_model(wctx *w, gwr_network *net, minfo *m, const char *file, in
     } while (0)
     for (int i = 0; i < gwr_network_num_inputs(net); i++) {
         gwr_tensor *t = gwr_network_input(net, i);
-        ADD_TENSOR(t, gwr_tensor_default(t) ? "weight" : "input");
+        ADD_TENSOR(t, gwr_tensor_default(t) ? "weight" : "input", 1);
     }
     for (int64_t i = 0; i < m->n; i++) {
         gwr_layer *l = m->ord[i];
         const gwr_weights *cw;
         const char *k = "act";
         if (is_const(l)) k = !gwr_layer_get_tensor(l, "value", &cw) && weights_numel(cw) <= 8 ? "const" : "weight";
-        for (int o = 0; o < gwr_layer_num_outputs(l); o++) ADD_TENSOR(gwr_layer_output(l, o), k);
+        obase[i] = nt;
+        for (int o = 0; o < gwr_layer_num_outputs(l); o++) ADD_TENSOR(gwr_layer_output(l, o), k, 0);
     }
     for (int64_t i = 0; i < m->n; i++)
         for (int k = 0; k < gwr_layer_num_inputs(m->ord[i]); k++) {
             gwr_tensor *t = gwr_layer_input(m->ord[i], k);
-            if (t && !gwr_ptrmap_get(&tmap, t)) ADD_TENSOR(t, "outer");
+            if (t && tensor_index(m, obase, &tmap, t) < 0) ADD_TENSOR(t, "outer", 1);
         }
 #undef ADD_TENSOR
     sb_c(b, '{');
@@ -1156,9 +1180,9 @@ static int write_model(wctx *w, gwr_network *net, minfo *m, const char *file, in
     sb_s(b, "\"graph\":");
     sb_cstr(b, gwr_network_name(net) ? gwr_network_name(net) : "");
     sb_s(b, ",\n\"inputs\":");
-    io_list(b, net, 0, &tmap);
+    io_list(b, m, obase, 0, &tmap);
     sb_s(b, ",\n\"outputs\":");
-    io_list(b, net, 1, &tmap);
+    io_list(b, m, obase, 1, &tmap);
     sb_s(b, ",\n\"tensors\":[");
     for (int64_t i = 0; i < nt; i++) {
         gwr_tensor *t = tv[i];
@@ -1189,12 +1213,12 @@ static int write_model(wctx *w, gwr_network *net, minfo *m, const char *file, in
         for (int k = 0; k < gwr_layer_num_inputs(l); k++) {
             if (k) sb_c(b, ',');
             gwr_tensor *t = gwr_layer_input(l, k);
-            sb_i(b, t ? (int64_t)(intptr_t)gwr_ptrmap_get(&tmap, t) - 1 : -1);
+            sb_i(b, t ? tensor_index(m, obase, &tmap, t) : -1);
         }
         sb_s(b, "],\"out\":[");
         for (int k = 0; k < gwr_layer_num_outputs(l); k++) {
             if (k) sb_c(b, ',');
-            sb_i(b, (int64_t)(intptr_t)gwr_ptrmap_get(&tmap, gwr_layer_output(l, k)) - 1);
+            sb_i(b, obase[i] + k);
         }
         sb_s(b, "],\"attrs\":{");
         for (int a = 0, na = 0; a < gwr_layer_num_attrs(l); a++) {
@@ -1206,7 +1230,7 @@ static int write_model(wctx *w, gwr_network *net, minfo *m, const char *file, in
             if (at.oom) rc = -1;
             sb_str(b, at.p ? at.p : "", at.n);
         }
-        const gwr_layer_cost *c = gwr_ptrmap_get(&w->costs, l);
+        const gwr_layer_cost *c = cost_of(w, l);
         sb_s(b, "},\"flops\":");
         sb_i(b, c ? c->flops : -1);
         sb_s(b, ",\"params\":");
@@ -1264,6 +1288,7 @@ static int write_model(wctx *w, gwr_network *net, minfo *m, const char *file, in
 out:
     gwr_free(tv);
     gwr_free(kind);
+    free(obase);
     gwr_ptrmap_free(&tmap);
     return rc || b->oom ? -1 : 0;
 }
@@ -1277,16 +1302,17 @@ static const char *base_name(const char *path) {
 
 /* FLOPs of every layer (bodies included) from gwr_analyze_network; none
  * when the analysis fails (the page then shows -1). */
-static gwr_analysis *costs_of(gwr_network *net, gwr_ptrmap *map) {
+static gwr_analysis *costs_of(gwr_network *net, wctx *w) {
     gwr_analysis *a = gwr_analyze_network(net, NULL);
-    if (!a) return NULL;
+    w->root = net;
+    if (!a || !(w->root_cost = calloc((size_t)gwr_network_num_layers(net) + 1, sizeof *w->root_cost))) return a;
     for (int64_t i = 0; i < gwr_analysis_num_layers(a); i++) {
         const gwr_layer_cost *c = gwr_analysis_layer_cost(a, i);
-        if (c && gwr_ptrmap_put(map, c->layer, (void *)c)) return a;
+        if (c) w->root_cost[gwr_layer_index(c->layer)] = c;
     }
     for (int64_t i = 0; i < gwr_analysis_num_body_layers(a); i++) {
         const gwr_layer_cost *c = gwr_analysis_body_layer_cost(a, i);
-        if (c && gwr_ptrmap_put(map, c->layer, (void *)c)) return a;
+        if (c && gwr_ptrmap_put(&w->costs, c->layer, (void *)c)) return a;
     }
     return a;
 }
@@ -1307,11 +1333,12 @@ static int build_json(sbuf *b, const view_page *pg) {
     sb_cstr(b, title);
     sb_s(b, ",\n\"models\":[");
     for (int k = 0; k < n && !rc; k++) {
-        wctx w = {b, {0}, 0};
-        gwr_analysis *a = costs_of(pg->models[k], &w.costs);
+        wctx w = {b, NULL, NULL, {0}};
+        gwr_analysis *a = costs_of(pg->models[k], &w);
         if (k) sb_s(b, ",\n");
         rc = write_model(&w, pg->models[k], &m[k], base_name(pg->files[k]), 0);
         gwr_ptrmap_free(&w.costs);
+        free(w.root_cost);
         gwr_analysis_free(a);
     }
     sb_s(b, "],\n\"trace\":");
@@ -1335,11 +1362,14 @@ static void put_script(FILE *f, const char *s) {
     fputs(s, f);
 }
 
+int view_available(void) {
+    if (gwr_view_have_dagre) return CLI_OK;
+    cli_error("view", "built without the viewer's layout library: run npm install --ignore-scripts, then rebuild");
+    return CLI_FAIL;
+}
+
 int view_write(const char *file, const view_page *pg) {
-    if (!gwr_view_have_dagre) {
-        cli_error("view", "built without the viewer's layout library: run npm install --ignore-scripts, then rebuild");
-        return CLI_FAIL;
-    }
+    if (view_available()) return CLI_FAIL;
     static const char *const marks[3] = {"<!--GWR:STYLE-->", "<!--GWR:DATA-->", "<!--GWR:SCRIPT-->"};
     const char *at[3];
     for (int k = 0; k < 3; k++)

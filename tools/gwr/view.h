@@ -12,6 +12,9 @@
 extern const char gwr_view_html[], gwr_view_css[], gwr_view_js[], gwr_view_dagre[];
 /* 0 when node_modules' dagre was missing at build time. */
 extern const int gwr_view_have_dagre;
+/* CLI_OK when the page can be made; else CLI_FAIL after the one line
+ * saying how to get the layout library (checked before any work). */
+int view_available(void);
 
 /* A rewrite trace: the rewrites of a run, in order, numbered 1.. (seq). */
 typedef struct view_trace view_trace;

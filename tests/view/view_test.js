@@ -48,11 +48,13 @@ const trace = traceText.split('\n').filter((l) => l.startsWith('{')).map((l) => 
 fs.writeFileSync(path.join(W, 'trace.jsonl'), trace.map((e) => JSON.stringify(e)).join('\n') + '\n');
 run(GWR, ['run', 'demo.onnx', '--random', '1', '--no-optimize', '--repeat', '3', '--profile', 'prof.json']);
 run(BENCH_ONNX, ['gen-gpt', '150', '32', 'big.onnx', '--static']);
+run('/usr/bin/python3', [path.join(__dirname, 'make_if.py'), 'if.onnx']);
 
 run(GWR, ['view', 'demo.onnx', '-o', 'one.html']);
 run(GWR, ['view', 'demo.onnx', 'demo.rw.onnx', '--trace', 'trace.jsonl', '-o', 'diff.html']);
 run(GWR, ['view', 'demo.onnx', '--profile', 'prof.json', '-o', 'prof.html']);
 run(GWR, ['view', 'big.onnx', '-o', 'big.html']);
+run(GWR, ['view', 'if.onnx', '-o', 'if.html']);
 
 const demo = facts(path.join(W, 'demo.onnx'));
 const demoRw = facts(path.join(W, 'demo.rw.onnx'));
@@ -185,6 +187,20 @@ const big = facts(path.join(W, 'big.onnx'));
     check(await page.$(sel) !== null, 'big: search "' + deep.name + '" expands the groups holding it');
     await shot(page, 'view-big.png');
     page.gwrCheckClean('big');
+    await page.close();
+  }
+  // ---- If bodies: open at the start (small model), closed by their title, opened by a double click ----
+  {
+    const page = await open('if.html');
+    const bodyNames = ['then_neg', 'then_relu', 'else_abs'];
+    const inBodies = () => page.$$eval('.gwr-node[data-body]', (els) => els.map((e) => e.getAttribute('data-name')));
+    check(sameSet(await inBodies(), bodyNames), 'if: the bodies\' layers are shown (' + (await inBodies()).join(' ') + ')');
+    await page.click('.gwr-node[data-name="the_if"] > .gwr-ghead');
+    check((await inBodies()).length === 0, 'if: a click on the If\'s title closes its bodies');
+    await page.dblclick('.gwr-node[data-name="the_if"]');
+    check(sameSet(await inBodies(), bodyNames), 'if: a double click opens them again');
+    await shot(page, 'view-if.png');
+    page.gwrCheckClean('if');
     await page.close();
   }
   await browser.close();

@@ -3,7 +3,7 @@
 //   node tests/view/view_test.js GWR BENCH_ONNX OUTDIR [DOCS_IMG_DIR]
 // Models: `gwr demo`'s decoder, its rewrite by the demo's three patterns with --trace-json, a
 // profile of it (`gwr run --profile`), and a generated decoder of ~6,800 layers (bench_onnx
-// gen-gpt 150, ~6,800 layers) for the collapsed start. Expected values come from the models themselves, read by
+// gen-gpt 100, ~4,500 layers) for the collapsed start. Expected values come from the models themselves, read by
 // the onnx package (tests/view/onnx_facts.py: gwr's layers are the nodes and the initializers, each
 // initializer a Constant layer of its name), and from the trace, never from the page.
 // Screenshots of each view go to OUTDIR (and, with DOCS_IMG_DIR, the docs' pictures there).
@@ -47,7 +47,7 @@ const traceText = run(GWR, ['rewrite', 'demo.onnx', ...PATTERNS, '--trace-json',
 const trace = traceText.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).filter((e) => e.event === 'rewrite');
 fs.writeFileSync(path.join(W, 'trace.jsonl'), trace.map((e) => JSON.stringify(e)).join('\n') + '\n');
 run(GWR, ['run', 'demo.onnx', '--random', '1', '--no-optimize', '--repeat', '3', '--profile', 'prof.json']);
-run(BENCH_ONNX, ['gen-gpt', '150', '32', 'big.onnx', '--static']);
+run(BENCH_ONNX, ['gen-gpt', '100', '32', 'big.onnx', '--static']);
 run('/usr/bin/python3', [path.join(__dirname, 'make_if.py'), 'if.onnx']);
 
 run(GWR, ['view', 'demo.onnx', '-o', 'one.html']);

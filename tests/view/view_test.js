@@ -189,6 +189,36 @@ const big = facts(path.join(W, 'big.onnx'));
     page.gwrCheckClean('big');
     await page.close();
   }
+  // ---- provenance (gwr rewrite --provenance, when this gwr has it): a click on a layer a rewrite
+  // made shows its chain: every rule on the way and the original layers, computed from the trace ----
+  {
+    let made = null;
+    try { run(GWR, ['rewrite', 'demo.onnx', ...PATTERNS, '--provenance', '-o', 'demo.prov.onnx'], { stdio: 'pipe' }); made = true; } catch (e) { made = false; }
+    if (!made) console.log('skip provenance: this gwr has no rewrite --provenance');
+    else {
+      run(GWR, ['view', 'demo.prov.onnx', '-o', 'prov.html']);
+      const addedBy = new Map();
+      trace.forEach((e) => e.added.forEach((n) => addedBy.set(n, e)));
+      const chain = (n, rules, leaves) => {          // n was added by addedBy.get(n)
+        const e = addedBy.get(n);
+        rules.add(e.label);
+        e.removed.forEach((r) => (addedBy.has(r) && addedBy.get(r).seq < e.seq ? chain(r, rules, leaves) : leaves.add(r)));
+      };
+      const page = await open('prov.html');
+      for (const name of ['GPTAttention_59', 'Sub_62']) {
+        const rules = new Set(), leaves = new Set();
+        chain(name, rules, leaves);
+        await page.click('.gwr-node[data-model="0"][data-name="' + name + '"]');
+        const tree = await page.$eval('#details .gwr-prov', (e) => e.innerText).catch(() => '');
+        const missing = [...rules, ...leaves].filter((x) => !tree.includes(x));
+        check(tree !== '' && missing.length === 0, 'provenance of ' + name + ': rules ' + [...rules].join(', ') + ' from ' + [...leaves].join(', ') + (missing.length ? ' (missing ' + missing.join(', ') + ')' : ''));
+      }
+      await shot(page, 'view-provenance.png');
+      page.gwrCheckClean('provenance');
+      await page.close();
+    }
+  }
+
   // ---- If bodies: open at the start (small model), closed by their title, opened by a double click ----
   {
     const page = await open('if.html');

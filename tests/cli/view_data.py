@@ -122,6 +122,12 @@ check(kinds["input"] == 1 and kinds["weight"] + kinds["const"] == onnx.load("gpt
 mm = [l for l in m0["layers"] if l["op"] == "MatMul" and l["params"] > 0]
 check(mm and all(l["flops"] > 0 for l in mm), "MatMuls with weights have FLOPs and params")
 
+r = gwr("view", "gpt2.onnx", "-o", "gpt2.html")
+_, data = page_data("gpt2.html")
+blocks = [g for g in data["models"][0]["groups"] if g["parent"] == -1]
+check(len(blocks) == 2 and blocks[0]["sig"] == blocks[1]["sig"] and blocks[0]["layers"] == per_block,
+      "gpt2: its 2 blocks found, of one signature")
+
 # ---- the 1,000-block decoder: bounded levels, equal signatures ----
 subprocess.run([BENCH, "gen-gpt", "1000", "32", "gpt1000.onnx", "--static"], capture_output=True, check=True)
 r = gwr("view", "gpt1000.onnx", "-o", "gpt1000.html")
@@ -171,6 +177,17 @@ check(all(g["layers"] == 3 for g in layers_g), "layers.N hold 3 layers each")
 top = [g for g in m["groups"] if g["parent"] == -1]
 check([g["name"] for g in top] == ["model"] and top[0]["layers"] == 13, "one top group 'model' of 13 layers")
 check(m["inputs"][0]["shape"] == "batchx4", "symbolic dims by name in shape text")
+
+# one prefix on every name (paddle2onnx's "p2o.Relu.3") is no hierarchy: no group "p2o"
+nodes = [helper.make_node("Relu" if i % 2 else "Sigmoid", [f"t{i}"], [f"t{i + 1}"], name=f"p2o.Op.{i}") for i in range(300)]
+g = helper.make_graph(nodes, "p2o", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [4])],
+                      [helper.make_tensor_value_info("t300", TensorProto.FLOAT, [4])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "p2o.onnx")
+r = gwr("view", "p2o.onnx", "-o", "p2o.html")
+check(r.returncode == 0, f"view p2o: {r.stderr}")
+_, data = page_data("p2o.html")
+check_groups(data["models"][0], "p2o")
+check("p2o" not in [g["name"] for g in data["models"][0]["groups"]], "p2o: one common prefix makes no group")
 
 # ---- an If: its two bodies, each a model of its own reading the outer x ----
 then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"], name="then_relu")], "then", [],

@@ -582,8 +582,8 @@ static int name_tokens(const char *s, int64_t (*tok)[2], int max) {
 }
 
 /* Groups from the names' hierarchy. Returns 1 when the names give one
- * (half the non-constant layers or more have a path), else 0 (no groups
- * kept); -1 out of memory. */
+ * (half the non-constant layers or more have a path, and the paths split
+ * somewhere), else 0 (no groups kept); -1 out of memory. */
 static int groups_by_name(minfo *m) {
     gwr_strmap keys = {0};
     char key[4096];
@@ -617,7 +617,15 @@ static int groups_by_name(minfo *m) {
     }
     gwr_strmap_free(&keys);
     if (m->oom) return -1;
-    if (m->ng && named * 2 >= plain && named) return 1;
+    /* A hierarchy splits somewhere: some level holds two groups or more
+     * (one prefix on every name, "p2o.Conv.3", is no hierarchy). */
+    int splits = 0;
+    int64_t *nsub = calloc((size_t)m->ng + 1, sizeof *nsub);
+    if (!nsub) return m->oom = 1, -1;
+    for (int64_t g = 0; g < m->ng; g++)
+        if (++nsub[m->g[g].parent + 1] >= 2) splits = 1;
+    free(nsub);
+    if (splits && named * 2 >= plain && named) return 1;
     m->ng = 0;
     for (int64_t i = 0; i < m->n; i++) m->lgroup[i] = -1;
     return 0;
@@ -637,21 +645,43 @@ static void groups_by_structure(minfo *m) {
     }
     for (int64_t i = 0; i < m->n; i++)
         if (!is_const(m->ord[i])) s[k] = i, h[k] = mix(op_hash(m->ord[i]), attr_hash(m->ord[i])), k++;
-    int64_t p = 0;
-    for (int64_t c = 3; c <= k / 2 && c <= 4096 && !p; c++) {
-        int64_t miss = 0, limit = (k - c) / 8;
-        int64_t j = 0;
-        for (; j < k - c; j++)
-            if (h[j] != h[j + c] && ++miss > limit) break;
-        if (j == k - c) p = c;
-    }
-    if (!p) goto out;
     const uint64_t B = 0x100000001b3ULL;
-    uint64_t pw = 1;
     pre[0] = 0;
     for (int64_t j = 0; j < k; j++) pre[j + 1] = pre[j] * B + h[j];
-    for (int64_t j = 0; j < p; j++) pw *= B;
+    uint64_t pw = 1;
+    int64_t p = 0;
 #define WIN(j) (pre[(j) + p] - pre[j] * pw)
+    if (k <= 4096) {
+        /* Few layers: the period whose runs of equal windows cover the
+         * most layers (half of them at least), the shortest on a tie. */
+        int64_t best = 0, bestp = 0;
+        for (p = 3, pw = B * B * B; p <= k / 2; p++, pw *= B) {
+            int64_t cover = 0;
+            for (int64_t j = 0; j + 2 * p <= k;) {
+                if (WIN(j) != WIN(j + p)) {
+                    j++;
+                    continue;
+                }
+                uint64_t w = WIN(j);
+                while (j + p <= k && WIN(j) == w) cover += p, j += p;
+            }
+            if (cover > best) best = cover, bestp = p;
+        }
+        p = best * 2 >= k ? bestp : 0;
+    } else {
+        /* Many: the shortest period at which 7 in 8 layers or more repeat
+         * the op of the layer p before (prologue and epilogue aside). */
+        for (int64_t c = 3; c <= k / 2 && c <= 4096 && !p; c++) {
+            int64_t miss = 0, limit = (k - c) / 8;
+            int64_t j = 0;
+            for (; j < k - c; j++)
+                if (h[j] != h[j + c] && ++miss > limit) break;
+            if (j == k - c) p = c;
+        }
+    }
+    if (!p) goto out;
+    pw = 1;
+    for (int64_t j = 0; j < p; j++) pw *= B;
     int64_t nblock = 0;
     for (int64_t j = 0; j + 2 * p <= k;) {
         if (WIN(j) != WIN(j + p)) {
@@ -877,7 +907,7 @@ static void compute_groups(minfo *m) {
             ng[k] = m->g[ids[k]];
             if (ng[k].parent >= 0) ng[k].parent = newid[ng[k].parent];
         }
-        memcpy(m->g, ng, (size_t)m->ng * sizeof *ng);
+        if (m->ng) memcpy(m->g, ng, (size_t)m->ng * sizeof *ng);
         free(ng);
         for (int64_t i = 0; i < n; i++)
             if (m->lgroup[i] >= 0) m->lgroup[i] = newid[m->lgroup[i]];

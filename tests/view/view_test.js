@@ -213,7 +213,7 @@ const big = facts(path.join(W, 'big.onnx'));
         const missing = [...rules, ...leaves].filter((x) => !tree.includes(x));
         check(tree !== '' && missing.length === 0, 'provenance of ' + name + ': rules ' + [...rules].join(', ') + ' from ' + [...leaves].join(', ') + (missing.length ? ' (missing ' + missing.join(', ') + ')' : ''));
       }
-      await shot(page, 'view-provenance.png');
+      await shot(page, 'view-provenance.png', 'view_provenance.png');
       page.gwrCheckClean('provenance');
       await page.close();
     }

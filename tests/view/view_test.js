@@ -114,6 +114,22 @@ const big = facts(path.join(W, 'big.onnx'));
       check(row.length > 0 && row[0].includes(v), 'details: attribute ' + k + ' = ' + v + ' (shown: ' + row[0] + ')');
     }
     check(/params/.test(det) && /FLOPs/.test(det) && /Inputs/.test(det) && /Users/.test(det), 'details: params, FLOPs, inputs and users');
+    // zoom by the wheel about the pointer, pan by dragging
+    const scale = () => page.$eval('.gwr-world', (e) => +(/scale\(([0-9.e-]+)\)/.exec(e.style.transform) || [0, 0])[1]);
+    const pane = await page.$eval('.gwr-pane', (e) => { const r = e.getBoundingClientRect(); return { x: r.x + r.width / 2, y: r.y + r.height / 2 }; });
+    const z0 = await scale();
+    await page.mouse.move(pane.x, pane.y);
+    await page.mouse.wheel(0, -400);
+    await page.waitForTimeout(100);
+    const z1 = await scale();
+    check(z1 > z0 * 1.5, 'zoom: the wheel zooms in (' + z0 + ' -> ' + z1 + ')');
+    const top0 = await page.$eval('.gwr-pane', (e) => e.scrollTop);
+    await page.mouse.move(pane.x, pane.y);
+    await page.mouse.down();
+    await page.mouse.move(pane.x - 30, pane.y - 200, { steps: 8 });
+    await page.mouse.up();
+    const top1 = await page.$eval('.gwr-pane', (e) => e.scrollTop);
+    check(top1 >= top0 + 150, 'pan: dragging up by 200 px scrolls down (' + top0 + ' -> ' + top1 + ')');
     await shot(page, 'view-one.png');
     page.gwrCheckClean('demo');
     await page.close();

@@ -771,7 +771,13 @@
     $('overlay').hidden = false;
     $('overlay').addEventListener('click', function () { setOverlay(!(overlayPane && overlayPane.wrap.style.display !== 'none')); });
   }
-  $('expand-all').addEventListener('click', function () { visiblePanes().forEach(function (p) { p.top.setAll(true); p.render(); }); });
+  $('expand-all').addEventListener('click', function () {
+    var n = 0;
+    visiblePanes().forEach(function (p) { n += p.top.totalLayers(); });
+    /* dagre takes 1-2 ms a layer: ask before a layout of minutes */
+    if (n > EXPAND_LIMIT && !window.confirm('Expand all ' + n + ' layers? The layout takes about ' + Math.ceil(n * 1.5 / 1000) + ' s.')) return;
+    visiblePanes().forEach(function (p) { p.top.setAll(true); p.render(); });
+  });
   $('collapse-all').addEventListener('click', function () { visiblePanes().forEach(function (p) { p.top.setAll(false); p.render(); }); });
   var tl = performance.now();
   panes.forEach(function (p) { p.top.layout('r'); });

@@ -701,9 +701,10 @@
       overlayPane.overlay = true;
       panes.push(overlayPane);
       initialExpand(overlayPane);
-      overlayPane.render(); overlayPane.fitZoom();
+      var fresh = true;
     }
     panes.forEach(function (p) { p.wrap.style.display = (p === overlayPane) === on ? '' : 'none'; });
+    if (fresh) { overlayPane.render(); overlayPane.fitZoom(); }   /* sized once the other panes are hidden */
     $('overlay').classList.toggle('on', on);
   }
 

@@ -64,6 +64,19 @@ const big = facts(path.join(W, 'big.onnx'));
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'], headless: true });
   async function open(file) {
     const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
+    // record the size of every dagre layout (the page's dagre is a global assigned by its script)
+    await page.addInitScript(() => {
+      let d;
+      window.gwrLayoutSizes = [];
+      Object.defineProperty(window, 'dagre', {
+        configurable: true,
+        get: () => d,
+        set: (v) => {                  // the module's exports are getters: copy them, wrap layout
+          d = Object.assign({}, v);
+          d.layout = (g, o) => { window.gwrLayoutSizes.push(g.nodeCount()); return v.layout(g, o); };
+        },
+      });
+    });
     const requests = [], errors = [];
     page.on('request', (r) => requests.push(r.url()));
     page.on('pageerror', (e) => errors.push(e.message));
@@ -201,6 +214,8 @@ const big = facts(path.join(W, 'big.onnx'));
     const sel = '.gwr-node[data-name="' + deep.name + '"].gwr-match';
     await page.waitForSelector(sel, { timeout: 10000 }).catch(() => null);
     check(await page.$(sel) !== null, 'big: search "' + deep.name + '" expands the groups holding it');
+    const sizes = await page.evaluate(() => window.gwrLayoutSizes);
+    check(sizes.length > 1 && Math.max(...sizes) <= 200, 'big: ' + sizes.length + ' dagre layouts, the largest of ' + Math.max(...sizes) + ' nodes (at most 200)');
     await shot(page, 'view-big.png');
     page.gwrCheckClean('big');
     await page.close();

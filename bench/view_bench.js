@@ -36,6 +36,8 @@ const median = (xs) => { const s = xs.slice().sort((a, b) => a - b); return s[Ma
 (async () => {
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], headless: true });
   const rows = [];
+  console.log('how: gwr view MODEL -o FILE.html; the file\'s size; ' + RUNS + ' fresh 1200x800 pages of /usr/bin/chromium headless (playwright-core ' +
+    require(path.resolve(__dirname, '..', 'node_modules', 'playwright-core', 'package.json')).version + ', ' + browser.version() + '): #status data-ms (performance.now() two animation frames after the first full render, from navigation start) and the wall time from page.goto to #status[data-rendered="1"], medians');
   for (const c of cases) {
     const onnx = path.join(WORK, c.name + '.onnx'), html = path.join(WORK, c.name + '.html');
     if (!fs.existsSync(onnx)) c.make(onnx);

@@ -166,6 +166,9 @@ typedef struct gwr_rewrite_options {
      * binding, or a time budget. */
     int (*interrupt)(void *ctx);
     void *interrupt_ctx;
+    /* Do not record provenance: by default every layer a rewrite adds gets
+     * the property GWR_PROVENANCE_PROP (see gwr/ir.h). */
+    int no_provenance;
 } gwr_rewrite_options;
 
 /* Counters of one pattern over the last run. */

@@ -261,4 +261,9 @@ gwr_status gwr_ir_replace_check(gwr_tensor *old, gwr_tensor *nw, const gwr_layer
 int gwr_ir_buffer_is_sole(const gwr_buffer *b, void (*release)(void *ctx, const void *data, size_t size),
                           const void *ctx);
 
+/* provenance.c: the provenance JSON of a layer a rewrite labelled `rule`
+ * made from layers from[0..n) (their own provenance nested), capped (see
+ * include/gwr/ir.h). malloc'd; NULL when out of memory. */
+char *gwr_ir_provenance_json(const char *rule, gwr_layer *const *from, int64_t n);
+
 #endif

@@ -22,7 +22,7 @@
 
 /* The files of src/ir use each other in one direction only; each may
  * call the ones listed before it here (and core.c, optable.c):
- * intern.c, names.c, weights.c, types.c, props.c, order.c, network.c,
+ * intern.c, names.c, weights.c, types.c, props.c, provenance.c, order.c, network.c,
  * attrs.c, layer.c, graph.c; compare.c, clone.c and dot.c on top. Below, what
  * each one offers the others (beyond ir_api.h). */
 

@@ -33,6 +33,7 @@ extern const cli_command cli_rules;
 extern const cli_command cli_quantize;
 extern const cli_command cli_precision;
 extern const cli_command cli_generate;
+extern const cli_command cli_explain;
 
 /* Prints the layer table of net: one line per live layer with its class,
  * op, inputs and outputs (with types). */

@@ -11,7 +11,7 @@ static void help(FILE *out) {
             "usage: gwr optimize MODEL -o OUT [--level basic|extended|all] [--target onnx|ort|gwr]\n"
             "                    [--only PASS,...] [--disable PASS,...] [--report] [--debug]\n"
             "                    [--shape INPUT=D0,D1,... | SYMBOL=N ...] [--opset N] [--verify [--seed N]]\n"
-            "                    [--input-defaults auto|keep|fold] [--rules FILE]\n"
+            "                    [--input-defaults auto|keep|fold] [--rules FILE] [--provenance]\n"
             "       gwr optimize --list\n"
             "\n"
             "Loads the ONNX model MODEL, runs the optimizer's passes that the level and the\n"
@@ -49,6 +49,8 @@ static void help(FILE *out) {
             "                   the passes. A file the language refuses: exit 1, with\n"
             "                   FILE:LINE:COL and the reason\n"
             "  --seed N         the inputs' seed (default 0)\n"
+            "  --provenance     save each new layer's lineage (rule and replaced layers)\n"
+            "                   in OUT's node metadata_props ('gwr explain' reads it)\n"
             "  --list           the passes, with level, targets and numerics\n"
             "\n"
             "Exit status: 0 success, 1 the model cannot be read or written or a pass failed,\n"
@@ -116,6 +118,7 @@ static int run(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     gwr_optimize_options o = {0};
     int report = 0, check = 0;
+    gwr_onnx_save_options so = {0}; /* --provenance */
     const char *rules_path = NULL;
     gwr_rules *rules = NULL;
     cli_shapes shapes = {0};
@@ -147,6 +150,8 @@ static int run(int argc, char **argv) {
             o.debug = 1;
         } else if (!strcmp(a, "--verify")) {
             check = 1;
+        } else if (!strcmp(a, "--provenance")) {
+            so.provenance = 1;
         } else if (!strcmp(a, "--shape")) {
             if (!v) return cli_shapes_free(&shapes), cli_usage("optimize", "--shape needs INPUT=D0,D1,... or SYMBOL=N");
             if ((rc = cli_shapes_add(&shapes, "optimize", v))) return cli_shapes_free(&shapes), rc;
@@ -224,7 +229,7 @@ static int run(int argc, char **argv) {
         gwr_optimize_report_layers(r, &nb, &na, NULL);
         if (check && verify(before, net, in, shapes.bind, shapes.nbind, seed)) {
             /* an output differs: no file is written */
-        } else if (gwr_onnx_save(net, out, NULL)) {
+        } else if (gwr_onnx_save(net, out, &so)) {
             cli_error(out, gwr_network_errmsg(net));
         } else {
             printf("wrote %s: %lld -> %lld layers\n", out, (long long)nb, (long long)na);

@@ -4,7 +4,7 @@
 
 #include "cli.h"
 
-static const cli_command *const commands[] = {&cli_inspect, &cli_convert, &cli_dot, &cli_rewrite, &cli_optimize, &cli_analyze, &cli_run, &cli_generate, &cli_verify, &cli_test_onnx, &cli_rules, &cli_quantize, &cli_precision, &cli_demo};
+static const cli_command *const commands[] = {&cli_inspect, &cli_convert, &cli_dot, &cli_rewrite, &cli_optimize, &cli_analyze, &cli_run, &cli_generate, &cli_verify, &cli_test_onnx, &cli_rules, &cli_quantize, &cli_precision, &cli_demo, &cli_explain};
 #define NCOMMANDS (sizeof commands / sizeof *commands)
 
 static void usage(FILE *out) {

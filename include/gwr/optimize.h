@@ -64,6 +64,9 @@ typedef struct gwr_optimize_options {
      * --rules FILE`); the report lists them after the passes. NULL: none.
      * A rule named as a pass is GWR_ERR_DUPLICATE. */
     const gwr_rules *rules;
+    /* Record provenance on the layers the passes make
+     * (gwr_rewrite_options.provenance). */
+    int provenance;
 } gwr_optimize_options;
 
 /* What a run did: per pass of the table, whether it ran (or why not) and

@@ -92,7 +92,8 @@ void gwr_ir_tensor_drop_vtype(gwr_tensor *t);
 
 /* props.c: drops the properties (and default value) kept for a layer or
  * tensor; frees everything a network keeps aside at destruction. */
-void gwr_ir_props_drop(gwr_network *net, const void *obj);
+void gwr_ir_props_drop(gwr_network *net, const void *obj); /* a tensor's (and its default) */
+void gwr_ir_layer_props_drop(gwr_network *net, gwr_layer *l);
 void gwr_ir_props_destroy(gwr_network *net);
 
 /* order.c */

@@ -19,7 +19,7 @@
 #define GWR_PROV_MAX_DEPTH 64
 
 const char *gwr_layer_provenance(const gwr_layer *l) {
-    return l && l->net->objprops.count ? gwr_layer_prop(l, GWR_PROVENANCE_PROP, NULL) : NULL;
+    return gwr_layer_prop(l, GWR_PROVENANCE_PROP, NULL);
 }
 
 /* ---- the tree ---- */
@@ -282,14 +282,41 @@ static void write_node(gwr_buf *b, const prov_node *p, int64_t *budget, int dept
     gwr_buf_str(b, "}");
 }
 
+/* The common case, no layer in from made by a rewrite: written directly. */
+static char *flat_json(const char *rule, gwr_layer *const *from, int64_t n) {
+    gwr_buf b = {0};
+    gwr_grow((void **)&b.s, 1, &b.cap, 64 + 16 * n);
+    gwr_buf_str(&b, "{\"rule\":");
+    gwr_buf_json_str(&b, rule, strlen(rule));
+    gwr_buf_str(&b, ",\"from\":[");
+    int64_t k = n < GWR_PROV_MAX_LEAVES ? n : GWR_PROV_MAX_LEAVES;
+    for (int64_t i = 0; i < k; i++) {
+        if (i) gwr_buf_str(&b, ",");
+        gwr_buf_json_str(&b, from[i]->name, strlen(from[i]->name));
+    }
+    gwr_buf_str(&b, "]");
+    if (n > k) {
+        char m[32];
+        snprintf(m, sizeof m, ",\"more\":%lld", (long long)(n - k));
+        gwr_buf_str(&b, m);
+    }
+    gwr_buf_str(&b, "}");
+    if (b.failed) gwr_free(b.s), b.s = NULL;
+    return b.s;
+}
+
 char *gwr_ir_provenance_json(const char *rule, gwr_layer *const *from, int64_t n) {
-    prov_node top = {.rule = (char *)(rule ? rule : "?")};
+    if (!rule) rule = "?";
+    int nested = 0;
+    for (int64_t i = 0; i < n && !nested; i++) nested = gwr_layer_provenance(from[i]) != NULL;
+    if (!nested) return flat_json(rule, from, n);
+    prov_node top = {.rule = (char *)rule};
     char *out = NULL;
     int failed = 0;
     for (int64_t i = 0; i < n && !failed; i++) {
         const gwr_layer *l = from[i];
         size_t len = 0;
-        const char *j = l->net->objprops.count ? gwr_layer_prop(l, GWR_PROVENANCE_PROP, &len) : NULL;
+        const char *j = gwr_layer_prop(l, GWR_PROVENANCE_PROP, &len);
         /* A layer whose provenance does not read is taken as an original. */
         prov_node *c = j ? parse(j, len) : NULL;
         if (!c) c = gwr_calloc(1, sizeof *c);

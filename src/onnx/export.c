@@ -109,7 +109,7 @@ void gwr_ox_free(gwr_ox_ctx *c) {
 
 /* Do any layer or tensor of net carry properties? (Most networks built in
  * code have none: every per-object lookup is skipped.) */
-static int net_has_objprops(const gwr_network *net) { return net->objprops.count > 0; }
+static int net_has_objprops(const gwr_network *net) { return net->objprops.count + net->layerprops.count > 0; }
 
 /* The value of "<prefix><name>" on layer l, or NULL. */
 static const char *layer_prop2(const gwr_layer *l, const char *prefix, const char *name, size_t *len) {

@@ -197,7 +197,8 @@ static gwr_status plan(gwr_network *net, const gwr_optimize_options *o, gwr_opti
     for (int i = npasses; i < r->n; i++) r->passes[i].label = gwr_rules_name(o->rules, i - npasses);
     gwr_status rs = o->rules ? gwr_rules_add_to(o->rules, m) : GWR_OK;
     if (rs) return gwr_ir_error(net, rs, "gwr_optimize: %s", gwr_last_errmsg());
-    gwr_rewrite_options ro = {.debug = o->debug, .interrupt = o->interrupt, .interrupt_ctx = o->interrupt_ctx};
+    gwr_rewrite_options ro = {.debug = o->debug, .interrupt = o->interrupt, .interrupt_ctx = o->interrupt_ctx,
+                              .provenance = o->provenance};
     return gwr_rewrite_manager_set_options(m, &ro);
 }
 

@@ -740,7 +740,7 @@ gwr_status gwr_rewrite_manager_rewrite(gwr_rewrite_manager *m, gwr_network *net,
     if (s) return s;
     const gwr_rewrite_options *o = &m->opts;
     rw_run r = {.m = m, .net = net, .revisit = !o->single_pass && !o->full_rescan, .phase = -1,
-                .provenance = !o->no_provenance};
+                .provenance = o->provenance};
     r.rng = o->shuffle_seed ? o->shuffle_seed * 0x9E3779B97F4A7C15ULL | 1 : 0;
     r.ctx.net = net;
     r.ctx.args = args;

@@ -116,7 +116,7 @@ static int verify(gwr_network *before, gwr_network *after, const char *in, const
 
 static int run(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
-    gwr_optimize_options o = {0};
+    gwr_optimize_options o = {.provenance = 1}; /* recorded always, saved with --provenance */
     int report = 0, check = 0;
     gwr_onnx_save_options so = {0}; /* --provenance */
     const char *rules_path = NULL;

@@ -93,7 +93,7 @@ static int run(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     int trace = -1, stats = 0, nopts = 0, explain = 0;
     gwr_rules *rules = NULL;
-    gwr_rewrite_options ro = {0};
+    gwr_rewrite_options ro = {.provenance = 1}; /* recorded always, saved with --provenance */
     gwr_onnx_save_options so = {0}; /* --provenance */
     gwr_rewrite_manager *m = gwr_rewrite_manager_new();
     gwr_args *args = gwr_args_new();

@@ -59,6 +59,29 @@ def gelu_model(path):
     onnx.save(m, path)
 
 
+def if_model(path):
+    """The same GELU inside an If's then_branch (names prefixed t_)."""
+    p = "t_"
+    body = [h.make_node("Div", ["x", "sqrt2"], [p + "d"], name=p + "Div"),
+            h.make_node("Erf", [p + "d"], [p + "e"], name=p + "Erf"),
+            h.make_node("Add", [p + "e", "one"], [p + "a"], name=p + "Add"),
+            h.make_node("Mul", ["x", p + "a"], [p + "m"], name=p + "Mul1"),
+            h.make_node("Mul", [p + "m", "half"], ["tout"], name=p + "Mul2")]
+    then_g = h.make_graph(body, "then", [], [h.make_tensor_value_info("tout", T.FLOAT, [2, 8])])
+    else_g = h.make_graph([h.make_node("Relu", ["x"], ["eout"], name="e_Relu")], "else", [],
+                          [h.make_tensor_value_info("eout", T.FLOAT, [2, 8])])
+    inits = [nh.from_array(np.array(np.sqrt(2.0), np.float32), "sqrt2"),
+             nh.from_array(np.array(1.0, np.float32), "one"),
+             nh.from_array(np.array(0.5, np.float32), "half")]
+    g = h.make_graph([h.make_node("If", ["c"], ["y"], name="If_0", then_branch=then_g, else_branch=else_g)], "g",
+                     [h.make_tensor_value_info("c", T.BOOL, []), h.make_tensor_value_info("x", T.FLOAT, [2, 8])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [2, 8])], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 20)], ir_version=10)
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+    return [n.name for n in body]
+
+
 def meta(node):
     return {p.key: p.value for p in node.metadata_props}
 
@@ -114,6 +137,22 @@ with tempfile.TemporaryDirectory() as d:
     check(r.returncode == 2 and r.stderr.count("\n") == 1, "explain of a missing file: %r" % r.stderr)
     r = gwr("explain", out)
     check(r.returncode == 2, "explain without NODE is bad usage")
+
+    # A layer made inside an If body by the optimizer gets it too.
+    ifm, ifout = os.path.join(d, "if.onnx"), os.path.join(d, "ifout.onnx")
+    body = if_model(ifm)
+    r = gwr("optimize", ifm, "-o", ifout, "--provenance")
+    check(r.returncode == 0, "optimize If --provenance: " + r.stderr)
+    im = onnx.load(ifout)
+    onnx.checker.check_model(im, full_check=True)
+    then_g = next(a.g for a in im.graph.node[0].attribute if a.name == "then_branch")
+    bg = [n for n in then_g.node if n.op_type == "Gelu"]
+    check(len(bg) == 1 and json.loads(meta(bg[0]).get("gwr.provenance", "null")) == {"rule": "fuse_gelu", "from": body},
+          "the body's Gelu: %s" % [meta(n) for n in then_g.node])
+    if bg:
+        r = gwr("explain", ifout, bg[0].name)
+        check(r.returncode == 0 and r.stdout.startswith(bg[0].name + ": made by fuse_gelu"), "explain in a body: %r" % r.stdout)
+    ort.InferenceSession(ifout, providers=["CPUExecutionProvider"])
 
 print("provenance_cli: %s" % ("FAILED " + str(len(FAILED)) if FAILED else "ok"))
 sys.exit(1 if FAILED else 0)

@@ -217,7 +217,7 @@ static prov_node *object(rd *r, int depth) {
                 has_from = 1;
             } else if (ok && !strcmp(k, "more")) {
                 ws(r);
-                char *e;
+                char *e = NULL;
                 long long v = r->p < r->end && *r->p >= '0' && *r->p <= '9' ? strtoll(r->p, &e, 10) : -1;
                 ok = v >= 0 && e <= r->end;
                 if (ok) p->more = v, r->p = e;

@@ -534,7 +534,7 @@ static int collect_replaced(rw_run *r, gwr_layer *root) {
                 record(&r->seeds, &r->nseeds, &r->seeds_cap, l->inputs[k]->producer))
                 return -1;
     }
-    qsort(r->from, (size_t)r->nfrom, sizeof *r->from, by_index);
+    if (r->nfrom > 1) qsort(r->from, (size_t)r->nfrom, sizeof *r->from, by_index);
     return 0;
 }
 

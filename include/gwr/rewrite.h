@@ -169,7 +169,7 @@ typedef struct gwr_rewrite_options {
     /* Record provenance: every layer a rewrite adds gets the property
      * GWR_PROVENANCE_PROP (see gwr/ir.h), the pattern's label and the
      * layers it replaced. Off by default: on a million-layer rewrite it
-     * costs about 2.5 us per rewrite (docs/design.md, "Provenance"); the gwr tool
+     * costs about 1.5 us per rewrite (docs/design.md, "Provenance"); the gwr tool
      * turns it on. */
     int provenance;
 } gwr_rewrite_options;

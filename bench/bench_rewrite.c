@@ -1,6 +1,7 @@
 /* bench_rewrite.c - cost of the pattern engine (issue 4).
  *
- *   bench_rewrite scale [--repeat N] [--hidden H] [--seeds A,B,...] [BLOCKS...]
+ *   bench_rewrite scale [--repeat N] [--hidden H] [--seeds A,B,...] [--provenance] [BLOCKS...]
+ *       (--provenance: the rewrites record provenance, as the gwr tool's do)
  *       For each block count (default 10 100 1000 5000 20000 and the count
  *       that gives ~1,000,000 layers), builds a GPT-style decoder with
  *       gwr_build_gpt (GPTAttention plugin, shared weights, hidden H = 64,
@@ -249,11 +250,12 @@ static int parse_sizes(int argc, char **argv, int *i, int *sizes) {
 /* ---- scale ---- */
 
 static int cmd_scale(int argc, char **argv) {
-    int repeat = 3, sizes[MAX_SIZES], nsizes = 0;
+    int repeat = 3, sizes[MAX_SIZES], nsizes = 0, provenance = 0;
     double max_s = 60.0;
     int i = 2;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--provenance")) provenance = 1;
         else if (!strcmp(argv[i], "--max-seconds") && i + 1 < argc) max_s = atof(argv[++i]);
         else if (!strcmp(argv[i], "--hidden") && i + 1 < argc) g_hidden = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--seeds") && i + 1 < argc) parse_seeds(argv[++i]);
@@ -303,7 +305,7 @@ static int cmd_scale(int argc, char **argv) {
     static double loop[MAX_SIZES][MAX_REPEAT], prune[MAX_SIZES][MAX_REPEAT], call[MAX_SIZES][MAX_REPEAT];
     int reps[MAX_SIZES] = {0}, want[MAX_SIZES] = {0};
     run_result res[MAX_SIZES] = {{0}};
-    gwr_rewrite_options keep = {.keep_dead = 1}, dflt = {0};
+    gwr_rewrite_options keep = {.keep_dead = 1, .provenance = provenance}, dflt = {.provenance = provenance};
 #define ONE_RUN(k, check)                                                                                          \
     do {                                                                                                           \
         run_result a_ = run_once(sizes[k], &keep, args, check);                                                    \
@@ -519,7 +521,7 @@ static int cmd_onnx(int argc, char **argv) {
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: bench_rewrite scale [--repeat N] [--hidden H] [--seeds A,B] [BLOCKS...]\n"
+            "usage: bench_rewrite scale [--repeat N] [--hidden H] [--seeds A,B] [--provenance] [BLOCKS...]\n"
             "       bench_rewrite rescan [--max-seconds S] [--repeat N] [--seeds A,B] [BLOCKS...]\n"
             "       bench_rewrite onnx IN OUT [REPEAT] [LABEL]\n"
             "scale:  worklist driver on GPT networks (default 10 100 1000 5000 20000 blocks and ~1M layers),\n"

@@ -220,6 +220,25 @@ GWR_API gwr_status gwr_tensor_remove_prop(gwr_tensor *t, const char *key);
 GWR_API int gwr_tensor_num_props(const gwr_tensor *t);
 GWR_API const char *gwr_tensor_prop_key(const gwr_tensor *t, int i);
 
+/* Provenance (docs/design.md, "Provenance"): the rewrite driver gives every
+ * layer a rewrite adds the property GWR_PROVENANCE_PROP, UTF-8 JSON
+ *   {"rule":"fuse_gelu","from":["Div_3",{"name":"Mul_9","rule":"r","from":["a"]}]}
+ * rule: the label of the pattern that made it; from: the layers the rewrite
+ * replaced (removed, or left dead), a string for a layer of the original
+ * network, an object (its own chain under its name) for a layer an earlier
+ * rewrite made. At most 256 strings per tree: the object that stops listing
+ * counts the rest in "more":N. ONNX keeps it in NodeProto.metadata_props
+ * when saved with gwr_onnx_save_options.provenance. */
+#define GWR_PROVENANCE_PROP "gwr.provenance"
+/* l's provenance JSON (NUL-terminated), or NULL: an original layer. */
+GWR_API const char *gwr_layer_provenance(const gwr_layer *l);
+/* The chain of a provenance JSON as an indented text tree, one line per
+ * layer ("NAME: made by RULE from", then its sources two spaces deeper,
+ * "NAME (original)" for original layers), name the layer it belongs to.
+ * malloc'd (the caller frees it with free()); NULL when json is not
+ * provenance JSON (gwr_last_errmsg says so). */
+GWR_API char *gwr_provenance_text(const char *name, const char *json);
+
 /* Structural equality of two networks: interface (names, types, defaults,
  * order), layers in network order (names, ops, domains, input and output
  * tensor names and types, attributes with weights compared byte for byte

@@ -40,6 +40,10 @@ typedef struct gwr_onnx_save_options {
     const char *external_file;  /* relative to the model's directory; NULL:
                                  * "<model file name>.data" */
     size_t external_align;      /* 0 means 4096: offsets are multiples of it */
+    /* 1: write each layer's provenance (GWR_PROVENANCE_PROP, gwr/ir.h) into
+     * its node's metadata_props under the key "gwr.provenance". Other
+     * node metadata_props read from a file are always written back. */
+    int provenance;
 } gwr_onnx_save_options;
 
 /* Saves net as an ONNX model: writes to a temporary file in the same

@@ -84,6 +84,9 @@ typedef struct gwr_optimize_options {
      * and gwr_optimize_report_write_trace (`gwr optimize --profile`);
      * without it the passes' seconds are 0, the rest is recorded. */
     int profile;
+    /* Record provenance on the layers the passes make
+     * (gwr_rewrite_options.provenance). */
+    int provenance;
 } gwr_optimize_options;
 
 /* What a run did: per pass of the table, whether it ran (or why not) and

@@ -203,7 +203,7 @@ static void drop_layer_edges(gwr_layer *l) {
         gwr_ir_unname_tensor(net, t, t->name == l->name ? h : 0);
     }
     gwr_ir_unname_layer(net, l, h);
-    gwr_ir_props_drop(net, l);
+    gwr_ir_layer_props_drop(net, l);
     for (int o = 0; o < l->noutputs; o++) gwr_ir_props_drop(net, &gwr_ir_outputs(l)[o]);
     if (net->last_added == l) net->last_added = NULL;
 }

@@ -55,7 +55,10 @@ struct gwr_tensor {
 
 /* LF_GEN_NAME: the layer's name came fresh from the counter and is found
  * through net->gen, not layer_names (see gwr_network.gen). */
-enum { LF_REMOVED = 1, LF_DROPPED = 2, LF_OWN_NAME = 4, LF_OWN_INPUTS = 8, LF_GEN_NAME = 32 };
+/* LF_PROPS: the layer has had properties (its entry in net->objprops may
+ * exist); without it, no lookup. A million-layer rewrite that records
+ * provenance on the new layers would otherwise look every layer up. */
+enum { LF_REMOVED = 1, LF_DROPPED = 2, LF_OWN_NAME = 4, LF_OWN_INPUTS = 8, LF_GEN_NAME = 32, LF_PROPS = 64 };
 
 typedef struct gwr_attr {
     const char *name;             /* interned in the root network */
@@ -184,7 +187,9 @@ struct gwr_network {
     int64_t gen_cap, ngen_layers, ngen_tensors;
     gwr_layer *last_added;
     gwr_props props;              /* the network's own */
-    gwr_ptrmap objprops;          /* layer or tensor -> gwr_props (rare: kept aside) */
+    gwr_ptrmap objprops;          /* tensor -> gwr_props (rare: kept aside) */
+    gwr_ptrmap layerprops;        /* layer -> gwr_props (every layer a rewrite made has
+                                     provenance: apart, so that tensors' lookups stay cheap) */
     gwr_ptrmap vtypes;            /* tensor -> gwr_type, for non-tensor kinds */
     gwr_ptrmap defaults;          /* graph input -> gwr_weights */
     void *ext[GWR_EXT_COUNT];
@@ -268,5 +273,10 @@ int gwr_ir_attr_equal(const gwr_attr *a, const gwr_attr *b);
 /* Do two tensors (of any networks) have the same value type, symbolic
  * dims compared by name? */
 int gwr_ir_type_equal(const gwr_tensor *a, const gwr_tensor *b);
+
+/* provenance.c: the provenance JSON of a layer a rewrite labelled `rule`
+ * made from layers from[0..n) (their own provenance nested), capped (see
+ * include/gwr/ir.h). malloc'd; NULL when out of memory. */
+char *gwr_ir_provenance_json(const char *rule, gwr_layer *const *from, int64_t n);
 
 #endif

@@ -22,7 +22,7 @@
 
 /* The files of src/ir use each other in one direction only; each may
  * call the ones listed before it here (and core.c, optable.c):
- * intern.c, names.c, weights.c, types.c, props.c, order.c, network.c,
+ * intern.c, names.c, weights.c, types.c, props.c, provenance.c, order.c, network.c,
  * attrs.c, layer.c, graph.c; compare.c, clone.c and dot.c on top. Below, what
  * each one offers the others (beyond ir_api.h). */
 
@@ -92,7 +92,8 @@ void gwr_ir_tensor_drop_vtype(gwr_tensor *t);
 
 /* props.c: drops the properties (and default value) kept for a layer or
  * tensor; frees everything a network keeps aside at destruction. */
-void gwr_ir_props_drop(gwr_network *net, const void *obj);
+void gwr_ir_props_drop(gwr_network *net, const void *obj); /* a tensor's (and its default) */
+void gwr_ir_layer_props_drop(gwr_network *net, gwr_layer *l);
 void gwr_ir_props_destroy(gwr_network *net);
 
 /* order.c */

@@ -382,7 +382,7 @@ void gwr_ir_discard_new_layer(gwr_layer *l) {
     for (int o = 0; o < l->noutputs; o++) gwr_ir_unname_tensor(net, &gwr_ir_outputs(l)[o], 0);
     if (net->layers[net->nlayers - 1] == l) net->nlayers--;
     if (net->last_added == l) net->last_added = NULL;
-    gwr_ir_props_drop(net, l);
+    gwr_ir_layer_props_drop(net, l);
     for (int o = 0; o < l->noutputs; o++) gwr_ir_props_drop(net, &gwr_ir_outputs(l)[o]);
     gwr_ir_layer_free(l);
 }

@@ -52,18 +52,26 @@ static gwr_status props_remove(gwr_network *net, gwr_props *p, const char *key) 
     return GWR_OK;
 }
 
-/* The props of a layer or tensor; created when `create`. */
-static gwr_props *obj_props(gwr_network *net, const void *obj, int create) {
-    return create ? gwr_ptrmap_get_or_new(&net->objprops, obj, sizeof(gwr_props)) : gwr_ptrmap_get(&net->objprops, obj);
+/* The props of a layer or tensor in map m; created when `create`. */
+static gwr_props *obj_props(gwr_ptrmap *m, const void *obj, int create) {
+    return create ? gwr_ptrmap_get_or_new(m, obj, sizeof(gwr_props)) : gwr_ptrmap_get(m, obj);
 }
 
-void gwr_ir_props_drop(gwr_network *net, const void *obj) {
-    gwr_props *p = gwr_ptrmap_get(&net->objprops, obj);
+static void map_drop(gwr_ptrmap *m, const void *obj) {
+    gwr_props *p = gwr_ptrmap_get(m, obj);
     if (p) {
         props_clear(p);
         gwr_free(p);
-        gwr_ptrmap_del(&net->objprops, obj);
+        gwr_ptrmap_del(m, obj);
     }
+}
+
+void gwr_ir_layer_props_drop(gwr_network *net, gwr_layer *l) {
+    if (l->flags & LF_PROPS) map_drop(&net->layerprops, l);
+}
+
+void gwr_ir_props_drop(gwr_network *net, const void *obj) {
+    map_drop(&net->objprops, obj);
     gwr_weights *w = gwr_ptrmap_get(&net->defaults, obj);
     if (w) {
         gwr_ir_weights_clear(w);
@@ -74,12 +82,15 @@ void gwr_ir_props_drop(gwr_network *net, const void *obj) {
 
 void gwr_ir_props_destroy(gwr_network *net) {
     props_clear(&net->props);
-    for (int64_t i = 0; i < net->objprops.cap; i++)
-        if (net->objprops.keys[i]) {
-            props_clear(net->objprops.vals[i]);
-            gwr_free(net->objprops.vals[i]);
-        }
-    gwr_ptrmap_free(&net->objprops);
+    gwr_ptrmap *maps[2] = {&net->objprops, &net->layerprops};
+    for (int k = 0; k < 2; k++) {
+        for (int64_t i = 0; i < maps[k]->cap; i++)
+            if (maps[k]->keys[i]) {
+                props_clear(maps[k]->vals[i]);
+                gwr_free(maps[k]->vals[i]);
+            }
+        gwr_ptrmap_free(maps[k]);
+    }
     for (int64_t i = 0; i < net->defaults.cap; i++)
         if (net->defaults.keys[i]) {
             gwr_ir_weights_clear(net->defaults.vals[i]);
@@ -112,34 +123,41 @@ const char *gwr_network_prop_key(const gwr_network *net, int i) {
     return net && i >= 0 && i < net->props.n ? net->props.v[i].key : NULL;
 }
 
-/* Layers and tensors: the same through the network's map. */
-#define OBJ_PROPS(T, obj_t, NET)                                                                    \
+/* Layers and tensors: the same through the network's maps. */
+#define OBJ_PROPS(T, obj_t, NET, MAP, MAY_HAVE, MARK)                                                    \
     gwr_status gwr_##T##_set_prop(obj_t *o, const char *key, const void *val, size_t len) {         \
         gwr_status s = key_ok(o, key, val, len, "gwr_" #T "_set_prop");                            \
         if (s) return s;                                                                           \
-        gwr_props *p = obj_props(NET(o), o, 1);                                                    \
+        gwr_props *p = obj_props(MAP(o), o, 1);                                                    \
+        if (p) MARK(o);                                                                            \
         return p ? props_set(NET(o), p, key, EMPTY_IF_NULL(val), len)                               \
                  : gwr_ir_error(NET(o), GWR_ERR_NOMEM, "out of memory");                           \
     }                                                                                              \
     const void *gwr_##T##_prop(const obj_t *o, const char *key, size_t *len) {                     \
-        return o ? props_get(obj_props(NET(o), o, 0), key, len) : NULL;                            \
+        return o && MAY_HAVE(o) ? props_get(obj_props(MAP(o), o, 0), key, len) : NULL;             \
     }                                                                                              \
     gwr_status gwr_##T##_remove_prop(obj_t *o, const char *key) {                                  \
         gwr_status s = key_ok(o, key, "", 0, "gwr_" #T "_remove_prop");                            \
-        return s ? s : props_remove(NET(o), obj_props(NET(o), o, 0), key);                         \
+        return s ? s : props_remove(NET(o), obj_props(MAP(o), o, 0), key);                         \
     }                                                                                              \
     int gwr_##T##_num_props(const obj_t *o) {                                                      \
-        gwr_props *p = o ? obj_props(NET(o), o, 0) : NULL;                                         \
+        gwr_props *p = o && MAY_HAVE(o) ? obj_props(MAP(o), o, 0) : NULL;                          \
         return o ? (p ? (int)p->n : 0) : -1;                                                       \
     }                                                                                              \
     const char *gwr_##T##_prop_key(const obj_t *o, int i) {                                        \
-        gwr_props *p = o ? obj_props(NET(o), o, 0) : NULL;                                         \
+        gwr_props *p = o && MAY_HAVE(o) ? obj_props(MAP(o), o, 0) : NULL;                          \
         return p && i >= 0 && i < p->n ? p->v[i].key : NULL;                                       \
     }
 #define LAYER_NET(l) ((l)->net)
 #define TENSOR_NET(t) gwr_ir_tnet(t)
-OBJ_PROPS(layer, gwr_layer, LAYER_NET)
-OBJ_PROPS(tensor, gwr_tensor, TENSOR_NET)
+#define LAYER_MAY_HAVE(l) ((l)->flags & LF_PROPS)
+#define LAYER_MARK(l) ((l)->flags |= LF_PROPS)
+#define TENSOR_MAY_HAVE(t) 1
+#define TENSOR_MARK(t) (void)(t)
+#define LAYER_MAP(l) (&(l)->net->layerprops)
+#define TENSOR_MAP(t) (&gwr_ir_tnet(t)->objprops)
+OBJ_PROPS(layer, gwr_layer, LAYER_NET, LAYER_MAP, LAYER_MAY_HAVE, LAYER_MARK)
+OBJ_PROPS(tensor, gwr_tensor, TENSOR_NET, TENSOR_MAP, TENSOR_MAY_HAVE, TENSOR_MARK)
 
 /* ---- default values of graph inputs ---- */
 

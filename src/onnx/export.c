@@ -109,7 +109,7 @@ void gwr_ox_free(gwr_ox_ctx *c) {
 
 /* Do any layer or tensor of net carry properties? (Most networks built in
  * code have none: every per-object lookup is skipped.) */
-static int net_has_objprops(const gwr_network *net) { return net->objprops.count > 0; }
+static int net_has_objprops(const gwr_network *net) { return net->objprops.count + net->layerprops.count > 0; }
 
 /* The value of "<prefix><name>" on layer l, or NULL. */
 static const char *layer_prop2(const gwr_layer *l, const char *prefix, const char *name, size_t *len) {
@@ -550,6 +550,70 @@ static int constant_values(const gwr_layer *l) {
     return n;
 }
 
+/* ---- node metadata_props ---- */
+
+/* NodeProto.metadata_props (field 9), which Debian's onnx.proto predates:
+ * written as protobuf-c unknown fields, each a StringStringEntryProto
+ * (key = 1, value = 2). The layer's properties "onnx.meta.<key>" (what
+ * the importer read from the file), and its provenance when asked. */
+enum { NODE_METADATA_PROPS = 9 };
+
+static size_t put_varint_at(uint8_t *p, uint64_t v) {
+    size_t n = 0;
+    while (v >= 0x80) p[n++] = (uint8_t)(v | 0x80), v >>= 7;
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+/* One entry as protobuf-c keeps an unknown length-delimited field: its
+ * data is the length prefix, then the message. */
+static int meta_entry(gwr_ox_ctx *c, ProtobufCMessageUnknownField *f, const char *key, size_t klen, const char *val,
+                      size_t vlen) {
+    uint8_t hk[12], hv[12], hm[12];
+    size_t nk = 1 + put_varint_at(hk + 1, klen), nv = 1 + put_varint_at(hv + 1, vlen);
+    hk[0] = 1 << 3 | 2, hv[0] = 2 << 3 | 2;
+    size_t body = nk + klen + nv + vlen, nm = put_varint_at(hm, body);
+    uint8_t *d = ox_alloc(c, nm + body);
+    if (!d) return -1;
+    uint8_t *q = d;
+    memcpy(q, hm, nm), q += nm;
+    memcpy(q, hk, nk), q += nk;
+    memcpy(q, key, klen), q += klen;
+    memcpy(q, hv, nv), q += nv;
+    memcpy(q, val, vlen);
+    f->tag = NODE_METADATA_PROPS;
+    f->wire_type = PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED;
+    f->len = nm + body;
+    f->data = d;
+    return 0;
+}
+
+static int node_metadata(gwr_ox_ctx *c, const gwr_layer *l, Onnx__NodeProto *n) {
+    static const char meta[] = "onnx.meta.";
+    const size_t ml = sizeof meta - 1;
+    int np = gwr_layer_num_props(l), k = 0;
+    for (int i = 0; i < np; i++) {
+        const char *key = gwr_layer_prop_key(l, i);
+        k += !strncmp(key, meta, ml) || (c->provenance && !strcmp(key, GWR_PROVENANCE_PROP));
+    }
+    if (!k) return 0;
+    ProtobufCMessageUnknownField *f = ox_array(c, (size_t)k, sizeof *f);
+    if (!f) return -1;
+    k = 0;
+    for (int i = 0; i < np; i++) {
+        const char *key = gwr_layer_prop_key(l, i), *name;
+        if (!strncmp(key, meta, ml)) name = key + ml;
+        else if (c->provenance && !strcmp(key, GWR_PROVENANCE_PROP)) name = key;
+        else continue;
+        size_t vlen;
+        const char *v = gwr_layer_prop(l, key, &vlen);
+        if (meta_entry(c, &f[k++], name, strlen(name), v, vlen)) return -1;
+    }
+    n->base.n_unknown_fields = (unsigned)k;
+    n->base.unknown_fields = f;
+    return 0;
+}
+
 static Onnx__NodeProto *ox_node(gwr_ox_ctx *c, gwr_layer *l, int props, int depth) {
     Onnx__NodeProto *n;
     OX_NEW(c, n, Onnx__NodeProto, ONNX__NODE_PROTO__INIT);
@@ -576,6 +640,7 @@ static Onnx__NodeProto *ox_node(gwr_ox_ctx *c, gwr_layer *l, int props, int dept
         else if ((v = gwr_layer_prop(l, "onnx.name", NULL))) n->name = S(v);
         if ((v = gwr_layer_prop(l, "onnx.domain", NULL))) n->domain = S(v);
         n->doc_string = S_or_null(gwr_layer_prop(l, "doc", NULL));
+        if (node_metadata(c, l, n)) return NULL;
     }
     if (note_domain(c, l->info->domain, l->op_id != GWR_OP_CUSTOM ? l->info->since_version : 1)) return NULL;
     if (l->op_id == GWR_OP_Constant && constant_values(l) != 1) {

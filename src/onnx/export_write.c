@@ -233,6 +233,7 @@ gwr_status gwr_onnx_save(gwr_network *net, const char *path, const gwr_onnx_save
     int data_written = 0, model_written = 0;
     Onnx__ModelProto *m;
     gwr_pb_out packed = {0};
+    c.provenance = o.provenance;
     gwr_status s = gwr_ox_build(&c, net, &m);
     if (s) goto fail;
     if (gwr_pb_pack(&packed, &m->base)) {

@@ -691,6 +691,49 @@ static gwr_status constant_type(gwr_oi_ctx *c, gwr_layer *l, const Onnx__NodePro
 
 /* ---- nodes ---- */
 
+/* NodeProto.metadata_props (field 9), which Debian's onnx.proto predates:
+ * protobuf-c keeps each entry as an unknown field, its data the length
+ * prefix then a StringStringEntryProto (key = 1, value = 2). Key
+ * "gwr.provenance" becomes that layer property, any other K "onnx.meta.K"
+ * (the exporter writes both back). */
+static gwr_status node_metadata(gwr_oi_ctx *c, gwr_layer *l, const Onnx__NodeProto *n, const char *nd) {
+    for (unsigned i = 0; i < n->base.n_unknown_fields; i++) {
+        const ProtobufCMessageUnknownField *f = &n->base.unknown_fields[i];
+        if (f->tag != 9 || f->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED) continue;
+        const uint8_t *p = f->data, *end = f->data + f->len;
+        uint64_t body = 0;
+        int shift = 0;
+        while (p < end && shift < 35 && (*p & 0x80)) body |= (uint64_t)(*p++ & 0x7f) << shift, shift += 7;
+        if (p < end) body |= (uint64_t)(*p++ & 0x7f) << shift;
+        if (body != (uint64_t)(end - p))
+            return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: malformed metadata_props entry", nd);
+        const uint8_t *kv[3] = {NULL, NULL, NULL};
+        size_t kl[3] = {0, 0, 0};
+        while (p < end) {
+            uint32_t num;
+            unsigned wt;
+            const uint8_t *pl;
+            size_t len;
+            if (gwr_oi_wire_field(c, &p, end, "StringStringEntryProto", &num, &wt, &pl, &len)) return c->st;
+            if ((num == 1 || num == 2) && wt == 2) kv[num] = pl, kl[num] = len;
+        }
+        if (!kv[1] || !kl[1] || memchr(kv[1], 0, kl[1]))
+            return gwr_oi_fail(c, GWR_ERR_PARSE, "%s: metadata_props entry with an empty or bad key", nd);
+        char *key = gwr_malloc(kl[1] + sizeof "onnx.meta.");
+        if (!key) return gwr_oi_fail(c, GWR_ERR_NOMEM, "out of memory");
+        int own = kl[1] == strlen(GWR_PROVENANCE_PROP) && !memcmp(kv[1], GWR_PROVENANCE_PROP, kl[1]);
+        size_t off = own ? 0 : strlen("onnx.meta.");
+        memcpy(key, "onnx.meta.", off);
+        memcpy(key + off, kv[1], kl[1]);
+        key[off + kl[1]] = 0;
+        gwr_status s = gwr_layer_set_prop(l, key, kv[2] ? (const char *)kv[2] : "", kl[2]);
+        if (s) ir_fail(c, s, gwr_layer_network(l), "%s metadata_props '%.100s'", nd, key);
+        gwr_free(key);
+        if (s) return c->st;
+    }
+    return GWR_OK;
+}
+
 static gwr_status import_node(gwr_oi_ctx *c, gwr_oi_scope *sc, Onnx__NodeProto *n, size_t idx) {
     char nd[300], lbuf[256];
     node_desc(n, idx, nd, sizeof nd);
@@ -746,6 +789,7 @@ static gwr_status import_node(gwr_oi_ctx *c, gwr_oi_scope *sc, Onnx__NodeProto *
     if (renamed && layer_prop(c, l, "onnx.name", n->name)) return c->st;
     if (ai_onnx && layer_prop(c, l, "onnx.domain", "ai.onnx")) return c->st;
     if (n->doc_string && *n->doc_string) IR(gwr_layer_set_doc(l, n->doc_string), sc->net, "%s", nd);
+    if (n->base.n_unknown_fields && node_metadata(c, l, n, nd)) return c->st;
     for (size_t i = 0; i < n->n_attribute; i++)
         if (import_attr(c, l, n->attribute[i], nd)) return c->st;
     if (!strcmp(op, "Constant") && !*domain &&

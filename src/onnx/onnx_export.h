@@ -48,6 +48,7 @@ typedef struct gwr_ox_ctx {
     int64_t ndomains, domains_cap;
     gwr_status st;
     int64_t dtype_ir;            /* the IR version the element types written need */
+    int provenance;              /* write layers' provenance (node metadata_props) */
     char err[GWR_ERRMSG_MAX];    /* the problem, without the path */
 } gwr_ox_ctx;
 

@@ -285,7 +285,7 @@ static gwr_status plan(gwr_network *net, const gwr_optimize_options *o, gwr_opti
     }
     r->stop = o->stop_after > 0 ? o->stop_after : o->stop_after < 0 ? 0 : -1;
     r->ro = (gwr_rewrite_options){.debug = o->debug, .interrupt = o->interrupt, .interrupt_ctx = o->interrupt_ctx,
-                                  .time_patterns = o->profile};
+                                  .time_patterns = o->profile, .provenance = o->provenance};
     return gwr_rewrite_manager_set_options(m, &r->ro);
 }
 

@@ -85,6 +85,14 @@ typedef struct rw_run {
     int64_t stop;                 /* options.stop_after: stop at this many rewrites; -1 never */
     int stopped;
     int last[LAST_N];             /* indices of the patterns that fired last */
+    /* Provenance (record_provenance): the producers of the tensors the
+     * change replaced, and what it replaced; stamp[i] == the rewrite's
+     * number: layer i is among them. */
+    int provenance;
+    gwr_layer **seeds, **from;
+    int64_t nseeds, seeds_cap, nfrom, from_cap;
+    uint32_t *stamp;
+    int64_t stamp_cap;
 } rw_run;
 
 /* ---- the worklist ---- */
@@ -231,6 +239,8 @@ static void on_replaced(void *ctx, gwr_tensor *old_t, gwr_tensor *new_t) {
     rw_run *r = ctx;
     r->nevents++;
     r->nreplaced++;
+    if (r->provenance && old_t->producer && record(&r->seeds, &r->nseeds, &r->seeds_cap, old_t->producer))
+        r->nomem = 1;
     if (r->revisit) {
         /* The readers that moved to new_t, the last entries of its use
          * list: their input changed. new_t's other readers did not; walking
@@ -455,8 +465,96 @@ static void name_last(rw_run *r, char *buf, size_t size) {
 
 static void begin_change(rw_run *r) {
     r->change_base = r->net->nlayers;
-    r->nadded = r->nremoved = 0;
+    r->nadded = r->nremoved = r->nseeds = 0;
     r->nreplaced = r->nmodified = 0;
+}
+
+/* ---- provenance ---- */
+
+/* Is l one of what the change replaced (stamped with its number)? */
+static int replaced(const rw_run *r, const gwr_layer *l) {
+    return l->index < r->stamp_cap && r->stamp[l->index] == (uint32_t)r->rewrites;
+}
+
+/* Did the change leave l dead: in the network from before the change, not
+ * removed, no output a network output, every reader removed or replaced? */
+static int left_dead(const rw_run *r, const gwr_layer *l) {
+    if (l->net != r->net || (l->flags & LF_REMOVED) || added_now(r, l) || replaced(r, l)) return 0;
+    for (int o = 0; o < l->noutputs; o++) {
+        const gwr_tensor *t = &gwr_ir_outputs(l)[o];
+        if (t->output_index >= 0) return 0;
+        const gwr_use *u = t->cap <= 1 ? &t->uses.one : t->uses.many;
+        for (int32_t i = 0; i < t->nuses; i++)
+            if (!(u[i].layer->flags & LF_REMOVED) && (u[i].layer->net != r->net || !replaced(r, u[i].layer))) return 0;
+    }
+    return 1;
+}
+
+/* Marks l replaced and lists it, except weights: a Constant no rewrite
+ * made is data, not a layer anyone looks for in the lineage. */
+static int take(rw_run *r, gwr_layer *l) {
+    r->stamp[l->index] = (uint32_t)r->rewrites;
+    if (l->op_id == GWR_OP_Constant && !gwr_layer_provenance(l)) return 0;
+    return record(&r->from, &r->nfrom, &r->from_cap, l);
+}
+
+static int by_index(const void *a, const void *b) {
+    int32_t x = (*(gwr_layer *const *)a)->index, y = (*(gwr_layer *const *)b)->index;
+    return (x > y) - (x < y);
+}
+
+/* What the change replaced: the layers it removed (those from before it),
+ * then, walking up from the root, the producers of what it replaced and
+ * the producers of removed layers' inputs, every layer it left dead (and
+ * theirs in turn). A layer is looked at again when one of its readers is
+ * found dead, so the order of the walk does not matter. Layers dead before
+ * the change are not reached: a live reader of theirs would be needed. */
+static int collect_replaced(rw_run *r, gwr_layer *root) {
+    gwr_network *net = r->net;
+    r->nfrom = 0;
+    if (net->nlayers > r->stamp_cap) {
+        int64_t old = r->stamp_cap;
+        if (gwr_grow((void **)&r->stamp, sizeof *r->stamp, &r->stamp_cap, net->nlayers)) return -1;
+        memset(r->stamp + old, 0, (size_t)(r->stamp_cap - old) * sizeof *r->stamp);
+    }
+    for (int64_t i = 0; i < r->nremoved; i++) {
+        gwr_layer *l = r->removed[i];
+        if (!added_now(r, l) && !replaced(r, l) && take(r, l)) return -1;
+    }
+    if (record(&r->seeds, &r->nseeds, &r->seeds_cap, root)) return -1;
+    for (int64_t i = 0; i < r->nremoved; i++)
+        for (int k = 0; k < r->removed[i]->ninputs; k++) {
+            gwr_tensor *t = r->removed[i]->inputs[k];
+            if (t && t->producer && record(&r->seeds, &r->nseeds, &r->seeds_cap, t->producer)) return -1;
+        }
+    while (r->nseeds) {
+        gwr_layer *l = r->seeds[--r->nseeds];
+        if (!left_dead(r, l)) continue;
+        if (take(r, l)) return -1;
+        for (int k = 0; k < l->ninputs; k++)
+            if (l->inputs[k] && l->inputs[k]->producer &&
+                record(&r->seeds, &r->nseeds, &r->seeds_cap, l->inputs[k]->producer))
+                return -1;
+    }
+    if (r->nfrom > 1) qsort(r->from, (size_t)r->nfrom, sizeof *r->from, by_index);
+    return 0;
+}
+
+/* Gives every layer the change added its provenance (see gwr/ir.h). */
+static int record_provenance(rw_run *r, const char *label, gwr_layer *root) {
+    int live = 0;
+    for (int64_t i = 0; i < r->nadded; i++) live |= !(r->added[i]->flags & LF_REMOVED);
+    if (!live) return 0;
+    if (collect_replaced(r, root)) return -1;
+    char *json = gwr_ir_provenance_json(label, r->from, r->nfrom);
+    if (!json) return -1;
+    size_t len = strlen(json);
+    int bad = 0;
+    for (int64_t i = 0; i < r->nadded && !bad; i++)
+        if (!(r->added[i]->flags & LF_REMOVED))
+            bad = gwr_layer_set_prop(r->added[i], GWR_PROVENANCE_PROP, json, len) != GWR_OK;
+    gwr_free(json);
+    return bad ? -1 : 0;
 }
 
 /* Offers layer l to its patterns until one changes the network.
@@ -516,6 +614,8 @@ static int offer(rw_run *r, gwr_layer *l, rw_pattern *const *cands) {
         p->stats.rewrites++;
         r->last[r->rewrites % LAST_N] = p->index;
         r->rewrites++;
+        if (r->provenance && record_provenance(r, p->label, l))
+            return -(int)gwr_fmt_error(m->errmsg, GWR_ERR_NOMEM, "out of memory");
         if (m->nlisteners) {
             gwr_rewrite_event e = {r->rewrites, p->label, p->name, l, r->added, r->nadded, r->removed, r->nremoved,
                                    r->nreplaced, r->nmodified};
@@ -647,7 +747,8 @@ gwr_status gwr_rewrite_manager_rewrite(gwr_rewrite_manager *m, gwr_network *net,
     gwr_status s = rw_table_freeze(&m->table, m->errmsg);
     if (s) return s;
     const gwr_rewrite_options *o = &m->opts;
-    rw_run r = {.m = m, .net = net, .revisit = !o->single_pass && !o->full_rescan, .phase = -1};
+    rw_run r = {.m = m, .net = net, .revisit = !o->single_pass && !o->full_rescan, .phase = -1,
+                .provenance = o->provenance};
     r.rng = o->shuffle_seed ? o->shuffle_seed * 0x9E3779B97F4A7C15ULL | 1 : 0;
     r.ctx.net = net;
     r.ctx.args = args;
@@ -687,6 +788,7 @@ gwr_status gwr_rewrite_manager_rewrite(gwr_rewrite_manager *m, gwr_network *net,
     gwr_free(r.on);
     gwr_free(r.added);
     gwr_free(r.removed);
+    gwr_free(r.seeds), gwr_free(r.from), gwr_free(r.stamp);
     gwr_free(r.ctx.match);
     m->summary.rewrites = r.rewrites;
     s = ret < 0 ? (gwr_status)-ret : GWR_OK;

@@ -389,35 +389,60 @@ size_t gwr_utf8_len(const char *str, size_t n) {
     return len;
 }
 
-void gwr_json_str(FILE *out, const char *s, size_t len) {
+/* gwr_json_str's escaping, to any sink: put(ctx, bytes, n). */
+typedef void (*json_put_fn)(void *ctx, const char *p, size_t n);
+
+static void json_str_to(json_put_fn put, void *ctx, const char *s, size_t len) {
     const unsigned char *p = (const unsigned char *)s;
-    fputc('"', out);
+    put(ctx, "\"", 1);
     for (size_t i = 0; i < len;) {
         unsigned c = p[i];
+        char esc[8];
         if (c == '"' || c == '\\') {
-            fputc('\\', out);
-            fputc((int)c, out);
+            esc[0] = '\\', esc[1] = (char)c;
+            put(ctx, esc, 2);
             i++;
         } else if (c < 0x20 || c == 0x7f) {
             switch (c) {
-            case '\n': fputs("\\n", out); break;
-            case '\r': fputs("\\r", out); break;
-            case '\t': fputs("\\t", out); break;
-            case '\b': fputs("\\b", out); break;
-            case '\f': fputs("\\f", out); break;
-            default: fprintf(out, "\\u%04x", c);
+            case '\n': put(ctx, "\\n", 2); break;
+            case '\r': put(ctx, "\\r", 2); break;
+            case '\t': put(ctx, "\\t", 2); break;
+            case '\b': put(ctx, "\\b", 2); break;
+            case '\f': put(ctx, "\\f", 2); break;
+            default: snprintf(esc, sizeof esc, "\\u%04x", c), put(ctx, esc, 6);
             }
             i++;
         } else {
             size_t n = gwr_utf8_len(s + i, len - i);
             if (n == 0) {
-                fputs("\\ufffd", out);
+                put(ctx, "\\ufffd", 6);
                 i++;
             } else {
-                fwrite(p + i, 1, n, out);
+                put(ctx, s + i, n);
                 i += n;
             }
         }
     }
-    fputc('"', out);
+    put(ctx, "\"", 1);
 }
+
+static void put_file(void *ctx, const char *p, size_t n) { fwrite(p, 1, n, ctx); }
+
+void gwr_json_str(FILE *out, const char *s, size_t len) { json_str_to(put_file, out, s, len); }
+
+static void put_buf(void *ctx, const char *p, size_t n) { gwr_buf_add(ctx, p, n); }
+
+void gwr_buf_add(gwr_buf *b, const void *p, size_t n) {
+    if (b->failed) return;
+    if (gwr_grow((void **)&b->s, 1, &b->cap, b->len + (int64_t)n + 1)) {
+        b->failed = 1;
+        return;
+    }
+    if (n) memcpy(b->s + b->len, p, n);
+    b->len += (int64_t)n;
+    b->s[b->len] = 0;
+}
+
+void gwr_buf_str(gwr_buf *b, const char *s) { gwr_buf_add(b, s, strlen(s)); }
+
+void gwr_buf_json_str(gwr_buf *b, const char *s, size_t len) { json_str_to(put_buf, b, s, len); }

@@ -140,5 +140,16 @@ size_t gwr_utf8_len(const char *str, size_t n);
  * characters, quotes and backslashes escaped, invalid UTF-8 replaced by
  * U+FFFD, so that the output is always valid JSON. */
 void gwr_json_str(FILE *out, const char *s, size_t len);
+/* A growing NUL-terminated byte buffer (s NULL until the first byte). An
+ * allocation failure sets `failed` and drops what follows. */
+typedef struct gwr_buf {
+    char *s;
+    int64_t len, cap;
+    int failed;
+} gwr_buf;
+void gwr_buf_add(gwr_buf *b, const void *p, size_t n);
+void gwr_buf_str(gwr_buf *b, const char *s);
+/* gwr_json_str into a buffer. */
+void gwr_buf_json_str(gwr_buf *b, const char *s, size_t len);
 
 #endif

@@ -36,6 +36,7 @@ extern const cli_command cli_generate;
 extern const cli_command cli_view;
 extern const cli_command cli_diff;
 extern const cli_command cli_bisect;
+extern const cli_command cli_explain;
 
 /* Prints the layer table of net: one line per live layer with its class,
  * op, inputs and outputs (with types). */

@@ -14,7 +14,7 @@ static void help(FILE *out) {
             "                    [--only PASS,...] [--disable PASS,...] [--report] [--debug]\n"
             "                    [--shape INPUT=D0,D1,... | SYMBOL=N ...] [--opset N] [--verify [--seed N]]\n"
             "                    [--input-defaults auto|keep|fold] [--rules FILE] [--profile FILE.json]\n"
-            "                    [--view VIEW.html]\n"
+            "                    [--view VIEW.html] [--provenance]\n"
             "       gwr optimize --list\n"
             "\n"
             "Loads the ONNX model MODEL, runs the optimizer's passes that the level and the\n"
@@ -58,6 +58,8 @@ static void help(FILE *out) {
             "  --seed N         the inputs' seed (default 0)\n"
             "  --view FILE      also write the page of 'gwr view' for the run: the model\n"
             "                   before and after, and the trace of its rewrites\n"
+            "  --provenance     save each new layer's lineage (rule and replaced layers)\n"
+            "                   in OUT's node metadata_props ('gwr explain' reads it)\n"
             "  --list           the passes, with level, targets and numerics\n"
             "\n"
             "Exit status: 0 success, 1 the model cannot be read or written or a pass failed,\n"
@@ -143,8 +145,9 @@ static int write_profile(const gwr_optimize_report *r, const char *file) {
 
 static int run(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
-    gwr_optimize_options o = {0};
+    gwr_optimize_options o = {.provenance = 1}; /* recorded always, saved with --provenance */
     int report = 0, check = 0;
+    gwr_onnx_save_options so = {0}; /* --provenance */
     const char *rules_path = NULL, *profile = NULL;
     const char *view = NULL;
     gwr_rules *rules = NULL;
@@ -177,6 +180,8 @@ static int run(int argc, char **argv) {
             o.debug = 1;
         } else if (!strcmp(a, "--verify")) {
             check = 1;
+        } else if (!strcmp(a, "--provenance")) {
+            so.provenance = 1;
         } else if (!strcmp(a, "--shape")) {
             if (!v) return cli_shapes_free(&shapes), cli_usage("optimize", "--shape needs INPUT=D0,D1,... or SYMBOL=N");
             if ((rc = cli_shapes_add(&shapes, "optimize", v))) return cli_shapes_free(&shapes), rc;
@@ -267,7 +272,7 @@ static int run(int argc, char **argv) {
             /* printed */
         } else if (check && verify(before, net, in, shapes.bind, shapes.nbind, seed)) {
             /* an output differs: no file is written */
-        } else if (gwr_onnx_save(net, out, NULL)) {
+        } else if (gwr_onnx_save(net, out, &so)) {
             cli_error(out, gwr_network_errmsg(net));
         } else {
             printf("wrote %s: %lld -> %lld layers\n", out, (long long)nb, (long long)na);

@@ -12,7 +12,7 @@ static void help(FILE *out) {
             "usage: gwr rewrite MODEL (--pattern LABEL... | --rules FILE) -o OUT\n"
             "                   [--arg NAME=INT...] [--trace | --trace-json] [--stats]\n"
             "                   [--explain] [--max-rewrites N] [--single-pass] [--keep-dead] [--debug] [--seed N]\n"
-            "                   [--view VIEW.html]\n"
+            "                   [--view VIEW.html] [--provenance]\n"
             "       gwr rewrite --list [--markdown]\n"
             "\n"
             "Loads the ONNX model MODEL, applies the built-in patterns named by --pattern\n"
@@ -39,6 +39,8 @@ static void help(FILE *out) {
             "  --seed N          visit layers in a random order drawn from seed N\n"
             "  --view FILE       also write the page of 'gwr view' for the run: the model\n"
             "                    before and after, and the trace of its rewrites\n"
+            "  --provenance      save each new layer's lineage (rule and replaced layers)\n"
+            "                    in OUT's node metadata_props ('gwr explain' reads it)\n"
             "\n"
             "Exit status: 0 success, 1 the model cannot be read or written or a pattern failed\n"
             "or did not converge, 2 bad usage.\n");
@@ -94,7 +96,8 @@ static int run(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     int trace = -1, stats = 0, nopts = 0, explain = 0;
     gwr_rules *rules = NULL;
-    gwr_rewrite_options ro = {0};
+    gwr_rewrite_options ro = {.provenance = 1}; /* recorded always, saved with --provenance */
+    gwr_onnx_save_options so = {0}; /* --provenance */
     gwr_rewrite_manager *m = gwr_rewrite_manager_new();
     gwr_args *args = gwr_args_new();
     gwr_network *net = NULL;
@@ -174,6 +177,8 @@ static int run(int argc, char **argv) {
             ro.keep_dead = 1;
         } else if (!strcmp(a, "--debug")) {
             ro.debug = 1;
+        } else if (!strcmp(a, "--provenance")) {
+            so.provenance = 1;
         } else if (a[0] == '-' && a[1]) {
             USAGE("unknown option '%s'", a);
         } else if (!in) {
@@ -227,7 +232,7 @@ static int run(int argc, char **argv) {
         cli_error(in, msg);
         goto done;
     }
-    if (gwr_onnx_save(net, out, NULL)) {
+    if (gwr_onnx_save(net, out, &so)) {
         cli_error(out, gwr_network_errmsg(net));
         goto done;
     }

@@ -10,6 +10,7 @@ static const cli_command *const commands[] = {
     &cli_view,
     &cli_diff,
     &cli_bisect,
+    &cli_explain,
 };
 #define NCOMMANDS (sizeof commands / sizeof *commands)
 

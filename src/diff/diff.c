@@ -91,7 +91,7 @@ static int match_provenance(run *r) {
         }
         prov_ctx c = {.d = d, .seen = seen, .j = j};
         char *rule = NULL;
-        int rc = gwr_df_prov_parse(p, len, &rule, prov_name, &c);
+        int rc = gwr_ir_provenance_read(p, len, &rule, prov_name, &c);
         if (rc || !c.n) {
             /* Unreadable, or naming no layer of a: matched as if it had none. */
             gwr_free(c.from);

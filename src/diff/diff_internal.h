@@ -1,6 +1,6 @@
 /* diff_internal.h - private to src/diff: the result of gwr_diff_networks,
- * which diff.c fills and diff_write.c prints, and the provenance reader
- * (prov_json.c). */
+ * which diff.c fills and diff_write.c prints. Provenance records are read
+ * by the IR's reader (gwr_ir_provenance_read, src/ir/provenance.c). */
 #ifndef GWR_DIFF_INTERNAL_H
 #define GWR_DIFF_INTERNAL_H
 
@@ -58,13 +58,5 @@ struct gwr_diff {
 /* Is l a weight (a Constant layer)? */
 static inline int gwr_df_is_weight(const gwr_layer *l) { return l->op_id == GWR_OP_Constant; }
 
-/* prov_json.c: reads the provenance JSON of contract 1 (docs/api.md):
- * *rule gets the top object's "rule" (malloc'd, NULL when absent) and
- * name(ctx, s) is called for every layer name the tree holds (the string
- * items of every "from" and the "name" of every nested object), depth
- * first in text order. 0; -1 when the text is not such an object; -2 on
- * allocation failure or when name returns nonzero (which stops the walk);
- * *rule is NULL after a failure. */
-int gwr_df_prov_parse(const char *s, size_t len, char **rule, int (*name)(void *ctx, const char *s), void *ctx);
 
 #endif

@@ -278,5 +278,14 @@ int gwr_ir_type_equal(const gwr_tensor *a, const gwr_tensor *b);
  * made from layers from[0..n) (their own provenance nested), capped (see
  * include/gwr/ir.h). malloc'd; NULL when out of memory. */
 char *gwr_ir_provenance_json(const char *rule, gwr_layer *const *from, int64_t n);
+/* Reads provenance JSON (len bytes; contract in docs/design.md,
+ * "Provenance"): *rule gets the top object's rule (malloc'd) and
+ * name(ctx, s) is called for every layer name the tree holds (the string
+ * items of every "from" and the "name" of every nested object), depth
+ * first in text order. 0; -1 when the text is not provenance JSON (nested
+ * past the depth cap included); -2 when memory ran out or name returned
+ * nonzero (which stops the walk). *rule is NULL after a failure. */
+int gwr_ir_provenance_read(const char *json, size_t len, char **rule, int (*name)(void *ctx, const char *s),
+                           void *ctx);
 
 #endif

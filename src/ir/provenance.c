@@ -56,7 +56,7 @@ static int64_t leaves(const prov_node *p) {
 
 typedef struct rd {
     const char *p, *end;
-    int bad;
+    int oom; /* an allocation failed (the text may be fine) */
 } rd;
 
 static void ws(rd *r) {
@@ -133,6 +133,7 @@ static char *str(rd *r) {
         }
         put_utf8(&b, cp);
     }
+    if (b.failed) r->oom = 1;
     if (r->p >= r->end || *r->p != '"' || b.failed) goto bad;
     r->p++;
     return b.s;
@@ -183,6 +184,7 @@ static int from_list(rd *r, prov_node *p, int depth) {
         prov_node *c;
         if (r->p < r->end && *r->p == '"') {
             c = gwr_calloc(1, sizeof *c);
+            if (!c) r->oom = 1;
             if (!c || !(c->name = str(r))) {
                 node_free(c);
                 return -1;
@@ -192,6 +194,7 @@ static int from_list(rd *r, prov_node *p, int depth) {
         }
         if (node_add(p, c)) {
             node_free(c);
+            r->oom = 1;
             return -1;
         }
     } while (eat(r, ','));
@@ -203,7 +206,7 @@ static prov_node *object(rd *r, int depth) {
     if (depth > GWR_PROV_MAX_DEPTH || !eat(r, '{')) return NULL;
     prov_node *p = gwr_calloc(1, sizeof *p);
     int has_from = 0;
-    if (!p) return NULL;
+    if (!p) return r->oom = 1, NULL;
     if (!eat(r, '}')) {
         do {
             char *k = str(r);
@@ -235,13 +238,36 @@ bad:
     return NULL;
 }
 
-/* The tree of json (len bytes); NULL when it is not a provenance object. */
-static prov_node *parse(const char *json, size_t len) {
+/* The tree of json (len bytes); NULL when it is not a provenance object
+ * or, with *oom set (oom may be NULL), when memory ran out. */
+static prov_node *parse(const char *json, size_t len, int *oom) {
     rd r = {json, json + len, 0};
     prov_node *p = object(&r, 0);
     ws(&r);
     if (p && r.p != r.end) node_free(p), p = NULL;
+    if (oom) *oom = r.oom;
     return p;
+}
+
+/* Calls name(ctx, s) for every layer name under p, depth first in text
+ * order: a nested object's own name before its items. */
+static int names_of(const prov_node *p, int nested, int (*name)(void *ctx, const char *s), void *ctx) {
+    if (nested && p->name && name(ctx, p->name)) return -1;
+    for (int64_t i = 0; i < p->n; i++)
+        if (names_of(p->from[i], 1, name, ctx)) return -1;
+    return 0;
+}
+
+int gwr_ir_provenance_read(const char *json, size_t len, char **rule, int (*name)(void *ctx, const char *s),
+                           void *ctx) {
+    int oom = 0;
+    *rule = NULL;
+    prov_node *p = parse(json, len, &oom);
+    if (!p) return oom ? -2 : -1;
+    int rc = names_of(p, 0, name, ctx) ? -2 : 0;
+    if (!rc && !(*rule = gwr_strdup(p->rule))) rc = -2;
+    node_free(p);
+    return rc;
 }
 
 /* ---- writing ---- */
@@ -318,7 +344,7 @@ char *gwr_ir_provenance_json(const char *rule, gwr_layer *const *from, int64_t n
         size_t len = 0;
         const char *j = gwr_layer_prop(l, GWR_PROVENANCE_PROP, &len);
         /* A layer whose provenance does not read is taken as an original. */
-        prov_node *c = j ? parse(j, len) : NULL;
+        prov_node *c = j ? parse(j, len, NULL) : NULL;
         if (!c) c = gwr_calloc(1, sizeof *c);
         if (!c) {
             failed = 1;
@@ -375,7 +401,7 @@ char *gwr_provenance_text(const char *name, const char *json) {
         gwr_set_last_error(GWR_ERR_INVALID_ARG, "gwr_provenance_text: NULL provenance");
         return NULL;
     }
-    prov_node *p = parse(json, strlen(json));
+    prov_node *p = parse(json, strlen(json), NULL);
     if (!p) {
         gwr_set_last_error(GWR_ERR_PARSE, "provenance of '%.200s' is not valid provenance JSON",
                            name ? name : "?");

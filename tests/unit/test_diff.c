@@ -238,15 +238,17 @@ TEST(provenance_unusable) {
     gwr_network_free(a);
     a = build(V_NONE);
     static const char *const bad[] = {"{\"rule\":\"r\",\"from\":[\"div\",]}", "[\"div\"]", "{\"from\":[\"div\"",
-                                      "{\"rule\":\"r\",\"from\":[\"d\\u00e9v\"]}"};
-    for (int k = 0; k < 4; k++) {
+                                      "{\"rule\":\"r\",\"from\":[\"d\\u00e9v\"]}",
+                                      /* items are names or objects, nothing else */
+                                      "{\"rule\":\"r\",\"from\":[\"div\", 12, null]}"};
+    for (int k = 0; k < 5; k++) {
         gwr_layer_set_prop(gwr_network_find_layer(b, "gelu"), "gwr.provenance", bad[k], strlen(bad[k]));
         d = gwr_diff_networks(a, b, NULL);
         if (CHECK(d)) CHECK_STR(gwr_diff_why_b(d, idx(b, "gelu")), "new");
         gwr_diff_free(d);
     }
     /* Escapes are read: "d\u0069v" is div. */
-    const char *esc = "{\"more\":3,\"rule\":\"fu\\\"se\",\"from\":[\"d\\u0069v\", 12, null]}";
+    const char *esc = "{\"more\":3,\"rule\":\"fu\\\"se\",\"from\":[\"d\\u0069v\"]}";
     gwr_layer_set_prop(gwr_network_find_layer(b, "gelu"), "gwr.provenance", esc, strlen(esc));
     d = gwr_diff_networks(a, b, NULL);
     if (CHECK(d)) {

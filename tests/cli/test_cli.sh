@@ -31,9 +31,18 @@ has out "^#1 fuse_attention_with_bias at 'Add_6' (Add): +GPTAttention_" "demo tr
 has out "^#2 gpt_attention_remove_padding at 'GPTAttention_" "then remove-padding on the new plugin"
 has out "^replace_add_with_sub  *[0-9][0-9]*  *27  *10  *10 " "demo statistics"
 has out "converged" "demo converges"
-for f in demo.onnx demo.rewritten.onnx demo.dot demo.rewritten.dot; do
+for f in demo.onnx demo.rewritten.onnx demo.dot demo.rewritten.dot demo.view.html; do
     ok "demo wrote $f" -- test -s "$tmp/demo/$f"
 done
+ok "demo.view.html holds the data of both networks" -- grep -q '"title":"demo.onnx -> demo.rewritten.onnx"' "$tmp/demo/demo.view.html"
+# The demo's second rewrite re-creates the plugin the first one made: its
+# provenance nests, back to the original Add and plugin (the trace names them).
+fused=$(sed -n "s/^#1 fuse_attention_with_bias at 'Add_6' (Add): +\(GPTAttention_[0-9]*\) .*/\1/p" "$tmp/out")
+padded=$(sed -n "s/^#2 gpt_attention_remove_padding at '$fused' .* +\(GPTAttention_[0-9]*\) .*/\1/p" "$tmp/out")
+expect 0 "explain the re-created plugin" -- "$GWR" explain "$tmp/demo/demo.rewritten.onnx" "$padded"
+has out "^$padded: made by gpt_attention_remove_padding from" "explain: the last rule first"
+has out "^  $fused: made by fuse_attention_with_bias from" "explain: the earlier rewrite nested"
+has out "^    Add_6 (original)" "explain: back to the original layers"
 expect 0 "demo --onnx-attention" -- "$GWR" demo --onnx-attention --blocks 1 --dir "$tmp/demo"
 has out "Softmax" "ONNX attention has a Softmax"
 expect 2 "demo bad --blocks" -- "$GWR" demo --blocks zero

@@ -1,11 +1,13 @@
 /* cmd_demo.c - `gwr demo`, what `make demo` runs: builds a small GPT-style
  * network with the functional C API, applies the three seed rewrite
  * patterns with the trace on, and writes the network before and after as
- * ONNX and as pictures. */
+ * ONNX, as pictures and as the page of `gwr view` (before/after, the
+ * trace, each new layer's provenance). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "view.h"
 
 static void help(FILE *out) {
     fprintf(out,
@@ -19,8 +21,11 @@ static void help(FILE *out) {
             "  gpt_attention_remove_padding  (benefit 10) plugins re-created in remove-padding mode\n"
             "  replace_add_with_sub          (benefit 1)  the remaining Adds become Subs\n"
             "and prints the table again and the statistics. Writes, in DIR (default .):\n"
-            "  demo.onnx, demo.rewritten.onnx      the network before and after\n"
+            "  demo.onnx, demo.rewritten.onnx      the network before and after (with each new\n"
+            "                                      layer's provenance: gwr explain)\n"
             "  demo.dot, demo.rewritten.dot        Graphviz pictures of both (--svg: .svg too)\n"
+            "  demo.view.html                      the page of 'gwr view': both side by side,\n"
+            "                                      the trace, each new layer's provenance\n"
             "--onnx-attention builds attention from plain ONNX ops instead of the plugin (then\n"
             "only replace_add_with_sub finds work).\n");
 }
@@ -28,7 +33,8 @@ static void help(FILE *out) {
 static int save_all(gwr_network *net, const char *dir, const char *stem, int svg) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.onnx", dir, stem);
-    if (gwr_onnx_save(net, path, NULL)) {
+    gwr_onnx_save_options so = {.provenance = 1}; /* `gwr explain` reads it */
+    if (gwr_onnx_save(net, path, &so)) {
         cli_error(path, gwr_network_errmsg(net));
         return -1;
     }
@@ -67,6 +73,8 @@ static int run(int argc, char **argv) {
     gwr_network *net = gwr_network_new("demo");
     gwr_rewrite_manager *m = gwr_rewrite_manager_new();
     gwr_args *args = gwr_args_new();
+    gwr_network *before = NULL; /* for demo.view.html */
+    view_trace *vtrace = NULL;
     int rc = CLI_FAIL;
     if (!net || !m || !args) {
         cli_error("demo", "out of memory");
@@ -107,6 +115,11 @@ static int run(int argc, char **argv) {
     }
     printf("\n");
     if (save_all(net, dir, "demo", svg)) goto out;
+    /* The page of `gwr view` wants the network as it was and the trace. */
+    if (gwr_view_have_dagre && !(before = gwr_network_clone(net))) {
+        cli_error("demo", gwr_last_errmsg());
+        goto out;
+    }
 
     /* The three seed patterns; remove-padding reads its shapes from the
      * manager's args. */
@@ -120,7 +133,13 @@ static int run(int argc, char **argv) {
     gwr_args_set_int(args, "batch_size", 2);
     gwr_args_set_int(args, "in_len", 16);
     gwr_args_set_int(args, "hidden_size", 3 * cfg.hidden);
-    gwr_rewrite_manager_set_options(m, &(gwr_rewrite_options){.time_patterns = 1});
+    gwr_rewrite_manager_set_options(m, &(gwr_rewrite_options){.time_patterns = 1, .provenance = 1});
+    gwr_rewrite_listener vls;
+    if (before && (!(vtrace = view_trace_new()) ||
+                   (vls = view_trace_listener(vtrace), gwr_rewrite_manager_add_listener(m, &vls) < 0))) {
+        cli_error("demo", "out of memory");
+        goto out;
+    }
     if (gwr_rewrite_manager_trace(m, stdout, GWR_TRACE_TEXT, 0) < 0) {
         cli_error("demo", "out of memory");
         goto out;
@@ -136,8 +155,20 @@ static int run(int argc, char **argv) {
     gwr_rewrite_manager_print_stats(m, stdout);
     printf("\n");
     if (save_all(net, dir, "demo.rewritten", svg)) goto out;
+    if (before) {
+        char page[4096];
+        snprintf(page, sizeof page, "%s/demo.view.html", dir);
+        view_page pg = {.models = {before, net}, .files = {"demo.onnx", "demo.rewritten.onnx"}, .nmodels = 2,
+                        .trace = vtrace};
+        if (view_write(page, &pg)) goto out;
+        printf("wrote %s (open it in a browser: before and after, the trace, provenance)\n", page);
+    } else {
+        printf("no demo.view.html: gwr was built without the viewer's layout library (npm install)\n");
+    }
     rc = CLI_OK;
 out:
+    view_trace_free(vtrace);
+    gwr_network_free(before);
     gwr_args_free(args);
     gwr_rewrite_manager_free(m);
     gwr_network_free(net);

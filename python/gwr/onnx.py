@@ -18,11 +18,13 @@ def load(path, infer_shapes=False):
     return _gwr._onnx_load(os.fspath(path), bool(infer_shapes))
 
 
-def save(net, path, external_data=False):
-    """save(net, path, external_data=False): writes net as an ONNX model, atomically.
+def save(net, path, external_data=False, provenance=False):
+    """save(net, path, external_data=False, provenance=False): writes net as an ONNX model, atomically.
 
-    external_data: large tensors go to "<file>.data" beside the model."""
-    _gwr._onnx_save(net, os.fspath(path), bool(external_data))
+    external_data: large tensors go to "<file>.data" beside the model. provenance: each
+    layer's Layer.provenance goes into its node's metadata_props ("gwr.provenance"), as
+    `gwr optimize --provenance` writes it; gwr.onnx.load reads it back."""
+    _gwr._onnx_save(net, os.fspath(path), bool(external_data), bool(provenance))
 
 
 def load_bytes(data, name="<bytes>", infer_shapes=False):

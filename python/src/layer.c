@@ -98,6 +98,13 @@ static PyObject *Layer_get_doc(pg_layer_obj *self, void *c) {
     LAYER_OR_NULL(self);
     return PyUnicode_FromString(gwr_layer_doc(l));
 }
+static PyObject *Layer_get_provenance(pg_layer_obj *self, void *c) {
+    (void)c;
+    LAYER_OR_NULL(self);
+    const char *p = gwr_layer_provenance(l);
+    if (!p) Py_RETURN_NONE;
+    return PyUnicode_FromString(p);
+}
 
 /* get_inputs(*idx) / get_outputs(*idx): all when no index is given. */
 static PyObject *io_list(PyObject *self, PyObject *args, int outputs) {
@@ -533,6 +540,11 @@ static PyGetSetDef Layer_getset[] = {
     {"is_alive", (getter)Layer_get_is_alive, NULL,
      "False once the layer was pruned or its network closed; never raises.", NULL},
     {"doc", (getter)Layer_get_doc, NULL, "The layer's doc string (\"\" when none).", NULL},
+    {"provenance", (getter)Layer_get_provenance, NULL,
+     "The rule that made the layer and the layers it replaced, as the JSON text of\n"
+     "gwr_layer_provenance (docs/design.md, \"Provenance\"); None for a layer no recorded\n"
+     "rewrite made (record with optimize(..., provenance=True) or rewrite(..., provenance=True)).",
+     NULL},
     {"plugin", (getter)Layer_get_plugin, NULL,
      "For PLUGIN-class layers, an object with plugin_namespace (the domain, \"gwr\" for gwr's),\n"
      "plugin_type (the op, \"GPTAttention\") and fields (the attributes); None for other layers.",

@@ -590,11 +590,12 @@ static int parse_options(PyObject *kw, gwr_rewrite_options *o) {
                     : !strcmp(n, "debug")         ? &o->debug
                     : !strcmp(n, "time_patterns") ? &o->time_patterns
                     : !strcmp(n, "full_rescan")   ? &o->full_rescan
+                    : !strcmp(n, "provenance")    ? &o->provenance
                                                   : NULL;
         if (!flag) {
             PyErr_Format(PyExc_TypeError,
                          "rewrite: unknown option '%s' (single_pass, max_rewrites, keep_dead, debug, shuffle_seed, "
-                         "time_patterns, full_rescan, stop_after)",
+                         "time_patterns, full_rescan, stop_after, provenance)",
                          n);
             return -1;
         }

@@ -263,17 +263,19 @@ static int optimize_interrupt(void *ctx) {
 static PyObject *py_optimize(PyObject *mod, PyObject *args, PyObject *kw) {
     (void)mod;
     static char *kwlist[] = {"net", "level", "target", "only", "disable", "opset", "bind", "debug", "input_defaults",
-                             "rules", "stop_after", "profile", NULL};
+                             "rules", "stop_after", "profile", "provenance", NULL};
     PyObject *netobj, *only = Py_None, *disable = Py_None, *bind = Py_None, *rules = Py_None, *stop = Py_None;
     const char *level = "extended", *target = "onnx", *defaults = "auto";
     long long opset = 0;
-    int debug = 0, profile = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|ssOOLOpsOOp:optimize", kwlist, &netobj, &level, &target, &only,
-                                     &disable, &opset, &bind, &debug, &defaults, &rules, &stop, &profile))
+    int debug = 0, profile = 0, provenance = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|ssOOLOpsOOpp:optimize", kwlist, &netobj, &level, &target, &only,
+                                     &disable, &opset, &bind, &debug, &defaults, &rules, &stop, &profile,
+                                     &provenance))
         return NULL;
     gwr_optimize_options o;
     memset(&o, 0, sizeof o);
     o.profile = profile;
+    o.provenance = provenance; /* each new layer's Layer.provenance */
     /* stop_after=None: no stop; K >= 0: the first K rewrites (0: none) */
     if (stop != Py_None) {
         long long k = PyLong_Check(stop) && !PyBool_Check(stop) ? PyLong_AsLongLong(stop) : -2;

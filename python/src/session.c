@@ -715,17 +715,18 @@ static PyObject *onnx_load_bytes(PyObject *self, PyObject *args, PyObject *kwarg
 
 static PyObject *onnx_save(PyObject *self, PyObject *args, PyObject *kwargs) {
     (void)self;
-    static char *kw[] = {"network", "path", "external_data", NULL};
+    static char *kw[] = {"network", "path", "external_data", "provenance", NULL};
     PyObject *netobj, *path = NULL;
-    int ext = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO&|p:save", kw, &netobj, PyUnicode_FSConverter, &path, &ext))
+    int ext = 0, prov = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO&|pp:save", kw, &netobj, PyUnicode_FSConverter, &path, &ext,
+                                     &prov))
         return NULL;
     gwr_network *net = pg_network_get(netobj);
     if (!net) {
         Py_DECREF(path);
         return NULL;
     }
-    gwr_onnx_save_options opt = {.external_data = ext};
+    gwr_onnx_save_options opt = {.external_data = ext, .provenance = prov};
     gwr_status s = gwr_onnx_save(net, PyBytes_AS_STRING(path), &opt);
     Py_DECREF(path);
     if (s) return pg_raise_net(s, net);

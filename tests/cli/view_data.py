@@ -249,6 +249,16 @@ check(r.returncode == 0, f"optimize --view: {r.stderr}")
 _, data = page_data("opt.html")
 check(len(data["models"][0]["layers"]) == onnx_layers("gpt8.onnx") and
       len(data["models"][1]["layers"]) == onnx_layers("opt.onnx") and data["trace"], "optimize --view")
+check(data["profile"] is None, "optimize --view without --profile: no profile")
+# With --profile too, the page holds the passes of the file written beside it.
+r = gwr("optimize", "gpt8.onnx", "-o", "opt2.onnx", "--view", "opt2.html", "--profile", "opt2.json")
+check(r.returncode == 0, f"optimize --view --profile: {r.stderr}")
+_, data = page_data("opt2.html")
+pass_events = [e for e in json.load(open("opt2.json"))["traceEvents"] if e.get("cat") == "pass"]
+check(data["profile"] is not None and data["profile"]["kind"] == "optimize" and
+      [p["name"] for p in data["profile"]["passes"]] == [e["name"] for e in pass_events] and
+      sum(p["rewrites"] for p in data["profile"]["passes"]) == len(data["trace"]),
+      "optimize --view --profile: the page's passes are the profile's, their rewrites the trace's")
 
 # ---- profiles ----
 r = gwr("run", "gpt2.onnx", "--profile", "run.json")

@@ -57,7 +57,8 @@ static void help(FILE *out) {
             "                   added, and a counter of the live layers after each round\n"
             "  --seed N         the inputs' seed (default 0)\n"
             "  --view FILE      also write the page of 'gwr view' for the run: the model\n"
-            "                   before and after, and the trace of its rewrites\n"
+            "                   before and after, the trace of its rewrites (and with\n"
+            "                   --profile, the passes' profile)\n"
             "  --provenance     save each new layer's lineage (rule and replaced layers)\n"
             "                   in OUT's node metadata_props ('gwr explain' reads it)\n"
             "  --list           the passes, with level, targets and numerics\n"
@@ -278,8 +279,12 @@ static int run(int argc, char **argv) {
             printf("wrote %s: %lld -> %lld layers\n", out, (long long)nb, (long long)na);
             rc = CLI_OK;
             if (view) {
-                view_page pg = {.models = {before, net}, .files = {in, out}, .nmodels = 2, .trace = vtrace};
-                if (!(rc = view_write(view, &pg))) printf("wrote %s\n", view);
+                /* With --profile the page shows the passes too (as gwr view --profile). */
+                char *prof = profile ? view_profile_read(profile, &rc) : NULL;
+                view_page pg = {.models = {before, net}, .files = {in, out}, .nmodels = 2, .trace = vtrace,
+                                .profile = prof};
+                if ((!profile || prof) && !(rc = view_write(view, &pg))) printf("wrote %s\n", view);
+                free(prof);
             }
         }
     }

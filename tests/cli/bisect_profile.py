@@ -208,7 +208,13 @@ def test_bad_input(tmp):
         ([good, "--pattern", "no_such_pattern", "-o", out_dir], "no_such_pattern"),
         ([good, "--input", "x=" + os.path.join(tmp, "nope.pb"), "-o", out_dir], "nope.pb"),
         ([good, "--pattern", "replace_add_with_sub", "--only", "eliminate_identity"], "--pattern"),
+        ([good, "--opset", "0", "-o", out_dir], "--opset"),
+        ([good, "--input-defaults", "sometimes", "-o", out_dir], "--input-defaults"),
     ]
+    # The optimizer's --opset and --input-defaults are taken (nothing differs here).
+    rc, out, err = gwr("bisect", good, "--opset", "21", "--input-defaults", "keep", "-o", out_dir)
+    check(rc == 0 and "nothing to bisect" in out, "bisect --opset 21 --input-defaults keep: exit %d %r" % (rc, err))
+    check(not os.path.exists(out_dir), "nothing to bisect: %s was written" % out_dir)
     for args, name in cases:
         rc, out, err = gwr("bisect", *args)
         lines = [l for l in err.splitlines() if l.strip()]

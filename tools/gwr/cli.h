@@ -132,6 +132,10 @@ void cli_shapes_free(cli_shapes *sh);
  * 0, or -1 for another word. */
 int cli_parse_level(const char *v, gwr_pass_level *out);
 int cli_parse_target(const char *v, unsigned *out);
+/* --input-defaults auto|keep|fold: 0, or -1 for another word. --opset N:
+ * 0, or -1 with why (not a number, below 1). */
+int cli_parse_input_defaults(const char *v, gwr_input_defaults *out);
+int cli_parse_opset(const char *v, int64_t *out, const char **why);
 
 /* ---- the inputs of gwr run, verify and bisect (cmd_run.c) ---- */
 

@@ -20,6 +20,7 @@
 static void help(FILE *out) {
     fprintf(out,
             "usage: gwr bisect MODEL [--level L] [--target T] [--only P,...] [--disable P,...]\n"
+            "                  [--opset N] [--input-defaults auto|keep|fold]\n"
             "                  [--rules FILE] [--debug] | --pattern LABEL... [--rules FILE]\n"
             "                  [--rtol R] [--atol A] [--input NAME=FILE.pb ...] [--random SEED]\n"
             "                  [--shape INPUT=D0,D1,... | SYM=N] [-o DIR]\n"
@@ -38,7 +39,8 @@ static void help(FILE *out) {
             "\n"
             "  --pattern LABEL  a built-in pattern (gwr rewrite --list); repeatable\n"
             "  --rules FILE     also run the rules of FILE (docs/rules.md)\n"
-            "  --level, --target, --only, --disable, --debug  as gwr optimize\n"
+            "  --level, --target, --only, --disable, --opset, --input-defaults, --debug\n"
+            "                   as gwr optimize\n"
             "  --rtol R, --atol A  tolerance: |a - b| <= atol + rtol * |b| (defaults 1e-4, 1e-5)\n"
             "  --input NAME=FILE.pb  an input's value (TensorProto); other inputs are random\n"
             "  --random SEED    seed of the random inputs (default 0)\n"
@@ -341,6 +343,16 @@ static int run(int argc, char **argv) {
         } else if (!strcmp(a, "--target")) {
             if (!v || cli_parse_target(v, &b.opt.target)) rc = cli_usage("bisect", "--target needs onnx, ort or gwr");
             i++;
+        } else if (!strcmp(a, "--opset")) {
+            int64_t n = 0;
+            const char *why = "missing";
+            if (!v || cli_parse_opset(v, &n, &why))
+                rc = cli_usage("bisect", "--opset '%s': %s; a positive integer", v ? v : "", why);
+            b.opt.opset = n, with_opt = 1, i++;
+        } else if (!strcmp(a, "--input-defaults")) {
+            if (!v || cli_parse_input_defaults(v, &b.opt.input_defaults))
+                rc = cli_usage("bisect", "--input-defaults needs auto, keep or fold");
+            with_opt = 1, i++;
         } else if (!strcmp(a, "--only") || !strcmp(a, "--disable")) {
             if (!v || !*v) rc = cli_usage("bisect", "%s needs a comma-separated list of passes", a);
             else if (a[2] == 'o') b.opt.only = v;

@@ -82,6 +82,18 @@ int cli_parse_target(const char *v, unsigned *out) {
     return 0;
 }
 
+int cli_parse_input_defaults(const char *v, gwr_input_defaults *out) {
+    static const char *const modes[] = {"auto", "keep", "fold"};
+    for (int k = 0; k < 3; k++)
+        if (!strcmp(v, modes[k])) return *out = (gwr_input_defaults)k, 0;
+    return -1;
+}
+
+int cli_parse_opset(const char *v, int64_t *out, const char **why) {
+    *why = "below 1";
+    return cli_parse_int(v, out, why) || *out < 1 ? -1 : 0;
+}
+
 /* --verify: the copy taken before against the optimized network. 0 when
  * every output agrees, 1 when one differs or a run fails (printed). */
 static int verify(gwr_network *before, gwr_network *after, const char *in, const gwr_dim_binding *bind, int nbind,
@@ -189,16 +201,14 @@ static int run(int argc, char **argv) {
             i++;
         } else if (!strcmp(a, "--opset")) {
             int64_t n = 0;
-            const char *why = "below 1";
-            if (!v || cli_parse_int(v, &n, &why) || n < 1)
-                return cli_shapes_free(&shapes), cli_usage("optimize", "--opset '%s': %s; a positive integer", v ? v : "", v ? why : "missing");
+            const char *why = "missing";
+            if (!v || cli_parse_opset(v, &n, &why))
+                return cli_shapes_free(&shapes), cli_usage("optimize", "--opset '%s': %s; a positive integer", v ? v : "", why);
             o.opset = n, i++;
         } else if (!strcmp(a, "--input-defaults")) {
-            static const char *const modes[] = {"auto", "keep", "fold"};
-            int k = 0;
-            while (v && k < 3 && strcmp(v, modes[k])) k++;
-            if (!v || k == 3) return cli_shapes_free(&shapes), cli_usage("optimize", "--input-defaults needs auto, keep or fold");
-            o.input_defaults = (gwr_input_defaults)k, i++;
+            if (!v || cli_parse_input_defaults(v, &o.input_defaults))
+                return cli_shapes_free(&shapes), cli_usage("optimize", "--input-defaults needs auto, keep or fold");
+            i++;
         } else if (!strcmp(a, "--rules")) {
             if (!v) return cli_shapes_free(&shapes), cli_usage("optimize", "--rules needs a rules file");
             if (rules_path) return cli_shapes_free(&shapes), cli_usage("optimize", "--rules given twice (one file; it may hold many rules)");

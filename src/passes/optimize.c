@@ -200,12 +200,6 @@ static gwr_status run_on(gwr_rewrite_manager *m, gwr_network *root, gwr_network 
     return GWR_OK;
 }
 
-static int64_t total_rewrites(const gwr_optimize_report *r) {
-    int64_t n = 0;
-    for (int i = 0; i < r->n; i++) n += r->passes[i].rewrites;
-    return n;
-}
-
 /* The manager's run over net and its bodies, again while a round's rewrites
  * made types known that inference could not see before (a Pad whose pads
  * were computed, folded into a constant: the dims below it), so that the
@@ -217,7 +211,6 @@ static gwr_status run_to_fixpoint(gwr_rewrite_manager *m, gwr_network *net, cons
     int64_t networks = 0;
     r->t0 = rw_now();
     for (int round = 0; round < MAX_ROUNDS; round++) {
-        int64_t before = total_rewrites(r);
         gwr_optimize_round *rd = &r->rounds[r->nrounds++];
         rd->start = rw_now() - r->t0;
         rd->layers_before = gwr_network_num_live_layers(net);
@@ -227,7 +220,7 @@ static gwr_status run_to_fixpoint(gwr_rewrite_manager *m, gwr_network *net, cons
         if (!round) networks = r->networks;
         r->networks = networks; /* the networks, not the visits */
         if (s || r->stopped) return s;
-        if (round && total_rewrites(r) == before) break;
+        if (round && !rd->rewrites) break;
         int64_t refined = gwr_opt_refine_types(net);
         if (refined < 0) return gwr_ir_error(net, GWR_ERR_NOMEM, "gwr_optimize: out of memory");
         if (!refined) break;

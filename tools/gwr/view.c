@@ -476,6 +476,12 @@ static void minfo_free(minfo *m) {
 
 static int is_const(const gwr_layer *l) { return gwr_layer_type_of(l) == GWR_LAYER_CONSTANT; }
 
+/* The value a constant layer holds; NULL for another layer (or none). */
+static const gwr_weights *const_value(const gwr_layer *l) {
+    const gwr_weights *w;
+    return is_const(l) && !gwr_layer_get_tensor(l, "value", &w) ? w : NULL;
+}
+
 /* The position in m's order of the layer producing t, -1 for a graph
  * input or a tensor of an enclosing network. */
 static int64_t producer_pos(const minfo *m, const gwr_tensor *t) {
@@ -809,8 +815,8 @@ static void signatures(minfo *m) {
         if (!d) continue;
         gwr_layer *l = m->ord[i];
         uint64_t lh = mix(mix(op_hash(l), attr_hash(l)), (uint64_t)gwr_layer_num_outputs(l));
-        const gwr_weights *w;
-        if (is_const(l) && !gwr_layer_get_tensor(l, "value", &w)) lh = dims_hash(lh, w->rank, w->dims);
+        const gwr_weights *w = const_value(l);
+        if (w) lh = dims_hash(lh, w->rank, w->dims);
         for (int64_t k = 0; k < d; k++) {
             int64_t g = chain[off[i] + k];
             uint64_t h = mix(m->g[g].sig, lh);
@@ -1095,14 +1101,15 @@ static void attr_text(sbuf *o, const gwr_layer *l, int a) {
  * made by constants, graph inputs with a default value); -1 when a shape
  * is unknown. */
 static int64_t layer_params(const gwr_layer *l) {
-    const gwr_weights *w;
-    if (is_const(l)) return !gwr_layer_get_tensor(l, "value", &w) ? weights_numel(w) : -1;
+    if (is_const(l)) {
+        const gwr_weights *w = const_value(l);
+        return w ? weights_numel(w) : -1;
+    }
     int64_t sum = 0;
     for (int k = 0; k < gwr_layer_num_inputs(l); k++) {
         gwr_tensor *t = gwr_layer_input(l, k);
         gwr_layer *p = t ? gwr_tensor_parent(t) : NULL;
-        const gwr_weights *d = t && !p ? gwr_tensor_default(t) : NULL;
-        if (p && is_const(p) && !gwr_layer_get_tensor(p, "value", &w)) d = w;
+        const gwr_weights *d = !t ? NULL : p ? const_value(p) : gwr_tensor_default(t);
         if (!d) continue;
         int64_t e = weights_numel(d);
         if (e < 0) return -1;
@@ -1182,9 +1189,8 @@ static int write_model(wctx *w, gwr_network *net, minfo *m, const char *file, in
     }
     for (int64_t i = 0; i < m->n; i++) {
         gwr_layer *l = m->ord[i];
-        const gwr_weights *cw;
-        const char *k = "act";
-        if (is_const(l)) k = !gwr_layer_get_tensor(l, "value", &cw) && weights_numel(cw) <= 8 ? "const" : "weight";
+        const gwr_weights *cw = const_value(l);
+        const char *k = !is_const(l) ? "act" : cw && weights_numel(cw) <= 8 ? "const" : "weight";
         obase[i] = nt;
         for (int o = 0; o < gwr_layer_num_outputs(l); o++) ADD_TENSOR(gwr_layer_output(l, o), k, 0);
     }

@@ -800,7 +800,8 @@ static PyMethodDef rm_methods[] = {
      "rewrite(net, args=None, **options) -> dict\n\nApplies the patterns to net until none matches. Every "
      "Python pattern sees args as self.args during the run; built-in patterns get args converted to C (when a "
      "value cannot be converted they get none). Options: single_pass, max_rewrites, keep_dead, debug, "
-     "shuffle_seed, time_patterns, full_rescan, stop_after (the first K rewrites only). Returns the summary "
+     "shuffle_seed, time_patterns, full_rescan, stop_after (the first K rewrites only), provenance (each new "
+     "layer's Layer.provenance). Returns the summary "
      "(visited, rewrites, layers_before, layers_after, pruned, converged, stopped, seconds). A Python exception raised by a pattern or listener stops the "
      "run and is re-raised as is; the network still verifies (it holds the rewrites done before). Fails with "
      "NotConvergedError past max_rewrites, StateError when called from inside its own run."},

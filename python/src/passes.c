@@ -395,12 +395,14 @@ static PyMethodDef pattern_functions[] = {
     {"_passes_get", passes_get, METH_O, "_passes_get(label) -> BuiltinPattern (see gwr.passes.get)."},
     {"optimize", (PyCFunction)(void (*)(void))py_optimize, METH_VARARGS | METH_KEYWORDS,
      "optimize(net, level='extended', target='onnx', only=None, disable=None, opset=0, bind=None, debug=False, "
-     "input_defaults='auto', rules=None)"
+     "input_defaults='auto', rules=None, stop_after=None, profile=False, provenance=False)"
      " -> dict\n\nRuns the built-in passes of level ('basic', 'extended', 'all') and below that may serve target "
      "('onnx', 'ort', 'gwr') to a fixpoint over net and its subgraphs. only / disable: pass labels (a "
      "comma-separated str or a list). opset: raise the default opset first (0 keeps it). bind: {symbol: int} "
      "binds symbolic dims first. debug: verify after every rewrite. Returns {'passes': [{label, skipped, "
-     "attempts, matches, rewrites, note}], 'layers_before', 'layers_after', 'networks'}. rules: a "
+     "attempts, matches, rewrites, note}], 'layers_before', 'layers_after', 'networks', 'rewrites', 'stopped', "
+     "'rounds'}. stop_after=K: only the first K rewrites of the run. profile: time each pass (the rounds' "
+     "seconds). provenance: each new layer's Layer.provenance. rules: a "
      "gwr.rules.RuleSet run with the passes (one manager, by benefit, the same subgraphs); its rules are "
      "listed after the passes in 'passes'."},
     {NULL, NULL, 0, NULL}};
